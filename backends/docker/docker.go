@@ -1,0 +1,275 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// Name is the backend's registry name.
+const Name = "docker"
+
+// killGrace is how long SIGTERM gets before SIGKILL when a run times out.
+const killGrace = 2 * time.Second
+
+// pingTimeout bounds every "is the daemon there" question.
+const pingTimeout = 5 * time.Second
+
+// Backend runs commands in single-use hardened containers.
+type Backend struct {
+	cli     *client.Client
+	selfExe string
+	host    string
+}
+
+// New connects (lazily) to the daemon named by DOCKER_HOST or the default socket.
+func New(env backends.Env) (backends.Backend, error) {
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	host, _ := os.Hostname()
+	return &Backend{cli: cli, selfExe: env.SelfExe, host: host}, nil
+}
+
+// Name implements backends.Backend.
+func (b *Backend) Name() string { return Name }
+
+// Client exposes the SDK client for the selftest and gc.
+func (b *Backend) Client() *client.Client { return b.cli }
+
+// Available checks the daemon answers (negotiating the API version).
+func (b *Backend) Available(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if _, err := b.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		return fmt.Errorf("cannot reach the Docker daemon at %s: %v; start it (systemctl start docker, or dockerd &) or set DOCKER_HOST",
+			b.cli.DaemonHost(), err)
+	}
+	return nil
+}
+
+// EnsureImage fails with the exact build command when the image is missing.
+func (b *Backend) EnsureImage(ctx context.Context, image string) error {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	_, err := b.cli.ImageInspect(ctx, image)
+	if err == nil {
+		return nil
+	}
+	if cerrdefs.IsNotFound(err) {
+		if image == profiles.DefaultImage {
+			return fmt.Errorf("docker image %s not found; build it with `triage-sandbox image build` (offline: images/build-base.sh first, then `triage-sandbox image build --base %s`)",
+				image, profiles.DefaultBaseImage)
+		}
+		return fmt.Errorf("docker image %s not found; build or load it, or set [sandbox] image", image)
+	}
+	return fmt.Errorf("inspecting image %s: %w", image, err)
+}
+
+// Render implements backends.Backend with placeholder run data.
+func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artifact, error) {
+	return Render(p, cmd, b.selfExe, b.runInfo(p, cmd))
+}
+
+func (b *Backend) runInfo(p *policy.Policy, cmd backends.Command) RunInfo {
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	pid := os.Getpid()
+	return RunInfo{
+		Name:        "triage-sandbox-" + p.Role + "-" + hex.EncodeToString(id[:]),
+		ParentPID:   pid,
+		ParentStart: parentStart(pid),
+		Host:        b.host,
+		ExpiresAt:   time.Now().Add(p.Timeout() + time.Minute),
+		Lifeline:    cmd.Stdin == nil,
+	}
+}
+
+// Run creates, attaches, starts and waits for one container, and removes it
+// on every path. A deadline on ctx is the timeout; cancelling ctx (Ctrl-C)
+// kills the container too.
+func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+	var res backends.Result
+	if b.selfExe == "" {
+		return res, errors.New("docker backend: no triage-sandbox binary to mount as init")
+	}
+	if err := b.Available(ctx); err != nil {
+		return res, err
+	}
+	if err := b.EnsureImage(ctx, p.Image); err != nil {
+		return res, err
+	}
+	req, err := Render(p, cmd, b.selfExe, b.runInfo(p, cmd))
+	if err != nil {
+		return res, err
+	}
+	// Cleanup must outlive ctx (it is often the cancelled one).
+	cleanupCtx := context.WithoutCancel(ctx)
+
+	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: req.Name, Config: req.Config, HostConfig: req.HostConfig,
+	})
+	if err != nil {
+		return res, fmt.Errorf("creating the sandbox container: %w", err)
+	}
+	id := created.ID
+	res.Sandbox = id
+	defer b.remove(cleanupCtx, id)
+
+	att, err := b.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{
+		Stream: true, Stdin: true, Stdout: true, Stderr: true,
+	})
+	if err != nil {
+		return res, fmt.Errorf("attaching to the sandbox: %w", err)
+	}
+	defer att.Close()
+
+	// Wait before start: with AutoRemove the container may be gone before a
+	// later wait could see its exit.
+	waitCtx, stopWait := context.WithCancel(cleanupCtx)
+	defer stopWait()
+	wait := b.cli.ContainerWait(waitCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	oom := b.watchOOM(waitCtx, id)
+
+	var copyDone sync.WaitGroup
+	copyDone.Add(1)
+	go func() {
+		defer copyDone.Done()
+		_, _ = stdcopy.StdCopy(orDiscard(out.Stdout), orDiscard(out.Stderr), att.Reader)
+	}()
+	if cmd.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(att.Conn, cmd.Stdin)
+			_ = att.CloseWrite()
+		}()
+	}
+
+	start := time.Now()
+	if _, err := b.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return res, fmt.Errorf("starting the sandbox container: %w", err)
+	}
+
+	var status container.WaitResponse
+	select {
+	case status = <-wait.Result:
+	case err := <-wait.Error:
+		return res, fmt.Errorf("waiting for the sandbox: %w", err)
+	case <-ctx.Done():
+		res.TimedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
+		res.Canceled = !res.TimedOut
+		b.kill(cleanupCtx, id, wait)
+		status.StatusCode = 137
+	}
+	res.Duration = time.Since(start)
+	// The daemon ends the output stream once stdin is closed too.
+	_ = att.CloseWrite()
+	// The stream ends when the container's stdout/stderr close; bound the
+	// wait in case a daemon keeps the hijacked connection open.
+	if !waitTimeout(&copyDone, 5*time.Second) {
+		att.Close()
+		copyDone.Wait()
+	}
+	res.ExitCode = int(status.StatusCode)
+	if res.ExitCode == 137 && !res.TimedOut && !res.Canceled {
+		// The oom event can trail the exit by a moment.
+		select {
+		case res.OOMKilled = <-oom:
+		case <-time.After(time.Second):
+		}
+	}
+	stopWait()
+	if res.ExitCode > 128 && res.ExitCode < 160 {
+		res.Signal = res.ExitCode - 128
+	}
+	return res, nil
+}
+
+// kill stops a timed-out or cancelled container: SIGTERM to tini (which
+// forwards it), then SIGKILL, which ends the pid namespace and every process
+// in it, setsid'd or not.
+func (b *Backend) kill(ctx context.Context, id string, wait client.ContainerWaitResult) {
+	_, _ = b.cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "TERM"})
+	select {
+	case <-wait.Result:
+		return
+	case <-wait.Error:
+	case <-time.After(killGrace):
+	}
+	kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, _ = b.cli.ContainerKill(kctx, id, client.ContainerKillOptions{Signal: "KILL"})
+	select {
+	case <-wait.Result:
+	case <-wait.Error:
+	case <-kctx.Done():
+	}
+}
+
+// remove force-removes the container; "not found" means AutoRemove won.
+func (b *Backend) remove(ctx context.Context, id string) {
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	_, err := b.cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
+		fmt.Fprintf(os.Stderr, "triage-sandbox: warning: removing container %s: %v (run `triage-sandbox gc`)\n", id[:12], err)
+	}
+}
+
+func isRemovalInProgress(err error) bool {
+	return strings.Contains(err.Error(), "is already in progress")
+}
+
+// watchOOM reports whether the daemon saw an OOM kill in the container
+// before ctx ends. Exit code 137 alone cannot tell OOM from SIGKILL.
+func (b *Backend) watchOOM(ctx context.Context, id string) <-chan bool {
+	res := make(chan bool, 1)
+	ev := b.cli.Events(ctx, client.EventsListOptions{
+		Filters: make(client.Filters).Add("container", id).Add("event", "oom"),
+	})
+	go func() {
+		select {
+		case _, ok := <-ev.Messages:
+			if ok {
+				res <- true
+			}
+		case <-ev.Err:
+		case <-ctx.Done():
+		}
+	}()
+	return res
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/docker"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/sandbox"
+)
+
+// policyFlags are shared by every subcommand that compiles a policy.
+type policyFlags struct {
+	config  string
+	role    string
+	backend string
+	workdir string
+}
+
+func (f *policyFlags) register(cmd *cobra.Command, defaultRole string) {
+	cmd.Flags().StringVar(&f.config, "config", "", "triage.toml to read (default: nearest triage.toml from the current directory up)")
+	cmd.Flags().StringVar(&f.role, "role", defaultRole, "agent or reproducer")
+	cmd.Flags().StringVar(&f.backend, "backend", "", "docker, seatbelt or local (default: TRIAGE_SANDBOX, the config, then the OS default)")
+}
+
+func (f *policyFlags) compile() (*policy.Policy, error) {
+	if f.role != profiles.RoleAgent && f.role != profiles.RoleReproducer {
+		return nil, fmt.Errorf("--role %q: use agent or reproducer", f.role)
+	}
+	host, err := policy.CurrentHost()
+	if err != nil {
+		return nil, err
+	}
+	return sandbox.Compile(f.config, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir})
+}
+
+func registry() *backends.Registry {
+	r := backends.NewRegistry()
+	r.Register(docker.Name, docker.New)
+	return r
+}
+
+// newBackend makes the policy's backend with this binary as its init.
+func newBackend(p *policy.Policy, needSelf bool) (backends.Backend, error) {
+	env := backends.Env{}
+	if needSelf {
+		exe, err := sandbox.SelfExe()
+		if err != nil {
+			return nil, err
+		}
+		env.SelfExe = exe
+	} else if exe, err := os.Executable(); err == nil {
+		env.SelfExe = exe
+	}
+	return registry().New(p.Backend, env)
+}

@@ -1,0 +1,74 @@
+// Command triage-sandbox runs commands proposed by AI triage agents inside a
+// sandbox compiled from triage.toml. This package only parses flags and calls
+// the library packages; see the README for the contracts.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a specific exit code out of a subcommand.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+// refuse is triage-sandbox's own failure before the command ran: exit 125.
+func refuse(err error) error { return &exitError{code: 125, err: err} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	root := newRootCmd()
+	err := root.ExecuteContext(ctx)
+	stop()
+	os.Exit(report(err))
+}
+
+// report prints err (one line per problem) and returns the exit code.
+func report(err error) int {
+	if err == nil {
+		return 0
+	}
+	code := 125
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+		err = ee.err
+	}
+	if err != nil {
+		for _, line := range strings.Split(strings.TrimSpace(err.Error()), "\n") {
+			fmt.Fprintln(os.Stderr, "triage-sandbox: "+line)
+		}
+	}
+	return code
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "triage-sandbox",
+		Short:         "Run AI-triage commands and issue reproducers in a sandbox compiled from triage.toml",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return refuse(fmt.Errorf("%v (see --help)", err))
+	})
+	root.AddCommand(newRunCmd(), newRenderCmd(), newPolicyCmd(), newDoctorCmd(),
+		newImageCmd(), newVersionCmd(), newInitCmd())
+	return root
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/output"
+	"github.com/triage-sandbox/triage-sandbox/sandbox"
+)
+
+// runJSON is `run --json`'s one object.
+type runJSON struct {
+	ExitCode    int     `json:"exit_code"`
+	TimedOut    bool    `json:"timed_out"`
+	OOMKilled   bool    `json:"oom_killed"`
+	Signal      int     `json:"signal,omitempty"`
+	DurationMS  float64 `json:"duration_ms"`
+	Role        string  `json:"role,omitempty"`
+	Backend     string  `json:"backend,omitempty"`
+	PolicyHash  string  `json:"policy_hash,omitempty"`
+	Sandbox     string  `json:"sandbox,omitempty"`
+	Stdout      string  `json:"stdout"`
+	Stderr      string  `json:"stderr"`
+	StdoutBytes int64   `json:"stdout_bytes"`
+	StderrBytes int64   `json:"stderr_bytes"`
+	Truncated   bool    `json:"truncated"`
+	Error       string  `json:"error,omitempty"`
+}
+
+func newRunCmd() *cobra.Command {
+	var pf policyFlags
+	var timeout time.Duration
+	var asJSON, stdin bool
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARG...]",
+		Short: "Run one command (an argv, no shell) in the sandbox",
+		Long: "Run one command in the sandbox. The argv is executed with no shell; ask for one\n" +
+			"explicitly (-- sh -c '...'). Exit codes: the command's own; 124 timeout; 125 refused\n" +
+			"or failed before running; 126 not executable; 127 not found; 128+N killed by signal N.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := &runJSON{}
+			fail := func(err error) error {
+				if asJSON {
+					out.ExitCode, out.Error = sandbox.ExitRefused, err.Error()
+					_ = json.NewEncoder(os.Stdout).Encode(out)
+				}
+				return refuse(err)
+			}
+			if cmd.ArgsLenAtDash() < 0 && len(args) > 0 {
+				return fail(fmt.Errorf("put the command after --, e.g. triage-sandbox run -- %s", args[0]))
+			}
+			if len(args) == 0 {
+				return fail(fmt.Errorf("empty command: give the program to run after --, e.g. triage-sandbox run -- python3 repro.py"))
+			}
+			p, err := pf.compile()
+			if err != nil {
+				return fail(err)
+			}
+			out.Role, out.Backend, out.PolicyHash = p.Role, p.Backend, p.Hash()
+			for _, w := range p.Warnings {
+				fmt.Fprintln(os.Stderr, "triage-sandbox: warning: "+w)
+			}
+			b, err := newBackend(p, true)
+			if err != nil {
+				return fail(err)
+			}
+			req := sandbox.Request{Policy: p, Timeout: timeout, Command: backends.Command{Argv: args}}
+			if stdin {
+				req.Command.Stdin = os.Stdin
+			}
+			var stdoutCap, stderrCap *output.Capture
+			if asJSON {
+				stdoutCap, stderrCap = output.NewCapture(0), output.NewCapture(0)
+				req.Streams = backends.Streams{Stdout: stdoutCap, Stderr: stderrCap}
+			} else {
+				req.Streams = backends.Streams{Stdout: os.Stdout, Stderr: os.Stderr}
+			}
+			res, err := sandbox.Run(cmd.Context(), b, req)
+			if err != nil {
+				return fail(err)
+			}
+			code := sandbox.ExitCode(res)
+			if res.TimedOut {
+				fmt.Fprintf(os.Stderr, "triage-sandbox: timed out after %s; the sandbox was killed\n", effective(timeout, p.Timeout()))
+			} else if res.OOMKilled {
+				fmt.Fprintln(os.Stderr, "triage-sandbox: killed: out of memory (raise [sandbox] memory if this is expected)")
+			}
+			if asJSON {
+				out.ExitCode, out.TimedOut, out.OOMKilled, out.Signal = code, res.TimedOut, res.OOMKilled, res.Signal
+				out.DurationMS = float64(res.Duration.Microseconds()) / 1000
+				out.Sandbox = res.Sandbox
+				out.Stdout, out.Stderr = stdoutCap.String(), stderrCap.String()
+				out.StdoutBytes, out.StderrBytes = stdoutCap.Total(), stderrCap.Total()
+				out.Truncated = stdoutCap.Truncated() || stderrCap.Truncated()
+				if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+					return refuse(err)
+				}
+			}
+			if code == 0 {
+				return nil
+			}
+			return &exitError{code: code}
+		},
+	}
+	pf.register(cmd, "agent")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command after this long (default: the role's timeout)")
+	cmd.Flags().StringVar(&pf.workdir, "workdir", "", "directory to start in; must be visible in the sandbox")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object with the result and the (capped) output")
+	cmd.Flags().BoolVar(&stdin, "stdin", false, "pass standard input to the command (closed otherwise)")
+	return cmd
+}
+
+func effective(flag, role time.Duration) time.Duration {
+	if flag > 0 {
+		return flag
+	}
+	return role
+}
+
+var _ io.Writer = (*output.Capture)(nil)

@@ -1,0 +1,68 @@
+// Package config loads and validates ai-triager's triage.toml. Keys the harness
+// owns are read where triage-sandbox needs them and otherwise ignored; inside
+// [sandbox*] every key is checked and an unknown one is an error.
+package config
+
+// File is a loaded triage.toml (or the built-in defaults when there is none).
+type File struct {
+	// Path is the absolute path of the file that was read; "" for built-in defaults.
+	Path string
+	// Root is the workspace root: the directory holding the file, or the current
+	// directory when there is no file. Always absolute and cleaned.
+	Root string
+
+	Project Project
+	Repro   Repro
+
+	// Sandbox is [sandbox] itself; Agent and Reproducer are [sandbox.agent] and
+	// [sandbox.reproducer], shallow overrides of it (unset fields are nil).
+	Sandbox    Sandbox
+	Agent      Sandbox
+	Reproducer Sandbox
+	Guard      Guard
+}
+
+// Project is the part of [project] the sandbox needs.
+type Project struct {
+	Checkout string // as written; relative paths are relative to Root
+	Python   string // as written; "" means the default "python3"
+}
+
+// Repro is the part of [repro] the sandbox needs.
+type Repro struct {
+	Timeout *int // seconds
+}
+
+// Sandbox holds the keys of [sandbox] (and of a per-role table). A nil field
+// (or nil slice/map) means "not set here".
+type Sandbox struct {
+	Backend     *string           // docker | seatbelt | local
+	Network     *bool             // false = loopback only
+	Image       *string           // docker image
+	Env         []string          // extra variable names, shell wildcards allowed
+	Secrets     []string          // replaces the unreadable-path list
+	Writable    []string          // relative to Root
+	AllowAll    *bool             // no isolation at all
+	SetEnv      map[string]string // fixed variables set inside (e.g. LLMFORMAT = "1")
+	Timeout     *int              // seconds; overrides the role default
+	Memory      *int64            // bytes (written "2g", "512m" or a byte count)
+	CPUs        *float64          // e.g. 1.5
+	Pids        *int64            // process limit
+	TmpfsSize   *int64            // bytes, size of each scratch tmpfs (HOME, TMPDIR)
+	ShmSize     *int64            // bytes, /dev/shm
+	Runtime     *string           // docker runtime, e.g. "runsc"
+	User        *string           // "uid:gid" used inside when triage-sandbox runs as root
+	OutputLimit *int64            // bytes of output kept (head + tail)
+	Deny        []string          // extra deny-list patterns for the gate
+	AuditLog    *string           // audit log path, relative to Root
+}
+
+// Guard is [sandbox.guard].
+type Guard struct {
+	Enabled *bool
+	Model   *string
+	MinSafe *float64
+	MaxRisk *float64
+	URL     *string // endpoint of the decision model
+	Timeout *int    // seconds
+}

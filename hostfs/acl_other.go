@@ -1,0 +1,9 @@
+//go:build !linux
+
+package hostfs
+
+import "errors"
+
+func grantACL(path string, isDir bool, mode uint32, uid int) error {
+	return errors.New("granting access by ACL is only implemented on Linux")
+}

@@ -1,0 +1,408 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// Options are per-invocation choices that are not in the config file.
+type Options struct {
+	// Backend overrides the config (the --backend flag); "" means use
+	// TRIAGE_SANDBOX, then the config, then the OS default.
+	Backend string
+	// Workdir is the directory the command starts in; "" means the caller's
+	// current directory when it is visible inside, else the workspace root.
+	Workdir string
+}
+
+// Build compiles cfg for role on host. It only reads the filesystem; creating
+// missing writable paths is Prepare's job.
+func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, error) {
+	if role != profiles.RoleAgent && role != profiles.RoleReproducer {
+		return nil, fmt.Errorf("unknown role %q: use agent or reproducer", role)
+	}
+	sb := cfg.Resolve(role)
+	root, err := canonicalDir(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("workspace root: %w", err)
+	}
+	p := &Policy{Role: role, WorkspaceRoot: root}
+	p.Backend = chooseBackend(opts.Backend, host, sb)
+	p.AllowAll = sb.AllowAll != nil && *sb.AllowAll
+	if p.AllowAll {
+		p.Warnings = append(p.Warnings, "allow_all = true: NO isolation, the full environment passes and the guard is off")
+	}
+
+	var errs []error
+	p.Mounts = append(p.Mounts, Mount{Path: root, ReadOnly: true, Kind: "dir", Why: "workspace root"})
+	for _, w := range writableList(sb, role) {
+		m, err := resolveWritable(root, w)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: [sandbox] writable %q: %w", configName(cfg), w, err))
+			continue
+		}
+		p.Mounts = append(p.Mounts, m)
+	}
+	if m, ok, err := checkoutMount(cfg, root); err != nil {
+		errs = append(errs, err)
+	} else if ok {
+		p.Mounts = append(p.Mounts, m)
+	}
+	if m, ok, warn := pythonMount(cfg, root); ok {
+		p.Mounts = append(p.Mounts, m)
+	} else if warn != "" {
+		p.Warnings = append(p.Warnings, warn)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	p.Mounts = dedupeMounts(p.Mounts)
+
+	p.Unreadable = unreadableList(sb, host)
+	p.Masked = maskedUnder(p.Unreadable, p.Mounts)
+	p.Network = Network{LoopbackOnly: !(p.AllowAll || (sb.Network != nil && *sb.Network))}
+
+	p.Scratch = Scratch{Home: profiles.ScratchHome, Tmp: profiles.ScratchTmp}
+	p.Limits = limits(cfg, sb, role)
+	p.Scratch.Size = p.Limits.TmpfsSize
+	p.User, err = identity(sb, host, root)
+	if err != nil {
+		return nil, err
+	}
+	p.Image = profiles.DefaultImage
+	if sb.Image != nil {
+		p.Image = *sb.Image
+	}
+	if sb.Runtime != nil {
+		p.Runtime = *sb.Runtime
+	}
+	if p.Workdir, err = workdir(opts.Workdir, host.Cwd, p); err != nil {
+		return nil, err
+	}
+	env, dropped, warnings := filterEnv(role, sb, host, p)
+	p.Env, p.Dropped = env, dropped
+	p.Warnings = append(p.Warnings, warnings...)
+	return p, nil
+}
+
+func configName(cfg *config.File) string {
+	if cfg.Path == "" {
+		return "built-in defaults"
+	}
+	return cfg.Path
+}
+
+// chooseBackend: --backend, then TRIAGE_SANDBOX (ai-triager's variable), then
+// the config, then seatbelt on macOS and docker elsewhere. allow_all has no
+// backend to speak of: it runs on the host unconfined.
+func chooseBackend(flag string, host Host, sb config.Sandbox) string {
+	if sb.AllowAll != nil && *sb.AllowAll {
+		return "none"
+	}
+	if flag != "" {
+		return flag
+	}
+	if v, ok := host.Getenv("TRIAGE_SANDBOX"); ok && v != "" {
+		return v
+	}
+	if sb.Backend != nil {
+		return *sb.Backend
+	}
+	if host.OS == "darwin" {
+		return "seatbelt"
+	}
+	return "docker"
+}
+
+func writableList(sb config.Sandbox, role string) []string {
+	if sb.Writable != nil {
+		return sb.Writable
+	}
+	return profiles.Writable(role)
+}
+
+// resolveWritable checks that rel stays inside root, lexically and through
+// no symlink at all. A path that does not exist yet is fine: Prepare creates
+// it. Symlinks are refused outright, wherever they point, because the target
+// could be swapped between the check and the mount.
+func resolveWritable(root, rel string) (Mount, error) {
+	if rel == "" {
+		return Mount{}, errors.New("empty path")
+	}
+	if filepath.IsAbs(rel) {
+		return Mount{}, errors.New("must be relative to the workspace root")
+	}
+	clean := filepath.Clean(rel)
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return Mount{}, fmt.Errorf("escapes the workspace root %s", root)
+	}
+	full := filepath.Join(root, clean)
+	cur := root
+	for _, part := range strings.Split(clean, string(filepath.Separator)) {
+		if part == "." {
+			continue
+		}
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return Mount{}, fmt.Errorf("checking %s: %w", cur, err)
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if cur == full {
+				return Mount{}, fmt.Errorf("%s is a symlink; make it a real directory or file inside the workspace", cur)
+			}
+			return Mount{}, fmt.Errorf("%s goes through the symlink %s; writable paths may not contain symlinks", full, cur)
+		}
+	}
+	kind := "dir"
+	if fi, err := os.Stat(full); err == nil {
+		if !fi.IsDir() {
+			kind = "file"
+		}
+	} else if looksLikeFile(clean) {
+		kind = "file"
+	}
+	return Mount{Path: full, ReadOnly: false, Kind: kind, Why: "writable (" + rel + ")"}, nil
+}
+
+// looksLikeFile decides what a missing writable path becomes: NOTES.md is a
+// file, issues and .triage are directories.
+func looksLikeFile(rel string) bool {
+	base := path.Base(filepath.ToSlash(rel))
+	i := strings.LastIndexByte(base, '.')
+	return i > 0 && i < len(base)-1
+}
+
+func checkoutMount(cfg *config.File, root string) (Mount, bool, error) {
+	if cfg.Project.Checkout == "" {
+		return Mount{}, false, nil
+	}
+	p := cfg.Project.Checkout
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(root, p)
+	}
+	dir, err := canonicalDir(p)
+	if err != nil {
+		return Mount{}, false, fmt.Errorf("%s: [project] checkout %q: %w; clone the repository there or fix the path",
+			configName(cfg), cfg.Project.Checkout, err)
+	}
+	return Mount{Path: dir, ReadOnly: true, Kind: "dir", Why: "project checkout"}, true, nil
+}
+
+// pythonMount mounts the interpreter's environment (the directory above bin/)
+// read-only when python is a path. A bare name is the image's own python.
+func pythonMount(cfg *config.File, root string) (Mount, bool, string) {
+	py := cfg.Project.Python
+	if py == "" || !strings.ContainsRune(py, '/') {
+		return Mount{}, false, ""
+	}
+	if !filepath.IsAbs(py) {
+		py = filepath.Join(root, py)
+	}
+	if _, err := os.Stat(py); err != nil {
+		return Mount{}, false, fmt.Sprintf("[project] python %q not found (%v); reproducers will not find it", cfg.Project.Python, err)
+	}
+	prefix := filepath.Dir(filepath.Dir(filepath.Clean(py)))
+	dir, err := canonicalDir(prefix)
+	if err != nil {
+		return Mount{}, false, fmt.Sprintf("[project] python environment %s: %v", prefix, err)
+	}
+	return Mount{Path: dir, ReadOnly: true, Kind: "dir", Why: "python environment"}, true, ""
+}
+
+// dedupeMounts drops read-only mounts already covered by a read-only parent;
+// writable mounts always stay, they are the exceptions.
+func dedupeMounts(ms []Mount) []Mount {
+	var out []Mount
+	for _, m := range ms {
+		covered := false
+		if m.ReadOnly {
+			for _, o := range ms {
+				if o.ReadOnly && o.Path != m.Path && within(o.Path, m.Path) {
+					covered = true
+				}
+			}
+		}
+		dup := false
+		for _, o := range out {
+			if o.Path == m.Path {
+				dup = true
+			}
+		}
+		if !covered && !dup {
+			out = append(out, m)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+func unreadableList(sb config.Sandbox, host Host) []string {
+	list := profiles.CredentialPaths()
+	if sb.Secrets != nil {
+		list = sb.Secrets
+	}
+	list = append(append([]string(nil), list...), profiles.RuntimeSockets()...)
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, p := range list {
+		abs := filepath.Clean(host.expandHome(p))
+		if !filepath.IsAbs(abs) {
+			continue
+		}
+		add(abs)
+		// A symlinked credential dir is unreadable under both names.
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			add(real)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// maskedUnder returns the unreadable paths that a mount would expose.
+func maskedUnder(unreadable []string, mounts []Mount) []string {
+	var out []string
+	for _, u := range unreadable {
+		for _, m := range mounts {
+			if within(m.Path, u) {
+				out = append(out, u)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// within reports whether p is dir or below it.
+func within(dir, p string) bool {
+	if dir == p {
+		return true
+	}
+	if dir == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return strings.HasPrefix(p, dir+"/")
+}
+
+func limits(cfg *config.File, sb config.Sandbox, role string) profiles.Limits {
+	l := profiles.DefaultLimits(role)
+	if role == profiles.RoleReproducer && cfg.Repro.Timeout != nil {
+		l.Timeout = time.Duration(*cfg.Repro.Timeout) * time.Second
+	}
+	if sb.Timeout != nil {
+		l.Timeout = time.Duration(*sb.Timeout) * time.Second
+	}
+	if sb.Memory != nil {
+		l.Memory = *sb.Memory
+	}
+	if sb.CPUs != nil {
+		l.CPUs = *sb.CPUs
+	}
+	if sb.Pids != nil {
+		l.Pids = *sb.Pids
+	}
+	if sb.TmpfsSize != nil {
+		l.TmpfsSize = *sb.TmpfsSize
+	}
+	if sb.ShmSize != nil {
+		l.ShmSize = *sb.ShmSize
+	}
+	return l
+}
+
+// identity picks the uid:gid inside. Never 0: as the caller when the caller
+// is not root, so files in writable paths belong to them; when root runs us
+// (CI), as the workspace owner, or nobody when root owns that too.
+func identity(sb config.Sandbox, host Host, root string) (Identity, error) {
+	if sb.User != nil {
+		var uid, gid int
+		if _, err := fmt.Sscanf(*sb.User, "%d:%d", &uid, &gid); err != nil || uid <= 0 || gid < 0 {
+			return Identity{}, fmt.Errorf("[sandbox] user %q: want uid:gid with a non-zero uid", *sb.User)
+		}
+		return Identity{UID: uid, GID: gid, Why: "[sandbox] user"}, nil
+	}
+	if sb.AllowAll != nil && *sb.AllowAll {
+		return Identity{UID: host.UID, GID: host.GID, Why: "allow_all: the caller"}, nil
+	}
+	if host.UID != 0 {
+		return Identity{UID: host.UID, GID: host.GID, Why: "the caller"}, nil
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return Identity{}, fmt.Errorf("workspace root: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
+		return Identity{UID: int(st.Uid), GID: int(st.Gid), Why: "the workspace owner (triage-sandbox runs as root)"}, nil
+	}
+	return Identity{UID: 65534, GID: 65534, Why: "nobody (root runs triage-sandbox and owns the workspace; writable paths get an ACL for it)"}, nil
+}
+
+// workdir: an explicit --workdir must be visible inside or it is an error;
+// the caller's cwd is used when visible, else the workspace root.
+func workdir(flag, cwd string, p *Policy) (string, error) {
+	visible := func(want string) (string, bool) {
+		dir, err := canonicalDir(want)
+		if err != nil {
+			return "", false
+		}
+		for _, m := range p.Mounts {
+			if m.Kind == "dir" && within(m.Path, dir) {
+				return dir, true
+			}
+		}
+		return "", false
+	}
+	if flag != "" {
+		if dir, ok := visible(flag); ok {
+			return dir, nil
+		}
+		return "", fmt.Errorf("--workdir %s: not a directory visible in the sandbox; use the workspace root %s or a directory below it", flag, p.WorkspaceRoot)
+	}
+	if dir, ok := visible(cwd); ok {
+		return dir, nil
+	}
+	return p.WorkspaceRoot, nil
+}
+
+// canonicalDir returns the absolute, symlink-free path of an existing directory.
+func canonicalDir(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("%s does not exist", abs)
+		}
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", real)
+	}
+	return real, nil
+}

@@ -1,0 +1,54 @@
+package policy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// Host is what Build needs to know about the machine and the caller. Tests
+// and the selftest pass a fake one (a canary home, a canary environment).
+type Host struct {
+	Home string   // the caller's home directory
+	Env  []string // the caller's environment, NAME=VALUE
+	OS   string   // runtime.GOOS
+	UID  int
+	GID  int
+	Cwd  string
+}
+
+// CurrentHost reads the facts of this process.
+func CurrentHost() (Host, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return Host{}, fmt.Errorf("finding the home directory: %w", err)
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return Host{}, fmt.Errorf("finding the current directory: %w", err)
+	}
+	return Host{Home: home, Env: os.Environ(), OS: runtime.GOOS, UID: os.Getuid(), GID: os.Getgid(), Cwd: cwd}, nil
+}
+
+// Getenv looks a name up in the host environment.
+func (h Host) Getenv(name string) (string, bool) {
+	for _, kv := range h.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// expandHome turns a leading "~" into the host home.
+func (h Host) expandHome(p string) string {
+	if p == "~" {
+		return h.Home
+	}
+	if strings.HasPrefix(p, "~/") {
+		return filepath.Join(h.Home, p[2:])
+	}
+	return p
+}

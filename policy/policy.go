@@ -1,0 +1,157 @@
+// Package policy compiles a triage.toml and a role into one backend-neutral
+// Policy: what the sandboxed command may read, write and reach, which
+// environment it sees and how much it may use. Backends only translate it.
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// Policy is the resolved, backend-neutral sandbox policy for one role. Every
+// path in it is absolute and canonical; Env is already filtered.
+type Policy struct {
+	Role    string `json:"role"`
+	Backend string `json:"backend"`
+	// AllowAll means no isolation at all; every report says so loudly.
+	AllowAll bool `json:"allow_all"`
+
+	WorkspaceRoot string `json:"workspace_root"`
+	Workdir       string `json:"workdir"`
+	// Mounts are the host paths visible inside, at the same absolute path.
+	Mounts []Mount `json:"mounts"`
+	// Unreadable are credential paths: never mounted, or masked where a
+	// mounted parent would expose them.
+	Unreadable []string `json:"unreadable"`
+	// Masked is the subset of Unreadable that lies under a mount and must be
+	// hidden explicitly by the backend.
+	Masked []string `json:"masked,omitempty"`
+
+	Network Network  `json:"network"`
+	Env     []EnvVar `json:"env"`
+	// Dropped lists the caller's variables that were withheld, and why. Values
+	// are never kept here.
+	Dropped []EnvDecision `json:"dropped_env"`
+
+	Scratch Scratch         `json:"scratch"`
+	Limits  profiles.Limits `json:"limits"`
+	User    Identity        `json:"user"`
+	Image   string          `json:"image"`
+	Runtime string          `json:"runtime,omitempty"`
+
+	// Warnings are things the operator should know (an exact credential name
+	// passed on purpose, a missing interpreter, allow_all).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Mount is a host path made visible inside the sandbox at the same path.
+type Mount struct {
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"read_only"`
+	// Kind is "dir" or "file"; backends need it for masks and binds.
+	Kind string `json:"kind"`
+	Why  string `json:"why"`
+}
+
+// Network says what the sandbox may reach.
+type Network struct {
+	// LoopbackOnly: only the sandbox's own loopback interface; no route out.
+	LoopbackOnly bool `json:"loopback_only"`
+}
+
+// EnvVar is one variable set inside the sandbox.
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Why   string `json:"why"`
+}
+
+// EnvDecision records why a caller variable was withheld.
+type EnvDecision struct {
+	Name string `json:"name"`
+	Why  string `json:"why"`
+	// Credential is true when the name looks like a secret; output redaction
+	// treats such values as secrets.
+	Credential bool `json:"credential"`
+}
+
+// Scratch is the fresh, empty per-run space: HOME and TMPDIR.
+type Scratch struct {
+	Home string `json:"home"`
+	Tmp  string `json:"tmp"`
+	Size int64  `json:"size_bytes"`
+}
+
+// Identity is the uid:gid the command runs as. Never 0 unless AllowAll.
+type Identity struct {
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// Why explains the choice (the caller, the workspace owner, the config).
+	Why string `json:"why"`
+}
+
+// Timeout is the role's wall-clock limit.
+func (p *Policy) Timeout() time.Duration { return p.Limits.Timeout }
+
+// Writable returns the writable mounts' paths.
+func (p *Policy) Writable() []string {
+	var out []string
+	for _, m := range p.Mounts {
+		if !m.ReadOnly {
+			out = append(out, m.Path)
+		}
+	}
+	return out
+}
+
+// EnvList renders Env as NAME=VALUE strings.
+func (p *Policy) EnvList() []string {
+	out := make([]string, 0, len(p.Env))
+	for _, e := range p.Env {
+		out = append(out, e.Name+"="+e.Value)
+	}
+	return out
+}
+
+// Hash is a stable digest of everything that decides isolation. Warnings and
+// explanations do not change it.
+func (p *Policy) Hash() string {
+	type envName struct{ Name, Value string }
+	canon := struct {
+		Role, Backend, Root, Workdir string
+		AllowAll                     bool
+		Mounts                       []Mount
+		Unreadable, Masked           []string
+		Network                      Network
+		Env                          []envName
+		Scratch                      Scratch
+		Limits                       profiles.Limits
+		UID, GID                     int
+		Image, Runtime               string
+	}{
+		Role: p.Role, Backend: p.Backend, Root: p.WorkspaceRoot, Workdir: p.Workdir,
+		AllowAll: p.AllowAll, Unreadable: p.Unreadable, Masked: p.Masked,
+		Network: p.Network, Scratch: p.Scratch, Limits: p.Limits,
+		UID: p.User.UID, GID: p.User.GID, Image: p.Image, Runtime: p.Runtime,
+	}
+	for _, m := range p.Mounts {
+		m.Why = ""
+		canon.Mounts = append(canon.Mounts, m)
+	}
+	for _, e := range p.Env {
+		canon.Env = append(canon.Env, envName{e.Name, e.Value})
+	}
+	b, err := json.Marshal(canon)
+	if err != nil {
+		panic("policy: hash: " + err.Error()) // plain data; cannot fail
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ShortHash is the first 12 hex digits of Hash, for labels and reports.
+func (p *Policy) ShortHash() string { return p.Hash()[len("sha256:"):][:12] }
