@@ -14,6 +14,11 @@ import (
 // their content is never taken for a key.
 type lineIndex map[string]int
 
+// maxIndexDepth bounds the key paths recorded: problems are only ever about
+// short paths (sandbox.agent.set_env.NAME), and a bound keeps absurdly deep
+// nesting from costing quadratic time.
+const maxIndexDepth = 8
+
 // pathKey turns a key path into a map key; NUL cannot appear in a bare key
 // and is vanishingly unlikely in a quoted one.
 func pathKey(path []string) string { return strings.Join(path, "\x00") }
@@ -67,9 +72,8 @@ func indexLines(s string) lineIndex {
 			if sc.peek() == '=' {
 				sc.i++
 				full := concat(table, key)
-				sc.recordTable(full[:len(full)-1], line, false)
-				sc.ix[pathKey(full)] = line
-				sc.value(full, true)
+				sc.recordKey(full, line)
+				sc.value(full, len(full) < maxIndexDepth)
 			}
 		}
 		sc.skipLine()
@@ -83,11 +87,19 @@ func indexLines(s string) lineIndex {
 // recordTable records the line of a table and, where not yet known, of the
 // tables it implies. An explicit [header] wins over an implied parent.
 func (sc *lineScanner) recordTable(path []string, line int, explicit bool) {
-	for n := 1; n <= len(path); n++ {
+	for n := 1; n <= min(len(path), maxIndexDepth); n++ {
 		k := pathKey(path[:n])
 		if _, ok := sc.ix[k]; !ok || (explicit && n == len(path)) {
 			sc.ix[k] = line
 		}
+	}
+}
+
+// recordKey records the line of "key = value" and of the tables it implies.
+func (sc *lineScanner) recordKey(full []string, line int) {
+	sc.recordTable(full[:len(full)-1], line, false)
+	if len(full) <= maxIndexDepth {
+		sc.ix[pathKey(full)] = line
 	}
 }
 
@@ -240,12 +252,13 @@ func (sc *lineScanner) value(path []string, record bool) {
 			sc.skipBlank(false)
 			if sc.peek() == '=' {
 				sc.i++
-				full := concat(path, key)
-				if record && len(key) > 0 {
-					sc.recordTable(full[:len(full)-1], line, false)
-					sc.ix[pathKey(full)] = line
+				if record && len(key) > 0 && len(path)+len(key) <= maxIndexDepth {
+					full := concat(path, key)
+					sc.recordKey(full, line)
+					sc.value(full, len(full) < maxIndexDepth)
+				} else {
+					sc.value(nil, false)
 				}
-				sc.value(full, record)
 			}
 			if sc.i == start {
 				sc.i++

@@ -34,7 +34,7 @@ var defaultMaskedPaths = []string{
 
 // CreateRequest is the artifact: exactly what is sent to POST /containers/create.
 type CreateRequest struct {
-	Name       string               `json:"name"`
+	Name       string                `json:"name"`
 	Config     *container.Config     `json:"config"`
 	HostConfig *container.HostConfig `json:"host_config"`
 }

@@ -85,7 +85,7 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 				"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
 				"/sys/firmware", "/sys/devices/virtual/powercap",
 			}, p.Masked...),
-			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
+			ReadonlyPaths:     []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
 			RootfsPropagation: "rprivate",
 		},
 	}

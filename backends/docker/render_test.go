@@ -1,0 +1,163 @@
+package docker
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/moby/moby/api/types/mount"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+)
+
+func renderRole(t *testing.T, role string, host policy.Host) (*policy.Policy, *CreateRequest) {
+	t.Helper()
+	root := t.TempDir()
+	if host.Home == "" {
+		host.Home = "/home/alice"
+	}
+	p, err := policy.Build(config.Default(root), role, host, policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := Render(p, backends.Command{Argv: []string{"true"}}, "/usr/local/bin/triage-sandbox", RunInfo{Name: "x", Lifeline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, req
+}
+
+// TestRenderCISSection5 checks the docker-bench-security section 5 items that
+// apply to one container (research/docker.md §4), for both roles.
+func TestRenderCISSection5(t *testing.T) {
+	sensitive := []string{"/", "/boot", "/dev", "/etc", "/lib", "/proc", "/sys", "/usr"}
+	for _, role := range []string{"agent", "reproducer"} {
+		t.Run(role, func(t *testing.T) {
+			_, req := renderRole(t, role, policy.Host{UID: 1000, GID: 1000, OS: "linux"})
+			hc, cfg := req.HostConfig, req.Config
+			checks := []struct {
+				id string
+				ok bool
+			}{
+				{"5.2 AppArmor not unconfined", !slices.ContainsFunc(hc.SecurityOpt, func(s string) bool { return strings.Contains(s, "apparmor") })},
+				{"5.4 no added capabilities", len(hc.CapAdd) == 0 && slices.Equal(hc.CapDrop, []string{"ALL"})},
+				{"5.5 not privileged", !hc.Privileged},
+				{"5.6 no sensitive host dirs", !slices.ContainsFunc(hc.Mounts, func(m mountT) bool { return slices.Contains(sensitive, m.Source) })},
+				{"5.8/5.9/5.14 no published ports", len(hc.PortBindings) == 0 && !hc.PublishAllPorts},
+				{"5.10 network not host", hc.NetworkMode == "none"},
+				{"5.11 memory limited, no swap", hc.Memory > 0 && hc.MemorySwap == hc.Memory},
+				{"5.12 CPU limited", hc.NanoCPUs > 0},
+				{"5.13 read-only root filesystem", hc.ReadonlyRootfs},
+				{"5.15 no restart", hc.RestartPolicy.Name == "no"},
+				{"5.16 private PID namespace", hc.PidMode == ""},
+				{"5.17 private IPC namespace", hc.IpcMode == "private"},
+				{"5.18 no host devices", len(hc.Devices) == 0},
+				{"5.19 ulimits set", len(hc.Ulimits) > 0},
+				{"5.20 mount propagation private", !slices.ContainsFunc(hc.Mounts, func(m mountT) bool {
+					return m.BindOptions == nil || m.BindOptions.Propagation != "rprivate"
+				})},
+				{"5.21 private UTS namespace", hc.UTSMode == ""},
+				{"5.22 default seccomp kept", !slices.ContainsFunc(hc.SecurityOpt, func(s string) bool { return strings.Contains(s, "seccomp") })},
+				{"5.25 no cgroup parent", hc.CgroupParent == ""},
+				{"5.26 no-new-privileges", slices.Contains(hc.SecurityOpt, "no-new-privileges:true")},
+				{"5.29 pids limited", hc.PidsLimit != nil && *hc.PidsLimit > 0},
+				{"5.31 user namespace not host", hc.UsernsMode == ""},
+				{"5.32 no docker.sock", !slices.ContainsFunc(hc.Mounts, func(m mountT) bool { return strings.Contains(m.Source, "docker.sock") })},
+				{"init", hc.Init != nil && *hc.Init},
+				{"non-root user", cfg.User != "" && !strings.HasPrefix(cfg.User, "0:") && cfg.User != "0"},
+				{"labels", cfg.Labels["io.triage-sandbox.owner"] == "triage-sandbox"},
+				{"no image entrypoint", cfg.Entrypoint != nil && len(cfg.Entrypoint) == 0},
+			}
+			for _, c := range checks {
+				if !c.ok {
+					t.Errorf("%s: violated", c.id)
+				}
+			}
+		})
+	}
+}
+
+func TestRenderNeverRootEvenForRootCaller(t *testing.T) {
+	_, req := renderRole(t, "reproducer", policy.Host{UID: 0, GID: 0, OS: "linux"})
+	if req.Config.User == "" || strings.HasPrefix(req.Config.User, "0:") {
+		t.Fatalf("user = %q", req.Config.User)
+	}
+}
+
+func TestRenderMountsExactlyThePolicy(t *testing.T) {
+	p, req := renderRole(t, "agent", policy.Host{UID: 1000, GID: 1000, OS: "linux"})
+	var got []string
+	for _, m := range req.HostConfig.Mounts {
+		if m.Target == InitPath {
+			if !m.ReadOnly {
+				t.Error("init binary must be read-only")
+			}
+			continue
+		}
+		if m.Source != m.Target {
+			t.Errorf("%s mounted at %s: paths must match", m.Source, m.Target)
+		}
+		got = append(got, m.Source)
+		if !slices.ContainsFunc(p.Mounts, func(pm policy.Mount) bool { return pm.Path == m.Source && pm.ReadOnly == m.ReadOnly }) {
+			t.Errorf("mount %s (ro=%v) is not in the policy", m.Source, m.ReadOnly)
+		}
+	}
+	if len(got) != len(p.Mounts) {
+		t.Errorf("mounts %v, policy has %d", got, len(p.Mounts))
+	}
+	if !slices.Equal(req.Config.Env, p.EnvList()) {
+		t.Errorf("env %v differs from the policy's %v", req.Config.Env, p.EnvList())
+	}
+}
+
+func TestRenderMasksCredentialsUnderMounts(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Build(config.Default(root), "agent", policy.Host{Home: root, UID: 1000, GID: 1000, OS: "linux"}, policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := Render(p, backends.Command{Argv: []string{"true"}}, "/bin/true", RunInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(req.HostConfig.MaskedPaths, filepath.Join(root, ".ssh")) {
+		t.Errorf("masked = %v", req.HostConfig.MaskedPaths)
+	}
+	if !slices.Contains(req.HostConfig.MaskedPaths, "/proc/kcore") {
+		t.Error("docker's default masked paths must be kept")
+	}
+}
+
+func TestRenderNetworkOn(t *testing.T) {
+	root := t.TempDir()
+	on := true
+	cfg := config.Default(root)
+	cfg.Sandbox.Network = &on
+	p, err := policy.Build(cfg, "agent", policy.Host{Home: "/h", UID: 1000, GID: 1000, OS: "linux"}, policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := Render(p, backends.Command{Argv: []string{"true"}}, "/bin/true", RunInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.HostConfig.NetworkMode != "bridge" {
+		t.Errorf("network = %s", req.HostConfig.NetworkMode)
+	}
+}
+
+func TestProcStartTime(t *testing.T) {
+	line := "1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10"
+	if got := procStartTime(line); got != "987654" {
+		t.Errorf("got %q", got)
+	}
+}
+
+type mountT = mount.Mount

@@ -1,0 +1,71 @@
+// Package testenv gives integration tests what they share: a static
+// triage-sandbox binary built once per test process, and a rule for when a
+// missing Docker daemon is a failure (CI) rather than a skip (a laptop).
+package testenv
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	buildOut  []byte
+)
+
+// Binary builds ./cmd/triage-sandbox with CGO_ENABLED=0 (once) and returns
+// its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "triage-sandbox-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "triage-sandbox")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/triage-sandbox")
+		cmd.Dir = repoRoot()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		buildOut, buildErr = cmd.CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("building triage-sandbox: %v\n%s", buildErr, buildOut)
+	}
+	return binPath
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// RequireDocker skips the test when no daemon answers, unless CI or
+// TRIAGE_SANDBOX_REQUIRE_DOCKER is set: there a missing daemon fails.
+func RequireDocker(t testing.TB) {
+	t.Helper()
+	cli, err := client.New(client.FromEnv)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err = cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
+		cli.Close()
+	}
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") != "" || os.Getenv("TRIAGE_SANDBOX_REQUIRE_DOCKER") != "" {
+		t.Fatalf("docker daemon required but unreachable: %v", err)
+	}
+	t.Skipf("docker daemon unreachable (%v); set TRIAGE_SANDBOX_REQUIRE_DOCKER=1 to make this a failure", err)
+}
