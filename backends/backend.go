@@ -19,6 +19,10 @@ type Command struct {
 	Argv []string
 	// Stdin is passed to the command when non-nil; otherwise its stdin is closed.
 	Stdin io.Reader
+	// Timeout counts from the moment the command starts (sandbox set-up is
+	// not charged to it); when it passes, the whole sandbox is killed and
+	// Result.TimedOut is set. Zero means no limit.
+	Timeout time.Duration
 }
 
 // Streams receive the command's output as it is produced.
@@ -54,8 +58,8 @@ type Backend interface {
 	Available(ctx context.Context) error
 	// Render translates the policy for cmd without running anything.
 	Render(p *policy.Policy, cmd Command) (Artifact, error)
-	// Run runs cmd under p. ctx's deadline is the command's timeout: when it
-	// passes, the whole sandbox is killed and Result.TimedOut is set.
+	// Run runs cmd under p. Cancelling ctx (Ctrl-C) kills the sandbox and
+	// sets Result.Canceled.
 	Run(ctx context.Context, p *policy.Policy, cmd Command, out Streams) (Result, error)
 }
 

@@ -68,12 +68,10 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (backends.R
 	if err := policy.Prepare(req.Policy); err != nil {
 		return backends.Result{}, err
 	}
-	timeout := req.Policy.Timeout()
+	req.Command.Timeout = req.Policy.Timeout()
 	if req.Timeout > 0 {
-		timeout = req.Timeout
+		req.Command.Timeout = req.Timeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	return backend.Run(ctx, req.Policy, req.Command, req.Streams)
 }
 

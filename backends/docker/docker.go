@@ -28,6 +28,9 @@ const Name = "docker"
 // killGrace is how long SIGTERM gets before SIGKILL when a run times out.
 const killGrace = 2 * time.Second
 
+// setupTimeout bounds create, attach and start together.
+const setupTimeout = 60 * time.Second
+
 // pingTimeout bounds every "is the daemon there" question.
 const pingTimeout = 5 * time.Second
 
@@ -97,13 +100,13 @@ func (b *Backend) runInfo(p *policy.Policy, cmd backends.Command) RunInfo {
 		ParentPID:   pid,
 		ParentStart: parentStart(pid),
 		Host:        b.host,
-		ExpiresAt:   time.Now().Add(p.Timeout() + time.Minute),
+		ExpiresAt:   time.Now().Add(max(p.Timeout(), cmd.Timeout) + time.Minute),
 		Lifeline:    cmd.Stdin == nil,
 	}
 }
 
 // Run creates, attaches, starts and waits for one container, and removes it
-// on every path. A deadline on ctx is the timeout; cancelling ctx (Ctrl-C)
+// on every path. The timeout runs from the start; cancelling ctx (Ctrl-C)
 // kills the container too.
 func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 	var res backends.Result
@@ -120,10 +123,14 @@ func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Comman
 	if err != nil {
 		return res, err
 	}
-	// Cleanup must outlive ctx (it is often the cancelled one).
+	// Cleanup must outlive ctx (it is often the cancelled one), and set-up
+	// is not interrupted half-way: a create cancelled in flight could leave a
+	// container whose id we never learn. Ctrl-C is honoured right after.
 	cleanupCtx := context.WithoutCancel(ctx)
+	setupCtx, cancelSetup := context.WithTimeout(cleanupCtx, setupTimeout)
+	defer cancelSetup()
 
-	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+	created, err := b.cli.ContainerCreate(setupCtx, client.ContainerCreateOptions{
 		Name: req.Name, Config: req.Config, HostConfig: req.HostConfig,
 	})
 	if err != nil {
@@ -133,7 +140,7 @@ func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Comman
 	res.Sandbox = id
 	defer b.remove(cleanupCtx, id)
 
-	att, err := b.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{
+	att, err := b.cli.ContainerAttach(setupCtx, id, client.ContainerAttachOptions{
 		Stream: true, Stdin: true, Stdout: true, Stderr: true,
 	})
 	if err != nil {
@@ -162,20 +169,29 @@ func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Comman
 	}
 
 	start := time.Now()
-	if _, err := b.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+	if _, err := b.cli.ContainerStart(setupCtx, id, client.ContainerStartOptions{}); err != nil {
 		return res, fmt.Errorf("starting the sandbox container: %w", err)
 	}
 
+	var deadline <-chan time.Time
+	if cmd.Timeout > 0 {
+		timer := time.NewTimer(cmd.Timeout)
+		defer timer.Stop()
+		deadline = timer.C
+	}
 	var status container.WaitResponse
 	select {
 	case status = <-wait.Result:
 	case err := <-wait.Error:
 		return res, fmt.Errorf("waiting for the sandbox: %w", err)
-	case <-ctx.Done():
-		res.TimedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
-		res.Canceled = !res.TimedOut
+	case <-deadline:
+		res.TimedOut = true
 		b.kill(cleanupCtx, id, wait)
 		status.StatusCode = 137
+	case <-ctx.Done():
+		res.Canceled = true
+		b.kill(cleanupCtx, id, wait)
+		status.StatusCode = 130
 	}
 	res.Duration = time.Since(start)
 	// The daemon ends the output stream once stdin is closed too.

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+)
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, dir string, env []string, args ...string) cliResult {
+	t.Helper()
+	cmd := exec.Command(testenv.Binary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return cliResult{code, stdout.String(), stderr.String()}
+}
+
+// workspace writes triage.toml (if body != "") in a fresh workspace with a
+// checkout beside it.
+func workspace(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "ws")
+	for _, d := range []string{root, filepath.Join(dir, "widgets")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if body != "" {
+		if err := os.WriteFile(filepath.Join(root, "triage.toml"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// TestBadInput: every refusal is exit 125 with one line per problem on
+// stderr that says what and where, and nothing is run.
+func TestBadInput(t *testing.T) {
+	tests := []struct {
+		name   string
+		config string
+		setup  func(t *testing.T, root string)
+		env    []string
+		args   []string
+		want   []string // substrings of stderr
+		docker bool
+	}{
+		{name: "missing config file", args: []string{"run", "--config", "/nonexistent/triage.toml", "--", "true"},
+			want: []string{"/nonexistent/triage.toml", "no such file"}},
+		{name: "malformed config", config: "[sandbox]\nnetwork = \n", args: []string{"run", "--", "true"},
+			want: []string{"triage.toml:2"}},
+		{name: "unknown key", config: "[sandbox]\nnetwork = false\nnetwrk = true\n", args: []string{"run", "--", "true"},
+			want: []string{"triage.toml:3", "netwrk", `"network"`}},
+		{name: "wrong type", config: "[sandbox]\nnetwork = \"no\"\n", args: []string{"run", "--", "true"},
+			want: []string{"triage.toml:2", "network"}},
+		{name: "writable outside root", config: "[sandbox]\nwritable = [\"../out\"]\n", args: []string{"run", "--", "true"},
+			want: []string{"triage.toml:2", "../out"}},
+		{name: "writable symlink", config: "[sandbox.reproducer]\nwritable = [\"repros\"]\n",
+			setup: func(t *testing.T, root string) {
+				if err := os.Symlink("/tmp", filepath.Join(root, "repros")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			args: []string{"run", "--role", "reproducer", "--", "true"}, want: []string{"repros", "symlink"}},
+		{name: "missing checkout", config: "[project]\ncheckout = \"../nope\"\n", args: []string{"run", "--", "true"},
+			want: []string{"checkout", "does not exist"}},
+		{name: "bad role", args: []string{"run", "--role", "admin", "--", "true"}, want: []string{"--role", "agent or reproducer"}},
+		{name: "empty command", args: []string{"run"}, want: []string{"empty command"}},
+		{name: "command without --", args: []string{"run", "ls"}, want: []string{"after --"}},
+		{name: "unknown flag", args: []string{"run", "--netwrk", "--", "true"}, want: []string{"netwrk"}},
+		{name: "bad workdir", args: []string{"run", "--workdir", "/etc", "--", "true"}, want: []string{"--workdir", "not a directory visible"}},
+		{name: "daemon unreachable", env: []string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, args: []string{"run", "--", "true"},
+			want: []string{"cannot reach the Docker daemon", "start it"}},
+		{name: "image missing", config: "[sandbox]\nimage = \"triage-sandbox-test:missing\"\n", args: []string{"run", "--", "true"},
+			want: []string{"triage-sandbox-test:missing", "not found"}, docker: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.docker {
+				testenv.RequireDocker(t)
+			}
+			root := workspace(t, tt.config)
+			if tt.setup != nil {
+				tt.setup(t, root)
+			}
+			r := runCLI(t, root, tt.env, tt.args...)
+			if r.code != 125 {
+				t.Fatalf("exit = %d, want 125; stderr %q", r.code, r.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if len(lines) != 1 {
+				t.Errorf("want one line, got %d: %q", len(lines), r.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr %q lacks %q", r.stderr, w)
+				}
+			}
+			if r.stdout != "" {
+				t.Errorf("nothing should reach stdout: %q", r.stdout)
+			}
+		})
+	}
+}
+
+func TestTwoProblemsReportedTogether(t *testing.T) {
+	root := workspace(t, "[sandbox]\nnetwrk = true\nmemory = \"lots\"\n")
+	r := runCLI(t, root, nil, "run", "--", "true")
+	if r.code != 125 || strings.Count(r.stderr, "triage.toml:") != 2 {
+		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestRunEndToEnd(t *testing.T) {
+	testenv.RequireDocker(t)
+	root := workspace(t, "[project]\ncheckout = \"../widgets\"\n")
+	t.Run("exit code and streams", func(t *testing.T) {
+		r := runCLI(t, root, nil, "run", "--role", "reproducer", "--", "sh", "-c", "echo out; echo err >&2; exit 7")
+		if r.code != 7 || r.stdout != "out\n" || !strings.Contains(r.stderr, "err") {
+			t.Fatalf("%+v", r)
+		}
+	})
+	t.Run("not found is 127", func(t *testing.T) {
+		if r := runCLI(t, root, nil, "run", "--", "no-such-binary"); r.code != 127 {
+			t.Fatalf("%+v", r)
+		}
+	})
+	t.Run("stdin closed by default", func(t *testing.T) {
+		cmd := exec.Command(testenv.Binary(t), "run", "--", "sh", "-c", "cat; echo done")
+		cmd.Dir = root
+		cmd.Stdin = strings.NewReader("secret input\n")
+		out, err := cmd.Output()
+		if err != nil || string(out) != "done\n" {
+			t.Fatalf("out %q err %v", out, err)
+		}
+	})
+	t.Run("stdin when asked", func(t *testing.T) {
+		cmd := exec.Command(testenv.Binary(t), "run", "--stdin", "--", "sh", "-c", "cat")
+		cmd.Dir = root
+		cmd.Stdin = strings.NewReader("piped\n")
+		out, err := cmd.Output()
+		if err != nil || string(out) != "piped\n" {
+			t.Fatalf("out %q err %v", out, err)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		r := runCLI(t, root, nil, "run", "--json", "--", "sh", "-c", "echo hello; exit 2")
+		var got struct {
+			ExitCode   int    `json:"exit_code"`
+			Stdout     string `json:"stdout"`
+			PolicyHash string `json:"policy_hash"`
+			TimedOut   bool   `json:"timed_out"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+			t.Fatalf("not one JSON object: %q", r.stdout)
+		}
+		if r.code != 2 || got.ExitCode != 2 || got.Stdout != "hello\n" || !strings.HasPrefix(got.PolicyHash, "sha256:") {
+			t.Fatalf("%+v %+v", r, got)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		r := runCLI(t, root, nil, "run", "--timeout", "1s", "--", "sleep", "60")
+		if r.code != 124 || !strings.Contains(r.stderr, "timed out") {
+			t.Fatalf("%+v", r)
+		}
+	})
+}
+
+func TestRenderAndPolicy(t *testing.T) {
+	root := workspace(t, "[project]\ncheckout = \"../widgets\"\n")
+	for _, role := range []string{"agent", "reproducer"} {
+		r := runCLI(t, root, nil, "render", "--role", role, "--backend", "docker")
+		var req struct {
+			Config     map[string]any `json:"config"`
+			HostConfig map[string]any `json:"host_config"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &req) != nil || req.HostConfig["NetworkMode"] != "none" {
+			t.Fatalf("render %s: %+v", role, r)
+		}
+		r = runCLI(t, root, nil, "render", "--role", role, "--backend", "oci")
+		var spec struct {
+			OCIVersion string `json:"ociVersion"`
+			Process    struct {
+				NoNewPrivileges bool `json:"noNewPrivileges"`
+				User            struct {
+					UID int `json:"uid"`
+				} `json:"user"`
+			} `json:"process"`
+			Linux struct {
+				Seccomp map[string]any `json:"seccomp"`
+			} `json:"linux"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &spec) != nil || spec.OCIVersion == "" ||
+			!spec.Process.NoNewPrivileges || spec.Process.User.UID == 0 || spec.Linux.Seccomp == nil {
+			t.Fatalf("render oci %s: %+v", role, r)
+		}
+		r = runCLI(t, root, []string{"GITHUB_TOKEN=canary-xyz"}, "policy", "--role", role)
+		for _, want := range []string{"readable", "writable", "unreadable", ".ssh", "GITHUB_TOKEN", "loopback only"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("policy %s lacks %q:\n%s", role, want, r.stdout)
+			}
+		}
+		if strings.Contains(r.stdout, "canary-xyz") {
+			t.Errorf("policy output shows a withheld value")
+		}
+	}
+}
