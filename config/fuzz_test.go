@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"os"
 	"strings"
 	"testing"
@@ -32,8 +33,15 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		lines := strings.Split(err.Error(), "\n")
-		if n := len(Problems(err)); n != len(lines) {
-			t.Fatalf("%d problems but %d lines: %q", n, len(lines), err.Error())
+		ps := Problems(err)
+		if len(ps) != len(lines) {
+			t.Fatalf("%d problems but %d lines: %q", len(ps), len(lines), err.Error())
+		}
+		last := bytes.Count(data, []byte("\n")) + 1
+		for _, p := range ps {
+			if p.Line < 0 || p.Line > last {
+				t.Fatalf("line %d outside the file (%d lines): %v", p.Line, last, p)
+			}
 		}
 		for _, l := range lines {
 			if strings.TrimSpace(l) == "" {
