@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
@@ -91,7 +90,7 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 	}
 	// runc applies no seccomp filter unless told: use Docker's default
 	// profile, resolved for this spec's (empty) capabilities.
-	sc, err := seccomp.GetDefaultProfile(s)
+	sc, err := defaultSeccomp(s)
 	if err != nil {
 		return Spec{}, fmt.Errorf("building the default seccomp profile: %w", err)
 	}

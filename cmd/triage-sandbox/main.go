@@ -70,5 +70,6 @@ func newRootCmd() *cobra.Command {
 	})
 	root.AddCommand(newRunCmd(), newRenderCmd(), newPolicyCmd(), newDoctorCmd(),
 		newImageCmd(), newVersionCmd(), newInitCmd())
+	root.AddCommand(newProbeCmds()...)
 	return root
 }

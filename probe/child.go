@@ -1,0 +1,55 @@
+package probe
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// ChildSubcommand is the hidden CLI subcommand for the probe's helpers.
+const ChildSubcommand = "__probe-child"
+
+// Subcommand is the hidden CLI subcommand that executes a plan.
+const Subcommand = "__probe"
+
+// Child runs a helper: "true"; "sleep TOKEN SECONDS" (the token sits in
+// argv so the host can find a survivor); "alloc BYTES" (allocate and touch).
+func Child(args []string, errOut io.Writer) int {
+	if len(args) == 0 {
+		return 2
+	}
+	switch args[0] {
+	case "true":
+		return 0
+	case "sleep":
+		secs := 30
+		if len(args) > 2 {
+			secs, _ = strconv.Atoi(args[2])
+		}
+		time.Sleep(time.Duration(secs) * time.Second)
+		return 0
+	case "alloc":
+		if len(args) < 2 {
+			return 2
+		}
+		n, err := strconv.ParseInt(args[1], 10, 64)
+		if err != nil || n <= 0 {
+			fmt.Fprintln(errOut, "alloc: bad size")
+			return 2
+		}
+		const chunk = 64 << 20
+		var keep [][]byte
+		for done := int64(0); done < n; done += chunk {
+			b := make([]byte, min(chunk, n-done))
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			keep = append(keep, b)
+		}
+		_ = len(keep)
+		return 0
+	}
+	fmt.Fprintln(errOut, "unknown helper", args[0])
+	return 2
+}

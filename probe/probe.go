@@ -1,0 +1,173 @@
+// Package probe performs the selftest's actions and reports what happened
+// at the errno level. The same static binary runs it inside the sandbox and,
+// as the control, on the host, so a probe never depends on the image's tools
+// (only the controls about Python, git or a shell use those).
+//
+// A probe only observes; deciding whether an observation means "blocked" is
+// the selftest's job.
+package probe
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// Step is one action to try.
+type Step struct {
+	ID   string            `json:"id"`
+	Op   string            `json:"op"`
+	Args map[string]string `json:"args,omitempty"`
+	// List carries multi-valued arguments (paths, addresses).
+	List []string `json:"list,omitempty"`
+}
+
+// Observation is what a step saw.
+type Observation struct {
+	ID string `json:"id"`
+	// OK is true when the action itself succeeded (a read returned data, a
+	// connect was answered, a write landed).
+	OK bool `json:"ok"`
+	// Errno names the error that stopped it ("ENOENT", "EROFS"...), if any.
+	Errno string `json:"errno,omitempty"`
+	// Detail is a short, escaped excerpt: what was seen, never a secret.
+	Detail string `json:"detail,omitempty"`
+	// Values are named measurements (counts, status fields).
+	Values map[string]string `json:"values,omitempty"`
+}
+
+// Plan is a list of steps with how to end.
+type Plan struct {
+	Steps []Step `json:"steps"`
+	// ExitCode and StderrMarker let the selftest check that status and
+	// stderr propagate (control C-10).
+	ExitCode     int    `json:"exit_code"`
+	StderrMarker string `json:"stderr_marker,omitempty"`
+}
+
+// Encode renders a plan for the command line.
+func (p Plan) Encode() (string, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// DecodePlan parses Encode's output.
+func DecodePlan(s string) (Plan, error) {
+	var p Plan
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return p, fmt.Errorf("plan: %w", err)
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("plan: %w", err)
+	}
+	return p, nil
+}
+
+// Execute runs every step and writes one JSON observation per line to out.
+// It returns the exit code the process should end with.
+func Execute(p Plan, self string, out, errOut io.Writer) int {
+	enc := json.NewEncoder(out)
+	for _, s := range p.Steps {
+		obs := run(s, self)
+		obs.ID = s.ID
+		obs.Detail = excerpt(obs.Detail)
+		if err := enc.Encode(obs); err != nil {
+			fmt.Fprintf(errOut, "probe: writing observation: %v\n", err)
+			return 125
+		}
+	}
+	if p.StderrMarker != "" {
+		fmt.Fprintln(errOut, p.StderrMarker)
+	}
+	return p.ExitCode
+}
+
+// ParseObservations reads Execute's output. Lines that are not observations
+// (a command's own chatter) are ignored.
+func ParseObservations(r io.Reader) (map[string]Observation, error) {
+	out := map[string]Observation{}
+	dec := json.NewDecoder(r)
+	for {
+		var o Observation
+		err := dec.Decode(&o)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, fmt.Errorf("reading probe output: %w", err)
+		}
+		if o.ID != "" {
+			out[o.ID] = o
+		}
+	}
+}
+
+// opFunc performs one kind of step; self is this binary, for helpers.
+type opFunc func(s Step, self string) Observation
+
+func run(s Step, self string) Observation {
+	op, ok := ops[s.Op]
+	if !ok {
+		return Observation{Errno: "EINVAL", Detail: "unknown op " + s.Op}
+	}
+	return op(s, self)
+}
+
+// errnoName turns an error into its errno's name, or a short text.
+func errnoName(err error) string {
+	if err == nil {
+		return ""
+	}
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		if name := errnoNames[en]; name != "" {
+			return name
+		}
+		return fmt.Sprintf("errno %d", int(en))
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return "ENOENT"
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return "EACCES"
+	}
+	s := err.Error()
+	if len(s) > 60 {
+		s = s[:60]
+	}
+	return s
+}
+
+var errnoNames = map[syscall.Errno]string{
+	syscall.ENOENT: "ENOENT", syscall.EACCES: "EACCES", syscall.EPERM: "EPERM",
+	syscall.EROFS: "EROFS", syscall.EXDEV: "EXDEV", syscall.ENETUNREACH: "ENETUNREACH",
+	syscall.EHOSTUNREACH: "EHOSTUNREACH", syscall.ECONNREFUSED: "ECONNREFUSED",
+	syscall.ETIMEDOUT: "ETIMEDOUT", syscall.ENOSYS: "ENOSYS", syscall.EAGAIN: "EAGAIN",
+	syscall.ESRCH: "ESRCH", syscall.EINVAL: "EINVAL", syscall.ENXIO: "ENXIO",
+	syscall.ENOTDIR: "ENOTDIR", syscall.EEXIST: "EEXIST", syscall.ENOSPC: "ENOSPC",
+	syscall.EADDRNOTAVAIL: "EADDRNOTAVAIL", syscall.EAFNOSUPPORT: "EAFNOSUPPORT",
+	syscall.ENOMEM: "ENOMEM", syscall.EBADF: "EBADF", syscall.ENOTSOCK: "ENOTSOCK",
+}
+
+// excerpt keeps details short and printable.
+func excerpt(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '.'
+		}
+		return r
+	}, s)
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
