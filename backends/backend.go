@@ -56,11 +56,20 @@ type Backend interface {
 	Name() string
 	// Available says whether this backend can run here, and why not.
 	Available(ctx context.Context) error
+	// Ready is Available plus what p needs (the image), with the command
+	// that fixes what is missing.
+	Ready(ctx context.Context, p *policy.Policy) error
 	// Render translates the policy for cmd without running anything.
 	Render(p *policy.Policy, cmd Command) (Artifact, error)
 	// Run runs cmd under p. Cancelling ctx (Ctrl-C) kills the sandbox and
 	// sets Result.Canceled.
 	Run(ctx context.Context, p *policy.Policy, cmd Command, out Streams) (Result, error)
+	// SelfPath is where the triage-sandbox binary is visible inside the
+	// sandbox (the selftest runs its probe there).
+	SelfPath() string
+	// Describe names what the sandbox runs on (engine and kernel versions,
+	// image), for reports.
+	Describe(ctx context.Context, p *policy.Policy) map[string]string
 }
 
 // Env is what a backend factory may use from the outside world.

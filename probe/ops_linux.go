@@ -274,7 +274,7 @@ func opTCPConnect(s Step, _ string) Observation {
 		}
 		if name == "ECONNREFUSED" || name == "ETIMEDOUT" {
 			o.OK = true
-			o.Detail = name + " from " + a + " (reached the network)"
+			o.Detail = name + " from " + a
 			continue
 		}
 		errs = append(errs, name)
@@ -352,8 +352,9 @@ func opSpawnDetached(s Step, self string) Observation {
 	if err := cmd.Start(); err != nil {
 		return Observation{Errno: errnoName(err)}
 	}
+	pid := cmd.Process.Pid
 	_ = cmd.Process.Release()
-	return Observation{OK: true, Detail: "detached child " + strconv.Itoa(cmd.Process.Pid)}
+	return Observation{OK: true, Detail: "detached child " + strconv.Itoa(pid)}
 }
 
 // opForkBomb forks paused children until fork fails or cap is reached, then
@@ -399,7 +400,7 @@ func opAllocChild(s Step, self string) Observation {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return Observation{Errno: "killed by " + ws.Signal().String(), Values: map[string]string{"signal": strconv.Itoa(int(ws.Signal()))}}
+			return Observation{Errno: fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), ws.Signal()), Values: map[string]string{"signal": strconv.Itoa(int(ws.Signal()))}}
 		}
 		return Observation{Errno: fmt.Sprintf("exit %d", ee.ExitCode())}
 	}
@@ -554,11 +555,11 @@ func opHeadroom(s Step, self string) Observation {
 	if err != nil {
 		return Observation{Errno: errnoName(err), Detail: "writing scratch"}
 	}
-	end := time.Now().Add(time.Second)
+	end := time.Now().Add(200 * time.Millisecond)
 	for n := 0; time.Now().Before(end); n++ {
 		_ = n * n
 	}
-	return Observation{OK: true, Detail: fmt.Sprintf("%s bytes memory, %d processes, %d bytes scratch, 1 s CPU", s.Args["memory"], procs, size)}
+	return Observation{OK: true, Detail: fmt.Sprintf("%s bytes memory, %d processes, %d bytes scratch, CPU", s.Args["memory"], procs, size)}
 }
 
 func opExists(s Step, _ string) Observation {

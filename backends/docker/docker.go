@@ -26,7 +26,7 @@ import (
 const Name = "docker"
 
 // killGrace is how long SIGTERM gets before SIGKILL when a run times out.
-const killGrace = 2 * time.Second
+const killGrace = time.Second
 
 // setupTimeout bounds create, attach and start together.
 const setupTimeout = 60 * time.Second
@@ -54,6 +54,29 @@ func New(env backends.Env) (backends.Backend, error) {
 // Name implements backends.Backend.
 func (b *Backend) Name() string { return Name }
 
+// SelfPath implements backends.Backend: the binary is mounted at InitPath.
+func (b *Backend) SelfPath() string { return InitPath }
+
+// Describe implements backends.Backend.
+func (b *Backend) Describe(ctx context.Context, p *policy.Policy) map[string]string {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	out := map[string]string{"image": p.Image}
+	if v, err := b.cli.ServerVersion(ctx, client.ServerVersionOptions{}); err == nil {
+		out["engine"] = v.Version
+		out["api"] = b.cli.ClientVersion()
+		for _, c := range v.Components {
+			if c.Name == "Engine" && c.Details["KernelVersion"] != "" {
+				out["kernel"] = c.Details["KernelVersion"]
+			}
+		}
+	}
+	if img, err := b.cli.ImageInspect(ctx, p.Image); err == nil {
+		out["image_id"] = img.ID
+	}
+	return out
+}
+
 // Client exposes the SDK client for the selftest and gc.
 func (b *Backend) Client() *client.Client { return b.cli }
 
@@ -66,6 +89,14 @@ func (b *Backend) Available(ctx context.Context) error {
 			b.cli.DaemonHost(), err)
 	}
 	return nil
+}
+
+// Ready implements backends.Backend.
+func (b *Backend) Ready(ctx context.Context, p *policy.Policy) error {
+	if err := b.Available(ctx); err != nil {
+		return err
+	}
+	return b.EnsureImage(ctx, p.Image)
 }
 
 // EnsureImage fails with the exact build command when the image is missing.
@@ -113,10 +144,7 @@ func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Comman
 	if b.selfExe == "" {
 		return res, errors.New("docker backend: no triage-sandbox binary to mount as init")
 	}
-	if err := b.Available(ctx); err != nil {
-		return res, err
-	}
-	if err := b.EnsureImage(ctx, p.Image); err != nil {
+	if err := b.Ready(ctx, p); err != nil {
 		return res, err
 	}
 	req, err := Render(p, cmd, b.selfExe, b.runInfo(p, cmd))

@@ -71,5 +71,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRunCmd(), newRenderCmd(), newPolicyCmd(), newDoctorCmd(),
 		newImageCmd(), newVersionCmd(), newInitCmd())
 	root.AddCommand(newProbeCmds()...)
+	root.AddCommand(newSelftestCmd())
 	return root
 }

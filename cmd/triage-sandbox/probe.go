@@ -10,7 +10,7 @@ import (
 
 // newProbeCmds are the hidden selftest probe and its helpers.
 func newProbeCmds() []*cobra.Command {
-	var plan string
+	var plan, tag string
 	run := &cobra.Command{
 		Use:    probe.Subcommand + " --plan P",
 		Hidden: true,
@@ -30,6 +30,8 @@ func newProbeCmds() []*cobra.Command {
 		},
 	}
 	run.Flags().StringVar(&plan, "plan", "", "encoded plan")
+	// The tag only sits in argv, so the host can find this process.
+	run.Flags().StringVar(&tag, "tag", "", "marker for the host")
 	child := &cobra.Command{
 		Use:                probe.ChildSubcommand,
 		Hidden:             true,

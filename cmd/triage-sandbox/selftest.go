@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/sandbox"
+	"github.com/triage-sandbox/triage-sandbox/selftest"
+)
+
+func newSelftestCmd() *cobra.Command {
+	var pf policyFlags
+	var asJSON bool
+	var junit string
+	cmd := &cobra.Command{
+		Use:   "selftest [--config F] [--role agent|reproducer|all] [--backend B] [--json] [--junit FILE]",
+		Short: "Try what a hostile reproducer would and check each attempt is blocked (the CI gate)",
+		Long: "Exit status: 0 every check passed; 1 a check failed or was inconclusive;\n" +
+			"2 the backend cannot run here (the report says why).",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			roles := profiles.Roles()
+			switch pf.role {
+			case "all", "":
+			case profiles.RoleAgent, profiles.RoleReproducer:
+				roles = []string{pf.role}
+			default:
+				return &exitError{code: 2, err: fmt.Errorf("--role %q: use agent, reproducer or all", pf.role)}
+			}
+			unavailable := func(err error) error {
+				if asJSON {
+					_ = json.NewEncoder(os.Stdout).Encode(map[string]any{"passed": false, "error": err.Error(), "backend_unavailable": true})
+				}
+				return &exitError{code: 2, err: fmt.Errorf("selftest cannot run: %v", err)}
+			}
+			host, err := policy.CurrentHost()
+			if err != nil {
+				return unavailable(err)
+			}
+			cfg, err := sandbox.LoadConfig(pf.config, host.Cwd)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			p, err := policy.Build(cfg, roles[0], host, policy.Options{Backend: pf.backend})
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			self, err := sandbox.SelfExe()
+			if err != nil {
+				return unavailable(err)
+			}
+			b, err := registry().New(p.Backend, backends.Env{SelfExe: self})
+			if err != nil {
+				return unavailable(err)
+			}
+			if err := b.Ready(cmd.Context(), p); err != nil {
+				return unavailable(err)
+			}
+			rep := selftest.Run(cmd.Context(), selftest.Options{Config: cfg, Roles: roles, Backend: b, SelfHost: self})
+			if junit != "" {
+				f, err := os.Create(junit)
+				if err != nil {
+					return &exitError{code: 1, err: fmt.Errorf("--junit %s: %v", junit, err)}
+				}
+				werr := selftest.WriteJUnit(f, rep)
+				if cerr := f.Close(); werr == nil {
+					werr = cerr
+				}
+				if werr != nil {
+					return &exitError{code: 1, err: fmt.Errorf("--junit %s: %v", junit, werr)}
+				}
+			}
+			if asJSON {
+				if err := selftest.WriteJSON(os.Stdout, rep); err != nil {
+					return &exitError{code: 1, err: err}
+				}
+			} else {
+				selftest.WriteHuman(os.Stdout, rep)
+			}
+			if !rep.Passed() {
+				return &exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&pf.config, "config", "", "triage.toml to read (default: nearest from the current directory up)")
+	cmd.Flags().StringVar(&pf.role, "role", "all", "agent, reproducer or all")
+	cmd.Flags().StringVar(&pf.backend, "backend", "", "backend to test (default: TRIAGE_SANDBOX, the config, then the OS default)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
+	cmd.Flags().StringVar(&junit, "junit", "", "also write JUnit XML to FILE")
+	return cmd
+}

@@ -1,0 +1,434 @@
+package selftest
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Canaries are the fakes a selftest plants for one role: a home with canary
+// content in every credential path, a workspace and a checkout, canary
+// secrets for the environment, listeners on this machine's addresses, agent
+// sockets and a sentinel process. Nothing real is read or changed.
+type Canaries struct {
+	Dir      string // everything below lives here (never under /tmp: that is scratch inside)
+	Home     string
+	Root     string
+	Checkout string
+	Runner   string // a fake CI runner temp dir ($GITHUB_ENV lives here)
+	Token    string // appears in every canary file
+	// SentinelToken is only in the sentinel's environment and argv (never in
+	// a probe's own argv), so finding it means seeing a host process.
+	SentinelToken string
+	// Env are canary secrets set in the environment the sandbox starts from.
+	Env map[string]string
+	// Loopback and Remote are TCP listeners on 127.0.0.1 and on this
+	// machine's other addresses (the docker bridge gateway among them).
+	Loopback *Listener
+	Remote   []*Listener
+	Sockets  []string // unix listeners planted in the home (ssh/gpg agents, a session bus)
+	sockLns  []net.Listener
+	Sentinel *exec.Cmd // a host process holding the token in its env and argv
+}
+
+// Credential files planted in the fake home, relative to it.
+var credentialFiles = []string{
+	".ssh/id_selftest_canary", ".config/gh/hosts.yml", ".git-credentials", ".netrc",
+	".aws/credentials", ".docker/config.json", ".kube/config", ".pypirc", ".gnupg/canary.key",
+	".config/gcloud/credentials.db", ".azure/accessTokens.json", ".config/ai-triager/keys.toml",
+	".config/triage-sandbox/state.json",
+}
+
+// Home dotfiles a hostile command would like to change.
+var homeDotfiles = []string{".bashrc", ".profile", ".gitconfig"}
+
+func randomToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "canary-" + hex.EncodeToString(b[:])
+}
+
+// Plant creates a fresh canary set. base is where to put it ("" = /var/tmp);
+// self is the probe binary (the sentinel runs it).
+func Plant(base, self string) (*Canaries, error) {
+	if base == "" {
+		base = "/var/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "triage-selftest-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the canary directory: %w", err)
+	}
+	// The sandbox identity must traverse to the workspace, as it would in a
+	// real home; the fake home itself stays private.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	c := &Canaries{
+		Dir: dir, Home: filepath.Join(dir, "home"), Root: filepath.Join(dir, "ws"),
+		Checkout: filepath.Join(dir, "checkout"), Runner: filepath.Join(dir, "runner"),
+		Token: randomToken(), SentinelToken: randomToken(),
+	}
+	c.Env = map[string]string{
+		"GITHUB_TOKEN":               "ghp_" + c.Token,
+		"ANTHROPIC_API_KEY":          "sk-ant-" + c.Token,
+		"OPENAI_API_KEY":             "sk-" + c.Token,
+		"TRIAGE_GITHUB_TOKEN":        "triage-" + c.Token,
+		"TRIAGE_SELFTEST_CANARY_KEY": "key-" + c.Token,
+		"AWS_SECRET_ACCESS_KEY":      "aws-" + c.Token,
+		"GITHUB_ENV":                 filepath.Join(c.Runner, "github_env"),
+	}
+	if err := c.plantFiles(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.plantGit(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.listen(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.startSentinel(self); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// plantFiles (re)writes every canary file to its original content and
+// removes anything a probe may have added. Replant calls it between the
+// control and the sandbox run.
+func (c *Canaries) plantFiles() error {
+	for _, d := range []string{c.Home, c.Root, c.Checkout, c.Runner} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(c.Home, 0o700); err != nil {
+		return err
+	}
+	write := func(path, content string, mode os.FileMode) error {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		_ = os.Remove(path)
+		if err := os.WriteFile(path, []byte(content), mode); err != nil {
+			return err
+		}
+		return os.Chmod(path, mode)
+	}
+	for _, f := range credentialFiles {
+		if err := write(filepath.Join(c.Home, f), "selftest canary "+c.Token+"\n", 0o600); err != nil {
+			return err
+		}
+	}
+	for _, f := range homeDotfiles {
+		if err := write(filepath.Join(c.Home, f), "# selftest canary dotfile\n", 0o644); err != nil {
+			return err
+		}
+	}
+	for name, content := range map[string]string{
+		"README.md": "# widgets\nselftest canary checkout " + c.Token + "\n",
+		"setup.py":  "print('widgets')\n",
+	} {
+		if err := write(filepath.Join(c.Checkout, name), content, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := write(filepath.Join(c.Root, "triage.toml"), "# selftest workspace\n", 0o644); err != nil {
+		return err
+	}
+	return write(c.Env["GITHUB_ENV"], "", 0o666)
+}
+
+// plantGit makes the checkout a git repository with one commit, so the
+// read-only git control has something to read and hooks/config something
+// to poison.
+func (c *Canaries) plantGit() error {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		// No git on the host: a bare layout still lets the write probes run.
+		for _, d := range []string{".git/hooks", ".git/objects", ".git/refs"} {
+			if err := os.MkdirAll(filepath.Join(c.Checkout, d), 0o755); err != nil {
+				return err
+			}
+		}
+		return os.WriteFile(filepath.Join(c.Checkout, ".git/config"), []byte("[core]\n"), 0o644)
+	}
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=selftest", "GIT_AUTHOR_EMAIL=selftest@invalid",
+		"GIT_COMMITTER_NAME=selftest", "GIT_COMMITTER_EMAIL=selftest@invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+c.Dir)
+	for _, args := range [][]string{
+		{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "selftest canary"},
+	} {
+		cmd := exec.Command(git, args...)
+		cmd.Dir, cmd.Env = c.Checkout, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s in the canary checkout: %v: %s", args[0], err, out)
+		}
+	}
+	return os.MkdirAll(filepath.Join(c.Checkout, ".git/hooks"), 0o755)
+}
+
+// Replant restores the canary files after the control run.
+func (c *Canaries) Replant() error {
+	// Remove whatever the control added under the home and the checkout's
+	// planted paths, then write everything again.
+	for _, p := range []string{".local", ".config/pip", ".ssh/authorized_keys"} {
+		_ = os.RemoveAll(filepath.Join(c.Home, p))
+	}
+	for _, p := range []string{"evil.txt", ".envrc", ".vscode", ".github", ".git/hooks/pre-commit"} {
+		_ = os.RemoveAll(filepath.Join(c.Checkout, p))
+	}
+	_ = os.Remove(filepath.Join(c.Root, "evil.txt"))
+	if err := c.plantFiles(); err != nil {
+		return err
+	}
+	// The control may have appended to .git/config; rewrite it from git.
+	if _, err := exec.LookPath("git"); err == nil {
+		cfg := filepath.Join(c.Checkout, ".git/config")
+		b, err := os.ReadFile(cfg)
+		if err == nil {
+			if i := strings.Index(string(b), "# selftest"); i >= 0 {
+				_ = os.WriteFile(cfg, b[:i], 0o644)
+			}
+		}
+	}
+	return nil
+}
+
+// Listener is a TCP canary that counts connections.
+type Listener struct {
+	Addr string
+	ln   net.Listener
+	hits atomic.Int64
+}
+
+// Hits is the number of connections accepted so far.
+func (l *Listener) Hits() int64 { return l.hits.Load() }
+
+// Reset zeroes the counter.
+func (l *Listener) Reset() { l.hits.Store(0) }
+
+func newListener(addr string) (*Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	l := &Listener{Addr: ln.Addr().String(), ln: ln}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.hits.Add(1)
+			conn.Close()
+		}
+	}()
+	return l, nil
+}
+
+// listen starts canary listeners on loopback and on every other address of
+// this machine (never a remote address), and planted agent sockets.
+func (c *Canaries) listen() error {
+	var err error
+	if c.Loopback, err = newListener("127.0.0.1:0"); err != nil {
+		return fmt.Errorf("canary listener on loopback: %w", err)
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return fmt.Errorf("listing this machine's addresses: %w", err)
+	}
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() || ipn.IP.IsMulticast() {
+			continue
+		}
+		l, err := newListener(net.JoinHostPort(ipn.IP.String(), "0"))
+		if err != nil {
+			continue // an address that cannot be bound is not a target
+		}
+		c.Remote = append(c.Remote, l)
+	}
+	for _, rel := range []string{".ssh/agent.sock", ".gnupg/S.gpg-agent", "run/user/bus"} {
+		p := filepath.Join(c.Home, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		ln, err := net.Listen("unix", p)
+		if err != nil {
+			return fmt.Errorf("canary socket %s: %w", p, err)
+		}
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				conn.Close()
+			}
+		}()
+		c.sockLns = append(c.sockLns, ln)
+		c.Sockets = append(c.Sockets, p)
+	}
+	return nil
+}
+
+// RemoteAddrs lists the non-loopback listener addresses.
+func (c *Canaries) RemoteAddrs() []string {
+	var out []string
+	for _, l := range c.Remote {
+		out = append(out, l.Addr)
+	}
+	return out
+}
+
+// RemoteHits sums the non-loopback listeners' hits.
+func (c *Canaries) RemoteHits() int64 {
+	var n int64
+	for _, l := range c.Remote {
+		n += l.Hits()
+	}
+	return n
+}
+
+// ResetHits zeroes every listener.
+func (c *Canaries) ResetHits() {
+	c.Loopback.Reset()
+	for _, l := range c.Remote {
+		l.Reset()
+	}
+}
+
+func (c *Canaries) startSentinel(self string) error {
+	c.Sentinel = exec.Command(self, "__probe-child", "sleep", c.SentinelToken, "3600")
+	c.Sentinel.Env = []string{"TRIAGE_SELFTEST_SENTINEL=" + c.SentinelToken}
+	c.Sentinel.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Sentinel.Start(); err != nil {
+		return fmt.Errorf("starting the sentinel process: %w", err)
+	}
+	return nil
+}
+
+// SentinelPID is the host sentinel's pid.
+func (c *Canaries) SentinelPID() int { return c.Sentinel.Process.Pid }
+
+// Close stops listeners and the sentinel and removes the canary directory.
+func (c *Canaries) Close() {
+	if c.Loopback != nil {
+		c.Loopback.ln.Close()
+	}
+	for _, l := range c.Remote {
+		l.ln.Close()
+	}
+	for _, l := range c.sockLns {
+		l.Close()
+	}
+	if c.Sentinel != nil && c.Sentinel.Process != nil {
+		_ = c.Sentinel.Process.Kill()
+		_ = c.Sentinel.Wait()
+	}
+	KillByToken("survivor-" + c.Token)
+	_ = os.RemoveAll(c.Dir)
+}
+
+// Snapshot hashes every file under the home, checkout and workspace root,
+// skipping the given writable paths (they may change).
+func (c *Canaries) Snapshot(writable []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, top := range []string{c.Home, c.Checkout, c.Root, c.Runner} {
+		err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			for _, w := range writable {
+				if p == w {
+					if d.IsDir() {
+						return filepath.SkipDir
+					}
+					return nil
+				}
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			sig := fmt.Sprintf("%v %d %d", fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+			if fi.Mode().IsRegular() {
+				b, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				sum := sha256.Sum256(b)
+				sig += " " + hex.EncodeToString(sum[:8])
+			}
+			out[p] = sig
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("hashing %s: %w", top, err)
+		}
+	}
+	return out, nil
+}
+
+// Changed lists paths added, removed or modified between two snapshots.
+func Changed(before, after map[string]string) []string {
+	var out []string
+	for p, sig := range after {
+		if before[p] != sig {
+			out = append(out, p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Survivors lists pids of processes whose argv holds token.
+func Survivors(token string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), token) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// KillByToken kills every process whose argv holds token and waits briefly.
+func KillByToken(token string) {
+	for _, pid := range Survivors(token) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for len(Survivors(token)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}

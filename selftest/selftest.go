@@ -1,0 +1,488 @@
+// Package selftest tries what a hostile reproducer would, through the very
+// same Policy -> Render -> Run path as real commands, and checks that each
+// attempt is blocked while ordinary work still succeeds. Every hostile probe
+// has a canary and a control run outside the sandbox: a check whose control
+// cannot see its canary is inconclusive, never ok.
+package selftest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/output"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/sandbox"
+)
+
+// Status of one check.
+const (
+	StatusOK           = "ok"
+	StatusFail         = "FAIL"
+	StatusInconclusive = "INCONCLUSIVE"
+)
+
+// Options configure a selftest.
+type Options struct {
+	Config  *config.File
+	Roles   []string
+	Backend backends.Backend
+	// SelfHost is the static triage-sandbox binary on the host: it runs the
+	// controls and the sentinel.
+	SelfHost string
+	// BaseEnv is the ordinary (non-secret) environment the canaries are added
+	// to; nil means PATH, LANG and TERM from this process.
+	BaseEnv []string
+	// CanaryBase is where canary directories go ("" = /var/tmp).
+	CanaryBase string
+	// Mutate and AfterPlant let tests weaken a policy or break a canary to
+	// prove that checks fail.
+	Mutate     func(*policy.Policy)
+	AfterPlant func(*Canaries)
+}
+
+// Result is one check's outcome.
+type Result struct {
+	ID       string      `json:"id"`
+	Name     string      `json:"name"`
+	Category string      `json:"category"`
+	Expected Expectation `json:"expected"`
+	Observed string      `json:"observed"`
+	Status   string      `json:"status"`
+	OK       bool        `json:"ok"`
+	Evidence string      `json:"evidence"`
+	Control  string      `json:"control,omitempty"`
+	Fix      string      `json:"fix,omitempty"`
+}
+
+// RoleReport is one role's block of the report.
+type RoleReport struct {
+	Role       string            `json:"role"`
+	Backend    string            `json:"backend"`
+	PolicyHash string            `json:"policy_hash"`
+	Network    string            `json:"network"`
+	Versions   map[string]string `json:"versions"`
+	Results    []Result          `json:"checks"`
+	Error      string            `json:"error,omitempty"`
+	Duration   time.Duration     `json:"duration_ns"`
+}
+
+// Counts tallies statuses.
+func (r *RoleReport) Counts() (ok, failed, inconclusive int) {
+	for _, res := range r.Results {
+		switch res.Status {
+		case StatusOK:
+			ok++
+		case StatusFail:
+			failed++
+		default:
+			inconclusive++
+		}
+	}
+	return
+}
+
+// Report is the whole selftest.
+type Report struct {
+	Backend  string        `json:"backend"`
+	Roles    []*RoleReport `json:"roles"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Passed is true when every check of every role is ok.
+func (r *Report) Passed() bool {
+	for _, rr := range r.Roles {
+		if rr.Error != "" || len(rr.Results) == 0 {
+			return false
+		}
+		if _, f, i := rr.Counts(); f+i > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Run runs the selftest for every role concurrently.
+func Run(ctx context.Context, o Options) *Report {
+	start := time.Now()
+	rep := &Report{Backend: o.Backend.Name(), Roles: make([]*RoleReport, len(o.Roles))}
+	var wg sync.WaitGroup
+	for i, role := range o.Roles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep.Roles[i] = runRole(ctx, o, role)
+		}()
+	}
+	wg.Wait()
+	rep.Duration = time.Since(start)
+	return rep
+}
+
+func runRole(ctx context.Context, o Options, role string) *RoleReport {
+	start := time.Now()
+	rr := &RoleReport{Role: role, Backend: o.Backend.Name()}
+	defer func() { rr.Duration = time.Since(start) }()
+	fail := func(err error) *RoleReport {
+		rr.Error = err.Error()
+		return rr
+	}
+	c, err := Plant(o.CanaryBase, o.SelfHost)
+	if err != nil {
+		return fail(err)
+	}
+	defer c.Close()
+	if o.AfterPlant != nil {
+		o.AfterPlant(c)
+	}
+	p, err := buildPolicy(o, c, role)
+	if err != nil {
+		return fail(err)
+	}
+	rr.PolicyHash = p.Hash()
+	rr.Network = "network off (localhost only)"
+	if !p.Network.LoopbackOnly {
+		rr.Network = "NETWORK ON"
+	}
+	rr.Versions = o.Backend.Describe(ctx, p)
+	rr.Versions["kernel_host"] = kernelRelease()
+	rr.Versions["go"] = runtime.Version()
+
+	checks := applicable(Catalogue(), role, o.Backend.Name())
+	if p.AllowAll {
+		for _, ch := range checks {
+			rr.Results = append(rr.Results, Result{ID: ch.ID, Name: ch.Name, Category: ch.Category, Expected: ch.Expect,
+				Observed: "unconfined", Status: StatusFail, Evidence: "allow_all = true: no isolation at all",
+				Fix: "remove allow_all from [sandbox]: the gate never passes an unconfined sandbox"})
+		}
+		return rr
+	}
+	if err := policy.Prepare(p); err != nil {
+		return fail(err)
+	}
+	e := &Env{C: c, P: p}
+	controls := runControls(ctx, o, e, checks)
+	if err := c.Replant(); err != nil {
+		return fail(fmt.Errorf("restoring canaries after the control run: %w", err))
+	}
+	cleanWritable(p)
+
+	type phaseResult struct {
+		ev  *Evidence
+		err error
+	}
+	results := map[Phase]phaseResult{}
+	var timeoutDone sync.WaitGroup
+	timeoutDone.Add(1)
+	go func() {
+		defer timeoutDone.Done()
+		ev, err := runPhase(ctx, o, e, checks, PhaseTimeout)
+		results[PhaseTimeout] = phaseResult{ev, err}
+	}()
+	mainEv, mainErr := runPhase(ctx, o, e, checks, PhaseMain)
+	secondEv, secondErr := runPhase(ctx, o, e, checks, PhaseSecond)
+	timeoutDone.Wait()
+	results[PhaseMain] = phaseResult{mainEv, mainErr}
+	results[PhaseSecond] = phaseResult{secondEv, secondErr}
+	for _, ch := range checks {
+		r := results[ch.Phase]
+		rr.Results = append(rr.Results, judge(e, ch, r.ev, r.err, controls[ch.ID]))
+	}
+	return rr
+}
+
+// buildPolicy compiles the user's config for role, rooted in the canary
+// workspace and checkout, against the canary home and environment.
+func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, error) {
+	cfg := *o.Config
+	cfg.Root = c.Root
+	cfg.Project.Checkout = c.Checkout
+	cfg.Project.Python = ""
+	env := o.BaseEnv
+	if env == nil {
+		for _, k := range []string{"PATH", "LANG", "TERM"} {
+			if v, ok := os.LookupEnv(k); ok {
+				env = append(env, k+"="+v)
+			}
+		}
+	}
+	env = append([]string(nil), env...)
+	for k, v := range c.Env {
+		env = append(env, k+"="+v)
+	}
+	host := policy.Host{Home: c.Home, Env: env, OS: runtime.GOOS, UID: os.Getuid(), GID: os.Getgid(), Cwd: c.Root}
+	p, err := policy.Build(&cfg, role, host, policy.Options{Backend: o.Backend.Name()})
+	if err != nil {
+		return nil, err
+	}
+	if o.Mutate != nil {
+		o.Mutate(p)
+	}
+	return p, nil
+}
+
+func applicable(all []Check, role, backend string) []Check {
+	var out []Check
+	for _, ch := range all {
+		if (ch.Roles == nil || slices.Contains(ch.Roles, role)) && slices.Contains(ch.Backends, backend) {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// cleanWritable removes what probes leave in the writable paths.
+func cleanWritable(p *policy.Policy) {
+	for _, w := range p.Writable() {
+		for _, name := range []string{".selftest-readlink", ".selftest-writelink", ".selftest-hardlink", reproFile} {
+			_ = os.Remove(w + "/" + name)
+		}
+	}
+}
+
+// runPhase runs one sandbox run with the phase's steps and collects the
+// evidence inside and on the host.
+func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phase) (*Evidence, error) {
+	var steps []probe.Step
+	for _, ch := range checks {
+		if ch.Phase == phase && ch.Steps != nil {
+			steps = append(steps, ch.Steps(e)...)
+		}
+	}
+	plan := probe.Plan{Steps: steps, ExitCode: statusExitCode, StderrMarker: statusMarker}
+	timeout := 2 * time.Minute
+	tag := fmt.Sprintf("phase-%d-%s", phase, e.C.Token)
+	// The timeout run spins beside the main run: it must not touch the
+	// host-side evidence (snapshots, listener counts) the main run owns.
+	observeHost := phase != PhaseTimeout
+	if phase == PhaseTimeout {
+		plan.Steps = append(plan.Steps, step("spin", "spin_ignore_term", nil))
+		timeout = time.Second
+	}
+	enc, err := plan.Encode()
+	if err != nil {
+		return nil, err
+	}
+	var before map[string]string
+	if observeHost {
+		if before, err = e.C.Snapshot(e.P.Writable()); err != nil {
+			return nil, err
+		}
+		e.C.ResetHits()
+	}
+	stdout := output.NewCapture(4 << 20)
+	var stderr bytes.Buffer
+	res, err := sandbox.Run(ctx, o.Backend, sandbox.Request{
+		Policy: e.P, Timeout: timeout,
+		Command: backends.Command{Argv: []string{o.Backend.SelfPath(), probe.Subcommand, "--tag", tag, "--plan", enc}},
+		Streams: backends.Streams{Stdout: stdout, Stderr: &syncWriter{w: &stderr}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the sandbox did not run: %w", err)
+	}
+	ev := &Evidence{Result: res, Stderr: stderr.String()}
+	if ev.Obs, err = probe.ParseObservations(strings.NewReader(stdout.String())); err != nil && len(ev.Obs) == 0 {
+		return ev, err
+	}
+	ev.Survivors = Survivors(tag)
+	if !observeHost {
+		return ev, nil
+	}
+	ev.Survivors = append(ev.Survivors, Survivors("survivor-"+e.C.Token)...)
+	KillByToken("survivor-" + e.C.Token)
+	ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
+	after, err := e.C.Snapshot(e.P.Writable())
+	if err != nil {
+		return ev, err
+	}
+	ev.Changed = Changed(before, after)
+	return ev, nil
+}
+
+// judge turns evidence into a result.
+func judge(e *Env, ch Check, ev *Evidence, runErr error, control *controlResult) Result {
+	r := Result{ID: ch.ID, Name: ch.Name, Category: ch.Category, Expected: ch.Expect, Fix: ch.Fix}
+	if runErr != nil || ev == nil {
+		r.Status, r.Observed = StatusInconclusive, "not run"
+		if runErr != nil {
+			r.Evidence = runErr.Error()
+		}
+		return r
+	}
+	if ch.Steps != nil {
+		for _, s := range ch.Steps(e) {
+			if _, ok := ev.Obs[s.ID]; !ok {
+				r.Status, r.Observed = StatusInconclusive, "no observation"
+				r.Evidence = fmt.Sprintf("the probe reported nothing for %s (exit %d)", s.ID, ev.Result.ExitCode)
+				return r
+			}
+		}
+	}
+	succeeded, evidence := ch.Judge(e, ev)
+	r.Evidence = evidence
+	if ch.Expect == Allowed {
+		r.Observed = map[bool]string{true: "allowed", false: "blocked"}[succeeded]
+		r.OK = succeeded
+		r.Status = map[bool]string{true: StatusOK, false: StatusFail}[succeeded]
+		return r
+	}
+	r.Observed = map[bool]string{true: "allowed", false: "blocked"}[succeeded]
+	if control != nil {
+		r.Control = control.summary
+	}
+	switch {
+	case succeeded:
+		r.Status = StatusFail
+	case control == nil || !control.saw:
+		r.Status = StatusInconclusive
+		r.Evidence += "; the control outside the sandbox could not do it either, so this check proves nothing"
+	default:
+		r.Status, r.OK = StatusOK, true
+	}
+	return r
+}
+
+type controlResult struct {
+	saw     bool
+	summary string
+}
+
+// runControls runs every hostile check outside the sandbox against the same
+// canaries. A check whose control does not succeed is inconclusive.
+func runControls(ctx context.Context, o Options, e *Env, checks []Check) map[string]*controlResult {
+	out := map[string]*controlResult{}
+	var steps []probe.Step
+	for _, ch := range checks {
+		if ch.HasControl() && ch.Phase == PhaseMain {
+			steps = append(steps, ch.Steps(e)...)
+		}
+	}
+	before, err := e.C.Snapshot(e.P.Writable())
+	e.C.ResetHits()
+	ev := &Evidence{Host: true}
+	if err == nil {
+		ev.Obs, err = runHostPlan(ctx, o.SelfHost, e, probe.Plan{Steps: steps})
+	}
+	if err == nil {
+		ev.Survivors = Survivors("survivor-" + e.C.Token)
+		ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
+		var after map[string]string
+		if after, err = e.C.Snapshot(e.P.Writable()); err == nil {
+			ev.Changed = Changed(before, after)
+		}
+	}
+	KillByToken("survivor-" + e.C.Token)
+	for _, ch := range checks {
+		if !ch.HasControl() {
+			continue
+		}
+		if err != nil {
+			out[ch.ID] = &controlResult{summary: "control did not run: " + err.Error()}
+			continue
+		}
+		cev := ev
+		if ch.Phase != PhaseMain {
+			cev = secondPhaseControl(ctx, o, e, ch)
+		}
+		saw, detail := ch.Judge(e, cev)
+		out[ch.ID] = &controlResult{saw: saw, summary: detail}
+	}
+	return out
+}
+
+// secondPhaseControl performs the host side of the second-run checks.
+func secondPhaseControl(ctx context.Context, o Options, e *Env, ch Check) *Evidence {
+	ev := &Evidence{Host: true}
+	switch ch.ID {
+	case "WR-11":
+		// On the host, a file written by one run is there for the next.
+		dir := e.C.Dir + "/host-scratch"
+		_ = os.MkdirAll(dir, 0o700)
+		p := dir + "/.selftest-persist"
+		_ = os.WriteFile(p, []byte("x"), 0o600)
+		obs, err := runHostPlan(ctx, o.SelfHost, e, probe.Plan{Steps: one(step("WR-11", "exists", map[string]string{"path": p}))})
+		if err == nil {
+			ev.Obs = obs
+		}
+	case "PROC-03":
+		// The spinning probe survives SIGTERM on the host.
+		tag := "control-spin-" + e.C.Token
+		enc, _ := probe.Plan{Steps: one(step("spin", "spin_ignore_term", nil))}.Encode()
+		cmd := exec.Command(o.SelfHost, probe.Subcommand, "--tag", tag, "--plan", enc)
+		if cmd.Start() == nil {
+			time.Sleep(300 * time.Millisecond)
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			time.Sleep(300 * time.Millisecond)
+			ev.Survivors = Survivors(tag)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}
+	return ev
+}
+
+// runHostPlan runs the probe unsandboxed with the canary environment.
+func runHostPlan(ctx context.Context, self string, e *Env, plan probe.Plan) (map[string]probe.Observation, error) {
+	enc, err := plan.Encode()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, probe.Subcommand, "--tag", "control-"+e.C.Token, "--plan", enc)
+	cmd.Dir = e.C.Root
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.C.Home}
+	for k, v := range e.C.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	obs, err := probe.ParseObservations(&stdout)
+	if err != nil {
+		return nil, err
+	}
+	var ee *exec.ExitError
+	if runErr != nil && !errors.As(runErr, &ee) {
+		return nil, fmt.Errorf("control probe: %w: %s", runErr, stderr.String())
+	}
+	return obs, nil
+}
+
+func kernelRelease() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return runtime.GOOS
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// syncWriter serialises writes from the stdout and stderr copiers.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
+}
