@@ -41,6 +41,10 @@ type Canaries struct {
 	Sockets  []string // unix listeners planted in the home (ssh/gpg agents, a session bus)
 	sockLns  []net.Listener
 	Sentinel *exec.Cmd // a host process holding the token in its env and argv
+	// WorldReadable plants the home and credentials readable by anyone, as a
+	// caller's own files are to a sandbox running as that caller; tests use
+	// it so only the mount stands between the sandbox and the canary.
+	WorldReadable bool
 }
 
 // Credential files planted in the fake home, relative to it.
@@ -117,11 +121,22 @@ func (c *Canaries) plantFiles() error {
 			return err
 		}
 	}
-	if err := os.Chmod(c.Home, 0o700); err != nil {
+	dirMode, secretMode := os.FileMode(0o700), os.FileMode(0o600)
+	if c.WorldReadable {
+		dirMode, secretMode = 0o755, 0o644
+	}
+	if err := os.Chmod(c.Home, dirMode); err != nil {
 		return err
 	}
 	write := func(path, content string, mode os.FileMode) error {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		dm := os.FileMode(0o755)
+		if strings.HasPrefix(path, c.Home+"/") {
+			dm = dirMode
+		}
+		if err := os.MkdirAll(filepath.Dir(path), dm); err != nil {
+			return err
+		}
+		if err := os.Chmod(filepath.Dir(path), dm); err != nil {
 			return err
 		}
 		_ = os.Remove(path)
@@ -131,7 +146,7 @@ func (c *Canaries) plantFiles() error {
 		return os.Chmod(path, mode)
 	}
 	for _, f := range credentialFiles {
-		if err := write(filepath.Join(c.Home, f), "selftest canary "+c.Token+"\n", 0o600); err != nil {
+		if err := write(filepath.Join(c.Home, f), "selftest canary "+c.Token+"\n", secretMode); err != nil {
 			return err
 		}
 	}

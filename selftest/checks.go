@@ -38,6 +38,9 @@ const (
 type Env struct {
 	C *Canaries
 	P *policy.Policy
+	// Outputs are the configured writable paths: the only host paths a
+	// sandboxed command may change.
+	Outputs []string
 }
 
 // Evidence is everything observed after one phase, inside and on the host.
@@ -92,7 +95,7 @@ func (e *Env) home(rel ...string) []string {
 func (e *Env) checkout(rel string) string { return filepath.Join(e.C.Checkout, rel) }
 
 func (e *Env) repros(name string) string {
-	for _, w := range e.P.Writable() {
+	for _, w := range e.Outputs {
 		if fi, err := os.Stat(w); err == nil && fi.IsDir() {
 			return filepath.Join(w, name)
 		}

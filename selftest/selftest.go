@@ -147,7 +147,7 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 	if o.AfterPlant != nil {
 		o.AfterPlant(c)
 	}
-	p, err := buildPolicy(o, c, role)
+	p, outputs, err := buildPolicy(o, c, role)
 	if err != nil {
 		return fail(err)
 	}
@@ -172,7 +172,7 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 	if err := policy.Prepare(p); err != nil {
 		return fail(err)
 	}
-	e := &Env{C: c, P: p}
+	e := &Env{C: c, P: p, Outputs: outputs}
 	controls := runControls(ctx, o, e, checks)
 	if err := c.Replant(); err != nil {
 		return fail(fmt.Errorf("restoring canaries after the control run: %w", err))
@@ -204,8 +204,10 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 }
 
 // buildPolicy compiles the user's config for role, rooted in the canary
-// workspace and checkout, against the canary home and environment.
-func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, error) {
+// workspace and checkout, against the canary home and environment. It also
+// returns the configured outputs (writable paths) before any test mutation:
+// host-side change detection skips those and nothing else.
+func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, []string, error) {
 	cfg := *o.Config
 	cfg.Root = c.Root
 	cfg.Project.Checkout = c.Checkout
@@ -225,12 +227,13 @@ func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, error) {
 	host := policy.Host{Home: c.Home, Env: env, OS: runtime.GOOS, UID: os.Getuid(), GID: os.Getgid(), Cwd: c.Root}
 	p, err := policy.Build(&cfg, role, host, policy.Options{Backend: o.Backend.Name()})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	outputs := p.Writable()
 	if o.Mutate != nil {
 		o.Mutate(p)
 	}
-	return p, nil
+	return p, outputs, nil
 }
 
 func applicable(all []Check, role, backend string) []Check {
@@ -277,7 +280,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	}
 	var before map[string]string
 	if observeHost {
-		if before, err = e.C.Snapshot(e.P.Writable()); err != nil {
+		if before, err = e.C.Snapshot(e.Outputs); err != nil {
 			return nil, err
 		}
 		e.C.ResetHits()
@@ -303,7 +306,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	ev.Survivors = append(ev.Survivors, Survivors("survivor-"+e.C.Token)...)
 	KillByToken("survivor-" + e.C.Token)
 	ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
-	after, err := e.C.Snapshot(e.P.Writable())
+	after, err := e.C.Snapshot(e.Outputs)
 	if err != nil {
 		return ev, err
 	}
@@ -369,7 +372,7 @@ func runControls(ctx context.Context, o Options, e *Env, checks []Check) map[str
 			steps = append(steps, ch.Steps(e)...)
 		}
 	}
-	before, err := e.C.Snapshot(e.P.Writable())
+	before, err := e.C.Snapshot(e.Outputs)
 	e.C.ResetHits()
 	ev := &Evidence{Host: true}
 	if err == nil {
@@ -379,7 +382,7 @@ func runControls(ctx context.Context, o Options, e *Env, checks []Check) map[str
 		ev.Survivors = Survivors("survivor-" + e.C.Token)
 		ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
 		var after map[string]string
-		if after, err = e.C.Snapshot(e.P.Writable()); err == nil {
+		if after, err = e.C.Snapshot(e.Outputs); err == nil {
 			ev.Changed = Changed(before, after)
 		}
 	}

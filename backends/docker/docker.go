@@ -39,6 +39,9 @@ type Backend struct {
 	cli     *client.Client
 	selfExe string
 	host    string
+	// Adjust, when set, edits each create request before it is sent. Only
+	// tests use it, to weaken a container and prove the selftest notices.
+	Adjust func(*CreateRequest)
 }
 
 // New connects (lazily) to the daemon named by DOCKER_HOST or the default socket.
@@ -150,6 +153,9 @@ func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Comman
 	req, err := Render(p, cmd, b.selfExe, b.runInfo(p, cmd))
 	if err != nil {
 		return res, err
+	}
+	if b.Adjust != nil {
+		b.Adjust(req)
 	}
 	// Cleanup must outlive ctx (it is often the cancelled one), and set-up
 	// is not interrupted half-way: a create cancelled in flight could leave a
