@@ -50,6 +50,7 @@ var ops = map[string]opFunc{
 	"exists":           opExists,
 	"github_env":       opGitHubEnv,
 	"spin_ignore_term": opSpinIgnoreTerm,
+	"browser":          opBrowser,
 }
 
 // opReadAny reads each path; OK when any read returned bytes. Values["found"]

@@ -32,6 +32,8 @@ const (
 	// PhaseTimeout is a run that must hit its timeout; it runs beside the
 	// main run.
 	PhaseTimeout
+	// PhaseBrowser runs headless Chromium beside the main run.
+	PhaseBrowser
 )
 
 // Env is what checks build their steps from.
@@ -71,6 +73,9 @@ type Check struct {
 	Judge    func(e *Env, ev *Evidence) (bool, string)
 	// Fix is what to change when the check fails.
 	Fix string
+	// Inconclusive, when set, says the check could not be decided here (a
+	// tool it exercises is missing): the gate fails, but as inconclusive.
+	Inconclusive func(e *Env, ev *Evidence) (bool, string)
 }
 
 // HasControl: hostile checks run once outside the sandbox too.

@@ -80,6 +80,17 @@ func controlChecks() []Check {
 				return one(step("C-05", "http_self", map[string]string{"addr": "127.0.0.1:0"}))
 			},
 			Judge: okJudge("C-05"), Fix: "loopback must stay up (network none keeps lo)"},
+		{ID: "C-06", Name: "serve on localhost and load it in headless Chromium", Category: "controls",
+			Roles: []string{"reproducer"}, Phase: PhaseBrowser,
+			Steps: func(e *Env) []probe.Step { return one(step("C-06", "browser", nil)) },
+			Judge: okJudge("C-06"),
+			Inconclusive: func(_ *Env, ev *Evidence) (bool, string) {
+				if ev.Obs["C-06"].Values["missing"] == "true" {
+					return true, "no Chromium in the image: build it with `triage-sandbox image build` (Chromium is in by default)"
+				}
+				return false, ""
+			},
+			Fix: "Chromium needs /dev/shm (or --disable-dev-shm-usage), enough pids and memory; never add SYS_ADMIN"},
 		{ID: "C-07", Name: "fork, threads, pty and socketpair", Category: "controls",
 			Steps: func(e *Env) []probe.Step { return one(step("C-07", "proc_features", nil)) },
 			Judge: okJudge("C-07"), Fix: "the seccomp profile or /dev is too tight"},

@@ -184,16 +184,26 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 		err error
 	}
 	results := map[Phase]phaseResult{}
-	var timeoutDone sync.WaitGroup
-	timeoutDone.Add(1)
-	go func() {
-		defer timeoutDone.Done()
-		ev, err := runPhase(ctx, o, e, checks, PhaseTimeout)
-		results[PhaseTimeout] = phaseResult{ev, err}
-	}()
+	// The timeout and browser runs do not touch host-side evidence, so they
+	// run beside the main one.
+	var mu sync.Mutex
+	var side sync.WaitGroup
+	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser} {
+		if !hasPhase(checks, ph) {
+			continue
+		}
+		side.Add(1)
+		go func() {
+			defer side.Done()
+			ev, err := runPhase(ctx, o, e, checks, ph)
+			mu.Lock()
+			results[ph] = phaseResult{ev, err}
+			mu.Unlock()
+		}()
+	}
 	mainEv, mainErr := runPhase(ctx, o, e, checks, PhaseMain)
 	secondEv, secondErr := runPhase(ctx, o, e, checks, PhaseSecond)
-	timeoutDone.Wait()
+	side.Wait()
 	results[PhaseMain] = phaseResult{mainEv, mainErr}
 	results[PhaseSecond] = phaseResult{secondEv, secondErr}
 	for _, ch := range checks {
@@ -236,6 +246,15 @@ func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, []string,
 	return p, outputs, nil
 }
 
+func hasPhase(checks []Check, ph Phase) bool {
+	for _, ch := range checks {
+		if ch.Phase == ph {
+			return true
+		}
+	}
+	return false
+}
+
 func applicable(all []Check, role, backend string) []Check {
 	var out []Check
 	for _, ch := range all {
@@ -267,9 +286,9 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	plan := probe.Plan{Steps: steps, ExitCode: statusExitCode, StderrMarker: statusMarker}
 	timeout := 2 * time.Minute
 	tag := fmt.Sprintf("phase-%d-%s", phase, e.C.Token)
-	// The timeout run spins beside the main run: it must not touch the
-	// host-side evidence (snapshots, listener counts) the main run owns.
-	observeHost := phase != PhaseTimeout
+	// The timeout and browser runs go beside the main run: they must not
+	// touch the host-side evidence (snapshots, listener counts) it owns.
+	observeHost := phase == PhaseMain || phase == PhaseSecond
 	if phase == PhaseTimeout {
 		plan.Steps = append(plan.Steps, step("spin", "spin_ignore_term", nil))
 		timeout = time.Second
@@ -331,6 +350,12 @@ func judge(e *Env, ch Check, ev *Evidence, runErr error, control *controlResult)
 				r.Evidence = fmt.Sprintf("the probe reported nothing for %s (exit %d)", s.ID, ev.Result.ExitCode)
 				return r
 			}
+		}
+	}
+	if ch.Inconclusive != nil {
+		if inc, why := ch.Inconclusive(e, ev); inc {
+			r.Status, r.Observed, r.Evidence = StatusInconclusive, "not decided", why
+			return r
 		}
 	}
 	succeeded, evidence := ch.Judge(e, ev)

@@ -34,7 +34,7 @@ func newImageCmd() *cobra.Command {
 	}
 	build.Flags().StringVar(&o.Tag, "tag", profiles.DefaultImage, "image tag")
 	build.Flags().StringVar(&o.BaseImage, "base", "", "base image (default debian:bookworm-slim; offline: "+profiles.DefaultBaseImage+" from images/build-base.sh)")
-	build.Flags().BoolVar(&o.Chromium, "chromium", false, "include Chromium for browser reproducers")
+	build.Flags().BoolVar(&o.Chromium, "chromium", true, "include Chromium for browser reproducers (--chromium=false: a slim image; the browser control is then inconclusive)")
 	img.AddCommand(build)
 	return img
 }
