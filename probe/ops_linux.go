@@ -18,6 +18,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,6 +52,7 @@ var ops = map[string]opFunc{
 	"github_env":       opGitHubEnv,
 	"spin_ignore_term": opSpinIgnoreTerm,
 	"browser":          opBrowser,
+	"tiocsti":          opTIOCSTI,
 }
 
 // opReadAny reads each path; OK when any read returned bytes. Values["found"]
@@ -601,4 +603,20 @@ func firstOr(errs []string) string {
 		return "no target"
 	}
 	return errs[0]
+}
+
+// opTIOCSTI pushes a byte into the controlling terminal's input queue, the
+// keystroke-injection trick (CVE-2017-5226). Blocked means there is no
+// controlling terminal to open or the ioctl is refused.
+func opTIOCSTI(s Step, _ string) Observation {
+	f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return Observation{Errno: errnoName(err), Detail: "no controlling terminal"}
+	}
+	defer f.Close()
+	b := byte('#')
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.TIOCSTI, uintptr(unsafe.Pointer(&b))); errno != 0 {
+		return Observation{Errno: errnoName(errno)}
+	}
+	return Observation{OK: true, Detail: "injected a byte into the terminal's input"}
 }

@@ -208,9 +208,12 @@ func Catalogue() []Check {
 				return one(step("ENV-02", "proc_mem", map[string]string{"pid": strconv.Itoa(e.C.SentinelPID())}))
 			},
 			Judge: okJudge("ENV-02"), Fix: "the sandbox must have its own pid namespace"},
-		{ID: "ENV-04", Name: "reach ssh-agent, gpg-agent or the session bus", Category: "environment",
-			Steps: func(e *Env) []probe.Step { return one(step("ENV-04", "unix_connect", nil, e.C.Sockets...)) },
-			Judge: okJudge("ENV-04"), Fix: "never mount agent sockets or $XDG_RUNTIME_DIR"},
+		{ID: "IPC-04", Name: "reach ssh-agent, gpg-agent or the session bus", Category: "ipc",
+			Steps: func(e *Env) []probe.Step { return one(step("IPC-04", "unix_connect", nil, e.C.Sockets...)) },
+			Judge: okJudge("IPC-04"), Fix: "never mount agent sockets or $XDG_RUNTIME_DIR"},
+		{ID: "TTY-01", Name: "inject keystrokes into the terminal", Category: "ipc",
+			Steps: func(e *Env) []probe.Step { return one(step("TTY-01", "tiocsti", nil)) },
+			Judge: okJudge("TTY-01"), Fix: "never give the sandbox the caller's terminal (no -t)"},
 		// Writes.
 		{ID: "WR-01", Name: "write to the home directory", Category: "writes",
 			Steps: func(e *Env) []probe.Step {

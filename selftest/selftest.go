@@ -477,6 +477,11 @@ func runHostPlan(ctx context.Context, self string, e *Env, plan probe.Plan) (map
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// A terminal of its own (never ours) as controlling tty, so the TIOCSTI
+	// control has a terminal to inject into.
+	if tty, err := newControllingTTY(cmd); err == nil {
+		defer tty.Close()
+	}
 	runErr := cmd.Run()
 	obs, err := probe.ParseObservations(&stdout)
 	if err != nil {

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package selftest
+
+import (
+	"errors"
+	"io"
+	"os/exec"
+)
+
+func newControllingTTY(*exec.Cmd) (io.Closer, error) {
+	return nil, errors.New("controlling terminals are set up on Linux only")
+}
