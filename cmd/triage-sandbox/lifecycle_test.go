@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// containersOf lists containers (running or not) whose parent-pid label is pid.
+func containersOf(t *testing.T, cli *client.Client, pid int) []string {
+	t.Helper()
+	res, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", profiles.LabelParentPID+"="+strconv.Itoa(pid)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range res.Items {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+// processesWith lists host pids whose argv holds token (the host sees the
+// container's processes too).
+func processesWith(token string, except int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == except {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), token) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func waitFor(t *testing.T, d time.Duration, cond func() bool) bool {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return cond()
+}
+
+// TestInterruptAndKillLeaveNothing: Ctrl-C and kill -9 of triage-sandbox
+// mid-run both leave no container and no process behind.
+func TestInterruptAndKillLeaveNothing(t *testing.T) {
+	testenv.RequireDocker(t)
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := workspace(t, "")
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			token := "lifecycle-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			cmd := exec.Command(testenv.Binary(t), "run", "--", "sh", "-c",
+				"sleep 300 & setsid sleep 301 & sleep 302; : "+token)
+			cmd.Dir = root
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := cmd.Process.Pid
+			if !waitFor(t, 20*time.Second, func() bool { return len(processesWith(token, pid)) > 0 }) {
+				_ = cmd.Process.Kill()
+				t.Fatal("the command never started")
+			}
+			if len(containersOf(t, cli, pid)) != 1 {
+				t.Fatalf("want one labelled container, got %v", containersOf(t, cli, pid))
+			}
+			_ = cmd.Process.Signal(sig)
+			err := cmd.Wait()
+			if sig == syscall.SIGINT {
+				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+					t.Errorf("exit after Ctrl-C = %v, want 130", err)
+				}
+			}
+			start := time.Now()
+			if !waitFor(t, 10*time.Second, func() bool {
+				return len(containersOf(t, cli, pid)) == 0 && len(processesWith(token, pid)) == 0
+			}) {
+				t.Fatalf("left behind after %v: containers %v, processes %v", sig, containersOf(t, cli, pid), processesWith(token, pid))
+			}
+			t.Logf("%v: container and processes gone %v after triage-sandbox ended", sig, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
