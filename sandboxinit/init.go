@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // Options configure one init run.
@@ -21,6 +22,9 @@ type Options struct {
 	Argv []string
 	// Lifeline: stdin is the lifeline, not the command's input.
 	Lifeline bool
+	// TTL is a backstop: past it everything is killed even if the host's
+	// timeout and the lifeline both failed (a half-open connection).
+	TTL time.Duration
 	Stdin    io.Reader
 	Stdout   io.Writer
 	Stderr   io.Writer
@@ -56,6 +60,12 @@ func Run(ctx context.Context, o Options) int {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
+	var ttl <-chan time.Time
+	if o.TTL > 0 {
+		timer := time.NewTimer(o.TTL)
+		defer timer.Stop()
+		ttl = timer.C
+	}
 	lifelineCut := make(chan struct{})
 	if o.Lifeline && o.Stdin != nil {
 		go func() {
@@ -71,6 +81,10 @@ func Run(ctx context.Context, o Options) int {
 			_ = syscall.Kill(-pgid, s.(syscall.Signal))
 		case <-lifelineCut:
 			// Our parent is gone: nobody will read the result.
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			return 137
+		case <-ttl:
+			fmt.Fprintln(o.Stderr, "triage-sandbox: sandbox lifetime exceeded; killed")
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			return 137
 		case <-ctx.Done():

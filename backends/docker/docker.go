@@ -150,6 +150,8 @@ func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Comman
 	if err := b.Ready(ctx, p); err != nil {
 		return res, err
 	}
+	// Best effort, off the critical path: clear what crashed runs left.
+	go func() { _, _ = b.Sweep(context.WithoutCancel(ctx)) }()
 	req, err := Render(p, cmd, b.selfExe, b.runInfo(p, cmd))
 	if err != nil {
 		return res, err

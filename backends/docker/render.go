@@ -74,6 +74,9 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string, info RunInfo
 	if info.Lifeline {
 		initArgs = append(initArgs, "--lifeline")
 	}
+	if ttl := time.Until(info.ExpiresAt); !info.ExpiresAt.IsZero() && ttl > 0 {
+		initArgs = append(initArgs, "--ttl", ttl.Round(time.Second).String())
+	}
 	initArgs = append(initArgs, "--")
 	initArgs = append(initArgs, cmd.Argv...)
 

@@ -71,6 +71,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRunCmd(), newRenderCmd(), newPolicyCmd(), newDoctorCmd(),
 		newImageCmd(), newVersionCmd(), newInitCmd())
 	root.AddCommand(newProbeCmds()...)
-	root.AddCommand(newSelftestCmd())
+	root.AddCommand(newSelftestCmd(), newGCCmd())
 	return root
 }

@@ -1,0 +1,71 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// Sweep removes triage-sandbox containers left behind: those whose owning
+// process on this host is gone (or its pid was reused) and those whose
+// lifetime has passed. It matches on labels only, never on names, and never
+// touches a live run's sandbox.
+func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", profiles.LabelOwner+"=triage-sandbox"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing triage-sandbox containers: %w", err)
+	}
+	var removed []string
+	var errs []error
+	now := time.Now()
+	for _, c := range list.Items {
+		if !stale(c.Labels, b.host, now) {
+			continue
+		}
+		_, err := b.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
+			errs = append(errs, fmt.Errorf("removing %s: %w", c.ID[:12], err))
+			continue
+		}
+		removed = append(removed, c.ID)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// stale decides from a container's labels whether its owner is gone.
+func stale(labels map[string]string, host string, now time.Time) bool {
+	if exp, err := time.Parse(time.RFC3339, labels[profiles.LabelExpiresAt]); err == nil && now.After(exp) {
+		return true
+	}
+	if labels[profiles.LabelParentHost] != host {
+		return false // another machine's run: only its expiry can tell
+	}
+	pid, err := strconv.Atoi(labels[profiles.LabelParentPID])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return !processAlive(pid, labels[profiles.LabelParentBoot])
+}
+
+// processAlive: pid exists and, when known, started when the label says
+// (a reused pid is a different process).
+func processAlive(pid int, start string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	return start == "" || procStartTime(string(b)) == start
+}
