@@ -24,10 +24,10 @@ type Options struct {
 	Lifeline bool
 	// TTL is a backstop: past it everything is killed even if the host's
 	// timeout and the lifeline both failed (a half-open connection).
-	TTL time.Duration
-	Stdin    io.Reader
-	Stdout   io.Writer
-	Stderr   io.Writer
+	TTL    time.Duration
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
 }
 
 // Run starts the command and returns the exit code the container should end
