@@ -1,0 +1,119 @@
+package docker_test
+
+import (
+	"context"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/docker"
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/output"
+	"github.com/triage-sandbox/triage-sandbox/sandbox"
+)
+
+// runCaptured runs argv with bounded capture (as `run --json` does).
+func runCaptured(t *testing.T, f fixture, role string, timeout time.Duration, argv ...string) (backends.Result, *output.Capture, *output.Capture) {
+	t.Helper()
+	testenv.RequireDocker(t)
+	b, err := docker.New(backends.Env{SelfExe: testenv.Binary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := build(t, f, role, currentHost(t))
+	stdout, stderr := output.NewCapture(0), output.NewCapture(0)
+	res, err := sandbox.Run(context.Background(), b, sandbox.Request{
+		Policy: p, Timeout: timeout, Command: backends.Command{Argv: argv},
+		Streams: backends.Streams{Stdout: stdout, Stderr: stderr},
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	assertGone(t, b.(*docker.Backend).Client(), res.Sandbox)
+	return res, stdout, stderr
+}
+
+// hostResponsive measures how long the host takes to fork and run `true`.
+func hostResponsive(t *testing.T) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if err := exec.Command("true").Run(); err != nil {
+		t.Fatalf("host cannot run a process: %v", err)
+	}
+	return time.Since(start)
+}
+
+func TestResourceAbuseStaysInside(t *testing.T) {
+	f := newFixture(t)
+	t.Run("fork bomb", func(t *testing.T) {
+		done := make(chan struct{})
+		var worst time.Duration
+		go func() {
+			defer close(done)
+			for i := 0; i < 20; i++ {
+				if d := hostResponsive(t); d > worst {
+					worst = d
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
+		start := time.Now()
+		res, _, _ := runCaptured(t, f, "agent", 4*time.Second, "sh", "-c", "b() { b | b & }; b; sleep 10")
+		<-done
+		if !res.TimedOut || time.Since(start) > 20*time.Second {
+			t.Errorf("fork bomb: exit %d timed out %v after %v; want the timeout to end it", res.ExitCode, res.TimedOut, time.Since(start))
+		}
+		if worst > 2*time.Second {
+			t.Errorf("host needed %v to run a process during the bomb", worst)
+		}
+		t.Logf("fork bomb: contained, host fork+exec worst %v", worst)
+	})
+	t.Run("memory bomb is told apart as OOM", func(t *testing.T) {
+		res, _, stderr := runCaptured(t, f, "agent", time.Minute, "python3", "-c",
+			"x = []\nwhile True: x.append(bytearray(64 << 20))")
+		if res.ExitCode != 137 || !res.OOMKilled {
+			t.Errorf("exit %d oom %v, want 137 and oom (%s)", res.ExitCode, res.OOMKilled, stderr.String())
+		}
+	})
+	t.Run("a plain SIGKILL is not OOM", func(t *testing.T) {
+		res, _, _ := runCaptured(t, f, "agent", time.Minute, "sh", "-c", "kill -KILL $$")
+		if res.ExitCode != 137 || res.OOMKilled {
+			t.Errorf("exit %d oom %v, want 137 without oom", res.ExitCode, res.OOMKilled)
+		}
+	})
+	t.Run("filling scratch", func(t *testing.T) {
+		var before, after syscall.Statfs_t
+		_ = syscall.Statfs(f.root, &before)
+		res, stdout, _ := runCaptured(t, f, "agent", time.Minute, "sh", "-c",
+			"dd if=/dev/zero of=$TMPDIR/fill bs=1M count=4096 2>&1; echo status $?")
+		_ = syscall.Statfs(f.root, &after)
+		if res.ExitCode != 0 || !strings.Contains(stdout.String(), "No space left on device") {
+			t.Errorf("scratch should fill up inside: exit %d, %q", res.ExitCode, stdout.String())
+		}
+		freeDrop := int64(before.Bavail-after.Bavail) * before.Bsize
+		if freeDrop > 64<<20 {
+			t.Errorf("host disk lost %d MiB to the sandbox's scratch", freeDrop>>20)
+		}
+	})
+	t.Run("flooding output", func(t *testing.T) {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		heapBefore := ms.HeapInuse
+		res, stdout, _ := runCaptured(t, f, "agent", time.Minute, "sh", "-c", "head -c 200000000 /dev/zero; echo; echo tail-marker")
+		runtime.ReadMemStats(&ms)
+		if res.ExitCode != 0 || stdout.Total() < 200000000 || !stdout.Truncated() {
+			t.Fatalf("exit %d, %d bytes, truncated %v", res.ExitCode, stdout.Total(), stdout.Truncated())
+		}
+		if !strings.Contains(stdout.String(), "tail-marker") {
+			t.Error("the tail of the output was lost")
+		}
+		if grew := int64(ms.HeapInuse) - int64(heapBefore); grew > 32<<20 {
+			t.Errorf("heap grew %d MiB while capturing 200 MB", grew>>20)
+		}
+	})
+}
