@@ -78,6 +78,10 @@ func Run(ctx context.Context, o Options) int {
 		case err := <-exited:
 			return exitCode(err)
 		case s := <-sigs:
+			// triage-sandbox itself never signals the init (it kills the
+			// whole container), so this came from outside: a daemon
+			// shutting down or a `docker stop`. Say so.
+			fmt.Fprintf(o.Stderr, "triage-sandbox: the sandbox was stopped from outside (%v), e.g. by the Docker daemon shutting down\n", s)
 			_ = syscall.Kill(-pgid, s.(syscall.Signal))
 		case <-lifelineCut:
 			// Our parent is gone: nobody will read the result.

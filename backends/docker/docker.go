@@ -142,8 +142,7 @@ func (b *Backend) runInfo(p *policy.Policy, cmd backends.Command) RunInfo {
 // Run creates, attaches, starts and waits for one container, and removes it
 // on every path. The timeout runs from the start; cancelling ctx (Ctrl-C)
 // kills the container too.
-func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Command, out backends.Streams) (backends.Result, error) {
-	var res backends.Result
+func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Command, out backends.Streams) (res backends.Result, runErr error) {
 	if b.selfExe == "" {
 		return res, errors.New("docker backend: no triage-sandbox binary to mount as init")
 	}
@@ -174,7 +173,13 @@ func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Comman
 	}
 	id := created.ID
 	res.Sandbox = id
-	defer b.remove(cleanupCtx, id)
+	defer func() {
+		// When the daemon is gone the error already says what happens next;
+		// a second line about the removal would only repeat it.
+		if err := b.remove(cleanupCtx, id); err != nil && runErr == nil {
+			fmt.Fprintf(os.Stderr, "triage-sandbox: warning: removing container %s: %v (run `triage-sandbox gc`)\n", id[:12], err)
+		}
+	}()
 
 	att, err := b.cli.ContainerAttach(setupCtx, id, client.ContainerAttachOptions{
 		Stream: true, Stdin: true, Stdout: true, Stderr: true,
@@ -219,7 +224,7 @@ func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Comman
 	select {
 	case status = <-wait.Result:
 	case err := <-wait.Error:
-		return res, fmt.Errorf("waiting for the sandbox: %w", err)
+		return res, daemonLost(err)
 	case <-deadline:
 		res.TimedOut = true
 		b.kill(cleanupCtx, id, wait)
@@ -239,6 +244,16 @@ func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Comman
 		copyDone.Wait()
 	}
 	res.ExitCode = int(status.StatusCode)
+	if res.ExitCode > 128 && !res.TimedOut && !res.Canceled {
+		// A daemon shutting down kills its containers: say so rather than
+		// pass the signal off as the command's own doing.
+		pctx, cancel := context.WithTimeout(cleanupCtx, time.Second)
+		_, perr := b.cli.Ping(pctx, client.PingOptions{})
+		cancel()
+		if perr != nil {
+			return res, fmt.Errorf("the Docker daemon stopped during the run and killed the sandbox (exit %d); the result is unknown, run it again once the daemon is back", res.ExitCode)
+		}
+	}
 	if res.ExitCode == 137 && !res.TimedOut && !res.Canceled {
 		// The oom event can trail the exit by a moment.
 		select {
@@ -275,13 +290,19 @@ func (b *Backend) kill(ctx context.Context, id string, wait client.ContainerWait
 }
 
 // remove force-removes the container; "not found" means AutoRemove won.
-func (b *Backend) remove(ctx context.Context, id string) {
+func (b *Backend) remove(ctx context.Context, id string) error {
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	_, err := b.cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
-		fmt.Fprintf(os.Stderr, "triage-sandbox: warning: removing container %s: %v (run `triage-sandbox gc`)\n", id[:12], err)
+		return err
 	}
+	return nil
+}
+
+// daemonLost explains a wait that broke off: the daemon died or restarted.
+func daemonLost(err error) error {
+	return fmt.Errorf("lost the Docker daemon during the run (%v); the result is unknown. Once the daemon is back it stops and removes the sandbox; `triage-sandbox gc` removes anything left", err)
 }
 
 func isRemovalInProgress(err error) bool {

@@ -1,0 +1,168 @@
+package docker_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/docker"
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/output"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/sandbox"
+)
+
+// TestDaemonThatNeverAnswers: a socket that accepts and never replies must
+// give one clear error within the ping bound, not hang.
+func TestDaemonThatNeverAnswers(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "hang.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // hold it open, say nothing
+		}
+	}()
+	t.Setenv("DOCKER_HOST", "unix://"+sock)
+	b, err := docker.New(backends.Env{SelfExe: "/bin/true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = b.Available(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the Docker daemon") {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Fatalf("took %v to give up", d)
+	}
+}
+
+func processesWithToken(token string) int {
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	self := strconv.Itoa(os.Getpid())
+	for _, e := range entries {
+		if e.Name() == self {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), token) {
+			n++
+		}
+	}
+	return n
+}
+
+func eventually(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return cond()
+}
+
+// TestDaemonTroubleMidRun kills (-9) or stops (TERM) a private daemon during
+// a run: the run ends with one clear error, and once the daemon is back
+// nothing of the run is left.
+func TestDaemonTroubleMidRun(t *testing.T) {
+	d := testenv.StartDaemon(t, profiles.DefaultBaseImage)
+	t.Setenv("DOCKER_HOST", d.Host)
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			if err := d.Ping(); err != nil {
+				if err := d.Start(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f := newFixture(t)
+			image := profiles.DefaultBaseImage
+			f.cfg.Sandbox.Image = &image
+			p := build(t, f, "agent", currentHost(t))
+			b, err := docker.New(backends.Env{SelfExe: testenv.Binary(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			token := "daemon-fault-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			type out struct {
+				res backends.Result
+				err error
+			}
+			done := make(chan out, 1)
+			stderr := output.NewCapture(0)
+			go func() {
+				res, err := sandbox.Run(context.Background(), b, sandbox.Request{Policy: p, Timeout: time.Minute,
+					Command: backends.Command{Argv: []string{"sh", "-c", "sleep 40; : " + token}},
+					Streams: backends.Streams{Stderr: stderr}})
+				done <- out{res, err}
+			}()
+			if !eventually(20*time.Second, func() bool { return processesWithToken(token) > 0 }) {
+				t.Fatal("the command never started")
+			}
+			d.Stop(sig)
+			var o out
+			select {
+			case o = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the run did not end after the daemon went away")
+			}
+			// Either the run fails with one line naming the daemon, or (a
+			// graceful stop racing the exit) the command's signal comes back
+			// with the init's line saying it was stopped from outside.
+			switch {
+			case o.err != nil:
+				if !strings.Contains(o.err.Error(), "daemon") || strings.Contains(o.err.Error(), "\n") {
+					t.Fatalf("want one clear line naming the daemon, got %q", o.err)
+				}
+			case o.res.Signal != 0 && strings.Contains(stderr.String(), "stopped from outside"):
+			default:
+				t.Fatalf("the daemon going away was not reported: res %+v stderr %q", o.res, stderr.String())
+			}
+			if err := d.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cli, err := client.New(client.WithHost(d.Host))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cli.Close()
+			// Once the daemon is back: no container of ours and no process.
+			left := func() int {
+				res, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true,
+					Filters: make(client.Filters).Add("label", profiles.LabelOwner+"=triage-sandbox")})
+				if err != nil {
+					return -1
+				}
+				n := len(res.Items)
+				if n > 0 {
+					// What a later run's sweep (or `gc`) does.
+					_, _ = b.(*docker.Backend).Sweep(context.Background())
+				}
+				return n + processesWithToken(token)
+			}
+			if !eventually(30*time.Second, func() bool { return left() == 0 }) {
+				t.Fatalf("after the daemon came back, %d containers/processes of the run remain", left())
+			}
+			t.Logf("%v: err %v, stderr %q", sig, o.err, strings.TrimSpace(stderr.String()))
+		})
+	}
+}
