@@ -94,6 +94,25 @@ func TestBadInput(t *testing.T) {
 		{name: "bad workdir", args: []string{"run", "--workdir", "/etc", "--", "true"}, want: []string{"--workdir", "not a directory visible"}},
 		{name: "daemon unreachable", env: []string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, args: []string{"run", "--", "true"},
 			want: []string{"cannot reach the Docker daemon", "start it"}},
+		{name: "config is not a readable file", setup: func(t *testing.T, root string) {
+			if err := os.Mkdir(filepath.Join(root, "cfg.toml"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, args: []string{"run", "--config", "cfg.toml", "--", "true"}, want: []string{"cfg.toml", "is a directory"}},
+		{name: "workspace disk full", setup: func(t *testing.T, root string) {
+			if os.Getuid() != 0 {
+				t.Skip("mounting a tiny tmpfs needs root")
+			}
+			// Room for the root, triage.toml and one more inode: the
+			// writable paths cannot all be created.
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,nr_inodes=4", "tmpfs", root).CombinedOutput(); err != nil {
+				t.Skipf("cannot mount tmpfs: %v %s", err, out)
+			}
+			t.Cleanup(func() { _ = exec.Command("umount", root).Run() })
+			if err := os.WriteFile(filepath.Join(root, "triage.toml"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, args: []string{"run", "--", "true"}, want: []string{"no space left on device"}},
 		{name: "image missing", config: "[sandbox]\nimage = \"triage-sandbox-test:missing\"\n", args: []string{"run", "--", "true"},
 			want: []string{"triage-sandbox-test:missing", "not found"}, docker: true},
 	}

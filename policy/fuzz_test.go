@@ -1,0 +1,67 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// FuzzBuild feeds the builder arbitrary writable paths, env patterns and
+// caller variables. It must never panic; an error is clear text; a policy
+// never lets a writable path out of the root, never runs as root and never
+// passes a credential-looking variable through a wildcard.
+func FuzzBuild(f *testing.F) {
+	f.Add("repros", "PIXI_*", "GITHUB_TOKEN", "x", "reproducer")
+	f.Add("../x", "*", "TRIAGE_GITHUB_TOKEN", "secret", "agent")
+	f.Add("a/../../b", "[", "TOKENIZER_DIR", "/t", "reproducer")
+	f.Add("NOTES.md", "LC_*", "LC_ALL", "C", "agent")
+	f.Add("/etc", "AWS_*", "AWS_SECRET_ACCESS_KEY", "k", "agent")
+	f.Add("", "", "", "", "reproducer")
+	root := f.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "ws"), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(root, "ws", "link")); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, writable, pattern, name, value, role string) {
+		if role != profiles.RoleAgent {
+			role = profiles.RoleReproducer
+		}
+		cfg := config.Default(filepath.Join(root, "ws"))
+		cfg.Sandbox.Writable = []string{writable}
+		cfg.Sandbox.Env = []string{pattern}
+		host := Host{Home: "/home/u", OS: "linux", UID: 1000, GID: 1000, Env: []string{name + "=" + value, "PATH=/bin"}}
+		p, err := Build(cfg, role, host, Options{})
+		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if strings.TrimSpace(line) == "" {
+					t.Fatalf("blank line in error %q", err)
+				}
+			}
+			return
+		}
+		if p.User.UID == 0 {
+			t.Fatal("uid 0 inside")
+		}
+		for _, m := range p.Mounts {
+			if !m.ReadOnly && !within(p.WorkspaceRoot, m.Path) {
+				t.Fatalf("writable %s outside the root %s", m.Path, p.WorkspaceRoot)
+			}
+			if !m.ReadOnly && strings.HasPrefix(m.Path, filepath.Join(root, "ws", "link")) {
+				t.Fatalf("writable through a symlink: %s", m.Path)
+			}
+		}
+		if cred, _ := profiles.LooksLikeCredential(name); cred && name != pattern {
+			for _, e := range p.Env {
+				if e.Name == name {
+					t.Fatalf("credential-looking %s passed via pattern %q", name, pattern)
+				}
+			}
+		}
+	})
+}
