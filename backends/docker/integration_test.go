@@ -288,3 +288,28 @@ func TestExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestTimeoutToGone measures how long after the deadline the sandbox is
+// gone, for a command that obeys SIGTERM and one that ignores it.
+func TestTimeoutToGone(t *testing.T) {
+	f := newFixture(t)
+	p := build(t, f, "agent", currentHost(t))
+	for _, tt := range []struct{ name, script string }{
+		{"obeys SIGTERM", "sleep 60"},
+		{"ignores SIGTERM", "trap '' TERM; sleep 60 & setsid sleep 61 & wait"},
+	} {
+		start := time.Now()
+		out := run(t, p, time.Second, "sh", "-c", tt.script) // returns once the container is gone
+		if !out.res.TimedOut {
+			t.Fatalf("%s: not timed out", tt.name)
+		}
+		// Duration runs from the container's start, so Duration - timeout is
+		// the deadline-to-dead time; removal follows before run returns.
+		killed := out.res.Duration - time.Second
+		t.Logf("%s: dead %v after the deadline; whole run incl. create/start/remove %v",
+			tt.name, killed.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		if killed > 5*time.Second {
+			t.Errorf("%s: %v from deadline to dead", tt.name, killed)
+		}
+	}
+}
