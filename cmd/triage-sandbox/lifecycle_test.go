@@ -79,7 +79,9 @@ func TestInterruptAndKillLeaveNothing(t *testing.T) {
 		sigs = append(sigs, syscall.SIGKILL)
 	}
 	var worst time.Duration
-	defer func() { t.Logf("%d interrupted/killed runs: 0 containers and 0 processes left; slowest cleanup %v", len(sigs), worst) }()
+	defer func() {
+		t.Logf("%d interrupted/killed runs: 0 containers and 0 processes left; slowest cleanup %v", len(sigs), worst)
+	}()
 	for i, sig := range sigs {
 		t.Run(fmt.Sprintf("%v-%d", sig, i), func(t *testing.T) {
 			token := "lifecycle-" + strconv.FormatInt(time.Now().UnixNano(), 36)
