@@ -86,7 +86,9 @@ func (d *Daemon) Start() error {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	d.cmd = exec.Command("dockerd", "--containerd", ctrdSock, "--data-root", d.dataDir, "--exec-root", d.execDir,
+	// Its own network namespace: a second dockerd in the host's would tear
+	// down docker0 under the main daemon.
+	d.cmd = exec.Command("unshare", "--net", "--", "dockerd", "--containerd", ctrdSock, "--data-root", d.dataDir, "--exec-root", d.execDir,
 		"-H", d.Host, "--pidfile", d.execDir+"/docker.pid", "--bridge", "none",
 		"--iptables=false", "--ip-masq=false", "--ip-forward=false")
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
