@@ -28,27 +28,53 @@ type Rule struct {
 	Re   *regexp.Regexp
 	// Group, when > 0, redacts only that submatch (the value of key = value).
 	Group int
+	// Lits: the regexp can only match where one of these occurs; they let
+	// most output skip the regexp entirely. FoldLits are matched without
+	// regard to case, and the rule then runs only on the lines holding them.
+	Lits     []string
+	FoldLits []string
+}
+
+// mayMatch reports whether rule could match s (lower is s lower-cased).
+func (r *Rule) mayMatch(s, lower string) bool {
+	if len(r.Lits) == 0 && len(r.FoldLits) == 0 {
+		return true
+	}
+	for _, l := range r.Lits {
+		if strings.Contains(s, l) {
+			return true
+		}
+	}
+	for _, l := range r.FoldLits {
+		if strings.Contains(lower, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // DefaultRules are the pattern pass: token formats whose shape alone marks
 // them as secrets, and key = value assignments with a high-entropy value.
 func DefaultRules() []Rule {
 	return []Rule{
-		{Name: "github-token", Re: regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b`)},
-		{Name: "github-pat", Re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`)},
-		{Name: "anthropic-key", Re: regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_\-]{20,}`)},
-		{Name: "openai-key", Re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`)},
-		{Name: "aws-access-key", Re: regexp.MustCompile(`\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`)},
-		{Name: "slack-token", Re: regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
-		{Name: "jwt", Re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
-		{Name: "generic-secret", Group: 1, Re: regexp.MustCompile(
-			`(?i)(?:api[_-]?key|secret|token|passw(?:or)?d|credential|auth)[A-Za-z0-9_-]*["']?\s*[:=]\s*["']?([A-Za-z0-9_./+=\-]{16,})`)},
+		{Name: "github-token", Lits: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"},
+			Re: regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b`)},
+		{Name: "github-pat", Lits: []string{"github_pat_"}, Re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`)},
+		{Name: "anthropic-key", Lits: []string{"sk-ant-"}, Re: regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_\-]{20,}`)},
+		{Name: "openai-key", Lits: []string{"sk-"}, Re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`)},
+		{Name: "aws-access-key", Lits: []string{"A3T", "AKIA", "ASIA", "ABIA", "ACCA"},
+			Re: regexp.MustCompile(`\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`)},
+		{Name: "slack-token", Lits: []string{"xox"}, Re: regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
+		{Name: "jwt", Lits: []string{"eyJ"}, Re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
+		{Name: "generic-secret", Group: 1, FoldLits: []string{"key", "secret", "token", "passw", "credential", "auth"},
+			Re: regexp.MustCompile(`(?i)(?:api[_-]?key|secret|token|passw(?:or)?d|credential|auth)[A-Za-z0-9_-]*["']?\s*[:=]\s*["']?([A-Za-z0-9_./+=\-]{16,})`)},
 	}
 }
 
 // Redactor replaces secrets in text. It is immutable and safe to share.
 type Redactor struct {
 	replacer *strings.Replacer
+	filter   needleFilter
 	rules    []Rule
 	// maxNeedle is the longest exact needle: a streaming caller must hold
 	// back that many bytes minus one to catch a secret split across writes.
@@ -87,6 +113,7 @@ func NewRedactor(secrets []Secret, rules []Rule) *Redactor {
 	var args []string
 	for _, p := range pairs {
 		args = append(args, p.needle, "<redacted:"+p.name+">")
+		r.filter.add(p.needle)
 		r.maxNeedle = max(r.maxNeedle, len(p.needle))
 	}
 	if len(args) > 0 {
@@ -101,13 +128,88 @@ func (r *Redactor) Redact(s string) string {
 	if r == nil {
 		return s
 	}
-	if r.replacer != nil {
+	if r.replacer != nil && r.filter.mayContain(s) {
 		s = r.replacer.Replace(s)
 	}
-	for _, rule := range r.rules {
-		s = applyRule(rule, s)
+	if len(r.rules) == 0 {
+		return s
+	}
+	ranges := linesWithTokens(s)
+	if len(ranges) == 0 {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, rg := range ranges {
+		line := s[rg[0]:rg[1]]
+		if red := r.redactLine(line); red != line {
+			b.WriteString(s[last:rg[0]])
+			b.WriteString(red)
+			last = rg[1]
+		}
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// redactLine applies the pattern rules to one line that holds a long token.
+func (r *Redactor) redactLine(s string) string {
+	lower := ""
+	for i := range r.rules {
+		rule := &r.rules[i]
+		if len(rule.FoldLits) > 0 && lower == "" {
+			lower = strings.ToLower(s)
+		}
+		if !rule.mayMatch(s, lower) {
+			continue
+		}
+		if len(rule.FoldLits) > 0 {
+			s = applyRuleOnLines(rule, s, lower)
+			lower = "" // s may have changed
+			continue
+		}
+		s = applyRule(*rule, s)
 	}
 	return s
+}
+
+// applyRuleOnLines runs a case-insensitive rule only on the lines holding
+// one of its literals: common words like "key" must not cost a regexp pass
+// over every block.
+func applyRuleOnLines(rule *Rule, s, lower string) string {
+	var b strings.Builder
+	last := 0
+	for start := 0; start < len(s); {
+		end := strings.IndexByte(s[start:], '\n')
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += start + 1
+		}
+		hit := false
+		for _, l := range rule.FoldLits {
+			if strings.Contains(lower[start:end], l) {
+				hit = true
+				break
+			}
+		}
+		if hit {
+			if red := applyRule(*rule, s[start:end]); red != s[start:end] {
+				b.WriteString(s[last:start])
+				b.WriteString(red)
+				last = end
+			}
+		}
+		start = end
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 func applyRule(rule Rule, s string) string {
