@@ -53,8 +53,10 @@ type Sandbox struct {
 	Runtime     *string           // docker runtime, e.g. "runsc"
 	User        *string           // "uid:gid" used inside when triage-sandbox runs as root
 	OutputLimit *int64            // bytes of output kept (head + tail)
-	Deny        []string          // extra deny-list patterns for the gate
-	AuditLog    *string           // audit log path, relative to Root
+	// OutputCeiling stops a command that prints more than this many bytes.
+	OutputCeiling *int64
+	Deny          []string // extra deny-list patterns for the gate
+	AuditLog      *string  // audit log path, relative to Root
 }
 
 // Guard is [sandbox.guard].

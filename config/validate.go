@@ -18,7 +18,7 @@ import (
 var sandboxKeys = []string{
 	"backend", "network", "image", "env", "secrets", "writable", "allow_all", "set_env",
 	"timeout", "memory", "cpus", "pids", "tmpfs_size", "shm_size", "runtime", "user",
-	"output_limit", "deny", "audit_log",
+	"output_limit", "output_ceiling", "deny", "audit_log",
 }
 
 // Tables [sandbox] may hold besides its keys.
@@ -162,6 +162,8 @@ func (c *checker) sandbox(base []string, m map[string]any, role bool) Sandbox {
 			sb.ShmSize = c.size(p, v)
 		case "output_limit":
 			sb.OutputLimit = c.size(p, v)
+		case "output_ceiling":
+			sb.OutputCeiling = c.size(p, v)
 		case "cpus":
 			if f, ok := c.number(p, v); ok {
 				if f > 0 && !math.IsInf(f, 0) {

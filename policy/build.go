@@ -86,6 +86,20 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 	if sb.Runtime != nil {
 		p.Runtime = *sb.Runtime
 	}
+	p.Output = OutputLimits{Limit: profiles.DefaultOutputLimit, Ceiling: profiles.DefaultOutputCeiling}
+	if sb.OutputLimit != nil {
+		p.Output.Limit = *sb.OutputLimit
+	}
+	if sb.OutputCeiling != nil {
+		p.Output.Ceiling = *sb.OutputCeiling
+	}
+	p.AuditLog = filepath.Join(root, profiles.DefaultAuditLog)
+	if sb.AuditLog != nil {
+		p.AuditLog = *sb.AuditLog
+		if !filepath.IsAbs(p.AuditLog) {
+			p.AuditLog = filepath.Join(root, p.AuditLog)
+		}
+	}
 	if p.Workdir, err = workdir(opts.Workdir, host.Cwd, p); err != nil {
 		return nil, err
 	}

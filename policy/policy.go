@@ -43,9 +43,21 @@ type Policy struct {
 	Image   string          `json:"image"`
 	Runtime string          `json:"runtime,omitempty"`
 
+	// Output bounds what is shown of the command's output; it does not
+	// change isolation, so it is not part of the hash.
+	Output OutputLimits `json:"output"`
+	// AuditLog is the absolute path runs are recorded in.
+	AuditLog string `json:"audit_log"`
+
 	// Warnings are things the operator should know (an exact credential name
 	// passed on purpose, a missing interpreter, allow_all).
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// OutputLimits bound a run's output.
+type OutputLimits struct {
+	Limit   int64 `json:"limit_bytes"`   // head + tail shown, per stream
+	Ceiling int64 `json:"ceiling_bytes"` // the command is stopped past this
 }
 
 // Mount is a host path made visible inside the sandbox at the same path.

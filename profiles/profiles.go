@@ -75,6 +75,16 @@ func DefaultLimits(role string) Limits {
 		NoFile: 4096, TmpfsSize: 512 * mib, ShmSize: 256 * mib}
 }
 
+// Output defaults: what is shown of a run's output (head + tail, per
+// stream) and the hard ceiling past which the command is stopped.
+const (
+	DefaultOutputLimit   = 64 << 10
+	DefaultOutputCeiling = 1 << 30
+)
+
+// DefaultAuditLog is where runs are recorded, relative to the workspace root.
+const DefaultAuditLog = ".triage/audit.jsonl"
+
 // DefaultImage is the docker image built from images/Dockerfile.
 const DefaultImage = "triage-sandbox:latest"
 

@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/audit"
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -56,23 +58,90 @@ type Request struct {
 	// Timeout overrides the policy's role timeout when > 0.
 	Timeout time.Duration
 	Command backends.Command
-	Streams backends.Streams
+	// Streams receive the output. With Redactor set they receive it
+	// cleaned: redacted, neutralised (unless Raw) and bounded by the
+	// policy's output limits; without, raw (the selftest's probe protocol).
+	Streams  backends.Streams
+	Redactor *output.Redactor
+	Raw      bool
+	// NoAudit skips the audit record (the selftest's own probe runs).
+	NoAudit bool
 }
 
+// Outcome is a run's result plus what happened to its output.
+type Outcome struct {
+	backends.Result
+	Stdout, Stderr output.Stats
+	// OutputCeiling: the command printed past the ceiling and was stopped.
+	OutputCeiling bool
+}
+
+// ErrOutputCeiling is the cause when a run is stopped for printing too much.
+var ErrOutputCeiling = errors.New("output ceiling reached")
+
 // Run prepares the host side and runs the request on backend. It returns an
-// error only when the command could not be run at all (exit 125).
-func Run(ctx context.Context, backend backends.Backend, req Request) (backends.Result, error) {
+// error only when the command could not be run at all (exit 125). Every
+// run, refused or not, is recorded in the policy's audit log.
+func Run(ctx context.Context, backend backends.Backend, req Request) (out Outcome, err error) {
+	if !req.NoAudit && req.Policy != nil {
+		defer func() { recordRun(req, out, err) }()
+	}
 	if len(req.Command.Argv) == 0 || req.Command.Argv[0] == "" {
-		return backends.Result{}, errors.New("empty command: give the program to run after --, e.g. triage-sandbox run -- python3 repro.py")
+		return out, errors.New("empty command: give the program to run after --, e.g. triage-sandbox run -- python3 repro.py")
 	}
 	if err := policy.Prepare(req.Policy); err != nil {
-		return backends.Result{}, err
+		return out, err
 	}
 	req.Command.Timeout = req.Policy.Timeout()
 	if req.Timeout > 0 {
 		req.Command.Timeout = req.Timeout
 	}
-	return backend.Run(ctx, req.Policy, req.Command, req.Streams)
+	if req.Redactor == nil {
+		out.Result, err = backend.Run(ctx, req.Policy, req.Command, req.Streams)
+		return out, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ceiling := &output.Ceiling{Limit: req.Policy.Output.Ceiling, Stop: func() { cancel(ErrOutputCeiling) }}
+	opts := output.Options{Limit: int(req.Policy.Output.Limit), Redactor: req.Redactor, Raw: req.Raw, Ceiling: ceiling}
+	stdout, stderr := output.NewStream(req.Streams.Stdout, opts), output.NewStream(req.Streams.Stderr, opts)
+	out.Result, err = backend.Run(ctx, req.Policy, req.Command, backends.Streams{Stdout: stdout, Stderr: stderr})
+	out.Stdout, out.Stderr = stdout.Close(), stderr.Close()
+	if ceiling.Hit() {
+		out.OutputCeiling, out.Canceled = true, false
+		out.ExitCode, out.Signal = ExitSignalBase+9, 9
+	}
+	return out, err
+}
+
+// recordRun appends the audit record; a failure to audit is reported on
+// stderr but does not change the run's outcome.
+func recordRun(req Request, out Outcome, runErr error) {
+	p := req.Policy
+	argv := req.Command.Argv
+	if req.Redactor != nil {
+		argv = make([]string, len(req.Command.Argv))
+		for i, a := range req.Command.Argv {
+			argv[i] = req.Redactor.Redact(a)
+		}
+	}
+	rec := audit.Record{
+		Time: time.Now().UTC(), Role: p.Role, Backend: p.Backend, Argv: argv, PolicyHash: p.Hash(),
+		Gate: "none (no gate configured)", ExitCode: ExitCode(out.Result), DurationMS: float64(out.Duration.Microseconds()) / 1000,
+		TimedOut: out.TimedOut, OOMKilled: out.OOMKilled, Canceled: out.Canceled, OutputCeiling: out.OutputCeiling,
+		Truncated: out.Stdout.Truncated || out.Stderr.Truncated, StdoutBytes: out.Stdout.BytesIn, StderrBytes: out.Stderr.BytesIn,
+		Sandbox: out.Sandbox,
+	}
+	if runErr != nil {
+		rec.ExitCode = ExitRefused
+		rec.Error = runErr.Error()
+		if req.Redactor != nil {
+			rec.Error = req.Redactor.Redact(rec.Error)
+		}
+	}
+	if err := audit.Append(p.AuditLog, rec); err != nil {
+		fmt.Fprintf(os.Stderr, "triage-sandbox: warning: %v\n", err)
+	}
 }
 
 // ExitCode maps a result to `run`'s exit code.
@@ -107,4 +176,11 @@ func SelfExe() (string, error) {
 		return "", fmt.Errorf("%s is dynamically linked; the sandbox runs it inside the image, so build it static: CGO_ENABLED=0 go build ./cmd/triage-sandbox", exe)
 	}
 	return exe, nil
+}
+
+// RecordRefusal audits a run refused before it reached a backend.
+func RecordRefusal(req Request, err error) {
+	if req.Policy != nil && !req.NoAudit {
+		recordRun(req, Outcome{}, err)
+	}
 }

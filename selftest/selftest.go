@@ -310,11 +310,13 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 		Policy: e.P, Timeout: timeout,
 		Command: backends.Command{Argv: []string{o.Backend.SelfPath(), probe.Subcommand, "--tag", tag, "--plan", enc}},
 		Streams: backends.Streams{Stdout: stdout, Stderr: &syncWriter{w: &stderr}},
+		// The probe's JSON must arrive raw, and probe runs are not user runs.
+		NoAudit: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("the sandbox did not run: %w", err)
 	}
-	ev := &Evidence{Result: res, Stderr: stderr.String()}
+	ev := &Evidence{Result: res.Result, Stderr: stderr.String()}
 	if ev.Obs, err = probe.ParseObservations(strings.NewReader(stdout.String())); err != nil && len(ev.Obs) == 0 {
 		return ev, err
 	}

@@ -34,7 +34,7 @@ func runCaptured(t *testing.T, f fixture, role string, timeout time.Duration, ar
 		t.Fatalf("run: %v", err)
 	}
 	assertGone(t, b.(*docker.Backend).Client(), res.Sandbox)
-	return res, stdout, stderr
+	return res.Result, stdout, stderr
 }
 
 // hostResponsive measures how long the host takes to fork and run `true`.

@@ -113,7 +113,7 @@ func TestDaemonTroubleMidRun(t *testing.T) {
 				res, err := sandbox.Run(context.Background(), b, sandbox.Request{Policy: p, Timeout: time.Minute,
 					Command: backends.Command{Argv: []string{"sh", "-c", "sleep 40; : " + token}},
 					Streams: backends.Streams{Stderr: stderr}})
-				done <- out{res, err}
+				done <- out{res.Result, err}
 			}()
 			if !eventually(20*time.Second, func() bool { return processesWithToken(token) > 0 }) {
 				t.Fatal("the command never started")

@@ -78,7 +78,7 @@ func run(t *testing.T, p *policy.Policy, timeout time.Duration, argv ...string) 
 		t.Fatalf("run %v: %v", argv, err)
 	}
 	assertGone(t, b.(*docker.Backend).Client(), res.Sandbox)
-	return runOut{res, stdout.String(), stderr.String()}
+	return runOut{res.Result, stdout.String(), stderr.String()}
 }
 
 // assertGone checks the container no longer exists (AutoRemove or removal).

@@ -36,7 +36,7 @@ func runCLI(t *testing.T, dir string, env []string, args ...string) cliResult {
 
 // workspace writes triage.toml (if body != "") in a fresh workspace with a
 // checkout beside it.
-func workspace(t *testing.T, body string) string {
+func workspace(t testing.TB, body string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
@@ -198,6 +198,31 @@ func TestRunEndToEnd(t *testing.T) {
 		}
 		if r.code != 2 || got.ExitCode != 2 || got.Stdout != "hello\n" || !strings.HasPrefix(got.PolicyHash, "sha256:") {
 			t.Fatalf("%+v %+v", r, got)
+		}
+	})
+	t.Run("output ceiling stops the command", func(t *testing.T) {
+		root := workspace(t, "[sandbox]\noutput_ceiling = \"8m\"\n")
+		r := runCLI(t, root, nil, "run", "--json", "--", "sh", "-c", "cat /dev/zero")
+		var got struct {
+			ExitCode      int  `json:"exit_code"`
+			OutputCeiling bool `json:"output_ceiling"`
+			Truncated     bool `json:"truncated"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 137 || !got.OutputCeiling || !got.Truncated ||
+			!strings.Contains(r.stderr, "printed more than") {
+			t.Fatalf("%+v %+v", r, got)
+		}
+	})
+	t.Run("secrets redacted, escapes neutralised, audit written", func(t *testing.T) {
+		r := runCLI(t, root, []string{"MY_API_TOKEN=tok-1234567890abcdef"}, "run", "--", "sh", "-c",
+			`printf '\033]52;c;ZXZpbA==\007 tok-1234567890abcdef\n'; echo tok-1234567890abcdef >&2`)
+		if strings.Contains(r.stdout+r.stderr, "tok-1234567890abcdef") || strings.Contains(r.stdout, "\x1b") ||
+			!strings.Contains(r.stdout, "<redacted:MY_API_TOKEN>") {
+			t.Fatalf("%+v", r)
+		}
+		b, err := os.ReadFile(filepath.Join(root, ".triage", "audit.jsonl"))
+		if err != nil || !strings.Contains(string(b), `"policy_hash"`) || strings.Contains(string(b), "tok-1234567890abcdef") {
+			t.Fatalf("audit: %v %s", err, b)
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {

@@ -28,14 +28,22 @@ func (f *policyFlags) register(cmd *cobra.Command, defaultRole string) {
 }
 
 func (f *policyFlags) compile() (*policy.Policy, error) {
+	p, _, err := f.compileWithHost()
+	return p, err
+}
+
+// compileWithHost also returns the host facts (the caller's environment),
+// which redaction needs.
+func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 	if f.role != profiles.RoleAgent && f.role != profiles.RoleReproducer {
-		return nil, fmt.Errorf("--role %q: use agent or reproducer", f.role)
+		return nil, policy.Host{}, fmt.Errorf("--role %q: use agent or reproducer", f.role)
 	}
 	host, err := policy.CurrentHost()
 	if err != nil {
-		return nil, err
+		return nil, host, err
 	}
-	return sandbox.Compile(f.config, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir})
+	p, err := sandbox.Compile(f.config, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir})
+	return p, host, err
 }
 
 func registry() *backends.Registry {

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -16,35 +16,41 @@ import (
 
 // runJSON is `run --json`'s one object.
 type runJSON struct {
-	ExitCode    int     `json:"exit_code"`
-	TimedOut    bool    `json:"timed_out"`
-	OOMKilled   bool    `json:"oom_killed"`
-	Signal      int     `json:"signal,omitempty"`
-	DurationMS  float64 `json:"duration_ms"`
-	Role        string  `json:"role,omitempty"`
-	Backend     string  `json:"backend,omitempty"`
-	PolicyHash  string  `json:"policy_hash,omitempty"`
-	Sandbox     string  `json:"sandbox,omitempty"`
-	Stdout      string  `json:"stdout"`
-	Stderr      string  `json:"stderr"`
-	StdoutBytes int64   `json:"stdout_bytes"`
-	StderrBytes int64   `json:"stderr_bytes"`
-	Truncated   bool    `json:"truncated"`
-	Error       string  `json:"error,omitempty"`
+	ExitCode      int          `json:"exit_code"`
+	TimedOut      bool         `json:"timed_out"`
+	OOMKilled     bool         `json:"oom_killed"`
+	OutputCeiling bool         `json:"output_ceiling"`
+	Signal        int          `json:"signal,omitempty"`
+	DurationMS    float64      `json:"duration_ms"`
+	Role          string       `json:"role,omitempty"`
+	Backend       string       `json:"backend,omitempty"`
+	PolicyHash    string       `json:"policy_hash,omitempty"`
+	Gate          string       `json:"gate"`
+	Sandbox       string       `json:"sandbox,omitempty"`
+	Stdout        string       `json:"stdout"`
+	Stderr        string       `json:"stderr"`
+	StdoutBytes   int64        `json:"stdout_bytes"`
+	StderrBytes   int64        `json:"stderr_bytes"`
+	StdoutStats   output.Stats `json:"stdout_stats"`
+	StderrStats   output.Stats `json:"stderr_stats"`
+	Truncated     bool         `json:"truncated"`
+	AuditLog      string       `json:"audit_log,omitempty"`
+	Error         string       `json:"error,omitempty"`
 }
 
 func newRunCmd() *cobra.Command {
 	var pf policyFlags
 	var timeout time.Duration
-	var asJSON, stdin bool
+	var asJSON, stdin, raw bool
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG...]",
 		Short: "Run one command (an argv, no shell) in the sandbox",
 		Long: "Run one command in the sandbox. The argv is executed with no shell; ask for one\n" +
-			"explicitly (-- sh -c '...'). Exit codes: the command's own; 124 timeout; 125 refused\n" +
-			"or failed before running; 126 not executable; 127 not found; 128+N killed by signal N.",
+			"explicitly (-- sh -c '...'). Output is redacted, neutralised and capped (head and tail).\n" +
+			"Exit codes: the command's own; 124 timeout; 125 refused or failed before running;\n" +
+			"126 not executable; 127 not found; 128+N killed by signal N.",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := &runJSON{}
+			out := &runJSON{Gate: "none (no gate configured)"}
 			fail := func(err error) error {
 				if asJSON {
 					out.ExitCode, out.Error = sandbox.ExitRefused, err.Error()
@@ -58,26 +64,29 @@ func newRunCmd() *cobra.Command {
 			if len(args) == 0 {
 				return fail(fmt.Errorf("empty command: give the program to run after --, e.g. triage-sandbox run -- python3 repro.py"))
 			}
-			p, err := pf.compile()
+			p, host, err := pf.compileWithHost()
 			if err != nil {
 				return fail(err)
 			}
-			out.Role, out.Backend, out.PolicyHash = p.Role, p.Backend, p.Hash()
+			out.Role, out.Backend, out.PolicyHash, out.AuditLog = p.Role, p.Backend, p.Hash(), p.AuditLog
 			for _, w := range p.Warnings {
 				fmt.Fprintln(os.Stderr, "triage-sandbox: warning: "+w)
 			}
+			req := sandbox.Request{
+				Policy: p, Timeout: timeout, Command: backends.Command{Argv: args},
+				Redactor: output.NewRedactor(sandbox.Secrets(p, host), output.DefaultRules()), Raw: raw,
+			}
 			b, err := newBackend(p, true)
 			if err != nil {
+				sandbox.RecordRefusal(req, err)
 				return fail(err)
 			}
-			req := sandbox.Request{Policy: p, Timeout: timeout, Command: backends.Command{Argv: args}}
 			if stdin {
 				req.Command.Stdin = os.Stdin
 			}
-			var stdoutCap, stderrCap *output.Capture
+			var stdoutBuf, stderrBuf bytes.Buffer
 			if asJSON {
-				stdoutCap, stderrCap = output.NewCapture(0), output.NewCapture(0)
-				req.Streams = backends.Streams{Stdout: stdoutCap, Stderr: stderrCap}
+				req.Streams = backends.Streams{Stdout: &stdoutBuf, Stderr: &stderrBuf}
 			} else {
 				req.Streams = backends.Streams{Stdout: os.Stdout, Stderr: os.Stderr}
 			}
@@ -85,19 +94,24 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
-			code := sandbox.ExitCode(res)
-			if res.TimedOut {
+			code := sandbox.ExitCode(res.Result)
+			switch {
+			case res.TimedOut:
 				fmt.Fprintf(os.Stderr, "triage-sandbox: timed out after %s; the sandbox was killed\n", effective(timeout, p.Timeout()))
-			} else if res.OOMKilled {
+			case res.OutputCeiling:
+				fmt.Fprintf(os.Stderr, "triage-sandbox: stopped: the command printed more than %d bytes (raise [sandbox] output_ceiling if this is expected)\n", p.Output.Ceiling)
+			case res.OOMKilled:
 				fmt.Fprintln(os.Stderr, "triage-sandbox: killed: out of memory (raise [sandbox] memory if this is expected)")
 			}
 			if asJSON {
 				out.ExitCode, out.TimedOut, out.OOMKilled, out.Signal = code, res.TimedOut, res.OOMKilled, res.Signal
+				out.OutputCeiling = res.OutputCeiling
 				out.DurationMS = float64(res.Duration.Microseconds()) / 1000
 				out.Sandbox = res.Sandbox
-				out.Stdout, out.Stderr = stdoutCap.String(), stderrCap.String()
-				out.StdoutBytes, out.StderrBytes = stdoutCap.Total(), stderrCap.Total()
-				out.Truncated = stdoutCap.Truncated() || stderrCap.Truncated()
+				out.Stdout, out.Stderr = stdoutBuf.String(), stderrBuf.String()
+				out.StdoutBytes, out.StderrBytes = res.Stdout.BytesIn, res.Stderr.BytesIn
+				out.StdoutStats, out.StderrStats = res.Stdout, res.Stderr
+				out.Truncated = res.Stdout.Truncated || res.Stderr.Truncated
 				if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
 					return refuse(err)
 				}
@@ -113,6 +127,7 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().StringVar(&pf.workdir, "workdir", "", "directory to start in; must be visible in the sandbox")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object with the result and the (capped) output")
 	cmd.Flags().BoolVar(&stdin, "stdin", false, "pass standard input to the command (closed otherwise)")
+	cmd.Flags().BoolVar(&raw, "raw", false, "do not neutralise terminal escapes and workflow commands (secrets are still redacted)")
 	return cmd
 }
 
@@ -122,5 +137,3 @@ func effective(flag, role time.Duration) time.Duration {
 	}
 	return role
 }
-
-var _ io.Writer = (*output.Capture)(nil)

@@ -1,0 +1,54 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/output"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// benignNames are withheld variables whose values are not secrets and
+// would shred ordinary output if redacted (the working directory, the
+// terminal, the shell's own bookkeeping).
+var benignNames = map[string]bool{
+	"PWD": true, "OLDPWD": true, "SHLVL": true, "_": true, "TERM": true, "COLORTERM": true,
+	"LS_COLORS": true, "SHELL": true, "LOGNAME": true, "USER": true, "HOSTNAME": true,
+	"LANG": true, "LANGUAGE": true, "EDITOR": true, "VISUAL": true, "PAGER": true, "MAIL": true,
+}
+
+// Secrets returns the caller's values output must never show: every
+// credential-looking variable, and every variable the policy withheld
+// unless it is plainly not a secret (a benign name, or an existing path).
+func Secrets(p *policy.Policy, host policy.Host) []output.Secret {
+	withheld := map[string]bool{}
+	for _, d := range p.Dropped {
+		withheld[d.Name] = true
+	}
+	var out []output.Secret
+	for _, kv := range host.Env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || len(value) < output.MinSecretLen {
+			continue
+		}
+		if cred, _ := profiles.LooksLikeCredential(name); cred {
+			out = append(out, output.Secret{Name: name, Value: value})
+			continue
+		}
+		if !withheld[name] || benignNames[name] || strings.HasPrefix(name, "LC_") || isPath(value) {
+			continue
+		}
+		out = append(out, output.Secret{Name: name, Value: value})
+	}
+	return out
+}
+
+func isPath(v string) bool {
+	if !filepath.IsAbs(v) {
+		return false
+	}
+	_, err := os.Stat(v)
+	return err == nil
+}
