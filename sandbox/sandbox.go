@@ -84,7 +84,16 @@ var ErrOutputCeiling = errors.New("output ceiling reached")
 // run, refused or not, is recorded in the policy's audit log.
 func Run(ctx context.Context, backend backends.Backend, req Request) (out Outcome, err error) {
 	if !req.NoAudit && req.Policy != nil {
-		defer func() { recordRun(req, out, err) }()
+		defer func() {
+			if aerr := recordRun(req, out, err); aerr != nil {
+				if err != nil {
+					// Keep the refusal to one line.
+					err = fmt.Errorf("%w (and the audit record was not written: %v)", err, aerr)
+				} else {
+					fmt.Fprintf(os.Stderr, "triage-sandbox: warning: %v\n", aerr)
+				}
+			}
+		}()
 	}
 	if len(req.Command.Argv) == 0 || req.Command.Argv[0] == "" {
 		return out, errors.New("empty command: give the program to run after --, e.g. triage-sandbox run -- python3 repro.py")
@@ -114,9 +123,9 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (out Outcom
 	return out, err
 }
 
-// recordRun appends the audit record; a failure to audit is reported on
-// stderr but does not change the run's outcome.
-func recordRun(req Request, out Outcome, runErr error) {
+// recordRun appends the audit record. A failure to audit is reported but
+// does not change the run's outcome.
+func recordRun(req Request, out Outcome, runErr error) error {
 	p := req.Policy
 	argv := req.Command.Argv
 	if req.Redactor != nil {
@@ -139,9 +148,7 @@ func recordRun(req Request, out Outcome, runErr error) {
 			rec.Error = req.Redactor.Redact(rec.Error)
 		}
 	}
-	if err := audit.Append(p.AuditLog, rec); err != nil {
-		fmt.Fprintf(os.Stderr, "triage-sandbox: warning: %v\n", err)
-	}
+	return audit.Append(p.AuditLog, rec)
 }
 
 // ExitCode maps a result to `run`'s exit code.
@@ -178,9 +185,14 @@ func SelfExe() (string, error) {
 	return exe, nil
 }
 
-// RecordRefusal audits a run refused before it reached a backend.
-func RecordRefusal(req Request, err error) {
-	if req.Policy != nil && !req.NoAudit {
-		recordRun(req, Outcome{}, err)
+// RecordRefusal audits a run refused before it reached a backend and
+// returns the refusal, extended when the audit record could not be written.
+func RecordRefusal(req Request, err error) error {
+	if req.Policy == nil || req.NoAudit {
+		return err
 	}
+	if aerr := recordRun(req, Outcome{}, err); aerr != nil {
+		return fmt.Errorf("%w (and the audit record was not written: %v)", err, aerr)
+	}
+	return err
 }

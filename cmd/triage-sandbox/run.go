@@ -78,8 +78,7 @@ func newRunCmd() *cobra.Command {
 			}
 			b, err := newBackend(p, true)
 			if err != nil {
-				sandbox.RecordRefusal(req, err)
-				return fail(err)
+				return fail(sandbox.RecordRefusal(req, err))
 			}
 			if stdin {
 				req.Command.Stdin = os.Stdin
