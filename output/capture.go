@@ -1,5 +1,7 @@
-// Package output keeps what a sandboxed command prints within bounds: the
-// head and the tail of the stream, with a count of what was dropped between.
+// Package output keeps what a sandboxed command prints safe and bounded:
+// Stream redacts, neutralises and keeps the head and the tail of user-facing
+// output; Capture keeps raw head and tail for machine protocols (the
+// selftest's probe reports) and tests.
 package output
 
 import (
@@ -18,11 +20,8 @@ type Capture struct {
 	mu    sync.Mutex
 	limit int
 	head  []byte
-	tail  []byte // ring buffer of the latest bytes
-	pos   int    // next write position in tail once full
-	full  bool
+	tail  *ring
 	total int64
-	lines int64
 }
 
 // NewCapture keeps at most limit bytes (DefaultLimit when limit <= 0).
@@ -30,7 +29,7 @@ func NewCapture(limit int) *Capture {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	return &Capture{limit: limit}
+	return &Capture{limit: limit, tail: newRing(limit - limit/2)}
 }
 
 // Write never fails and never blocks the producer on memory.
@@ -39,37 +38,13 @@ func (c *Capture) Write(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	n := len(p)
 	c.total += int64(n)
-	for _, b := range p {
-		if b == '\n' {
-			c.lines++
-		}
-	}
 	headCap := c.limit / 2
 	if len(c.head) < headCap {
 		k := min(headCap-len(c.head), len(p))
 		c.head = append(c.head, p[:k]...)
 		p = p[k:]
 	}
-	tailCap := c.limit - headCap
-	if len(p) >= tailCap {
-		c.tail = append(c.tail[:0], p[len(p)-tailCap:]...)
-		c.pos, c.full = 0, true
-		return n, nil
-	}
-	for len(p) > 0 {
-		if !c.full {
-			k := min(tailCap-len(c.tail), len(p))
-			c.tail = append(c.tail, p[:k]...)
-			p = p[k:]
-			if len(c.tail) == tailCap {
-				c.full, c.pos = true, 0
-			}
-			continue
-		}
-		k := copy(c.tail[c.pos:], p)
-		p = p[k:]
-		c.pos = (c.pos + k) % tailCap
-	}
+	c.tail.write(p)
 	return n, nil
 }
 
@@ -92,10 +67,7 @@ func (c *Capture) Truncated() bool {
 func (c *Capture) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	tail := c.tail
-	if c.full {
-		tail = append(append([]byte(nil), c.tail[c.pos:]...), c.tail[:c.pos]...)
-	}
+	tail := c.tail.bytes()
 	if c.total <= int64(c.limit) {
 		return string(c.head) + string(tail)
 	}

@@ -91,10 +91,8 @@ type Stream struct {
 	headLines         int64 // newlines shown in the head
 	headShown         int   // bytes shown in the head
 
-	ring     []byte // tail phase: the latest raw bytes
-	ringPos  int
-	ringFull bool
-	tailRaw  int64 // raw bytes written in the tail phase
+	ring    *ring // tail phase: the latest raw bytes
+	tailRaw int64 // raw bytes written in the tail phase
 
 	stats   Stats
 	closed  bool
@@ -239,29 +237,10 @@ func (s *Stream) ringWrite(b []byte) {
 		return
 	}
 	if s.ring == nil {
-		s.ring = make([]byte, 0, s.ringSize())
+		s.ring = newRing(s.ringSize())
 	}
 	s.tailRaw += int64(len(b))
-	size := cap(s.ring)
-	if len(b) >= size {
-		s.ring = append(s.ring[:0], b[len(b)-size:]...)
-		s.ringPos, s.ringFull = 0, true
-		return
-	}
-	for len(b) > 0 {
-		if !s.ringFull {
-			k := min(size-len(s.ring), len(b))
-			s.ring = append(s.ring, b[:k]...)
-			b = b[k:]
-			if len(s.ring) == size {
-				s.ringFull, s.ringPos = true, 0
-			}
-			continue
-		}
-		k := copy(s.ring[s.ringPos:], b)
-		b = b[k:]
-		s.ringPos = (s.ringPos + k) % size
-	}
+	s.ring.write(b)
 }
 
 func (s *Stream) write(b []byte) {
@@ -286,9 +265,9 @@ func (s *Stream) Close() Stats {
 		}
 		s.pending = nil
 	}
-	tail := s.ring
-	if s.ringFull {
-		tail = append(append([]byte(nil), s.ring[s.ringPos:]...), s.ring[:s.ringPos]...)
+	var tail []byte
+	if s.ring != nil {
+		tail = s.ring.bytes()
 	}
 	show := s.o.Limit - s.headShown
 	if len(tail) > show {

@@ -55,23 +55,18 @@ var ops = map[string]opFunc{
 	"tiocsti":          opTIOCSTI,
 }
 
-// opReadAny reads each path; OK when any read returned bytes. Values["found"]
-// says whether the canary token was among them.
-func opReadAny(s Step, _ string) Observation {
-	token := s.Args["canary"]
-	o := Observation{Values: map[string]string{"found": "false"}}
+// eachTarget tries try on every target; the observation is OK when any
+// succeeded (Detail from the last success), else it carries the first errno.
+func eachTarget(targets []string, try func(string) (string, error)) Observation {
+	var o Observation
 	var errs []string
-	for _, p := range s.List {
-		b, err := os.ReadFile(p)
+	for _, t := range targets {
+		detail, err := try(t)
 		if err != nil {
 			errs = append(errs, errnoName(err))
 			continue
 		}
-		o.OK = true
-		o.Detail = "read " + p
-		if token != "" && bytes.Contains(b, []byte(token)) {
-			o.Values["found"] = "true"
-		}
+		o.OK, o.Detail = true, detail
 	}
 	if !o.OK {
 		o.Errno = firstOr(errs)
@@ -79,32 +74,38 @@ func opReadAny(s Step, _ string) Observation {
 	return o
 }
 
+// opReadAny reads each path; OK when any read returned bytes. Values["found"]
+// says whether the canary token was among them.
+func opReadAny(s Step, _ string) Observation {
+	token := s.Args["canary"]
+	found := false
+	o := eachTarget(s.List, func(p string) (string, error) {
+		b, err := os.ReadFile(p)
+		if err == nil && token != "" && bytes.Contains(b, []byte(token)) {
+			found = true
+		}
+		return "read " + p, err
+	})
+	o.Values = map[string]string{"found": strconv.FormatBool(found)}
+	return o
+}
+
 // opWriteAny creates or appends to each path; OK when any write landed.
 func opWriteAny(s Step, _ string) Observation {
-	var o Observation
-	var errs []string
-	for _, p := range s.List {
+	return eachTarget(s.List, func(p string) (string, error) {
 		if s.Args["mkdir"] == "true" {
 			_ = os.MkdirAll(filepath.Dir(p), 0o755)
 		}
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o755)
-		if err == nil {
-			_, err = f.WriteString(s.Args["content"])
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
 		if err != nil {
-			errs = append(errs, errnoName(err))
-			continue
+			return "", err
 		}
-		o.OK = true
-		o.Detail = "wrote " + p
-	}
-	if !o.OK {
-		o.Errno = firstOr(errs)
-	}
-	return o
+		_, err = f.WriteString(s.Args["content"])
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return "wrote " + p, err
+	})
 }
 
 func opChmod(s Step, _ string) Observation {
@@ -238,22 +239,14 @@ func opSignal(s Step, _ string) Observation {
 // opUDPRoute connect()s a UDP socket to each address: a route lookup only,
 // no packet is sent. OK when any address has a route.
 func opUDPRoute(s Step, _ string) Observation {
-	var o Observation
-	var errs []string
-	for _, a := range s.List {
+	return eachTarget(s.List, func(a string) (string, error) {
 		c, err := net.Dial("udp", a)
 		if err != nil {
-			errs = append(errs, errnoName(err))
-			continue
+			return "", err
 		}
-		o.OK = true
-		o.Detail = "route to " + a + " from " + c.LocalAddr().String()
-		c.Close()
-	}
-	if !o.OK {
-		o.Errno = firstOr(errs)
-	}
-	return o
+		defer c.Close()
+		return "route to " + a + " from " + c.LocalAddr().String(), nil
+	})
 }
 
 // opTCPConnect dials each address. A refusal or a timeout means a packet
@@ -291,22 +284,14 @@ func opTCPConnect(s Step, _ string) Observation {
 }
 
 func opUnixConnect(s Step, _ string) Observation {
-	var o Observation
-	var errs []string
-	for _, p := range s.List {
+	return eachTarget(s.List, func(p string) (string, error) {
 		c, err := net.DialTimeout("unix", p, time.Second)
 		if err != nil {
-			errs = append(errs, errnoName(err))
-			continue
+			return "", err
 		}
 		c.Close()
-		o.OK = true
-		o.Detail = "connected to " + p
-	}
-	if !o.OK {
-		o.Errno = firstOr(errs)
-	}
-	return o
+		return "connected to " + p, nil
+	})
 }
 
 // opProcStatus reports /proc/self/status fields.

@@ -3,7 +3,6 @@ package docker_test
 import (
 	"context"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
+	"github.com/triage-sandbox/triage-sandbox/selftest"
 )
 
 // TestDaemonThatNeverAnswers: a socket that accepts and never replies must
@@ -54,21 +54,7 @@ func TestDaemonThatNeverAnswers(t *testing.T) {
 	}
 }
 
-func processesWithToken(token string) int {
-	entries, _ := os.ReadDir("/proc")
-	n := 0
-	self := strconv.Itoa(os.Getpid())
-	for _, e := range entries {
-		if e.Name() == self {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(b), token) {
-			n++
-		}
-	}
-	return n
-}
+func processesWithToken(token string) int { return len(selftest.Survivors(token)) }
 
 func eventually(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)

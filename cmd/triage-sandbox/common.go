@@ -66,3 +66,17 @@ func newBackend(p *policy.Policy, needSelf bool) (backends.Backend, error) {
 	}
 	return registry().New(p.Backend, env)
 }
+
+// dockerBackend connects to the daemon for commands that manage docker
+// itself (image build, gc) rather than run a policy.
+func dockerBackend(cmd *cobra.Command) (*docker.Backend, error) {
+	b, err := docker.New(backends.Env{})
+	if err != nil {
+		return nil, err
+	}
+	d := b.(*docker.Backend)
+	if err := d.Available(cmd.Context()); err != nil {
+		return nil, err
+	}
+	return d, nil
+}

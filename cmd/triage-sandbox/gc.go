@@ -5,9 +5,6 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-
-	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 )
 
 func newGCCmd() *cobra.Command {
@@ -15,12 +12,8 @@ func newGCCmd() *cobra.Command {
 		Use:   "gc",
 		Short: "Remove leftover sandboxes (owner process gone or lifetime passed)",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := docker.New(backends.Env{})
+			d, err := dockerBackend(cmd)
 			if err != nil {
-				return refuse(err)
-			}
-			d := b.(*docker.Backend)
-			if err := d.Available(cmd.Context()); err != nil {
 				return refuse(err)
 			}
 			removed, err := d.Sweep(cmd.Context())

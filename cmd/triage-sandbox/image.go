@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/images"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -18,12 +17,8 @@ func newImageCmd() *cobra.Command {
 		Use:   "build [--base IMAGE] [--tag TAG] [--chromium]",
 		Short: "Build the default sandbox image from the embedded images/Dockerfile",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := docker.New(backends.Env{})
+			d, err := dockerBackend(cmd)
 			if err != nil {
-				return refuse(err)
-			}
-			d := b.(*docker.Backend)
-			if err := d.Available(cmd.Context()); err != nil {
 				return refuse(err)
 			}
 			if err := d.BuildImage(cmd.Context(), images.Dockerfile, o, os.Stderr); err != nil {

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/selftest"
 )
 
 // containersOf lists containers (running or not) whose parent-pid label is pid.
@@ -34,22 +33,16 @@ func containersOf(t *testing.T, cli *client.Client, pid int) []string {
 	return ids
 }
 
-// processesWith lists host pids whose argv holds token (the host sees the
-// container's processes too).
+// processesWith lists host pids (but except) whose argv holds token; the
+// host sees the container's processes too.
 func processesWith(token string, except int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == except {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(b), token) {
-			pids = append(pids, pid)
+	var out []int
+	for _, pid := range selftest.Survivors(token) {
+		if pid != except {
+			out = append(out, pid)
 		}
 	}
-	return pids
+	return out
 }
 
 func waitFor(t *testing.T, d time.Duration, cond func() bool) bool {
