@@ -1,11 +1,36 @@
 package probe
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 )
+
+// FloodHostile is what flood prints before and after its filler.
+func FloodHostile(secret string) string {
+	return "\x1b]52;c;ZXZpbA==\x07\x1b[6n title\n::add-mask::" + secret + "\n  ::stop-commands::tok\nkey " + secret + "\n"
+}
+
+func flood(w io.Writer, n int64, secret string) int {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	hostile := FloodHostile(secret)
+	_, _ = bw.WriteString(hostile)
+	line := strings.Repeat("x", 99) + "\n"
+	for written := int64(0); written < n; written += int64(len(line)) {
+		if _, err := bw.WriteString(line); err != nil {
+			return 1
+		}
+	}
+	_, _ = bw.WriteString(hostile)
+	if err := bw.Flush(); err != nil {
+		return 1
+	}
+	return 0
+}
 
 // ChildSubcommand is the hidden CLI subcommand for the probe's helpers.
 const ChildSubcommand = "__probe-child"
@@ -29,6 +54,17 @@ func Child(args []string, errOut io.Writer) int {
 		}
 		time.Sleep(time.Duration(secs) * time.Second)
 		return 0
+	case "flood":
+		// flood N SECRET: hostile output: escape sequences, workflow
+		// commands and a secret at both ends, N bytes of filler between.
+		if len(args) < 3 {
+			return 2
+		}
+		n, err := strconv.ParseInt(args[1], 10, 64)
+		if err != nil || n <= 0 {
+			return 2
+		}
+		return flood(os.Stdout, n, args[2])
 	case "alloc":
 		if len(args) < 2 {
 			return 2

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/probe"
 )
@@ -34,6 +35,9 @@ const (
 	PhaseTimeout
 	// PhaseBrowser runs headless Chromium beside the main run.
 	PhaseBrowser
+	// PhaseOutput floods hostile output through the user-facing output
+	// pipeline, beside the main run.
+	PhaseOutput
 )
 
 // Env is what checks build their steps from.
@@ -54,6 +58,10 @@ type Evidence struct {
 	Survivors    []int
 	Result       backends.Result
 	Stderr       string
+	// Shown is what the output pipeline let through (PhaseOutput), and
+	// OutStats its counts; for the control, the raw output.
+	Shown    string
+	OutStats output.Stats
 	// Host is true for the control run (outside the sandbox).
 	Host bool
 }
@@ -422,6 +430,7 @@ func Catalogue() []Check {
 			},
 			Fix: "the backend must kill the whole sandbox at the timeout"},
 	}
+	checks = append(checks, outputChecks()...)
 	for i := range checks {
 		checks[i].Expect = Blocked
 		checks[i].Backends = dockerOnly
@@ -452,4 +461,57 @@ func netJoin(host, port string) string {
 		return "[" + host + "]:" + port
 	}
 	return host + ":" + port
+}
+
+// floodBytes is how much filler the output checks print.
+const floodBytes = 8 << 20
+
+// floodSecret is the secret the flood prints; the pipeline is told to
+// redact it, as it is told the caller's credentials.
+func floodSecret(c *Canaries) string { return "flood-" + c.Token }
+
+// outputChecks judge what the output pipeline shows of hostile output: the
+// terminal, the model and CI logs must get neither escapes nor workflow
+// commands nor the secret, and a bounded amount of it.
+func outputChecks() []Check {
+	return []Check{
+		{ID: "TTY-02", Name: "drive the terminal with escape sequences", Category: "output", Phase: PhaseOutput,
+			Judge: func(_ *Env, ev *Evidence) (bool, string) {
+				if i := strings.IndexAny(ev.Shown, "\x1b\x07"); i >= 0 {
+					return true, fmt.Sprintf("raw ESC/BEL shown at byte %d", i)
+				}
+				return false, "escapes shown as pictures (␛ ␇)"
+			},
+			Fix: "show output through the pipeline (not --raw)"},
+		{ID: "TTY-03", Name: "inject GitHub Actions workflow commands", Category: "output", Phase: PhaseOutput,
+			Judge: func(_ *Env, ev *Evidence) (bool, string) {
+				for _, line := range strings.Split(ev.Shown, "\n") {
+					if strings.HasPrefix(strings.TrimLeft(line, " \t"), "::") {
+						return true, "a line starting with :: reached the log: " + oneLine(line, 40)
+					}
+				}
+				return false, "workflow-command lines prefixed"
+			},
+			Fix: "show output through the pipeline (not --raw)"},
+		{ID: "RES-05", Name: "flood the output", Category: "output", Phase: PhaseOutput,
+			Judge: func(e *Env, ev *Evidence) (bool, string) {
+				limit := int(e.P.Output.Limit)
+				if len(ev.Shown) > 2*limit+4096 {
+					return true, fmt.Sprintf("%d bytes shown for a %d-byte limit", len(ev.Shown), limit)
+				}
+				if !ev.OutStats.Truncated || ev.OutStats.BytesIn < floodBytes {
+					return true, fmt.Sprintf("not flagged as truncated (%d bytes produced)", ev.OutStats.BytesIn)
+				}
+				return false, fmt.Sprintf("%d of %d bytes shown, truncation flagged", len(ev.Shown), ev.OutStats.BytesIn)
+			},
+			Fix: "keep [sandbox] output_limit small"},
+		{ID: "OUT-01", Name: "print a secret into the output", Category: "output", Phase: PhaseOutput,
+			Judge: func(e *Env, ev *Evidence) (bool, string) {
+				if strings.Contains(ev.Shown, floodSecret(e.C)) {
+					return true, "the secret reached the output"
+				}
+				return false, "shown as <redacted:NAME>"
+			},
+			Fix: "redaction must see the caller's credentials"},
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -188,7 +189,7 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 	// run beside the main one.
 	var mu sync.Mutex
 	var side sync.WaitGroup
-	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser} {
+	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser, PhaseOutput} {
 		if !hasPhase(checks, ph) {
 			continue
 		}
@@ -277,6 +278,9 @@ func cleanWritable(p *policy.Policy) {
 // runPhase runs one sandbox run with the phase's steps and collects the
 // evidence inside and on the host.
 func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phase) (*Evidence, error) {
+	if phase == PhaseOutput {
+		return runOutputPhase(ctx, o, e)
+	}
 	var steps []probe.Step
 	for _, ch := range checks {
 		if ch.Phase == phase && ch.Steps != nil {
@@ -333,6 +337,33 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	}
 	ev.Changed = Changed(before, after)
 	return ev, nil
+}
+
+// runOutputPhase floods hostile output through the same pipeline `run`
+// uses, with the flood's secret among those to redact.
+func runOutputPhase(ctx context.Context, o Options, e *Env) (*Evidence, error) {
+	var shown bytes.Buffer
+	res, err := sandbox.Run(ctx, o.Backend, sandbox.Request{
+		Policy: e.P, Timeout: time.Minute, NoAudit: true,
+		Command:  backends.Command{Argv: []string{o.Backend.SelfPath(), probe.ChildSubcommand, "flood", strconv.Itoa(floodBytes), floodSecret(e.C)}},
+		Streams:  backends.Streams{Stdout: &shown},
+		Redactor: output.NewRedactor([]output.Secret{{Name: "SELFTEST_SECRET", Value: floodSecret(e.C)}}, output.DefaultRules()),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the sandbox did not run: %w", err)
+	}
+	return &Evidence{Result: res.Result, Shown: shown.String(), OutStats: res.Stdout}, nil
+}
+
+// outputControl runs the flood on the host with nothing in between: the
+// raw output has every escape, command and secret the checks look for.
+func outputControl(ctx context.Context, o Options, e *Env) *Evidence {
+	cmd := exec.CommandContext(ctx, o.SelfHost, probe.ChildSubcommand, "flood", strconv.Itoa(floodBytes), floodSecret(e.C))
+	raw, err := cmd.Output()
+	if err != nil {
+		return &Evidence{Host: true}
+	}
+	return &Evidence{Host: true, Shown: string(raw), OutStats: output.Stats{BytesIn: int64(len(raw))}}
 }
 
 // judge turns evidence into a result.
@@ -414,6 +445,7 @@ func runControls(ctx context.Context, o Options, e *Env, checks []Check) map[str
 		}
 	}
 	KillByToken("survivor-" + e.C.Token)
+	var outEv *Evidence
 	for _, ch := range checks {
 		if !ch.HasControl() {
 			continue
@@ -423,7 +455,14 @@ func runControls(ctx context.Context, o Options, e *Env, checks []Check) map[str
 			continue
 		}
 		cev := ev
-		if ch.Phase != PhaseMain {
+		switch ch.Phase {
+		case PhaseMain:
+		case PhaseOutput:
+			if outEv == nil {
+				outEv = outputControl(ctx, o, e)
+			}
+			cev = outEv
+		default:
 			cev = secondPhaseControl(ctx, o, e, ch)
 		}
 		saw, detail := ch.Judge(e, cev)
