@@ -101,9 +101,23 @@ func TestDaemonTroubleMidRun(t *testing.T) {
 					Streams: backends.Streams{Stderr: stderr}})
 				done <- out{res.Result, err}
 			}()
-			if !eventually(20*time.Second, func() bool { return processesWithToken(token) > 0 }) {
+			cli, err := client.New(client.WithHost(d.Host))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cli.Close()
+			// Strike only once the run is waiting on a running container:
+			// the process shows up in /proc while the start call is still
+			// in flight.
+			running := func() bool {
+				res, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+					Filters: make(client.Filters).Add("label", profiles.LabelOwner+"=triage-sandbox").Add("status", "running")})
+				return err == nil && len(res.Items) > 0 && processesWithToken(token) > 0
+			}
+			if !eventually(20*time.Second, running) {
 				t.Fatal("the command never started")
 			}
+			time.Sleep(200 * time.Millisecond)
 			d.Stop(sig)
 			var o out
 			select {
@@ -126,11 +140,6 @@ func TestDaemonTroubleMidRun(t *testing.T) {
 			if err := d.Start(); err != nil {
 				t.Fatal(err)
 			}
-			cli, err := client.New(client.WithHost(d.Host))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cli.Close()
 			// Once the daemon is back: no container of ours and no process.
 			left := func() int {
 				res, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true,

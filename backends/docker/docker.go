@@ -169,7 +169,7 @@ func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Comman
 		Name: req.Name, Config: req.Config, HostConfig: req.HostConfig,
 	})
 	if err != nil {
-		return res, fmt.Errorf("creating the sandbox container: %w", err)
+		return res, b.stageErr(cleanupCtx, "creating the sandbox container", err)
 	}
 	id := created.ID
 	res.Sandbox = id
@@ -185,7 +185,7 @@ func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Comman
 		Stream: true, Stdin: true, Stdout: true, Stderr: true,
 	})
 	if err != nil {
-		return res, fmt.Errorf("attaching to the sandbox: %w", err)
+		return res, b.stageErr(cleanupCtx, "attaching to the sandbox", err)
 	}
 	defer att.Close()
 
@@ -211,7 +211,7 @@ func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Comman
 
 	start := time.Now()
 	if _, err := b.cli.ContainerStart(setupCtx, id, client.ContainerStartOptions{}); err != nil {
-		return res, fmt.Errorf("starting the sandbox container: %w", err)
+		return res, b.stageErr(cleanupCtx, "starting the sandbox container", err)
 	}
 
 	var deadline <-chan time.Time
@@ -298,6 +298,17 @@ func (b *Backend) remove(ctx context.Context, id string) error {
 		return err
 	}
 	return nil
+}
+
+// stageErr explains a failed set-up step; when the daemon no longer
+// answers, it says so rather than show a transport error.
+func (b *Backend) stageErr(ctx context.Context, stage string, err error) error {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, perr := b.cli.Ping(pctx, client.PingOptions{}); perr != nil {
+		return fmt.Errorf("lost the Docker daemon while %s (%v); once it is back it removes the sandbox, or run `triage-sandbox gc`", stage, err)
+	}
+	return fmt.Errorf("%s: %w", stage, err)
 }
 
 // daemonLost explains a wait that broke off: the daemon died or restarted.
