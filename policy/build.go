@@ -40,7 +40,7 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 	p.Backend = chooseBackend(opts.Backend, host, sb)
 	p.AllowAll = sb.AllowAll != nil && *sb.AllowAll
 	if p.AllowAll {
-		p.Warnings = append(p.Warnings, "allow_all = true: NO isolation, the full environment passes and the guard is off")
+		p.Warnings = append(p.Warnings, "allow_all = true: NO isolation, the full environment (secrets included) passes and the guard is off")
 	}
 
 	var errs []error

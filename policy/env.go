@@ -33,7 +33,7 @@ func filterEnv(role string, sb config.Sandbox, host Host, p *Policy) ([]EnvVar, 
 				put(k, v, "allow_all passes everything")
 			}
 		}
-		return sortEnv(env), nil, []string{"allow_all: the sandbox sees the full caller environment, secrets included"}
+		return sortEnv(env), nil, nil
 	}
 
 	allow := profiles.EnvAllow(role)

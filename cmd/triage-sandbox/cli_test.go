@@ -87,6 +87,8 @@ func TestBadInput(t *testing.T) {
 			args: []string{"run", "--role", "reproducer", "--", "true"}, want: []string{"repros", "symlink"}},
 		{name: "missing checkout", config: "[project]\ncheckout = \"../nope\"\n", args: []string{"run", "--", "true"},
 			want: []string{"checkout", "does not exist"}},
+		{name: "allow_all fails closed", config: "[sandbox]\nallow_all = true\n", args: []string{"run", "--", "true"},
+			want: []string{"allow_all", "remove allow_all"}},
 		{name: "bad role", args: []string{"run", "--role", "admin", "--", "true"}, want: []string{"--role", "agent or reproducer"}},
 		{name: "empty command", args: []string{"run"}, want: []string{"empty command"}},
 		{name: "command without --", args: []string{"run", "ls"}, want: []string{"after --"}},

@@ -54,6 +54,10 @@ func registry() *backends.Registry {
 
 // newBackend makes the policy's backend with this binary as its init.
 func newBackend(p *policy.Policy, needSelf bool) (backends.Backend, error) {
+	if p.AllowAll {
+		// Fail closed: no unconfined runner exists yet.
+		return nil, fmt.Errorf("allow_all = true asks for no isolation at all, which needs the local backend (not built yet); remove allow_all from [sandbox] to run sandboxed")
+	}
 	env := backends.Env{}
 	if needSelf {
 		exe, err := sandbox.SelfExe()

@@ -26,6 +26,10 @@ func newDoctorCmd() *cobra.Command {
 				}
 				fmt.Fprintf(os.Stdout, "%s  %-28s %s\n", mark, what, detail)
 			}
+			// Backends that cannot run here but are not the configured one
+			// are information, not failures.
+			info := func(what, detail string) { fmt.Fprintf(os.Stdout, "no    %-28s %s\n", what, detail) }
+			configured := ""
 			for _, role := range profiles.Roles() {
 				pf.role = role
 				p, err := pf.compile()
@@ -33,7 +37,8 @@ func newDoctorCmd() *cobra.Command {
 					say(false, role+" policy", err.Error())
 					continue
 				}
-				say(true, role+" policy", p.Hash())
+				say(true, role+" policy", p.Hash()+" (backend "+p.Backend+")")
+				configured = p.Backend
 				for _, w := range p.Warnings {
 					say(false, role+" warning", w)
 				}
@@ -57,8 +62,17 @@ func newDoctorCmd() *cobra.Command {
 					say(true, "docker image", profiles.DefaultImage)
 				}
 			}
-			say(false, "seatbelt", "not implemented yet (macOS only)")
-			say(false, "local", "not implemented yet")
+			for _, name := range []string{"seatbelt", "local"} {
+				detail := "not implemented yet"
+				if name == "seatbelt" {
+					detail = "macOS only; not implemented yet"
+				}
+				if configured == name {
+					say(false, name, detail+": choose docker ([sandbox] backend or TRIAGE_SANDBOX)")
+				} else {
+					info(name, detail)
+				}
+			}
 			if bad > 0 {
 				return &exitError{code: 1}
 			}

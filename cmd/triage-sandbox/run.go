@@ -69,9 +69,6 @@ func newRunCmd() *cobra.Command {
 				return fail(err)
 			}
 			out.Role, out.Backend, out.PolicyHash, out.AuditLog = p.Role, p.Backend, p.Hash(), p.AuditLog
-			for _, w := range p.Warnings {
-				fmt.Fprintln(os.Stderr, "triage-sandbox: warning: "+w)
-			}
 			req := sandbox.Request{
 				Policy: p, Timeout: timeout, Command: backends.Command{Argv: args},
 				Redactor: output.NewRedactor(sandbox.Secrets(p, host), output.DefaultRules()), Raw: raw,
@@ -79,6 +76,9 @@ func newRunCmd() *cobra.Command {
 			b, err := newBackend(p, true)
 			if err != nil {
 				return fail(sandbox.RecordRefusal(req, err))
+			}
+			for _, w := range p.Warnings {
+				fmt.Fprintln(os.Stderr, "triage-sandbox: warning: "+w)
 			}
 			if stdin {
 				req.Command.Stdin = os.Stdin
