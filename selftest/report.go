@@ -33,6 +33,9 @@ func WriteHuman(w io.Writer, r *Report) {
 		ok, failed, inc := rr.Counts()
 		fmt.Fprintf(w, "%d checks: %d ok, %d failed, %d inconclusive (policy %s) in %.1fs\n",
 			len(rr.Results), ok, failed, inc, rr.PolicyHash, rr.Duration.Seconds())
+		if rr.ProductionHash != "" {
+			fmt.Fprintf(w, "  the same config for this workspace and caller: policy %s\n", rr.ProductionHash)
+		}
 		fmt.Fprintf(w, "  versions: %s\n\n", versions(rr.Versions))
 	}
 	verdict := "PASSED: the sandbox held"

@@ -70,14 +70,18 @@ type Result struct {
 
 // RoleReport is one role's block of the report.
 type RoleReport struct {
-	Role       string            `json:"role"`
-	Backend    string            `json:"backend"`
-	PolicyHash string            `json:"policy_hash"`
-	Network    string            `json:"network"`
-	Versions   map[string]string `json:"versions"`
-	Results    []Result          `json:"checks"`
-	Error      string            `json:"error,omitempty"`
-	Duration   time.Duration     `json:"duration_ns"`
+	Role       string `json:"role"`
+	Backend    string `json:"backend"`
+	PolicyHash string `json:"policy_hash"`
+	// ProductionHash is the hash of the same config compiled for the real
+	// workspace and caller: the selftest's own policy differs only in
+	// paths (the canary home, workspace and checkout) and environment.
+	ProductionHash string            `json:"production_policy_hash,omitempty"`
+	Network        string            `json:"network"`
+	Versions       map[string]string `json:"versions"`
+	Results        []Result          `json:"checks"`
+	Error          string            `json:"error,omitempty"`
+	Duration       time.Duration     `json:"duration_ns"`
 }
 
 // Counts tallies statuses.
@@ -153,6 +157,11 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 		return fail(err)
 	}
 	rr.PolicyHash = p.Hash()
+	if host, err := policy.CurrentHost(); err == nil {
+		if prod, err := policy.Build(o.Config, role, host, policy.Options{Backend: o.Backend.Name()}); err == nil {
+			rr.ProductionHash = prod.Hash()
+		}
+	}
 	rr.Network = "network off (localhost only)"
 	if !p.Network.LoopbackOnly {
 		rr.Network = "NETWORK ON"
