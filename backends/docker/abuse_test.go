@@ -94,7 +94,7 @@ func TestResourceAbuseStaysInside(t *testing.T) {
 		if res.ExitCode != 0 || !strings.Contains(stdout.String(), "No space left on device") {
 			t.Errorf("scratch should fill up inside: exit %d, %q", res.ExitCode, stdout.String())
 		}
-		freeDrop := int64(before.Bavail-after.Bavail) * before.Bsize
+		freeDrop := int64(before.Bavail-after.Bavail) * int64(before.Bsize)
 		if freeDrop > 64<<20 {
 			t.Errorf("host disk lost %d MiB to the sandbox's scratch", freeDrop>>20)
 		}
