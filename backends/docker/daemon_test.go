@@ -56,17 +56,6 @@ func TestDaemonThatNeverAnswers(t *testing.T) {
 
 func processesWithToken(token string) int { return len(selftest.Survivors(token)) }
 
-func eventually(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return cond()
-}
-
 // TestDaemonTroubleMidRun kills (-9) or stops (TERM) a private daemon during
 // a run: the run ends with one clear error, and once the daemon is back
 // nothing of the run is left.
@@ -114,7 +103,7 @@ func TestDaemonTroubleMidRun(t *testing.T) {
 					Filters: make(client.Filters).Add("label", profiles.LabelOwner+"=triage-sandbox").Add("status", "running")})
 				return err == nil && len(res.Items) > 0 && processesWithToken(token) > 0
 			}
-			if !eventually(20*time.Second, running) {
+			if !testenv.Eventually(20*time.Second, running) {
 				t.Fatal("the command never started")
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -154,7 +143,7 @@ func TestDaemonTroubleMidRun(t *testing.T) {
 				}
 				return n + processesWithToken(token)
 			}
-			if !eventually(30*time.Second, func() bool { return left() == 0 }) {
+			if !testenv.Eventually(30*time.Second, func() bool { return left() == 0 }) {
 				t.Fatalf("after the daemon came back, %d containers/processes of the run remain", left())
 			}
 			t.Logf("%v: err %v, stderr %q", sig, o.err, strings.TrimSpace(stderr.String()))

@@ -45,18 +45,6 @@ func processesWith(token string, except int) []int {
 	return out
 }
 
-func waitFor(t *testing.T, d time.Duration, cond func() bool) bool {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	return cond()
-}
-
 // TestInterruptAndKillLeaveNothing: Ctrl-C and kill -9 of triage-sandbox
 // mid-run both leave no container and no process behind.
 func TestInterruptAndKillLeaveNothing(t *testing.T) {
@@ -88,7 +76,7 @@ func TestInterruptAndKillLeaveNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			pid := cmd.Process.Pid
-			if !waitFor(t, 20*time.Second, func() bool { return len(processesWith(token, pid)) > 0 }) {
+			if !testenv.Eventually(20*time.Second, func() bool { return len(processesWith(token, pid)) > 0 }) {
 				_ = cmd.Process.Kill()
 				t.Fatal("the command never started")
 			}
@@ -103,7 +91,7 @@ func TestInterruptAndKillLeaveNothing(t *testing.T) {
 				}
 			}
 			start := time.Now()
-			if !waitFor(t, 10*time.Second, func() bool {
+			if !testenv.Eventually(10*time.Second, func() bool {
 				return len(containersOf(t, cli, pid)) == 0 && len(processesWith(token, pid)) == 0
 			}) {
 				t.Fatalf("left behind after %v: containers %v, processes %v", sig, containersOf(t, cli, pid), processesWith(token, pid))

@@ -69,3 +69,15 @@ func RequireDocker(t testing.TB) {
 	}
 	t.Skipf("docker daemon unreachable (%v); set TRIAGE_SANDBOX_REQUIRE_DOCKER=1 to make this a failure", err)
 }
+
+// Eventually polls cond until it holds or d passes, and reports whether it held.
+func Eventually(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return cond()
+}
