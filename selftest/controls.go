@@ -108,15 +108,17 @@ func controlChecks() []Check {
 			Steps: func(e *Env) []probe.Step {
 				repo := filepath.Join(e.P.Scratch.Tmp, "selftest-git")
 				return []probe.Step{
-					step("C-09/git", "exec", nil, "sh", "-c", "git init -q "+repo+" && cd "+repo+
-						" && git -c user.name=t -c user.email=t@invalid commit -q --allow-empty -m x && git log --oneline | wc -l"),
+					step("C-09/init", "exec", nil, "git", "init", "-q", repo),
+					step("C-09/commit", "exec", nil, "git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@invalid",
+						"commit", "-q", "--allow-empty", "-m", "selftest"),
+					step("C-09/git", "exec", nil, "git", "-C", repo, "log", "--format=%s"),
 					step("C-09/venv", "exec", nil, "python3", "-m", "venv", "--without-pip", filepath.Join(e.P.Scratch.Tmp, "selftest-venv")),
 				}
 			},
 			Judge: func(_ *Env, ev *Evidence) (bool, string) {
 				g, v := ev.Obs["C-09/git"], ev.Obs["C-09/venv"]
-				if !g.OK || strings.TrimSpace(g.Detail) != "1" {
-					return false, "git: " + errnoEvidence(g)
+				if !g.OK || strings.TrimSpace(g.Detail) != "selftest" {
+					return false, "git: " + errnoEvidence(ev.Obs["C-09/init"]) + " " + errnoEvidence(ev.Obs["C-09/commit"]) + " " + errnoEvidence(g)
 				}
 				if !v.OK {
 					return false, "venv: " + errnoEvidence(v)
