@@ -10,14 +10,14 @@ import (
 	"time"
 )
 
-// FloodHostile is what flood prints before and after its filler.
-func FloodHostile(secret string) string {
+// floodHostile is what flood prints before and after its filler.
+func floodHostile(secret string) string {
 	return "\x1b]52;c;ZXZpbA==\x07\x1b[6n title\n::add-mask::" + secret + "\n  ::stop-commands::tok\nkey " + secret + "\n"
 }
 
 func flood(w io.Writer, n int64, secret string) int {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	hostile := FloodHostile(secret)
+	hostile := floodHostile(secret)
 	_, _ = bw.WriteString(hostile)
 	line := strings.Repeat("x", 99) + "\n"
 	for written := int64(0); written < n; written += int64(len(line)) {

@@ -129,12 +129,22 @@ func opTruncate(s Step, _ string) Observation {
 	return Observation{OK: true, Detail: "opened with O_TRUNC"}
 }
 
-// opSymlinkRead plants link -> target in a writable dir and reads through it.
-func opSymlinkRead(s Step, _ string) Observation {
+// plantLink makes link -> target (replacing what was there); the caller
+// removes it when done.
+func plantLink(s Step) (string, *Observation) {
 	link := s.Args["link"]
 	_ = os.Remove(link)
 	if err := os.Symlink(s.Args["target"], link); err != nil {
-		return Observation{Errno: errnoName(err), Detail: "symlink failed"}
+		return "", &Observation{Errno: errnoName(err), Detail: "symlink failed"}
+	}
+	return link, nil
+}
+
+// opSymlinkRead plants link -> target in a writable dir and reads through it.
+func opSymlinkRead(s Step, _ string) Observation {
+	link, failed := plantLink(s)
+	if failed != nil {
+		return *failed
 	}
 	defer os.Remove(link)
 	b, err := os.ReadFile(link)
@@ -145,11 +155,11 @@ func opSymlinkRead(s Step, _ string) Observation {
 	return Observation{OK: true, Values: map[string]string{"found": found}, Detail: "read through the link"}
 }
 
+// opSymlinkWrite plants link -> target and writes through it.
 func opSymlinkWrite(s Step, _ string) Observation {
-	link := s.Args["link"]
-	_ = os.Remove(link)
-	if err := os.Symlink(s.Args["target"], link); err != nil {
-		return Observation{Errno: errnoName(err), Detail: "symlink failed"}
+	link, failed := plantLink(s)
+	if failed != nil {
+		return *failed
 	}
 	defer os.Remove(link)
 	f, err := os.OpenFile(link, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)

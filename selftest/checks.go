@@ -86,7 +86,8 @@ type Check struct {
 	Inconclusive func(e *Env, ev *Evidence) (bool, string)
 }
 
-// HasControl: hostile checks run once outside the sandbox too.
+// HasControl reports whether the check runs once outside the sandbox too:
+// every hostile one does.
 func (c *Check) HasControl() bool { return c.Expect == Blocked }
 
 var dockerOnly = []string{"docker"}
