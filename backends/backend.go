@@ -14,14 +14,28 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
+// InitPath is where container backends mount the static triage-sandbox
+// binary: it is the sandbox's init and its per-command exec helper.
+const InitPath = "/.triage-sandbox/triage-sandbox"
+
+// Hidden subcommands of the mounted binary.
+const (
+	// HoldSubcommand keeps a started sandbox alive, holding the lifeline and
+	// the TTL, until it is closed.
+	HoldSubcommand = "__init"
+	// ExecSubcommand runs one command under the supervisor (timeout, whole
+	// tree killed, exit codes 126/127).
+	ExecSubcommand = "__exec"
+)
+
 // Command is what to run: an argv, executed with no shell.
 type Command struct {
 	Argv []string
 	// Stdin is passed to the command when non-nil; otherwise its stdin is closed.
 	Stdin io.Reader
 	// Timeout counts from the moment the command starts (sandbox set-up is
-	// not charged to it); when it passes, the whole sandbox is killed and
-	// Result.TimedOut is set. Zero means no limit.
+	// not charged to it); when it passes, the command's whole process tree
+	// is killed and Result.TimedOut is set. Zero means no limit.
 	Timeout time.Duration
 }
 
@@ -31,16 +45,18 @@ type Streams struct {
 	Stderr io.Writer
 }
 
-// Result is how a run ended. A command that ran and exited non-zero is a
-// Result, not an error; errors mean the sandbox could not run it.
+// Result is how a command ended. A command that ran and exited non-zero is
+// a Result, not an error; errors mean the sandbox could not run it.
 type Result struct {
-	ExitCode  int           `json:"exit_code"`
-	Signal    int           `json:"signal,omitempty"`
-	TimedOut  bool          `json:"timed_out"`
-	Canceled  bool          `json:"canceled,omitempty"`
-	OOMKilled bool          `json:"oom_killed"`
-	Duration  time.Duration `json:"duration_ns"`
-	// Sandbox names what ran it (container id, profile hash, ...).
+	ExitCode  int  `json:"exit_code"`
+	Signal    int  `json:"signal,omitempty"`
+	TimedOut  bool `json:"timed_out"`
+	Canceled  bool `json:"canceled,omitempty"`
+	OOMKilled bool `json:"oom_killed"`
+	// Duration is the command's own run time, from its start to its exit
+	// (sandbox start and removal are not in it).
+	Duration time.Duration `json:"duration_ns"`
+	// Sandbox names what ran it (container id, helper pid, ...).
 	Sandbox string `json:"sandbox,omitempty"`
 }
 
@@ -51,9 +67,13 @@ type Artifact interface {
 	JSON() ([]byte, error)
 }
 
-// Backend runs commands under a policy.
+// Backend starts sandboxes for policies. It only translates the policy
+// into its own terms; it never decides what is allowed.
 type Backend interface {
 	Name() string
+	// Capabilities are what this backend enforces; policy.Enforce refuses a
+	// policy needing more unless the config accepts the weaker mode.
+	Capabilities() []policy.Capability
 	// Available says whether this backend can run here, and why not.
 	Available(ctx context.Context) error
 	// Ready is Available plus what p needs (the image), with the command
@@ -61,15 +81,48 @@ type Backend interface {
 	Ready(ctx context.Context, p *policy.Policy) error
 	// Render translates the policy for cmd without running anything.
 	Render(p *policy.Policy, cmd Command) (Artifact, error)
-	// Run runs cmd under p. Cancelling ctx (Ctrl-C) kills the sandbox and
-	// sets Result.Canceled.
-	Run(ctx context.Context, p *policy.Policy, cmd Command, out Streams) (Result, error)
+	// Start makes a sandbox for p that then takes commands. The sandbox
+	// dies with this process even if it is killed with SIGKILL (the
+	// policy's lifeline), and no later than its TTL.
+	Start(ctx context.Context, p *policy.Policy, opts StartOptions) (Sandbox, error)
+	// Sweep removes sandboxes whose owner is gone or whose lifetime passed,
+	// judged by its ownership records only; it returns what it removed.
+	Sweep(ctx context.Context) ([]string, error)
 	// SelfPath is where the triage-sandbox binary is visible inside the
 	// sandbox (the selftest runs its probe there).
 	SelfPath() string
 	// Describe names what the sandbox runs on (engine and kernel versions,
 	// image), for reports.
 	Describe(ctx context.Context, p *policy.Policy) map[string]string
+}
+
+// StartOptions are per-sandbox choices that are not policy.
+type StartOptions struct {
+	// TTL bounds the sandbox's whole life (its commands' timeouts plus the
+	// policy's margin); zero means the policy's role timeout plus margin.
+	TTL time.Duration
+}
+
+// Sandbox is a started sandbox.
+type Sandbox interface {
+	// ID names it (container id, ...), for audit and reports.
+	ID() string
+	// Scratch is where its HOME and TMPDIR are, as the command sees them.
+	Scratch() policy.ScratchPaths
+	// Exec runs one command. Cancelling ctx (Ctrl-C) kills the command's
+	// tree and sets Result.Canceled. Commands may run one after another.
+	Exec(ctx context.Context, cmd Command, out Streams) (Result, error)
+	// Close kills everything in the sandbox and returns once it is gone.
+	// It is idempotent; the second and later calls return the first's error.
+	Close(ctx context.Context) error
+	// Warnings are things the caller should show (a removal that failed and
+	// left work for `gc`); they are never printed by the backend.
+	Warnings() []string
+}
+
+// TTL is the lifetime a sandbox gets for one command with timeout t.
+func TTL(p *policy.Policy, t time.Duration) time.Duration {
+	return max(p.Timeout(), t) + p.Lifetime.TTLMargin
 }
 
 // Env is what a backend factory may use from the outside world.
@@ -86,13 +139,26 @@ type Factory func(env Env) (Backend, error)
 // package-level state), so tests can register fakes.
 type Registry struct {
 	factories map[string]Factory
+	caps      map[string][]policy.Capability
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{factories: map[string]Factory{}} }
+func NewRegistry() *Registry {
+	return &Registry{factories: map[string]Factory{}, caps: map[string][]policy.Capability{}}
+}
 
-// Register adds a backend.
-func (r *Registry) Register(name string, f Factory) { r.factories[name] = f }
+// Register adds a backend and what it enforces (known before it is made,
+// so a policy can be built for it without a daemon).
+func (r *Registry) Register(name string, f Factory, caps []policy.Capability) {
+	r.factories[name] = f
+	r.caps[name] = caps
+}
+
+// Capabilities returns what the named backend enforces.
+func (r *Registry) Capabilities(name string) ([]policy.Capability, bool) {
+	c, ok := r.caps[name]
+	return c, ok
+}
 
 // Names lists the registered backends.
 func (r *Registry) Names() []string {

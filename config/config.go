@@ -157,6 +157,7 @@ func (f *File) Resolve(role string) Sandbox {
 		OutputCeiling: pick(o.OutputCeiling, b.OutputCeiling),
 		Deny:          pickSlice(o.Deny, b.Deny),
 		AuditLog:      pick(o.AuditLog, b.AuditLog),
+		AcceptWeaker:  pickSlice(o.AcceptWeaker, b.AcceptWeaker),
 	}
 }
 
@@ -174,7 +175,7 @@ func pick[T any](override, base *T) *T {
 }
 
 // pickSlice treats a nil slice as unset; an empty one is set and overrides.
-func pickSlice(override, base []string) []string {
+func pickSlice[T any](override, base []T) []T {
 	if override != nil {
 		return slices.Clone(override)
 	}

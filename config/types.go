@@ -3,6 +3,8 @@
 // [sandbox*] every key is checked and an unknown one is an error.
 package config
 
+import "github.com/triage-sandbox/triage-sandbox/profiles"
+
 // File is a loaded triage.toml (or the built-in defaults when there is none).
 type File struct {
 	// Path is the absolute path of the file that was read; "" for built-in defaults.
@@ -57,6 +59,9 @@ type Sandbox struct {
 	OutputCeiling *int64
 	Deny          []string // extra deny-list patterns for the gate
 	AuditLog      *string  // audit log path, relative to Root
+	// AcceptWeaker names requirements a backend may lack (weaker modes the
+	// operator accepts), e.g. "own_loopback" for seatbelt.
+	AcceptWeaker []profiles.Capability
 }
 
 // Guard is [sandbox.guard].

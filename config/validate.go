@@ -12,13 +12,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // Keys accepted in [sandbox] and in each per-role table.
 var sandboxKeys = []string{
 	"backend", "network", "image", "env", "secrets", "writable", "allow_all", "set_env",
 	"timeout", "memory", "cpus", "pids", "tmpfs_size", "shm_size", "runtime", "user",
-	"output_limit", "output_ceiling", "deny", "audit_log",
+	"output_limit", "output_ceiling", "deny", "audit_log", "accept_weaker",
 }
 
 // Tables [sandbox] may hold besides its keys.
@@ -148,6 +150,10 @@ func (c *checker) sandbox(base []string, m map[string]any, role bool) Sandbox {
 			}
 		case "writable":
 			sb.Writable = c.stringList(p, v, checkRelative)
+		case "accept_weaker":
+			for _, name := range c.stringList(p, v, checkCapability) {
+				sb.AcceptWeaker = append(sb.AcceptWeaker, profiles.Capability(name))
+			}
 		case "allow_all":
 			sb.AllowAll = c.boolean(p, v)
 		case "set_env":
@@ -415,6 +421,20 @@ func checkNonEmpty(s string) (string, string) {
 
 // checkRelative accepts a path inside the workspace root. Whether it resolves
 // inside once symlinks are followed is for policy to check on the real tree.
+// checkCapability accepts the name of a capability a backend may lack.
+func checkCapability(s string) (string, string) {
+	for _, c := range profiles.Capabilities() {
+		if string(c) == s {
+			return "", ""
+		}
+	}
+	var names []string
+	for _, c := range profiles.Capabilities() {
+		names = append(names, string(c))
+	}
+	return fmt.Sprintf("unknown capability %s", quoteShort(s)), "use one of " + quoteList(names)
+}
+
 func checkRelative(s string) (string, string) {
 	switch {
 	case s == "":

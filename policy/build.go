@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -23,6 +24,11 @@ type Options struct {
 	// Workdir is the directory the command starts in; "" means the caller's
 	// current directory when it is visible inside, else the workspace root.
 	Workdir string
+	// Capabilities are what the chosen backend enforces; they decide the
+	// readable base (an image or host roots) and what must be accepted as
+	// weaker. nil means an image-root backend whose capabilities are
+	// checked later (Enforce runs again before every start).
+	Capabilities []Capability
 }
 
 // Build compiles cfg for role on host. It only reads the filesystem; creating
@@ -70,18 +76,21 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 
 	p.Unreadable = unreadableList(sb, host)
 	p.Masked = maskedUnder(p.Unreadable, p.Mounts)
-	p.Network = Network{LoopbackOnly: !(p.AllowAll || (sb.Network != nil && *sb.Network))}
+	p.Network = network(p.AllowAll, sb)
 
-	p.Scratch = Scratch{Home: profiles.ScratchHome, Tmp: profiles.ScratchTmp}
 	p.Limits = limits(cfg, sb, role)
-	p.Scratch.Size = p.Limits.TmpfsSize
+	p.Scratch = Scratch{Size: p.Limits.TmpfsSize, HomeMode: 0o700, TmpMode: 0o1777, Exec: true, NoSuid: true, NoDev: true}
+	p.Lifetime = Lifetime{Lifeline: true, TTLMargin: profiles.TTLMargin, KillGrace: profiles.KillGrace}
 	p.User, err = identity(sb, host, root)
 	if err != nil {
 		return nil, err
 	}
-	p.Image = profiles.DefaultImage
-	if sb.Image != nil {
-		p.Image = *sb.Image
+	p.Base = base(sb, opts.Capabilities, p.Mounts)
+	p.Accepted = append(p.Accepted, sb.AcceptWeaker...)
+	if opts.Capabilities != nil {
+		if _, err := Enforce(p, p.Backend, opts.Capabilities); err != nil {
+			return nil, fmt.Errorf("%s: %w", configName(cfg), err)
+		}
 	}
 	if sb.Runtime != nil {
 		p.Runtime = *sb.Runtime
@@ -116,6 +125,11 @@ func configName(cfg *config.File) string {
 	return cfg.Path
 }
 
+// ChooseBackend says which backend Build will pick for role.
+func ChooseBackend(cfg *config.File, role string, host Host, opts Options) string {
+	return chooseBackend(opts.Backend, host, cfg.Resolve(role))
+}
+
 // chooseBackend: --backend, then TRIAGE_SANDBOX (ai-triager's variable), then
 // the config, then seatbelt on macOS and docker elsewhere. allow_all has no
 // backend to speak of: it runs on the host unconfined.
@@ -136,6 +150,39 @@ func chooseBackend(flag string, host Host, sb config.Sandbox) string {
 		return "seatbelt"
 	}
 	return "docker"
+}
+
+// network decides the network mode; "network on" is a namespace of the
+// sandbox's own with a route out, never the host's network.
+func network(allowAll bool, sb config.Sandbox) Network {
+	switch {
+	case allowAll:
+		return Network{Mode: NetworkHost}
+	case sb.Network != nil && *sb.Network:
+		return Network{Mode: NetworkOutbound}
+	default:
+		return Network{Mode: NetworkLoopback}
+	}
+}
+
+// base picks the readable root: the image for backends whose root is an
+// image, else an allow-list of host roots (those that exist here) beside
+// the policy's mounts.
+func base(sb config.Sandbox, caps []Capability, mounts []Mount) Base {
+	if caps == nil || slices.Contains(caps, profiles.CapImageRoot) {
+		b := Base{Kind: BaseImage, Image: profiles.DefaultImage}
+		if sb.Image != nil {
+			b.Image = *sb.Image
+		}
+		return b
+	}
+	b := Base{Kind: BaseHost}
+	for _, r := range profiles.HostRoots() {
+		if _, err := os.Stat(r); err == nil {
+			b.HostRoots = append(b.HostRoots, r)
+		}
+	}
+	return b
 }
 
 func writableList(sb config.Sandbox, role string) []string {
@@ -353,7 +400,7 @@ func identity(sb config.Sandbox, host Host, root string) (Identity, error) {
 		if _, err := fmt.Sscanf(*sb.User, "%d:%d", &uid, &gid); err != nil || uid <= 0 || gid < 0 {
 			return Identity{}, fmt.Errorf("[sandbox] user %q: want uid:gid with a non-zero uid", *sb.User)
 		}
-		return Identity{UID: uid, GID: gid, Why: "[sandbox] user"}, nil
+		return Identity{UID: uid, GID: gid, Switch: uid != host.UID || gid != host.GID, Why: "[sandbox] user"}, nil
 	}
 	if sb.AllowAll != nil && *sb.AllowAll {
 		return Identity{UID: host.UID, GID: host.GID, Why: "allow_all: the caller"}, nil
@@ -366,9 +413,9 @@ func identity(sb config.Sandbox, host Host, root string) (Identity, error) {
 		return Identity{}, fmt.Errorf("workspace root: %w", err)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
-		return Identity{UID: int(st.Uid), GID: int(st.Gid), Why: "the workspace owner (triage-sandbox runs as root)"}, nil
+		return Identity{UID: int(st.Uid), GID: int(st.Gid), Switch: true, Why: "the workspace owner (triage-sandbox runs as root)"}, nil
 	}
-	return Identity{UID: 65534, GID: 65534, Why: "nobody (root runs triage-sandbox and owns the workspace; writable paths get an ACL for it)"}, nil
+	return Identity{UID: 65534, GID: 65534, Switch: true, Why: "nobody (root runs triage-sandbox and owns the workspace; writable paths get an ACL for it)"}, nil
 }
 
 // workdir: an explicit --workdir must be visible inside or it is an error;

@@ -64,8 +64,6 @@ func filterEnv(role string, sb config.Sandbox, host Host, p *Policy) ([]EnvVar, 
 			put(name, value, "allow-list "+pat)
 		}
 	}
-	put("HOME", p.Scratch.Home, "fresh per-run scratch home")
-	put("TMPDIR", p.Scratch.Tmp, "fresh per-run scratch")
 	put("TRIAGE_SANDBOX_BACKEND", p.Backend, "set by triage-sandbox, as ai-triager does")
 	keys := make([]string, 0, len(sb.SetEnv))
 	for k := range sb.SetEnv {
@@ -75,8 +73,17 @@ func filterEnv(role string, sb config.Sandbox, host Host, p *Policy) ([]EnvVar, 
 	for _, k := range keys {
 		put(k, sb.SetEnv[k], "[sandbox] set_env")
 	}
+	// HOME and TMPDIR always point at the sandbox's own scratch, which the
+	// backend allocates (EnvList adds them); no caller value survives.
+	kept := env[:0]
+	for _, e := range env {
+		if e.Name == "HOME" || e.Name == "TMPDIR" {
+			continue
+		}
+		kept = append(kept, e)
+	}
 	sort.Slice(dropped, func(i, j int) bool { return dropped[i].Name < dropped[j].Name })
-	return sortEnv(env), dropped, warnings
+	return sortEnv(kept), dropped, warnings
 }
 
 func sortEnv(env []EnvVar) []EnvVar {

@@ -25,8 +25,8 @@ func Explain(p *Policy) string {
 			w("  %-50s %s (%s)\n", m.Path, m.Why, m.Kind)
 		}
 	}
-	w("  %-50s fresh empty HOME for each run (%d MiB)\n", p.Scratch.Home, p.Scratch.Size>>20)
-	w("  %-50s fresh empty TMPDIR for each run (%d MiB)\n", p.Scratch.Tmp, p.Scratch.Size>>20)
+	w("  %-50s fresh empty HOME and TMPDIR for each sandbox (%d MiB each, %s); the backend places them\n",
+		"(scratch)", p.Scratch.Size>>20, scratchFlags(p.Scratch))
 	w("\nunreadable (never mounted; masked where a mount would expose them):\n")
 	masked := map[string]bool{}
 	for _, m := range p.Masked {
@@ -40,10 +40,13 @@ func Explain(p *Policy) string {
 		w("  %s%s\n", u, note)
 	}
 	w("\nnetwork: ")
-	if p.Network.LoopbackOnly {
-		w("loopback only (no route out, no DNS)\n")
-	} else {
-		w("ON: the sandbox can reach other machines\n")
+	switch p.Network.Mode {
+	case NetworkLoopback:
+		w("loopback only: a namespace of its own (no route out, no DNS, host listeners unreachable)\n")
+	case NetworkOutbound:
+		w("ON: a namespace of its own with a route out; the sandbox can reach other machines\n")
+	default:
+		w("the host's own network (no isolation)\n")
 	}
 	w("\nenvironment passed:\n")
 	for _, e := range p.Env {
@@ -56,7 +59,17 @@ func Explain(p *Policy) string {
 	w("\nruns as uid %d gid %d: %s\n", p.User.UID, p.User.GID, p.User.Why)
 	w("limits: timeout %s, memory %d MiB (no swap), %.2g CPUs, %d processes, %d open files\n",
 		p.Limits.Timeout, p.Limits.Memory>>20, p.Limits.CPUs, p.Limits.Pids, p.Limits.NoFile)
-	w("image: %s\n", p.Image)
+	w("limits: core dumps %d bytes, OOM score adjustment %d; lifetime: lifeline %v, TTL timeout+%s, SIGTERM grace %s\n",
+		p.Limits.Core, p.Limits.OOMScoreAdj, p.Lifetime.Lifeline, p.Lifetime.TTLMargin, p.Lifetime.KillGrace)
+	if p.Base.Kind == BaseImage {
+		w("root filesystem: image %s\n", p.Base.Image)
+	} else {
+		w("root filesystem: the host's, readable only under %s and the mounts above\n", strings.Join(p.Base.HostRoots, " "))
+	}
+	w("requires: %s\n", joinCaps(p.Requirements()))
+	if len(p.Accepted) > 0 {
+		w("accepted weaker modes ([sandbox] accept_weaker): %s\n", joinCaps(p.Accepted))
+	}
 	if p.Runtime != "" {
 		w("runtime: %s\n", p.Runtime)
 	}
@@ -65,4 +78,28 @@ func Explain(p *Policy) string {
 		w("warning: %s\n", warn)
 	}
 	return b.String()
+}
+
+func scratchFlags(s Scratch) string {
+	flags := []string{fmt.Sprintf("HOME mode %04o", s.HomeMode), fmt.Sprintf("TMPDIR mode %04o", s.TmpMode)}
+	if s.Exec {
+		flags = append(flags, "exec")
+	} else {
+		flags = append(flags, "noexec")
+	}
+	if s.NoSuid {
+		flags = append(flags, "nosuid")
+	}
+	if s.NoDev {
+		flags = append(flags, "nodev")
+	}
+	return strings.Join(flags, ", ")
+}
+
+func joinCaps(cs []Capability) string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, string(c))
+	}
+	return strings.Join(out, ", ")
 }

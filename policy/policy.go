@@ -37,11 +37,16 @@ type Policy struct {
 	// are never kept here.
 	Dropped []EnvDecision `json:"dropped_env"`
 
-	Scratch Scratch         `json:"scratch"`
-	Limits  profiles.Limits `json:"limits"`
-	User    Identity        `json:"user"`
-	Image   string          `json:"image"`
-	Runtime string          `json:"runtime,omitempty"`
+	Scratch  Scratch         `json:"scratch"`
+	Limits   profiles.Limits `json:"limits"`
+	Lifetime Lifetime        `json:"lifetime"`
+	User     Identity        `json:"user"`
+	// Base is the readable root: an image, or host roots as an allow-list.
+	Base    Base   `json:"base"`
+	Runtime string `json:"runtime,omitempty"`
+	// Accepted are the weaker modes the config accepts ([sandbox]
+	// accept_weaker): requirements a backend may lack without refusal.
+	Accepted []Capability `json:"accepted_weaker,omitempty"`
 
 	// Output bounds what is shown of the command's output; it does not
 	// change isolation, so it is not part of the hash.
@@ -71,8 +76,51 @@ type Mount struct {
 
 // Network says what the sandbox may reach.
 type Network struct {
-	// LoopbackOnly: only the sandbox's own loopback interface; no route out.
-	LoopbackOnly bool `json:"loopback_only"`
+	Mode NetworkMode `json:"mode"`
+}
+
+// NetworkMode is the policy's decision on networking; renderers translate it.
+type NetworkMode string
+
+const (
+	// NetworkLoopback: a network namespace of its own holding only lo; no
+	// route out and the host's listeners unreachable.
+	NetworkLoopback NetworkMode = "loopback"
+	// NetworkOutbound: a namespace of its own with a NAT'd route out. Never
+	// the host's own network namespace (that would expose host loopback).
+	NetworkOutbound NetworkMode = "outbound"
+	// NetworkHost: no isolation (allow_all only).
+	NetworkHost NetworkMode = "host"
+)
+
+// LoopbackOnly reports whether nothing beyond the sandbox's own loopback is reachable.
+func (n Network) LoopbackOnly() bool { return n.Mode == NetworkLoopback }
+
+// Base kinds: what the sandbox's root filesystem is.
+const (
+	BaseImage = "image"
+	BaseHost  = "host"
+)
+
+// Base is the readable base filesystem.
+type Base struct {
+	Kind string `json:"kind"`
+	// Image is the root for image-root backends (docker, oci).
+	Image string `json:"image,omitempty"`
+	// HostRoots are the only host directories a host-root backend (local,
+	// seatbelt) exposes read-only, besides Mounts: an allow-list.
+	HostRoots []string `json:"host_roots,omitempty"`
+}
+
+// Lifetime rules every backend applies the same way.
+type Lifetime struct {
+	// Lifeline: the sandbox dies with triage-sandbox (even by kill -9).
+	Lifeline bool `json:"lifeline"`
+	// TTLMargin: a sandbox is killed this long after its command's timeout
+	// even if everything else failed (a half-open connection, --stdin).
+	TTLMargin time.Duration `json:"ttl_margin_ns"`
+	// KillGrace: between SIGTERM and SIGKILL at a timeout.
+	KillGrace time.Duration `json:"kill_grace_ns"`
 }
 
 // EnvVar is one variable set inside the sandbox.
@@ -91,17 +139,34 @@ type EnvDecision struct {
 	Credential bool `json:"credential"`
 }
 
-// Scratch is the fresh, empty per-run space: HOME and TMPDIR.
+// Scratch is the fresh, empty per-sandbox space for HOME and TMPDIR. The
+// policy decides sizes, modes and flags; the backend allocates the paths
+// (a container path, a per-sandbox host directory) and HOME and TMPDIR
+// follow them.
 type Scratch struct {
+	Size     int64  `json:"size_bytes"`
+	HomeMode uint32 `json:"home_mode"`
+	TmpMode  uint32 `json:"tmp_mode"`
+	// Exec: programs may run from scratch (venvs, pip --user, git hooks).
+	Exec bool `json:"exec"`
+	// NoSuid and NoDev: set-id bits and device nodes mean nothing there.
+	NoSuid bool `json:"nosuid"`
+	NoDev  bool `json:"nodev"`
+}
+
+// ScratchPaths are where a started sandbox put its scratch.
+type ScratchPaths struct {
 	Home string `json:"home"`
 	Tmp  string `json:"tmp"`
-	Size int64  `json:"size_bytes"`
 }
 
 // Identity is the uid:gid the command runs as. Never 0 unless AllowAll.
 type Identity struct {
 	UID int `json:"uid"`
 	GID int `json:"gid"`
+	// Switch: the identity differs from the caller's, so the backend must
+	// be able to switch uid.
+	Switch bool `json:"switch"`
 	// Why explains the choice (the caller, the workspace owner, the config).
 	Why string `json:"why"`
 }
@@ -120,11 +185,15 @@ func (p *Policy) Writable() []string {
 	return out
 }
 
-// EnvList renders Env as NAME=VALUE strings.
-func (p *Policy) EnvList() []string {
-	out := make([]string, 0, len(p.Env))
+// EnvList renders Env as NAME=VALUE strings, with HOME and TMPDIR pointing
+// at the sandbox's scratch.
+func (p *Policy) EnvList(scratch ScratchPaths) []string {
+	out := make([]string, 0, len(p.Env)+2)
 	for _, e := range p.Env {
 		out = append(out, e.Name+"="+e.Value)
+	}
+	if !p.AllowAll {
+		out = append(out, "HOME="+scratch.Home, "TMPDIR="+scratch.Tmp)
 	}
 	return out
 }
@@ -142,13 +211,16 @@ func (p *Policy) Hash() string {
 		Env                          []envName
 		Scratch                      Scratch
 		Limits                       profiles.Limits
+		Lifetime                     Lifetime
 		UID, GID                     int
-		Image, Runtime               string
+		Base                         Base
+		Runtime                      string
+		Accepted                     []Capability
 	}{
 		Role: p.Role, Backend: p.Backend, Root: p.WorkspaceRoot, Workdir: p.Workdir,
 		AllowAll: p.AllowAll, Unreadable: p.Unreadable, Masked: p.Masked,
-		Network: p.Network, Scratch: p.Scratch, Limits: p.Limits,
-		UID: p.User.UID, GID: p.User.GID, Image: p.Image, Runtime: p.Runtime,
+		Network: p.Network, Scratch: p.Scratch, Limits: p.Limits, Lifetime: p.Lifetime,
+		UID: p.User.UID, GID: p.User.GID, Base: p.Base, Runtime: p.Runtime, Accepted: p.Accepted,
 	}
 	for _, m := range p.Mounts {
 		m.Why = ""

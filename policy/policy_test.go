@@ -68,7 +68,7 @@ func TestDefaultsPerRole(t *testing.T) {
 			if p.Timeout().String() != tt.timeout {
 				t.Errorf("timeout = %s, want %s", p.Timeout(), tt.timeout)
 			}
-			if !p.Network.LoopbackOnly {
+			if !p.Network.LoopbackOnly() {
 				t.Error("network should be loopback only by default")
 			}
 			if p.Backend != "docker" {
@@ -191,8 +191,13 @@ func TestEnvFiltering(t *testing.T) {
 			p, err := Build(cfg, tt.role, host, Options{})
 			must(t, err)
 			got := map[string]string{}
-			for _, e := range p.Env {
-				got[e.Name] = e.Value
+			scratch := ScratchPaths{Home: "/scratch/home", Tmp: "/scratch/tmp"}
+			for _, kv := range p.EnvList(scratch) {
+				name, value, _ := strings.Cut(kv, "=")
+				if _, dup := got[name]; dup {
+					t.Errorf("%s set twice", name)
+				}
+				got[name] = value
 			}
 			for _, n := range tt.pass {
 				if _, ok := got[n]; !ok {
@@ -204,7 +209,7 @@ func TestEnvFiltering(t *testing.T) {
 					t.Errorf("%s must not pass", n)
 				}
 			}
-			if got["HOME"] != p.Scratch.Home || got["TMPDIR"] != p.Scratch.Tmp {
+			if got["HOME"] != scratch.Home || got["TMPDIR"] != scratch.Tmp {
 				t.Errorf("HOME/TMPDIR must be the scratch: %q %q", got["HOME"], got["TMPDIR"])
 			}
 			for _, v := range got {
@@ -252,7 +257,7 @@ func TestHashStableAndSensitive(t *testing.T) {
 	if a.Hash() != b.Hash() {
 		t.Fatal("hash not stable")
 	}
-	b.Network.LoopbackOnly = false
+	b.Network.Mode = NetworkOutbound
 	if a.Hash() == b.Hash() {
 		t.Fatal("hash ignores the network")
 	}

@@ -1,6 +1,7 @@
 // Package profiles holds triage-sandbox's built-in defaults as data: the
 // credential paths nobody may read, the environment allow-lists, the writable
-// defaults and limits per role. Policy code reads these; nothing here decides.
+// defaults and limits per role, the capability names. The policy package
+// applies them.
 package profiles
 
 import "time"
@@ -61,6 +62,11 @@ type Limits struct {
 	NoFile    int64
 	TmpfsSize int64 // each scratch tmpfs (HOME, TMPDIR)
 	ShmSize   int64
+	// Core is the core-dump size limit: 0, so a crash never writes memory
+	// (secrets included) to disk.
+	Core int64
+	// OOMScoreAdj makes the sandbox the kernel's first choice when memory runs out.
+	OOMScoreAdj int
 }
 
 // DefaultLimits returns the per-role resource defaults. Reproducers get more
@@ -69,10 +75,10 @@ func DefaultLimits(role string) Limits {
 	const mib = 1 << 20
 	if role == RoleAgent {
 		return Limits{Timeout: 300 * time.Second, Memory: 1024 * mib, CPUs: 1, Pids: 512,
-			NoFile: 4096, TmpfsSize: 256 * mib, ShmSize: 64 * mib}
+			NoFile: 4096, TmpfsSize: 256 * mib, ShmSize: 64 * mib, OOMScoreAdj: OOMScoreAdj}
 	}
 	return Limits{Timeout: 120 * time.Second, Memory: 2048 * mib, CPUs: 2, Pids: 1024,
-		NoFile: 4096, TmpfsSize: 512 * mib, ShmSize: 256 * mib}
+		NoFile: 4096, TmpfsSize: 512 * mib, ShmSize: 256 * mib, OOMScoreAdj: OOMScoreAdj}
 }
 
 // Output defaults: what is shown of a run's output (head + tail, per
@@ -102,9 +108,77 @@ const (
 	LabelExpiresAt  = "io.triage-sandbox.expires-at"
 )
 
-// ScratchHome and ScratchTmp are where a container-style backend puts the
-// fresh per-run HOME and TMPDIR.
+// Capability names something a backend can enforce. The names are the
+// values `[sandbox] accept_weaker` takes.
+type Capability string
+
+// The capabilities a policy may require.
 const (
-	ScratchHome = "/home/sandbox"
-	ScratchTmp  = "/tmp"
+	CapOwnLoopback    Capability = "own_loopback"
+	CapOutboundNAT    Capability = "outbound_nat"
+	CapPidNamespace   Capability = "pid_namespace"
+	CapMemoryLimit    Capability = "memory_limit"
+	CapPidsLimit      Capability = "pids_limit"
+	CapCPULimit       Capability = "cpu_limit"
+	CapUIDSwitch      Capability = "uid_switch"
+	CapMaskUnderMount Capability = "mask_under_mount"
+	CapImageRoot      Capability = "image_root"
+	CapHostRoot       Capability = "host_root"
 )
+
+var capabilityMeanings = map[Capability]string{
+	CapOwnLoopback:    "a network namespace of its own: only its own loopback, the host's listeners unreachable",
+	CapOutboundNAT:    "network on through a namespace of its own with a route out",
+	CapPidNamespace:   "a process namespace of its own: host processes invisible and unsignalable",
+	CapMemoryLimit:    "a memory limit with no swap",
+	CapPidsLimit:      "a process-count limit",
+	CapCPULimit:       "a CPU limit",
+	CapUIDSwitch:      "running as another uid than the caller",
+	CapMaskUnderMount: "hiding credential paths that lie under a readable mount",
+	CapImageRoot:      "an image as the root filesystem",
+	CapHostRoot:       "the host's root filesystem, readable only through an allow-list of roots",
+}
+
+// Capabilities lists every capability name.
+func Capabilities() []Capability {
+	return []Capability{CapOwnLoopback, CapOutboundNAT, CapPidNamespace, CapMemoryLimit, CapPidsLimit,
+		CapCPULimit, CapUIDSwitch, CapMaskUnderMount, CapImageRoot, CapHostRoot}
+}
+
+// CapabilityMeaning says what a capability guarantees, for errors and reports.
+func CapabilityMeaning(c Capability) string { return capabilityMeanings[c] }
+
+// HostRoots are the system directories a host-root backend (local,
+// seatbelt) may read: an allow-list, never "everything but secrets". The
+// workspace, the checkout and the interpreter's environment are added per
+// policy.
+func HostRoots() []string {
+	return []string{"/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+		"/opt/homebrew", "/System", "/Library/Frameworks", "/private/etc"}
+}
+
+// KernelMaskedPaths are /proc and /sys entries every container backend
+// hides (Docker's default list; setting masked paths replaces it).
+func KernelMaskedPaths() []string {
+	return []string{
+		"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+		"/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+}
+
+// KernelReadonlyPaths are /proc entries container backends make read-only.
+func KernelReadonlyPaths() []string {
+	return []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+}
+
+// Lifetime defaults: how long a sandbox may outlive its command's timeout
+// (the TTL backstop), and SIGTERM's grace before SIGKILL.
+const (
+	TTLMargin = time.Minute
+	KillGrace = time.Second
+)
+
+// OOMScoreAdj makes the kernel pick a sandbox before the host's own
+// processes when memory runs out.
+const OOMScoreAdj = 500

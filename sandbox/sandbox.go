@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/audit"
@@ -43,11 +44,23 @@ func LoadConfig(flag, cwd string) (*config.File, error) {
 	return config.Load(found)
 }
 
-// Compile loads the config and builds the role's policy.
-func Compile(configFlag, role string, host policy.Host, opts policy.Options) (*policy.Policy, error) {
+// Compile loads the config and builds the role's policy for the backend it
+// names, with that backend's capabilities (a backend the registry does not
+// have is refused when it is made).
+func Compile(reg *backends.Registry, configFlag, role string, host policy.Host, opts policy.Options) (*policy.Policy, error) {
 	cfg, err := LoadConfig(configFlag, host.Cwd)
 	if err != nil {
 		return nil, err
+	}
+	return Build(reg, cfg, role, host, opts)
+}
+
+// Build builds the role's policy with the capabilities of the backend the
+// config and options choose.
+func Build(reg *backends.Registry, cfg *config.File, role string, host policy.Host, opts policy.Options) (*policy.Policy, error) {
+	name := policy.ChooseBackend(cfg, role, host, opts)
+	if caps, ok := reg.Capabilities(name); ok {
+		opts.Capabilities = caps
 	}
 	return policy.Build(cfg, role, host, opts)
 }
@@ -74,51 +87,125 @@ type Outcome struct {
 	Stdout, Stderr output.Stats
 	// OutputCeiling: the command printed past the ceiling and was stopped.
 	OutputCeiling bool
+	// Weakened are the policy's requirements this backend does not enforce
+	// and the config accepted: every report shows them.
+	Weakened []policy.Capability
+	// Warnings are for the caller to show (an audit record or a removal
+	// that failed); library code never prints them.
+	Warnings []string
 }
 
 // ErrOutputCeiling is the cause when a run is stopped for printing too much.
 var ErrOutputCeiling = errors.New("output ceiling reached")
 
-// Run prepares the host side and runs the request on backend. It returns an
-// error only when the command could not be run at all (exit 125). Every
-// run, refused or not, is recorded in the policy's audit log.
-func Run(ctx context.Context, backend backends.Backend, req Request) (out Outcome, err error) {
-	if !req.NoAudit && req.Policy != nil {
-		defer func() {
-			if aerr := recordRun(req, out, err); aerr != nil {
-				if err != nil {
-					// Keep the refusal to one line.
-					err = fmt.Errorf("%w (and the audit record was not written: %v)", err, aerr)
-				} else {
-					fmt.Fprintf(os.Stderr, "triage-sandbox: warning: %v\n", aerr)
-				}
-			}
-		}()
+// Session is a started sandbox whose commands all take the one path:
+// output pipeline, exit mapping and audit record.
+type Session struct {
+	backend  backends.Backend
+	policy   *policy.Policy
+	sandbox  backends.Sandbox
+	weakened []policy.Capability
+}
+
+// Start checks that backend can enforce p (or that the config accepted the
+// weaker mode), prepares the writable paths and starts a sandbox.
+func Start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts backends.StartOptions) (*Session, error) {
+	if p == nil {
+		return nil, errors.New("no policy")
+	}
+	weakened, err := policy.Enforce(p, backend.Name(), backend.Capabilities())
+	if err != nil {
+		return nil, err
+	}
+	if err := policy.Prepare(p); err != nil {
+		return nil, err
+	}
+	sb, err := backend.Start(ctx, p, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{backend: backend, policy: p, sandbox: sb, weakened: weakened}, nil
+}
+
+// Sandbox is the started sandbox (its id and scratch).
+func (s *Session) Sandbox() backends.Sandbox { return s.sandbox }
+
+// Close ends the sandbox and returns once it is gone.
+func (s *Session) Close(ctx context.Context) error { return s.sandbox.Close(ctx) }
+
+// Exec runs one command in the session. It returns an error only when the
+// command could not be run at all (exit 125). Every command, refused or
+// not, is recorded in the policy's audit log.
+func (s *Session) Exec(ctx context.Context, req Request) (out Outcome, err error) {
+	req.Policy = s.policy
+	out.Weakened = s.weakened
+	if !req.NoAudit {
+		defer func() { err = s.audit(req, &out, err) }()
 	}
 	if len(req.Command.Argv) == 0 || req.Command.Argv[0] == "" {
-		return out, errors.New("empty command: give the program to run after --, e.g. triage-sandbox run -- python3 repro.py")
+		return out, errEmpty
 	}
-	if err := policy.Prepare(req.Policy); err != nil {
-		return out, err
-	}
-	req.Command.Timeout = req.Policy.Timeout()
+	req.Command.Timeout = s.policy.Timeout()
 	if req.Timeout > 0 {
 		req.Command.Timeout = req.Timeout
 	}
 	if req.Redactor == nil {
-		out.Result, err = backend.Run(ctx, req.Policy, req.Command, req.Streams)
+		out.Result, err = s.sandbox.Exec(ctx, req.Command, req.Streams)
 		return out, err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	ceiling := &output.Ceiling{Limit: req.Policy.Output.Ceiling, Stop: func() { cancel(ErrOutputCeiling) }}
-	opts := output.Options{Limit: int(req.Policy.Output.Limit), Redactor: req.Redactor, Raw: req.Raw, Ceiling: ceiling}
+	ceiling := &output.Ceiling{Limit: s.policy.Output.Ceiling, Stop: func() { cancel(ErrOutputCeiling) }}
+	opts := output.Options{Limit: int(s.policy.Output.Limit), Redactor: req.Redactor, Raw: req.Raw, Ceiling: ceiling}
 	stdout, stderr := output.NewStream(req.Streams.Stdout, opts), output.NewStream(req.Streams.Stderr, opts)
-	out.Result, err = backend.Run(ctx, req.Policy, req.Command, backends.Streams{Stdout: stdout, Stderr: stderr})
+	out.Result, err = s.sandbox.Exec(ctx, req.Command, backends.Streams{Stdout: stdout, Stderr: stderr})
 	out.Stdout, out.Stderr = stdout.Close(), stderr.Close()
 	if ceiling.Hit() {
 		out.OutputCeiling, out.Canceled = true, false
 		out.ExitCode, out.Signal = ExitSignalBase+9, 9
+	}
+	return out, err
+}
+
+// audit writes the record. A failure to audit keeps a refusal to one line,
+// or becomes a warning when the command ran.
+func (s *Session) audit(req Request, out *Outcome, runErr error) error {
+	aerr := recordRun(req, *out, runErr)
+	if aerr == nil {
+		return runErr
+	}
+	if runErr != nil {
+		return fmt.Errorf("%w (and the audit record was not written: %v)", runErr, aerr)
+	}
+	out.Warnings = append(out.Warnings, aerr.Error())
+	return nil
+}
+
+var errEmpty = errors.New("empty command: give the program to run after --, e.g. triage-sandbox run -- python3 repro.py")
+
+// Run is the one-shot path: Start, Exec, Close. It returns only once the
+// sandbox is gone.
+func Run(ctx context.Context, backend backends.Backend, req Request) (Outcome, error) {
+	if len(req.Command.Argv) == 0 || req.Command.Argv[0] == "" {
+		return Outcome{}, RecordRefusal(req, errEmpty)
+	}
+	timeout := req.Timeout
+	if timeout <= 0 && req.Policy != nil {
+		timeout = req.Policy.Timeout()
+	}
+	var ttl time.Duration
+	if req.Policy != nil {
+		ttl = backends.TTL(req.Policy, timeout)
+	}
+	sess, err := Start(ctx, backend, req.Policy, backends.StartOptions{TTL: ttl})
+	if err != nil {
+		return Outcome{}, RecordRefusal(req, err)
+	}
+	out, err := sess.Exec(ctx, req)
+	cerr := sess.Close(ctx)
+	out.Warnings = append(out.Warnings, sess.sandbox.Warnings()...)
+	if cerr != nil && err == nil && !slices.Contains(out.Warnings, cerr.Error()) {
+		out.Warnings = append(out.Warnings, cerr.Error())
 	}
 	return out, err
 }

@@ -1,125 +1,128 @@
-// Package sandboxinit is the tiny init that runs inside a sandbox as the
-// container's command (under docker's tini): it execs the user's argv in its
-// own process group, maps "not found" and "not executable" to 127 and 126,
-// forwards signals to the group, and with a lifeline kills everything when
-// its stdin closes, which happens when triage-sandbox dies, even by kill -9.
+// Package sandboxinit is what the static triage-sandbox binary does inside a
+// container sandbox. Hold is the container's long-lived process (under
+// docker's tini): it keeps the sandbox alive until it is closed, and with a
+// lifeline kills everything when its stdin closes, which happens when
+// triage-sandbox dies, even by kill -9. Exec runs one command per `docker
+// exec` under the shared supervisor, which kills the command's whole tree at
+// its timeout and maps "not found"/"not executable" to 127/126.
 package sandboxinit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
 
-// Options configure one init run.
-type Options struct {
-	Argv []string
-	// Lifeline: stdin is the lifeline, not the command's input.
-	Lifeline bool
-	// TTL is a backstop: past it everything is killed even if the host's
-	// timeout and the lifeline both failed (a half-open connection).
+// Exit codes of Hold.
+const (
+	// ExitLifelineCut: the owner is gone; everything was killed.
+	ExitLifelineCut = 137
+	// ExitTTL: the sandbox outlived its lifetime; everything was killed.
+	ExitTTL = 137
+	// ExitStoppedOutside: a signal nobody in triage-sandbox sends.
+	ExitStoppedOutside = 143
+)
+
+// StoppedOutsideMessage starts the line Hold prints when a signal from
+// outside (a daemon shutting down, `docker stop`) stops the sandbox; the
+// backend shows it only when that is what ended a command.
+const StoppedOutsideMessage = "triage-sandbox: the sandbox was stopped from outside"
+
+// HoldOptions configure the holder.
+type HoldOptions struct {
+	// Lifeline is read until EOF; nil means no lifeline.
+	Lifeline io.Reader
+	// TTL is a backstop: past it everything is killed even if the lifeline
+	// failed (a half-open connection).
 	TTL    time.Duration
-	Stdin  io.Reader
-	Stdout io.Writer
 	Stderr io.Writer
+	// KillAll kills every other process the sandbox identity can signal;
+	// tests replace it.
+	KillAll func()
 }
 
-// Run starts the command and returns the exit code the container should end
-// with.
-func Run(ctx context.Context, o Options) int {
-	if len(o.Argv) == 0 {
-		fmt.Fprintln(o.Stderr, "triage-sandbox init: empty command")
-		return 125
+// Hold waits until the sandbox must end and kills everything in it. It
+// returns the exit code the container ends with.
+func Hold(ctx context.Context, o HoldOptions) int {
+	killAll := o.KillAll
+	if killAll == nil {
+		killAll = killEveryone
 	}
-	path, err := exec.LookPath(o.Argv[0])
-	if err != nil {
-		return reportStartError(o.Stderr, o.Argv[0], err)
-	}
-	cmd := exec.Command(path, o.Argv[1:]...)
-	cmd.Args[0] = o.Argv[0]
-	cmd.Stdout, cmd.Stderr = o.Stdout, o.Stderr
-	if !o.Lifeline {
-		cmd.Stdin = o.Stdin
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
-
-	if err := cmd.Start(); err != nil {
-		return reportStartError(o.Stderr, o.Argv[0], err)
-	}
-	pgid := cmd.Process.Pid
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
 	var ttl <-chan time.Time
 	if o.TTL > 0 {
 		timer := time.NewTimer(o.TTL)
 		defer timer.Stop()
 		ttl = timer.C
 	}
-	lifelineCut := make(chan struct{})
-	if o.Lifeline && o.Stdin != nil {
+	cut := make(chan struct{})
+	if o.Lifeline != nil {
 		go func() {
-			_, _ = io.Copy(io.Discard, o.Stdin)
-			close(lifelineCut)
+			_, _ = io.Copy(io.Discard, o.Lifeline)
+			close(cut)
 		}()
 	}
-	for {
-		select {
-		case err := <-exited:
-			return exitCode(err)
-		case s := <-sigs:
-			// triage-sandbox itself never signals the init (it kills the
-			// whole container), so this came from outside: a daemon
-			// shutting down or a `docker stop`. Say so.
-			fmt.Fprintf(o.Stderr, "triage-sandbox: the sandbox was stopped from outside (%v), e.g. by the Docker daemon shutting down\n", s)
-			_ = syscall.Kill(-pgid, s.(syscall.Signal))
-		case <-lifelineCut:
-			// Our parent is gone: nobody will read the result.
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			return 137
-		case <-ttl:
-			fmt.Fprintln(o.Stderr, "triage-sandbox: sandbox lifetime exceeded; killed")
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			return 137
-		case <-ctx.Done():
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			return 137
-		}
+	select {
+	case <-cut:
+		killAll()
+		return ExitLifelineCut
+	case <-ttl:
+		fmt.Fprintln(o.Stderr, "triage-sandbox: sandbox lifetime exceeded; killed")
+		killAll()
+		return ExitTTL
+	case s := <-sigs:
+		// triage-sandbox closes a sandbox with SIGKILL or the lifeline, never
+		// a catchable signal: this came from outside.
+		fmt.Fprintf(o.Stderr, "%s (%v)\n", StoppedOutsideMessage, s)
+		killAll()
+		return ExitStoppedOutside
+	case <-ctx.Done():
+		killAll()
+		return ExitLifelineCut
 	}
 }
 
-func reportStartError(w io.Writer, name string, err error) int {
-	switch {
-	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
-		fmt.Fprintf(w, "triage-sandbox: %s: command not found in the sandbox\n", name)
-		return 127
-	default:
-		fmt.Fprintf(w, "triage-sandbox: %s: cannot execute: %v\n", name, err)
-		return 126
-	}
+// killEveryone sends SIGKILL to every process this uid may signal: inside a
+// sandbox that is every process of the sandbox, setsid'd or not.
+func killEveryone() { _ = syscall.Kill(-1, syscall.SIGKILL) }
+
+// ExecOptions configure one supervised command.
+type ExecOptions struct {
+	Argv    []string
+	Timeout time.Duration
+	Grace   time.Duration
+	// Lifeline: stdin is the lifeline (its EOF kills the tree), not input.
+	Lifeline bool
+	Stdin    io.Reader
+	Stdout   io.Writer
+	Stderr   io.Writer
 }
 
-// exitCode maps a wait error to a shell-style exit code.
-func exitCode(err error) int {
-	if err == nil {
-		return 0
+// Exec runs one command and returns the exit code the helper ends with.
+func Exec(ctx context.Context, o ExecOptions) int {
+	if len(o.Argv) == 0 {
+		fmt.Fprintln(o.Stderr, "triage-sandbox: empty command")
+		return 125
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
+	spec := supervise.Spec{
+		Argv: o.Argv, Stdout: o.Stdout, Stderr: o.Stderr,
+		Timeout: o.Timeout, Grace: o.Grace,
 	}
-	return 126
+	if o.Lifeline {
+		spec.Lifeline = o.Stdin
+	} else {
+		spec.Stdin = o.Stdin
+	}
+	// Forward an outside SIGTERM/SIGINT to the command's tree via ctx.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	return supervise.Run(ctx, spec).ExitCode
 }

@@ -47,6 +47,8 @@ type Env struct {
 	// Outputs are the configured writable paths: the only host paths a
 	// sandboxed command may change.
 	Outputs []string
+	// Scratch is where the phase's sandbox put HOME and TMPDIR.
+	Scratch policy.ScratchPaths
 }
 
 // Evidence is everything observed after one phase, inside and on the host.
@@ -412,7 +414,7 @@ func Catalogue() []Check {
 		// Second run: a fresh sandbox.
 		{ID: "WR-11", Name: "persist files into the next run", Category: "writes", Phase: PhaseSecond,
 			Steps: func(e *Env) []probe.Step {
-				return one(step("WR-11", "exists", map[string]string{"path": filepath.Join(e.P.Scratch.Home, ".selftest-persist")}))
+				return one(step("WR-11", "exists", map[string]string{"path": filepath.Join(e.Scratch.Home, ".selftest-persist")}))
 			},
 			Judge: okJudge("WR-11"), Fix: "HOME and TMPDIR must be fresh for each run"},
 		{ID: "PROC-03", Name: "outlive the time limit", Category: "processes", Phase: PhaseTimeout,

@@ -69,9 +69,9 @@ func controlChecks() []Check {
 		{ID: "C-04", Name: "use scratch space (TMPDIR, HOME, /dev/shm)", Category: "controls",
 			Steps: func(e *Env) []probe.Step {
 				return []probe.Step{
-					step("C-04", "scratch_io", nil, e.P.Scratch.Tmp, e.P.Scratch.Home, "/dev/shm"),
+					step("C-04", "scratch_io", nil, e.Scratch.Tmp, e.Scratch.Home, "/dev/shm"),
 					// Planted for WR-11: the next run must not see it.
-					step("C-04/persist", "write_any", map[string]string{"content": "x"}, filepath.Join(e.P.Scratch.Home, ".selftest-persist")),
+					step("C-04/persist", "write_any", map[string]string{"content": "x"}, filepath.Join(e.Scratch.Home, ".selftest-persist")),
 				}
 			},
 			Judge: okJudge("C-04"), Fix: "HOME and TMPDIR need writable tmpfs scratch"},
@@ -99,20 +99,20 @@ func controlChecks() []Check {
 				return one(step("C-08", "headroom", map[string]string{
 					"memory":        strconv.FormatInt(e.P.Limits.Memory/4, 10),
 					"procs":         strconv.FormatInt(min(200, e.P.Limits.Pids/2), 10),
-					"scratch":       e.P.Scratch.Tmp,
+					"scratch":       e.Scratch.Tmp,
 					"scratch_bytes": strconv.FormatInt(min(64<<20, e.P.Scratch.Size/4), 10),
 				}))
 			},
 			Judge: okJudge("C-08"), Fix: "raise [sandbox] memory, pids or tmpfs_size"},
 		{ID: "C-09", Name: "use git and venv offline in scratch", Category: "controls",
 			Steps: func(e *Env) []probe.Step {
-				repo := filepath.Join(e.P.Scratch.Tmp, "selftest-git")
+				repo := filepath.Join(e.Scratch.Tmp, "selftest-git")
 				return []probe.Step{
 					step("C-09/init", "exec", nil, "git", "init", "-q", repo),
 					step("C-09/commit", "exec", nil, "git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@invalid",
 						"commit", "-q", "--allow-empty", "-m", "selftest"),
 					step("C-09/git", "exec", nil, "git", "-C", repo, "log", "--format=%s"),
-					step("C-09/venv", "exec", nil, "python3", "-m", "venv", "--without-pip", filepath.Join(e.P.Scratch.Tmp, "selftest-venv")),
+					step("C-09/venv", "exec", nil, "python3", "-m", "venv", "--without-pip", filepath.Join(e.Scratch.Tmp, "selftest-venv")),
 				}
 			},
 			Judge: func(_ *Env, ev *Evidence) (bool, string) {

@@ -163,7 +163,7 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 		}
 	}
 	rr.Network = "network off (localhost only)"
-	if !p.Network.LoopbackOnly {
+	if !p.Network.LoopbackOnly() {
 		rr.Network = "NETWORK ON"
 	}
 	rr.Versions = o.Backend.Describe(ctx, p)
@@ -290,27 +290,30 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	if phase == PhaseOutput {
 		return runOutputPhase(ctx, o, e)
 	}
-	var steps []probe.Step
-	for _, ch := range checks {
-		if ch.Phase == phase && ch.Steps != nil {
-			steps = append(steps, ch.Steps(e)...)
-		}
-	}
-	plan := probe.Plan{Steps: steps, ExitCode: statusExitCode, StderrMarker: statusMarker}
 	timeout := 2 * time.Minute
 	tag := fmt.Sprintf("phase-%d-%s", phase, e.C.Token)
 	// The timeout and browser runs go beside the main run: they must not
 	// touch the host-side evidence (snapshots, listener counts) it owns.
 	observeHost := phase == PhaseMain || phase == PhaseSecond
 	if phase == PhaseTimeout {
-		plan.Steps = append(plan.Steps, step("spin", "spin_ignore_term", nil))
 		timeout = time.Second
 	}
-	enc, err := plan.Encode()
-	if err != nil {
-		return nil, err
+	// The plan names scratch paths, which the started sandbox decides.
+	argv := func(e *Env) ([]string, error) {
+		var steps []probe.Step
+		for _, ch := range checks {
+			if ch.Phase == phase && ch.Steps != nil {
+				steps = append(steps, ch.Steps(e)...)
+			}
+		}
+		if phase == PhaseTimeout {
+			steps = append(steps, step("spin", "spin_ignore_term", nil))
+		}
+		enc, err := probe.Plan{Steps: steps, ExitCode: statusExitCode, StderrMarker: statusMarker}.Encode()
+		return []string{o.Backend.SelfPath(), probe.Subcommand, "--tag", tag, "--plan", enc}, err
 	}
 	var before map[string]string
+	var err error
 	if observeHost {
 		if before, err = e.C.Snapshot(e.Outputs); err != nil {
 			return nil, err
@@ -319,21 +322,20 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	}
 	stdout := output.NewCapture(4 << 20)
 	var stderr bytes.Buffer
-	res, err := sandbox.Run(ctx, o.Backend, sandbox.Request{
-		Policy: e.P, Timeout: timeout,
-		Command: backends.Command{Argv: []string{o.Backend.SelfPath(), probe.Subcommand, "--tag", tag, "--plan", enc}},
+	var survivors []int
+	res, err := runPlan(ctx, o, e, sandbox.Request{
+		Timeout: timeout,
 		Streams: backends.Streams{Stdout: stdout, Stderr: &syncWriter{w: &stderr}},
 		// The probe's JSON must arrive raw, and probe runs are not user runs.
 		NoAudit: true,
-	})
+	}, argv, func() { survivors = Survivors(tag) })
 	if err != nil {
 		return nil, fmt.Errorf("the sandbox did not run: %w", err)
 	}
-	ev := &Evidence{Result: res.Result, Stderr: stderr.String()}
+	ev := &Evidence{Result: res.Result, Stderr: stderr.String(), Survivors: survivors}
 	if ev.Obs, err = probe.ParseObservations(strings.NewReader(stdout.String())); err != nil && len(ev.Obs) == 0 {
 		return ev, err
 	}
-	ev.Survivors = Survivors(tag)
 	if !observeHost {
 		return ev, nil
 	}
@@ -346,6 +348,27 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	}
 	ev.Changed = Changed(before, after)
 	return ev, nil
+}
+
+// runPlan runs one command through the one path (Start, Exec, Close),
+// with argv built once the sandbox has placed its scratch.
+// afterExec runs while the sandbox still exists: a command's tree must be
+// gone when its Exec returns, not only when the sandbox closes.
+func runPlan(ctx context.Context, o Options, e *Env, req sandbox.Request, argv func(*Env) ([]string, error), afterExec func()) (sandbox.Outcome, error) {
+	timeout := req.Timeout
+	sess, err := sandbox.Start(ctx, o.Backend, e.P, backends.StartOptions{TTL: backends.TTL(e.P, timeout)})
+	if err != nil {
+		return sandbox.Outcome{}, err
+	}
+	defer func() { _ = sess.Close(ctx) }()
+	phaseEnv := *e
+	phaseEnv.Scratch = sess.Sandbox().Scratch()
+	if req.Command.Argv, err = argv(&phaseEnv); err != nil {
+		return sandbox.Outcome{}, err
+	}
+	out, err := sess.Exec(ctx, req)
+	afterExec()
+	return out, err
 }
 
 // runOutputPhase floods hostile output through the same pipeline `run`

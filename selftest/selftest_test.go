@@ -76,7 +76,7 @@ func TestWeakenedPoliciesFail(t *testing.T) {
 		afterPlant func(*selftest.Canaries)
 		want       map[string]string
 	}{
-		{name: "network on", mutate: func(p *policy.Policy) { p.Network.LoopbackOnly = false },
+		{name: "network on", mutate: func(p *policy.Policy) { p.Network.Mode = policy.NetworkOutbound },
 			want: map[string]string{"NET-01": "FAIL", "NET-11": "FAIL", "FS-01": "ok"}},
 		{name: "checkout writable", mutate: func(p *policy.Policy) {
 			for i := range p.Mounts {

@@ -6,15 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strings"
-	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/pkg/stdcopy"
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
@@ -25,16 +20,21 @@ import (
 // Name is the backend's registry name.
 const Name = "docker"
 
-// killGrace is how long SIGTERM gets before SIGKILL when a run times out.
-const killGrace = time.Second
-
 // setupTimeout bounds create, attach and start together.
 const setupTimeout = 60 * time.Second
 
 // pingTimeout bounds every "is the daemon there" question.
 const pingTimeout = 5 * time.Second
 
-// Backend runs commands in single-use hardened containers.
+// capabilities: a container has its own namespaces, cgroup limits, a uid of
+// its choice, masks, and an image as its root.
+var capabilities = []policy.Capability{
+	profiles.CapOwnLoopback, profiles.CapOutboundNAT, profiles.CapPidNamespace,
+	profiles.CapMemoryLimit, profiles.CapPidsLimit, profiles.CapCPULimit,
+	profiles.CapUIDSwitch, profiles.CapMaskUnderMount, profiles.CapImageRoot,
+}
+
+// Backend starts hardened containers as sandboxes.
 type Backend struct {
 	cli     *client.Client
 	selfExe string
@@ -57,14 +57,20 @@ func New(env backends.Env) (backends.Backend, error) {
 // Name implements backends.Backend.
 func (b *Backend) Name() string { return Name }
 
+// Capabilities implements backends.Backend.
+func (b *Backend) Capabilities() []policy.Capability { return Capabilities() }
+
+// Capabilities is what every docker sandbox enforces.
+func Capabilities() []policy.Capability { return append([]policy.Capability(nil), capabilities...) }
+
 // SelfPath implements backends.Backend: the binary is mounted at InitPath.
-func (b *Backend) SelfPath() string { return InitPath }
+func (b *Backend) SelfPath() string { return backends.InitPath }
 
 // Describe implements backends.Backend.
 func (b *Backend) Describe(ctx context.Context, p *policy.Policy) map[string]string {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	out := map[string]string{"image": p.Image}
+	out := map[string]string{"image": p.Base.Image}
 	if v, err := b.cli.ServerVersion(ctx, client.ServerVersionOptions{}); err == nil {
 		out["engine"] = v.Version
 		out["api"] = b.cli.ClientVersion()
@@ -74,13 +80,13 @@ func (b *Backend) Describe(ctx context.Context, p *policy.Policy) map[string]str
 			}
 		}
 	}
-	if img, err := b.cli.ImageInspect(ctx, p.Image); err == nil {
+	if img, err := b.cli.ImageInspect(ctx, p.Base.Image); err == nil {
 		out["image_id"] = img.ID
 	}
 	return out
 }
 
-// Client exposes the SDK client for the selftest and gc.
+// Client exposes the SDK client for tests.
 func (b *Backend) Client() *client.Client { return b.cli }
 
 // Available checks the daemon answers (negotiating the API version).
@@ -94,12 +100,13 @@ func (b *Backend) Available(ctx context.Context) error {
 	return nil
 }
 
-// Ready implements backends.Backend.
+// Ready implements backends.Backend: the daemon answers and the policy's
+// image exists.
 func (b *Backend) Ready(ctx context.Context, p *policy.Policy) error {
 	if err := b.Available(ctx); err != nil {
 		return err
 	}
-	return b.EnsureImage(ctx, p.Image)
+	return b.EnsureImage(ctx, p.Base.Image)
 }
 
 // EnsureImage fails with the exact build command when the image is missing.
@@ -120,12 +127,21 @@ func (b *Backend) EnsureImage(ctx context.Context, image string) error {
 	return fmt.Errorf("inspecting image %s: %w", image, err)
 }
 
-// Render implements backends.Backend with placeholder run data.
+// Render implements backends.Backend: the holder's create request (with
+// placeholder ownership data) and the exec request for cmd.
 func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artifact, error) {
-	return Render(p, cmd, b.selfExe, b.runInfo(p, cmd))
+	create, err := Render(p, b.selfExe, b.runInfo(p, backends.TTL(p, cmd.Timeout)))
+	if err != nil {
+		return nil, err
+	}
+	exec, err := RenderExec(p, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &Artifact{Create: create, Exec: exec}, nil
 }
 
-func (b *Backend) runInfo(p *policy.Policy, cmd backends.Command) RunInfo {
+func (b *Backend) runInfo(p *policy.Policy, ttl time.Duration) RunInfo {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	pid := os.Getpid()
@@ -134,226 +150,81 @@ func (b *Backend) runInfo(p *policy.Policy, cmd backends.Command) RunInfo {
 		ParentPID:   pid,
 		ParentStart: parentStart(pid),
 		Host:        b.host,
-		ExpiresAt:   time.Now().Add(max(p.Timeout(), cmd.Timeout) + time.Minute),
-		Lifeline:    cmd.Stdin == nil,
+		ExpiresAt:   time.Now().Add(ttl),
 	}
 }
 
-// Run creates, attaches, starts and waits for one container, and removes it
-// on every path. The timeout runs from the start; cancelling ctx (Ctrl-C)
-// kills the container too.
-func (b *Backend) Run(ctx context.Context, p *policy.Policy, cmd backends.Command, out backends.Streams) (res backends.Result, runErr error) {
+// Start implements backends.Backend: create, attach (the lifeline) and
+// start the holder container. Set-up is not interrupted half-way: a create
+// cancelled in flight could leave a container whose id we never learn.
+func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
 	if b.selfExe == "" {
-		return res, errors.New("docker backend: no triage-sandbox binary to mount as init")
+		return nil, errors.New("docker backend: no triage-sandbox binary to mount as init")
 	}
 	if err := b.Ready(ctx, p); err != nil {
-		return res, err
+		return nil, err
 	}
 	// Best effort, off the critical path: clear what crashed runs left.
 	go func() { _, _ = b.Sweep(context.WithoutCancel(ctx)) }()
-	req, err := Render(p, cmd, b.selfExe, b.runInfo(p, cmd))
+	ttl := opts.TTL
+	if ttl <= 0 {
+		ttl = backends.TTL(p, 0)
+	}
+	req, err := Render(p, b.selfExe, b.runInfo(p, ttl))
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	if b.Adjust != nil {
 		b.Adjust(req)
 	}
-	// Cleanup must outlive ctx (it is often the cancelled one), and set-up
-	// is not interrupted half-way: a create cancelled in flight could leave a
-	// container whose id we never learn. Ctrl-C is honoured right after.
-	cleanupCtx := context.WithoutCancel(ctx)
-	setupCtx, cancelSetup := context.WithTimeout(cleanupCtx, setupTimeout)
-	defer cancelSetup()
-
-	created, err := b.cli.ContainerCreate(setupCtx, client.ContainerCreateOptions{
-		Name: req.Name, Config: req.Config, HostConfig: req.HostConfig,
-	})
-	if err != nil {
-		return res, b.stageErr(cleanupCtx, "creating the sandbox container", err)
-	}
-	id := created.ID
-	res.Sandbox = id
-	defer func() {
-		// When the daemon is gone the error already says what happens next;
-		// a second line about the removal would only repeat it.
-		if err := b.remove(cleanupCtx, id); err != nil && runErr == nil {
-			fmt.Fprintf(os.Stderr, "triage-sandbox: warning: removing container %s: %v (run `triage-sandbox gc`)\n", id[:12], err)
-		}
-	}()
-
-	att, err := b.cli.ContainerAttach(setupCtx, id, client.ContainerAttachOptions{
-		Stream: true, Stdin: true, Stdout: true, Stderr: true,
-	})
-	if err != nil {
-		return res, b.stageErr(cleanupCtx, "attaching to the sandbox", err)
-	}
-	defer att.Close()
-
-	// Wait before start: with AutoRemove the container may be gone before a
-	// later wait could see its exit.
-	waitCtx, stopWait := context.WithCancel(cleanupCtx)
-	defer stopWait()
-	wait := b.cli.ContainerWait(waitCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
-	oom := b.watchOOM(waitCtx, id)
-
-	var copyDone sync.WaitGroup
-	copyDone.Add(1)
-	go func() {
-		defer copyDone.Done()
-		_, _ = stdcopy.StdCopy(orDiscard(out.Stdout), orDiscard(out.Stderr), att.Reader)
-	}()
-	if cmd.Stdin != nil {
-		go func() {
-			_, _ = io.Copy(att.Conn, cmd.Stdin)
-			_ = att.CloseWrite()
-		}()
-	}
-
-	start := time.Now()
-	if _, err := b.cli.ContainerStart(setupCtx, id, client.ContainerStartOptions{}); err != nil {
-		return res, b.stageErr(cleanupCtx, "starting the sandbox container", err)
-	}
-
-	var deadline <-chan time.Time
-	if cmd.Timeout > 0 {
-		timer := time.NewTimer(cmd.Timeout)
-		defer timer.Stop()
-		deadline = timer.C
-	}
-	var status container.WaitResponse
-	select {
-	case status = <-wait.Result:
-	case err := <-wait.Error:
-		return res, daemonLost(err)
-	case <-deadline:
-		res.TimedOut = true
-		b.kill(cleanupCtx, id, wait)
-		status.StatusCode = 137
-	case <-ctx.Done():
-		res.Canceled = true
-		b.kill(cleanupCtx, id, wait)
-		status.StatusCode = 130
-	}
-	res.Duration = time.Since(start)
-	// The daemon ends the output stream once stdin is closed too.
-	_ = att.CloseWrite()
-	// The stream ends when the container's stdout/stderr close; bound the
-	// wait in case a daemon keeps the hijacked connection open.
-	if !waitTimeout(&copyDone, 5*time.Second) {
-		att.Close()
-		copyDone.Wait()
-	}
-	res.ExitCode = int(status.StatusCode)
-	if res.ExitCode > 128 && !res.TimedOut && !res.Canceled {
-		// A daemon shutting down kills its containers: say so rather than
-		// pass the signal off as the command's own doing.
-		pctx, cancel := context.WithTimeout(cleanupCtx, time.Second)
-		_, perr := b.cli.Ping(pctx, client.PingOptions{})
-		cancel()
-		if perr != nil {
-			return res, fmt.Errorf("the Docker daemon stopped during the run and killed the sandbox (exit %d); the result is unknown, run it again once the daemon is back", res.ExitCode)
-		}
-	}
-	if res.ExitCode == 137 && !res.TimedOut && !res.Canceled {
-		// The oom event can trail the exit by a moment.
-		select {
-		case res.OOMKilled = <-oom:
-		case <-time.After(time.Second):
-		}
-	}
-	stopWait()
-	if res.ExitCode > 128 && res.ExitCode < 160 {
-		res.Signal = res.ExitCode - 128
-	}
-	return res, nil
+	return b.start(context.WithoutCancel(ctx), p, req)
 }
 
-// kill stops a timed-out or cancelled container: SIGTERM to tini (which
-// forwards it), then SIGKILL, which ends the pid namespace and every process
-// in it, setsid'd or not.
-func (b *Backend) kill(ctx context.Context, id string, wait client.ContainerWaitResult) {
-	_, _ = b.cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "TERM"})
-	select {
-	case <-wait.Result:
-		return
-	case <-wait.Error:
-	case <-time.After(killGrace):
-	}
-	kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_, _ = b.cli.ContainerKill(kctx, id, client.ContainerKillOptions{Signal: "KILL"})
-	select {
-	case <-wait.Result:
-	case <-wait.Error:
-	case <-kctx.Done():
-	}
-}
-
-// remove force-removes the container; "not found" means AutoRemove won.
+// remove force-removes the container and returns once the daemon no longer
+// knows it: "not found" means it is gone; "removal in progress" means
+// AutoRemove is at work, so wait for it to finish.
 func (b *Backend) remove(ctx context.Context, id string) error {
-	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err := b.cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
-		return err
+	for {
+		_, err := b.cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if !isRemovalInProgress(err) {
+			return err
+		}
+		select {
+		case <-rctx.Done():
+			return fmt.Errorf("container %s still being removed: %w", shortID(id), rctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return nil
 }
 
 // stageErr explains a failed set-up step; when the daemon no longer
 // answers, it says so rather than show a transport error.
 func (b *Backend) stageErr(ctx context.Context, stage string, err error) error {
-	pctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	if _, perr := b.cli.Ping(pctx, client.PingOptions{}); perr != nil {
+	if !b.answers(ctx) {
 		return fmt.Errorf("lost the Docker daemon while %s (%v); once it is back it removes the sandbox, or run `triage-sandbox gc`", stage, err)
 	}
 	return fmt.Errorf("%s: %w", stage, err)
 }
 
-// daemonLost explains a wait that broke off: the daemon died or restarted.
-func daemonLost(err error) error {
-	return fmt.Errorf("lost the Docker daemon during the run (%v); the result is unknown. Once the daemon is back it stops and removes the sandbox; `triage-sandbox gc` removes anything left", err)
+func (b *Backend) answers(ctx context.Context) bool {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err := b.cli.Ping(pctx, client.PingOptions{})
+	return err == nil
 }
 
 func isRemovalInProgress(err error) bool {
-	return strings.Contains(err.Error(), "is already in progress")
+	return cerrdefs.IsConflict(err) || containsAny(err.Error(), "is already in progress", "removal of container")
 }
 
-// watchOOM reports whether the daemon saw an OOM kill in the container
-// before ctx ends. Exit code 137 alone cannot tell OOM from SIGKILL.
-func (b *Backend) watchOOM(ctx context.Context, id string) <-chan bool {
-	res := make(chan bool, 1)
-	ev := b.cli.Events(ctx, client.EventsListOptions{
-		Filters: make(client.Filters).Add("container", id).Add("event", "oom"),
-	})
-	go func() {
-		select {
-		case _, ok := <-ev.Messages:
-			if ok {
-				res <- true
-			}
-		case <-ev.Err:
-		case <-ctx.Done():
-		}
-	}()
-	return res
-}
-
-func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-time.After(d):
-		return false
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
 	}
-}
-
-func orDiscard(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
+	return id
 }

@@ -1,49 +1,49 @@
 // Package docker renders a policy as a hardened container and runs commands
-// in it through the Docker Engine API (github.com/moby/moby/client).
+// in it through the Docker Engine API (github.com/moby/moby/client): the
+// container holds the sandbox (its lifeline and TTL), and each command is a
+// `docker exec` of the mounted triage-sandbox binary's supervisor.
 package docker
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
-// InitPath is where the static triage-sandbox binary is mounted inside; it
-// runs as the container's command (under docker's tini) and execs the argv.
-const InitPath = "/.triage-sandbox/triage-sandbox"
+// Where this backend puts the policy's scratch inside the container.
+var scratchPaths = policy.ScratchPaths{Home: "/home/sandbox", Tmp: "/tmp"}
 
-// InitSubcommand is the hidden CLI subcommand the mounted binary runs.
-const InitSubcommand = "__init"
-
-// defaultMaskedPaths is Docker's own default list; setting MaskedPaths
-// replaces it, so it is repeated here and the credential paths appended.
-var defaultMaskedPaths = []string{
-	"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
-	"/sys/firmware", "/sys/devices/virtual/powercap",
+// Artifact is what `render` prints: the container create request and the
+// exec request each command becomes.
+type Artifact struct {
+	Create *CreateRequest           `json:"create"`
+	Exec   client.ExecCreateOptions `json:"exec"`
 }
 
-// CreateRequest is the artifact: exactly what is sent to POST /containers/create.
+// JSON implements backends.Artifact.
+func (a *Artifact) JSON() ([]byte, error) { return json.MarshalIndent(a, "", "  ") }
+
+// CreateRequest is exactly what is sent to POST /containers/create.
 type CreateRequest struct {
 	Name       string                `json:"name"`
 	Config     *container.Config     `json:"config"`
 	HostConfig *container.HostConfig `json:"host_config"`
 }
 
-// JSON implements backends.Artifact.
-func (r *CreateRequest) JSON() ([]byte, error) { return json.MarshalIndent(r, "", "  ") }
-
-// RunInfo is per-run data that is not policy: who owns the container, when
-// it expires. Render takes it so that `render` output equals what runs.
+// RunInfo is per-sandbox data that is not policy: who owns the container,
+// when it expires. Render takes it so that `render` output equals what runs.
 type RunInfo struct {
 	Name      string
 	ParentPID int
@@ -51,64 +51,36 @@ type RunInfo struct {
 	ParentStart string
 	Host        string
 	ExpiresAt   time.Time
-	// Lifeline: the init exits (killing everything) when its stdin closes,
-	// so a killed triage-sandbox leaves nothing running.
-	Lifeline bool
 }
 
-// Render turns the policy and argv into a container create request. selfExe
-// is the host path of the static triage-sandbox binary mounted as init.
-func Render(p *policy.Policy, cmd backends.Command, selfExe string, info RunInfo) (*CreateRequest, error) {
-	if p.AllowAll {
-		return nil, fmt.Errorf("allow_all has no container to render: it runs unconfined on the host")
+// Render turns the policy into the create request of the sandbox's holder
+// container. selfExe is the host path of the static triage-sandbox binary
+// mounted as its init and exec helper. No command is in it: commands reach
+// the started sandbox through Exec.
+func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, error) {
+	if err := renderable(p); err != nil {
+		return nil, err
 	}
-	if len(cmd.Argv) == 0 {
-		return nil, fmt.Errorf("empty command: give the program to run after --")
-	}
-	if p.User.UID == 0 {
-		return nil, fmt.Errorf("refusing to run as uid 0 inside the sandbox")
-	}
-	user := strconv.Itoa(p.User.UID) + ":" + strconv.Itoa(p.User.GID)
-
-	initArgs := []string{InitPath, InitSubcommand}
-	if info.Lifeline {
-		initArgs = append(initArgs, "--lifeline")
+	holdArgs := []string{backends.InitPath, backends.HoldSubcommand}
+	if p.Lifetime.Lifeline {
+		holdArgs = append(holdArgs, "--lifeline")
 	}
 	if ttl := time.Until(info.ExpiresAt); !info.ExpiresAt.IsZero() && ttl > 0 {
-		initArgs = append(initArgs, "--ttl", ttl.Round(time.Second).String())
+		holdArgs = append(holdArgs, "--ttl", ttl.Round(time.Second).String())
 	}
-	initArgs = append(initArgs, "--")
-	initArgs = append(initArgs, cmd.Argv...)
-
-	mounts := []mount.Mount{{
-		Type: mount.TypeBind, Source: selfExe, Target: InitPath, ReadOnly: true,
-		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
-	}}
-	for _, m := range p.Mounts {
-		mounts = append(mounts, mount.Mount{
-			Type: mount.TypeBind, Source: m.Path, Target: m.Path, ReadOnly: m.ReadOnly,
-			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
-		})
-	}
-	scratch := fmt.Sprintf("rw,nosuid,nodev,exec,size=%d", p.Scratch.Size)
-	tmpfs := map[string]string{
-		p.Scratch.Tmp:  scratch + ",mode=1777",
-		p.Scratch.Home: fmt.Sprintf("%s,mode=0700,uid=%d,gid=%d", scratch, p.User.UID, p.User.GID),
-	}
-
-	network := container.NetworkMode("none")
-	if !p.Network.LoopbackOnly {
-		network = "bridge"
+	network, err := networkMode(p.Network.Mode)
+	if err != nil {
+		return nil, err
 	}
 	pids := p.Limits.Pids
 	initTrue := true
 	stop := 2
 	cfg := &container.Config{
-		User:         user,
-		Env:          p.EnvList(),
-		Cmd:          initArgs,
+		User:         user(p),
+		Env:          p.EnvList(scratchPaths),
+		Cmd:          holdArgs,
 		Entrypoint:   []string{},
-		Image:        p.Image,
+		Image:        p.Base.Image,
 		WorkingDir:   p.Workdir,
 		Hostname:     "sandbox",
 		AttachStdin:  true,
@@ -137,15 +109,13 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string, info RunInfo
 		Privileged:     false,
 		Init:           &initTrue,
 		IpcMode:        container.IPCModePrivate,
-		PidMode:        "",
-		UTSMode:        "",
-		UsernsMode:     "",
 		CgroupnsMode:   container.CgroupnsModePrivate,
 		ShmSize:        p.Limits.ShmSize,
-		Tmpfs:          tmpfs,
-		Mounts:         mounts,
-		MaskedPaths:    append(append([]string(nil), defaultMaskedPaths...), p.Masked...),
-		OomScoreAdj:    500,
+		Tmpfs:          scratchTmpfs(p),
+		Mounts:         mounts(p, selfExe),
+		MaskedPaths:    append(profiles.KernelMaskedPaths(), p.Masked...),
+		ReadonlyPaths:  profiles.KernelReadonlyPaths(),
+		OomScoreAdj:    p.Limits.OOMScoreAdj,
 		LogConfig:      container.LogConfig{Type: "none"},
 		Runtime:        p.Runtime,
 		Resources: container.Resources{
@@ -155,11 +125,96 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string, info RunInfo
 			PidsLimit:  &pids,
 			Ulimits: []*container.Ulimit{
 				{Name: "nofile", Soft: p.Limits.NoFile, Hard: p.Limits.NoFile},
-				{Name: "core", Soft: 0, Hard: 0},
+				{Name: "core", Soft: p.Limits.Core, Hard: p.Limits.Core},
 			},
 		},
 	}
 	return &CreateRequest{Name: info.Name, Config: cfg, HostConfig: host}, nil
+}
+
+// RenderExec is the exec request one command becomes: the supervisor runs
+// the argv with the policy's identity, environment and workdir.
+func RenderExec(p *policy.Policy, cmd backends.Command) (client.ExecCreateOptions, error) {
+	if len(cmd.Argv) == 0 || cmd.Argv[0] == "" {
+		return client.ExecCreateOptions{}, errors.New("empty command: give the program to run after --")
+	}
+	args := []string{backends.InitPath, backends.ExecSubcommand, "--grace", p.Lifetime.KillGrace.String()}
+	if cmd.Timeout > 0 {
+		args = append(args, "--timeout", cmd.Timeout.String())
+	}
+	if cmd.Stdin == nil {
+		args = append(args, "--lifeline")
+	}
+	args = append(append(args, "--"), cmd.Argv...)
+	return client.ExecCreateOptions{
+		User: user(p), Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: args,
+		AttachStdin: true, AttachStdout: true, AttachStderr: true,
+	}, nil
+}
+
+func renderable(p *policy.Policy) error {
+	if p.AllowAll {
+		return errors.New("allow_all has no container to render: it runs unconfined on the host")
+	}
+	if p.User.UID == 0 {
+		return errors.New("refusing to run as uid 0 inside the sandbox")
+	}
+	if p.Base.Kind != policy.BaseImage {
+		return fmt.Errorf("the docker backend needs an image as the root filesystem, the policy has %q", p.Base.Kind)
+	}
+	return nil
+}
+
+func user(p *policy.Policy) string {
+	return strconv.Itoa(p.User.UID) + ":" + strconv.Itoa(p.User.GID)
+}
+
+// networkModes translates the policy's network decision.
+var networkModes = map[policy.NetworkMode]container.NetworkMode{
+	policy.NetworkLoopback: "none",
+	policy.NetworkOutbound: "bridge",
+}
+
+func networkMode(m policy.NetworkMode) (container.NetworkMode, error) {
+	if n, ok := networkModes[m]; ok {
+		return n, nil
+	}
+	return "", fmt.Errorf("the docker backend has no network mode for %q", m)
+}
+
+func mounts(p *policy.Policy, selfExe string) []mount.Mount {
+	out := []mount.Mount{{
+		Type: mount.TypeBind, Source: selfExe, Target: backends.InitPath, ReadOnly: true,
+		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
+	}}
+	for _, m := range p.Mounts {
+		out = append(out, mount.Mount{
+			Type: mount.TypeBind, Source: m.Path, Target: m.Path, ReadOnly: m.ReadOnly,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
+		})
+	}
+	return out
+}
+
+// scratchTmpfs renders the policy's scratch as two sized tmpfs mounts.
+func scratchTmpfs(p *policy.Policy) map[string]string {
+	opts := []string{"rw", fmt.Sprintf("size=%d", p.Scratch.Size)}
+	if p.Scratch.NoSuid {
+		opts = append(opts, "nosuid")
+	}
+	if p.Scratch.NoDev {
+		opts = append(opts, "nodev")
+	}
+	if p.Scratch.Exec {
+		opts = append(opts, "exec")
+	} else {
+		opts = append(opts, "noexec")
+	}
+	base := strings.Join(opts, ",")
+	return map[string]string{
+		scratchPaths.Tmp:  fmt.Sprintf("%s,mode=%o", base, p.Scratch.TmpMode),
+		scratchPaths.Home: fmt.Sprintf("%s,mode=%o,uid=%d,gid=%d", base, p.Scratch.HomeMode, p.User.UID, p.User.GID),
+	}
 }
 
 // parentStart reads this process's start time (clock ticks since boot) so a

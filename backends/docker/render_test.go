@@ -24,7 +24,7 @@ func renderRole(t *testing.T, role string, host policy.Host) (*policy.Policy, *C
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := Render(p, backends.Command{Argv: []string{"true"}}, "/usr/local/bin/triage-sandbox", RunInfo{Name: "x", Lifeline: true})
+	req, err := Render(p, "/usr/local/bin/triage-sandbox", RunInfo{Name: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestRenderMountsExactlyThePolicy(t *testing.T) {
 	p, req := renderRole(t, "agent", policy.Host{UID: 1000, GID: 1000, OS: "linux"})
 	var got []string
 	for _, m := range req.HostConfig.Mounts {
-		if m.Target == InitPath {
+		if m.Target == backends.InitPath {
 			if !m.ReadOnly {
 				t.Error("init binary must be read-only")
 			}
@@ -109,8 +109,8 @@ func TestRenderMountsExactlyThePolicy(t *testing.T) {
 	if len(got) != len(p.Mounts) {
 		t.Errorf("mounts %v, policy has %d", got, len(p.Mounts))
 	}
-	if !slices.Equal(req.Config.Env, p.EnvList()) {
-		t.Errorf("env %v differs from the policy's %v", req.Config.Env, p.EnvList())
+	if !slices.Equal(req.Config.Env, p.EnvList(scratchPaths)) {
+		t.Errorf("env %v differs from the policy's %v", req.Config.Env, p.EnvList(scratchPaths))
 	}
 }
 
@@ -123,7 +123,7 @@ func TestRenderMasksCredentialsUnderMounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := Render(p, backends.Command{Argv: []string{"true"}}, "/bin/true", RunInfo{})
+	req, err := Render(p, "/bin/true", RunInfo{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestRenderNetworkOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := Render(p, backends.Command{Argv: []string{"true"}}, "/bin/true", RunInfo{})
+	req, err := Render(p, "/bin/true", RunInfo{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -35,9 +34,8 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 		if !stale(c.Labels, b.host, now) {
 			continue
 		}
-		_, err := b.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
-			errs = append(errs, fmt.Errorf("removing %s: %w", c.ID[:12], err))
+		if err := b.remove(ctx, c.ID); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", shortID(c.ID), err))
 			continue
 		}
 		removed = append(removed, c.ID)

@@ -1,20 +1,28 @@
 // Package oci renders a policy as an OCI runtime-spec config.json, for runc
-// and crun users: the same isolation as the docker backend, with the image's
-// root filesystem unpacked at ./rootfs.
+// and crun: the same isolation as the docker backend, with the image's root
+// filesystem unpacked at ./rootfs. The bundle's process is the sandbox's
+// holder; each command is an exec process (`runc exec --process`), given
+// in the annotation ExecProcessAnnotation.
 package oci
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
-// InitPath matches the docker backend's: the static binary runs as init.
-const InitPath = "/.triage-sandbox/triage-sandbox"
+// ScratchPaths is where this renderer puts the policy's scratch.
+var ScratchPaths = policy.ScratchPaths{Home: "/home/sandbox", Tmp: "/tmp"}
+
+// ExecProcessAnnotation holds the JSON process spec of the rendered command.
+const ExecProcessAnnotation = "io.triage-sandbox.exec-process"
 
 // Spec is the artifact.
 type Spec struct{ *specs.Spec }
@@ -22,69 +30,47 @@ type Spec struct{ *specs.Spec }
 // JSON implements backends.Artifact.
 func (s Spec) JSON() ([]byte, error) { return json.MarshalIndent(s.Spec, "", "  ") }
 
-// Render builds config.json for p and cmd.
+// Render builds config.json for p, with cmd as the exec process.
 func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error) {
 	if p.AllowAll {
-		return Spec{}, fmt.Errorf("allow_all has no container to render: it runs unconfined on the host")
+		return Spec{}, errors.New("allow_all has no container to render: it runs unconfined on the host")
 	}
 	if len(cmd.Argv) == 0 {
-		return Spec{}, fmt.Errorf("empty command")
+		return Spec{}, errors.New("empty command")
 	}
 	if p.User.UID == 0 {
-		return Spec{}, fmt.Errorf("refusing to run as uid 0 inside the sandbox")
+		return Spec{}, errors.New("refusing to run as uid 0 inside the sandbox")
 	}
-	args := append([]string{InitPath, "__init", "--"}, cmd.Argv...)
-	nofile := uint64(p.Limits.NoFile)
+	if p.Base.Kind != policy.BaseImage {
+		return Spec{}, fmt.Errorf("the oci renderer needs an image as the root filesystem, the policy has %q", p.Base.Kind)
+	}
+	ns, err := namespaces(p.Network.Mode)
+	if err != nil {
+		return Spec{}, err
+	}
+	hold := []string{backends.InitPath, backends.HoldSubcommand}
+	if p.Lifetime.Lifeline {
+		hold = append(hold, "--lifeline")
+	}
 	memory := p.Limits.Memory
 	pids := p.Limits.Pids
 	period := uint64(100000)
 	quota := int64(p.Limits.CPUs * float64(period))
-	scratch := fmt.Sprintf("size=%d", p.Scratch.Size)
-
 	s := &specs.Spec{
 		Version:  specs.Version,
 		Root:     &specs.Root{Path: "rootfs", Readonly: true},
 		Hostname: "sandbox",
-		Process: &specs.Process{
-			Args: args,
-			Env:  p.EnvList(),
-			Cwd:  p.Workdir,
-			User: specs.User{UID: uint32(p.User.UID), GID: uint32(p.User.GID)},
-			// Every capability set empty: nothing to gain, nothing to keep.
-			Capabilities:    &specs.LinuxCapabilities{},
-			NoNewPrivileges: true,
-			Rlimits: []specs.POSIXRlimit{
-				{Type: "RLIMIT_NOFILE", Hard: nofile, Soft: nofile},
-				{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
-			},
-			OOMScoreAdj: intPtr(500),
-		},
-		Mounts: []specs.Mount{
-			{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
-			{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
-			{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
-			{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", fmt.Sprintf("size=%d", p.Limits.ShmSize)}},
-			{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
-			{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
-			{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},
-			{Destination: p.Scratch.Tmp, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777", scratch}},
-			{Destination: p.Scratch.Home, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=0700",
-				fmt.Sprintf("uid=%d", p.User.UID), fmt.Sprintf("gid=%d", p.User.GID), scratch}},
-			{Destination: InitPath, Type: "bind", Source: selfExe, Options: []string{"rbind", "ro", "rprivate"}},
-		},
+		Process:  process(p, hold),
+		Mounts:   mounts(p, selfExe),
 		Linux: &specs.Linux{
-			Namespaces: namespaces(p),
+			Namespaces: ns,
 			Resources: &specs.LinuxResources{
 				Memory: &specs.LinuxMemory{Limit: &memory, Swap: &memory},
 				Pids:   &specs.LinuxPids{Limit: &pids},
 				CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period},
 			},
-			MaskedPaths: append([]string{
-				"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-				"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
-				"/sys/firmware", "/sys/devices/virtual/powercap",
-			}, p.Masked...),
-			ReadonlyPaths:     []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
+			MaskedPaths:       append(profiles.KernelMaskedPaths(), p.Masked...),
+			ReadonlyPaths:     profiles.KernelReadonlyPaths(),
 			RootfsPropagation: "rprivate",
 		},
 	}
@@ -95,28 +81,101 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 		return Spec{}, fmt.Errorf("building the default seccomp profile: %w", err)
 	}
 	s.Linux.Seccomp = sc
-	for _, m := range p.Mounts {
-		opts := []string{"rbind", "rprivate"}
-		if m.ReadOnly {
-			opts = append(opts, "ro")
-		} else {
-			opts = append(opts, "rw")
-		}
-		s.Mounts = append(s.Mounts, specs.Mount{Destination: m.Path, Type: "bind", Source: m.Path, Options: opts})
+	execArgs := []string{backends.InitPath, backends.ExecSubcommand, "--grace", p.Lifetime.KillGrace.String()}
+	if cmd.Timeout > 0 {
+		execArgs = append(execArgs, "--timeout", cmd.Timeout.String())
 	}
+	execJSON, err := json.Marshal(process(p, append(append(execArgs, "--"), cmd.Argv...)))
+	if err != nil {
+		return Spec{}, err
+	}
+	s.Annotations = map[string]string{ExecProcessAnnotation: string(execJSON)}
 	return Spec{s}, nil
 }
 
-func namespaces(p *policy.Policy) []specs.LinuxNamespace {
+// process is the policy's process: identity, environment, no capability,
+// no new privileges, rlimits and OOM score.
+func process(p *policy.Policy, args []string) *specs.Process {
+	nofile, core := uint64(p.Limits.NoFile), uint64(p.Limits.Core)
+	return &specs.Process{
+		Args: args,
+		Env:  p.EnvList(ScratchPaths),
+		Cwd:  p.Workdir,
+		User: specs.User{UID: uint32(p.User.UID), GID: uint32(p.User.GID)},
+		// Every capability set empty: nothing to gain, nothing to keep.
+		Capabilities:    &specs.LinuxCapabilities{},
+		NoNewPrivileges: true,
+		Rlimits: []specs.POSIXRlimit{
+			{Type: "RLIMIT_NOFILE", Hard: nofile, Soft: nofile},
+			{Type: "RLIMIT_CORE", Hard: core, Soft: core},
+		},
+		OOMScoreAdj: &p.Limits.OOMScoreAdj,
+	}
+}
+
+func mounts(p *policy.Policy, selfExe string) []specs.Mount {
+	out := []specs.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
+		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", fmt.Sprintf("size=%d", p.Limits.ShmSize)}},
+		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
+		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},
+		scratchMount(p, ScratchPaths.Tmp, p.Scratch.TmpMode),
+		scratchMount(p, ScratchPaths.Home, p.Scratch.HomeMode, fmt.Sprintf("uid=%d", p.User.UID), fmt.Sprintf("gid=%d", p.User.GID)),
+		{Destination: backends.InitPath, Type: "bind", Source: selfExe, Options: []string{"rbind", "ro", "rprivate"}},
+	}
+	for _, m := range p.Mounts {
+		mode := "rw"
+		if m.ReadOnly {
+			mode = "ro"
+		}
+		out = append(out, specs.Mount{Destination: m.Path, Type: "bind", Source: m.Path, Options: []string{"rbind", "rprivate", mode}})
+	}
+	return out
+}
+
+func scratchMount(p *policy.Policy, dest string, mode uint32, extra ...string) specs.Mount {
+	opts := []string{fmt.Sprintf("mode=%04o", mode), fmt.Sprintf("size=%d", p.Scratch.Size)}
+	if p.Scratch.NoSuid {
+		opts = append(opts, "nosuid")
+	}
+	if p.Scratch.NoDev {
+		opts = append(opts, "nodev")
+	}
+	if p.Scratch.Exec {
+		opts = append(opts, "exec")
+	} else {
+		opts = append(opts, "noexec")
+	}
+	return specs.Mount{Destination: dest, Type: "tmpfs", Source: "tmpfs", Options: append(opts, extra...)}
+}
+
+// namespaces translates the network decision: a fresh network namespace
+// holds only lo. A route out needs a NAT'd namespace that a bare OCI
+// runtime does not make, so outbound is refused rather than rendered as
+// the host's network.
+func namespaces(mode policy.NetworkMode) ([]specs.LinuxNamespace, error) {
 	ns := []specs.LinuxNamespace{
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace},
 		{Type: specs.MountNamespace}, {Type: specs.CgroupNamespace},
 	}
-	if p.Network.LoopbackOnly {
-		// A fresh network namespace holds only lo: loopback only by construction.
-		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})
+	switch mode {
+	case policy.NetworkLoopback:
+		return append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace}), nil
+	default:
+		return nil, fmt.Errorf("the oci renderer cannot give network mode %q (a namespace with a route out needs a NAT the runtime does not make); use the docker backend or network = false", mode)
 	}
-	return ns
 }
 
-func intPtr(i int) *int { return &i }
+// ExecProcess decodes the exec process a rendered spec carries.
+func ExecProcess(s Spec) (*specs.Process, error) {
+	raw, ok := s.Annotations[ExecProcessAnnotation]
+	if !ok {
+		return nil, errors.New("no exec process in the spec")
+	}
+	var proc specs.Process
+	err := json.NewDecoder(strings.NewReader(raw)).Decode(&proc)
+	return &proc, err
+}

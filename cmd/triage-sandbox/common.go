@@ -42,14 +42,21 @@ func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 	if err != nil {
 		return nil, host, err
 	}
-	p, err := sandbox.Compile(f.config, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir})
+	p, err := sandbox.Compile(registry(), f.config, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir})
 	return p, host, err
 }
 
 func registry() *backends.Registry {
 	r := backends.NewRegistry()
-	r.Register(docker.Name, docker.New)
+	r.Register(docker.Name, docker.New, docker.Capabilities())
 	return r
+}
+
+// printWarnings shows what the library returned for the user.
+func printWarnings(ws []string) {
+	for _, w := range ws {
+		fmt.Fprintln(os.Stderr, "triage-sandbox: warning: "+w)
+	}
 }
 
 // newBackend makes the policy's backend with this binary as its init.
@@ -72,7 +79,7 @@ func newBackend(p *policy.Policy, needSelf bool) (backends.Backend, error) {
 }
 
 // dockerBackend connects to the daemon for commands that manage docker
-// itself (image build, gc) rather than run a policy.
+// itself (image build) rather than run a policy.
 func dockerBackend(cmd *cobra.Command) (*docker.Backend, error) {
 	b, err := docker.New(backends.Env{})
 	if err != nil {

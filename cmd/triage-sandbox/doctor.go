@@ -2,15 +2,33 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/docker"
+	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
+
+// doctorReport prints one line per finding: ok, warn (information the
+// operator should act on, not a failure), FAIL, or no (a backend that is
+// not configured cannot run here).
+type doctorReport struct {
+	w   io.Writer
+	bad int
+}
+
+func (r *doctorReport) line(mark, what, detail string) {
+	fmt.Fprintf(r.w, "%-5s %-28s %s\n", mark, what, detail)
+}
+func (r *doctorReport) ok(what, detail string)   { r.line("ok", what, detail) }
+func (r *doctorReport) warn(what, detail string) { r.line("warn", what, detail) }
+func (r *doctorReport) info(what, detail string) { r.line("no", what, detail) }
+func (r *doctorReport) fail(what, detail string) { r.bad++; r.line("FAIL", what, detail) }
 
 func newDoctorCmd() *cobra.Command {
 	var pf policyFlags
@@ -18,62 +36,42 @@ func newDoctorCmd() *cobra.Command {
 		Use:   "doctor [--config F]",
 		Short: "Say whether each backend can run here, and why not",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			bad := 0
-			say := func(ok bool, what, detail string) {
-				mark := "ok  "
-				if !ok {
-					mark, bad = "FAIL", bad+1
-				}
-				fmt.Fprintf(os.Stdout, "%s  %-28s %s\n", mark, what, detail)
-			}
-			// Backends that cannot run here but are not the configured one
-			// are information, not failures.
-			info := func(what, detail string) { fmt.Fprintf(os.Stdout, "no    %-28s %s\n", what, detail) }
-			configured := ""
+			rep := &doctorReport{w: os.Stdout}
+			reg := registry()
+			// Each role's policy, checked against its backend exactly as run would.
+			policies := map[string][]*policy.Policy{}
+			warned := map[string]bool{}
 			for _, role := range profiles.Roles() {
 				pf.role = role
 				p, err := pf.compile()
 				if err != nil {
-					say(false, role+" policy", err.Error())
+					rep.fail(role+" policy", err.Error())
 					continue
 				}
-				say(true, role+" policy", p.Hash()+" (backend "+p.Backend+")")
-				configured = p.Backend
+				rep.ok(role+" policy", p.Hash()+" (backend "+p.Backend+")")
+				policies[p.Backend] = append(policies[p.Backend], p)
 				for _, w := range p.Warnings {
-					say(false, role+" warning", w)
+					if !warned[w] {
+						warned[w] = true
+						rep.warn("warning", w)
+					}
 				}
 			}
 			exe, err := sandbox.SelfExe()
 			if err != nil {
-				say(false, "static binary", err.Error())
+				rep.fail("static binary", err.Error())
 			} else {
-				say(true, "static binary", exe)
+				rep.ok("static binary", exe)
 			}
-			b, err := docker.New(backends.Env{SelfExe: exe})
-			if err != nil {
-				say(false, "docker", err.Error())
-			} else if err := b.Available(cmd.Context()); err != nil {
-				say(false, "docker daemon", err.Error())
-			} else {
-				say(true, "docker daemon", "reachable")
-				if err := b.(*docker.Backend).EnsureImage(cmd.Context(), profiles.DefaultImage); err != nil {
-					say(false, "docker image", err.Error())
-				} else {
-					say(true, "docker image", profiles.DefaultImage)
+			for _, name := range reg.Names() {
+				doctorBackend(cmd, rep, reg, name, exe, policies[name])
+			}
+			for name, ps := range policies {
+				if !slices.Contains(reg.Names(), name) {
+					rep.fail(name, fmt.Sprintf("backend not available in this build (%s roles configured for it); choose one of %v", ps[0].Role, reg.Names()))
 				}
 			}
-			for _, name := range []string{"seatbelt", "local"} {
-				detail := "not implemented yet"
-				if name == "seatbelt" {
-					detail = "macOS only; not implemented yet"
-				}
-				if configured == name {
-					say(false, name, detail+": choose docker ([sandbox] backend or TRIAGE_SANDBOX)")
-				} else {
-					info(name, detail)
-				}
-			}
-			if bad > 0 {
+			if rep.bad > 0 {
 				return &exitError{code: 1}
 			}
 			return nil
@@ -81,4 +79,50 @@ func newDoctorCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&pf.config, "config", "", "triage.toml to read")
 	return cmd
+}
+
+// doctorBackend checks one registered backend: for the configured one,
+// that it is ready for each role's policy (the configured image included);
+// for the others, only whether they could run here.
+func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry, name, exe string, ps []*policy.Policy) {
+	b, err := reg.New(name, backends.Env{SelfExe: exe})
+	if err != nil {
+		if len(ps) > 0 {
+			rep.fail(name, err.Error())
+		} else {
+			rep.info(name, err.Error())
+		}
+		return
+	}
+	if len(ps) == 0 {
+		if err := b.Available(cmd.Context()); err != nil {
+			rep.info(name, err.Error())
+		} else {
+			rep.info(name, "can run here (not configured)")
+		}
+		return
+	}
+	for _, p := range ps {
+		what := name + " for " + p.Role
+		if err := b.Ready(cmd.Context(), p); err != nil {
+			rep.fail(what, err.Error())
+			continue
+		}
+		weakened, err := policy.Enforce(p, name, b.Capabilities())
+		switch {
+		case err != nil:
+			rep.fail(what, err.Error())
+		case len(weakened) > 0:
+			rep.warn(what, fmt.Sprintf("ready, in an accepted weaker mode: %v", weakened))
+		default:
+			rep.ok(what, "ready ("+describeBase(p)+")")
+		}
+	}
+}
+
+func describeBase(p *policy.Policy) string {
+	if p.Base.Kind == policy.BaseImage {
+		return "image " + p.Base.Image
+	}
+	return "host roots"
 }

@@ -7,29 +7,50 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/docker"
+	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 )
 
-// newInitCmd is the hidden init that runs inside the container.
-func newInitCmd() *cobra.Command {
+// newInitCmds are the hidden in-sandbox holder and exec helper.
+func newInitCmds() []*cobra.Command {
 	var lifeline bool
 	var ttl time.Duration
-	cmd := &cobra.Command{
-		Use:    docker.InitSubcommand + " [--lifeline] -- CMD [ARG...]",
+	hold := &cobra.Command{
+		Use:    backends.HoldSubcommand + " [--lifeline] [--ttl D]",
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			code := sandboxinit.Run(context.Background(), sandboxinit.Options{
-				Argv: args, Lifeline: lifeline, TTL: ttl, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-			})
-			if code == 0 {
-				return nil
+			o := sandboxinit.HoldOptions{TTL: ttl, Stderr: os.Stderr}
+			if lifeline {
+				o.Lifeline = os.Stdin
 			}
-			return &exitError{code: code}
+			return exitCode(sandboxinit.Hold(context.Background(), o))
 		},
 	}
-	cmd.Flags().BoolVar(&lifeline, "lifeline", false, "exit, killing the command, when stdin closes")
-	cmd.Flags().DurationVar(&ttl, "ttl", 0, "kill everything after this long, whatever else happens")
-	cmd.Flags().SetInterspersed(false)
-	return cmd
+	hold.Flags().BoolVar(&lifeline, "lifeline", false, "kill everything when stdin closes")
+	hold.Flags().DurationVar(&ttl, "ttl", 0, "kill everything after this long, whatever else happens")
+
+	var execLifeline bool
+	var timeout, grace time.Duration
+	exec := &cobra.Command{
+		Use:    backends.ExecSubcommand + " [--lifeline] [--timeout D] [--grace D] -- CMD [ARG...]",
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return exitCode(sandboxinit.Exec(context.Background(), sandboxinit.ExecOptions{
+				Argv: args, Timeout: timeout, Grace: grace, Lifeline: execLifeline,
+				Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+			}))
+		},
+	}
+	exec.Flags().BoolVar(&execLifeline, "lifeline", false, "stdin is a lifeline: kill the command's tree when it closes")
+	exec.Flags().DurationVar(&timeout, "timeout", 0, "kill the command's tree after this long")
+	exec.Flags().DurationVar(&grace, "grace", time.Second, "between SIGTERM and SIGKILL at the timeout")
+	exec.Flags().SetInterspersed(false)
+	return []*cobra.Command{hold, exec}
+}
+
+func exitCode(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return &exitError{code: code}
 }

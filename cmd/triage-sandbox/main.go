@@ -69,7 +69,8 @@ func newRootCmd() *cobra.Command {
 		return refuse(fmt.Errorf("%v (see --help)", err))
 	})
 	root.AddCommand(newRunCmd(), newRenderCmd(), newPolicyCmd(), newDoctorCmd(),
-		newImageCmd(), newVersionCmd(), newInitCmd())
+		newImageCmd(), newVersionCmd())
+	root.AddCommand(newInitCmds()...)
 	root.AddCommand(newProbeCmds()...)
 	root.AddCommand(newSelftestCmd(), newGCCmd())
 	return root

@@ -11,6 +11,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/output"
+	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
@@ -35,7 +36,9 @@ type runJSON struct {
 	StderrStats   output.Stats `json:"stderr_stats"`
 	Truncated     bool         `json:"truncated"`
 	AuditLog      string       `json:"audit_log,omitempty"`
-	Error         string       `json:"error,omitempty"`
+	// Weakened are requirements the backend does not enforce and the config accepted.
+	Weakened []policy.Capability `json:"weakened,omitempty"`
+	Error    string              `json:"error,omitempty"`
 }
 
 func newRunCmd() *cobra.Command {
@@ -77,9 +80,7 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return fail(sandbox.RecordRefusal(req, err))
 			}
-			for _, w := range p.Warnings {
-				fmt.Fprintln(os.Stderr, "triage-sandbox: warning: "+w)
-			}
+			printWarnings(p.Warnings)
 			if stdin {
 				req.Command.Stdin = os.Stdin
 			}
@@ -90,8 +91,13 @@ func newRunCmd() *cobra.Command {
 				req.Streams = backends.Streams{Stdout: os.Stdout, Stderr: os.Stderr}
 			}
 			res, err := sandbox.Run(cmd.Context(), b, req)
+			printWarnings(res.Warnings)
 			if err != nil {
 				return fail(err)
+			}
+			out.Weakened = res.Weakened
+			for _, w := range res.Weakened {
+				fmt.Fprintf(os.Stderr, "triage-sandbox: warning: weaker mode accepted: the %s backend does not enforce %s\n", p.Backend, w)
 			}
 			code := sandbox.ExitCode(res.Result)
 			switch {

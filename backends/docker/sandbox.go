@@ -1,0 +1,361 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
+)
+
+// afterKillWait bounds how long a command may take to end once its tree
+// was told to die, before the whole container is killed instead.
+const afterKillWait = 5 * time.Second
+
+// sandbox is a started holder container that takes commands by exec.
+type sandbox struct {
+	b  *Backend
+	p  *policy.Policy
+	id string
+	// att is the holder's attach stream; its stdin is the lifeline.
+	att client.HijackedResponse
+	// holdOut keeps what the holder printed (a stop from outside).
+	holdOut    lockedBuffer
+	stopWatch  context.CancelFunc
+	exited     chan struct{} // closed when the container stopped
+	exitStatus int64
+	waitErr    error
+	oomEvents  atomic.Int64
+
+	closeOnce sync.Once
+	closeErr  error
+	mu        sync.Mutex
+	warnings  []string
+}
+
+// start creates, attaches to and starts the holder. ctx is not cancelled
+// by Ctrl-C (the caller strips that), so set-up is never cut half-way.
+func (b *Backend) start(ctx context.Context, p *policy.Policy, req *CreateRequest) (backends.Sandbox, error) {
+	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	created, err := b.cli.ContainerCreate(setupCtx, client.ContainerCreateOptions{
+		Name: req.Name, Config: req.Config, HostConfig: req.HostConfig,
+	})
+	if err != nil {
+		return nil, b.stageErr(ctx, "creating the sandbox container", err)
+	}
+	s := &sandbox{b: b, p: p, id: created.ID, exited: make(chan struct{})}
+	fail := func(stage string, err error) (backends.Sandbox, error) {
+		err = b.stageErr(ctx, stage, err)
+		_ = s.Close(ctx)
+		return nil, err
+	}
+	att, err := b.cli.ContainerAttach(setupCtx, s.id, client.ContainerAttachOptions{
+		Stream: true, Stdin: true, Stdout: true, Stderr: true,
+	})
+	if err != nil {
+		return fail("attaching to the sandbox", err)
+	}
+	s.att = att.HijackedResponse
+	go func() { _, _ = stdcopy.StdCopy(&s.holdOut, &s.holdOut, s.att.Reader) }()
+	// Wait before start: with AutoRemove the container may be gone before a
+	// later wait could see its exit.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	s.stopWatch = stopWatch
+	wait := b.cli.ContainerWait(watchCtx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	s.watchOOM(watchCtx)
+	if _, err := b.cli.ContainerStart(setupCtx, s.id, client.ContainerStartOptions{}); err != nil {
+		return fail("starting the sandbox container", err)
+	}
+	go func() {
+		select {
+		case st := <-wait.Result:
+			s.exitStatus = st.StatusCode
+		case err := <-wait.Error:
+			s.waitErr = err
+		}
+		close(s.exited)
+	}()
+	return s, nil
+}
+
+func (s *sandbox) ID() string                   { return s.id }
+func (s *sandbox) Scratch() policy.ScratchPaths { return scratchPaths }
+
+func (s *sandbox) Warnings() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.warnings...)
+}
+
+// Exec runs one command through the in-sandbox supervisor. The supervisor
+// enforces the timeout on the command's whole tree; the host keeps its own
+// clock as the judge of "timed out" and kills the whole container if the
+// tree does not end soon after.
+func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (res backends.Result, err error) {
+	res.Sandbox = s.id
+	if s.ended() {
+		return res, s.endedErr()
+	}
+	opts, err := RenderExec(s.p, cmd)
+	if err != nil {
+		return res, err
+	}
+	setupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
+	defer cancel()
+	created, err := s.b.cli.ExecCreate(setupCtx, s.id, opts)
+	if err != nil {
+		return res, s.execErr(ctx, "creating the command in the sandbox", err)
+	}
+	oomBefore := s.oomEvents.Load()
+	var deadline <-chan time.Time
+	if cmd.Timeout > 0 {
+		// The host's clock starts first, so it judges a timeout no later
+		// than the supervisor enforces it.
+		timer := time.NewTimer(cmd.Timeout)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	att, err := s.b.cli.ExecAttach(setupCtx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return res, s.execErr(ctx, "starting the command in the sandbox", err)
+	}
+	defer att.Close()
+	start := time.Now()
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = stdcopy.StdCopy(orDiscard(out.Stdout), orDiscard(out.Stderr), att.Reader)
+	}()
+	if cmd.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(att.Conn, cmd.Stdin)
+			_ = att.CloseWrite()
+		}()
+	}
+	// stopTree asks the supervisor to kill the command's tree: closing its
+	// lifeline does that; with --stdin there is none, so the container goes.
+	stopTree := func() {
+		if cmd.Stdin == nil {
+			_ = att.CloseWrite()
+		} else {
+			s.kill()
+		}
+	}
+	select {
+	case <-copied:
+	case <-deadline:
+		res.TimedOut = true
+		s.awaitOrKill(copied, s.p.Lifetime.KillGrace+afterKillWait)
+	case <-ctx.Done():
+		res.Canceled = true
+		stopTree()
+		s.awaitOrKill(copied, afterKillWait)
+	case <-s.exited:
+		s.awaitOrKill(copied, time.Second)
+	}
+	res.Duration = time.Since(start)
+	code, ierr := s.execExit(context.WithoutCancel(ctx), created.ID)
+	if s.ended() && !res.TimedOut && !res.Canceled {
+		// The container went away under the command: not its own doing.
+		return res, s.endedErr()
+	}
+	if ierr != nil && !res.TimedOut && !res.Canceled {
+		return res, s.execErr(ctx, "reading the command's exit status", ierr)
+	}
+	res.ExitCode = code
+	switch {
+	case res.Canceled:
+		res.ExitCode = 130
+	case res.TimedOut:
+		res.ExitCode = 124
+	case res.ExitCode == 137:
+		// The oom event can trail the exit by a moment.
+		for i := 0; i < 20 && s.oomEvents.Load() == oomBefore; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+		res.OOMKilled = s.oomEvents.Load() > oomBefore
+	}
+	if res.ExitCode > 128 && res.ExitCode < 160 && !res.TimedOut {
+		res.Signal = res.ExitCode - 128
+	}
+	return res, nil
+}
+
+// awaitOrKill waits for the command's streams to end; past d the whole
+// container is killed, which ends them for certain.
+func (s *sandbox) awaitOrKill(done <-chan struct{}, d time.Duration) {
+	select {
+	case <-done:
+		return
+	case <-time.After(d):
+	}
+	s.kill()
+	select {
+	case <-done:
+	case <-time.After(afterKillWait):
+	}
+}
+
+// execExit reads the exit code once the daemon has recorded it.
+func (s *sandbox) execExit(ctx context.Context, execID string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, afterKillWait)
+	defer cancel()
+	for {
+		ins, err := s.b.cli.ExecInspect(ctx, execID, client.ExecInspectOptions{})
+		if err != nil {
+			return 0, err
+		}
+		if !ins.Running {
+			return ins.ExitCode, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("the command still runs after its streams closed")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// kill ends the whole container at once (SIGKILL ends its pid namespace).
+func (s *sandbox) kill() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = s.b.cli.ContainerKill(ctx, s.id, client.ContainerKillOptions{Signal: "KILL"})
+}
+
+func (s *sandbox) ended() bool {
+	select {
+	case <-s.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// endedErr explains a sandbox that stopped under its command.
+func (s *sandbox) endedErr() error {
+	<-s.exited
+	if s.waitErr != nil {
+		return daemonLost(s.waitErr)
+	}
+	if line := s.holdOut.lineWith(sandboxinit.StoppedOutsideMessage); line != "" {
+		return fmt.Errorf("%s, e.g. by the Docker daemon shutting down or `docker stop`; the result is unknown, run it again",
+			strings.TrimPrefix(line, "triage-sandbox: "))
+	}
+	if !s.b.answers(context.Background()) {
+		return fmt.Errorf("the Docker daemon stopped during the run and killed the sandbox (exit %d); the result is unknown, run it again once the daemon is back", s.exitStatus)
+	}
+	return fmt.Errorf("the sandbox container ended under the command (exit %d); the result is unknown", s.exitStatus)
+}
+
+// execErr explains a failed exec step: the container may have gone.
+func (s *sandbox) execErr(ctx context.Context, stage string, err error) error {
+	if s.ended() {
+		return s.endedErr()
+	}
+	return s.b.stageErr(context.WithoutCancel(ctx), stage, err)
+}
+
+// Close kills and removes the container and returns once the daemon no
+// longer has it.
+func (s *sandbox) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		ctx := context.WithoutCancel(ctx)
+		err := s.b.remove(ctx, s.id)
+		if s.att.Conn != nil {
+			s.att.Close()
+		}
+		if s.stopWatch != nil {
+			s.stopWatch()
+		}
+		if err != nil {
+			s.closeErr = fmt.Errorf("removing container %s: %w (run `triage-sandbox gc`)", shortID(s.id), err)
+			s.mu.Lock()
+			s.warnings = append(s.warnings, s.closeErr.Error())
+			s.mu.Unlock()
+		}
+	})
+	return s.closeErr
+}
+
+// watchOOM counts the daemon's oom events for the container: exit code 137
+// alone cannot tell an OOM kill from SIGKILL.
+func (s *sandbox) watchOOM(ctx context.Context) {
+	ev := s.b.cli.Events(ctx, client.EventsListOptions{
+		Filters: make(client.Filters).Add("container", s.id).Add("event", "oom"),
+	})
+	go func() {
+		for {
+			select {
+			case _, ok := <-ev.Messages:
+				if !ok {
+					return
+				}
+				s.oomEvents.Add(1)
+			case <-ev.Err:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+// daemonLost explains a wait that broke off: the daemon died or restarted.
+func daemonLost(err error) error {
+	return fmt.Errorf("lost the Docker daemon during the run (%v); the result is unknown. Once the daemon is back it stops and removes the sandbox; `triage-sandbox gc` removes anything left", err)
+}
+
+// lockedBuffer keeps the first 4 KiB the holder prints.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := 4096 - l.buf.Len(); room > 0 {
+		l.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (l *lockedBuffer) lineWith(marker string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range strings.Split(l.buf.String(), "\n") {
+		if strings.Contains(line, marker) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}

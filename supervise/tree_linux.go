@@ -1,0 +1,147 @@
+//go:build linux
+
+package supervise
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+var subreaperOnce sync.Once
+
+// becomeSubreaper makes orphans of the tree (setsid'd, double-forked)
+// re-parent to this process instead of pid 1, so they stay findable.
+func becomeSubreaper() {
+	subreaperOnce.Do(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) })
+}
+
+// sysProcAttr puts the command in its own process group (the tree's first
+// handle) and kills it if this process dies.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// tree is the command (pid, also its process group) and every descendant
+// of this process (self).
+type tree struct {
+	pid, self int
+}
+
+// waitExited blocks until the command has exited but leaves it a zombie:
+// its pid, the tree's process-group id, cannot be reused while the tree is
+// being killed.
+func (t *tree) waitExited() {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, t.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != syscall.EINTR {
+			return
+		}
+	}
+}
+
+// collect reaps the command once it has exited.
+func (t *tree) collect() (syscall.WaitStatus, error) {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(t.pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			return ws, err
+		}
+	}
+}
+
+// kill sends sig (none when 0) to the process group and to every live
+// descendant, reaps zombies re-parented here, and returns how many
+// processes of the tree are left, dead or alive, not counting the
+// command's own zombie.
+func (t *tree) kill(sig syscall.Signal) int {
+	if sig != 0 && t.pid > 1 {
+		_ = syscall.Kill(-t.pid, sig)
+	}
+	left := 0
+	for _, p := range t.descendants() {
+		switch {
+		case p.pid == t.pid:
+			if p.state == 'Z' {
+				continue // reaped by collect, for its status
+			}
+		case p.state == 'Z' && p.ppid == t.self:
+			var ws syscall.WaitStatus
+			if n, _ := syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil); n == p.pid {
+				continue
+			}
+		}
+		if sig != 0 && p.state != 'Z' {
+			_ = syscall.Kill(p.pid, sig)
+		}
+		left++
+	}
+	return left
+}
+
+type proc struct {
+	pid, ppid int
+	state     byte
+}
+
+// descendants lists every process below this one, from the ppid links in
+// /proc/*/stat. Without /proc it finds nothing and only the process group
+// is signalled.
+func (t *tree) descendants() []proc {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	names, _ := d.Readdirnames(-1)
+	_ = d.Close()
+	children := make(map[int][]proc)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == t.self {
+			continue
+		}
+		p, ok := readStat(pid)
+		if ok {
+			children[p.ppid] = append(children[p.ppid], p)
+		}
+	}
+	var out []proc
+	queue := []int{t.self}
+	for len(queue) > 0 {
+		parent := queue[0]
+		queue = queue[1:]
+		for _, c := range children[parent] {
+			out = append(out, c)
+			queue = append(queue, c.pid)
+		}
+	}
+	return out
+}
+
+// readStat reads state and ppid of pid; the command name may hold any
+// byte, so fields are counted from its last ')'.
+func readStat(pid int) (proc, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return proc{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return proc{}, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 || len(f[0]) != 1 {
+		return proc{}, false
+	}
+	ppid, err := strconv.Atoi(string(f[1]))
+	if err != nil {
+		return proc{}, false
+	}
+	return proc{pid: pid, ppid: ppid, state: f[0][0]}, true
+}
