@@ -124,6 +124,10 @@ const (
 	CapMaskUnderMount Capability = "mask_under_mount"
 	CapImageRoot      Capability = "image_root"
 	CapHostRoot       Capability = "host_root"
+	// CapSyscallFilter is a Linux mechanism, not a policy requirement:
+	// no capabilities, no_new_privs and a seccomp filter. Selftest checks
+	// of those mechanisms need it.
+	CapSyscallFilter Capability = "syscall_filter"
 )
 
 var capabilityMeanings = map[Capability]string{
@@ -137,6 +141,7 @@ var capabilityMeanings = map[Capability]string{
 	CapMaskUnderMount: "hiding credential paths that lie under a readable mount",
 	CapImageRoot:      "an image as the root filesystem",
 	CapHostRoot:       "the host's root filesystem, readable only through an allow-list of roots",
+	CapSyscallFilter:  "Linux capabilities dropped, no_new_privs and a seccomp filter",
 }
 
 // Capabilities lists every capability name.

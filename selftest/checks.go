@@ -11,6 +11,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // Expectation is what a check needs to see for the gate to pass.
@@ -76,8 +77,10 @@ type Check struct {
 	Name     string
 	Category string
 	Expect   Expectation
-	Roles    []string // nil: both
-	Backends []string // where it applies
+	Roles []string // nil: both
+	// Requires are what a backend must enforce for the check to mean
+	// anything; where one is missing the check is reported not applicable.
+	Requires []policy.Capability
 	Phase    Phase
 	Steps    func(e *Env) []probe.Step
 	Judge    func(e *Env, ev *Evidence) (bool, string)
@@ -91,8 +94,6 @@ type Check struct {
 // HasControl reports whether the check runs once outside the sandbox too:
 // every hostile one does.
 func (c *Check) HasControl() bool { return c.Expect == Blocked }
-
-var dockerOnly = []string{"docker"}
 
 func step(id, op string, args map[string]string, list ...string) probe.Step {
 	return probe.Step{ID: id, Op: op, Args: args, List: list}
@@ -188,7 +189,7 @@ func Catalogue() []Check {
 				return one(step("FS-04", "read_any", map[string]string{"canary": e.C.Token}, e.home(credStores...)...))
 			},
 			Judge: readJudge("FS-04"), Fix: "keep every credential store in [sandbox] secrets"},
-		{ID: "FS-06", Name: "read another process's environment", Category: "secrets",
+		{ID: "FS-06", Name: "read another process's environment", Category: "secrets", Requires: []policy.Capability{profiles.CapPidNamespace},
 			Steps: func(e *Env) []probe.Step {
 				return one(step("FS-06", "proc_scan", map[string]string{"token": e.C.SentinelToken}))
 			},
@@ -214,7 +215,7 @@ func Catalogue() []Check {
 				return one(step("ENV-01", "env_scan", nil, vals...))
 			},
 			Judge: okJudge("ENV-01"), Fix: "pass variables by allow-list only; list credentials in [sandbox] env only by exact name"},
-		{ID: "ENV-02", Name: "read a host process's memory", Category: "environment",
+		{ID: "ENV-02", Name: "read a host process's memory", Category: "environment", Requires: []policy.Capability{profiles.CapPidNamespace},
 			Steps: func(e *Env) []probe.Step {
 				return one(step("ENV-02", "proc_mem", map[string]string{"pid": strconv.Itoa(e.C.SentinelPID())}))
 			},
@@ -313,7 +314,7 @@ func Catalogue() []Check {
 				return one(step("NET-10", "udp_route", nil, "169.254.169.254:80", "[fd00:ec2::254]:80", "100.100.100.200:80"))
 			},
 			Judge: okJudge("NET-10"), Fix: "set [sandbox] network = false (loopback only)"},
-		{ID: "NET-11", Name: "reach this machine's other addresses", Category: "network",
+		{ID: "NET-11", Name: "reach this machine's other addresses", Category: "network", Requires: []policy.Capability{profiles.CapOwnLoopback},
 			Steps: func(e *Env) []probe.Step { return one(step("NET-11", "tcp_connect", nil, e.C.RemoteAddrs()...)) },
 			Judge: func(e *Env, ev *Evidence) (bool, string) {
 				o := ev.Obs["NET-11"]
@@ -323,7 +324,7 @@ func Catalogue() []Check {
 				return false, errnoEvidence(o)
 			},
 			Fix: "use no network (NetworkMode none): bridge and internal networks reach the host"},
-		{ID: "NET-12", Name: "reach services on the host's loopback", Category: "network",
+		{ID: "NET-12", Name: "reach services on the host's loopback", Category: "network", Requires: []policy.Capability{profiles.CapOwnLoopback},
 			Steps: func(e *Env) []probe.Step { return one(step("NET-12", "tcp_connect", nil, e.C.Loopback.Addr)) },
 			Judge: func(e *Env, ev *Evidence) (bool, string) {
 				// 127.0.0.1 inside is the sandbox's own loopback: only a hit
@@ -341,20 +342,20 @@ func Catalogue() []Check {
 					"/run/containerd/containerd.sock", "/run/podman/podman.sock"))
 			},
 			Judge: okJudge("IPC-01"), Fix: "never mount a runtime socket"},
-		{ID: "IPC-05", Name: "signal a host process", Category: "ipc",
+		{ID: "IPC-05", Name: "signal a host process", Category: "ipc", Requires: []policy.Capability{profiles.CapPidNamespace},
 			Steps: func(e *Env) []probe.Step {
 				return one(step("IPC-05", "signal", map[string]string{"pid": strconv.Itoa(e.C.SentinelPID())}))
 			},
 			Judge: okJudge("IPC-05"), Fix: "the sandbox must have its own pid namespace"},
 		// Privilege.
-		{ID: "PRIV-01", Name: "gain privileges through setuid", Category: "privilege",
+		{ID: "PRIV-01", Name: "gain privileges through setuid", Category: "privilege", Requires: []policy.Capability{profiles.CapSyscallFilter},
 			Steps: func(e *Env) []probe.Step { return one(step("PRIV-01", "proc_status", nil, "NoNewPrivs")) },
 			Judge: func(_ *Env, ev *Evidence) (bool, string) {
 				v := ev.Obs["PRIV-01"].Values["NoNewPrivs"]
 				return v != "1", "NoNewPrivs: " + v
 			},
 			Fix: "set no-new-privileges"},
-		{ID: "PRIV-02", Name: "keep Linux capabilities", Category: "privilege",
+		{ID: "PRIV-02", Name: "keep Linux capabilities", Category: "privilege", Requires: []policy.Capability{profiles.CapSyscallFilter},
 			Steps: func(e *Env) []probe.Step {
 				return one(step("PRIV-02", "proc_status", nil, "CapEff", "CapPrm", "CapBnd", "CapAmb"))
 			},
@@ -372,10 +373,10 @@ func Catalogue() []Check {
 				return false, "CapEff=CapPrm=CapBnd=0"
 			},
 			Fix: "drop all capabilities (CapDrop ALL) and add none"},
-		{ID: "PRIV-03", Name: "create namespaces", Category: "privilege",
+		{ID: "PRIV-03", Name: "create namespaces", Category: "privilege", Requires: []policy.Capability{profiles.CapSyscallFilter},
 			Steps: func(e *Env) []probe.Step { return one(step("PRIV-03", "unshare", nil)) },
 			Judge: okJudge("PRIV-03"), Fix: "keep the default seccomp profile; never add SYS_ADMIN"},
-		{ID: "META-01", Name: "run without a seccomp filter", Category: "privilege",
+		{ID: "META-01", Name: "run without a seccomp filter", Category: "privilege", Requires: []policy.Capability{profiles.CapSyscallFilter},
 			Steps: func(e *Env) []probe.Step { return one(step("META-01", "proc_status", nil, "Seccomp")) },
 			Judge: func(_ *Env, ev *Evidence) (bool, string) {
 				v := ev.Obs["META-01"].Values["Seccomp"]
@@ -394,7 +395,7 @@ func Catalogue() []Check {
 				return false, "no survivor (" + errnoEvidence(ev.Obs["PROC-02"]) + ")"
 			},
 			Fix: "the whole sandbox must end with the command"},
-		{ID: "RES-01", Name: "fork without limit", Category: "resources",
+		{ID: "RES-01", Name: "fork without limit", Category: "resources", Requires: []policy.Capability{profiles.CapPidsLimit},
 			Steps: func(e *Env) []probe.Step {
 				return one(step("RES-01", "fork_bomb", map[string]string{"cap": strconv.FormatInt(e.P.Limits.Pids+64, 10)}))
 			},
@@ -406,7 +407,7 @@ func Catalogue() []Check {
 				return false, fmt.Sprintf("%s after %s processes", o.Errno, o.Values["forked"])
 			},
 			Fix: "set a pids limit ([sandbox] pids)"},
-		{ID: "RES-02", Name: "use memory beyond the limit", Category: "resources",
+		{ID: "RES-02", Name: "use memory beyond the limit", Category: "resources", Requires: []policy.Capability{profiles.CapMemoryLimit},
 			Steps: func(e *Env) []probe.Step {
 				return one(step("RES-02", "alloc_child", map[string]string{"bytes": strconv.FormatInt(e.P.Limits.Memory+256<<20, 10)}))
 			},
@@ -436,7 +437,6 @@ func Catalogue() []Check {
 	checks = append(checks, outputChecks()...)
 	for i := range checks {
 		checks[i].Expect = Blocked
-		checks[i].Backends = dockerOnly
 	}
 	return append(checks, controlChecks()...)
 }

@@ -145,7 +145,6 @@ func controlChecks() []Check {
 	}
 	for i := range checks {
 		checks[i].Expect = Allowed
-		checks[i].Backends = dockerOnly
 	}
 	return checks
 }

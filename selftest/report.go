@@ -31,8 +31,15 @@ func WriteHuman(w io.Writer, r *Report) {
 			}
 		}
 		ok, failed, inc := rr.Counts()
-		fmt.Fprintf(w, "%d checks: %d ok, %d failed, %d inconclusive (policy %s) in %.1fs\n",
-			len(rr.Results), ok, failed, inc, rr.PolicyHash, rr.Duration.Seconds())
+		na := ""
+		if n := rr.NotApplicable(); n > 0 {
+			na = fmt.Sprintf(", %d not applicable", n)
+		}
+		fmt.Fprintf(w, "%d checks: %d ok, %d failed, %d inconclusive%s (policy %s) in %.1fs\n",
+			len(rr.Results), ok, failed, inc, na, rr.PolicyHash, rr.Duration.Seconds())
+		if len(rr.Weakened) > 0 {
+			fmt.Fprintf(w, "  WEAKER MODE accepted by the config: the %s backend does not enforce %v\n", rr.Backend, rr.Weakened)
+		}
 		if rr.ProductionHash != "" {
 			fmt.Fprintf(w, "  the same config for this workspace and caller: policy %s\n", rr.ProductionHash)
 		}
@@ -99,6 +106,7 @@ type junitSuite struct {
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
 	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
 	Time     float64     `xml:"time,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
@@ -108,6 +116,7 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
 	Error     *junitFailure `xml:"error,omitempty"`
+	Skipped   *junitFailure `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
 
@@ -141,6 +150,9 @@ func WriteJUnit(w io.Writer, r *Report) error {
 			case StatusInconclusive:
 				c.Error = &junitFailure{Message: "inconclusive", Text: msg}
 				s.Errors++
+			case StatusNotApplicable:
+				c.Skipped = &junitFailure{Message: "not applicable", Text: msg}
+				s.Skipped++
 			}
 			s.Cases = append(s.Cases, c)
 		}

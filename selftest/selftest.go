@@ -25,6 +25,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
@@ -33,6 +34,9 @@ const (
 	StatusOK           = "ok"
 	StatusFail         = "FAIL"
 	StatusInconclusive = "INCONCLUSIVE"
+	// StatusNotApplicable: the backend does not enforce what the check
+	// needs (a weaker mode the config accepted); never counted as ok.
+	StatusNotApplicable = "n/a"
 )
 
 // Options configure a selftest.
@@ -80,6 +84,9 @@ type RoleReport struct {
 	Network        string            `json:"network"`
 	Versions       map[string]string `json:"versions"`
 	Results        []Result          `json:"checks"`
+	// Weakened are requirements the backend does not enforce and the
+	// config accepted ([sandbox] accept_weaker).
+	Weakened []policy.Capability `json:"weakened,omitempty"`
 	Error          string            `json:"error,omitempty"`
 	Duration       time.Duration     `json:"duration_ns"`
 }
@@ -92,11 +99,23 @@ func (r *RoleReport) Counts() (ok, failed, inconclusive int) {
 			ok++
 		case StatusFail:
 			failed++
+		case StatusNotApplicable:
 		default:
 			inconclusive++
 		}
 	}
 	return
+}
+
+// NotApplicable counts the checks the backend could not run.
+func (r *RoleReport) NotApplicable() int {
+	n := 0
+	for _, res := range r.Results {
+		if res.Status == StatusNotApplicable {
+			n++
+		}
+	}
+	return n
 }
 
 // Report is the whole selftest.
@@ -170,7 +189,8 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 	rr.Versions["kernel_host"] = kernelRelease()
 	rr.Versions["go"] = runtime.Version()
 
-	checks := applicable(Catalogue(), role, o.Backend.Name())
+	checks, notApplicable := applicable(Catalogue(), role, o.Backend)
+	rr.Weakened, _ = policy.Enforce(p, o.Backend.Name(), o.Backend.Capabilities())
 	if p.AllowAll {
 		for _, ch := range checks {
 			rr.Results = append(rr.Results, Result{ID: ch.ID, Name: ch.Name, Category: ch.Category, Expected: ch.Expect,
@@ -220,6 +240,7 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 		r := results[ch.Phase]
 		rr.Results = append(rr.Results, judge(e, ch, r.ev, r.err, controls[ch.ID]))
 	}
+	rr.Results = append(rr.Results, notApplicable...)
 	return rr
 }
 
@@ -265,14 +286,30 @@ func hasPhase(checks []Check, ph Phase) bool {
 	return false
 }
 
-func applicable(all []Check, role, backend string) []Check {
-	var out []Check
+// applicable splits the role's checks into those to run and those the
+// backend cannot run, each reported not applicable with the reason.
+func applicable(all []Check, role string, b backends.Backend) ([]Check, []Result) {
+	var run []Check
+	var na []Result
+	caps := b.Capabilities()
 	for _, ch := range all {
-		if (ch.Roles == nil || slices.Contains(ch.Roles, role)) && slices.Contains(ch.Backends, backend) {
-			out = append(out, ch)
+		if ch.Roles != nil && !slices.Contains(ch.Roles, role) {
+			continue
 		}
+		var why []string
+		for _, r := range ch.Requires {
+			if !slices.Contains(caps, r) {
+				why = append(why, fmt.Sprintf("the %s backend does not enforce %s (%s)", b.Name(), r, profiles.CapabilityMeaning(r)))
+			}
+		}
+		if len(why) == 0 {
+			run = append(run, ch)
+			continue
+		}
+		na = append(na, Result{ID: ch.ID, Name: ch.Name, Category: ch.Category, Expected: ch.Expect,
+			Observed: "not applicable", Status: StatusNotApplicable, Evidence: strings.Join(why, "; ")})
 	}
-	return out
+	return run, na
 }
 
 // cleanWritable removes what probes leave in the writable paths.
