@@ -185,16 +185,17 @@ func Run(ctx context.Context, s Spec) Result {
 	r.killAll()
 
 	ws, status := r.collect()
-	res.Duration = r.exitedAt.Sub(start)
 	switch {
 	case !status:
 		// The command outlived SIGKILL and killBound; it was SIGKILLed.
 		res.Duration = time.Since(start)
 		res.ExitCode, res.Signal = ExitSignalBase+int(syscall.SIGKILL), int(syscall.SIGKILL)
 	case ws.Signaled():
+		res.Duration = r.exitedAt.Sub(start)
 		res.Signal = int(ws.Signal())
 		res.ExitCode = ExitSignalBase + res.Signal
 	default:
+		res.Duration = r.exitedAt.Sub(start)
 		res.ExitCode = ws.ExitStatus()
 	}
 	if res.TimedOut {

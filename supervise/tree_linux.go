@@ -57,7 +57,8 @@ func (t *tree) collect() (syscall.WaitStatus, error) {
 }
 
 // kill sends sig (none when 0) to the process group and to every live
-// descendant, reaps zombies re-parented here, and returns how many
+// descendant outside it (once each: a second SIGTERM means "hurry" to
+// some programs), reaps zombies re-parented here, and returns how many
 // processes of the tree are left, dead or alive, not counting the
 // command's own zombie.
 func (t *tree) kill(sig syscall.Signal) int {
@@ -77,7 +78,7 @@ func (t *tree) kill(sig syscall.Signal) int {
 				continue
 			}
 		}
-		if sig != 0 && p.state != 'Z' {
+		if sig != 0 && p.state != 'Z' && p.pgrp != t.pid {
 			_ = syscall.Kill(p.pid, sig)
 		}
 		left++
@@ -86,8 +87,8 @@ func (t *tree) kill(sig syscall.Signal) int {
 }
 
 type proc struct {
-	pid, ppid int
-	state     byte
+	pid, ppid, pgrp int
+	state           byte
 }
 
 // descendants lists every process below this one, from the ppid links in
@@ -112,19 +113,23 @@ func (t *tree) descendants() []proc {
 		}
 	}
 	var out []proc
+	seen := map[int]bool{t.self: true} // a racy scan may show odd links
 	queue := []int{t.self}
 	for len(queue) > 0 {
 		parent := queue[0]
 		queue = queue[1:]
 		for _, c := range children[parent] {
-			out = append(out, c)
-			queue = append(queue, c.pid)
+			if !seen[c.pid] {
+				seen[c.pid] = true
+				out = append(out, c)
+				queue = append(queue, c.pid)
+			}
 		}
 	}
 	return out
 }
 
-// readStat reads state and ppid of pid; the command name may hold any
+// readStat reads state, ppid and process group of pid; the command name may hold any
 // byte, so fields are counted from its last ')'.
 func readStat(pid int) (proc, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -136,12 +141,13 @@ func readStat(pid int) (proc, bool) {
 		return proc{}, false
 	}
 	f := bytes.Fields(b[i+1:])
-	if len(f) < 2 || len(f[0]) != 1 {
+	if len(f) < 3 || len(f[0]) != 1 {
 		return proc{}, false
 	}
-	ppid, err := strconv.Atoi(string(f[1]))
-	if err != nil {
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgrp, err2 := strconv.Atoi(string(f[2]))
+	if err1 != nil || err2 != nil {
 		return proc{}, false
 	}
-	return proc{pid: pid, ppid: ppid, state: f[0][0]}, true
+	return proc{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0]}, true
 }

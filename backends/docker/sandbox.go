@@ -167,6 +167,14 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	}
 	res.Duration = time.Since(start)
 	code, ierr := s.execExit(context.WithoutCancel(ctx), created.ID)
+	if (ierr != nil || code > 128) && !res.TimedOut && !res.Canceled {
+		// A signal or a lost exec may mean the container is going away
+		// under the command (a daemon shutting down): its exit trails.
+		select {
+		case <-s.exited:
+		case <-time.After(2 * time.Second):
+		}
+	}
 	if s.ended() && !res.TimedOut && !res.Canceled {
 		// The container went away under the command: not its own doing.
 		return res, s.endedErr()

@@ -227,9 +227,45 @@ func TestRunEndToEnd(t *testing.T) {
 			t.Fatalf("audit: %v %s", err, b)
 		}
 	})
-	t.Run("timeout", func(t *testing.T) {
-		r := runCLI(t, root, nil, "run", "--timeout", "1s", "--", "sleep", "60")
-		if r.code != 124 || !strings.Contains(r.stderr, "timed out") {
+	t.Run("timeout prints exactly one line of its own", func(t *testing.T) {
+		r := runCLI(t, root, nil, "run", "--timeout", "2s", "--", "sleep", "10")
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != 124 || len(lines) != 1 || !strings.Contains(lines[0], "timed out after 2s") {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
+	t.Run("timeout with --json keeps stderr the command's", func(t *testing.T) {
+		r := runCLI(t, root, nil, "run", "--json", "--timeout", "1s", "--", "sleep", "10")
+		var got struct {
+			TimedOut   bool    `json:"timed_out"`
+			Stderr     string  `json:"stderr"`
+			DurationMS float64 `json:"duration_ms"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || !got.TimedOut || got.Stderr != "" {
+			t.Fatalf("%+v %+v", r, got)
+		}
+		// duration_ms is the command's: from its start to its end, not the
+		// container's set-up and removal.
+		if got.DurationMS < 900 || got.DurationMS > 2500 {
+			t.Errorf("duration_ms = %.0f for a 1s timeout", got.DurationMS)
+		}
+	})
+}
+
+func TestDoctor(t *testing.T) {
+	testenv.RequireDocker(t)
+	t.Run("checks the configured image", func(t *testing.T) {
+		root := workspace(t, "[sandbox]\nimage = \"triage-sandbox-test:no-such-image\"\n")
+		r := runCLI(t, root, nil, "doctor")
+		if r.code != 1 || !strings.Contains(r.stdout, "triage-sandbox-test:no-such-image not found") {
+			t.Fatalf("%+v", r)
+		}
+	})
+	t.Run("a warning is a warning, once", func(t *testing.T) {
+		root := workspace(t, "[project]\npython = \"/no/such/python3\"\n")
+		r := runCLI(t, root, nil, "doctor")
+		if strings.Contains(r.stdout, "FAIL") || strings.Count(r.stdout, "/no/such/python3") != 1 ||
+			!strings.Contains(r.stdout, "warn ") {
 			t.Fatalf("%+v", r)
 		}
 	})

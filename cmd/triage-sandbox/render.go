@@ -29,13 +29,13 @@ func newRenderCmd() *cobra.Command {
 			}
 			var art backends.Artifact
 			if format == "oci" {
-				art, err = oci.Render(p, backends.Command{Argv: args}, selfPathForRender())
+				art, err = oci.Render(p, backends.Command{Argv: args, Timeout: p.Timeout()}, selfPathForRender())
 			} else {
 				var b backends.Backend
 				if b, err = newBackend(p, false); err != nil {
 					return refuse(err)
 				}
-				art, err = b.Render(p, backends.Command{Argv: args})
+				art, err = b.Render(p, backends.Command{Argv: args, Timeout: p.Timeout()})
 			}
 			if err != nil {
 				return refuse(err)
