@@ -87,8 +87,8 @@ type RoleReport struct {
 	// Weakened are requirements the backend does not enforce and the
 	// config accepted ([sandbox] accept_weaker).
 	Weakened []policy.Capability `json:"weakened,omitempty"`
-	Error          string            `json:"error,omitempty"`
-	Duration       time.Duration     `json:"duration_ns"`
+	Error    string              `json:"error,omitempty"`
+	Duration time.Duration       `json:"duration_ns"`
 }
 
 // Counts tallies statuses.
