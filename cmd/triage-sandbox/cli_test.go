@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -264,7 +265,7 @@ func TestDoctor(t *testing.T) {
 	t.Run("a warning is a warning, once", func(t *testing.T) {
 		root := workspace(t, "[project]\npython = \"/no/such/python3\"\n")
 		r := runCLI(t, root, nil, "doctor")
-		if strings.Contains(r.stdout, "FAIL") || strings.Count(r.stdout, "/no/such/python3") != 1 ||
+		if strings.Contains(r.stdout, "FAIL") || strings.Count(r.stdout, "\"/no/such/python3\"") != 1 ||
 			!strings.Contains(r.stdout, "warn ") {
 			t.Fatalf("%+v", r)
 		}
@@ -275,11 +276,17 @@ func TestRenderAndPolicy(t *testing.T) {
 	root := workspace(t, "[project]\ncheckout = \"../widgets\"\n")
 	for _, role := range []string{"agent", "reproducer"} {
 		r := runCLI(t, root, nil, "render", "--role", role, "--backend", "docker")
-		var req struct {
-			Config     map[string]any `json:"config"`
-			HostConfig map[string]any `json:"host_config"`
+		var art struct {
+			Create struct {
+				Config     map[string]any `json:"config"`
+				HostConfig map[string]any `json:"host_config"`
+			} `json:"create"`
+			Exec struct {
+				Cmd []string `json:"Cmd"`
+			} `json:"exec"`
 		}
-		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &req) != nil || req.HostConfig["NetworkMode"] != "none" {
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &art) != nil || art.Create.HostConfig["NetworkMode"] != "none" ||
+			!slices.Contains(art.Exec.Cmd, "/bin/sh") || !slices.Contains(art.Exec.Cmd, "--timeout") {
 			t.Fatalf("render %s: %+v", role, r)
 		}
 		r = runCLI(t, root, nil, "render", "--role", role, "--backend", "oci")
