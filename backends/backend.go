@@ -5,6 +5,7 @@ package backends
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -118,6 +119,40 @@ type Sandbox interface {
 	// Warnings are things the caller should show (a removal that failed and
 	// left work for `gc`); they are never printed by the backend.
 	Warnings() []string
+}
+
+// ExecArgv is the in-sandbox exec helper's argv for cmd: the supervisor
+// with the policy's grace, the command's timeout and, when the command has
+// no input, its stdin as a lifeline. Every container renderer uses it.
+func ExecArgv(p *policy.Policy, cmd Command) []string {
+	args := []string{InitPath, ExecSubcommand, "--grace", p.Lifetime.KillGrace.String()}
+	if cmd.Timeout > 0 {
+		args = append(args, "--timeout", cmd.Timeout.String())
+	}
+	if cmd.Stdin == nil {
+		args = append(args, "--lifeline")
+	}
+	return append(append(args, "--"), cmd.Argv...)
+}
+
+// HoldArgv is the holder's argv: the sandbox's lifeline and its TTL.
+func HoldArgv(p *policy.Policy, ttl time.Duration) []string {
+	args := []string{InitPath, HoldSubcommand}
+	if p.Lifetime.Lifeline {
+		args = append(args, "--lifeline")
+	}
+	if ttl > 0 {
+		args = append(args, "--ttl", ttl.Round(time.Second).String())
+	}
+	return args
+}
+
+// CheckArgv refuses an argv with no program.
+func CheckArgv(argv []string) error {
+	if len(argv) == 0 || argv[0] == "" {
+		return errors.New("empty command: give the program to run after --, e.g. triage-sandbox run -- python3 repro.py")
+	}
+	return nil
 }
 
 // TTL is the lifetime a sandbox gets for one command with timeout t.

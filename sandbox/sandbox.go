@@ -142,8 +142,8 @@ func (s *Session) Exec(ctx context.Context, req Request) (out Outcome, err error
 	if !req.NoAudit {
 		defer func() { err = s.audit(req, &out, err) }()
 	}
-	if len(req.Command.Argv) == 0 || req.Command.Argv[0] == "" {
-		return out, errEmpty
+	if err := backends.CheckArgv(req.Command.Argv); err != nil {
+		return out, err
 	}
 	req.Command.Timeout = s.policy.Timeout()
 	if req.Timeout > 0 {
@@ -181,13 +181,11 @@ func (s *Session) audit(req Request, out *Outcome, runErr error) error {
 	return nil
 }
 
-var errEmpty = errors.New("empty command: give the program to run after --, e.g. triage-sandbox run -- python3 repro.py")
-
 // Run is the one-shot path: Start, Exec, Close. It returns only once the
 // sandbox is gone.
 func Run(ctx context.Context, backend backends.Backend, req Request) (Outcome, error) {
-	if len(req.Command.Argv) == 0 || req.Command.Argv[0] == "" {
-		return Outcome{}, RecordRefusal(req, errEmpty)
+	if err := backends.CheckArgv(req.Command.Argv); err != nil {
+		return Outcome{}, RecordRefusal(req, err)
 	}
 	timeout := req.Timeout
 	if timeout <= 0 && req.Policy != nil {

@@ -512,10 +512,7 @@ func (r *rendered) processes(t *testing.T) {
 	if !slices.Equal(r.dCreate.Config.Cmd, r.oSpec.Process.Args) {
 		t.Errorf("holder: docker %q, oci %q", r.dCreate.Config.Cmd, r.oSpec.Process.Args)
 	}
-	// Docker's exec holds a lifeline (its attached stdin) that the oci exec
-	// process, run by someone else's runtime, has no equivalent for.
-	dArgs := slices.DeleteFunc(slices.Clone(r.dExec.Cmd), func(a string) bool { return a == "--lifeline" })
-	if !slices.Equal(dArgs, r.oExec.Args) {
+	if !slices.Equal(r.dExec.Cmd, r.oExec.Args) {
 		t.Errorf("exec: docker %q, oci %q", r.dExec.Cmd, r.oExec.Args)
 	}
 	n := len(r.cmd.Argv)
@@ -584,19 +581,48 @@ func TestRenderersRefuseAlike(t *testing.T) {
 	}
 }
 
+// TestEmptyProgramRefusedAlike: a command with no program is refused by
+// both, not rendered by one as an exec of "".
+func TestEmptyProgramRefusedAlike(t *testing.T) {
+	p := build(t, policyCase{role: profiles.RoleAgent})
+	for _, argv := range [][]string{nil, {}, {""}, {"", "x"}} {
+		t.Run(fmt.Sprintf("%q", argv), func(t *testing.T) {
+			cmd := backends.Command{Argv: argv}
+			_, derr := docker.RenderExec(p, cmd)
+			s, oerr := oci.Render(p, cmd, selfExe)
+			if derr == nil || oerr == nil {
+				var args []string
+				if proc, err := oci.ExecProcess(s); err == nil {
+					args = proc.Args
+				}
+				t.Errorf("docker err %v; oci err %v (exec args %q); want both to refuse", derr, oerr, args)
+			}
+		})
+	}
+}
+
 // TestCPUQuotaAgrees: a CPU limit written with a fraction is the same
 // limit in both renderers. dockerd turns NanoCPUs into quota = NanoCPUs *
-// 100000 / 1e9; the oci renderer computes int64(cpus * 100000), which
-// truncates: cpus = 2.3 becomes 229999, not 230000.
+// 100000 / 1e9; the oci renderer rounds cpus * 100000 the same way, and
+// refuses a quota so small that runc would read it as no limit.
 func TestCPUQuotaAgrees(t *testing.T) {
-	t.Skip("known bug in backends/oci/oci.go (Render: quota := int64(p.Limits.CPUs * float64(period)) truncates instead of rounding); remove this skip once fixed")
+	tiny := build(t, policyCase{role: profiles.RoleAgent, toml: "[sandbox]\ncpus = 0.000001\n"})
+	if _, err := oci.Render(tiny, backends.Command{Argv: []string{"true"}}, selfExe); err == nil {
+		t.Error("cpus = 0.000001 rendered; runc would read its quota as no CPU limit")
+	}
 	for _, cpus := range []float64{0.25, 0.5, 1, 1.5, 2, 2.3, 0.29, 0.57, 4.35, 0.01} {
 		t.Run(strconv.FormatFloat(cpus, 'f', -1, 64), func(t *testing.T) {
 			p := build(t, policyCase{role: profiles.RoleAgent, toml: fmt.Sprintf("[sandbox]\ncpus = %v\n", cpus)})
 			r := renderBoth(t, p, false)
 			q, _ := dockerQuota(r.dCreate.HostConfig.NanoCPUs, *r.oSpec.Linux.Resources.CPU.Period)
-			if got := *r.oSpec.Linux.Resources.CPU.Quota; got != q {
+			got := *r.oSpec.Linux.Resources.CPU.Quota
+			if got != q {
 				t.Errorf("cpus = %v: docker quota %d (NanoCPUs %d), oci quota %d", cpus, q, r.dCreate.HostConfig.NanoCPUs, got)
+			}
+			// runc reads a quota of 0 as "no limit": a policy with a CPU
+			// limit must never render as one.
+			if got <= 0 {
+				t.Errorf("cpus = %v rendered as oci quota %d, which is no CPU limit at all", cpus, got)
 			}
 		})
 	}

@@ -61,13 +61,11 @@ func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, err
 	if err := renderable(p); err != nil {
 		return nil, err
 	}
-	holdArgs := []string{backends.InitPath, backends.HoldSubcommand}
-	if p.Lifetime.Lifeline {
-		holdArgs = append(holdArgs, "--lifeline")
+	var ttl time.Duration
+	if !info.ExpiresAt.IsZero() {
+		ttl = max(time.Until(info.ExpiresAt), time.Second)
 	}
-	if ttl := time.Until(info.ExpiresAt); !info.ExpiresAt.IsZero() && ttl > 0 {
-		holdArgs = append(holdArgs, "--ttl", ttl.Round(time.Second).String())
-	}
+	holdArgs := backends.HoldArgv(p, ttl)
 	network, err := networkMode(p.Network.Mode)
 	if err != nil {
 		return nil, err
@@ -135,19 +133,11 @@ func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, err
 // RenderExec is the exec request one command becomes: the supervisor runs
 // the argv with the policy's identity, environment and workdir.
 func RenderExec(p *policy.Policy, cmd backends.Command) (client.ExecCreateOptions, error) {
-	if len(cmd.Argv) == 0 || cmd.Argv[0] == "" {
-		return client.ExecCreateOptions{}, errors.New("empty command: give the program to run after --")
+	if err := backends.CheckArgv(cmd.Argv); err != nil {
+		return client.ExecCreateOptions{}, err
 	}
-	args := []string{backends.InitPath, backends.ExecSubcommand, "--grace", p.Lifetime.KillGrace.String()}
-	if cmd.Timeout > 0 {
-		args = append(args, "--timeout", cmd.Timeout.String())
-	}
-	if cmd.Stdin == nil {
-		args = append(args, "--lifeline")
-	}
-	args = append(append(args, "--"), cmd.Argv...)
 	return client.ExecCreateOptions{
-		User: user(p), Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: args,
+		User: user(p), Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: backends.ExecArgv(p, cmd),
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -35,8 +36,8 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 	if p.AllowAll {
 		return Spec{}, errors.New("allow_all has no container to render: it runs unconfined on the host")
 	}
-	if len(cmd.Argv) == 0 {
-		return Spec{}, errors.New("empty command")
+	if err := backends.CheckArgv(cmd.Argv); err != nil {
+		return Spec{}, err
 	}
 	if p.User.UID == 0 {
 		return Spec{}, errors.New("refusing to run as uid 0 inside the sandbox")
@@ -48,14 +49,15 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 	if err != nil {
 		return Spec{}, err
 	}
-	hold := []string{backends.InitPath, backends.HoldSubcommand}
-	if p.Lifetime.Lifeline {
-		hold = append(hold, "--lifeline")
-	}
+	hold := backends.HoldArgv(p, 0)
 	memory := p.Limits.Memory
 	pids := p.Limits.Pids
 	period := uint64(100000)
-	quota := int64(p.Limits.CPUs * float64(period))
+	// Rounded as dockerd derives its quota from NanoCPUs, so both agree.
+	quota := int64(math.Round(p.Limits.CPUs * float64(period)))
+	if quota < 1000 {
+		return Spec{}, fmt.Errorf("cpus = %g is below the smallest CPU quota a runtime applies (0.01)", p.Limits.CPUs)
+	}
 	s := &specs.Spec{
 		Version:  specs.Version,
 		Root:     &specs.Root{Path: "rootfs", Readonly: true},
@@ -81,11 +83,7 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 		return Spec{}, fmt.Errorf("building the default seccomp profile: %w", err)
 	}
 	s.Linux.Seccomp = sc
-	execArgs := []string{backends.InitPath, backends.ExecSubcommand, "--grace", p.Lifetime.KillGrace.String()}
-	if cmd.Timeout > 0 {
-		execArgs = append(execArgs, "--timeout", cmd.Timeout.String())
-	}
-	execJSON, err := json.Marshal(process(p, append(append(execArgs, "--"), cmd.Argv...)))
+	execJSON, err := json.Marshal(process(p, backends.ExecArgv(p, cmd)))
 	if err != nil {
 		return Spec{}, err
 	}
@@ -97,6 +95,7 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 // no new privileges, rlimits and OOM score.
 func process(p *policy.Policy, args []string) *specs.Process {
 	nofile, core := uint64(p.Limits.NoFile), uint64(p.Limits.Core)
+	oomScoreAdj := p.Limits.OOMScoreAdj
 	return &specs.Process{
 		Args: args,
 		Env:  p.EnvList(ScratchPaths),
@@ -109,7 +108,7 @@ func process(p *policy.Policy, args []string) *specs.Process {
 			{Type: "RLIMIT_NOFILE", Hard: nofile, Soft: nofile},
 			{Type: "RLIMIT_CORE", Hard: core, Soft: core},
 		},
-		OOMScoreAdj: &p.Limits.OOMScoreAdj,
+		OOMScoreAdj: &oomScoreAdj,
 	}
 }
 
