@@ -7,9 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 )
 
 // Record is one run. It never holds a secret value: argv is redacted by the
@@ -18,6 +19,7 @@ type Record struct {
 	Time          time.Time `json:"time"`
 	Role          string    `json:"role"`
 	Backend       string    `json:"backend"`
+	Config        string    `json:"config,omitempty"`
 	Argv          []string  `json:"argv"`
 	PolicyHash    string    `json:"policy_hash"`
 	Gate          string    `json:"gate"`
@@ -35,20 +37,20 @@ type Record struct {
 }
 
 // Append writes rec as one line to path, creating the file (0600) and its
-// directory when missing.
+// directory (0700) when missing. The file is opened without following a
+// symlink and without blocking: a symlink, FIFO, device or directory there
+// is refused with one line, never written through or waited on.
 func Append(path string, rec Record) error {
 	line, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("audit record: %w", err)
 	}
 	line = append(line, '\n')
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("audit log directory: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	fd, err := hostfs.OpenAppend(path)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("locking the audit log: %w", err)

@@ -24,27 +24,38 @@ const (
 
 // Find returns the path of triage.toml in dir or the nearest parent, or "" if none.
 func Find(dir string) (string, error) {
+	all, err := FindAll(dir)
+	if err != nil || len(all) == 0 {
+		return "", err
+	}
+	return all[0], nil
+}
+
+// FindAll returns every triage.toml from dir up to the filesystem root,
+// nearest first: the outer ones decide whether the nearest may be trusted.
+func FindAll(dir string) ([]string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", fmt.Errorf("find %s: %w", FileName, err)
+		return nil, fmt.Errorf("find %s: %w", FileName, err)
 	}
 	if fi, err := os.Stat(abs); err != nil {
-		return "", fmt.Errorf("find %s: %w", FileName, err)
+		return nil, fmt.Errorf("find %s: %w", FileName, err)
 	} else if !fi.IsDir() {
-		return "", fmt.Errorf("find %s: %s is not a directory", FileName, abs)
+		return nil, fmt.Errorf("find %s: %s is not a directory", FileName, abs)
 	}
+	var found []string
 	for d := abs; ; {
 		p := filepath.Join(d, FileName)
 		fi, err := os.Stat(p)
 		switch {
 		case err == nil && !fi.IsDir():
-			return p, nil
+			found = append(found, p)
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return "", fmt.Errorf("find %s: %w", FileName, err)
+			return nil, fmt.Errorf("find %s: %w", FileName, err)
 		}
 		parent := filepath.Dir(d)
 		if parent == d {
-			return "", nil
+			return found, nil
 		}
 		d = parent
 	}

@@ -20,7 +20,7 @@ const (
 
 // grantACL writes an access ACL (and for directories a default ACL) that keeps
 // the mode's owner/group/other bits and adds rwx for uid.
-func grantACL(path string, isDir bool, mode uint32, uid int) error {
+func grantACL(fd int, path string, isDir bool, mode uint32, uid int) error {
 	entries := []struct {
 		tag  uint16
 		perm uint16
@@ -39,11 +39,11 @@ func grantACL(path string, isDir bool, mode uint32, uid int) error {
 		buf = binary.LittleEndian.AppendUint16(buf, e.perm)
 		buf = binary.LittleEndian.AppendUint32(buf, e.id)
 	}
-	if err := unix.Lsetxattr(path, "system.posix_acl_access", buf, 0); err != nil {
+	if err := unix.Fsetxattr(fd, "system.posix_acl_access", buf, 0); err != nil {
 		return fmt.Errorf("setting an ACL on %s: %w", path, err)
 	}
 	if isDir {
-		if err := unix.Lsetxattr(path, "system.posix_acl_default", buf, 0); err != nil {
+		if err := unix.Fsetxattr(fd, "system.posix_acl_default", buf, 0); err != nil {
 			return fmt.Errorf("setting a default ACL on %s: %w", path, err)
 		}
 	}

@@ -4,6 +4,6 @@ package hostfs
 
 import "errors"
 
-func grantACL(path string, isDir bool, mode uint32, uid int) error {
+func grantACL(fd int, path string, isDir bool, mode uint32, uid int) error {
 	return errors.New("granting access by ACL is only implemented on Linux")
 }

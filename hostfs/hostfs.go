@@ -4,28 +4,27 @@ package hostfs
 
 import (
 	"fmt"
-	"os"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
-// EnsureWritableBy makes path writable (and, for a directory, searchable) by
-// uid:gid without changing its owner or mode: nothing is done when the mode
-// already allows it, otherwise a POSIX ACL entry for uid is added (and, on a
-// directory, a default entry so what the sandbox creates stays usable).
-func EnsureWritableBy(path string, uid, gid int) error {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return err
+// EnsureWritableBy makes the open file fd (at path, for messages) writable
+// (and, for a directory, searchable) by uid:gid without changing its owner
+// or mode: nothing is done when the mode already allows it, otherwise a
+// POSIX ACL entry for uid is added (and, on a directory, a default entry so
+// what the sandbox creates stays usable). It works on the descriptor, so a
+// path swapped for a symlink meanwhile changes nothing elsewhere.
+func EnsureWritableBy(fd int, path string, uid, gid int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fmt.Errorf("no ownership information for %s", path)
-	}
+	isDir := uint32(st.Mode)&unix.S_IFMT == unix.S_IFDIR
 	need := uint32(0o2) // w
-	if fi.IsDir() {
+	if isDir {
 		need |= 0o1 // x
 	}
-	mode := uint32(fi.Mode().Perm())
+	mode := uint32(st.Mode) & 0o777
 	switch {
 	case int(st.Uid) == uid && (mode>>6)&need == need:
 		return nil
@@ -34,7 +33,7 @@ func EnsureWritableBy(path string, uid, gid int) error {
 	case int(st.Uid) != uid && int(st.Gid) != gid && mode&need == need:
 		return nil
 	}
-	if err := grantACL(path, fi.IsDir(), mode, uid); err != nil {
+	if err := grantACL(fd, path, isDir, mode, uid); err != nil {
 		return fmt.Errorf("%w (give uid %d write access yourself, or set [sandbox] user)", err, uid)
 	}
 	return nil

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -42,7 +44,7 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 	if err != nil {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
-	p := &Policy{Role: role, WorkspaceRoot: root}
+	p := &Policy{Role: role, WorkspaceRoot: root, Config: cfg.Path}
 	p.Backend = chooseBackend(opts.Backend, host, sb)
 	p.AllowAll = sb.AllowAll != nil && *sb.AllowAll
 	if p.AllowAll {
@@ -102,12 +104,15 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 	if sb.OutputCeiling != nil {
 		p.Output.Ceiling = *sb.OutputCeiling
 	}
-	p.AuditLog = filepath.Join(root, profiles.DefaultAuditLog)
+	p.AuditLog = defaultAuditLog(host, root)
 	if sb.AuditLog != nil {
-		p.AuditLog = *sb.AuditLog
+		p.AuditLog = filepath.Clean(*sb.AuditLog)
 		if !filepath.IsAbs(p.AuditLog) {
 			p.AuditLog = filepath.Join(root, p.AuditLog)
 		}
+	}
+	if err := outOfReach(cfg, root, p); err != nil {
+		return nil, err
 	}
 	if p.Workdir, err = workdir(opts.Workdir, host.Cwd, p); err != nil {
 		return nil, err
@@ -123,6 +128,44 @@ func configName(cfg *config.File) string {
 		return "built-in defaults"
 	}
 	return cfg.Path
+}
+
+// defaultAuditLog is in the caller's state directory, keyed by workspace:
+// never where a sandbox can write, whatever the writable paths are.
+func defaultAuditLog(host Host, root string) string {
+	state, ok := host.Getenv("XDG_STATE_HOME")
+	if !ok || !filepath.IsAbs(state) {
+		state = filepath.Join(host.Home, ".local", "state")
+	}
+	sum := sha256.Sum256([]byte(root))
+	name := filepath.Base(root) + "-" + hex.EncodeToString(sum[:6])
+	return filepath.Join(state, "triage-sandbox", "audit", name+".jsonl")
+}
+
+// outOfReach refuses writable paths that would hand the sandbox what
+// decides or records its runs: the workspace root itself, the config file,
+// the audit log, or a path that must stay unreadable (it could be moved
+// out from under its mask between runs).
+func outOfReach(cfg *config.File, root string, p *Policy) error {
+	var errs []error
+	for _, m := range p.Mounts {
+		if m.ReadOnly {
+			continue
+		}
+		where := fmt.Sprintf("%s: [sandbox] writable %q", configName(cfg), strings.TrimPrefix(m.Why, "writable "))
+		switch {
+		case cfg.Path != "" && within(m.Path, cfg.Path):
+			errs = append(errs, fmt.Errorf("%s covers the config %s, so a sandbox could rewrite its own policy; keep triage.toml out of the writable paths", where, cfg.Path))
+		case within(m.Path, p.AuditLog):
+			errs = append(errs, fmt.Errorf("%s covers the audit log %s; point [sandbox] audit_log outside the writable paths", where, p.AuditLog))
+		}
+		for _, u := range p.Unreadable {
+			if within(m.Path, u) {
+				errs = append(errs, fmt.Errorf("%s contains the unreadable path %s, which the sandbox could move from under its mask; keep secrets out of the writable paths", where, u))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ChooseBackend says which backend Build will pick for role.
@@ -206,6 +249,9 @@ func resolveWritable(root, rel string) (Mount, error) {
 	clean := filepath.Clean(rel)
 	if clean == ".." || strings.HasPrefix(clean, "../") {
 		return Mount{}, fmt.Errorf("escapes the workspace root %s", root)
+	}
+	if clean == "." {
+		return Mount{}, fmt.Errorf("covers the whole workspace root %s (the config and every output); list the output directories instead", root)
 	}
 	full := filepath.Join(root, clean)
 	cur := root

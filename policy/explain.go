@@ -10,6 +10,12 @@ func Explain(p *Policy) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("%s sandbox: backend %s, policy %s\n", p.Role, p.Backend, p.Hash())
+	if p.Config != "" {
+		w("config: %s\n", p.Config)
+	} else {
+		w("config: none found; built-in defaults with %s as the workspace root\n", p.WorkspaceRoot)
+	}
+	w("audit log: %s\n", p.AuditLog)
 	if p.AllowAll {
 		w("  WARNING: allow_all = true: no isolation at all; everything below is ignored\n")
 	}
@@ -48,13 +54,19 @@ func Explain(p *Policy) string {
 	default:
 		w("the host's own network (no isolation)\n")
 	}
+	// Every passed variable says which allow-list entry passed it, every
+	// withheld one why (the screening rule that fired, for a credential).
 	w("\nenvironment passed:\n")
 	for _, e := range p.Env {
 		w("  %-28s %s\n", e.Name, e.Why)
 	}
 	w("\nenvironment withheld:\n")
 	for _, d := range p.Dropped {
-		w("  %-28s %s\n", d.Name, d.Why)
+		mark := ""
+		if d.Credential {
+			mark = " [credential]"
+		}
+		w("  %-28s %s%s\n", d.Name, d.Why, mark)
 	}
 	w("\nruns as uid %d gid %d: %s\n", p.User.UID, p.User.GID, p.User.Why)
 	w("limits: timeout %s, memory %d MiB (no swap), %.2g CPUs, %d processes, %d open files\n",

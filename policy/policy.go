@@ -53,6 +53,9 @@ type Policy struct {
 	Output OutputLimits `json:"output"`
 	// AuditLog is the absolute path runs are recorded in.
 	AuditLog string `json:"audit_log"`
+	// Config is the triage.toml this policy came from ("" for the built-in
+	// defaults); reports say which file was used.
+	Config string `json:"config"`
 
 	// Warnings are things the operator should know (an exact credential name
 	// passed on purpose, a missing interpreter, allow_all).

@@ -2,8 +2,10 @@ package policy
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 )
@@ -20,32 +22,32 @@ func Prepare(p *Policy) error {
 		if m.ReadOnly {
 			continue
 		}
-		if err := createMissing(m); err != nil {
+		if err := prepareWritable(p, m); err != nil {
 			return err
-		}
-		if err := hostfs.EnsureWritableBy(m.Path, p.User.UID, p.User.GID); err != nil {
-			return fmt.Errorf("making writable path %s usable by uid %d: %w", m.Path, p.User.UID, err)
 		}
 	}
 	return nil
 }
 
-func createMissing(m Mount) error {
-	if _, err := os.Lstat(m.Path); err == nil {
-		return nil
+// prepareWritable works through one descriptor: a sandbox that can write
+// near the path (a concurrent run) cannot redirect the create or the ACL
+// with a symlink, FIFO or directory planted there.
+func prepareWritable(p *Policy, m Mount) error {
+	rel, err := filepath.Rel(p.WorkspaceRoot, m.Path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("writable path %s is outside the workspace root %s", m.Path, p.WorkspaceRoot)
 	}
-	if err := os.MkdirAll(filepath.Dir(m.Path), 0o755); err != nil {
-		return fmt.Errorf("creating the parent of writable path %s: %w", m.Path, err)
-	}
+	kind := hostfs.KindDir
 	if m.Kind == "file" {
-		f, err := os.OpenFile(m.Path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-		if err != nil {
-			return fmt.Errorf("creating writable file %s: %w", m.Path, err)
-		}
-		return f.Close()
+		kind = hostfs.KindFile
 	}
-	if err := os.MkdirAll(m.Path, 0o755); err != nil {
-		return fmt.Errorf("creating writable directory %s: %w", m.Path, err)
+	fd, err := hostfs.OpenWritable(p.WorkspaceRoot, rel, kind)
+	if err != nil {
+		return fmt.Errorf("preparing writable path: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := hostfs.EnsureWritableBy(fd, m.Path, p.User.UID, p.User.GID); err != nil {
+		return fmt.Errorf("making writable path %s usable by uid %d: %w", m.Path, p.User.UID, err)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ func CredentialPaths() []string {
 		"~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.config/gh",
 		"~/.config/ai-triager", "~/.config/triage-sandbox", "~/.netrc", "~/.pypirc",
 		"~/.docker", "~/.kube", "~/.git-credentials", "~/Library/Keychains",
-		"/Library/Keychains",
+		"/Library/Keychains", "~/.local/state/triage-sandbox",
 	}
 }
 
@@ -87,9 +87,6 @@ const (
 	DefaultOutputLimit   = 64 << 10
 	DefaultOutputCeiling = 1 << 30
 )
-
-// DefaultAuditLog is where runs are recorded, relative to the workspace root.
-const DefaultAuditLog = ".triage/audit.jsonl"
 
 // DefaultImage is the docker image built from images/Dockerfile.
 const DefaultImage = "triage-sandbox:latest"

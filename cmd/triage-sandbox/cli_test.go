@@ -22,7 +22,8 @@ func runCLI(t *testing.T, dir string, env []string, args ...string) cliResult {
 	t.Helper()
 	cmd := exec.Command(testenv.Binary(t), args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	// Audit logs go to the state directory: one per test, not the user's.
+	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+stateDir(t)), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -33,6 +34,32 @@ func runCLI(t *testing.T, dir string, env []string, args ...string) cliResult {
 		t.Fatal(err)
 	}
 	return cliResult{code, stdout.String(), stderr.String()}
+}
+
+// stateDir is the test's XDG_STATE_HOME (made once per test).
+func stateDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(os.TempDir(), "triage-sandbox-test-state", strings.ReplaceAll(t.Name(), "/", "_"))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// auditLines reads every audit record the test's runs wrote.
+func auditLines(t *testing.T) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(stateDir(t), "triage-sandbox", "audit", "*.jsonl"))
+	var all []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	return string(all)
 }
 
 // workspace writes triage.toml (if body != "") in a fresh workspace with a
@@ -223,9 +250,9 @@ func TestRunEndToEnd(t *testing.T) {
 			!strings.Contains(r.stdout, "<redacted:MY_API_TOKEN>") {
 			t.Fatalf("%+v", r)
 		}
-		b, err := os.ReadFile(filepath.Join(root, ".triage", "audit.jsonl"))
-		if err != nil || !strings.Contains(string(b), `"policy_hash"`) || strings.Contains(string(b), "tok-1234567890abcdef") {
-			t.Fatalf("audit: %v %s", err, b)
+		b := auditLines(t)
+		if !strings.Contains(b, `"policy_hash"`) || strings.Contains(b, "tok-1234567890abcdef") {
+			t.Fatalf("audit: %s", b)
 		}
 	})
 	t.Run("timeout prints exactly one line of its own", func(t *testing.T) {

@@ -25,6 +25,7 @@ type runJSON struct {
 	DurationMS    float64      `json:"duration_ms"`
 	Role          string       `json:"role,omitempty"`
 	Backend       string       `json:"backend,omitempty"`
+	Config        string       `json:"config"`
 	PolicyHash    string       `json:"policy_hash,omitempty"`
 	Gate          string       `json:"gate"`
 	Sandbox       string       `json:"sandbox,omitempty"`
@@ -71,7 +72,7 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
-			out.Role, out.Backend, out.PolicyHash, out.AuditLog = p.Role, p.Backend, p.Hash(), p.AuditLog
+			out.Role, out.Backend, out.PolicyHash, out.AuditLog, out.Config = p.Role, p.Backend, p.Hash(), p.AuditLog, p.Config
 			req := sandbox.Request{
 				Policy: p, Timeout: timeout, Command: backends.Command{Argv: args},
 				Redactor: output.NewRedactor(sandbox.Secrets(p, host), output.DefaultRules()), Raw: raw,
