@@ -5,6 +5,7 @@ package hostfs
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -179,3 +180,5 @@ func splitRel(rel string) []string {
 	}
 	return out
 }
+
+func newDirFile(fd int) *os.File { return os.NewFile(uintptr(fd), "dir") }

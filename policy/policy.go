@@ -53,6 +53,10 @@ type Policy struct {
 	Output OutputLimits `json:"output"`
 	// AuditLog is the absolute path runs are recorded in.
 	AuditLog string `json:"audit_log"`
+	// AllowToolConfig are the writable paths (relative to the root) where a
+	// run may leave names that make tools run code (.git, .envrc, ...);
+	// elsewhere they are moved out of the tools' way after each run.
+	AllowToolConfig []string `json:"allow_tool_config,omitempty"`
 	// Config is the triage.toml this policy came from ("" for the built-in
 	// defaults); reports say which file was used.
 	Config string `json:"config"`
@@ -219,11 +223,13 @@ func (p *Policy) Hash() string {
 		Base                         Base
 		Runtime                      string
 		Accepted                     []Capability
+		AllowToolConfig              []string
 	}{
 		Role: p.Role, Backend: p.Backend, Root: p.WorkspaceRoot, Workdir: p.Workdir,
 		AllowAll: p.AllowAll, Unreadable: p.Unreadable, Masked: p.Masked,
 		Network: p.Network, Scratch: p.Scratch, Limits: p.Limits, Lifetime: p.Lifetime,
 		UID: p.User.UID, GID: p.User.GID, Base: p.Base, Runtime: p.Runtime, Accepted: p.Accepted,
+		AllowToolConfig: p.AllowToolConfig,
 	}
 	for _, m := range p.Mounts {
 		m.Why = ""

@@ -16,6 +16,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/audit"
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -169,6 +170,9 @@ type Outcome struct {
 	// Warnings are for the caller to show (an audit record or a removal
 	// that failed); library code never prints them.
 	Warnings []string
+	// Outputs is what the command left in the writable paths that a host
+	// reader must know about, and what was done about it.
+	Outputs hostfs.Inspection
 }
 
 // ErrOutputCeiling is the cause when a run is stopped for printing too much.
@@ -225,6 +229,7 @@ func (s *Session) Exec(ctx context.Context, req Request) (out Outcome, err error
 	if req.Timeout > 0 {
 		req.Command.Timeout = req.Timeout
 	}
+	defer s.inspectOutputs(&out)
 	if req.Redactor == nil {
 		out.Result, err = s.sandbox.Exec(ctx, req.Command, req.Streams)
 		return out, err
@@ -241,6 +246,25 @@ func (s *Session) Exec(ctx context.Context, req Request) (out Outcome, err error
 		out.ExitCode, out.Signal = ExitSignalBase+9, 9
 	}
 	return out, err
+}
+
+// inspectOutputs neutralises what the command left in the writable paths
+// (set-id bits, tool configs) and lists what a host reader must not follow.
+func (s *Session) inspectOutputs(out *Outcome) {
+	var rels []string
+	for _, w := range s.policy.Writable() {
+		if rel, err := filepath.Rel(s.policy.WorkspaceRoot, w); err == nil {
+			rels = append(rels, rel)
+		}
+	}
+	ins, err := hostfs.InspectOutputs(s.policy.WorkspaceRoot, rels, s.policy.AllowToolConfig)
+	out.Outputs = ins
+	if err != nil {
+		out.Warnings = append(out.Warnings, "inspecting the outputs: "+err.Error())
+	}
+	if ins.Incomplete != "" {
+		out.Warnings = append(out.Warnings, "the outputs were not fully inspected ("+ins.Incomplete+"); do not follow symlinks or run tools in them")
+	}
 }
 
 // audit writes the record. A failure to audit keeps a refusal to one line,

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
@@ -37,6 +39,12 @@ type runJSON struct {
 	StderrStats   output.Stats `json:"stderr_stats"`
 	Truncated     bool         `json:"truncated"`
 	AuditLog      string       `json:"audit_log,omitempty"`
+	// SpecialFiles are what the command left in the outputs that a host
+	// reader must not follow or run (symlinks, FIFOs, devices, set-id files,
+	// tool configs), with what was done about each.
+	SpecialFiles []hostfs.Leftover `json:"special_files"`
+	// OutputsIncomplete says the outputs were too large to inspect fully.
+	OutputsIncomplete string `json:"outputs_incomplete,omitempty"`
 	// Weakened are requirements the backend does not enforce and the config accepted.
 	Weakened []policy.Capability `json:"weakened,omitempty"`
 	Error    string              `json:"error,omitempty"`
@@ -97,6 +105,11 @@ func newRunCmd() *cobra.Command {
 				return fail(err)
 			}
 			out.Weakened = res.Weakened
+			out.SpecialFiles, out.OutputsIncomplete = res.Outputs.Leftovers, res.Outputs.Incomplete
+			if n := len(res.Outputs.Leftovers); n > 0 {
+				fmt.Fprintf(os.Stderr, "triage-sandbox: warning: the command left %d special file(s) in its outputs (%s); never follow or run them (see --json special_files)\n",
+					n, leftoverSummary(res.Outputs.Leftovers))
+			}
 			for _, w := range res.Weakened {
 				fmt.Fprintf(os.Stderr, "triage-sandbox: warning: weaker mode accepted: the %s backend does not enforce %s\n", p.Backend, w)
 			}
@@ -142,4 +155,17 @@ func effective(flag, role time.Duration) time.Duration {
 		return flag
 	}
 	return role
+}
+
+// leftoverSummary names the first few leftovers for the one warning line.
+func leftoverSummary(ls []hostfs.Leftover) string {
+	var parts []string
+	for i, l := range ls {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ls)-3))
+			break
+		}
+		parts = append(parts, l.Kind+" "+l.Path+": "+l.Action)
+	}
+	return strings.Join(parts, "; ")
 }
