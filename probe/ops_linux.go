@@ -53,6 +53,7 @@ var ops = map[string]opFunc{
 	"spin_ignore_term": opSpinIgnoreTerm,
 	"browser":          opBrowser,
 	"tiocsti":          opTIOCSTI,
+	"plant_outputs":    opPlantOutputs,
 }
 
 // eachTarget tries try on every target; the observation is OK when any
@@ -614,4 +615,35 @@ func opTIOCSTI(s Step, _ string) Observation {
 		return Observation{Errno: errnoName(errno)}
 	}
 	return Observation{OK: true, Detail: "injected a byte into the terminal's input"}
+}
+
+// opPlantOutputs leaves in the outputs what a hostile run would for a host
+// reader: a set-uid file, a nested git repository with a hook, a symlink to
+// a secret and a triage.toml that would open the network.
+func opPlantOutputs(s Step, _ string) Observation {
+	dir := s.Args["dir"]
+	var done []string
+	try := func(what string, f func() error) {
+		if err := f(); err == nil {
+			done = append(done, what)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".git", "hooks"), 0o755); err != nil {
+		return Observation{Errno: errnoName(err)}
+	}
+	try("setuid", func() error {
+		p := filepath.Join(dir, "suid")
+		if err := os.WriteFile(p, []byte("#!/bin/sh\nid\n"), 0o755); err != nil {
+			return err
+		}
+		return os.Chmod(p, 0o755|os.ModeSetuid)
+	})
+	try("git", func() error {
+		return os.WriteFile(filepath.Join(dir, ".git", "hooks", "post-checkout"), []byte("#!/bin/sh\nid\n"), 0o755)
+	})
+	try("symlink", func() error { return os.Symlink(s.Args["secret"], filepath.Join(dir, "link")) })
+	try("config", func() error {
+		return os.WriteFile(filepath.Join(dir, "triage.toml"), []byte("[sandbox]\nnetwork = true\nsecrets = []\n"), 0o644)
+	})
+	return Observation{OK: len(done) == 4, Detail: "planted " + strings.Join(done, ", ")}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/probe"
@@ -65,6 +66,8 @@ type Evidence struct {
 	// OutStats its counts; for the control, the raw output.
 	Shown    string
 	OutStats output.Stats
+	// Outputs is what the run's output inspection found and did.
+	Outputs hostfs.Inspection
 	// Host is true for the control run (outside the sandbox).
 	Host bool
 }
@@ -435,6 +438,7 @@ func Catalogue() []Check {
 			Fix: "the backend must kill the whole sandbox at the timeout"},
 	}
 	checks = append(checks, outputChecks()...)
+	checks = append(checks, outputsChecks()...)
 	for i := range checks {
 		checks[i].Expect = Blocked
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -253,6 +254,11 @@ func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, []string,
 	cfg.Root = c.Root
 	cfg.Project.Checkout = c.Checkout
 	cfg.Project.Python = ""
+	// The canary workspace is a configured one, with the user's config (as
+	// config discovery will find it above a reproducer's directory).
+	if err := plantWorkspaceConfig(o.Config, c.Root); err != nil {
+		return nil, nil, err
+	}
 	env := o.BaseEnv
 	if env == nil {
 		for _, k := range []string{"PATH", "LANG", "TERM"} {
@@ -275,6 +281,21 @@ func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, []string,
 		o.Mutate(p)
 	}
 	return p, outputs, nil
+}
+
+func plantWorkspaceConfig(cfg *config.File, root string) error {
+	var body []byte
+	if cfg.Path != "" {
+		b, err := os.ReadFile(cfg.Path)
+		if err != nil {
+			return fmt.Errorf("reading %s for the canary workspace: %w", cfg.Path, err)
+		}
+		body = b
+	}
+	if err := os.WriteFile(filepath.Join(root, config.FileName), body, 0o644); err != nil {
+		return fmt.Errorf("writing the canary workspace's config: %w", err)
+	}
+	return nil
 }
 
 func hasPhase(checks []Check, ph Phase) bool {
@@ -315,8 +336,8 @@ func applicable(all []Check, role string, b backends.Backend) ([]Check, []Result
 // cleanWritable removes what probes leave in the writable paths.
 func cleanWritable(p *policy.Policy) {
 	for _, w := range p.Writable() {
-		for _, name := range []string{".selftest-readlink", ".selftest-writelink", ".selftest-hardlink", reproFile} {
-			_ = os.Remove(w + "/" + name)
+		for _, name := range []string{".selftest-readlink", ".selftest-writelink", ".selftest-hardlink", reproFile, plantDir} {
+			_ = os.RemoveAll(w + "/" + name)
 		}
 	}
 }
@@ -369,7 +390,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	if err != nil {
 		return nil, fmt.Errorf("the sandbox did not run: %w", err)
 	}
-	ev := &Evidence{Result: res.Result, Stderr: stderr.String(), Survivors: survivors}
+	ev := &Evidence{Result: res.Result, Stderr: stderr.String(), Survivors: survivors, Outputs: res.Outputs}
 	if ev.Obs, err = probe.ParseObservations(strings.NewReader(stdout.String())); err != nil && len(ev.Obs) == 0 {
 		return ev, err
 	}
@@ -495,7 +516,7 @@ func runControls(ctx context.Context, o Options, e *Env, checks []Check) map[str
 	out := map[string]*controlResult{}
 	var steps []probe.Step
 	for _, ch := range checks {
-		if ch.HasControl() && ch.Phase == PhaseMain {
+		if ch.HasControl() && ch.Phase == PhaseMain && ch.Steps != nil {
 			steps = append(steps, ch.Steps(e)...)
 		}
 	}
