@@ -94,6 +94,11 @@ func Hold(ctx context.Context, o HoldOptions) int {
 // sandbox that is every process of the sandbox, setsid'd or not.
 func killEveryone() { _ = syscall.Kill(-1, syscall.SIGKILL) }
 
+// StartMarker is the first byte the exec helper writes to stdout, before
+// the command starts: the host passes on nothing that came before it (a
+// runtime's own "exec failed" text) and knows the command ran.
+const StartMarker byte = 0
+
 // ExecOptions configure one supervised command.
 type ExecOptions struct {
 	Argv    []string
@@ -124,5 +129,9 @@ func Exec(ctx context.Context, o ExecOptions) int {
 	// Forward an outside SIGTERM/SIGINT to the command's tree via ctx.
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
+	if _, err := o.Stdout.Write([]byte{StartMarker}); err != nil {
+		fmt.Fprintf(o.Stderr, "triage-sandbox: cannot write to stdout: %v\n", err)
+		return 125
+	}
 	return supervise.Run(ctx, spec).ExitCode
 }

@@ -102,9 +102,11 @@ func (s *sandbox) Warnings() []string {
 // Exec runs one command through the in-sandbox supervisor. The supervisor
 // enforces the timeout on the command's whole tree; the host keeps its own
 // clock as the judge of "timed out" and kills the whole container if the
-// tree does not end soon after.
-func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (res backends.Result, err error) {
-	res.Sandbox = s.id
+// tree does not end soon after. An exec the runtime failed to start (seen
+// on a loaded daemon: "OCI runtime exec failed") ran nothing, so it is
+// tried again, and never passed off as the command's output.
+func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+	res := backends.Result{Sandbox: s.id}
 	if s.ended() {
 		return res, s.endedErr()
 	}
@@ -112,11 +114,30 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	if err != nil {
 		return res, err
 	}
+	for attempt := 1; ; attempt++ {
+		res, failed, err := s.execOnce(ctx, cmd, out, opts)
+		if err != nil || failed == "" {
+			return res, err
+		}
+		if attempt == execAttempts || ctx.Err() != nil {
+			return res, fmt.Errorf("the sandbox could not start the command (%d tries): %s", attempt, failed)
+		}
+		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+	}
+}
+
+// execAttempts bounds the tries of an exec that failed to start.
+const execAttempts = 3
+
+// execOnce is one exec; failed is the runtime's message when the
+// supervisor never started (nothing ran, no output was passed on).
+func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backends.Streams, opts client.ExecCreateOptions) (res backends.Result, failed string, err error) {
+	res.Sandbox = s.id
 	setupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
 	defer cancel()
 	created, err := s.b.cli.ExecCreate(setupCtx, s.id, opts)
 	if err != nil {
-		return res, s.execErr(ctx, "creating the command in the sandbox", err)
+		return res, "", s.execErr(ctx, "creating the command in the sandbox", err)
 	}
 	oomBefore := s.oomEvents.Load()
 	var deadline <-chan time.Time
@@ -129,18 +150,24 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	}
 	att, err := s.b.cli.ExecAttach(setupCtx, created.ID, client.ExecAttachOptions{})
 	if err != nil {
-		return res, s.execErr(ctx, "starting the command in the sandbox", err)
+		return res, "", s.execErr(ctx, "starting the command in the sandbox", err)
 	}
 	defer att.Close()
-	start := time.Now()
+	gate := newStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		_, _ = stdcopy.StdCopy(orDiscard(out.Stdout), orDiscard(out.Stderr), att.Reader)
+		_, _ = stdcopy.StdCopy(gate.stdout(), gate.stderr(), att.Reader)
 	}()
 	if cmd.Stdin != nil {
 		go func() {
-			_, _ = io.Copy(att.Conn, cmd.Stdin)
+			// Input goes only to a supervisor that started: a failed try
+			// must not eat what the next one needs.
+			select {
+			case <-gate.started:
+				_, _ = io.Copy(att.Conn, cmd.Stdin)
+			case <-copied:
+			}
 			_ = att.CloseWrite()
 		}()
 	}
@@ -165,7 +192,7 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	case <-s.exited:
 		s.awaitOrKill(copied, time.Second)
 	}
-	res.Duration = time.Since(start)
+	res.Duration = gate.since()
 	code, ierr := s.execExit(context.WithoutCancel(ctx), created.ID)
 	if (ierr != nil || code > 128) && !res.TimedOut && !res.Canceled {
 		// A signal or a lost exec may mean the container is going away
@@ -177,10 +204,17 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	}
 	if s.ended() && !res.TimedOut && !res.Canceled {
 		// The container went away under the command: not its own doing.
-		return res, s.endedErr()
+		return res, "", s.endedErr()
+	}
+	if !gate.opened() && !res.TimedOut && !res.Canceled {
+		msg := strings.TrimSpace(gate.failure())
+		if msg == "" {
+			msg = fmt.Sprintf("the exec ended with %d before the supervisor started", code)
+		}
+		return res, msg, nil
 	}
 	if ierr != nil && !res.TimedOut && !res.Canceled {
-		return res, s.execErr(ctx, "reading the command's exit status", ierr)
+		return res, "", s.execErr(ctx, "reading the command's exit status", ierr)
 	}
 	res.ExitCode = code
 	switch {
@@ -198,7 +232,7 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	if res.ExitCode > 128 && res.ExitCode < 160 && !res.TimedOut {
 		res.Signal = res.ExitCode - 128
 	}
-	return res, nil
+	return res, "", nil
 }
 
 // awaitOrKill waits for the command's streams to end; past d the whole
@@ -366,4 +400,74 @@ func containsAny(s string, subs ...string) bool {
 		}
 	}
 	return false
+}
+
+// startGate holds the exec's output back until the supervisor's start
+// marker arrives: what comes before it is the runtime's own failure text.
+type startGate struct {
+	mu      sync.Mutex
+	out     io.Writer
+	errOut  io.Writer
+	open    bool
+	openAt  time.Time
+	before  bytes.Buffer
+	started chan struct{}
+}
+
+func newStartGate(out, errOut io.Writer) *startGate {
+	return &startGate{out: out, errOut: errOut, started: make(chan struct{})}
+}
+
+func (g *startGate) stdout() io.Writer { return gateWriter{g, false} }
+func (g *startGate) stderr() io.Writer { return gateWriter{g, true} }
+
+func (g *startGate) opened() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.open
+}
+
+func (g *startGate) failure() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.before.String()
+}
+
+// since is the command's run time: from the supervisor's start.
+func (g *startGate) since() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.open {
+		return 0
+	}
+	return time.Since(g.openAt)
+}
+
+type gateWriter struct {
+	g      *startGate
+	stderr bool
+}
+
+func (w gateWriter) Write(p []byte) (int, error) {
+	g := w.g
+	g.mu.Lock()
+	if !g.open {
+		if !w.stderr && len(p) > 0 && p[0] == sandboxinit.StartMarker {
+			g.open, g.openAt = true, time.Now()
+			close(g.started)
+			g.mu.Unlock()
+			n, err := g.out.Write(p[1:])
+			return n + 1, err
+		}
+		if room := 4096 - g.before.Len(); room > 0 {
+			g.before.Write(p[:min(len(p), room)])
+		}
+		g.mu.Unlock()
+		return len(p), nil
+	}
+	g.mu.Unlock()
+	if w.stderr {
+		return g.errOut.Write(p)
+	}
+	return g.out.Write(p)
 }
