@@ -147,6 +147,22 @@ func HoldArgv(p *policy.Policy, ttl time.Duration) []string {
 	return args
 }
 
+// ScratchMountOptions are the tmpfs options of the policy's scratch, the
+// same for every container renderer: size, nosuid, nodev, exec or noexec.
+func ScratchMountOptions(s policy.Scratch) []string {
+	opts := []string{fmt.Sprintf("size=%d", s.Size)}
+	if s.NoSuid {
+		opts = append(opts, "nosuid")
+	}
+	if s.NoDev {
+		opts = append(opts, "nodev")
+	}
+	if s.Exec {
+		return append(opts, "exec")
+	}
+	return append(opts, "noexec")
+}
+
 // CheckArgv refuses an argv with no program.
 func CheckArgv(argv []string) error {
 	if len(argv) == 0 || argv[0] == "" {

@@ -136,18 +136,7 @@ func mounts(p *policy.Policy, selfExe string) []specs.Mount {
 }
 
 func scratchMount(p *policy.Policy, dest string, mode uint32, extra ...string) specs.Mount {
-	opts := []string{fmt.Sprintf("mode=%04o", mode), fmt.Sprintf("size=%d", p.Scratch.Size)}
-	if p.Scratch.NoSuid {
-		opts = append(opts, "nosuid")
-	}
-	if p.Scratch.NoDev {
-		opts = append(opts, "nodev")
-	}
-	if p.Scratch.Exec {
-		opts = append(opts, "exec")
-	} else {
-		opts = append(opts, "noexec")
-	}
+	opts := append([]string{fmt.Sprintf("mode=%04o", mode)}, backends.ScratchMountOptions(p.Scratch)...)
 	return specs.Mount{Destination: dest, Type: "tmpfs", Source: "tmpfs", Options: append(opts, extra...)}
 }
 
