@@ -9,7 +9,43 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
+
+// Redaction coverage. A secret (Secret.Value) of at least MinSecretLen = 8
+// bytes is replaced by <redacted:NAME> wherever one of these forms of it
+// occurs in the output, whole and uninterrupted (however the command's
+// writes split it, a value holding newlines included):
+//
+//   - the exact value, and the value reversed (by characters, as rev(1));
+//   - hex, lower and upper case;
+//   - URL-encoded as url.QueryEscape and url.PathEscape write it (%XX in
+//     upper case);
+//   - base64, standard and URL alphabets, with and without padding, of the
+//     value alone;
+//   - base64 of a larger blob that holds the value at any byte offset (0, 1
+//     or 2 mod 3; e.g. `echo $SECRET | base64`, or the value inside a JSON
+//     document that is then encoded): the characters of the encoding that
+//     depend on the value alone are replaced, when they are at least 12;
+//     that is every offset for values of 10 bytes or more, offset 0 only for
+//     9-byte values, and for 8-byte values only the encoding of the value
+//     alone. The one or two characters on either side, which also depend on
+//     the neighbouring bytes, stay.
+//
+// Not caught, by design (no general solution; what is shown is then pieces
+// of a secret, never the secret in one of the forms above):
+//
+//   - a value split by white space, a newline or any inserted character
+//     (including base64 wrapped across lines, as base64(1) writes it), a
+//     part of a value, or a value in another case;
+//   - other transformations: base32, gzip, rot13, JSON or shell escaping,
+//     lower-case %xx, and so on;
+//   - values shorter than MinSecretLen, which are never redacted.
+//
+// Independently of the secrets, DefaultRules redact values by their shape
+// (token formats, key = high-entropy value, PEM private key blocks). The
+// stream's cuts (stream.go) never fall inside a run of token characters or
+// an occurrence of a form above, so they never turn a secret into pieces.
 
 // MinSecretLen is the shortest value redacted by exact match: shorter values
 // ("1", "true", a port) would shred ordinary output.
@@ -76,37 +112,88 @@ type Redactor struct {
 	replacer *strings.Replacer
 	filter   needleFilter
 	rules    []Rule
+	// needles are the exact forms of the secrets, longest first; the stream
+	// keeps its cuts out of them. nlNeedles are those holding a newline.
+	needles, nlNeedles []string
 	// maxNeedle is the longest exact needle: a streaming caller must hold
 	// back that many bytes minus one to catch a secret split across writes.
 	maxNeedle int
 }
 
-// NewRedactor builds a redactor for the given secrets (each also in its
-// base64, URL-encoded and hex forms) and rules; longest needles win.
+// minMiddle is the shortest base64 middle part redacted (see secretForms):
+// shorter ones would match unrelated base64 too often.
+const minMiddle = 12
+
+// secretForms returns the forms of v that are redacted (see the coverage
+// note at the top of this file): none when v is shorter than MinSecretLen.
+func secretForms(v string) []string {
+	if len(v) < MinSecretLen {
+		return nil
+	}
+	b := []byte(v)
+	forms := []string{
+		v, reverse(v),
+		hex.EncodeToString(b), strings.ToUpper(hex.EncodeToString(b)),
+		url.QueryEscape(v), url.PathEscape(v),
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		forms = append(forms, enc.EncodeToString(b))
+	}
+	for off := 0; off < 3; off++ {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+			if m := base64Middle(enc, b, off); len(m) >= minMiddle {
+				forms = append(forms, m)
+			}
+		}
+	}
+	out := forms[:0]
+	for _, f := range forms {
+		if len(f) >= MinSecretLen {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// base64Middle is the part of the encoding of a blob holding v at byte
+// offset off (mod 3) that depends on v alone: the characters whose 6 bits
+// all come from v's bytes.
+func base64Middle(enc *base64.Encoding, v []byte, off int) string {
+	blob := make([]byte, off+len(v))
+	copy(blob[off:], v)
+	e := enc.EncodeToString(blob)
+	return e[(8*off+5)/6 : 8*(off+len(v))/6]
+}
+
+// reverse reverses s by characters (by bytes if it is not UTF-8).
+func reverse(s string) string {
+	if !utf8.ValidString(s) {
+		b := []byte(s)
+		for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+			b[i], b[j] = b[j], b[i]
+		}
+		return string(b)
+	}
+	r := []rune(s)
+	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+		r[i], r[j] = r[j], r[i]
+	}
+	return string(r)
+}
+
+// NewRedactor builds a redactor for the given secrets (each in the forms
+// secretForms lists) and rules; longest needles win.
 func NewRedactor(secrets []Secret, rules []Rule) *Redactor {
 	type pair struct{ needle, name string }
 	seen := map[string]bool{}
 	var pairs []pair
-	add := func(needle, name string) {
-		if len(needle) >= MinSecretLen && !seen[needle] {
-			seen[needle] = true
-			pairs = append(pairs, pair{needle, name})
-		}
-	}
 	for _, s := range secrets {
-		if len(s.Value) < MinSecretLen {
-			continue
+		for _, f := range secretForms(s.Value) {
+			if !seen[f] {
+				seen[f] = true
+				pairs = append(pairs, pair{f, s.Name})
+			}
 		}
-		v := s.Value
-		add(v, s.Name)
-		add(base64.StdEncoding.EncodeToString([]byte(v)), s.Name)
-		add(base64.RawStdEncoding.EncodeToString([]byte(v)), s.Name)
-		add(base64.URLEncoding.EncodeToString([]byte(v)), s.Name)
-		add(base64.RawURLEncoding.EncodeToString([]byte(v)), s.Name)
-		add(url.QueryEscape(v), s.Name)
-		add(url.PathEscape(v), s.Name)
-		add(hex.EncodeToString([]byte(v)), s.Name)
-		add(strings.ToUpper(hex.EncodeToString([]byte(v))), s.Name)
 	}
 	sort.SliceStable(pairs, func(i, j int) bool { return len(pairs[i].needle) > len(pairs[j].needle) })
 	r := &Redactor{rules: rules}
@@ -114,6 +201,10 @@ func NewRedactor(secrets []Secret, rules []Rule) *Redactor {
 	for _, p := range pairs {
 		args = append(args, p.needle, "<redacted:"+p.name+">")
 		r.filter.add(p.needle)
+		r.needles = append(r.needles, p.needle)
+		if strings.Contains(p.needle, "\n") {
+			r.nlNeedles = append(r.nlNeedles, p.needle)
+		}
 		r.maxNeedle = max(r.maxNeedle, len(p.needle))
 	}
 	if len(args) > 0 {
@@ -153,6 +244,72 @@ func (r *Redactor) Redact(s string) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// straddle finds an occurrence of one of needles that a cut of b at at
+// would split: one that covers b[at-1] and continues at b[at] (or past the
+// end of b when at == len(b)). An occurrence that runs off either end of b
+// counts when the part b shows matches. It returns the occurrence's span,
+// which may reach outside b.
+func straddle(needles []string, b []byte, at int) (lo, hi int, ok bool) {
+	if at <= 0 || at > len(b) {
+		return 0, 0, false
+	}
+	for _, n := range needles {
+		for k := 1; k < len(n); k++ { // k bytes of n lie before the cut
+			if n[k-1] != b[at-1] || (at < len(b) && n[k] != b[at]) {
+				continue
+			}
+			lo, hi = at-k, at-k+len(n)
+			vlo, vhi := max(lo, 0), min(hi, len(b))
+			if string(b[vlo:vhi]) == n[vlo-lo:vhi-lo] {
+				return lo, hi, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// cutBefore moves a cut of b back so that no secret's occurrence spans it.
+func (r *Redactor) cutBefore(b []byte, at int) int {
+	if r == nil {
+		return at
+	}
+	return cutBeforeIn(r.needles, b, at)
+}
+
+// cutBeforeLine is cutBefore for a cut just after a newline: only a secret
+// holding a newline can span it.
+func (r *Redactor) cutBeforeLine(b []byte, at int) int {
+	if r == nil {
+		return at
+	}
+	return cutBeforeIn(r.nlNeedles, b, at)
+}
+
+func cutBeforeIn(needles []string, b []byte, at int) int {
+	for {
+		lo, _, ok := straddle(needles, b, at)
+		if !ok {
+			return at
+		}
+		at = max(lo, 0)
+	}
+}
+
+// cutAfter moves a cut of b forward so that no secret's occurrence spans it.
+func (r *Redactor) cutAfter(b []byte, at int) int {
+	if r == nil {
+		return at
+	}
+	for at < len(b) {
+		_, hi, ok := straddle(r.needles, b, at)
+		if !ok {
+			break
+		}
+		at = min(hi, len(b))
+	}
+	return at
 }
 
 // redactLine applies the pattern rules to one line that holds a long token.

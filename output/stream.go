@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // Options configure a Stream.
@@ -63,8 +64,8 @@ type Stats struct {
 }
 
 // maxHold is how much of a line without newline is held for redaction
-// before it is processed anyway; holdBack is kept from that so a secret
-// across the cut is still seen whole.
+// before it is processed anyway, cut about holdBack bytes before its end
+// (forcedCut); holdBack is also the margin the ring keeps before the tail.
 const (
 	maxHold  = 64 << 10
 	holdBack = 1 << 10
@@ -124,11 +125,20 @@ func (s *Stream) Write(p []byte) (int, error) {
 	s.headRaw += int64(n)
 	s.pending = append(s.pending, p...)
 	if i := bytes.LastIndexByte(s.pending, '\n'); i >= 0 {
-		s.processHead(s.pending[:i+1])
-		s.pending = s.pending[i+1:]
+		// A secret holding a newline may go on in a later write: keep it.
+		if cut := s.o.Redactor.cutBeforeLine(s.pending, i+1); cut > 0 {
+			s.processHead(s.pending[:cut])
+			s.pending = s.pending[cut:]
+		}
 	}
-	if s.headOpen && len(s.pending) > maxHold {
-		cut := safeCut(s.pending, len(s.pending)-holdBack)
+	for s.headOpen && len(s.pending) > maxHold {
+		cut := s.forcedCut(s.pending)
+		if cut == 0 {
+			// One token or secret longer than maxHold: the head cannot show
+			// it whole, so it ends before it.
+			s.headLeft, s.headOpen = 0, false
+			break
+		}
 		s.processHead(s.pending[:cut])
 		s.pending = s.pending[cut:]
 	}
@@ -141,16 +151,75 @@ func (s *Stream) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// safeCut moves a forced cut back to a separator, so a token is not split
-// between two redaction passes; with none nearby it cuts where asked.
-func safeCut(b []byte, at int) int {
-	for i := at; i > at-holdBack && i > 0; i-- {
-		switch b[i-1] {
-		case ' ', '\t', ',', ';', '"', '\'', '\r':
-			return i
-		}
+// runChar marks the bytes of the runs no cut may split: tokenChar (the
+// characters secrets are written with) plus ':', '%' and '~' (user:password,
+// URL-encoded values).
+var runChar = func() [256]bool {
+	t := tokenChar
+	t[':'], t['%'], t['~'] = true, true, true
+	return t
+}()
+
+// runStart moves a cut that falls inside a run of runChar bytes back to the
+// run's start, however far.
+func runStart(b []byte, at int) int {
+	for at > 0 && at < len(b) && runChar[b[at-1]] && runChar[b[at]] {
+		at--
 	}
 	return at
+}
+
+// runEnd moves a cut that falls inside a run of runChar bytes forward to
+// the run's end, however far.
+func runEnd(b []byte, at int) int {
+	for at > 0 && at < len(b) && runChar[b[at-1]] && runChar[b[at]] {
+		at++
+	}
+	return at
+}
+
+// forcedCut picks where to cut a line longer than maxHold, about holdBack
+// bytes before its end, so that each part is redacted on its own: never
+// inside a run of token characters (a pattern rule needs the whole token)
+// nor inside a secret's occurrence (an exact needle needs all of it),
+// however long. 0 when the line offers no such place.
+func (s *Stream) forcedCut(b []byte) int {
+	at := runeBoundary(b, len(b)-holdBack)
+	for {
+		next := s.o.Redactor.cutBefore(b, runStart(b, at))
+		if next == at {
+			return at
+		}
+		at = next
+	}
+}
+
+// tailStart picks where the tail starts, at or after at: after a newline
+// if one is near; else never inside a run of token characters nor inside a
+// secret's occurrence, however long, since the part before at is gone and
+// what follows would be a piece of it (not recognised, so not redacted). A
+// run skipped this way loses its separator too.
+func (s *Stream) tailStart(b []byte, at int) int {
+	if i := bytes.IndexByte(b[at:min(len(b), at+holdBack)], '\n'); i >= 0 {
+		at += i + 1
+	}
+	for i := 0; i < utf8.UTFMax-1 && at < len(b) && !utf8.RuneStart(b[at]); i++ {
+		at++
+	}
+	for {
+		next := at
+		if e := runEnd(b, next); e != next {
+			next = e
+			if next < len(b) && b[next] < utf8.RuneSelf {
+				next++
+			}
+		}
+		next = s.o.Redactor.cutAfter(b, next)
+		if next == at {
+			return at
+		}
+		at = next
+	}
 }
 
 // clean redacts and neutralises complete lines; a block that touches a
@@ -175,6 +244,7 @@ func (s *Stream) cleanLine(line []byte) []byte {
 	if s.inPEM || isPEMBegin(line) {
 		begin := !s.inPEM
 		s.inPEM = !isPEMEnd(line)
+		s.neut.midLine = false // what follows starts a line
 		if begin {
 			return []byte("<redacted:private-key>\n")
 		}
@@ -209,13 +279,14 @@ func (s *Stream) processHead(raw []byte) {
 	}
 }
 
-// headCut picks where the head ends within limit: after the last newline
-// if there is one in the last quarter, else on a character boundary.
+// headCut picks where the head ends within limit (< len(b)): after the last
+// newline if there is one in the last quarter, else on a character boundary
+// and never inside a run of token characters: before the run, however long.
 func headCut(b []byte, limit int) int {
 	if i := bytes.LastIndexByte(b[:limit], '\n'); i >= 0 && i >= limit*3/4 {
 		return i + 1
 	}
-	return runeBoundary(b, limit)
+	return runStart(b, runeBoundary(b, limit))
 }
 
 // runeBoundary backs off from at to the start of a UTF-8 character.
@@ -271,14 +342,9 @@ func (s *Stream) Close() Stats {
 	}
 	show := s.o.Limit - s.headShown
 	if len(tail) > show {
-		// Omitted: keep at most show bytes, starting on a line boundary,
-		// else after a separator, so no secret is cut in two.
-		start := len(tail) - show
-		if i := bytes.IndexByte(tail[start:min(len(tail), start+holdBack)], '\n'); i >= 0 {
-			start += i + 1
-		} else {
-			start = len(tail) - len(tail[start:]) + skipToken(tail[start:])
-		}
+		// Omitted: keep at most show bytes, starting where no token and no
+		// secret is cut in two.
+		start := s.tailStart(tail, len(tail)-show)
 		dropped := s.tailRaw - int64(len(tail)-start)
 		s.stats.OmittedBytes = dropped
 		s.stats.OmittedLines = s.stats.Lines - s.headLines - int64(bytes.Count(tail[start:], []byte{'\n'}))
@@ -296,15 +362,4 @@ func (s *Stream) Close() Stats {
 		s.write([]byte(fmt.Sprintf("\n[... output ceiling of %d bytes reached: the command was stopped ...]\n", s.o.Ceiling.Limit)))
 	}
 	return s.stats
-}
-
-// skipToken returns how many leading bytes to drop so the tail does not
-// start inside a token: up to and including the first separator.
-func skipToken(b []byte) int {
-	for i := 0; i < len(b) && i < holdBack; i++ {
-		if !tokenChar[b[i]] {
-			return i + 1
-		}
-	}
-	return min(len(b), holdBack)
 }

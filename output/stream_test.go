@@ -77,8 +77,14 @@ func TestCapBoundaries(t *testing.T) {
 func TestHeadFilledExactlyThenMore(t *testing.T) {
 	// The tail starts after a separator: never inside a token, which
 	// could be the end of a secret.
-	out, st := run(t, Options{Limit: 20}, "0123456789", "abcdefghij", "KLMNOPQRST", " uvwxyz")
-	if !st.Truncated || !strings.HasPrefix(out, "0123456789") || !strings.HasSuffix(out, "]\nuvwxyz") {
+	out, st := run(t, Options{Limit: 20}, "012345678 ", "abcdefghij", "KLMNOPQRST", " uvwxyz")
+	if !st.Truncated || !strings.HasPrefix(out, "012345678 \n[") || !strings.HasSuffix(out, "]\nuvwxyz") {
+		t.Fatalf("%q %+v", out, st)
+	}
+	// Nor does the head end inside one: a token longer than the head is
+	// not shown in it at all.
+	out, st = run(t, Options{Limit: 20}, "0123456789", "abcdefghij", "KLMNOPQRST", " uvwxyz")
+	if out != "\n[... 31 bytes, 0 lines omitted ...]\nuvwxyz" || st.OmittedBytes != 31 {
 		t.Fatalf("%q %+v", out, st)
 	}
 }
@@ -182,7 +188,7 @@ func TestNeutralise(t *testing.T) {
 		{"CRLF kept", "a\r\nb\n", nil, []string{"a\r\nb"}},
 		{"NUL and invalid UTF-8", "a\x00b\xff\xfec\n", []string{"\x00", "\xff"}, []string{"a␀b\\xff\\xfec"}},
 		{"workflow commands", "::add-mask::x\n  ::stop-commands::tok\n##[set-output name=a]b\nok :: here\n", nil,
-			[]string{workflowPrefix + "::add-mask::x", workflowPrefix + "  ::stop-commands::tok", workflowPrefix + "##[set-output", "\nok :: here"}},
+			[]string{workflowPrefix + "::add-mask::x", workflowPrefix + "  ::stop-commands::tok", workflowPrefix + "##\\[set-output", "\nok :: here"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
