@@ -77,7 +77,7 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 	p.Mounts = dedupeMounts(p.Mounts)
 
 	p.Unreadable = unreadableList(sb, host)
-	p.Masked = maskedUnder(p.Unreadable, p.Mounts)
+	maskUnderMounts(p, host)
 	p.Network = network(p.AllowAll, sb)
 
 	p.Limits = limits(cfg, sb, role)
@@ -354,49 +354,6 @@ func dedupeMounts(ms []Mount) []Mount {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out
-}
-
-func unreadableList(sb config.Sandbox, host Host) []string {
-	list := profiles.CredentialPaths()
-	if sb.Secrets != nil {
-		list = sb.Secrets
-	}
-	list = append(append([]string(nil), list...), profiles.RuntimeSockets()...)
-	seen := map[string]bool{}
-	var out []string
-	add := func(p string) {
-		if p != "" && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	for _, p := range list {
-		abs := filepath.Clean(host.expandHome(p))
-		if !filepath.IsAbs(abs) {
-			continue
-		}
-		add(abs)
-		// A symlinked credential dir is unreadable under both names.
-		if real, err := filepath.EvalSymlinks(abs); err == nil {
-			add(real)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// maskedUnder returns the unreadable paths that a mount would expose.
-func maskedUnder(unreadable []string, mounts []Mount) []string {
-	var out []string
-	for _, u := range unreadable {
-		for _, m := range mounts {
-			if within(m.Path, u) {
-				out = append(out, u)
-				break
-			}
-		}
-	}
 	return out
 }
 

@@ -16,23 +16,59 @@ const (
 func Roles() []string { return []string{RoleAgent, RoleReproducer} }
 
 // CredentialPaths are unreadable in every role. "~" is the caller's home.
-// ai-triager's SECRET_PATHS plus our own state and the macOS keychains.
+// ai-triager's SECRET_PATHS plus our own state, and every store of
+// credentials (or of what was typed: histories) known to live in a home
+// directory. Outside a mount they are unreadable anyway; under one (the
+// workspace is the home, or the checkout is) the policy masks each of them.
 func CredentialPaths() []string {
 	return []string{
-		"~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.config/gh",
-		"~/.config/ai-triager", "~/.config/triage-sandbox", "~/.netrc", "~/.pypirc",
-		"~/.docker", "~/.kube", "~/.git-credentials", "~/Library/Keychains",
-		"/Library/Keychains", "~/.local/state/triage-sandbox",
+		// triage-sandbox and ai-triager themselves.
+		"~/.config/ai-triager", "~/.config/triage-sandbox", "~/.local/state/triage-sandbox",
+		// Keys, keychains and password managers.
+		"~/.ssh", "~/.gnupg", "~/.password-store", "~/.local/share/keyrings", "~/.local/share/kwalletd",
+		"~/Library/Keychains", "/Library/Keychains", "~/.config/1Password", "~/.config/op",
+		"~/.config/Bitwarden", "~/.config/Bitwarden CLI", "~/.config/sops", "~/.config/age", "~/.vault-token",
+		// Git and forges.
+		"~/.git-credentials", "~/.config/git/credentials", "~/.config/gh", "~/.config/hub",
+		"~/.config/glab-cli", "~/.netrc",
+		// Package registries: npm, yarn, pip, cargo, gem, maven, gradle, composer, nuget, bundler.
+		"~/.npmrc", "~/.yarnrc", "~/.yarnrc.yml", "~/.config/yarn", "~/.pypirc", "~/.pip/pip.conf",
+		"~/.config/pip", "~/.config/pypoetry", "~/.cargo/credentials", "~/.cargo/credentials.toml",
+		"~/.gem/credentials", "~/.local/share/gem/credentials", "~/.m2/settings.xml",
+		"~/.m2/settings-security.xml", "~/.gradle/gradle.properties", "~/.composer/auth.json",
+		"~/.config/composer/auth.json", "~/.nuget/NuGet/NuGet.Config", "~/.bundle/config",
+		// Containers and clusters.
+		"~/.docker", "~/.config/containers/auth.json", "~/.kube", "~/.config/helm", "~/.minikube",
+		// Cloud and infrastructure CLIs.
+		"~/.aws", "~/.azure", "~/.config/gcloud", "~/.oci", "~/.config/doctl", "~/.terraform.d",
+		"~/.terraformrc", "~/.s3cfg", "~/.boto", "~/.config/rclone", "~/.databrickscfg", "~/.fly",
+		// Databases.
+		"~/.pgpass", "~/.my.cnf", "~/.mylogin.cnf",
+		// AI agents and model hubs.
+		"~/.claude", "~/.claude.json", "~/.config/anthropic", "~/.config/openai", "~/.codex", "~/.gemini",
+		"~/.config/github-copilot", "~/.cache/huggingface/token", "~/.huggingface/token",
+		// Browser profiles (cookies, saved passwords).
+		"~/.mozilla", "~/.config/google-chrome", "~/.config/chromium", "~/.config/BraveSoftware",
+		"~/.config/microsoft-edge", "~/snap/firefox", "~/snap/chromium",
+		"~/Library/Application Support/Google/Chrome", "~/Library/Application Support/Firefox",
+		"~/Library/Application Support/BraveSoftware", "~/Library/Cookies",
+		// Shell and REPL histories: what was typed, tokens included.
+		"~/.bash_history", "~/.zsh_history", "~/.history", "~/.sh_history", "~/.local/share/fish/fish_history",
+		"~/.python_history", "~/.node_repl_history", "~/.irb_history", "~/.psql_history",
+		"~/.mysql_history", "~/.sqlite_history", "~/.rediscli_history", "~/.lesshst", "~/.viminfo",
+		"~/.local/state/nvim/shada",
 	}
 }
 
 // RuntimeSockets are container-runtime control sockets: reaching one is root
-// on the host, so they are unreadable whatever `secrets` says.
+// on the host, so they are unreadable whatever `secrets` says. (Any other
+// unix socket under a mount is masked too: the policy looks for them.)
 func RuntimeSockets() []string {
 	return []string{
 		"/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
 		"/run/podman/podman.sock", "/run/crio/crio.sock", "~/.docker/run/docker.sock",
-		"~/.colima/default/docker.sock", "~/.rd/docker.sock",
+		"~/.colima/default/docker.sock", "~/.rd/docker.sock", "~/.orbstack/run/docker.sock",
+		"~/.local/share/containers/podman/machine/podman.sock",
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
 )
 
 // Where this backend puts the policy's scratch inside the container.
@@ -102,7 +103,7 @@ func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, err
 		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
 		AutoRemove:     true,
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges:true"},
+		SecurityOpt:    securityOpt(),
 		ReadonlyRootfs: true,
 		Privileged:     false,
 		Init:           &initTrue,
@@ -155,6 +156,15 @@ func renderable(p *policy.Policy) error {
 	return nil
 }
 
+// securityOpt: no new privileges, and the sandbox's own seccomp profile,
+// given explicitly. Without "seccomp=" the daemon applies its built-in
+// default, which depends on the engine's version (20.10's allows socket(2)
+// for every family, AF_VSOCK included); seccompprofile is the profile every
+// backend applies.
+func securityOpt() []string {
+	return []string{"no-new-privileges:true", "seccomp=" + seccompprofile.JSON()}
+}
+
 func user(p *policy.Policy) string {
 	return strconv.Itoa(p.User.UID) + ":" + strconv.Itoa(p.User.GID)
 }
@@ -188,19 +198,7 @@ func mounts(p *policy.Policy, selfExe string) []mount.Mount {
 
 // scratchTmpfs renders the policy's scratch as two sized tmpfs mounts.
 func scratchTmpfs(p *policy.Policy) map[string]string {
-	opts := []string{"rw", fmt.Sprintf("size=%d", p.Scratch.Size)}
-	if p.Scratch.NoSuid {
-		opts = append(opts, "nosuid")
-	}
-	if p.Scratch.NoDev {
-		opts = append(opts, "nodev")
-	}
-	if p.Scratch.Exec {
-		opts = append(opts, "exec")
-	} else {
-		opts = append(opts, "noexec")
-	}
-	base := strings.Join(opts, ",")
+	base := strings.Join(append([]string{"rw"}, backends.ScratchMountOptions(p.Scratch)...), ",")
 	return map[string]string{
 		scratchPaths.Tmp:  fmt.Sprintf("%s,mode=%o", base, p.Scratch.TmpMode),
 		scratchPaths.Home: fmt.Sprintf("%s,mode=%o,uid=%d,gid=%d", base, p.Scratch.HomeMode, p.User.UID, p.User.GID),

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,10 +9,13 @@ import (
 	"testing"
 
 	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/profiles/seccomp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
 )
 
 func renderRole(t *testing.T, role string, host policy.Host) (*policy.Policy, *CreateRequest) {
@@ -61,7 +65,7 @@ func TestRenderCISSection5(t *testing.T) {
 					return m.BindOptions == nil || m.BindOptions.Propagation != "rprivate"
 				})},
 				{"5.21 private UTS namespace", hc.UTSMode == ""},
-				{"5.22 default seccomp kept", !slices.ContainsFunc(hc.SecurityOpt, func(s string) bool { return strings.Contains(s, "seccomp") })},
+				{"5.22 seccomp: the sandbox's own profile, narrowing Docker's default", ownSeccomp(t, hc.SecurityOpt)},
 				{"5.25 no cgroup parent", hc.CgroupParent == ""},
 				{"5.26 no-new-privileges", slices.Contains(hc.SecurityOpt, "no-new-privileges:true")},
 				{"5.29 pids limited", hc.PidsLimit != nil && *hc.PidsLimit > 0},
@@ -78,6 +82,80 @@ func TestRenderCISSection5(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// seccompOpt returns the profile SecurityOpt carries, decoded; ok is false
+// when there is none, or more than one.
+func seccompOpt(opts []string) (*seccomp.Seccomp, string, bool) {
+	var raw []string
+	for _, o := range opts {
+		if v, ok := strings.CutPrefix(o, "seccomp="); ok {
+			raw = append(raw, v)
+		}
+	}
+	if len(raw) != 1 {
+		return nil, "", false
+	}
+	var p seccomp.Seccomp
+	if err := json.Unmarshal([]byte(raw[0]), &p); err != nil {
+		return nil, "", false
+	}
+	return &p, raw[0], true
+}
+
+// ownSeccomp: the daemon gets seccompprofile's profile explicitly (its own
+// built-in default depends on the engine), and that profile allows nothing
+// Docker's default refuses, on every architecture and capability set.
+func ownSeccomp(t *testing.T, opts []string) bool {
+	t.Helper()
+	p, raw, ok := seccompOpt(opts)
+	if !ok || raw != seccompprofile.JSON() {
+		t.Logf("SecurityOpt has no seccomp= with the sandbox's profile: %.200q", opts)
+		return false
+	}
+	for _, arch := range []string{"amd64", "arm64", "s390x", "ppc64le", "riscv64"} {
+		for _, caps := range [][]string{nil, {"CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_PTRACE"}} {
+			if err := seccompprofile.Narrows(p, seccompprofile.DockerDefault(), seccompprofile.Target{Arch: arch, Caps: caps}); err != nil {
+				t.Logf("%s %v: %v", arch, caps, err)
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestRenderSeccompRefusesVsock: the rendered profile refuses the socket
+// families a network namespace does not confine, AF_VSOCK first, with
+// EAFNOSUPPORT, and still allows the ones it does.
+func TestRenderSeccompRefusesVsock(t *testing.T) {
+	_, req := renderRole(t, "reproducer", policy.Host{UID: 1000, GID: 1000, OS: "linux"})
+	p, _, ok := seccompOpt(req.HostConfig.SecurityOpt)
+	if !ok {
+		t.Fatalf("no seccomp profile in %.200q", req.HostConfig.SecurityOpt)
+	}
+	for _, arch := range []string{"amd64", "arm64"} {
+		sc, err := seccompprofile.Resolve(p, seccompprofile.Target{Arch: arch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			call   string
+			family uint64
+			want   seccompprofile.Decision
+		}{
+			{"socket", seccompprofile.AFVsock, seccompprofile.Decision{Action: specs.ActErrno, Errno: 97}},
+			{"socketpair", seccompprofile.AFVsock, seccompprofile.Decision{Action: specs.ActErrno, Errno: 97}},
+			{"socket", seccompprofile.AFBlue, seccompprofile.Decision{Action: specs.ActErrno, Errno: 97}},
+			{"socket", 1<<32 | seccompprofile.AFVsock, seccompprofile.Decision{Action: specs.ActErrno, Errno: 97}},
+			{"socket", seccompprofile.AFInet, seccompprofile.Decision{Action: specs.ActAllow}},
+			{"socket", seccompprofile.AFUnix, seccompprofile.Decision{Action: specs.ActAllow}},
+		} {
+			got, err := seccompprofile.Decide(sc, c.call, c.family)
+			if err != nil || got != c.want {
+				t.Errorf("%s: %s(%d) = %v (%v), want %v", arch, c.call, c.family, got, err, c.want)
+			}
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
 )
 
 const selfExe = "/usr/local/libexec/triage-sandbox-static"
@@ -419,5 +422,49 @@ func TestExecProcessMissing(t *testing.T) {
 	}
 	if _, err := ExecProcess(Spec{&specs.Spec{Annotations: map[string]string{ExecProcessAnnotation: "{"}}}); err == nil {
 		t.Error("a broken annotation decoded")
+	}
+}
+
+// TestSeccompIsTheSandboxProfile: the spec carries the profile the docker
+// backend hands its daemon (seccompprofile), resolved for no capabilities
+// on this host: AF_VSOCK and the other families a network namespace does
+// not confine are refused, and on x86_64 the 32-bit x86 ABI (whose
+// socketcall(2) hides the family) is not in the filter.
+func TestSeccompIsTheSandboxProfile(t *testing.T) {
+	p := buildPolicy(t, profiles.RoleReproducer, "")
+	s := render(t, p, backends.Command{Argv: []string{"true"}})
+	sc := s.Linux.Seccomp
+	// Kernel nil: a kernel new enough for every rule (4.8 is the newest
+	// the profile asks about).
+	want, err := seccompprofile.Resolve(seccompprofile.Profile(), seccompprofile.Target{Arch: runtime.GOARCH})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(sc, want) {
+		t.Fatal("the spec's seccomp filter is not seccompprofile's, resolved for no capabilities")
+	}
+	refused := seccompprofile.Decision{Action: specs.ActErrno, Errno: seccompprofile.RefusedErrno}
+	if !slices.Contains(seccompprofile.ErrnoArches, runtime.GOARCH) {
+		refused = seccompprofile.Decision{Action: specs.ActErrno, Errno: 1}
+	}
+	for _, c := range []struct {
+		call   string
+		family uint64
+		want   seccompprofile.Decision
+	}{
+		{"socket", seccompprofile.AFVsock, refused},
+		{"socketpair", seccompprofile.AFVsock, refused},
+		{"socket", seccompprofile.AFKCM, refused},
+		{"socket", seccompprofile.AFXDP, refused},
+		{"socket", seccompprofile.AFInet6, seccompprofile.Decision{Action: specs.ActAllow}},
+		{"socketpair", seccompprofile.AFUnix, seccompprofile.Decision{Action: specs.ActAllow}},
+	} {
+		got, err := seccompprofile.Decide(sc, c.call, c.family)
+		if err != nil || got != c.want {
+			t.Errorf("%s(%d) = %v (%v), want %v", c.call, c.family, got, err, c.want)
+		}
+	}
+	if runtime.GOARCH == "amd64" && (slices.Contains(sc.Architectures, specs.ArchX86) || !slices.Contains(sc.Architectures, specs.ArchX86_64)) {
+		t.Errorf("architectures %v, want x86_64 without x86", sc.Architectures)
 	}
 }

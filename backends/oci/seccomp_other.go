@@ -8,8 +8,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// The seccomp profile is resolved against the running kernel, so an OCI spec
-// is rendered on the Linux host that will run it.
+// The seccomp profile (seccompprofile) is resolved against the running
+// kernel, so an OCI spec is rendered on the Linux host that will run it.
 func defaultSeccomp(*specs.Spec) (*specs.LinuxSeccomp, error) {
 	return nil, errors.New("render --backend oci runs on Linux (the seccomp profile depends on the kernel)")
 }

@@ -1,0 +1,278 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// What the sandbox may read under a mounted directory is decided here, not
+// left to the mount: a mount exposes everything below it, so the policy
+// lists what must stay hidden there (Masked) and backends hide each path
+// (docker and oci bind /dev/null over a file and an empty read-only tmpfs
+// over a directory; a runtime skips a path that does not exist when the
+// sandbox starts).
+//
+//   - Credential stores (profiles.CredentialPaths, or [sandbox] secrets):
+//     every one under a mount is masked, whether or not it exists at build
+//     time, so one the host creates before the sandbox starts is hidden too.
+//     A mount that covers the caller's home (the workspace or the checkout
+//     is the home or above it) gets a warning saying so.
+//   - Unix sockets: a host daemon's socket inside a mounted directory (git's
+//     fsmonitor daemon keeps .git/fsmonitor--daemon.ipc in the checkout) is
+//     connectable from inside, network namespace or not, by any uid with
+//     write permission on it. A distinct uid protects only against another
+//     user's 0600 socket; the sandbox normally runs as the socket's owner
+//     (the caller, or the workspace owner when root runs triage-sandbox),
+//     so every socket found under a mount is masked: connect(2) then finds
+//     /dev/null, not a socket, and fails with ECONNREFUSED. Abstract
+//     sockets need nothing: they belong to the network namespace, and the
+//     sandbox has its own. Not masked: a socket created after the sandbox
+//     started, and one past the scan's bounds (it walks breadth first, so
+//     what it misses is deep in a large tree; a .git directory's own
+//     sockets are always looked at). A warning for a truncated scan would
+//     fire on every large checkout (node_modules alone passes the bound),
+//     so there is none.
+
+// Bounds of the socket scan, per mount: a workspace at the home directory,
+// or a checkout with its node_modules, must not make every run walk all of
+// it.
+var (
+	socketScanEntries = 20000
+	socketScanDepth   = 8
+)
+
+func unreadableList(sb config.Sandbox, host Host) []string {
+	list := profiles.CredentialPaths()
+	if sb.Secrets != nil {
+		list = sb.Secrets
+	}
+	list = append(append([]string(nil), list...), profiles.RuntimeSockets()...)
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	// A home reached through a symlink: "~/x" is unreadable under both
+	// names even while x does not exist, since mounts are canonical paths.
+	realHome := ""
+	if host.Home != "" {
+		if r, err := filepath.EvalSymlinks(host.Home); err == nil && r != filepath.Clean(host.Home) {
+			realHome = r
+		}
+	}
+	for _, p := range list {
+		abs := filepath.Clean(host.expandHome(p))
+		if !filepath.IsAbs(abs) {
+			continue
+		}
+		add(abs)
+		if realHome != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
+			add(filepath.Join(realHome, strings.TrimPrefix(strings.TrimPrefix(p, "~"), "/")))
+		}
+		// A symlinked credential dir is unreadable under both names.
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			add(real)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// maskUnderMounts decides what the backend must hide under the policy's
+// mounts (p.Masked): the unreadable paths a mount would expose, and every
+// unix socket found under a mount. It warns when a mount covers the
+// caller's home.
+func maskUnderMounts(p *Policy, host Host) {
+	masked := maskedUnder(p.Unreadable, p.Mounts)
+	var warnings []string
+	if !p.AllowAll {
+		warnings = homeCovered(p.Mounts, masked, host)
+	}
+	for _, m := range p.Mounts {
+		socks, _ := socketsUnder(m)
+		masked = append(masked, socks...)
+	}
+	p.Masked = dedupe(masked)
+	p.Warnings = append(p.Warnings, warnings...)
+}
+
+// maskedUnder returns the unreadable paths that a mount would expose.
+func maskedUnder(unreadable []string, mounts []Mount) []string {
+	var out []string
+	for _, u := range unreadable {
+		for _, m := range mounts {
+			if within(m.Path, u) {
+				out = append(out, u)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// homeCovered warns for each mount that is the caller's home or above it:
+// the known credential stores in it are masked, nothing else is.
+func homeCovered(mounts []Mount, masked []string, host Host) []string {
+	if host.Home == "" {
+		return nil
+	}
+	homes := []string{filepath.Clean(host.Home)}
+	if r, err := filepath.EvalSymlinks(host.Home); err == nil && r != homes[0] {
+		homes = append(homes, r)
+	}
+	var out []string
+	for _, m := range mounts {
+		i := slices.IndexFunc(homes, func(h string) bool { return within(m.Path, h) })
+		if i < 0 {
+			continue
+		}
+		home := homes[i]
+		var n int
+		var present []string
+		for _, u := range masked {
+			// Count stores, not the paths inside one (~/.docker/run/docker.sock).
+			if !within(home, u) || slices.ContainsFunc(masked, func(o string) bool { return o != u && within(o, u) }) {
+				continue
+			}
+			n++
+			if _, err := os.Lstat(u); err == nil {
+				present = append(present, strings.TrimPrefix(u, home+"/"))
+			}
+		}
+		now := "none present now"
+		if len(present) > 0 {
+			if len(present) > 8 {
+				present = append(present[:8], fmt.Sprintf("and %d more", len(present)-8))
+			}
+			now = "present now: " + strings.Join(present, ", ")
+		}
+		out = append(out, fmt.Sprintf("the %s %s covers your home directory %s: its %d known credential stores are masked (%s); "+
+			"anything else in it is readable — put the workspace in its own directory", m.Why, m.Path, home, n, now))
+	}
+	return out
+}
+
+// socketsUnder returns the unix sockets under a mount, breadth first
+// within the scan's bounds (truncated says it stopped there). Symlinks are
+// not followed. The immediate children of every .git directory met (and of
+// its worktrees/* and modules/* git directories) are always looked at,
+// where git's fsmonitor daemon keeps its socket, without descending into
+// the object store.
+func socketsUnder(m Mount) (socks []string, truncated bool) {
+	fi, err := os.Lstat(m.Path)
+	if err != nil {
+		return nil, false
+	}
+	if fi.Mode()&fs.ModeSocket != 0 {
+		return []string{m.Path}, false
+	}
+	if !fi.IsDir() {
+		return nil, false
+	}
+	type dir struct {
+		path  string
+		depth int
+	}
+	queue := []dir{{m.Path, 0}}
+	budget := socketScanEntries
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		if budget <= 0 {
+			// Out of budget: still look at the .git directories of what
+			// is left at the top (a checkout's own .git).
+			truncated = true
+			socks = append(socks, gitSockets(filepath.Join(d.path, ".git"), 0)...)
+			continue
+		}
+		entries, more := readDir(d.path, budget)
+		budget -= len(entries)
+		if more {
+			truncated = true
+		}
+		for _, e := range entries {
+			p := filepath.Join(d.path, e.Name())
+			switch {
+			case e.Type()&fs.ModeSocket != 0:
+				socks = append(socks, p)
+			case e.IsDir() && e.Name() == ".git":
+				socks = append(socks, gitSockets(p, 0)...)
+			case e.IsDir() && d.depth+1 < socketScanDepth:
+				queue = append(queue, dir{p, d.depth + 1})
+			case e.IsDir():
+				truncated = true
+				socks = append(socks, gitSockets(filepath.Join(p, ".git"), 0)...)
+			}
+		}
+	}
+	return socks, truncated
+}
+
+// gitSockets returns the sockets directly in a git directory and in the
+// git directories of its worktrees and submodules (nested submodules a
+// few levels down).
+func gitSockets(gitDir string, depth int) []string {
+	entries, _ := readDir(gitDir, 1000)
+	var out []string
+	for _, e := range entries {
+		p := filepath.Join(gitDir, e.Name())
+		switch {
+		case e.Type()&fs.ModeSocket != 0:
+			out = append(out, p)
+		case e.IsDir() && (e.Name() == "worktrees" || e.Name() == "modules") && depth < 4:
+			subs, _ := readDir(p, 1000)
+			for _, s := range subs {
+				if s.IsDir() {
+					out = append(out, gitSockets(filepath.Join(p, s.Name()), depth+1)...)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// readDir reads at most n entries of dir; more says there were others.
+// A directory the caller cannot read is skipped: the sandbox, running as
+// the caller or as the workspace owner, could not list it either.
+func readDir(dir string, n int) (entries []fs.DirEntry, more bool) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	entries, err = f.ReadDir(n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return entries, false
+	}
+	if len(entries) == n {
+		if extra, _ := f.ReadDir(1); len(extra) > 0 {
+			more = true
+		}
+	}
+	return entries, more
+}
+
+func dedupe(paths []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}

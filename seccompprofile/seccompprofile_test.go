@@ -1,0 +1,182 @@
+package seccompprofile
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/moby/profiles/seccomp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+var (
+	refused = Decision{Action: specs.ActErrno, Errno: RefusedErrno}
+	eperm   = Decision{Action: specs.ActErrno, Errno: 1}
+	allow   = Decision{Action: specs.ActAllow}
+)
+
+func resolve(t *testing.T, p *seccomp.Seccomp, tg Target) *specs.LinuxSeccomp {
+	t.Helper()
+	sc, err := Resolve(p, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func decide(t *testing.T, sc *specs.LinuxSeccomp, name string, args ...uint64) Decision {
+	t.Helper()
+	d, err := Decide(sc, name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestNarrowsDockerDefault: the profile allows nothing Docker's default
+// refuses, for every architecture the default knows, with and without
+// capabilities.
+func TestNarrowsDockerDefault(t *testing.T) {
+	base := DockerDefault()
+	arches := []string{"amd64", "arm64", "s390x", "ppc64le", "riscv64", "loongarch64", "mips64", "mipsel64"}
+	for _, arch := range arches {
+		for _, caps := range [][]string{nil, {"CAP_SYS_ADMIN", "CAP_SYS_PTRACE", "CAP_NET_ADMIN", "CAP_BPF", "CAP_PERFMON"}} {
+			for _, k := range []*seccomp.KernelVersion{nil, {Kernel: 4, Major: 4}} {
+				if err := Narrows(Profile(), base, Target{Arch: arch, Caps: caps, Kernel: k}); err != nil {
+					t.Errorf("%s caps=%v kernel=%v: %v", arch, caps, k, err)
+				}
+			}
+		}
+	}
+}
+
+// TestNarrowsCatchesWidening: the check itself can fail.
+func TestNarrowsCatchesWidening(t *testing.T) {
+	tg := Target{Arch: "amd64"}
+	widen := func(f func(p *seccomp.Seccomp)) error {
+		p := Profile()
+		f(p)
+		return Narrows(p, DockerDefault(), tg)
+	}
+	cases := map[string]func(p *seccomp.Seccomp){
+		"vsock allowed": func(p *seccomp.Seccomp) {
+			p.Syscalls = append(p.Syscalls, &seccomp.Syscall{LinuxSyscall: specs.LinuxSyscall{Names: []string{"socket"},
+				Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 0, Value: AFVsock, Op: specs.OpEqualTo}}}})
+		},
+		"mount allowed": func(p *seccomp.Seccomp) {
+			p.Syscalls = append(p.Syscalls, &seccomp.Syscall{LinuxSyscall: specs.LinuxSyscall{Names: []string{"mount"}, Action: specs.ActAllow}})
+		},
+		"default allow": func(p *seccomp.Seccomp) { p.DefaultAction = specs.ActAllow },
+		"a foreign architecture": func(p *seccomp.Seccomp) {
+			p.ArchMap[0].SubArches = append(p.ArchMap[0].SubArches, specs.ArchPPC)
+		},
+	}
+	for name, f := range cases {
+		if err := widen(f); err == nil {
+			t.Errorf("%s: Narrows found nothing", name)
+		}
+	}
+}
+
+// TestSocketFamilies: only the families a network namespace confines are
+// created; every other one, AF_VSOCK first, is refused with EAFNOSUPPORT,
+// also with high bits set (seccomp compares 64 bits, the kernel reads an
+// int) and for families Linux does not define yet.
+func TestSocketFamilies(t *testing.T) {
+	for _, arch := range ErrnoArches {
+		sc := resolve(t, Profile(), Target{Arch: arch})
+		for f := uint64(0); f < 2*AFMax; f++ {
+			want := refused
+			if slices.Contains(AllowedFamilies, f) {
+				want = allow
+			}
+			for _, call := range []string{"socket", "socketpair"} {
+				if got := decide(t, sc, call, f, 1, 0); got != want {
+					t.Errorf("%s: %s(%d) = %v, want %v", arch, call, f, got, want)
+				}
+			}
+		}
+		for _, v := range []uint64{1<<32 | AFVsock, 1<<32 | AFInet, 1 << 63, ^uint64(0)} {
+			if got := decide(t, sc, "socket", v); got != refused {
+				t.Errorf("%s: socket(%#x) = %v, want %v", arch, v, got, refused)
+			}
+		}
+	}
+	// Where libseccomp multiplexes socket rules onto socketcall, refused
+	// families get the default EPERM (still refused).
+	for _, arch := range []string{"s390x", "ppc64le"} {
+		sc := resolve(t, Profile(), Target{Arch: arch})
+		if got := decide(t, sc, "socket", AFVsock); got != eperm {
+			t.Errorf("%s: socket(AF_VSOCK) = %v, want %v", arch, got, eperm)
+		}
+		if got := decide(t, sc, "socket", AFInet); got != allow {
+			t.Errorf("%s: socket(AF_INET) = %v", arch, got)
+		}
+		for _, r := range sc.Syscalls {
+			if slices.Contains(r.Names, "socket") && r.Action != specs.ActAllow {
+				t.Errorf("%s: a socket rule with action %s would collide with libseccomp's socketcall copy", arch, r.Action)
+			}
+		}
+	}
+}
+
+// TestNoX86ABIOnAmd64: the 32-bit x86 ABI, whose socketcall(2) would
+// create any family, is not in the filter; x32 is.
+func TestNoX86ABIOnAmd64(t *testing.T) {
+	sc := resolve(t, Profile(), Target{Arch: "amd64"})
+	if slices.Contains(sc.Architectures, specs.ArchX86) || !slices.Contains(sc.Architectures, specs.ArchX86_64) ||
+		!slices.Contains(sc.Architectures, specs.ArchX32) {
+		t.Errorf("architectures %v, want x86_64 and x32 without x86", sc.Architectures)
+	}
+	def := resolve(t, DockerDefault(), Target{Arch: "amd64"})
+	if !slices.Contains(def.Architectures, specs.ArchX86) {
+		t.Errorf("Docker's default no longer has x86 (%v): the profile's reason to drop it is gone, revisit", def.Architectures)
+	}
+	arm := resolve(t, Profile(), Target{Arch: "arm64"})
+	if !slices.Equal(arm.Architectures, []specs.Arch{specs.ArchAARCH64, specs.ArchARM}) {
+		t.Errorf("arm64 architectures %v", arm.Architectures)
+	}
+}
+
+// TestOnlySocketRulesChanged: every rule but the socket family rules is
+// Docker's.
+func TestOnlySocketRulesChanged(t *testing.T) {
+	key := func(r *seccomp.Syscall) string {
+		b, _ := json.Marshal(r)
+		return string(b)
+	}
+	var base []string
+	for _, r := range DockerDefault().Syscalls {
+		base = append(base, key(r))
+	}
+	for _, r := range Profile().Syscalls {
+		if strings.HasPrefix(r.Comment, "triage-sandbox:") {
+			if !slices.Equal(r.Names, []string{"socket", "socketpair"}) {
+				t.Errorf("our rule %v is not a socket family rule", r.Names)
+			}
+			continue
+		}
+		if !slices.Contains(base, key(r)) {
+			if slices.Contains(r.Names, "socketcall") && !slices.Contains(r.Names, "socketpair") {
+				continue // the big list, with socketpair taken out
+			}
+			t.Errorf("rule %v differs from Docker's", r.Names)
+		}
+	}
+}
+
+func TestJSONIsTheProfile(t *testing.T) {
+	var p seccomp.Seccomp
+	if err := json.Unmarshal([]byte(JSON()), &p); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(&p)
+	b, _ := json.Marshal(Profile())
+	if string(a) != string(b) {
+		t.Error("JSON() and Profile() differ")
+	}
+	if strings.ContainsAny(JSON(), "\n\t") {
+		t.Error("JSON() is not compact")
+	}
+}
