@@ -45,6 +45,15 @@ func Explain(p *Policy) string {
 		}
 		w("  %s%s\n", u, note)
 	}
+	unreadable := map[string]bool{}
+	for _, u := range p.Unreadable {
+		unreadable[u] = true
+	}
+	for _, m := range p.Masked {
+		if !unreadable[m] {
+			w("  %s  (masked: a host socket under a mount)\n", m)
+		}
+	}
 	w("\nnetwork: ")
 	switch p.Network.Mode {
 	case NetworkLoopback:

@@ -76,11 +76,12 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 			RootfsPropagation: "rprivate",
 		},
 	}
-	// runc applies no seccomp filter unless told: use Docker's default
-	// profile, resolved for this spec's (empty) capabilities.
+	// runc applies no seccomp filter unless told: use the sandbox's own
+	// profile (Docker's default, narrowed), resolved for this spec's (empty)
+	// capabilities.
 	sc, err := defaultSeccomp(s)
 	if err != nil {
-		return Spec{}, fmt.Errorf("building the default seccomp profile: %w", err)
+		return Spec{}, fmt.Errorf("building the seccomp profile: %w", err)
 	}
 	s.Linux.Seccomp = sc
 	execJSON, err := json.Marshal(process(p, backends.ExecArgv(p, cmd)))
