@@ -195,7 +195,7 @@ func TestProblems(t *testing.T) {
 				`triage.toml:3: sandbox.guard.modle: unknown key; did you mean "model"?`,
 				`triage.toml:4: sandbox.guard.min_safe: must be between 0 and 1, got 1.5`,
 				`triage.toml:5: sandbox.guard.max_risk: expected a number, got string "high"`,
-				`triage.toml:6: sandbox.guard.timeout: must be a positive number of seconds, got 0`,
+				`triage.toml:6: sandbox.guard.timeout: must be between 1 and 86400 seconds (24 hours), got 0`,
 			},
 		},
 		{
@@ -218,7 +218,7 @@ func TestProblems(t *testing.T) {
 			toml: "[sandbox]\ncpus = 0\ntimeout = -5\npids = 0\nimage = \"\"\n",
 			want: []string{
 				`triage.toml:2: sandbox.cpus: must be greater than zero, got 0; e.g. cpus = 1.5`,
-				`triage.toml:3: sandbox.timeout: must be a positive number of seconds, got -5`,
+				`triage.toml:3: sandbox.timeout: must be between 1 and 86400 seconds (24 hours), got -5`,
 				`triage.toml:4: sandbox.pids: must be greater than zero, got 0`,
 				`triage.toml:5: sandbox.image: must not be empty; name a docker image or remove the key`,
 			},

@@ -63,7 +63,7 @@ func (c *checker) document(f *File, root map[string]any) {
 	if v, ok := root["repro"]; ok {
 		if m, ok := c.table([]string{"repro"}, v); ok {
 			if t, ok := m["timeout"]; ok {
-				f.Repro.Timeout = c.positiveInt([]string{"repro", "timeout"}, t)
+				f.Repro.Timeout = c.timeout([]string{"repro", "timeout"}, t)
 			}
 		}
 	}
@@ -159,7 +159,7 @@ func (c *checker) sandbox(base []string, m map[string]any, role bool) Sandbox {
 		case "set_env":
 			sb.SetEnv = c.setEnv(p, v)
 		case "timeout":
-			sb.Timeout = c.positiveInt(p, v)
+			sb.Timeout = c.timeout(p, v)
 		case "memory":
 			sb.Memory = c.size(p, v)
 		case "tmpfs_size":
@@ -263,7 +263,7 @@ func (c *checker) guard(base []string, m map[string]any) Guard {
 				g.MaxRisk = &f
 			}
 		case "timeout":
-			g.Timeout = c.positiveInt(p, v)
+			g.Timeout = c.timeout(p, v)
 		default:
 			c.add(p, "unknown key", unknownKeyHint(k, guardKeys))
 		}
@@ -315,20 +315,6 @@ func (c *checker) number(p []string, v any) (float64, bool) {
 	}
 	c.wrongType(p, "a number", v)
 	return 0, false
-}
-
-// positiveInt reads a count of seconds (or similar) that must be > 0.
-func (c *checker) positiveInt(p []string, v any) *int {
-	n, ok := c.integer(p, v)
-	if !ok {
-		return nil
-	}
-	if n <= 0 || int64(int(n)) != n {
-		c.add(p, fmt.Sprintf("must be a positive number of seconds, got %d", n), "")
-		return nil
-	}
-	i := int(n)
-	return &i
 }
 
 // size reads a byte count or a string such as "512m".

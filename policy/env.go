@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -10,9 +11,12 @@ import (
 )
 
 // filterEnv applies the allow-list. A name passes when it matches the role's
-// allow-list or an [sandbox] env pattern, unless it looks like a credential:
-// then only an exact name in env passes it (with a warning). HOME and TMPDIR
-// point at the fresh scratch; TRIAGE_SANDBOX_BACKEND and set_env are added.
+// allow-list or an [sandbox] env pattern, unless it is screened as a
+// credential: its name looks like one (profiles.LooksLikeCredential) or,
+// unless the role's allow-list names it exactly, its value does
+// (profiles.LooksLikeSecretValue). A screened variable passes only when
+// [sandbox] env names it exactly (with a warning). HOME and TMPDIR point at
+// the fresh scratch; TRIAGE_SANDBOX_BACKEND and set_env are added.
 func filterEnv(role string, sb config.Sandbox, host Host, p *Policy) ([]EnvVar, []EnvDecision, []string) {
 	var env []EnvVar
 	var dropped []EnvDecision
@@ -43,25 +47,28 @@ func filterEnv(role string, sb config.Sandbox, host Host, p *Policy) ([]EnvVar, 
 			exact[pat] = true
 		}
 	}
-	patterns := append(append([]string(nil), allow...), sb.Env...)
 	for _, kv := range host.Env {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
 			continue
 		}
-		pat := matchAny(patterns, name)
-		cred, reason := profiles.LooksLikeCredential(name)
+		pat, source := matchAllow(role, allow, sb.Env, name)
+		cred, reason := screen(name, value, slices.Contains(allow, name))
 		switch {
 		case pat == "":
-			dropped = append(dropped, EnvDecision{Name: name, Why: "not in the allow-list", Credential: cred})
+			why := "not in the allow-list"
+			if cred {
+				why += " (and " + reason + ")"
+			}
+			dropped = append(dropped, EnvDecision{Name: name, Why: why, Credential: cred})
 		case cred && exact[name]:
-			put(name, value, "listed exactly in [sandbox] env")
-			warnings = append(warnings, "passing credential-looking variable "+name+" because [sandbox] env names it exactly")
+			put(name, value, "[sandbox] env names it exactly, though "+reason+" (passed with a warning)")
+			warnings = append(warnings, "passing credential-looking variable "+name+" ("+reason+") because [sandbox] env names it exactly")
 		case cred:
-			dropped = append(dropped, EnvDecision{Name: name, Why: reason + "; matched " + pat +
+			dropped = append(dropped, EnvDecision{Name: name, Why: reason + "; matched " + source +
 				" but a pattern never passes a credential (name it exactly in [sandbox] env to pass it)", Credential: true})
 		default:
-			put(name, value, "allow-list "+pat)
+			put(name, value, source)
 		}
 	}
 	put("TRIAGE_SANDBOX_BACKEND", p.Backend, "set by triage-sandbox, as ai-triager does")
@@ -89,6 +96,42 @@ func filterEnv(role string, sb config.Sandbox, host Host, p *Policy) ([]EnvVar, 
 func sortEnv(env []EnvVar) []EnvVar {
 	sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
 	return env
+}
+
+// screen says whether a caller variable is a credential, and why. The name
+// rule always applies. The value rule applies except to the names the role's
+// allow-list lists exactly (PATH, HOME, TERM, ...): a wildcard must never
+// pass a secret-looking value under an innocent name (TRIAGE_ID=ghp_...),
+// and a name [sandbox] env lists exactly passes it with a warning.
+func screen(name, value string, roleExact bool) (bool, string) {
+	if cred, reason := profiles.LooksLikeCredential(name); cred {
+		return true, reason
+	}
+	if roleExact {
+		return false, ""
+	}
+	return profiles.LooksLikeSecretValue(value)
+}
+
+// matchAllow returns the pattern that passes name and where it comes from,
+// for `policy` output: an exact name before a wildcard, the role's
+// allow-list before [sandbox] env. pattern is "" when nothing matches.
+func matchAllow(role string, allow, extra []string, name string) (pattern, source string) {
+	for _, l := range []struct {
+		pats []string
+		what string
+	}{{allow, role + " allow-list"}, {extra, "[sandbox] env"}} {
+		if slices.Contains(l.pats, name) {
+			return name, l.what + " " + name
+		}
+	}
+	if p := matchAny(allow, name); p != "" {
+		return p, role + " allow-list " + p
+	}
+	if p := matchAny(extra, name); p != "" {
+		return p, "[sandbox] env " + p
+	}
+	return "", ""
 }
 
 // matchAny returns the first pattern that matches name, or "".

@@ -3,6 +3,7 @@ package policy
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,6 +22,9 @@ func FuzzBuild(f *testing.F) {
 	f.Add("NOTES.md", "LC_*", "LC_ALL", "C", "agent")
 	f.Add("/etc", "AWS_*", "AWS_SECRET_ACCESS_KEY", "k", "agent")
 	f.Add("", "", "", "", "reproducer")
+	f.Add("repros", "", "TRIAGE_APITOKEN", "x", "reproducer")
+	f.Add("repros", "PIXI_*", "TRIAGE_RUN_ID", "ghp_R2d9xQ7mPz4LkT8vNw3yB6cJ1hF5sGa0eU2i", "reproducer")
+	f.Add("repros", "", "TRIAGE_HOOK", "https://u:p@h/x", "reproducer")
 	root := f.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "ws"), 0o755); err != nil {
 		f.Fatal(err)
@@ -56,7 +60,9 @@ func FuzzBuild(f *testing.F) {
 				t.Fatalf("writable through a symlink: %s", m.Path)
 			}
 		}
-		if cred, _ := profiles.LooksLikeCredential(name); cred && name != pattern {
+		secret, _ := profiles.LooksLikeSecretValue(value)
+		secret = secret && !slices.Contains(profiles.EnvAllow(role), name)
+		if cred, _ := profiles.LooksLikeCredential(name); (cred || secret) && name != pattern {
 			for _, e := range p.Env {
 				if e.Name == name {
 					t.Fatalf("credential-looking %s passed via pattern %q", name, pattern)

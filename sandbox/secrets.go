@@ -20,12 +20,16 @@ var benignNames = map[string]bool{
 }
 
 // Secrets returns the caller's values output must never show: every
-// credential-looking variable, and every variable the policy withheld
-// unless it is plainly not a secret (a benign name, or an existing path).
+// variable the policy withheld as a credential (Dropped entries with
+// Credential set: a credential-looking name, or a secret-looking value
+// under a wildcard), every credential-looking name or secret-looking value
+// even when it was passed (an exact name in [sandbox] env), and every other
+// withheld variable unless it is plainly not a secret (a benign name, or an
+// existing path).
 func Secrets(p *policy.Policy, host policy.Host) []output.Secret {
-	withheld := map[string]bool{}
+	withheld := map[string]policy.EnvDecision{}
 	for _, d := range p.Dropped {
-		withheld[d.Name] = true
+		withheld[d.Name] = d
 	}
 	var out []output.Secret
 	for _, kv := range host.Env {
@@ -33,16 +37,28 @@ func Secrets(p *policy.Policy, host policy.Host) []output.Secret {
 		if !ok || len(value) < output.MinSecretLen {
 			continue
 		}
-		if cred, _ := profiles.LooksLikeCredential(name); cred {
+		d, dropped := withheld[name]
+		if isSecret(name, value, d, dropped) {
 			out = append(out, output.Secret{Name: name, Value: value})
-			continue
 		}
-		if !withheld[name] || benignNames[name] || strings.HasPrefix(name, "LC_") || isPath(value) {
-			continue
-		}
-		out = append(out, output.Secret{Name: name, Value: value})
 	}
 	return out
+}
+
+func isSecret(name, value string, d policy.EnvDecision, dropped bool) bool {
+	if dropped && d.Credential {
+		return true
+	}
+	if cred, _ := profiles.LooksLikeCredential(name); cred {
+		return true
+	}
+	if benignNames[name] || strings.HasPrefix(name, "LC_") {
+		return false
+	}
+	if secret, _ := profiles.LooksLikeSecretValue(value); secret {
+		return true
+	}
+	return dropped && !isPath(value)
 }
 
 func isPath(v string) bool {
