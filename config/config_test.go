@@ -87,7 +87,7 @@ func TestFixtureInSync(t *testing.T) {
 
 func TestProblems(t *testing.T) {
 	const allSandboxKeys = "valid keys: backend, network, image, env, secrets, writable, allow_all, set_env, " +
-		"timeout, memory, cpus, pids, tmpfs_size, shm_size, runtime, user, output_limit, output_ceiling, deny, audit_log, accept_weaker"
+		"timeout, memory, cpus, pids, tmpfs_size, shm_size, runtime, user, output_limit, output_ceiling, deny, audit_log, accept_weaker, allow_tool_config"
 	tests := []struct {
 		name string
 		toml string
@@ -217,7 +217,7 @@ func TestProblems(t *testing.T) {
 			name: "numbers out of range",
 			toml: "[sandbox]\ncpus = 0\ntimeout = -5\npids = 0\nimage = \"\"\n",
 			want: []string{
-				`triage.toml:2: sandbox.cpus: must be greater than zero, got 0; e.g. cpus = 1.5`,
+				`triage.toml:2: sandbox.cpus: must be between 0.01 and 4096, got 0; e.g. cpus = 1.5`,
 				`triage.toml:3: sandbox.timeout: must be between 1 and 86400 seconds (24 hours), got -5`,
 				`triage.toml:4: sandbox.pids: must be greater than zero, got 0`,
 				`triage.toml:5: sandbox.image: must not be empty; name a docker image or remove the key`,

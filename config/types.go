@@ -62,6 +62,9 @@ type Sandbox struct {
 	// AcceptWeaker names requirements a backend may lack (weaker modes the
 	// operator accepts), e.g. "own_loopback" for seatbelt.
 	AcceptWeaker []profiles.Capability
+	// AllowToolConfig lists writable paths where a run may leave .git,
+	// .envrc, editor settings and their kin (moved aside elsewhere).
+	AllowToolConfig []string
 }
 
 // Guard is [sandbox.guard].

@@ -20,7 +20,7 @@ import (
 var sandboxKeys = []string{
 	"backend", "network", "image", "env", "secrets", "writable", "allow_all", "set_env",
 	"timeout", "memory", "cpus", "pids", "tmpfs_size", "shm_size", "runtime", "user",
-	"output_limit", "output_ceiling", "deny", "audit_log", "accept_weaker",
+	"output_limit", "output_ceiling", "deny", "audit_log", "accept_weaker", "allow_tool_config",
 }
 
 // Tables [sandbox] may hold besides its keys.
@@ -150,6 +150,8 @@ func (c *checker) sandbox(base []string, m map[string]any, role bool) Sandbox {
 			}
 		case "writable":
 			sb.Writable = c.stringList(p, v, checkRelative)
+		case "allow_tool_config":
+			sb.AllowToolConfig = c.stringList(p, v, checkRelative)
 		case "accept_weaker":
 			for _, name := range c.stringList(p, v, checkCapability) {
 				sb.AcceptWeaker = append(sb.AcceptWeaker, profiles.Capability(name))
@@ -172,10 +174,12 @@ func (c *checker) sandbox(base []string, m map[string]any, role bool) Sandbox {
 			sb.OutputCeiling = c.size(p, v)
 		case "cpus":
 			if f, ok := c.number(p, v); ok {
-				if f > 0 && !math.IsInf(f, 0) {
+				// Runtimes apply no CPU quota below 0.01 (dockerd refuses it,
+				// runc reads a zero quota as no limit).
+				if f >= 0.01 && f <= 4096 && !math.IsInf(f, 0) {
 					sb.CPUs = &f
 				} else {
-					c.add(p, fmt.Sprintf("must be greater than zero, got %v", f), `e.g. cpus = 1.5`)
+					c.add(p, fmt.Sprintf("must be between 0.01 and 4096, got %v", f), `e.g. cpus = 1.5`)
 				}
 			}
 		case "pids":

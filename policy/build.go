@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -89,6 +88,12 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 	}
 	p.Base = base(sb, opts.Capabilities, p.Mounts)
 	p.Accepted = append(p.Accepted, sb.AcceptWeaker...)
+	for _, a := range sb.AllowToolConfig {
+		if !slices.ContainsFunc(p.Mounts, func(m Mount) bool { return !m.ReadOnly && m.Path == filepath.Join(root, filepath.Clean(a)) }) {
+			return nil, fmt.Errorf("%s: [sandbox] allow_tool_config %q: not one of the role's writable paths; list a writable path", configName(cfg), a)
+		}
+		p.AllowToolConfig = append(p.AllowToolConfig, filepath.Clean(a))
+	}
 	if opts.Capabilities != nil {
 		if _, err := Enforce(p, p.Backend, opts.Capabilities); err != nil {
 			return nil, fmt.Errorf("%s: %w", configName(cfg), err)
@@ -371,10 +376,10 @@ func within(dir, p string) bool {
 func limits(cfg *config.File, sb config.Sandbox, role string) profiles.Limits {
 	l := profiles.DefaultLimits(role)
 	if role == profiles.RoleReproducer && cfg.Repro.Timeout != nil {
-		l.Timeout = time.Duration(*cfg.Repro.Timeout) * time.Second
+		l.Timeout = config.TimeoutDuration(*cfg.Repro.Timeout)
 	}
 	if sb.Timeout != nil {
-		l.Timeout = time.Duration(*sb.Timeout) * time.Second
+		l.Timeout = config.TimeoutDuration(*sb.Timeout)
 	}
 	if sb.Memory != nil {
 		l.Memory = *sb.Memory

@@ -141,8 +141,8 @@ type EnvVar struct {
 type EnvDecision struct {
 	Name string `json:"name"`
 	Why  string `json:"why"`
-	// Credential is true when the name looks like a secret; output redaction
-	// treats such values as secrets.
+	// Credential is true when the name or the value looks like a secret;
+	// output redaction treats such values as secrets.
 	Credential bool `json:"credential"`
 }
 

@@ -606,7 +606,10 @@ func TestEmptyProgramRefusedAlike(t *testing.T) {
 // 100000 / 1e9; the oci renderer rounds cpus * 100000 the same way, and
 // refuses a quota so small that runc would read it as no limit.
 func TestCPUQuotaAgrees(t *testing.T) {
-	tiny := build(t, policyCase{role: profiles.RoleAgent, toml: "[sandbox]\ncpus = 0.000001\n"})
+	// The config refuses cpus below 0.01; a policy built otherwise is
+	// refused by the renderer too.
+	tiny := build(t, policyCase{role: profiles.RoleAgent})
+	tiny.Limits.CPUs = 0.000001
 	if _, err := oci.Render(tiny, backends.Command{Argv: []string{"true"}}, selfExe); err == nil {
 		t.Error("cpus = 0.000001 rendered; runc would read its quota as no CPU limit")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -75,6 +76,9 @@ func newRunCmd() *cobra.Command {
 			}
 			if len(args) == 0 {
 				return fail(fmt.Errorf("empty command: give the program to run after --, e.g. triage-sandbox run -- python3 repro.py"))
+			}
+			if err := config.CheckTimeoutFlag(timeout); err != nil {
+				return fail(err)
 			}
 			p, host, err := pf.compileWithHost()
 			if err != nil {
