@@ -74,17 +74,7 @@ func Child(args []string, errOut io.Writer) int {
 			fmt.Fprintln(errOut, "alloc: bad size")
 			return 2
 		}
-		const chunk = 64 << 20
-		var keep [][]byte
-		for done := int64(0); done < n; done += chunk {
-			b := make([]byte, min(chunk, n-done))
-			for i := 0; i < len(b); i += 4096 {
-				b[i] = 1
-			}
-			keep = append(keep, b)
-		}
-		_ = len(keep)
-		return 0
+		return allocResident(n, errOut)
 	}
 	fmt.Fprintln(errOut, "unknown helper", args[0])
 	return 2
