@@ -51,6 +51,7 @@ type Sandbox struct {
 	CPUs        *float64          // e.g. 1.5
 	Pids        *int64            // process limit
 	TmpfsSize   *int64            // bytes, size of each scratch tmpfs (HOME, TMPDIR)
+	FileSize    *int64            // bytes, the largest file a command may write
 	ShmSize     *int64            // bytes, /dev/shm
 	Runtime     *string           // docker runtime, e.g. "runsc"
 	User        *string           // "uid:gid" used inside when triage-sandbox runs as root

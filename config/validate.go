@@ -19,7 +19,7 @@ import (
 // Keys accepted in [sandbox] and in each per-role table.
 var sandboxKeys = []string{
 	"backend", "network", "image", "env", "secrets", "writable", "allow_all", "set_env",
-	"timeout", "memory", "cpus", "pids", "tmpfs_size", "shm_size", "runtime", "user",
+	"timeout", "memory", "cpus", "pids", "tmpfs_size", "shm_size", "file_size", "runtime", "user",
 	"output_limit", "output_ceiling", "deny", "audit_log", "accept_weaker", "allow_tool_config",
 }
 
@@ -164,6 +164,8 @@ func (c *checker) sandbox(base []string, m map[string]any, role bool) Sandbox {
 			sb.Timeout = c.timeout(p, v)
 		case "memory":
 			sb.Memory = c.size(p, v)
+		case "file_size":
+			sb.FileSize = c.size(p, v)
 		case "tmpfs_size":
 			sb.TmpfsSize = c.size(p, v)
 		case "shm_size":

@@ -390,6 +390,9 @@ func limits(cfg *config.File, sb config.Sandbox, role string) profiles.Limits {
 	if sb.Pids != nil {
 		l.Pids = *sb.Pids
 	}
+	if sb.FileSize != nil {
+		l.FileSize = *sb.FileSize
+	}
 	if sb.TmpfsSize != nil {
 		l.TmpfsSize = *sb.TmpfsSize
 	}

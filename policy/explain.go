@@ -80,8 +80,8 @@ func Explain(p *Policy) string {
 	w("\nruns as uid %d gid %d: %s\n", p.User.UID, p.User.GID, p.User.Why)
 	w("limits: timeout %s, memory %d MiB (no swap), %.2g CPUs, %d processes, %d open files\n",
 		p.Limits.Timeout, p.Limits.Memory>>20, p.Limits.CPUs, p.Limits.Pids, p.Limits.NoFile)
-	w("limits: core dumps %d bytes, OOM score adjustment %d; lifetime: lifeline %v, TTL timeout+%s, SIGTERM grace %s\n",
-		p.Limits.Core, p.Limits.OOMScoreAdj, p.Lifetime.Lifeline, p.Lifetime.TTLMargin, p.Lifetime.KillGrace)
+	w("limits: files up to %d MiB each, core dumps %d bytes, OOM score adjustment %d; lifetime: lifeline %v, TTL timeout+%s, SIGTERM grace %s\n",
+		p.Limits.FileSize>>20, p.Limits.Core, p.Limits.OOMScoreAdj, p.Lifetime.Lifeline, p.Lifetime.TTLMargin, p.Lifetime.KillGrace)
 	if p.Base.Kind == BaseImage {
 		w("root filesystem: image %s\n", p.Base.Image)
 	} else {

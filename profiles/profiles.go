@@ -91,11 +91,14 @@ func Writable(role string) []string {
 
 // Limits are the resource defaults per role.
 type Limits struct {
-	Timeout   time.Duration
-	Memory    int64 // bytes; swap is set equal so there is none
-	CPUs      float64
-	Pids      int64
-	NoFile    int64
+	Timeout time.Duration
+	Memory  int64 // bytes; swap is set equal so there is none
+	CPUs    float64
+	Pids    int64
+	NoFile  int64
+	// FileSize bounds every file a command writes (RLIMIT_FSIZE): a huge
+	// or sparse file in an output ends in EFBIG, not on the host's disk.
+	FileSize  int64
 	TmpfsSize int64 // each scratch tmpfs (HOME, TMPDIR)
 	ShmSize   int64
 	// Core is the core-dump size limit: 0, so a crash never writes memory
@@ -111,10 +114,10 @@ func DefaultLimits(role string) Limits {
 	const mib = 1 << 20
 	if role == RoleAgent {
 		return Limits{Timeout: 300 * time.Second, Memory: 1024 * mib, CPUs: 1, Pids: 512,
-			NoFile: 4096, TmpfsSize: 256 * mib, ShmSize: 64 * mib, OOMScoreAdj: OOMScoreAdj}
+			NoFile: 4096, FileSize: 1024 * mib, TmpfsSize: 256 * mib, ShmSize: 64 * mib, OOMScoreAdj: OOMScoreAdj}
 	}
 	return Limits{Timeout: 120 * time.Second, Memory: 2048 * mib, CPUs: 2, Pids: 1024,
-		NoFile: 4096, TmpfsSize: 512 * mib, ShmSize: 256 * mib, OOMScoreAdj: OOMScoreAdj}
+		NoFile: 4096, FileSize: 1024 * mib, TmpfsSize: 512 * mib, ShmSize: 256 * mib, OOMScoreAdj: OOMScoreAdj}
 }
 
 // Output defaults: what is shown of a run's output (head + tail, per

@@ -2,7 +2,9 @@ package docker_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -97,6 +99,22 @@ func TestResourceAbuseStaysInside(t *testing.T) {
 		freeDrop := int64(before.Bavail-after.Bavail) * int64(before.Bsize)
 		if freeDrop > 64<<20 {
 			t.Errorf("host disk lost %d MiB to the sandbox's scratch", freeDrop>>20)
+		}
+	})
+	t.Run("huge and sparse files in the outputs", func(t *testing.T) {
+		f := newFixture(t)
+		size := int64(32 << 20)
+		f.cfg.Sandbox.FileSize = &size
+		res, stdout, _ := runCaptured(t, f, "reproducer", time.Minute, "sh", "-c",
+			"cd repros; head -c 100000000 /dev/zero > big; echo big=$?; truncate -s 1T sparse; echo sparse=$?; ls -l")
+		out := stdout.String()
+		if res.ExitCode != 0 || strings.Contains(out, "big=0") || strings.Contains(out, "sparse=0") {
+			t.Fatalf("writes past the file size limit succeeded: exit %d %q", res.ExitCode, out)
+		}
+		for _, name := range []string{"big", "sparse"} {
+			if fi, err := os.Stat(filepath.Join(f.root, "repros", name)); err == nil && fi.Size() > size {
+				t.Errorf("%s is %d bytes on the host, limit %d", name, fi.Size(), size)
+			}
 		}
 	})
 	t.Run("flooding output", func(t *testing.T) {

@@ -124,6 +124,7 @@ func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, err
 			PidsLimit:  &pids,
 			Ulimits: []*container.Ulimit{
 				{Name: "nofile", Soft: p.Limits.NoFile, Hard: p.Limits.NoFile},
+				{Name: "fsize", Soft: p.Limits.FileSize, Hard: p.Limits.FileSize},
 				{Name: "core", Soft: p.Limits.Core, Hard: p.Limits.Core},
 			},
 		},

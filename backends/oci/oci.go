@@ -95,7 +95,7 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 // process is the policy's process: identity, environment, no capability,
 // no new privileges, rlimits and OOM score.
 func process(p *policy.Policy, args []string) *specs.Process {
-	nofile, core := uint64(p.Limits.NoFile), uint64(p.Limits.Core)
+	nofile, core, fsize := uint64(p.Limits.NoFile), uint64(p.Limits.Core), uint64(p.Limits.FileSize)
 	oomScoreAdj := p.Limits.OOMScoreAdj
 	return &specs.Process{
 		Args: args,
@@ -108,6 +108,7 @@ func process(p *policy.Policy, args []string) *specs.Process {
 		Rlimits: []specs.POSIXRlimit{
 			{Type: "RLIMIT_NOFILE", Hard: nofile, Soft: nofile},
 			{Type: "RLIMIT_CORE", Hard: core, Soft: core},
+			{Type: "RLIMIT_FSIZE", Hard: fsize, Soft: fsize},
 		},
 		OOMScoreAdj: &oomScoreAdj,
 	}
