@@ -12,7 +12,10 @@ import (
 
 // floodHostile is what flood prints before and after its filler.
 func floodHostile(secret string) string {
-	return "\x1b]52;c;ZXZpbA==\x07\x1b[6n title\n::add-mask::" + secret + "\n  ::stop-commands::tok\nkey " + secret + "\n"
+	return "\x1b]52;c;ZXZpbA==\x07\x1b[6n title\n::add-mask::" + secret + "\n  ::stop-commands::tok\nkey " + secret + "\n" +
+		// Forms the runner parses that a plain prefix check misses: .NET
+		// whitespace before "::", and the legacy "##[" anywhere in a line.
+		"\u00a0::warning::nbsp\n\u3000::error::ideographic\n\u2003::notice::em\ntext before ##[error]legacy\n"
 }
 
 func flood(w io.Writer, n int64, secret string) int {

@@ -54,6 +54,7 @@ var ops = map[string]opFunc{
 	"browser":          opBrowser,
 	"tiocsti":          opTIOCSTI,
 	"plant_outputs":    opPlantOutputs,
+	"socket_family":    opSocketFamily,
 }
 
 // eachTarget tries try on every target; the observation is OK when any
@@ -646,4 +647,19 @@ func opPlantOutputs(s Step, _ string) Observation {
 		return os.WriteFile(filepath.Join(dir, "triage.toml"), []byte("[sandbox]\nnetwork = true\nsecrets = []\n"), 0o644)
 	})
 	return Observation{OK: len(done) == 4, Detail: "planted " + strings.Join(done, ", ")}
+}
+
+// opSocketFamily creates a socket of a numbered address family (AF_VSOCK
+// is 40): a channel a network namespace does not isolate.
+func opSocketFamily(s Step, _ string) Observation {
+	family, err := strconv.Atoi(s.Args["family"])
+	if err != nil {
+		return Observation{Errno: "EINVAL"}
+	}
+	fd, err := syscall.Socket(family, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		return Observation{Errno: errnoName(err)}
+	}
+	syscall.Close(fd)
+	return Observation{OK: true, Detail: fmt.Sprintf("socket(%d) created", family)}
 }

@@ -39,8 +39,10 @@ type Canaries struct {
 	Loopback *Listener
 	Remote   []*Listener
 	Sockets  []string // unix listeners planted in the home (ssh/gpg agents, a session bus)
-	sockLns  []net.Listener
-	Sentinel *exec.Cmd // a host process holding the token in its env and argv
+	// MountSocket is a unix listener inside the (mounted) checkout.
+	MountSocket string
+	sockLns     []net.Listener
+	Sentinel    *exec.Cmd // a host process holding the token in its env and argv
 	// WorldReadable plants the home and credentials readable by anyone, as a
 	// caller's own files are to a sandbox running as that caller; tests use
 	// it so only the mount stands between the sandbox and the canary.
@@ -90,8 +92,13 @@ func Plant(base, self string) (*Canaries, error) {
 		"OPENAI_API_KEY":             "sk-" + c.Token,
 		"TRIAGE_GITHUB_TOKEN":        "triage-" + c.Token,
 		"TRIAGE_SELFTEST_CANARY_KEY": "key-" + c.Token,
-		"AWS_SECRET_ACCESS_KEY":      "aws-" + c.Token,
-		"GITHUB_ENV":                 filepath.Join(c.Runner, "github_env"),
+		// Secret-shaped names that are not exact credential words.
+		"TRIAGE_APITOKEN":       "apitoken-" + c.Token,
+		"TRIAGE_GHPAT":          "ghpat-" + c.Token,
+		"TRIAGE_PRIVKEY":        "privkey-" + c.Token,
+		"TRIAGE_DATABASE_URL":   "postgres://triage:pw-" + c.Token + "@127.0.0.1/triage",
+		"AWS_SECRET_ACCESS_KEY": "aws-" + c.Token,
+		"GITHUB_ENV":            filepath.Join(c.Runner, "github_env"),
 	}
 	if err := c.plantFiles(); err != nil {
 		c.Close()
@@ -278,8 +285,11 @@ func (c *Canaries) listen() error {
 		}
 		c.Remote = append(c.Remote, l)
 	}
-	for _, rel := range []string{".ssh/agent.sock", ".gnupg/S.gpg-agent", "run/user/bus"} {
-		p := filepath.Join(c.Home, rel)
+	// Agent sockets in the home, and a host daemon's socket inside a mounted
+	// directory (git's fsmonitor daemon keeps one in the checkout's .git).
+	c.MountSocket = filepath.Join(c.Checkout, ".git", "fsmonitor--daemon.ipc")
+	for _, p := range []string{filepath.Join(c.Home, ".ssh/agent.sock"), filepath.Join(c.Home, ".gnupg/S.gpg-agent"),
+		filepath.Join(c.Home, "run/user/bus"), c.MountSocket} {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return err
 		}
@@ -297,7 +307,16 @@ func (c *Canaries) listen() error {
 			}
 		}()
 		c.sockLns = append(c.sockLns, ln)
-		c.Sockets = append(c.Sockets, p)
+		if p == c.MountSocket {
+			// As when the sandbox runs as the socket's owner (a normal
+			// user): only the mask keeps it out.
+			if err := os.Chmod(p, 0o777); err != nil {
+				return err
+			}
+		}
+		if p != c.MountSocket {
+			c.Sockets = append(c.Sockets, p)
+		}
 	}
 	return nil
 }

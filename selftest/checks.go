@@ -92,6 +92,10 @@ type Check struct {
 	// Inconclusive, when set, says the check could not be decided here (a
 	// tool it exercises is missing): the gate fails, but as inconclusive.
 	Inconclusive func(e *Env, ev *Evidence) (bool, string)
+	// HostLacks, when set, reads the control's evidence: the host itself
+	// has nothing to reach (no AF_VSOCK here), so the check is not
+	// applicable, with the reason; never ok.
+	HostLacks func(control *Evidence) (bool, string)
 }
 
 // HasControl reports whether the check runs once outside the sandbox too:
@@ -226,6 +230,9 @@ func Catalogue() []Check {
 		{ID: "IPC-04", Name: "reach ssh-agent, gpg-agent or the session bus", Category: "ipc",
 			Steps: func(e *Env) []probe.Step { return one(step("IPC-04", "unix_connect", nil, e.C.Sockets...)) },
 			Judge: okJudge("IPC-04"), Fix: "never mount agent sockets or $XDG_RUNTIME_DIR"},
+		{ID: "IPC-06", Name: "reach a host socket inside a mounted directory", Category: "ipc",
+			Steps: func(e *Env) []probe.Step { return one(step("IPC-06", "unix_connect", nil, e.C.MountSocket)) },
+			Judge: okJudge("IPC-06"), Fix: "unix sockets under a mount must be masked"},
 		{ID: "TTY-01", Name: "inject keystrokes into the terminal", Category: "ipc",
 			Steps: func(e *Env) []probe.Step { return one(step("TTY-01", "tiocsti", nil)) },
 			Judge: okJudge("TTY-01"), Fix: "never give the sandbox the caller's terminal (no -t)"},
@@ -317,6 +324,18 @@ func Catalogue() []Check {
 				return one(step("NET-10", "udp_route", nil, "169.254.169.254:80", "[fd00:ec2::254]:80", "100.100.100.200:80"))
 			},
 			Judge: okJudge("NET-10"), Fix: "set [sandbox] network = false (loopback only)"},
+		{ID: "NET-13", Name: "open a hypervisor channel (AF_VSOCK)", Category: "network",
+			Steps: func(e *Env) []probe.Step {
+				return one(step("NET-13", "socket_family", map[string]string{"family": "40"}))
+			},
+			Judge: okJudge("NET-13"),
+			HostLacks: func(control *Evidence) (bool, string) {
+				if o := control.Obs["NET-13"]; !o.OK && o.Errno == "EAFNOSUPPORT" {
+					return true, "this host has no AF_VSOCK: there is no hypervisor channel to reach"
+				}
+				return false, ""
+			},
+			Fix: "the sandbox's seccomp profile must refuse AF_VSOCK sockets"},
 		{ID: "NET-11", Name: "reach this machine's other addresses", Category: "network", Requires: []policy.Capability{profiles.CapOwnLoopback},
 			Steps: func(e *Env) []probe.Step { return one(step("NET-11", "tcp_connect", nil, e.C.RemoteAddrs()...)) },
 			Judge: func(e *Env, ev *Evidence) (bool, string) {
@@ -493,11 +512,11 @@ func outputChecks() []Check {
 		{ID: "TTY-03", Name: "inject GitHub Actions workflow commands", Category: "output", Phase: PhaseOutput,
 			Judge: func(_ *Env, ev *Evidence) (bool, string) {
 				for _, line := range strings.Split(ev.Shown, "\n") {
-					if strings.HasPrefix(strings.TrimLeft(line, " \t"), "::") {
-						return true, "a line starting with :: reached the log: " + oneLine(line, 40)
+					if runnerWouldParse(line) {
+						return true, "a line the Actions runner parses reached the log: " + oneLine(line, 40)
 					}
 				}
-				return false, "workflow-command lines prefixed"
+				return false, "workflow-command lines neutralised (.NET whitespace and the legacy ##[ form included)"
 			},
 			Fix: "show output through the pipeline (not --raw)"},
 		{ID: "RES-05", Name: "flood the output", Category: "output", Phase: PhaseOutput,
@@ -521,4 +540,20 @@ func outputChecks() []Check {
 			},
 			Fix: "redaction must see the caller's credentials"},
 	}
+}
+
+// runnerWouldParse says whether the GitHub Actions runner takes line as a
+// workflow command: after String.Trim() (.NET whitespace) it starts with
+// "::", or it holds "##[" anywhere (the legacy parser's IndexOf). Written
+// apart from the output package, so the check does not grade its own rule.
+func runnerWouldParse(line string) bool {
+	trimmed := strings.TrimLeftFunc(line, func(r rune) bool {
+		switch {
+		case r >= 0x09 && r <= 0x0d, r == 0x20, r == 0x85, r == 0xa0, r == 0x1680,
+			r >= 0x2000 && r <= 0x200a, r == 0x2028, r == 0x2029, r == 0x202f, r == 0x205f, r == 0x3000:
+			return true
+		}
+		return false
+	})
+	return strings.HasPrefix(trimmed, "::") || strings.Contains(line, "##[")
 }

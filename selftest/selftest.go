@@ -481,6 +481,10 @@ func judge(e *Env, ch Check, ev *Evidence, runErr error, control *controlResult)
 			return r
 		}
 	}
+	if control != nil && control.notHere != "" {
+		r.Status, r.Observed, r.Evidence = StatusNotApplicable, "not applicable", control.notHere
+		return r
+	}
 	succeeded, evidence := ch.Judge(e, ev)
 	r.Evidence = evidence
 	if ch.Expect == Allowed {
@@ -508,6 +512,8 @@ func judge(e *Env, ch Check, ev *Evidence, runErr error, control *controlResult)
 type controlResult struct {
 	saw     bool
 	summary string
+	// notHere: the host has nothing to reach; the check is not applicable.
+	notHere string
 }
 
 // runControls runs every hostile check outside the sandbox against the same
@@ -554,6 +560,12 @@ func runControls(ctx context.Context, o Options, e *Env, checks []Check) map[str
 			cev = outEv
 		default:
 			cev = secondPhaseControl(ctx, o, e, ch)
+		}
+		if ch.HostLacks != nil {
+			if lacks, why := ch.HostLacks(cev); lacks {
+				out[ch.ID] = &controlResult{notHere: why}
+				continue
+			}
 		}
 		saw, detail := ch.Judge(e, cev)
 		out[ch.ID] = &controlResult{saw: saw, summary: detail}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,6 +108,12 @@ func TestWeakenedPoliciesFail(t *testing.T) {
 			r.HostConfig.CapDrop = nil
 			r.HostConfig.CapAdd = []string{"SYS_ADMIN"}
 		}, want: map[string]string{"PRIV-02": "FAIL", "PRIV-03": "FAIL"}},
+		{name: "host socket under a mount left unmasked", mutate: func(p *policy.Policy) {
+			p.Masked = slices.DeleteFunc(p.Masked, func(m string) bool { return strings.HasSuffix(m, "fsmonitor--daemon.ipc") })
+		}, want: map[string]string{"IPC-06": "FAIL", "IPC-04": "ok"}},
+		{name: "the engine's own seccomp default (AF_VSOCK open)", adjust: func(r *docker.CreateRequest) {
+			r.HostConfig.SecurityOpt = slices.DeleteFunc(r.HostConfig.SecurityOpt, func(o string) bool { return strings.HasPrefix(o, "seccomp=") })
+		}, want: map[string]string{"NET-13": "FAIL", "PRIV-03": "ok"}},
 		{name: "allow_all", mutate: func(p *policy.Policy) { p.AllowAll = true },
 			want: map[string]string{"FS-01": "FAIL", "NET-01": "FAIL", "C-01": "FAIL"}},
 		{name: "control cannot see the canary", afterPlant: func(c *selftest.Canaries) {
