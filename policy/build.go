@@ -65,8 +65,10 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 	} else if ok {
 		p.Mounts = append(p.Mounts, m)
 	}
+	pythonEnv := ""
 	if m, ok, warn := pythonMount(cfg, root); ok {
 		p.Mounts = append(p.Mounts, m)
+		pythonEnv = m.Path
 	} else if warn != "" {
 		p.Warnings = append(p.Warnings, warn)
 	}
@@ -125,6 +127,11 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 	env, dropped, warnings := filterEnv(role, sb, host, p)
 	p.Env, p.Dropped = env, dropped
 	p.Warnings = append(p.Warnings, warnings...)
+	if !p.AllowAll {
+		hostPath, _ := host.Getenv("PATH")
+		toolEnv(p, pythonEnv, hostPath, sb.SetEnv)
+		p.Env = sortEnv(p.Env)
+	}
 	return p, nil
 }
 

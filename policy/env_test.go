@@ -46,7 +46,7 @@ func TestEnvScreensCredentialShapes(t *testing.T) {
 		{"PIXI_CACHE_ID", "value looks like a secret: 40 chars, 5.1 bits/char", "[sandbox] env PIXI_*"},
 	}
 	passed := map[string]string{
-		"PATH": "reproducer allow-list PATH", "LANG": "reproducer allow-list LANG",
+		"PATH": "built for the sandbox", "LANG": "reproducer allow-list LANG",
 		"TERM": "reproducer allow-list TERM", "TZ": "reproducer allow-list TZ",
 		"TRIAGE_ISSUE": "reproducer allow-list TRIAGE_*", "TRIAGE_REPO": "reproducer allow-list TRIAGE_*",
 		"TRIAGE_TOKENIZER_DIR": "reproducer allow-list TRIAGE_*", "TRIAGE_KEYBOARD_LAYOUT": "reproducer allow-list TRIAGE_*",

@@ -33,6 +33,9 @@ type Policy struct {
 
 	Network Network  `json:"network"`
 	Env     []EnvVar `json:"env"`
+	// ScratchEnv are variables pointing into the scratch, set once the
+	// backend has placed it (EnvList).
+	ScratchEnv []ScratchVar `json:"scratch_env,omitempty"`
 	// Dropped lists the caller's variables that were withheld, and why. Values
 	// are never kept here.
 	Dropped []EnvDecision `json:"dropped_env"`
@@ -195,14 +198,37 @@ func (p *Policy) Writable() []string {
 // EnvList renders Env as NAME=VALUE strings, with HOME and TMPDIR pointing
 // at the sandbox's scratch.
 func (p *Policy) EnvList(scratch ScratchPaths) []string {
-	out := make([]string, 0, len(p.Env)+2)
+	out := make([]string, 0, len(p.Env)+2+len(p.ScratchEnv))
+	set := map[string]bool{}
 	for _, e := range p.Env {
 		out = append(out, e.Name+"="+e.Value)
+		set[e.Name] = true
 	}
-	if !p.AllowAll {
-		out = append(out, "HOME="+scratch.Home, "TMPDIR="+scratch.Tmp)
+	if p.AllowAll {
+		return out
+	}
+	out = append(out, "HOME="+scratch.Home, "TMPDIR="+scratch.Tmp)
+	for _, v := range p.ScratchEnv {
+		if set[v.Name] {
+			continue // set_env wins
+		}
+		dir := scratch.Tmp
+		if v.Under == "home" {
+			dir = scratch.Home
+		}
+		out = append(out, v.Name+"="+v.Prefix+dir+"/"+v.Rel)
 	}
 	return out
+}
+
+// ScratchVar is a variable whose value lies in the sandbox's scratch (a
+// cache a read-only checkout cannot hold): Prefix + the scratch dir + Rel.
+type ScratchVar struct {
+	Name   string `json:"name"`
+	Under  string `json:"under"` // "home" or "tmp"
+	Rel    string `json:"rel"`
+	Prefix string `json:"prefix,omitempty"`
+	Why    string `json:"why"`
 }
 
 // Hash is a stable digest of everything that decides isolation. Warnings and
@@ -216,6 +242,7 @@ func (p *Policy) Hash() string {
 		Unreadable, Masked           []string
 		Network                      Network
 		Env                          []envName
+		ScratchEnv                   []ScratchVar
 		Scratch                      Scratch
 		Limits                       profiles.Limits
 		Lifetime                     Lifetime
@@ -237,6 +264,10 @@ func (p *Policy) Hash() string {
 	}
 	for _, e := range p.Env {
 		canon.Env = append(canon.Env, envName{e.Name, e.Value})
+	}
+	for _, v := range p.ScratchEnv {
+		v.Why = ""
+		canon.ScratchEnv = append(canon.ScratchEnv, v)
 	}
 	b, err := json.Marshal(canon)
 	if err != nil {

@@ -223,3 +223,8 @@ const (
 // OOMScoreAdj makes the kernel pick a sandbox before the host's own
 // processes when memory runs out.
 const OOMScoreAdj = 500
+
+// ImagePath is PATH's system part inside an image (Debian's default).
+func ImagePath() []string {
+	return []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+}

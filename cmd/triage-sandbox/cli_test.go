@@ -261,6 +261,18 @@ func TestRunEndToEnd(t *testing.T) {
 			t.Fatalf("audit: %s", b)
 		}
 	})
+	t.Run("git works on the read-only checkout whatever the uid", func(t *testing.T) {
+		checkout := filepath.Join(filepath.Dir(root), "widgets")
+		git := exec.Command("sh", "-c", "git init -q && git -c user.email=t@t -c user.name=t commit -q --allow-empty -m selftest-commit")
+		git.Dir = checkout
+		if out, err := git.CombinedOutput(); err != nil {
+			t.Fatalf("git on the host: %v %s", err, out)
+		}
+		r := runCLI(t, root, nil, "run", "--workdir", checkout, "--", "sh", "-c", "git status --short && git log --oneline")
+		if r.code != 0 || !strings.Contains(r.stdout, "selftest-commit") || strings.Contains(r.stderr, "dubious ownership") {
+			t.Fatalf("%+v", r)
+		}
+	})
 	t.Run("timeout prints exactly one line of its own", func(t *testing.T) {
 		r := runCLI(t, root, nil, "run", "--timeout", "2s", "--", "sleep", "10")
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")

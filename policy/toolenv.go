@@ -1,0 +1,84 @@
+package policy
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// toolEnv makes the ordinary tools work on a read-only checkout without
+// touching the project's own config:
+//   - PATH is built for the sandbox: the configured interpreter's bin
+//     first, then the system directories of the readable base; never the
+//     caller's entries that do not exist inside (~/.pyenv/shims).
+//   - git trusts exactly the checkout and the workspace root, whatever uid
+//     the sandbox runs as (never safe.directory = *), and takes no
+//     optional locks, so `git status` does not try to write the index.
+//   - bytecode and pytest's cache go to scratch.
+func toolEnv(p *Policy, pythonEnv, hostPath string, setEnvKeys map[string]string) {
+	set := func(name, value, why string) {
+		if _, ok := setEnvKeys[name]; !ok {
+			setEnv(p, name, value, why)
+		}
+	}
+	var path []string
+	if pythonEnv != "" {
+		path = append(path, filepath.Join(pythonEnv, "bin"))
+	}
+	path = append(path, systemPath(p, hostPath)...)
+	why := "built for the sandbox"
+	if pythonEnv != "" {
+		why += ": the configured python's environment first"
+	}
+	set("PATH", strings.Join(path, ":"), why)
+
+	trusted := []string{p.WorkspaceRoot}
+	for _, m := range p.Mounts {
+		if m.Why == "project checkout" {
+			trusted = append(trusted, m.Path)
+		}
+	}
+	set("GIT_CONFIG_COUNT", strconv.Itoa(len(trusted)), "git trusts the checkout and the workspace whatever the uid (safe.directory)")
+	for i, dir := range trusted {
+		n := strconv.Itoa(i)
+		set("GIT_CONFIG_KEY_"+n, "safe.directory", "git: safe.directory")
+		set("GIT_CONFIG_VALUE_"+n, dir, "git: safe.directory")
+	}
+	set("GIT_OPTIONAL_LOCKS", "0", "git status does not try to write the read-only index")
+	p.ScratchEnv = append(p.ScratchEnv, []ScratchVar{
+		{Name: "PYTHONPYCACHEPREFIX", Under: "tmp", Rel: "pycache", Why: "bytecode goes to scratch, not the read-only checkout"},
+		{Name: "PYTEST_ADDOPTS", Under: "tmp", Rel: "pytest-cache", Prefix: "-o cache_dir=", Why: "pytest's cache goes to scratch"},
+	}...)
+}
+
+// systemPath is the system part of PATH: the image's usual directories, or
+// the caller's entries that lie under the host roots the sandbox reads.
+func systemPath(p *Policy, hostPath string) []string {
+	if p.Base.Kind == BaseImage {
+		return profiles.ImagePath()
+	}
+	var out []string
+	for _, dir := range filepath.SplitList(hostPath) {
+		for _, r := range p.Base.HostRoots {
+			if within(r, dir) {
+				out = append(out, dir)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// setEnv sets name in p.Env, replacing a passed value; set_env, applied
+// later, still wins.
+func setEnv(p *Policy, name, value, why string) {
+	for i := range p.Env {
+		if p.Env[i].Name == name {
+			p.Env[i] = EnvVar{Name: name, Value: value, Why: why}
+			return
+		}
+	}
+	p.Env = append(p.Env, EnvVar{Name: name, Value: value, Why: why})
+}

@@ -1,0 +1,68 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestToolEnv: PATH is built for the sandbox, git trusts exactly the
+// checkout and the workspace, caches go to scratch; set_env still wins.
+func TestToolEnv(t *testing.T) {
+	cfg := workspace(t, "[project]\ncheckout = \"../widgets\"\n")
+	host := fakeHost(t, "PATH=/root/.pyenv/shims:/usr/bin:/bin", "PYTEST_ADDOPTS=--pdb")
+	p, err := Build(cfg, "reproducer", host, Options{})
+	must(t, err)
+	env := map[string]string{}
+	for _, kv := range p.EnvList(ScratchPaths{Home: "/h", Tmp: "/t"}) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	if strings.Contains(env["PATH"], ".pyenv") || !strings.HasPrefix(env["PATH"], "/usr/local/sbin:") {
+		t.Errorf("PATH = %q", env["PATH"])
+	}
+	if env["GIT_CONFIG_COUNT"] != "2" || env["GIT_CONFIG_KEY_0"] != "safe.directory" ||
+		env["GIT_CONFIG_VALUE_0"] != cfg.Root || !strings.HasSuffix(env["GIT_CONFIG_VALUE_1"], "/widgets") {
+		t.Errorf("git env: %v", env)
+	}
+	for _, v := range env {
+		if v == "*" {
+			t.Error("safe.directory = * is never set")
+		}
+	}
+	if env["PYTHONPYCACHEPREFIX"] != "/t/pycache" || env["PYTEST_ADDOPTS"] != "-o cache_dir=/t/pytest-cache" || env["GIT_OPTIONAL_LOCKS"] != "0" {
+		t.Errorf("caches: %v", env)
+	}
+
+	cfg = workspace(t, "[sandbox]\nset_env = { PATH = \"/opt/x/bin\", PYTEST_ADDOPTS = \"-q\" }\n")
+	p, err = Build(cfg, "agent", host, Options{})
+	must(t, err)
+	got := strings.Join(p.EnvList(ScratchPaths{Home: "/h", Tmp: "/t"}), "\n")
+	if !strings.Contains(got, "PATH=/opt/x/bin\n") || !strings.Contains(got, "PYTEST_ADDOPTS=-q") || strings.Contains(got, "cache_dir") {
+		t.Errorf("set_env must win:\n%s", got)
+	}
+}
+
+// TestPythonEnvFirstOnPath: the configured interpreter's environment is
+// what `python3` and console scripts resolve to.
+func TestPythonEnvFirstOnPath(t *testing.T) {
+	cfg := workspace(t, "")
+	venv := t.TempDir()
+	must(t, mkExec(venv+"/bin/python3"))
+	cfg.Project.Python = venv + "/bin/python3"
+	p, err := Build(cfg, "reproducer", fakeHost(t), Options{})
+	must(t, err)
+	for _, e := range p.Env {
+		if e.Name == "PATH" && !strings.HasPrefix(e.Value, venv+"/bin:") {
+			t.Errorf("PATH = %q, want %s/bin first", e.Value, venv)
+		}
+	}
+}
+
+func mkExec(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755)
+}
