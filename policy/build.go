@@ -52,13 +52,27 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 
 	var errs []error
 	p.Mounts = append(p.Mounts, Mount{Path: root, ReadOnly: true, Kind: "dir", Why: "workspace root"})
+	var notCreated []string
 	for _, w := range writableList(sb, role) {
 		m, err := resolveWritable(root, w)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: [sandbox] writable %q: %w", configName(cfg), w, err))
 			continue
 		}
+		// Without a config nobody asked for the outputs: a missing one is
+		// left alone rather than created in whatever directory this is.
+		if _, err := os.Lstat(m.Path); cfg.Path == "" && errors.Is(err, os.ErrNotExist) {
+			notCreated = append(notCreated, w)
+			continue
+		}
 		p.Mounts = append(p.Mounts, m)
+	}
+	if cfg.Path == "" {
+		msg := "no triage.toml found: built-in defaults with " + root + " as the workspace root"
+		if len(notCreated) > 0 {
+			msg += "; outputs that do not exist are not created (" + strings.Join(notCreated, ", ") + "): create them or write a triage.toml"
+		}
+		p.Warnings = append(p.Warnings, msg)
 	}
 	if m, ok, err := checkoutMount(cfg, root); err != nil {
 		errs = append(errs, err)

@@ -1,10 +1,13 @@
 package policy
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/triage-sandbox/triage-sandbox/config"
 )
 
 // TestWritableOutOfReach: no writable path may hand the sandbox what
@@ -67,5 +70,27 @@ func TestAuditLogOutsideTheWorkspace(t *testing.T) {
 	}
 	if !slices.Contains(p.Unreadable, "/home/alice/.local/state/triage-sandbox") {
 		t.Errorf("the orchestrator's state must be unreadable: %v", p.Unreadable)
+	}
+}
+
+// TestNoConfigCreatesNothing: on the built-in defaults (no triage.toml)
+// missing outputs are left alone, existing ones are used, and the policy
+// says which root and defaults it uses.
+func TestNoConfigCreatesNothing(t *testing.T) {
+	root := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(root, "repros"), 0o755))
+	p, err := Build(config.Default(root), "agent", fakeHost(t), Options{})
+	must(t, err)
+	if got := p.Writable(); len(got) != 1 || got[0] != filepath.Join(root, "repros") {
+		t.Errorf("writable = %v, want only the existing repros", got)
+	}
+	must(t, Prepare(p))
+	entries, _ := os.ReadDir(root)
+	if len(entries) != 1 {
+		t.Errorf("the workspace holds %v; nothing may be created", entries)
+	}
+	if len(p.Warnings) == 0 || !strings.Contains(p.Warnings[len(p.Warnings)-1], "no triage.toml found: built-in defaults with "+root) ||
+		!strings.Contains(p.Warnings[len(p.Warnings)-1], "NOTES.md") {
+		t.Errorf("warnings %q", p.Warnings)
 	}
 }

@@ -256,9 +256,11 @@ func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, []string,
 	cfg.Project.Python = ""
 	// The canary workspace is a configured one, with the user's config (as
 	// config discovery will find it above a reproducer's directory).
-	if err := plantWorkspaceConfig(o.Config, c.Root); err != nil {
+	planted, err := plantWorkspaceConfig(o.Config, c.Root)
+	if err != nil {
 		return nil, nil, err
 	}
+	cfg.Path = planted
 	env := o.BaseEnv
 	if env == nil {
 		for _, k := range []string{"PATH", "LANG", "TERM"} {
@@ -283,19 +285,20 @@ func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, []string,
 	return p, outputs, nil
 }
 
-func plantWorkspaceConfig(cfg *config.File, root string) error {
+func plantWorkspaceConfig(cfg *config.File, root string) (string, error) {
 	var body []byte
 	if cfg.Path != "" {
 		b, err := os.ReadFile(cfg.Path)
 		if err != nil {
-			return fmt.Errorf("reading %s for the canary workspace: %w", cfg.Path, err)
+			return "", fmt.Errorf("reading %s for the canary workspace: %w", cfg.Path, err)
 		}
 		body = b
 	}
-	if err := os.WriteFile(filepath.Join(root, config.FileName), body, 0o644); err != nil {
-		return fmt.Errorf("writing the canary workspace's config: %w", err)
+	path := filepath.Join(root, config.FileName)
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		return "", fmt.Errorf("writing the canary workspace's config: %w", err)
 	}
-	return nil
+	return path, nil
 }
 
 func hasPhase(checks []Check, ph Phase) bool {

@@ -32,16 +32,15 @@ func buildPolicy(t *testing.T, role, toml string) *policy.Policy {
 	if err := os.Mkdir(filepath.Join(root, ".ssh"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default(root)
-	if toml != "" {
-		path := filepath.Join(root, config.FileName)
-		if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		if cfg, err = config.Load(path); err != nil {
-			t.Fatal(err)
-		}
+	// A configured workspace: without a triage.toml missing outputs are
+	// not created, and the test wants writable mounts to check.
+	path := filepath.Join(root, config.FileName)
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
 	}
 	host := policy.Host{Home: root, UID: 1000, GID: 1000, OS: "linux", Cwd: root,
 		Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/root", "TMPDIR=/var/tmp", "GITHUB_TOKEN=ghp_secret"}}
