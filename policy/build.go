@@ -125,7 +125,7 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 	if sb.OutputCeiling != nil {
 		p.Output.Ceiling = *sb.OutputCeiling
 	}
-	p.AuditLog = defaultAuditLog(host, root)
+	p.AuditLog = DefaultAuditLog(host, root)
 	if sb.AuditLog != nil {
 		p.AuditLog = filepath.Clean(*sb.AuditLog)
 		if !filepath.IsAbs(p.AuditLog) {
@@ -156,9 +156,9 @@ func configName(cfg *config.File) string {
 	return cfg.Path
 }
 
-// defaultAuditLog is in the caller's state directory, keyed by workspace:
+// DefaultAuditLog is in the caller's state directory, keyed by workspace:
 // never where a sandbox can write, whatever the writable paths are.
-func defaultAuditLog(host Host, root string) string {
+func DefaultAuditLog(host Host, root string) string {
 	state, ok := host.Getenv("XDG_STATE_HOME")
 	if !ok || !filepath.IsAbs(state) {
 		state = filepath.Join(host.Home, ".local", "state")

@@ -183,10 +183,19 @@ func (s *Session) audit(req Request, out *Outcome, runErr error) error {
 		return runErr
 	}
 	if runErr != nil {
-		return fmt.Errorf("%w (and the audit record was not written: %v)", runErr, aerr)
+		return withAuditFailure(runErr, aerr)
 	}
 	out.Warnings = append(out.Warnings, aerr.Error())
 	return nil
+}
+
+// withAuditFailure keeps a refusal to one line when its audit record could
+// not be written either.
+func withAuditFailure(refusal, aerr error) error {
+	if aerr == nil {
+		return refusal
+	}
+	return fmt.Errorf("%w (and the audit record was not written: %v)", refusal, aerr)
 }
 
 // Run is the one-shot path: Start, Exec, Close. It returns only once the
@@ -284,8 +293,5 @@ func RecordRefusal(req Request, err error) error {
 	if req.Policy == nil || req.NoAudit {
 		return err
 	}
-	if aerr := recordRun(req, Outcome{}, err); aerr != nil {
-		return fmt.Errorf("%w (and the audit record was not written: %v)", err, aerr)
-	}
-	return err
+	return withAuditFailure(err, recordRun(req, Outcome{}, err))
 }

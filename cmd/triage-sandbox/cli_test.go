@@ -362,3 +362,18 @@ func TestRenderAndPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigRefusalAudited: a run refused at config load is recorded too,
+// in the workspace's default audit log, with secrets redacted.
+func TestConfigRefusalAudited(t *testing.T) {
+	root := workspace(t, "[sandbox]\nnetwork = \n")
+	r := runCLI(t, root, []string{"MY_API_TOKEN=tok-1234567890abcdef"}, "run", "--", "echo", "tok-1234567890abcdef")
+	if r.code != 125 {
+		t.Fatalf("%+v", r)
+	}
+	lines := auditLines(t)
+	if !strings.Contains(lines, `"exit_code":125`) || !strings.Contains(lines, "triage.toml:2") ||
+		strings.Contains(lines, "tok-1234567890abcdef") || !strings.Contains(lines, "redacted:MY_API_TOKEN") {
+		t.Fatalf("audit: %s", lines)
+	}
+}

@@ -82,6 +82,10 @@ func newRunCmd() *cobra.Command {
 			}
 			p, host, err := pf.compileWithHost()
 			if err != nil {
+				if host.Cwd != "" {
+					// Refused before a policy existed: recorded all the same.
+					err = sandbox.RecordConfigRefusal(host, pf.config, pf.role, args, err)
+				}
 				return fail(err)
 			}
 			out.Role, out.Backend, out.PolicyHash, out.AuditLog, out.Config = p.Role, p.Backend, p.Hash(), p.AuditLog, p.Config
