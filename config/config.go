@@ -171,6 +171,7 @@ func (f *File) Resolve(role string) Sandbox {
 		AuditLog:        pick(o.AuditLog, b.AuditLog),
 		AcceptWeaker:    pickSlice(o.AcceptWeaker, b.AcceptWeaker),
 		AllowToolConfig: pickSlice(o.AllowToolConfig, b.AllowToolConfig),
+		ReadOnly:        pickSlice(o.ReadOnly, b.ReadOnly),
 	}
 }
 

@@ -63,6 +63,9 @@ type Sandbox struct {
 	// AcceptWeaker names requirements a backend may lack (weaker modes the
 	// operator accepts), e.g. "own_loopback" for seatbelt.
 	AcceptWeaker []profiles.Capability
+	// ReadOnly are extra host directories mounted read-only (absolute, "~/"
+	// or relative to Root), e.g. a tool cache the project needs.
+	ReadOnly []string
 	// AllowToolConfig lists writable paths where a run may leave .git,
 	// .envrc, editor settings and their kin (moved aside elsewhere).
 	AllowToolConfig []string

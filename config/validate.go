@@ -20,7 +20,7 @@ import (
 var sandboxKeys = []string{
 	"backend", "network", "image", "env", "secrets", "writable", "allow_all", "set_env",
 	"timeout", "memory", "cpus", "pids", "tmpfs_size", "shm_size", "file_size", "runtime", "user",
-	"output_limit", "output_ceiling", "deny", "audit_log", "accept_weaker", "allow_tool_config",
+	"output_limit", "output_ceiling", "deny", "audit_log", "accept_weaker", "allow_tool_config", "read_only",
 }
 
 // Tables [sandbox] may hold besides its keys.
@@ -150,6 +150,8 @@ func (c *checker) sandbox(base []string, m map[string]any, role bool) Sandbox {
 			}
 		case "writable":
 			sb.Writable = c.stringList(p, v, checkRelative)
+		case "read_only":
+			sb.ReadOnly = c.stringList(p, v, checkNonEmpty)
 		case "allow_tool_config":
 			sb.AllowToolConfig = c.stringList(p, v, checkRelative)
 		case "accept_weaker":

@@ -86,6 +86,9 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 	} else if warn != "" {
 		p.Warnings = append(p.Warnings, warn)
 	}
+	extra, extraErrs := neededDirs(cfg, sb, role, host)
+	p.Mounts = append(p.Mounts, extra...)
+	errs = append(errs, extraErrs...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -192,6 +195,48 @@ func outOfReach(cfg *config.File, root string, p *Policy) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// neededDirs are read-only mounts the role needs besides the workspace:
+// each [sandbox] read_only path, and the directory PLAYWRIGHT_BROWSERS_PATH
+// names when the role passes that variable (the browsers live there). A
+// path inside an unreadable one is refused; unreadable paths below one are
+// masked like under any mount.
+func neededDirs(cfg *config.File, sb config.Sandbox, role string, host Host) ([]Mount, []error) {
+	var out []Mount
+	var errs []error
+	unreadable := unreadableList(sb, host)
+	add := func(raw, why string, where string) {
+		path := host.expandHome(raw)
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(cfg.Root, path)
+		}
+		dir, err := canonicalDir(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s %q: %w", configName(cfg), where, raw, err))
+			return
+		}
+		for _, u := range unreadable {
+			if within(u, dir) {
+				errs = append(errs, fmt.Errorf("%s: %s %q lies in the unreadable path %s; it stays unreadable", configName(cfg), where, raw, u))
+				return
+			}
+		}
+		out = append(out, Mount{Path: dir, ReadOnly: true, Kind: "dir", Why: why})
+	}
+	for _, r := range sb.ReadOnly {
+		add(r, "[sandbox] read_only", "[sandbox] read_only")
+	}
+	const browsers = "PLAYWRIGHT_BROWSERS_PATH"
+	if v, ok := host.Getenv(browsers); ok && v != "" && filepath.IsAbs(v) {
+		patterns := append(append([]string(nil), profiles.EnvAllow(role)...), sb.Env...)
+		if cred, _ := profiles.LooksLikeCredential(browsers); !cred && matchAny(patterns, browsers) != "" {
+			if _, err := os.Stat(v); err == nil {
+				add(v, "the browsers "+browsers+" names", browsers)
+			}
+		}
+	}
+	return out, errs
 }
 
 // ChooseBackend says which backend Build will pick for role.

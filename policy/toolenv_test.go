@@ -66,3 +66,36 @@ func mkExec(path string) error {
 	}
 	return os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755)
 }
+
+// TestNeededDirsMounted: [sandbox] read_only paths and the directory
+// PLAYWRIGHT_BROWSERS_PATH names (where the role passes it) are mounted
+// read-only; a path inside an unreadable one is refused.
+func TestNeededDirsMounted(t *testing.T) {
+	home := t.TempDir()
+	browsers := filepath.Join(home, ".cache", "ms-playwright")
+	tools := t.TempDir()
+	must(t, os.MkdirAll(browsers, 0o755))
+	must(t, os.MkdirAll(filepath.Join(home, ".ssh", "keys"), 0o700))
+	cfg := workspace(t, "[sandbox]\nread_only = [\""+tools+"\"]\n")
+	host := fakeHost(t, "PLAYWRIGHT_BROWSERS_PATH="+browsers)
+	host.Home = home
+	for _, tt := range []struct {
+		role string
+		want []string
+	}{{"reproducer", []string{tools, browsers}}, {"agent", []string{tools}}} {
+		p, err := Build(cfg, tt.role, host, Options{})
+		must(t, err)
+		for _, w := range tt.want {
+			if !hasMount(p, w, true) {
+				t.Errorf("%s: %s not mounted read-only: %+v", tt.role, w, p.Mounts)
+			}
+		}
+		if tt.role == "agent" && hasMount(p, browsers, true) {
+			t.Error("the agent role does not pass PLAYWRIGHT_BROWSERS_PATH, so its directory is not mounted")
+		}
+	}
+	cfg = workspace(t, "[sandbox]\nread_only = [\"~/.ssh/keys\"]\n")
+	if _, err := Build(cfg, "agent", host, Options{}); err == nil || !strings.Contains(err.Error(), "unreadable") {
+		t.Errorf("err = %v", err)
+	}
+}
