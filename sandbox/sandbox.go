@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/audit"
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/hints"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -78,6 +80,10 @@ type Outcome struct {
 	// Warnings are for the caller to show (an audit record or a removal
 	// that failed); library code never prints them.
 	Warnings []string
+	// Hints say which sandbox restriction a failed command's output points
+	// to (a read-only path, no network, a tool the image lacks); none when
+	// nothing does.
+	Hints []string
 	// Outputs is what the command left in the writable paths that a host
 	// reader must know about, and what was done about it.
 	Outputs hostfs.Inspection
@@ -146,14 +152,27 @@ func (s *Session) Exec(ctx context.Context, req Request) (out Outcome, err error
 	defer cancel(nil)
 	ceiling := &output.Ceiling{Limit: s.policy.Output.Ceiling, Stop: func() { cancel(ErrOutputCeiling) }}
 	opts := output.Options{Limit: int(s.policy.Output.Limit), Redactor: req.Redactor, Raw: req.Raw, Ceiling: ceiling}
-	stdout, stderr := output.NewStream(req.Streams.Stdout, opts), output.NewStream(req.Streams.Stderr, opts)
+	// What was shown (cleaned, bounded) is also what hints read.
+	shown := output.NewCapture(2 * int(s.policy.Output.Limit))
+	stdout := output.NewStream(teeTo(req.Streams.Stdout, shown), opts)
+	stderr := output.NewStream(teeTo(req.Streams.Stderr, shown), opts)
 	out.Result, err = s.sandbox.Exec(ctx, req.Command, backends.Streams{Stdout: stdout, Stderr: stderr})
 	out.Stdout, out.Stderr = stdout.Close(), stderr.Close()
 	if ceiling.Hit() {
 		out.OutputCeiling, out.Canceled = true, false
 		out.ExitCode, out.Signal = ExitSignalBase+9, 9
 	}
+	if err == nil && !out.TimedOut && !out.Canceled {
+		out.Hints = hints.From(s.policy, shown.String(), ExitCode(out.Result), hints.Host{})
+	}
 	return out, err
+}
+
+func teeTo(w io.Writer, also io.Writer) io.Writer {
+	if w == nil {
+		return also
+	}
+	return io.MultiWriter(w, also)
 }
 
 // inspectOutputs neutralises what the command left in the writable paths

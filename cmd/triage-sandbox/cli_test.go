@@ -377,3 +377,27 @@ func TestConfigRefusalAudited(t *testing.T) {
 		t.Fatalf("audit: %s", lines)
 	}
 }
+
+// TestFailureHints: a failure caused by the sandbox says so (on stderr and
+// in --json), a plain failure says nothing.
+func TestFailureHints(t *testing.T) {
+	testenv.RequireDocker(t)
+	if _, err := exec.LookPath("less"); err != nil {
+		t.Fatalf("the host needs less for this test: %v", err)
+	}
+	root := workspace(t, "[project]\ncheckout = \"../widgets\"\n")
+	r := runCLI(t, root, nil, "run", "--json", "--", "sh", "-c", "less --version")
+	var got struct {
+		Hints  []string `json:"hints"`
+		Stdout string   `json:"stdout"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got.Hints) != 1 ||
+		!strings.Contains(got.Hints[0], "less is missing in the sandbox but the host has it") ||
+		!strings.Contains(r.stderr, "triage-sandbox: hint: less is missing") || strings.Contains(got.Stdout, "hint") {
+		t.Fatalf("%+v %+v", r, got)
+	}
+	r = runCLI(t, root, nil, "run", "--", "sh", "-c", "echo 'AssertionError: 1 != 2' >&2; exit 1")
+	if r.code != 1 || strings.Contains(r.stderr, "hint") {
+		t.Fatalf("a plain failure got a hint: %+v", r)
+	}
+}

@@ -44,6 +44,8 @@ type runJSON struct {
 	// reader must not follow or run (symlinks, FIFOs, devices, set-id files,
 	// tool configs), with what was done about each.
 	SpecialFiles []hostfs.Leftover `json:"special_files"`
+	// Hints say which sandbox restriction a failure points to.
+	Hints []string `json:"hints,omitempty"`
 	// OutputsIncomplete says the outputs were too large to inspect fully.
 	OutputsIncomplete string `json:"outputs_incomplete,omitempty"`
 	// Weakened are requirements the backend does not enforce and the config accepted.
@@ -114,6 +116,10 @@ func newRunCmd() *cobra.Command {
 			}
 			out.Weakened = res.Weakened
 			out.SpecialFiles, out.OutputsIncomplete = res.Outputs.Leftovers, res.Outputs.Incomplete
+			out.Hints = res.Hints
+			for _, h := range res.Hints {
+				fmt.Fprintln(os.Stderr, "triage-sandbox: hint: "+h)
+			}
 			if n := len(res.Outputs.Leftovers); n > 0 {
 				fmt.Fprintf(os.Stderr, "triage-sandbox: warning: the command left %d special file(s) in its outputs (%s); never follow or run them (see --json special_files)\n",
 					n, leftoverSummary(res.Outputs.Leftovers))
