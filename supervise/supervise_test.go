@@ -173,8 +173,9 @@ func TestTreeIsKilled(t *testing.T) {
 	}{
 		{name: "exit 0 leaves setsid child and daemon", rest: "exit 0"},
 		{name: "exit 4 leaves TERM-ignoring setsid child and daemon", trap: `trap "" TERM`, rest: "exit 4", code: 4},
-		{name: "timeout", rest: "sleep %s", timeout: 2 * time.Second, code: ExitTimeout, timedOut: true},
-		{name: "timeout, TERM ignored", trap: `trap "" TERM`, rest: "sleep %s", timeout: 2 * time.Second, code: ExitTimeout, timedOut: true},
+		// Long enough for the tree to start on a loaded machine.
+		{name: "timeout", rest: "sleep %s", timeout: 5 * time.Second, code: ExitTimeout, timedOut: true},
+		{name: "timeout, TERM ignored", trap: `trap "" TERM`, rest: "sleep %s", timeout: 5 * time.Second, code: ExitTimeout, timedOut: true},
 	}
 	const grace = 300 * time.Millisecond
 	for _, tc := range tests {
@@ -209,7 +210,7 @@ func TestLifelineCut(t *testing.T) {
 	pr, pw := io.Pipe()
 	go func() {
 		_, _ = pw.Write([]byte("ping")) // data on the lifeline means nothing
-		time.Sleep(200 * time.Millisecond)
+		waitStarted(dir)
 		_ = pw.Close()
 	}()
 	res, _, _, took := runSpec(t, Spec{
@@ -244,7 +245,10 @@ func TestContextCancel(t *testing.T) {
 	m := markers(t, 3)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	time.AfterFunc(200*time.Millisecond, cancel)
+	go func() {
+		waitStarted(dir)
+		cancel()
+	}()
 	start := time.Now()
 	res := Run(ctx, Spec{Argv: sh(treeScript(dir, "", [2]string{m[0], m[1]}, "sleep "+m[2]))})
 	if res.ExitCode != 137 || res.Signal != 9 || !res.LifelineCut {
@@ -342,6 +346,18 @@ func survivors(markers []string) []int {
 		}
 	}
 	return pids
+}
+
+// waitStarted returns once both daemons of treeScript wrote their pid
+// files (at most 60 s): a cut before that would test nothing.
+func waitStarted(dir string) {
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		_, errA := os.Stat(filepath.Join(dir, "a"))
+		_, errB := os.Stat(filepath.Join(dir, "b"))
+		if errA == nil && errB == nil {
+			return
+		}
+	}
 }
 
 // assertTreeGone checks that the recorded daemons and every `sleep <marker>`
