@@ -29,11 +29,23 @@ func flood(w io.Writer, n int64, secret string) int {
 		}
 	}
 	_, _ = bw.WriteString(hostile)
+	// Last, one run of token characters longer than any shown tail: a cut
+	// that lands inside it must not show the end of a token.
+	_, _ = bw.WriteString(strings.Repeat(FloodTailToken(secret), FloodTailRepeat) + "\n")
 	if err := bw.Flush(); err != nil {
 		return 1
 	}
 	return 0
 }
+
+// FloodTailToken is the token the flood's last line repeats (a length that
+// no power-of-two cut aligns with), and FloodTailRepeat how often.
+func FloodTailToken(secret string) string {
+	return "tailtok" + strings.TrimPrefix(secret, "flood-") + "x"
+}
+
+// FloodTailRepeat makes the run longer than any tail shown by default.
+const FloodTailRepeat = 4000
 
 // ChildSubcommand is the hidden CLI subcommand for the probe's helpers.
 const ChildSubcommand = "__probe-child"

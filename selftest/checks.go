@@ -531,6 +531,24 @@ func outputChecks() []Check {
 				return false, fmt.Sprintf("%d of %d bytes shown, truncation flagged", len(ev.Shown), ev.OutStats.BytesIn)
 			},
 			Fix: "keep [sandbox] output_limit small"},
+		{ID: "OUT-06", Name: "start the shown tail inside a token", Category: "output", Phase: PhaseOutput,
+			Judge: func(e *Env, ev *Evidence) (bool, string) {
+				token := probe.FloodTailToken(floodSecret(e.C))
+				tail := ev.Shown
+				if ev.Host {
+					// The control: the naive cut, the last limit/2 bytes.
+					tail = tail[max(0, len(tail)-int(e.P.Output.Limit)/2):]
+				} else if i := strings.LastIndex(tail, " omitted ...]\n"); i >= 0 {
+					tail = tail[i+len(" omitted ...]\n"):]
+				} else {
+					return true, "no omission marker: the tail was not cut"
+				}
+				if partial := leadingPartial(tail, token); partial != "" {
+					return true, fmt.Sprintf("the tail starts with %q, the end of a token", oneLine(partial, 20))
+				}
+				return false, "the tail starts on a token boundary"
+			},
+			Fix: "show output through the pipeline; the tail must never start inside a token"},
 		{ID: "OUT-01", Name: "print a secret into the output", Category: "output", Phase: PhaseOutput,
 			Judge: func(e *Env, ev *Evidence) (bool, string) {
 				if strings.Contains(ev.Shown, floodSecret(e.C)) {
@@ -556,4 +574,16 @@ func runnerWouldParse(line string) bool {
 		return false
 	})
 	return strings.HasPrefix(trimmed, "::") || strings.Contains(line, "##[")
+}
+
+// leadingPartial returns the proper suffix of token that text starts with
+// (text begins in the middle of a token), or "".
+func leadingPartial(text, token string) string {
+	for n := len(token) - 1; n > 0; n-- {
+		suffix := token[len(token)-n:]
+		if strings.HasPrefix(text, suffix) && !strings.HasPrefix(text, token) {
+			return suffix
+		}
+	}
+	return ""
 }
