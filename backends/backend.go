@@ -163,6 +163,16 @@ func ScratchMountOptions(s policy.Scratch) []string {
 	return append(opts, "noexec")
 }
 
+// TraversableMountOptions are the tmpfs options that make a closed image
+// directory (policy.Traversable) searchable: empty, tiny, nothing
+// executable or set-id, owned by the sandbox identity (Docker keeps the
+// image directory's 0700 mode on a tmpfs mounted over it, so ownership is
+// what opens it).
+func TraversableMountOptions(p *policy.Policy) []string {
+	return []string{"mode=0755", "size=65536", "nosuid", "nodev", "noexec",
+		fmt.Sprintf("uid=%d", p.User.UID), fmt.Sprintf("gid=%d", p.User.GID)}
+}
+
 // CheckArgv refuses an argv with no program.
 func CheckArgv(argv []string) error {
 	if len(argv) == 0 || argv[0] == "" {

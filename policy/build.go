@@ -80,9 +80,9 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 		p.Mounts = append(p.Mounts, m)
 	}
 	pythonEnv := ""
-	if m, ok, warn := pythonMount(cfg, root); ok {
-		p.Mounts = append(p.Mounts, m)
-		pythonEnv = m.Path
+	if ms, warn := pythonMounts(cfg, root); len(ms) > 0 {
+		p.Mounts = append(p.Mounts, ms...)
+		pythonEnv = ms[0].Path
 	} else if warn != "" {
 		p.Warnings = append(p.Warnings, warn)
 	}
@@ -106,6 +106,9 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 		return nil, err
 	}
 	p.Base = base(sb, opts.Capabilities, p.Mounts)
+	if p.Base.Kind == BaseImage {
+		p.Traversable = traversable(p.Mounts)
+	}
 	p.Accepted = append(p.Accepted, sb.AcceptWeaker...)
 	for _, a := range sb.AllowToolConfig {
 		if !slices.ContainsFunc(p.Mounts, func(m Mount) bool { return !m.ReadOnly && m.Path == filepath.Join(root, filepath.Clean(a)) }) {
@@ -382,23 +385,69 @@ func checkoutMount(cfg *config.File, root string) (Mount, bool, error) {
 
 // pythonMount mounts the interpreter's environment (the directory above bin/)
 // read-only when python is a path. A bare name is the image's own python.
-func pythonMount(cfg *config.File, root string) (Mount, bool, string) {
+// pythonMounts are the interpreter's environment (the directory above
+// bin/, first: its bin leads PATH) and what that environment runs on: a
+// venv's base interpreter (pyvenv.cfg `home`, a pyenv build outside the
+// venv) and the prefix of the file the interpreter path resolves to (its
+// shared library included).
+func pythonMounts(cfg *config.File, root string) ([]Mount, string) {
 	py := cfg.Project.Python
 	if py == "" || !strings.ContainsRune(py, '/') {
-		return Mount{}, false, ""
+		return nil, ""
 	}
 	if !filepath.IsAbs(py) {
 		py = filepath.Join(root, py)
 	}
 	if _, err := os.Stat(py); err != nil {
-		return Mount{}, false, fmt.Sprintf("[project] python %q not found (%v); reproducers will not find it", cfg.Project.Python, err)
+		return nil, fmt.Sprintf("[project] python %q not found (%v); reproducers will not find it", cfg.Project.Python, err)
 	}
 	prefix := filepath.Dir(filepath.Dir(filepath.Clean(py)))
 	dir, err := canonicalDir(prefix)
 	if err != nil {
-		return Mount{}, false, fmt.Sprintf("[project] python environment %s: %v", prefix, err)
+		return nil, fmt.Sprintf("[project] python environment %s: %v", prefix, err)
 	}
-	return Mount{Path: dir, ReadOnly: true, Kind: "dir", Why: "python environment"}, true, ""
+	out := []Mount{{Path: dir, ReadOnly: true, Kind: "dir", Why: "python environment"}}
+	add := func(base, why string) {
+		if d, err := canonicalDir(base); err == nil && d != "/" && !within(d, dir) {
+			out = append(out, Mount{Path: d, ReadOnly: true, Kind: "dir", Why: why})
+		}
+	}
+	if home := venvHome(filepath.Join(dir, "pyvenv.cfg")); home != "" {
+		add(filepath.Dir(home), "the python environment's base interpreter (pyvenv.cfg home)")
+	}
+	if real, err := filepath.EvalSymlinks(py); err == nil {
+		add(filepath.Dir(filepath.Dir(real)), "the prefix the configured python resolves to")
+	}
+	return out, ""
+}
+
+// traversable lists the closed image directories that hold a mount.
+func traversable(mounts []Mount) []string {
+	var out []string
+	for _, dir := range profiles.ClosedImageDirs() {
+		for _, m := range mounts {
+			if m.Path != dir && within(dir, m.Path) {
+				out = append(out, dir)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// venvHome reads `home = DIR` from a venv's pyvenv.cfg ("" when absent).
+func venvHome(cfgPath string) string {
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if ok && strings.TrimSpace(k) == "home" && filepath.IsAbs(strings.TrimSpace(v)) {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // dedupeMounts drops read-only mounts already covered by a read-only parent;

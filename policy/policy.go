@@ -24,6 +24,11 @@ type Policy struct {
 	Workdir       string `json:"workdir"`
 	// Mounts are the host paths visible inside, at the same absolute path.
 	Mounts []Mount `json:"mounts"`
+	// Traversable are image directories that images keep closed (/root,
+	// mode 0700) but that hold a mount: an image-root backend puts a tiny
+	// empty tmpfs there that the sandbox identity can search, so it can
+	// reach the mount below.
+	Traversable []string `json:"traversable,omitempty"`
 	// Unreadable are credential paths: never mounted, or masked where a
 	// mounted parent would expose them.
 	Unreadable []string `json:"unreadable"`
@@ -240,6 +245,7 @@ func (p *Policy) Hash() string {
 		AllowAll                     bool
 		Mounts                       []Mount
 		Unreadable, Masked           []string
+		Traversable                  []string
 		Network                      Network
 		Env                          []envName
 		ScratchEnv                   []ScratchVar
@@ -253,7 +259,7 @@ func (p *Policy) Hash() string {
 		AllowToolConfig              []string
 	}{
 		Role: p.Role, Backend: p.Backend, Root: p.WorkspaceRoot, Workdir: p.Workdir,
-		AllowAll: p.AllowAll, Unreadable: p.Unreadable, Masked: p.Masked,
+		AllowAll: p.AllowAll, Unreadable: p.Unreadable, Masked: p.Masked, Traversable: p.Traversable,
 		Network: p.Network, Scratch: p.Scratch, Limits: p.Limits, Lifetime: p.Lifetime,
 		UID: p.User.UID, GID: p.User.GID, Base: p.Base, Runtime: p.Runtime, Accepted: p.Accepted,
 		AllowToolConfig: p.AllowToolConfig,

@@ -99,3 +99,28 @@ func TestNeededDirsMounted(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestVenvBaseInterpreterMounted: a venv's base interpreter (pyvenv.cfg
+// home) is mounted beside the venv, and a mount under a closed image
+// directory makes that directory traversable.
+func TestVenvBaseInterpreterMounted(t *testing.T) {
+	base := t.TempDir()
+	must(t, mkExec(filepath.Join(base, "bin", "python3.11")))
+	venv := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(venv, "bin"), 0o755))
+	must(t, os.Symlink(filepath.Join(base, "bin", "python3.11"), filepath.Join(venv, "bin", "python")))
+	must(t, os.WriteFile(filepath.Join(venv, "pyvenv.cfg"), []byte("home = "+filepath.Join(base, "bin")+"\ninclude-system-site-packages = false\n"), 0o644))
+	cfg := workspace(t, "")
+	cfg.Project.Python = filepath.Join(venv, "bin", "python")
+	p, err := Build(cfg, "reproducer", fakeHost(t), Options{})
+	must(t, err)
+	if !hasMount(p, venv, true) || !hasMount(p, base, true) {
+		t.Errorf("mounts %+v, want the venv and its base %s", p.Mounts, base)
+	}
+	if got := traversable([]Mount{{Path: "/root/.pyenv/versions/3.11.7"}, {Path: "/opt/x"}}); len(got) != 1 || got[0] != "/root" {
+		t.Errorf("traversable = %v", got)
+	}
+	if got := traversable([]Mount{{Path: "/opt/x"}}); len(got) != 0 {
+		t.Errorf("traversable = %v", got)
+	}
+}

@@ -228,3 +228,8 @@ const OOMScoreAdj = 500
 func ImagePath() []string {
 	return []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
 }
+
+// ClosedImageDirs are directories images keep closed to other users (root's
+// home is 0700): a host path mounted below one needs the directory made
+// searchable inside.
+func ClosedImageDirs() []string { return []string{"/root"} }

@@ -199,6 +199,14 @@ func mounts(p *policy.Policy, selfExe string) []mount.Mount {
 
 // scratchTmpfs renders the policy's scratch as two sized tmpfs mounts.
 func scratchTmpfs(p *policy.Policy) map[string]string {
+	out := scratchOnly(p)
+	for _, dir := range p.Traversable {
+		out[dir] = strings.Join(append([]string{"rw"}, backends.TraversableMountOptions(p)...), ",")
+	}
+	return out
+}
+
+func scratchOnly(p *policy.Policy) map[string]string {
 	base := strings.Join(append([]string{"rw"}, backends.ScratchMountOptions(p.Scratch)...), ",")
 	return map[string]string{
 		scratchPaths.Tmp:  fmt.Sprintf("%s,mode=%o", base, p.Scratch.TmpMode),

@@ -127,6 +127,9 @@ func mounts(p *policy.Policy, selfExe string) []specs.Mount {
 		scratchMount(p, ScratchPaths.Home, p.Scratch.HomeMode, fmt.Sprintf("uid=%d", p.User.UID), fmt.Sprintf("gid=%d", p.User.GID)),
 		{Destination: backends.InitPath, Type: "bind", Source: selfExe, Options: []string{"rbind", "ro", "rprivate"}},
 	}
+	for _, dir := range p.Traversable {
+		out = append(out, specs.Mount{Destination: dir, Type: "tmpfs", Source: "tmpfs", Options: backends.TraversableMountOptions(p)})
+	}
 	for _, m := range p.Mounts {
 		mode := "rw"
 		if m.ReadOnly {
