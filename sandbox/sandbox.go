@@ -66,6 +66,10 @@ type Request struct {
 	Raw      bool
 	// NoAudit skips the audit record (the selftest's own probe runs).
 	NoAudit bool
+	// Started, when set, is called once the sandbox is up, before the
+	// command runs: the CLI prints the policy's warnings then, so a run
+	// refused before that prints only its refusal.
+	Started func()
 }
 
 // Outcome is a run's result plus what happened to its output.
@@ -234,6 +238,9 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (Outcome, e
 	sess, err := Start(ctx, backend, req.Policy, backends.StartOptions{TTL: ttl})
 	if err != nil {
 		return Outcome{}, RecordRefusal(req, err)
+	}
+	if req.Started != nil {
+		req.Started()
 	}
 	out, err := sess.Exec(ctx, req)
 	cerr := sess.Close(ctx)

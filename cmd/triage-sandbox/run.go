@@ -99,7 +99,7 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return fail(sandbox.RecordRefusal(req, err))
 			}
-			printWarnings(p.Warnings)
+			req.Started = func() { printWarnings(p.Warnings) }
 			if stdin {
 				req.Command.Stdin = os.Stdin
 			}
