@@ -83,6 +83,7 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 	if ms, warn := pythonMounts(cfg, root); len(ms) > 0 {
 		p.Mounts = append(p.Mounts, ms...)
 		pythonEnv = ms[0].Path
+		p.Python = filepath.Join(pythonEnv, "bin", filepath.Base(cfg.Project.Python))
 	} else if warn != "" {
 		p.Warnings = append(p.Warnings, warn)
 	}

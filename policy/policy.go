@@ -65,6 +65,9 @@ type Policy struct {
 	// run may leave names that make tools run code (.git, .envrc, ...);
 	// elsewhere they are moved out of the tools' way after each run.
 	AllowToolConfig []string `json:"allow_tool_config,omitempty"`
+	// Python is the configured interpreter as the sandbox sees it ("" when
+	// [project] python is a bare name: the image's own).
+	Python string `json:"python,omitempty"`
 	// Config is the triage.toml this policy came from ("" for the built-in
 	// defaults); reports say which file was used.
 	Config string `json:"config"`

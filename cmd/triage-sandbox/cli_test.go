@@ -307,6 +307,24 @@ func TestDoctor(t *testing.T) {
 			t.Fatalf("%+v", r)
 		}
 	})
+	t.Run("runs the configured python inside", func(t *testing.T) {
+		root := workspace(t, "")
+		env := filepath.Join(filepath.Dir(root), "env")
+		if err := os.MkdirAll(filepath.Join(env, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// An interpreter that exists on the host but cannot start inside.
+		if err := os.WriteFile(filepath.Join(env, "bin", "python3"), []byte("#!/nonexistent/interpreter\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "triage.toml"), []byte("[project]\npython = \"../env/bin/python3\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := runCLI(t, root, nil, "doctor")
+		if r.code != 1 || !strings.Contains(r.stdout, "FAIL  python for reproducer") {
+			t.Fatalf("%+v", r)
+		}
+	})
 	t.Run("a warning is a warning, once", func(t *testing.T) {
 		root := workspace(t, "[project]\npython = \"/no/such/python3\"\n")
 		r := runCLI(t, root, nil, "doctor")

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -117,7 +120,39 @@ func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry
 		default:
 			rep.ok(what, "ready ("+describeBase(p)+")")
 		}
+		if err == nil && p.Python != "" {
+			doctorPython(cmd, rep, b, p)
+		}
 	}
+}
+
+// doctorPython runs the configured interpreter inside the sandbox, as a
+// reproducer would, and reports what fails with the fix.
+func doctorPython(cmd *cobra.Command, rep *doctorReport, b backends.Backend, p *policy.Policy) {
+	what := "python for " + p.Role
+	var stdout, stderr bytes.Buffer
+	res, err := sandbox.Run(cmd.Context(), b, sandbox.Request{
+		Policy: p, Timeout: time.Minute, NoAudit: true,
+		Command: backends.Command{Argv: []string{p.Python, "-c", "import sys; print(sys.version.split()[0], sys.prefix)"}},
+		Streams: backends.Streams{Stdout: &stdout, Stderr: &stderr},
+	})
+	switch {
+	case err != nil:
+		rep.fail(what, err.Error())
+	case res.ExitCode != 0:
+		rep.fail(what, fmt.Sprintf("%s exits %d in the sandbox: %s; check [project] python and that its environment and base interpreter are readable",
+			p.Python, res.ExitCode, strings.TrimSpace(lastLine(stderr.String()))))
+	default:
+		rep.ok(what, p.Python+" runs: "+strings.TrimSpace(stdout.String()))
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }
 
 func describeBase(p *policy.Policy) string {
