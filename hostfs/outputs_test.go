@@ -53,7 +53,7 @@ func TestInspectOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ins, err := InspectOutputs(root, []string{"repros", "NOTES.md", "missing"}, nil)
+	ins, err := InspectOutputs(root, []string{"repros", "NOTES.md", "missing"}, testToolNames, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestInspectOutputs(t *testing.T) {
 
 	// Allowed where the config says so.
 	mk("sub2/.git/config", 0o644)
-	ins, err = InspectOutputs(root, []string{"repros"}, []string{"repros"})
+	ins, err = InspectOutputs(root, []string{"repros"}, testToolNames, []string{"repros"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,3 +110,5 @@ func TestInspectOutputs(t *testing.T) {
 		}
 	}
 }
+
+var testToolNames = []string{".git", ".envrc", ".vscode"}

@@ -20,12 +20,6 @@ import (
 //     are renamed out of the tools' way unless the config allows them there,
 //   - symlinks, FIFOs, sockets, devices and hard-linked files are listed.
 
-// ToolConfigNames are the names that make a tool run code on open.
-var toolConfigNames = []string{".git", ".hg", ".envrc", ".vscode", ".idea", ".devcontainer", ".npmrc", ".yarnrc.yml"}
-
-// ToolConfigNames lists them (for docs and reports).
-func ToolConfigNames() []string { return slices.Clone(toolConfigNames) }
-
 // QuarantineSuffix is appended to a renamed tool-config entry.
 const QuarantineSuffix = ".quarantined-by-triage-sandbox"
 
@@ -57,9 +51,9 @@ type Inspection struct {
 }
 
 // InspectOutputs walks each writable path rel (below root: a directory or
-// a file) and neutralises what a run left; allowTools lists the writable
-// paths where tool-config names are allowed.
-func InspectOutputs(root string, writable []string, allowTools []string) (Inspection, error) {
+// a file) and neutralises what a run left: toolNames are moved aside except
+// in the writable paths allowTools lists.
+func InspectOutputs(root string, writable, toolNames, allowTools []string) (Inspection, error) {
 	var ins Inspection
 	var errs []error
 	for _, rel := range writable {
@@ -75,7 +69,7 @@ func InspectOutputs(root string, writable []string, allowTools []string) (Inspec
 			errs = append(errs, err)
 			continue
 		}
-		w := walker{ins: &ins, allowTools: slices.Contains(allowTools, rel)}
+		w := walker{ins: &ins, toolNames: toolNames, allowTools: slices.Contains(allowTools, rel)}
 		err = w.entry(parent, parts[len(parts)-1], filepath.Join(root, rel), 0, true)
 		unix.Close(parent)
 		if err != nil {
@@ -87,6 +81,7 @@ func InspectOutputs(root string, writable []string, allowTools []string) (Inspec
 
 type walker struct {
 	ins        *Inspection
+	toolNames  []string
 	allowTools bool
 }
 
@@ -121,7 +116,7 @@ func (w *walker) entry(fd int, name, child string, depth int, top bool) error {
 		return nil // gone meanwhile
 	}
 	mode := uint32(st.Mode)
-	if !top && !w.allowTools && slices.Contains(toolConfigNames, name) {
+	if !top && !w.allowTools && slices.Contains(w.toolNames, name) {
 		to := name + QuarantineSuffix
 		if err := unix.Renameat(fd, name, fd, to); err != nil {
 			return fmt.Errorf("moving %s out of the tools' way: %w", child, err)

@@ -233,3 +233,11 @@ func ImagePath() []string {
 // home is 0700): a host path mounted below one needs the directory made
 // searchable inside.
 func ClosedImageDirs() []string { return []string{"/root"} }
+
+// ToolConfigNames make a tool run code when a person or a program later
+// opens a directory holding them (git hooks and fsmonitor, direnv, editor
+// tasks, devcontainers, package-manager scripts): a run may not leave them
+// in its outputs unless the config allows it there.
+func ToolConfigNames() []string {
+	return []string{".git", ".hg", ".envrc", ".vscode", ".idea", ".devcontainer", ".npmrc", ".yarnrc.yml"}
+}

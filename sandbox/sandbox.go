@@ -20,6 +20,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // Exit codes of `run` that are triage-sandbox's own (see the README).
@@ -188,7 +189,7 @@ func (s *Session) inspectOutputs(out *Outcome) {
 			rels = append(rels, rel)
 		}
 	}
-	ins, err := hostfs.InspectOutputs(s.policy.WorkspaceRoot, rels, s.policy.AllowToolConfig)
+	ins, err := hostfs.InspectOutputs(s.policy.WorkspaceRoot, rels, profiles.ToolConfigNames(), s.policy.AllowToolConfig)
 	out.Outputs = ins
 	if err != nil {
 		out.Warnings = append(out.Warnings, "inspecting the outputs: "+err.Error())
