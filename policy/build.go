@@ -106,7 +106,7 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 	if err != nil {
 		return nil, err
 	}
-	p.Base = base(sb, opts.Capabilities, p.Mounts)
+	p.Base = base(sb, opts.Capabilities)
 	if p.Base.Kind == BaseImage {
 		p.Traversable = traversable(p.Mounts)
 	}
@@ -286,7 +286,7 @@ func network(allowAll bool, sb config.Sandbox) Network {
 // base picks the readable root: the image for backends whose root is an
 // image, else an allow-list of host roots (those that exist here) beside
 // the policy's mounts.
-func base(sb config.Sandbox, caps []Capability, mounts []Mount) Base {
+func base(sb config.Sandbox, caps []Capability) Base {
 	if caps == nil || slices.Contains(caps, profiles.CapImageRoot) {
 		b := Base{Kind: BaseImage, Image: profiles.DefaultImage}
 		if sb.Image != nil {
