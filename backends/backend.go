@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 // InitPath is where container backends mount the static triage-sandbox
@@ -59,6 +60,11 @@ type Result struct {
 	Duration time.Duration `json:"duration_ns"`
 	// Sandbox names what ran it (container id, helper pid, ...).
 	Sandbox string `json:"sandbox,omitempty"`
+	// CopyBack is what copying the staged writable paths back to the host
+	// did after the command; CopyBackError says why it failed (the
+	// outputs of this command may be missing on the host).
+	CopyBack      *stage.Report `json:"copy_back,omitempty"`
+	CopyBackError string        `json:"copy_back_error,omitempty"`
 }
 
 // Artifact is a backend's rendering of a policy: what `render` prints.
@@ -144,7 +150,8 @@ func HoldArgv(p *policy.Policy, ttl time.Duration) []string {
 	if ttl > 0 {
 		args = append(args, "--ttl", ttl.Round(time.Second).String())
 	}
-	return args
+	in, _ := StagePaths(p)
+	return append(args, StageArgs(in)...)
 }
 
 // ScratchMountOptions are the tmpfs options of the policy's scratch, the

@@ -161,6 +161,8 @@ func (f *File) Resolve(role string) Sandbox {
 		CPUs:            pick(o.CPUs, b.CPUs),
 		Pids:            pick(o.Pids, b.Pids),
 		TmpfsSize:       pick(o.TmpfsSize, b.TmpfsSize),
+		WritableSize:    pick(o.WritableSize, b.WritableSize),
+		WritableInodes:  pick(o.WritableInodes, b.WritableInodes),
 		FileSize:        pick(o.FileSize, b.FileSize),
 		ShmSize:         pick(o.ShmSize, b.ShmSize),
 		Runtime:         pick(o.Runtime, b.Runtime),

@@ -87,7 +87,7 @@ func TestFixtureInSync(t *testing.T) {
 
 func TestProblems(t *testing.T) {
 	const allSandboxKeys = "valid keys: backend, network, image, env, secrets, writable, allow_all, set_env, " +
-		"timeout, memory, cpus, pids, tmpfs_size, shm_size, file_size, runtime, user, output_limit, output_ceiling, deny, audit_log, accept_weaker, allow_tool_config, read_only"
+		"timeout, memory, cpus, pids, tmpfs_size, shm_size, file_size, writable_size, writable_inodes, runtime, user, output_limit, output_ceiling, deny, audit_log, accept_weaker, allow_tool_config, read_only"
 	tests := []struct {
 		name string
 		toml string

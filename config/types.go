@@ -38,24 +38,27 @@ type Repro struct {
 // Sandbox holds the keys of [sandbox] (and of a per-role table). A nil field
 // (or nil slice/map) means "not set here".
 type Sandbox struct {
-	Backend     *string           // docker | seatbelt | local
-	Network     *bool             // false = loopback only
-	Image       *string           // docker image
-	Env         []string          // extra variable names, shell wildcards allowed
-	Secrets     []string          // replaces the unreadable-path list
-	Writable    []string          // relative to Root
-	AllowAll    *bool             // no isolation at all
-	SetEnv      map[string]string // fixed variables set inside (e.g. LLMFORMAT = "1")
-	Timeout     *int              // seconds; overrides the role default
-	Memory      *int64            // bytes (written "2g", "512m" or a byte count)
-	CPUs        *float64          // e.g. 1.5
-	Pids        *int64            // process limit
-	TmpfsSize   *int64            // bytes, size of each scratch tmpfs (HOME, TMPDIR)
-	FileSize    *int64            // bytes, the largest file a command may write
-	ShmSize     *int64            // bytes, /dev/shm
-	Runtime     *string           // docker runtime, e.g. "runsc"
-	User        *string           // "uid:gid" used inside when triage-sandbox runs as root
-	OutputLimit *int64            // bytes of output kept (head + tail)
+	Backend   *string           // docker | seatbelt | local
+	Network   *bool             // false = loopback only
+	Image     *string           // docker image
+	Env       []string          // extra variable names, shell wildcards allowed
+	Secrets   []string          // replaces the unreadable-path list
+	Writable  []string          // relative to Root
+	AllowAll  *bool             // no isolation at all
+	SetEnv    map[string]string // fixed variables set inside (e.g. LLMFORMAT = "1")
+	Timeout   *int              // seconds; overrides the role default
+	Memory    *int64            // bytes (written "2g", "512m" or a byte count)
+	CPUs      *float64          // e.g. 1.5
+	Pids      *int64            // process limit
+	TmpfsSize *int64            // bytes, size of each scratch tmpfs (HOME, TMPDIR)
+	FileSize  *int64            // bytes, the largest file a command may write
+	ShmSize   *int64            // bytes, /dev/shm
+	// WritableSize and WritableInodes bound each staged writable path.
+	WritableSize   *int64
+	WritableInodes *int64
+	Runtime        *string // docker runtime, e.g. "runsc"
+	User           *string // "uid:gid" used inside when triage-sandbox runs as root
+	OutputLimit    *int64  // bytes of output kept (head + tail)
 	// OutputCeiling stops a command that prints more than this many bytes.
 	OutputCeiling *int64
 	Deny          []string // extra deny-list patterns for the gate

@@ -19,7 +19,7 @@ import (
 // Keys accepted in [sandbox] and in each per-role table.
 var sandboxKeys = []string{
 	"backend", "network", "image", "env", "secrets", "writable", "allow_all", "set_env",
-	"timeout", "memory", "cpus", "pids", "tmpfs_size", "shm_size", "file_size", "runtime", "user",
+	"timeout", "memory", "cpus", "pids", "tmpfs_size", "shm_size", "file_size", "writable_size", "writable_inodes", "runtime", "user",
 	"output_limit", "output_ceiling", "deny", "audit_log", "accept_weaker", "allow_tool_config", "read_only",
 }
 
@@ -170,6 +170,16 @@ func (c *checker) sandbox(base []string, m map[string]any, role bool) Sandbox {
 			sb.FileSize = c.size(p, v)
 		case "tmpfs_size":
 			sb.TmpfsSize = c.size(p, v)
+		case "writable_size":
+			sb.WritableSize = c.size(p, v)
+		case "writable_inodes":
+			if n, ok := c.integer(p, v); ok {
+				if n >= 64 && n <= 1<<24 {
+					sb.WritableInodes = &n
+				} else {
+					c.add(p, fmt.Sprintf("must be between 64 and %d, got %d", 1<<24, n), "e.g. writable_inodes = 32768")
+				}
+			}
 		case "shm_size":
 			sb.ShmSize = c.size(p, v)
 		case "output_limit":

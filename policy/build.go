@@ -107,6 +107,11 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 		return nil, err
 	}
 	p.Base = base(sb, opts.Capabilities)
+	if !p.AllowAll {
+		if err := stageWritable(p); err != nil {
+			return nil, fmt.Errorf("%s: %w", configName(cfg), err)
+		}
+	}
 	if p.Base.Kind == BaseImage {
 		p.Traversable = traversable(p.Mounts)
 	}
@@ -514,6 +519,12 @@ func limits(cfg *config.File, sb config.Sandbox, role string) profiles.Limits {
 	}
 	if sb.ShmSize != nil {
 		l.ShmSize = *sb.ShmSize
+	}
+	if sb.WritableSize != nil {
+		l.WritableSize = *sb.WritableSize
+	}
+	if sb.WritableInodes != nil {
+		l.WritableInodes = *sb.WritableInodes
 	}
 	return l
 }

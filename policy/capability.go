@@ -41,6 +41,9 @@ func (p *Policy) Requirements() []Capability {
 	if len(p.Masked) > 0 {
 		req = append(req, profiles.CapMaskUnderMount)
 	}
+	if p.Staged() {
+		req = append(req, profiles.CapBoundedWrites)
+	}
 	if p.Base.Kind == BaseImage {
 		req = append(req, profiles.CapImageRoot)
 	} else {

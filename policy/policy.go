@@ -45,7 +45,10 @@ type Policy struct {
 	// are never kept here.
 	Dropped []EnvDecision `json:"dropped_env"`
 
-	Scratch  Scratch         `json:"scratch"`
+	Scratch Scratch `json:"scratch"`
+	// Staging bounds the writable paths and keeps writes off the host
+	// until they are copied back.
+	Staging  Staging         `json:"staging"`
 	Limits   profiles.Limits `json:"limits"`
 	Lifetime Lifetime        `json:"lifetime"`
 	User     Identity        `json:"user"`

@@ -75,8 +75,17 @@ func TestDefaultsPerRole(t *testing.T) {
 				t.Errorf("backend = %s", p.Backend)
 			}
 			checkout := filepath.Join(filepath.Dir(root), "widgets")
-			if !hasMount(p, checkout, true) || !hasMount(p, root, true) {
-				t.Errorf("root and checkout must be read-only mounts: %+v", p.Mounts)
+			// The agent's root holds writable files (NOTES.md): it is a
+			// staged skeleton whose other entries are read-only mounts.
+			rootRO := hasMount(p, root, true)
+			if tt.role == "agent" {
+				rootRO = slices.Equal(p.Staging.Skeletons, []string{root}) && hasMount(p, filepath.Join(root, "triage.toml"), true)
+			}
+			if !hasMount(p, checkout, true) || !rootRO {
+				t.Errorf("root and checkout must be read-only: %+v %+v", p.Mounts, p.Staging)
+			}
+			if !p.Staged() || p.Staging.Size <= 0 || p.Staging.Inodes <= 0 {
+				t.Errorf("writable paths are not bounded: %+v", p.Staging)
 			}
 			if !slices.Contains(p.Unreadable, "/home/alice/.ssh") || !slices.Contains(p.Unreadable, "/var/run/docker.sock") {
 				t.Errorf("unreadable misses credentials: %v", p.Unreadable)

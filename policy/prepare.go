@@ -10,10 +10,10 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 )
 
-// Prepare makes the policy's writable paths exist and usable by the sandbox
-// identity: a missing path is created (never skipped), and when the identity
-// cannot write an existing one (root ran us on a root-owned workspace) it
-// gets a POSIX ACL entry, leaving ownership and mode alone.
+// Prepare makes the policy's writable paths exist (a missing path is
+// created, never skipped). When they are not staged copies and the sandbox
+// identity cannot write an existing one (root ran us on a root-owned
+// workspace), it gets a POSIX ACL entry, leaving ownership and mode alone.
 func Prepare(p *Policy) error {
 	if p.AllowAll {
 		return nil
@@ -51,6 +51,10 @@ func prepareWritable(p *Policy, m Mount) error {
 		return fmt.Errorf("preparing writable path: %w", err)
 	}
 	defer unix.Close(fd)
+	if p.Staged() {
+		// The sandbox writes a staged copy; triage-sandbox writes the host.
+		return nil
+	}
 	if err := hostfs.EnsureWritableBy(fd, m.Path, p.User.UID, p.User.GID); err != nil {
 		return fmt.Errorf("making writable path %s usable by uid %d: %w", m.Path, p.User.UID, err)
 	}

@@ -55,6 +55,7 @@ var ops = map[string]opFunc{
 	"tiocsti":          opTIOCSTI,
 	"plant_outputs":    opPlantOutputs,
 	"socket_family":    opSocketFamily,
+	"fill":             opFill,
 }
 
 // eachTarget tries try on every target; the observation is OK when any

@@ -100,7 +100,12 @@ type Limits struct {
 	// or sparse file in an output ends in EFBIG, not on the host's disk.
 	FileSize  int64
 	TmpfsSize int64 // each scratch tmpfs (HOME, TMPDIR)
-	ShmSize   int64
+	// WritableSize and WritableInodes bound each staged writable path (and
+	// each directory holding writable files): a run cannot fill the host's
+	// disk or its inodes through its outputs.
+	WritableSize   int64
+	WritableInodes int64
+	ShmSize        int64
 	// Core is the core-dump size limit: 0, so a crash never writes memory
 	// (secrets included) to disk.
 	Core int64
@@ -114,10 +119,12 @@ func DefaultLimits(role string) Limits {
 	const mib = 1 << 20
 	if role == RoleAgent {
 		return Limits{Timeout: 300 * time.Second, Memory: 1024 * mib, CPUs: 1, Pids: 512,
-			NoFile: 4096, FileSize: 1024 * mib, TmpfsSize: 256 * mib, ShmSize: 64 * mib, OOMScoreAdj: OOMScoreAdj}
+			NoFile: 4096, FileSize: 1024 * mib, TmpfsSize: 256 * mib, ShmSize: 64 * mib, OOMScoreAdj: OOMScoreAdj,
+			WritableSize: 256 * mib, WritableInodes: 32768}
 	}
 	return Limits{Timeout: 120 * time.Second, Memory: 2048 * mib, CPUs: 2, Pids: 1024,
-		NoFile: 4096, FileSize: 1024 * mib, TmpfsSize: 512 * mib, ShmSize: 256 * mib, OOMScoreAdj: OOMScoreAdj}
+		NoFile: 4096, FileSize: 1024 * mib, TmpfsSize: 512 * mib, ShmSize: 256 * mib, OOMScoreAdj: OOMScoreAdj,
+		WritableSize: 512 * mib, WritableInodes: 32768}
 }
 
 // Output defaults: what is shown of a run's output (head + tail, per
@@ -159,7 +166,10 @@ const (
 	CapUIDSwitch      Capability = "uid_switch"
 	CapMaskUnderMount Capability = "mask_under_mount"
 	CapImageRoot      Capability = "image_root"
-	CapHostRoot       Capability = "host_root"
+	// CapBoundedWrites: writable paths are bounded staged copies (size,
+	// inodes, nosuid, nodev), written back to the host by triage-sandbox.
+	CapBoundedWrites Capability = "bounded_writes"
+	CapHostRoot      Capability = "host_root"
 	// CapSyscallFilter is a Linux mechanism, not a policy requirement:
 	// no capabilities, no_new_privs and a seccomp filter. Selftest checks
 	// of those mechanisms need it.
@@ -176,6 +186,7 @@ var capabilityMeanings = map[Capability]string{
 	CapUIDSwitch:      "running as another uid than the caller",
 	CapMaskUnderMount: "hiding credential paths that lie under a readable mount",
 	CapImageRoot:      "an image as the root filesystem",
+	CapBoundedWrites:  "writable paths bounded in size and inodes (staged copies, nosuid, nodev) and copied back safely",
 	CapHostRoot:       "the host's root filesystem, readable only through an allow-list of roots",
 	CapSyscallFilter:  "Linux capabilities dropped, no_new_privs and a seccomp filter",
 }
@@ -183,7 +194,7 @@ var capabilityMeanings = map[Capability]string{
 // Capabilities lists every capability name.
 func Capabilities() []Capability {
 	return []Capability{CapOwnLoopback, CapOutboundNAT, CapPidNamespace, CapMemoryLimit, CapPidsLimit,
-		CapCPULimit, CapUIDSwitch, CapMaskUnderMount, CapImageRoot, CapHostRoot}
+		CapCPULimit, CapUIDSwitch, CapMaskUnderMount, CapImageRoot, CapHostRoot, CapBoundedWrites}
 }
 
 // CapabilityMeaning says what a capability guarantees, for errors and reports.

@@ -149,6 +149,7 @@ func (s *Session) Exec(ctx context.Context, req Request) (out Outcome, err error
 		req.Command.Timeout = req.Timeout
 	}
 	defer s.inspectOutputs(&out)
+	defer copyBackReport(&out)
 	if req.Redactor == nil {
 		out.Result, err = s.sandbox.Exec(ctx, req.Command, req.Streams)
 		return out, err
@@ -180,6 +181,20 @@ func teeTo(w io.Writer, also io.Writer) io.Writer {
 	return io.MultiWriter(w, also)
 }
 
+// copyBackReport shows what copying the staged outputs back refused or
+// could not do.
+func copyBackReport(out *Outcome) {
+	if out.CopyBackError != "" {
+		out.Warnings = append(out.Warnings, out.CopyBackError)
+	}
+	if out.CopyBack == nil {
+		return
+	}
+	for _, c := range out.CopyBack.Changes {
+		out.Outputs.Leftovers = append(out.Outputs.Leftovers, hostfs.Leftover{Path: c.Path, Kind: c.Action, Detail: c.Detail, Action: "not copied to the host"})
+	}
+}
+
 // inspectOutputs neutralises what the command left in the writable paths
 // (set-id bits, tool configs) and lists what a host reader must not follow.
 func (s *Session) inspectOutputs(out *Outcome) {
@@ -190,6 +205,7 @@ func (s *Session) inspectOutputs(out *Outcome) {
 		}
 	}
 	ins, err := hostfs.InspectOutputs(s.policy.WorkspaceRoot, rels, profiles.ToolConfigNames(), s.policy.AllowToolConfig)
+	ins.Leftovers = append(out.Outputs.Leftovers, ins.Leftovers...)
 	out.Outputs = ins
 	if err != nil {
 		out.Warnings = append(out.Warnings, "inspecting the outputs: "+err.Error())

@@ -13,11 +13,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/stage"
 	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
+
+// Export writes the staged paths for the host to copy back.
+func Export(w io.Writer, paths []stage.Path) error { return stage.Export(w, paths) }
 
 // Exit codes of Hold.
 const (
@@ -42,6 +47,11 @@ type HoldOptions struct {
 	// failed (a half-open connection).
 	TTL    time.Duration
 	Stderr io.Writer
+	// Stage are the staged writable paths: before anything else, Hold
+	// unpacks their copy from Lifeline (a tar stream that precedes the
+	// lifeline proper) and reports on Stdout that it is in place.
+	Stage  []stage.Path
+	Stdout io.Writer
 	// KillAll kills every other process the sandbox identity can signal;
 	// tests replace it.
 	KillAll func()
@@ -53,6 +63,18 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	killAll := o.KillAll
 	if killAll == nil {
 		killAll = killEveryone
+	}
+	if len(o.Stage) > 0 {
+		if o.Lifeline == nil {
+			fmt.Fprintln(o.Stdout, stage.FailedLine+"no stream to read the staged copy from")
+			return 125
+		}
+		if err := stage.Unpack(o.Lifeline, o.Stage); err != nil {
+			// One line: the host shows it as the reason the start failed.
+			fmt.Fprintln(o.Stdout, stage.FailedLine+strings.ReplaceAll(err.Error(), "\n", " "))
+			return 125
+		}
+		fmt.Fprintln(o.Stdout, stage.ReadyLine)
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)

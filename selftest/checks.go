@@ -169,6 +169,33 @@ func okJudge(id string) func(*Env, *Evidence) (bool, string) {
 	}
 }
 
+// fillBytes and fillFiles are past the policy's bound on a writable path
+// (or a gigabyte and 100,000 files when it has none).
+func fillBytes(p *policy.Policy) int64 {
+	if p.Staging.Size > 0 {
+		return p.Staging.Size + 16<<20
+	}
+	return 1 << 30
+}
+
+func fillFiles(p *policy.Policy) int64 {
+	if p.Staging.Inodes > 0 {
+		return p.Staging.Inodes + 256
+	}
+	return 100000
+}
+
+// fillJudge: escaped when the probe took all it asked for.
+func fillJudge(id string) func(*Env, *Evidence) (bool, string) {
+	return func(_ *Env, ev *Evidence) (bool, string) {
+		o := ev.Obs[id]
+		if o.Errno != "" {
+			return o.OK, o.Detail + ": " + o.Errno
+		}
+		return o.OK, o.Detail
+	}
+}
+
 // Catalogue returns every check, in report order.
 func Catalogue() []Check {
 	credStores := []string{".netrc", ".aws/credentials", ".docker/config.json", ".kube/config", ".pypirc",
@@ -434,6 +461,16 @@ func Catalogue() []Check {
 				return one(step("RES-02", "alloc_child", map[string]string{"bytes": strconv.FormatInt(e.P.Limits.Memory+256<<20, 10)}))
 			},
 			Judge: okJudge("RES-02"), Fix: "set a memory limit with no swap ([sandbox] memory)"},
+		{ID: "RES-06", Name: "fill the host's disk through the outputs", Category: "resources", Requires: []policy.Capability{profiles.CapBoundedWrites},
+			Steps: func(e *Env) []probe.Step {
+				return one(step("RES-06", "fill", map[string]string{"bytes": strconv.FormatInt(fillBytes(e.P), 10)}, e.repros("")))
+			},
+			Judge: fillJudge("RES-06"), Fix: "writable paths must be bounded staged copies ([sandbox] writable_size)"},
+		{ID: "RES-07", Name: "exhaust the host's inodes through the outputs", Category: "resources", Requires: []policy.Capability{profiles.CapBoundedWrites},
+			Steps: func(e *Env) []probe.Step {
+				return one(step("RES-07", "fill", map[string]string{"files": strconv.FormatInt(fillFiles(e.P), 10)}, e.repros("")))
+			},
+			Judge: fillJudge("RES-07"), Fix: "writable paths must be bounded staged copies ([sandbox] writable_inodes)"},
 		// Second run: a fresh sandbox.
 		{ID: "WR-11", Name: "persist files into the next run", Category: "writes", Phase: PhaseSecond,
 			Steps: func(e *Env) []probe.Step {

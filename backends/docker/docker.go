@@ -32,7 +32,7 @@ var capabilities = []policy.Capability{
 	profiles.CapOwnLoopback, profiles.CapOutboundNAT, profiles.CapPidNamespace,
 	profiles.CapMemoryLimit, profiles.CapPidsLimit, profiles.CapCPULimit,
 	profiles.CapUIDSwitch, profiles.CapMaskUnderMount, profiles.CapImageRoot,
-	profiles.CapSyscallFilter,
+	profiles.CapSyscallFilter, profiles.CapBoundedWrites,
 }
 
 // Backend starts hardened containers as sandboxes.

@@ -189,6 +189,9 @@ func mounts(p *policy.Policy, selfExe string) []mount.Mount {
 		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
 	}}
 	for _, m := range p.Mounts {
+		if !m.ReadOnly && p.Staged() {
+			continue // a staged copy on a tmpfs of its own (StagedMounts)
+		}
 		out = append(out, mount.Mount{
 			Type: mount.TypeBind, Source: m.Path, Target: m.Path, ReadOnly: m.ReadOnly,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
@@ -202,6 +205,9 @@ func scratchTmpfs(p *policy.Policy) map[string]string {
 	out := scratchOnly(p)
 	for _, dir := range p.Traversable {
 		out[dir] = strings.Join(append([]string{"rw"}, backends.TraversableMountOptions(p)...), ",")
+	}
+	for dir, opts := range backends.StagedMounts(p) {
+		out[dir] = opts
 	}
 	return out
 }

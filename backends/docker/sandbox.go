@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
+	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 // afterKillWait bounds how long a command may take to end once its tree
@@ -37,6 +39,9 @@ type sandbox struct {
 	exitStatus int64
 	waitErr    error
 	oomEvents  atomic.Int64
+
+	// manifest is what the host's staged paths held when last copied.
+	manifest stage.Manifest
 
 	closeOnce sync.Once
 	closeErr  error
@@ -87,7 +92,103 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, req *CreateReques
 		}
 		close(s.exited)
 	}()
+	if err := s.stageIn(setupCtx); err != nil {
+		return fail("copying the writable paths into the sandbox", err)
+	}
 	return s, nil
+}
+
+// stageIn sends the staged writable paths to the holder, which unpacks
+// them before its lifeline starts, and waits until it says they are in
+// place.
+func (s *sandbox) stageIn(ctx context.Context) error {
+	in, _ := backends.StagePaths(s.p)
+	if len(in) == 0 {
+		return nil
+	}
+	w := bufio.NewWriterSize(s.att.Conn, 64<<10)
+	m, err := stage.Pack(ctx, w, backends.StageSpec(s.p, in))
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		return err
+	}
+	s.manifest = m
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if s.holdOut.lineWith(stage.ReadyLine) != "" {
+			return nil
+		}
+		if line := s.holdOut.lineWith(stage.FailedLine); line != "" {
+			return fmt.Errorf("%s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)", strings.TrimPrefix(line, stage.FailedLine))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.exited:
+			if line := s.holdOut.lineWith(stage.FailedLine); line != "" {
+				continue
+			}
+			return fmt.Errorf("the sandbox ended before its writable paths were in place (exit %d)", s.exitStatus)
+		case <-tick.C:
+		}
+	}
+}
+
+// copyBack exports the staged writable paths from the sandbox and
+// applies them to the host. It runs after every command, however the
+// command ended.
+func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
+	_, out := backends.StagePaths(s.p)
+	if len(out) == 0 || s.ended() {
+		if len(out) > 0 {
+			res.CopyBackError = "the sandbox ended before its writable paths could be copied back; this command's outputs are lost"
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyBackTimeout)
+	defer cancel()
+	rep, err := s.export(ctx, out)
+	res.CopyBack = rep
+	if err != nil {
+		res.CopyBackError = err.Error()
+	}
+}
+
+// copyBackTimeout bounds one copy back (a full staged filesystem).
+const copyBackTimeout = 2 * time.Minute
+
+func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, error) {
+	created, err := s.b.cli.ExecCreate(ctx, s.id, client.ExecCreateOptions{
+		User: user(s.p), Cmd: backends.ExportArgv(s.p), AttachStdout: true, AttachStderr: true,
+	})
+	if err != nil {
+		return nil, s.execErr(ctx, "copying the outputs back", err)
+	}
+	att, err := s.b.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return nil, s.execErr(ctx, "copying the outputs back", err)
+	}
+	defer att.Close()
+	pr, pw := io.Pipe()
+	var stderr lockedBuffer
+	go func() {
+		_, err := stdcopy.StdCopy(pw, &stderr, att.Reader)
+		pw.CloseWithError(err)
+	}()
+	m, rep, aerr := stage.Apply(ctx, pr, s.manifest, backends.StageSpec(s.p, out))
+	_, _ = io.Copy(io.Discard, pr)
+	s.manifest = m
+	code, ierr := s.execExit(ctx, created.ID)
+	switch {
+	case ierr != nil:
+		return &rep, fmt.Errorf("copying the outputs back: %w", ierr)
+	case code != 0:
+		return &rep, fmt.Errorf("copying the outputs back: the export in the sandbox failed (exit %d): %s", code, strings.TrimSpace(stderr.String()))
+	}
+	return &rep, aerr
 }
 
 func (s *sandbox) ID() string                   { return s.id }
@@ -117,6 +218,9 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	for attempt := 1; ; attempt++ {
 		res, failed, err := s.execOnce(ctx, cmd, out, opts)
 		if err != nil || failed == "" {
+			if err == nil {
+				s.copyBack(ctx, &res)
+			}
 			return res, err
 		}
 		if attempt == execAttempts || ctx.Err() != nil {
@@ -470,4 +574,10 @@ func (w gateWriter) Write(p []byte) (int, error) {
 		return g.errOut.Write(p)
 	}
 	return g.out.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

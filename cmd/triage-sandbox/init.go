@@ -15,11 +15,16 @@ import (
 func newInitCmds() []*cobra.Command {
 	var lifeline bool
 	var ttl time.Duration
+	var staged []string
 	hold := &cobra.Command{
-		Use:    backends.HoldSubcommand + " [--lifeline] [--ttl D]",
+		Use:    backends.HoldSubcommand + " [--lifeline] [--ttl D] [--stage KIND:PATH]...",
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := sandboxinit.HoldOptions{TTL: ttl, Stderr: os.Stderr}
+			paths, err := backends.ParseStagePaths(staged)
+			if err != nil {
+				return err
+			}
+			o := sandboxinit.HoldOptions{TTL: ttl, Stderr: os.Stderr, Stdout: os.Stdout, Stage: paths}
 			if lifeline {
 				o.Lifeline = os.Stdin
 			}
@@ -28,6 +33,21 @@ func newInitCmds() []*cobra.Command {
 	}
 	hold.Flags().BoolVar(&lifeline, "lifeline", false, "kill everything when stdin closes")
 	hold.Flags().DurationVar(&ttl, "ttl", 0, "kill everything after this long, whatever else happens")
+	hold.Flags().StringArrayVar(&staged, "stage", nil, "a staged path to unpack from stdin first")
+
+	var exported []string
+	export := &cobra.Command{
+		Use:    backends.ExportSubcommand + " --stage KIND:PATH...",
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			paths, err := backends.ParseStagePaths(exported)
+			if err != nil {
+				return err
+			}
+			return sandboxinit.Export(os.Stdout, paths)
+		},
+	}
+	export.Flags().StringArrayVar(&exported, "stage", nil, "a staged path to export")
 
 	var execLifeline bool
 	var timeout, grace time.Duration
@@ -45,7 +65,7 @@ func newInitCmds() []*cobra.Command {
 	exec.Flags().DurationVar(&timeout, "timeout", 0, "kill the command's tree after this long")
 	exec.Flags().DurationVar(&grace, "grace", time.Second, "between SIGTERM and SIGKILL at the timeout")
 	exec.Flags().SetInterspersed(false)
-	return []*cobra.Command{hold, exec}
+	return []*cobra.Command{hold, exec, export}
 }
 
 func exitCode(code int) error {

@@ -1,0 +1,102 @@
+package backends
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/stage"
+)
+
+// ExportSubcommand writes the staged writable paths as a tar stream to
+// stdout, for the host to copy back after each command.
+const ExportSubcommand = "__export"
+
+// StagePaths are the policy's staged paths: in is what the holder
+// unpacks (symlinks found in skeletons included), out what each export
+// sends back (only the writable paths).
+func StagePaths(p *policy.Policy) (in, out []stage.Path) {
+	if !p.Staged() {
+		return nil, nil
+	}
+	for _, m := range p.Mounts {
+		if m.ReadOnly {
+			continue
+		}
+		kind := stage.KindDir
+		if m.Kind == "file" {
+			kind = stage.KindFile
+		}
+		out = append(out, stage.Path{Path: m.Path, Kind: kind})
+	}
+	in = append(in, out...)
+	for _, l := range p.Staging.Links {
+		in = append(in, stage.Path{Path: l, Kind: stage.KindLink})
+	}
+	return in, out
+}
+
+// StageSpec is what the host packs and applies for p.
+func StageSpec(p *policy.Policy, paths []stage.Path) stage.Spec {
+	dirs := 1 + len(p.Staging.Skeletons)
+	for _, sp := range paths {
+		if sp.Kind == stage.KindDir {
+			dirs++
+		}
+	}
+	return stage.Spec{
+		Paths: paths, Skip: p.Unreadable, UID: p.User.UID, GID: p.User.GID,
+		MaxBytes: int64(dirs) * p.Staging.Size,
+	}
+}
+
+// StageArgs are the --stage flags naming paths for the holder and the
+// export helper.
+func StageArgs(paths []stage.Path) []string {
+	var args []string
+	for _, sp := range paths {
+		args = append(args, "--stage", sp.Kind+":"+sp.Path)
+	}
+	return args
+}
+
+// ParseStagePaths reads StageArgs' values back.
+func ParseStagePaths(values []string) ([]stage.Path, error) {
+	var out []stage.Path
+	for _, v := range values {
+		kind, path, ok := strings.Cut(v, ":")
+		if !ok || !strings.HasPrefix(path, "/") || (kind != stage.KindDir && kind != stage.KindFile && kind != stage.KindLink) {
+			return nil, fmt.Errorf("bad --stage %q: want dir:/PATH, file:/PATH or link:/PATH", v)
+		}
+		out = append(out, stage.Path{Path: path, Kind: kind})
+	}
+	return out, nil
+}
+
+// ExportArgv is the export helper's argv.
+func ExportArgv(p *policy.Policy) []string {
+	_, out := StagePaths(p)
+	return append([]string{InitPath, ExportSubcommand}, StageArgs(out)...)
+}
+
+// StagedMounts are the staged filesystems a container renderer mounts:
+// path to tmpfs options (size, inodes, nosuid, nodev, owned by the sandbox
+// identity). Writable directories and skeletons each get one.
+func StagedMounts(p *policy.Policy) map[string]string {
+	if !p.Staged() {
+		return nil
+	}
+	opts := strings.Join([]string{"rw", "nosuid", "nodev", "exec",
+		fmt.Sprintf("size=%d", p.Staging.Size), fmt.Sprintf("nr_inodes=%d", p.Staging.Inodes), "mode=0755",
+		fmt.Sprintf("uid=%d", p.User.UID), fmt.Sprintf("gid=%d", p.User.GID)}, ",")
+	out := map[string]string{}
+	for _, s := range p.Staging.Skeletons {
+		out[s] = opts
+	}
+	for _, m := range p.Mounts {
+		if !m.ReadOnly && m.Kind != "file" {
+			out[m.Path] = opts
+		}
+	}
+	return out
+}

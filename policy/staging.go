@@ -1,0 +1,97 @@
+package policy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+)
+
+// Staging bounds what the sandbox writes and keeps it off the host while
+// it runs: each writable directory is a filesystem of its own inside the
+// sandbox (Size bytes, Inodes entries, nosuid, nodev) holding a copy of the
+// host path, and writes reach the host only when copied back after each
+// command, by a host side that never follows what the sandbox planted
+// (package stage). A writable file lives in its directory's skeleton: that
+// directory is staged too, every other entry in it mounted read-only, so
+// rename-based edits (sed -i, editors, os.replace) work on the file and
+// nothing else in the directory reaches the host.
+type Staging struct {
+	Size   int64 `json:"size_bytes"`
+	Inodes int64 `json:"inodes"`
+	// Skeletons are directories staged only to hold writable files; what
+	// else is written in them is discarded.
+	Skeletons []string `json:"skeletons,omitempty"`
+	// Links are symlinks found in a skeleton: copied in as symlinks, since
+	// a bind mount of one would follow it on the host.
+	Links []string `json:"links,omitempty"`
+}
+
+// maxSkeletonEntries bounds the read-only mounts one skeleton becomes.
+const maxSkeletonEntries = 256
+
+// Staged reports whether the writable paths are staged copies.
+func (p *Policy) Staged() bool { return p.Staging.Size > 0 }
+
+// stageWritable stages the policy's writable paths: the sizes come from
+// the limits, and each writable file's directory becomes a skeleton whose
+// other entries are listed as read-only mounts.
+func stageWritable(p *Policy) error {
+	p.Staging = Staging{Size: p.Limits.WritableSize, Inodes: p.Limits.WritableInodes}
+	writable := map[string]bool{}
+	var dirs []string
+	for _, m := range p.Mounts {
+		if !m.ReadOnly {
+			writable[m.Path] = true
+			if m.Kind != "file" {
+				dirs = append(dirs, m.Path)
+			}
+		}
+	}
+	for _, m := range p.Mounts {
+		if m.ReadOnly || m.Kind != "file" {
+			continue
+		}
+		parent := filepath.Dir(m.Path)
+		if slices.ContainsFunc(dirs, func(d string) bool { return within(d, parent) }) {
+			continue
+		}
+		if !slices.Contains(p.Staging.Skeletons, parent) {
+			p.Staging.Skeletons = append(p.Staging.Skeletons, parent)
+		}
+	}
+	sort.Strings(p.Staging.Skeletons)
+	for _, s := range p.Staging.Skeletons {
+		entries, err := os.ReadDir(s)
+		if err != nil {
+			return fmt.Errorf("staging the writable files in %s: %w", s, err)
+		}
+		if len(entries) > maxSkeletonEntries {
+			return fmt.Errorf("%s holds %d entries, more than the %d a directory with writable files may have; make a subdirectory writable instead of files in it",
+				s, len(entries), maxSkeletonEntries)
+		}
+		p.Mounts = slices.DeleteFunc(p.Mounts, func(m Mount) bool { return m.ReadOnly && m.Path == s })
+		for _, e := range entries {
+			full := filepath.Join(s, e.Name())
+			if writable[full] || slices.Contains(p.Staging.Skeletons, full) || slices.Contains(p.Unreadable, full) {
+				continue
+			}
+			if slices.ContainsFunc(p.Mounts, func(m Mount) bool { return m.Path == full }) {
+				continue
+			}
+			switch t := e.Type(); {
+			case t.IsDir():
+				p.Mounts = append(p.Mounts, Mount{Path: full, ReadOnly: true, Kind: "dir", Why: "read-only entry of " + s})
+			case t.IsRegular():
+				p.Mounts = append(p.Mounts, Mount{Path: full, ReadOnly: true, Kind: "file", Why: "read-only entry of " + s})
+			case t&os.ModeSymlink != 0:
+				p.Staging.Links = append(p.Staging.Links, full)
+			}
+			// FIFOs, sockets and devices are not visible: a host daemon's
+			// socket here stays unreachable.
+		}
+	}
+	sort.SliceStable(p.Mounts, func(i, j int) bool { return p.Mounts[i].Path < p.Mounts[j].Path })
+	return nil
+}

@@ -1,0 +1,75 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// opFill tries to take more of the writable paths than their bound: with
+// "bytes", one file that large, really allocated (fallocate, written
+// zeros where that is not supported: a sparse file would prove nothing);
+// with "files", that many empty files. OK means it got all of it. What it
+// made is removed before it returns, so the host keeps nothing either way.
+func opFill(s Step, _ string) Observation {
+	if len(s.List) == 0 {
+		return Observation{Detail: "no directory"}
+	}
+	dir := filepath.Join(s.List[0], ".selftest-fill")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return Observation{Errno: errnoName(err), Detail: "mkdir " + dir}
+	}
+	defer os.RemoveAll(dir)
+	if v := s.Args["bytes"]; v != "" {
+		want, _ := strconv.ParseInt(v, 10, 64)
+		got, err := allocate(filepath.Join(dir, "fill.bin"), want)
+		o := Observation{OK: got >= want, Values: map[string]string{"bytes": strconv.FormatInt(got, 10)},
+			Detail: fmt.Sprintf("took %d MiB of %d MiB", got>>20, want>>20)}
+		if err != nil {
+			o.Errno = errnoName(err)
+		}
+		return o
+	}
+	want, _ := strconv.Atoi(s.Args["files"])
+	n := 0
+	var err error
+	for ; n < want; n++ {
+		var f *os.File
+		if f, err = os.OpenFile(filepath.Join(dir, strconv.Itoa(n)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err != nil {
+			break
+		}
+		f.Close()
+	}
+	o := Observation{OK: n >= want, Values: map[string]string{"files": strconv.Itoa(n)}, Detail: fmt.Sprintf("made %d of %d files", n, want)}
+	if err != nil {
+		o.Errno = errnoName(err)
+	}
+	return o
+}
+
+// allocate claims size bytes for path and returns how many it got.
+func allocate(path string, size int64) (int64, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	const chunk = 16 << 20
+	var got int64
+	for got < size {
+		n := min(chunk, size-got)
+		err := unix.Fallocate(int(f.Fd()), 0, got, n)
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			_, err = f.WriteAt(make([]byte, n), got)
+		}
+		if err != nil {
+			return got, err
+		}
+		got += n
+	}
+	return got, nil
+}

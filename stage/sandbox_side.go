@@ -1,0 +1,207 @@
+package stage
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// What runs inside the sandbox, as the sandbox identity, before any
+// command (Unpack) and after each one (Export).
+
+// Unpack extracts a Pack stream into the staged paths. Every entry must lie
+// within one of them; nothing is created through a symlink; set-id bits are
+// never set. It stops at the end of the archive, so r may go on being read
+// afterwards (the holder's lifeline follows the archive on its stdin).
+func Unpack(r io.Reader, paths []Path) error {
+	tr := tar.NewReader(r)
+	type dirMode struct {
+		path  string
+		mode  fs.FileMode
+		mtime time.Time
+	}
+	var dirs []dirMode
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the staged copy: %w", err)
+		}
+		name, ok := cleanName(hdr.Name)
+		if !ok {
+			return fmt.Errorf("staged copy: bad name %q", hdr.Name)
+		}
+		if _, ok := rootOf(name, paths); !ok {
+			return fmt.Errorf("staged copy: %q is outside the staged paths", hdr.Name)
+		}
+		abs := "/" + name
+		if err := parentIsDir(abs, paths); err != nil {
+			return err
+		}
+		mode := fs.FileMode(hdr.Mode) & fs.ModePerm
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if err := os.Mkdir(abs, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("staging %s: %w", abs, err)
+			}
+			dirs = append(dirs, dirMode{abs, mode, hdr.ModTime})
+		case tar.TypeSymlink:
+			if err := os.Symlink(hdr.Linkname, abs); err != nil {
+				return fmt.Errorf("staging %s: %w", abs, err)
+			}
+		case tar.TypeReg:
+			if err := writeNew(abs, tr, mode, hdr.ModTime); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("staged copy: %s has an unexpected type %q", abs, hdr.Typeflag)
+		}
+	}
+	// Modes last and deepest first: a read-only directory still gets its
+	// contents.
+	for _, d := range slices.Backward(dirs) {
+		if err := os.Chmod(d.path, d.mode); err != nil {
+			return fmt.Errorf("staging %s: %w", d.path, err)
+		}
+		_ = os.Chtimes(d.path, d.mtime, d.mtime)
+	}
+	return nil
+}
+
+// parentIsDir refuses an entry whose parent is not a real directory (a
+// symlink made by an earlier entry), unless the parent is a staged path's
+// own parent (a file-staged path lives in its directory).
+func parentIsDir(abs string, paths []Path) error {
+	parent := filepath.Dir(abs)
+	for _, p := range paths {
+		if p.Kind != KindDir && filepath.Clean(p.Path) == abs {
+			return nil
+		}
+	}
+	fi, err := os.Lstat(parent)
+	if err != nil {
+		return fmt.Errorf("staging %s: %w", abs, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("staging %s: its parent is not a directory", abs)
+	}
+	return nil
+}
+
+func writeNew(abs string, r io.Reader, mode fs.FileMode, mtime time.Time) error {
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode().IsRegular() {
+		// A file-staged path's mount point: runc made it empty; replace it.
+		if err := os.Remove(abs); err != nil {
+			return fmt.Errorf("staging %s: %w", abs, err)
+		}
+	}
+	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("staging %s: %w", abs, err)
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return fmt.Errorf("staging %s: %w", abs, err)
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return fmt.Errorf("staging %s: %w", abs, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("staging %s: %w", abs, err)
+	}
+	return os.Chtimes(abs, mtime, mtime)
+}
+
+// Export writes the staged paths' current contents as a tar stream. It
+// never follows a symlink; FIFOs, sockets and devices are sent as their
+// type alone so the host can report them.
+func Export(w io.Writer, paths []Path) error {
+	tw := tar.NewWriter(w)
+	for _, p := range paths {
+		root := filepath.Clean(p.Path)
+		if p.Kind == KindLink {
+			continue
+		}
+		if p.Kind == KindFile {
+			if err := exportEntry(tw, root); err != nil {
+				return err
+			}
+			continue
+		}
+		err := filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if abs == root {
+				return nil
+			}
+			return exportEntry(tw, abs)
+		})
+		if err != nil {
+			return fmt.Errorf("exporting %s: %w", root, err)
+		}
+	}
+	return tw.Close()
+}
+
+func exportEntry(tw *tar.Writer, abs string) error {
+	fi, err := os.Lstat(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	hdr := &tar.Header{Name: tarName(abs), Mode: int64(fi.Mode().Perm()), ModTime: fi.ModTime().UTC(), Format: tar.FormatPAX}
+	if fi.Mode()&fs.ModeSetuid != 0 {
+		hdr.Mode |= 0o4000
+	}
+	if fi.Mode()&fs.ModeSetgid != 0 {
+		hdr.Mode |= 0o2000
+	}
+	switch t := fi.Mode().Type(); {
+	case t == 0:
+		f, err := os.OpenFile(abs, os.O_RDONLY|oNoFollow|oNonBlock, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil || !st.Mode().IsRegular() {
+			return fmt.Errorf("%s changed while being exported", abs)
+		}
+		hdr.Typeflag, hdr.Size = tar.TypeReg, st.Size()
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		_, err = io.CopyN(tw, f, hdr.Size)
+		return err
+	case t == fs.ModeDir:
+		hdr.Typeflag = tar.TypeDir
+	case t == fs.ModeSymlink:
+		target, err := os.Readlink(abs)
+		if err != nil {
+			return err
+		}
+		hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, target
+	case t == fs.ModeNamedPipe:
+		hdr.Typeflag = tar.TypeFifo
+	case t&fs.ModeDevice != 0:
+		hdr.Typeflag = tar.TypeChar
+	default: // sockets and the rest: reported as such, never created
+		hdr.Typeflag = typeOther
+	}
+	return tw.WriteHeader(hdr)
+}
+
+// typeOther marks a socket (or anything else tar has no type for).
+const typeOther byte = 'S'

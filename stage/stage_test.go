@@ -1,0 +1,320 @@
+//go:build unix
+
+package stage
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// roundTrip plays one run: pack the host paths, give the sandbox a fresh
+// copy at the same paths (the host's are moved aside meanwhile), let
+// sandbox change it, export, put the host's back, let host change them,
+// and apply.
+func roundTrip(t *testing.T, spec Spec, sandbox, host func()) (Report, Manifest) {
+	t.Helper()
+	ctx := context.Background()
+	var in bytes.Buffer
+	m, err := Pack(ctx, &in, spec)
+	if err != nil {
+		t.Fatalf("Pack: %v", err)
+	}
+	var dirs []string
+	for _, p := range spec.Paths {
+		if p.Kind == KindDir {
+			dirs = append(dirs, p.Path)
+		}
+	}
+	var aside []string
+	for _, d := range dirs {
+		if err := os.Rename(d, d+".host"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		aside = append(aside, d)
+	}
+	files := map[string][]byte{}
+	for _, p := range spec.Paths {
+		if p.Kind == KindFile {
+			b, err := os.ReadFile(p.Path)
+			if err == nil {
+				files[p.Path] = b
+				os.Remove(p.Path)
+			}
+		}
+	}
+	if err := Unpack(&in, spec.Paths); err != nil {
+		t.Fatalf("Unpack: %v", err)
+	}
+	sandbox()
+	var out bytes.Buffer
+	if err := Export(&out, spec.Paths); err != nil {
+		t.Fatalf("Export: %v", err)
+	}
+	for _, d := range aside {
+		if err := os.RemoveAll(d); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(d+".host", d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, b := range files {
+		os.Remove(p)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Restore the packed mtimes of the files put back.
+	for name, st := range m {
+		if st.Type == tar.TypeReg {
+			if _, ok := files["/"+name]; ok {
+				os.Chtimes("/"+name, st.MTime, st.MTime)
+			}
+		}
+	}
+	if host != nil {
+		host()
+	}
+	now, rep, err := Apply(ctx, &out, m, spec)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	return rep, now
+}
+
+func write(t *testing.T, path, s string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(s), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
+
+func hasChange(rep Report, path, action string) bool {
+	for _, c := range rep.Changes {
+		if c.Path == path && c.Action == action {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRoundTrip(t *testing.T) {
+	root := t.TempDir()
+	repros := filepath.Join(root, "repros")
+	notes := filepath.Join(root, "NOTES.md")
+	secret := filepath.Join(repros, ".env")
+	write(t, filepath.Join(repros, "keep.py"), "keep", 0o644)
+	write(t, filepath.Join(repros, "edit.py"), "old", 0o644)
+	write(t, filepath.Join(repros, "gone.py"), "bye", 0o644)
+	write(t, filepath.Join(repros, "sub", "a.txt"), "a", 0o644)
+	write(t, secret, "TOKEN=1", 0o600)
+	write(t, notes, "notes v1\n", 0o644)
+	outside := filepath.Join(root, "outside.txt")
+	write(t, outside, "untouched", 0o644)
+	spec := Spec{
+		Paths: []Path{{repros, KindDir}, {notes, KindFile}},
+		Skip:  []string{secret}, UID: os.Getuid(), GID: os.Getgid(),
+	}
+	rep, _ := roundTrip(t, spec, func() {
+		if _, err := os.Stat(secret); err == nil {
+			t.Error("an unreadable path was copied into the sandbox")
+		}
+		write(t, filepath.Join(repros, "edit.py"), "new content", 0o644)
+		os.Remove(filepath.Join(repros, "gone.py"))
+		write(t, filepath.Join(repros, "new", "deep", "b.txt"), "b", 0o644)
+		write(t, filepath.Join(repros, "suid"), "x", 0o755)
+		os.Chmod(filepath.Join(repros, "suid"), os.ModeSetuid|0o755)
+		os.Symlink("/etc/passwd", filepath.Join(repros, "link"))
+		syscall.Mkfifo(filepath.Join(repros, "fifo"), 0o644)
+		write(t, secret, "TOKEN=planted", 0o644)
+		// A rename-based edit of the writable file (sed -i).
+		write(t, notes+".tmp", "notes v2\n", 0o644)
+		os.Rename(notes+".tmp", notes)
+	}, nil)
+	checks := map[string]string{
+		"keep.py": "keep", "edit.py": "new content", "new/deep/b.txt": "b", "sub/a.txt": "a", ".env": "TOKEN=1",
+	}
+	for rel, want := range checks {
+		if got := read(t, filepath.Join(repros, rel)); got != want {
+			t.Errorf("%s = %q, want %q", rel, got, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(repros, "gone.py")); !os.IsNotExist(err) {
+		t.Errorf("gone.py was not deleted: %v", err)
+	}
+	if got := read(t, notes); got != "notes v2\n" {
+		t.Errorf("NOTES.md = %q", got)
+	}
+	// edit.py, new, new/deep, new/deep/b.txt, suid, link, NOTES.md: what
+	// did not change is not rewritten.
+	if rep.Written != 7 || rep.Deleted != 1 {
+		t.Errorf("written %d, deleted %d; want 7 and 1", rep.Written, rep.Deleted)
+	}
+	if got := read(t, outside); got != "untouched" {
+		t.Errorf("outside = %q", got)
+	}
+	if fi, err := os.Lstat(filepath.Join(repros, "suid")); err != nil || fi.Mode()&os.ModeSetuid != 0 {
+		t.Errorf("suid file: %v %v", fi.Mode(), err)
+	}
+	if target, err := os.Readlink(filepath.Join(repros, "link")); err != nil || target != "/etc/passwd" {
+		t.Errorf("symlink not kept as a symlink: %q %v", target, err)
+	}
+	if _, err := os.Lstat(filepath.Join(repros, "fifo")); !os.IsNotExist(err) {
+		t.Errorf("a FIFO reached the host: %v", err)
+	}
+	for _, want := range []struct{ path, action string }{
+		{filepath.Join(repros, "fifo"), "dropped"}, {secret, "dropped"}, {filepath.Join(repros, "suid"), "dropped"},
+	} {
+		if !hasChange(rep, want.path, want.action) {
+			t.Errorf("report lacks %s %s: %+v", want.action, want.path, rep.Changes)
+		}
+	}
+}
+
+func TestHostWinsConflicts(t *testing.T) {
+	root := t.TempDir()
+	repros := filepath.Join(root, "repros")
+	write(t, filepath.Join(repros, "both.py"), "v1", 0o644)
+	write(t, filepath.Join(repros, "del.py"), "v1", 0o644)
+	spec := Spec{Paths: []Path{{repros, KindDir}}, UID: os.Getuid(), GID: os.Getgid()}
+	rep, _ := roundTrip(t, spec, func() {
+		write(t, filepath.Join(repros, "both.py"), "sandbox", 0o644)
+		os.Remove(filepath.Join(repros, "del.py"))
+		write(t, filepath.Join(repros, "new.py"), "sandbox", 0o644)
+	}, func() {
+		later := time.Now().Add(time.Hour)
+		write(t, filepath.Join(repros, "both.py"), "host!", 0o644)
+		write(t, filepath.Join(repros, "del.py"), "host!", 0o644)
+		os.Chtimes(filepath.Join(repros, "del.py"), later, later)
+		write(t, filepath.Join(repros, "new.py"), "host", 0o644)
+	})
+	for _, name := range []string{"both.py", "del.py"} {
+		if got := read(t, filepath.Join(repros, name)); got != "host!" {
+			t.Errorf("%s = %q, the host's version must stay", name, got)
+		}
+		if !hasChange(rep, filepath.Join(repros, name), "conflict") {
+			t.Errorf("no conflict reported for %s: %+v", name, rep.Changes)
+		}
+	}
+	if got := read(t, filepath.Join(repros, "new.py")); got != "host" {
+		t.Errorf("new.py = %q", got)
+	}
+}
+
+func TestWritableFileNeverBecomesALink(t *testing.T) {
+	root := t.TempDir()
+	notes := filepath.Join(root, "NOTES.md")
+	write(t, notes, "mine", 0o644)
+	spec := Spec{Paths: []Path{{notes, KindFile}}, UID: os.Getuid(), GID: os.Getgid()}
+	rep, _ := roundTrip(t, spec, func() {
+		os.Remove(notes)
+		os.Symlink("/etc/shadow", notes)
+	}, nil)
+	fi, err := os.Lstat(notes)
+	if err != nil || !fi.Mode().IsRegular() || read(t, notes) != "mine" {
+		t.Fatalf("NOTES.md changed: %v %v", fi, err)
+	}
+	if !hasChange(rep, notes, "dropped") {
+		t.Errorf("not reported: %+v", rep.Changes)
+	}
+}
+
+func TestUnreadableOnTheHostStaysOut(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to own a file the sandbox identity cannot read")
+	}
+	root := t.TempDir()
+	repros := filepath.Join(root, "repros")
+	write(t, filepath.Join(repros, "private"), "root only", 0o600)
+	os.MkdirAll(filepath.Join(repros, "closed"), 0o700)
+	write(t, filepath.Join(repros, "open.py"), "ok", 0o644)
+	spec := Spec{Paths: []Path{{repros, KindDir}}, UID: 65534, GID: 65534}
+	rep, _ := roundTrip(t, spec, func() {
+		if _, err := os.Stat(filepath.Join(repros, "private")); err == nil {
+			t.Error("a file the sandbox identity cannot read was copied in")
+		}
+		write(t, filepath.Join(repros, "private"), "planted", 0o644)
+		write(t, filepath.Join(repros, "closed", "x"), "planted", 0o644)
+	}, nil)
+	if got := read(t, filepath.Join(repros, "private")); got != "root only" {
+		t.Errorf("private = %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(repros, "closed", "x")); !os.IsNotExist(err) {
+		t.Errorf("written into a directory the sandbox cannot read: %v", err)
+	}
+	if got := read(t, filepath.Join(repros, "open.py")); got != "ok" {
+		t.Errorf("open.py = %q", got)
+	}
+	if !hasChange(rep, filepath.Join(repros, "private"), "dropped") {
+		t.Errorf("not reported: %+v", rep.Changes)
+	}
+}
+
+// TestHostileExport feeds Apply streams no honest Export makes.
+func TestHostileExport(t *testing.T) {
+	root := t.TempDir()
+	repros := filepath.Join(root, "repros")
+	os.MkdirAll(repros, 0o755)
+	elsewhere := filepath.Join(root, "elsewhere")
+	os.MkdirAll(elsewhere, 0o755)
+	// A symlink planted on the host inside the staged dir: Apply must not
+	// write through it.
+	os.Symlink(elsewhere, filepath.Join(repros, "link"))
+	spec := Spec{Paths: []Path{{repros, KindDir}}, UID: os.Getuid(), GID: os.Getgid(), MaxBytes: 1 << 20}
+	rel := strings.TrimPrefix(repros, "/")
+	cases := []struct {
+		name    string
+		entries []*tar.Header
+		wantErr bool
+	}{
+		{"dotdot", []*tar.Header{{Name: rel + "/../x", Typeflag: tar.TypeReg}}, true},
+		{"absolute", []*tar.Header{{Name: "/" + rel + "/x", Typeflag: tar.TypeReg}}, true},
+		{"outside", []*tar.Header{{Name: strings.TrimPrefix(elsewhere, "/") + "/x", Typeflag: tar.TypeReg}}, true},
+		{"the root itself", []*tar.Header{{Name: rel, Typeflag: tar.TypeSymlink, Linkname: "/"}}, true},
+		{"through a host symlink", []*tar.Header{{Name: rel + "/link/x", Typeflag: tar.TypeReg, Size: 1}}, false},
+		{"too big", []*tar.Header{{Name: rel + "/big", Typeflag: tar.TypeReg, Size: 2 << 20}}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			tw := tar.NewWriter(&buf)
+			for _, h := range c.entries {
+				h.Mode = 0o644
+				if err := tw.WriteHeader(h); err != nil {
+					t.Fatal(err)
+				}
+				tw.Write(bytes.Repeat([]byte("x"), int(h.Size)))
+			}
+			tw.Close()
+			_, _, err := Apply(context.Background(), &buf, Manifest{}, spec)
+			if (err != nil) != c.wantErr {
+				t.Errorf("err = %v, want error %v", err, c.wantErr)
+			}
+			if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+				t.Errorf("something was written outside: %v", entries)
+			}
+		})
+	}
+}
