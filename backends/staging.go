@@ -2,6 +2,7 @@ package backends
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -38,15 +39,16 @@ func StagePaths(p *policy.Policy) (in, out []stage.Path) {
 
 // StageSpec is what the host packs and applies for p.
 func StageSpec(p *policy.Policy, paths []stage.Path) stage.Spec {
-	dirs := 1 + len(p.Staging.Skeletons)
+	dirs := 1
 	for _, sp := range paths {
-		if sp.Kind == stage.KindDir {
+		if sp.Kind == stage.KindDir || sp.Kind == stage.KindSkeleton {
 			dirs++
 		}
 	}
 	return stage.Spec{
 		Paths: paths, Skip: p.Unreadable, UID: p.User.UID, GID: p.User.GID,
 		MaxBytes: int64(dirs) * p.Staging.Size,
+		Chown:    os.Geteuid() == 0,
 	}
 }
 
@@ -65,18 +67,29 @@ func ParseStagePaths(values []string) ([]stage.Path, error) {
 	var out []stage.Path
 	for _, v := range values {
 		kind, path, ok := strings.Cut(v, ":")
-		if !ok || !strings.HasPrefix(path, "/") || (kind != stage.KindDir && kind != stage.KindFile && kind != stage.KindLink) {
-			return nil, fmt.Errorf("bad --stage %q: want dir:/PATH, file:/PATH or link:/PATH", v)
+		if !ok || !strings.HasPrefix(path, "/") || (kind != stage.KindDir && kind != stage.KindFile && kind != stage.KindLink && kind != stage.KindSkeleton) {
+			return nil, fmt.Errorf("bad --stage %q: want dir:/PATH, file:/PATH, link:/PATH or skeleton:/PATH", v)
 		}
 		out = append(out, stage.Path{Path: path, Kind: kind})
 	}
 	return out, nil
 }
 
-// ExportArgv is the export helper's argv.
+// ExportArgv is the export helper's argv: the writable paths, then the
+// skeletons whose other writes it names.
 func ExportArgv(p *policy.Policy) []string {
 	_, out := StagePaths(p)
-	return append([]string{InitPath, ExportSubcommand}, StageArgs(out)...)
+	return append([]string{InitPath, ExportSubcommand}, StageArgs(ExportPaths(p, out))...)
+}
+
+// ExportPaths are the writable paths plus the skeleton directories: what
+// an export sends and what Apply accepts.
+func ExportPaths(p *policy.Policy, out []stage.Path) []stage.Path {
+	paths := append([]stage.Path(nil), out...)
+	for _, s := range p.Staging.Skeletons {
+		paths = append(paths, stage.Path{Path: s, Kind: stage.KindSkeleton})
+	}
+	return paths
 }
 
 // StagedMounts are the staged filesystems a container renderer mounts:

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/audit"
@@ -189,6 +190,9 @@ func copyBackReport(out *Outcome) {
 	}
 	if out.CopyBack == nil {
 		return
+	}
+	if d := out.CopyBack.Discarded; len(d) > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("written outside the writable paths and discarded with the sandbox: %s (list a path in [sandbox] writable to keep it)", strings.Join(d, ", ")))
 	}
 	for _, c := range out.CopyBack.Changes {
 		out.Outputs.Leftovers = append(out.Outputs.Leftovers, hostfs.Leftover{Path: c.Path, Kind: c.Action, Detail: c.Detail, Action: "not copied to the host"})

@@ -106,6 +106,13 @@ func (a *applier) entry(hdr *tar.Header, body io.Reader) error {
 	if !ok || (root.Kind == KindDir && name == tarName(root.Path)) {
 		return fmt.Errorf("the sandbox's export names %q, outside the staged paths", hdr.Name)
 	}
+	if root.Kind == KindSkeleton {
+		if hdr.Typeflag != typeDiscarded {
+			return fmt.Errorf("the sandbox's export names %q, outside the writable paths", hdr.Name)
+		}
+		a.rep.Discarded = append(a.rep.Discarded, "/"+name)
+		return nil
+	}
 	if skipped(name, a.spec.Skip) {
 		a.drop(name, "an unreadable path is never written from the sandbox")
 		return nil
@@ -197,12 +204,23 @@ func (a *applier) write(dfd int, base, name string, hdr *tar.Header, body io.Rea
 		if err := unix.Mkdirat(dfd, base, mode|0o700); err != nil {
 			return fmt.Errorf("creating /%s: %w", name, err)
 		}
+		if a.spec.Chown {
+			if err := unix.Fchownat(dfd, base, a.spec.UID, a.spec.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return fmt.Errorf("creating /%s: %w", name, err)
+			}
+		}
 		a.rep.Written++
 		return nil
 	case tar.TypeSymlink:
 		tmp := tempName(base)
 		if err := unix.Symlinkat(hdr.Linkname, dfd, tmp); err != nil {
 			return fmt.Errorf("creating /%s: %w", name, err)
+		}
+		if a.spec.Chown {
+			if err := unix.Fchownat(dfd, tmp, a.spec.UID, a.spec.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				_ = unix.Unlinkat(dfd, tmp, 0)
+				return fmt.Errorf("creating /%s: %w", name, err)
+			}
 		}
 		return a.replace(dfd, tmp, base, name, exists, cur)
 	}
@@ -213,6 +231,9 @@ func (a *applier) write(dfd int, base, name string, hdr *tar.Header, body io.Rea
 	}
 	f := newFile(fd, name)
 	_, cerr := io.CopyN(f, body, hdr.Size)
+	if cerr == nil && a.spec.Chown {
+		cerr = unix.Fchown(fd, a.spec.UID, a.spec.GID)
+	}
 	if cerr == nil {
 		cerr = unix.Fchmod(fd, mode)
 	}
@@ -271,7 +292,7 @@ func (a *applier) deleteGone() {
 	for _, name := range gone {
 		old := a.old[name]
 		root, ok := rootOf(name, a.spec.Paths)
-		if !ok {
+		if !ok || root.Kind == KindSkeleton {
 			// Copied in only (a symlink in a skeleton): never written back.
 			a.now[name] = old
 			continue

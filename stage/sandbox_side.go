@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 )
 
@@ -131,6 +132,12 @@ func Export(w io.Writer, paths []Path) error {
 		if p.Kind == KindLink {
 			continue
 		}
+		if p.Kind == KindSkeleton {
+			if err := exportDiscarded(tw, root, paths); err != nil {
+				return fmt.Errorf("exporting %s: %w", root, err)
+			}
+			continue
+		}
 		if p.Kind == KindFile {
 			if err := exportEntry(tw, root); err != nil {
 				return err
@@ -205,3 +212,31 @@ func exportEntry(tw *tar.Writer, abs string) error {
 
 // typeOther marks a socket (or anything else tar has no type for).
 const typeOther byte = 'S'
+
+// exportDiscarded names the entries written in a skeleton directory that
+// are neither staged paths nor the mount points of its read-only entries
+// (those are on another device).
+func exportDiscarded(tw *tar.Writer, root string, paths []Path) error {
+	var rootSt syscall.Stat_t
+	if err := syscall.Lstat(root, &rootSt); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		abs := filepath.Join(root, e.Name())
+		if slices.ContainsFunc(paths, func(p Path) bool { return filepath.Clean(p.Path) == abs }) {
+			continue
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(abs, &st); err != nil || st.Dev != rootSt.Dev {
+			continue
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: tarName(abs), Typeflag: typeDiscarded, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

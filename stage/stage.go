@@ -33,7 +33,15 @@ const (
 	// KindLink: a symlink copied in only (it sits in a skeleton directory
 	// and is never written back).
 	KindLink = "link"
+	// KindSkeleton: a directory staged only to hold writable files; the
+	// export names what else was written there (discarded) so the caller
+	// can say so.
+	KindSkeleton = "skeleton"
 )
+
+// typeDiscarded names, in an export, an entry written in a skeleton
+// outside the writable paths: it is not copied back.
+const typeDiscarded byte = 'X'
 
 // Path is one staged path: its absolute path is the same on the host and
 // inside the sandbox.
@@ -54,6 +62,10 @@ type Spec struct {
 	// size); MaxEntries the number of entries.
 	MaxBytes   int64
 	MaxEntries int
+	// Chown: what Apply writes is owned by UID:GID (when triage-sandbox
+	// runs as root, the outputs keep the sandbox identity's ownership, as
+	// if the sandbox had written them); otherwise by the caller.
+	Chown bool
 }
 
 // State is what the host had at one staged name when the copy was taken.
@@ -86,6 +98,9 @@ type Report struct {
 	Written  int      `json:"written"`
 	Deleted  int      `json:"deleted"`
 	Changes  []Change `json:"changes,omitempty"` // conflicts and drops only
+	// Discarded are entries written next to writable files but outside
+	// the writable paths: gone with the sandbox.
+	Discarded []string `json:"discarded,omitempty"`
 	Bytes    int64    `json:"bytes"`
 	Duration time.Duration
 }
@@ -110,10 +125,16 @@ func cleanName(name string) (string, bool) {
 	return c, true
 }
 
-// rootOf returns the staged path a tar name belongs to.
+// rootOf returns the staged path a tar name belongs to: the writable
+// paths first, then the skeletons that hold some of them.
 func rootOf(name string, paths []Path) (Path, bool) {
 	for _, p := range paths {
-		if under(name, tarName(p.Path)) {
+		if p.Kind != KindSkeleton && under(name, tarName(p.Path)) {
+			return p, true
+		}
+	}
+	for _, p := range paths {
+		if p.Kind == KindSkeleton && under(name, tarName(p.Path)) {
 			return p, true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -316,5 +317,43 @@ func TestHostileExport(t *testing.T) {
 				t.Errorf("something was written outside: %v", entries)
 			}
 		})
+	}
+}
+
+func TestSkeletonWritesAreNamed(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	notes := filepath.Join(ws, "NOTES.md")
+	write(t, notes, "v1", 0o644)
+	paths := []Path{{notes, KindFile}, {ws, KindSkeleton}}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(ws, "/") + "/junk.txt", Typeflag: typeDiscarded})
+	tw.Close()
+	spec := Spec{Paths: paths, UID: os.Getuid(), GID: os.Getgid()}
+	m, err := Pack(context.Background(), io.Discard, Spec{Paths: paths[:1], UID: os.Getuid(), GID: os.Getgid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rep, err := Apply(context.Background(), &buf, m, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Discarded) != 1 || rep.Discarded[0] != filepath.Join(ws, "junk.txt") {
+		t.Errorf("discarded = %v", rep.Discarded)
+	}
+	if read(t, notes) != "v1" {
+		t.Error("NOTES.md changed")
+	}
+	// Anything but a name in a skeleton is refused.
+	buf.Reset()
+	tw = tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(ws, "/") + "/evil", Typeflag: tar.TypeReg, Mode: 0o644})
+	tw.Close()
+	if _, _, err := Apply(context.Background(), &buf, m, spec); err == nil {
+		t.Error("a file written into a skeleton was accepted")
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "evil")); !os.IsNotExist(err) {
+		t.Error("a file written into a skeleton reached the host")
 	}
 }

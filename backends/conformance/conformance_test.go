@@ -222,6 +222,7 @@ func TestRenderersAgree(t *testing.T) {
 			t.Run("workdir", r.workdir)
 			t.Run("root", r.root)
 			t.Run("scratch", r.scratch)
+			t.Run("staged", r.staged)
 			t.Run("processes", r.processes)
 		})
 	}
@@ -300,6 +301,9 @@ func (r *rendered) mounts(t *testing.T) {
 	d, o := dockerBinds(t, r.dCreate.HostConfig.Mounts), ociBinds(t, r.oSpec.Mounts)
 	want := map[string]bool{}
 	for _, m := range r.p.Mounts {
+		if !m.ReadOnly && r.p.Staged() {
+			continue // a staged copy: a tmpfs (staged)
+		}
 		want[m.Path] = m.ReadOnly
 	}
 	if !maps.Equal(d, o) {
@@ -456,8 +460,8 @@ func (r *rendered) scratch(t *testing.T) {
 		t.Fatalf("scratch paths differ: docker %+v, oci %+v", dockerScratch, oci.ScratchPaths)
 	}
 	tmpfs := r.dCreate.HostConfig.Tmpfs
-	if len(tmpfs) != 2 {
-		t.Errorf("docker tmpfs %v, want HOME and TMPDIR", tmpfs)
+	if want := 2 + len(r.p.Traversable) + len(backends.StagedMounts(r.p)); len(tmpfs) != want {
+		t.Errorf("docker tmpfs %v, want HOME, TMPDIR, the traversable and the staged ones (%d)", tmpfs, want)
 	}
 	for _, dest := range []string{dockerScratch.Home, dockerScratch.Tmp} {
 		d, ok := tmpfs[dest]
@@ -484,6 +488,44 @@ func (r *rendered) scratch(t *testing.T) {
 	for _, want := range []string{fmt.Sprintf("uid=%d", r.p.User.UID), fmt.Sprintf("gid=%d", r.p.User.GID), fmt.Sprintf("mode=%o", r.p.Scratch.HomeMode)} {
 		if !slices.Contains(normTmpfs(t, home.Options), want) {
 			t.Errorf("scratch HOME %q lacks %s", home.Options, want)
+		}
+	}
+}
+
+// staged: every writable directory and skeleton is a bounded tmpfs in
+// both, with the same options, and no writable path is a bind.
+func (r *rendered) staged(t *testing.T) {
+	staged := backends.StagedMounts(r.p)
+	if !r.p.AllowAll && len(r.p.Writable()) > 0 && len(staged) == 0 {
+		t.Fatalf("no staged mounts for %+v", r.p.Staging)
+	}
+	for dest, opts := range staged {
+		d, ok := r.dCreate.HostConfig.Tmpfs[dest]
+		o, ook := ociMount(r.oSpec, dest)
+		if !ok || !ook || o.Type != "tmpfs" {
+			t.Errorf("%s: docker tmpfs %v, oci %+v", dest, ok, o)
+			continue
+		}
+		dn, on := normTmpfs(t, strings.Split(d, ",")), normTmpfs(t, o.Options)
+		if !sameSet(dn, on) || !sameSet(dn, normTmpfs(t, strings.Split(opts, ","))) {
+			t.Errorf("%s options differ:\ndocker %q\noci    %q", dest, dn, on)
+		}
+		for _, want := range []string{"nosuid", "nodev", fmt.Sprintf("size=%d", r.p.Staging.Size), fmt.Sprintf("nr_inodes=%d", r.p.Staging.Inodes), fmt.Sprintf("uid=%d", r.p.User.UID)} {
+			if !slices.Contains(dn, want) {
+				t.Errorf("%s options %q lack %s", dest, dn, want)
+			}
+		}
+	}
+	// Parents are mounted before what lies inside them.
+	seen := map[string]int{}
+	for i, m := range r.oSpec.Mounts {
+		seen[m.Destination] = i
+	}
+	for dest := range staged {
+		for other, i := range seen {
+			if strings.HasPrefix(other, dest+"/") && i < seen[dest] {
+				t.Errorf("oci mounts %s before its parent %s", other, dest)
+			}
 		}
 	}
 }

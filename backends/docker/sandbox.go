@@ -178,7 +178,7 @@ func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, 
 		_, err := stdcopy.StdCopy(pw, &stderr, att.Reader)
 		pw.CloseWithError(err)
 	}()
-	m, rep, aerr := stage.Apply(ctx, pr, s.manifest, backends.StageSpec(s.p, out))
+	m, rep, aerr := stage.Apply(ctx, pr, s.manifest, backends.StageSpec(s.p, backends.ExportPaths(s.p, out)))
 	_, _ = io.Copy(io.Discard, pr)
 	s.manifest = m
 	code, ierr := s.execExit(ctx, created.ID)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -130,14 +131,30 @@ func mounts(p *policy.Policy, selfExe string) []specs.Mount {
 	for _, dir := range p.Traversable {
 		out = append(out, specs.Mount{Destination: dir, Type: "tmpfs", Source: "tmpfs", Options: backends.TraversableMountOptions(p)})
 	}
+	var tree []specs.Mount
+	for dir, opts := range backends.StagedMounts(p) {
+		tree = append(tree, specs.Mount{Destination: dir, Type: "tmpfs", Source: "tmpfs", Options: strings.Split(opts, ",")})
+	}
 	for _, m := range p.Mounts {
+		if !m.ReadOnly && p.Staged() {
+			continue // a staged copy on its own tmpfs
+		}
 		mode := "rw"
 		if m.ReadOnly {
 			mode = "ro"
 		}
-		out = append(out, specs.Mount{Destination: m.Path, Type: "bind", Source: m.Path, Options: []string{"rbind", "rprivate", mode}})
+		tree = append(tree, specs.Mount{Destination: m.Path, Type: "bind", Source: m.Path, Options: []string{"rbind", "rprivate", mode}})
 	}
-	return out
+	// A runtime mounts in order: parents (a staged skeleton) before what
+	// lies inside them.
+	sort.SliceStable(tree, func(i, j int) bool {
+		di, dj := strings.Count(tree[i].Destination, "/"), strings.Count(tree[j].Destination, "/")
+		if di != dj {
+			return di < dj
+		}
+		return tree[i].Destination < tree[j].Destination
+	})
+	return append(out, tree...)
 }
 
 func scratchMount(p *policy.Policy, dest string, mode uint32, extra ...string) specs.Mount {

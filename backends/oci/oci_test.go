@@ -251,6 +251,18 @@ func checkMounts(t *testing.T, p *policy.Policy, s Spec) {
 		t.Fatalf("the test policy has mounts %+v", p.Mounts)
 	}
 	for _, pm := range p.Mounts {
+		if !pm.ReadOnly && p.Staged() {
+			// A staged copy: a bounded tmpfs (a file lives in its
+			// directory's skeleton tmpfs), never a bind of the host path.
+			dest := pm.Path
+			if pm.Kind == "file" {
+				dest = filepath.Dir(pm.Path)
+			}
+			if m, ok := mountAt(s, dest); !ok || m.Type != "tmpfs" || !hasOpt(m, fmt.Sprintf("nr_inodes=%d", p.Staging.Inodes)) || !hasOpt(m, "nosuid") {
+				t.Errorf("staged %s: %+v, want a bounded tmpfs at %s", pm.Path, m, dest)
+			}
+			continue
+		}
 		m, ok := mountAt(s, pm.Path)
 		if !ok {
 			t.Errorf("policy mount %s missing", pm.Path)
