@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -87,7 +88,7 @@ func TestFixtureInSync(t *testing.T) {
 
 func TestProblems(t *testing.T) {
 	const allSandboxKeys = "valid keys: backend, network, image, env, secrets, writable, allow_all, set_env, " +
-		"timeout, memory, cpus, pids, tmpfs_size, shm_size, file_size, writable_size, writable_inodes, runtime, user, output_limit, output_ceiling, deny, audit_log, accept_weaker, allow_tool_config, read_only"
+		"timeout, memory, cpus, pids, tmpfs_size, shm_size, file_size, writable_size, writable_inodes, runtime, user, output_limit, output_ceiling, deny, confirm, gate_disable, gate_confirm, allow_dynamic, audit_log, accept_weaker, allow_tool_config, read_only"
 	tests := []struct {
 		name string
 		toml string
@@ -500,7 +501,7 @@ func TestDefault(t *testing.T) {
 		t.Errorf("Default = %+v", f)
 	}
 	if want := (File{Root: f.Root}); f.Path != want.Path || f.Project != want.Project ||
-		f.Repro != want.Repro || f.Guard != want.Guard || !isZero(f.Sandbox) || !isZero(f.Agent) || !isZero(f.Reproducer) {
+		f.Repro != want.Repro || !reflect.DeepEqual(f.Guard, want.Guard) || !isZero(f.Sandbox) || !isZero(f.Agent) || !isZero(f.Reproducer) {
 		t.Errorf("Default has something set: %+v", f)
 	}
 	if r := Default("/").Resolve("agent"); !isZero(r) {
@@ -508,9 +509,4 @@ func TestDefault(t *testing.T) {
 	}
 }
 
-func isZero(s Sandbox) bool {
-	return s.Backend == nil && s.Network == nil && s.Image == nil && s.Env == nil && s.Secrets == nil &&
-		s.Writable == nil && s.AllowAll == nil && s.SetEnv == nil && s.Timeout == nil && s.Memory == nil &&
-		s.CPUs == nil && s.Pids == nil && s.TmpfsSize == nil && s.ShmSize == nil && s.Runtime == nil &&
-		s.User == nil && s.OutputLimit == nil && s.Deny == nil && s.AuditLog == nil
-}
+func isZero(s Sandbox) bool { return reflect.DeepEqual(s, Sandbox{}) }

@@ -62,7 +62,16 @@ type Sandbox struct {
 	// OutputCeiling stops a command that prints more than this many bytes.
 	OutputCeiling *int64
 	Deny          []string // extra deny-list patterns for the gate
-	AuditLog      *string  // audit log path, relative to Root
+	// Confirm are extra gate patterns that need the operator's yes.
+	Confirm []string
+	// GateDisable names default gate rules that do not apply; GateConfirm
+	// default rules whose verdict becomes confirm instead of deny.
+	GateDisable []string
+	GateConfirm []string
+	// AllowDynamic lets the agent role run commands the gate cannot judge
+	// statically (eval, a program name from a variable).
+	AllowDynamic *bool
+	AuditLog     *string // audit log path, relative to Root
 	// AcceptWeaker names requirements a backend may lack (weaker modes the
 	// operator accepts), e.g. "own_loopback" for seatbelt.
 	AcceptWeaker []profiles.Capability
@@ -82,4 +91,9 @@ type Guard struct {
 	MaxRisk *float64
 	URL     *string // endpoint of the decision model
 	Timeout *int    // seconds
+	// Command is an external decision command (JSON on stdin and stdout),
+	// instead of URL.
+	Command []string
+	// APIKeyEnv names the variable holding the endpoint's bearer token.
+	APIKeyEnv *string
 }

@@ -20,14 +20,14 @@ import (
 var sandboxKeys = []string{
 	"backend", "network", "image", "env", "secrets", "writable", "allow_all", "set_env",
 	"timeout", "memory", "cpus", "pids", "tmpfs_size", "shm_size", "file_size", "writable_size", "writable_inodes", "runtime", "user",
-	"output_limit", "output_ceiling", "deny", "audit_log", "accept_weaker", "allow_tool_config", "read_only",
+	"output_limit", "output_ceiling", "deny", "confirm", "gate_disable", "gate_confirm", "allow_dynamic", "audit_log", "accept_weaker", "allow_tool_config", "read_only",
 }
 
 // Tables [sandbox] may hold besides its keys.
 var sandboxTables = []string{"agent", "reproducer", "guard"}
 
 // Keys accepted in [sandbox.guard].
-var guardKeys = []string{"enabled", "model", "min_safe", "max_risk", "url", "timeout"}
+var guardKeys = []string{"enabled", "model", "min_safe", "max_risk", "url", "timeout", "command", "api_key_env"}
 
 // Values [sandbox] backend accepts.
 var backends = []string{"docker", "seatbelt", "local"}
@@ -141,13 +141,22 @@ func (c *checker) sandbox(base []string, m map[string]any, role bool) Sandbox {
 			}
 		case "env":
 			sb.Env = c.stringList(p, v, checkEnvPattern)
-		case "secrets", "deny":
+		case "secrets", "deny", "confirm", "gate_disable", "gate_confirm":
 			l := c.stringList(p, v, checkNonEmpty)
-			if k == "secrets" {
+			switch k {
+			case "secrets":
 				sb.Secrets = l
-			} else {
+			case "deny":
 				sb.Deny = l
+			case "confirm":
+				sb.Confirm = l
+			case "gate_disable":
+				sb.GateDisable = l
+			case "gate_confirm":
+				sb.GateConfirm = l
 			}
+		case "allow_dynamic":
+			sb.AllowDynamic = c.boolean(p, v)
 		case "writable":
 			sb.Writable = c.stringList(p, v, checkRelative)
 		case "read_only":
@@ -282,6 +291,12 @@ func (c *checker) guard(base []string, m map[string]any) Guard {
 			}
 		case "timeout":
 			g.Timeout = c.timeout(p, v)
+		case "command":
+			g.Command = c.stringList(p, v, checkNonEmpty)
+		case "api_key_env":
+			if s, ok := c.str(p, v); ok {
+				g.APIKeyEnv = &s
+			}
 		default:
 			c.add(p, "unknown key", unknownKeyHint(k, guardKeys))
 		}

@@ -137,6 +137,9 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 	if sb.OutputCeiling != nil {
 		p.Output.Ceiling = *sb.OutputCeiling
 	}
+	if err := buildGate(cfg, sb, p, host); err != nil {
+		return nil, err
+	}
 	p.AuditLog = DefaultAuditLog(host, root)
 	if sb.AuditLog != nil {
 		p.AuditLog = filepath.Clean(*sb.AuditLog)
@@ -171,13 +174,19 @@ func configName(cfg *config.File) string {
 // DefaultAuditLog is in the caller's state directory, keyed by workspace:
 // never where a sandbox can write, whatever the writable paths are.
 func DefaultAuditLog(host Host, root string) string {
+	sum := sha256.Sum256([]byte(root))
+	name := filepath.Base(root) + "-" + hex.EncodeToString(sum[:6])
+	return filepath.Join(stateDir(host), "audit", name+".jsonl")
+}
+
+// stateDir is triage-sandbox's state directory: unreadable in every
+// sandbox (profiles.CredentialPaths, and XDG_STATE_HOME's too).
+func stateDir(host Host) string {
 	state, ok := host.Getenv("XDG_STATE_HOME")
 	if !ok || !filepath.IsAbs(state) {
 		state = filepath.Join(host.Home, ".local", "state")
 	}
-	sum := sha256.Sum256([]byte(root))
-	name := filepath.Base(root) + "-" + hex.EncodeToString(sum[:6])
-	return filepath.Join(state, "triage-sandbox", "audit", name+".jsonl")
+	return filepath.Join(state, "triage-sandbox")
 }
 
 // outOfReach refuses writable paths that would hand the sandbox what

@@ -59,6 +59,9 @@ type Policy struct {
 	// accept_weaker): requirements a backend may lack without refusal.
 	Accepted []Capability `json:"accepted_weaker,omitempty"`
 
+	// Gate judges each command before the sandbox runs it.
+	Gate Gate `json:"gate"`
+
 	// Output bounds what is shown of the command's output; it does not
 	// change isolation, so it is not part of the hash.
 	Output OutputLimits `json:"output"`

@@ -57,6 +57,8 @@ func unreadableList(sb config.Sandbox, host Host) []string {
 		list = sb.Secrets
 	}
 	list = append(append([]string(nil), list...), profiles.RuntimeSockets()...)
+	// Our own state (audit log, guard cache and key) wherever it is.
+	list = append(list, stateDir(host))
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {

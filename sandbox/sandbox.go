@@ -68,6 +68,14 @@ type Request struct {
 	Raw      bool
 	// NoAudit skips the audit record (the selftest's own probe runs).
 	NoAudit bool
+	// Task is what the agent is working on, for the guard.
+	Task string
+	// Confirm asks the operator about a command a confirm rule matched;
+	// nil denies such commands.
+	Confirm ConfirmFunc
+	// NoGate skips the gate: the selftest's own probe, which is not a
+	// command anybody asked for.
+	NoGate bool
 	// Started, when set, is called once the sandbox is up, before the
 	// command runs: the CLI prints the policy's warnings then, so a run
 	// refused before that prints only its refusal.
@@ -93,6 +101,8 @@ type Outcome struct {
 	// Outputs is what the command left in the writable paths that a host
 	// reader must know about, and what was done about it.
 	Outputs hostfs.Inspection
+	// Gate is the gate's verdict on the command.
+	Gate GateVerdict
 }
 
 // ErrOutputCeiling is the cause when a run is stopped for printing too much.
@@ -105,6 +115,7 @@ type Session struct {
 	policy   *policy.Policy
 	sandbox  backends.Sandbox
 	weakened []policy.Capability
+	gate     *Gatekeeper
 }
 
 // Start checks that backend can enforce p (or that the config accepted the
@@ -117,6 +128,10 @@ func Start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 	if err != nil {
 		return nil, err
 	}
+	gk, err := NewGatekeeper(p)
+	if err != nil {
+		return nil, err
+	}
 	if err := policy.Prepare(p); err != nil {
 		return nil, err
 	}
@@ -124,7 +139,7 @@ func Start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 	if err != nil {
 		return nil, err
 	}
-	return &Session{backend: backend, policy: p, sandbox: sb, weakened: weakened}, nil
+	return &Session{backend: backend, policy: p, sandbox: sb, weakened: weakened, gate: gk}, nil
 }
 
 // Sandbox is the started sandbox (its id and scratch).
@@ -137,6 +152,12 @@ func (s *Session) Close(ctx context.Context) error { return s.sandbox.Close(ctx)
 // command could not be run at all (exit 125). Every command, refused or
 // not, is recorded in the policy's audit log.
 func (s *Session) Exec(ctx context.Context, req Request) (out Outcome, err error) {
+	return s.exec(ctx, req, nil)
+}
+
+// exec runs one command; judged is the gate's verdict when Run already
+// asked (before any sandbox existed).
+func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (out Outcome, err error) {
 	req.Policy = s.policy
 	out.Weakened = s.weakened
 	if !req.NoAudit {
@@ -144,6 +165,16 @@ func (s *Session) Exec(ctx context.Context, req Request) (out Outcome, err error
 	}
 	if err := backends.CheckArgv(req.Command.Argv); err != nil {
 		return out, err
+	}
+	switch {
+	case judged != nil:
+		out.Gate = *judged
+	case !req.NoGate:
+		v, warns, err := s.gate.Judge(ctx, req.Command.Argv, req.Task, req.Confirm, req.Redactor)
+		out.Gate, out.Warnings = v, append(out.Warnings, warns...)
+		if err != nil {
+			return out, err
+		}
 	}
 	req.Command.Timeout = s.policy.Timeout()
 	if req.Timeout > 0 {
@@ -256,14 +287,33 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (Outcome, e
 	if req.Policy != nil {
 		ttl = backends.TTL(req.Policy, timeout)
 	}
+	// The gate judges before any sandbox exists.
+	var judged *GateVerdict
+	var gateWarnings []string
+	if req.Policy != nil && !req.NoGate {
+		gk, err := NewGatekeeper(req.Policy)
+		if err != nil {
+			return Outcome{}, RecordRefusal(req, err)
+		}
+		v, warns, err := gk.Judge(ctx, req.Command.Argv, req.Task, req.Confirm, req.Redactor)
+		if err != nil {
+			out := Outcome{Gate: v, Warnings: warns}
+			if req.NoAudit {
+				return out, err
+			}
+			return out, withAuditFailure(err, recordRun(req, out, err))
+		}
+		judged, gateWarnings = &v, warns
+	}
 	sess, err := Start(ctx, backend, req.Policy, backends.StartOptions{TTL: ttl})
 	if err != nil {
-		return Outcome{}, RecordRefusal(req, err)
+		return Outcome{Gate: gateVerdictOrNone(judged)}, RecordRefusal(req, err)
 	}
 	if req.Started != nil {
 		req.Started()
 	}
-	out, err := sess.Exec(ctx, req)
+	out, err := sess.exec(ctx, req, judged)
+	out.Warnings = append(gateWarnings, out.Warnings...)
 	cerr := sess.Close(ctx)
 	out.Warnings = append(out.Warnings, sess.sandbox.Warnings()...)
 	if cerr != nil && err == nil && !slices.Contains(out.Warnings, cerr.Error()) {
@@ -285,7 +335,7 @@ func recordRun(req Request, out Outcome, runErr error) error {
 	}
 	rec := audit.Record{
 		Time: time.Now().UTC(), Role: p.Role, Backend: p.Backend, Config: p.Config, Argv: argv, PolicyHash: p.Hash(),
-		Gate: "none (no gate configured)", ExitCode: ExitCode(out.Result), DurationMS: float64(out.Duration.Microseconds()) / 1000,
+		Gate: out.Gate.String(), ExitCode: ExitCode(out.Result), DurationMS: float64(out.Duration.Microseconds()) / 1000,
 		TimedOut: out.TimedOut, OOMKilled: out.OOMKilled, Canceled: out.Canceled, OutputCeiling: out.OutputCeiling,
 		Truncated: out.Stdout.Truncated || out.Stderr.Truncated, StdoutBytes: out.Stdout.BytesIn, StderrBytes: out.Stderr.BytesIn,
 		Sandbox: out.Sandbox,
@@ -341,4 +391,11 @@ func RecordRefusal(req Request, err error) error {
 		return err
 	}
 	return withAuditFailure(err, recordRun(req, Outcome{}, err))
+}
+
+func gateVerdictOrNone(v *GateVerdict) GateVerdict {
+	if v == nil {
+		return GateVerdict{}
+	}
+	return *v
 }

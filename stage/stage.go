@@ -95,14 +95,14 @@ type Change struct {
 
 // Report is what one Apply did.
 type Report struct {
-	Written  int      `json:"written"`
-	Deleted  int      `json:"deleted"`
-	Changes  []Change `json:"changes,omitempty"` // conflicts and drops only
+	Written int      `json:"written"`
+	Deleted int      `json:"deleted"`
+	Changes []Change `json:"changes,omitempty"` // conflicts and drops only
 	// Discarded are entries written next to writable files but outside
 	// the writable paths: gone with the sandbox.
 	Discarded []string `json:"discarded,omitempty"`
-	Bytes    int64    `json:"bytes"`
-	Duration time.Duration
+	Bytes     int64    `json:"bytes"`
+	Duration  time.Duration
 }
 
 // tarName is how an absolute path is named in the stream.

@@ -132,7 +132,7 @@ func doctorPython(cmd *cobra.Command, rep *doctorReport, b backends.Backend, p *
 	what := "python for " + p.Role
 	var stdout, stderr bytes.Buffer
 	res, err := sandbox.Run(cmd.Context(), b, sandbox.Request{
-		Policy: p, Timeout: time.Minute, NoAudit: true,
+		Policy: p, Timeout: time.Minute, NoAudit: true, NoGate: true,
 		Command: backends.Command{Argv: []string{p.Python, "-c", "import sys; print(sys.version.split()[0], sys.prefix)"}},
 		Streams: backends.Streams{Stdout: &stdout, Stderr: &stderr},
 	})

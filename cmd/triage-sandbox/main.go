@@ -68,7 +68,7 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return refuse(fmt.Errorf("%v (see --help)", err))
 	})
-	root.AddCommand(newRunCmd(), newRenderCmd(), newPolicyCmd(), newDoctorCmd(),
+	root.AddCommand(newRunCmd(), newCheckCmd(), newRenderCmd(), newPolicyCmd(), newDoctorCmd(),
 		newImageCmd(), newVersionCmd())
 	root.AddCommand(newInitCmds()...)
 	root.AddCommand(newProbeCmds()...)

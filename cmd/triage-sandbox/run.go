@@ -12,6 +12,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/gate/confirm"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -20,26 +21,26 @@ import (
 
 // runJSON is `run --json`'s one object.
 type runJSON struct {
-	ExitCode      int          `json:"exit_code"`
-	TimedOut      bool         `json:"timed_out"`
-	OOMKilled     bool         `json:"oom_killed"`
-	OutputCeiling bool         `json:"output_ceiling"`
-	Signal        int          `json:"signal,omitempty"`
-	DurationMS    float64      `json:"duration_ms"`
-	Role          string       `json:"role,omitempty"`
-	Backend       string       `json:"backend,omitempty"`
-	Config        string       `json:"config"`
-	PolicyHash    string       `json:"policy_hash,omitempty"`
-	Gate          string       `json:"gate"`
-	Sandbox       string       `json:"sandbox,omitempty"`
-	Stdout        string       `json:"stdout"`
-	Stderr        string       `json:"stderr"`
-	StdoutBytes   int64        `json:"stdout_bytes"`
-	StderrBytes   int64        `json:"stderr_bytes"`
-	StdoutStats   output.Stats `json:"stdout_stats"`
-	StderrStats   output.Stats `json:"stderr_stats"`
-	Truncated     bool         `json:"truncated"`
-	AuditLog      string       `json:"audit_log,omitempty"`
+	ExitCode      int                 `json:"exit_code"`
+	TimedOut      bool                `json:"timed_out"`
+	OOMKilled     bool                `json:"oom_killed"`
+	OutputCeiling bool                `json:"output_ceiling"`
+	Signal        int                 `json:"signal,omitempty"`
+	DurationMS    float64             `json:"duration_ms"`
+	Role          string              `json:"role,omitempty"`
+	Backend       string              `json:"backend,omitempty"`
+	Config        string              `json:"config"`
+	PolicyHash    string              `json:"policy_hash,omitempty"`
+	Gate          sandbox.GateVerdict `json:"gate"`
+	Sandbox       string              `json:"sandbox,omitempty"`
+	Stdout        string              `json:"stdout"`
+	Stderr        string              `json:"stderr"`
+	StdoutBytes   int64               `json:"stdout_bytes"`
+	StderrBytes   int64               `json:"stderr_bytes"`
+	StdoutStats   output.Stats        `json:"stdout_stats"`
+	StderrStats   output.Stats        `json:"stderr_stats"`
+	Truncated     bool                `json:"truncated"`
+	AuditLog      string              `json:"audit_log,omitempty"`
 	// SpecialFiles are what the command left in the outputs that a host
 	// reader must not follow or run (symlinks, FIFOs, devices, set-id files,
 	// tool configs), with what was done about each.
@@ -57,6 +58,7 @@ func newRunCmd() *cobra.Command {
 	var pf policyFlags
 	var timeout time.Duration
 	var asJSON, stdin, raw bool
+	var task string
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG...]",
 		Short: "Run one command (an argv, no shell) in the sandbox",
@@ -65,7 +67,7 @@ func newRunCmd() *cobra.Command {
 			"Exit codes: the command's own; 124 timeout; 125 refused or failed before running;\n" +
 			"126 not executable; 127 not found; 128+N killed by signal N.",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := &runJSON{Gate: "none (no gate configured)"}
+			out := &runJSON{}
 			fail := func(err error) error {
 				if asJSON {
 					out.ExitCode, out.Error = sandbox.ExitRefused, err.Error()
@@ -94,6 +96,7 @@ func newRunCmd() *cobra.Command {
 			req := sandbox.Request{
 				Policy: p, Timeout: timeout, Command: backends.Command{Argv: args},
 				Redactor: output.NewRedactor(sandbox.Secrets(p, host), output.DefaultRules()), Raw: raw,
+				Task: task, Confirm: operatorConfirm(&confirm.Memory{}),
 			}
 			b, err := newBackend(p, true)
 			if err != nil {
@@ -111,6 +114,7 @@ func newRunCmd() *cobra.Command {
 			}
 			res, err := sandbox.Run(cmd.Context(), b, req)
 			printWarnings(res.Warnings)
+			out.Gate = res.Gate
 			if err != nil {
 				return fail(err)
 			}
@@ -160,6 +164,7 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().StringVar(&pf.workdir, "workdir", "", "directory to start in; must be visible in the sandbox")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object with the result and the (capped) output")
 	cmd.Flags().BoolVar(&stdin, "stdin", false, "pass standard input to the command (closed otherwise)")
+	cmd.Flags().StringVar(&task, "task", "", "what the agent is working on (shown to the guard)")
 	cmd.Flags().BoolVar(&raw, "raw", false, "do not neutralise terminal escapes and workflow commands (secrets are still redacted)")
 	return cmd
 }

@@ -1,0 +1,426 @@
+package gate
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// code judges shell code an argument holds (sh -c, eval, trap, alias…):
+// literal code is parsed and judged; code only known at run time is
+// download-exec when it comes from a downloader, else dynamic.
+func (j *judge) code(a arg, runner, command string) {
+	if !a.dynamic {
+		j.nested(func() { j.script(a.text) })
+		return
+	}
+	if j.downloads(a.word) {
+		j.rule(ruleDownloadExec, runner+" runs code it has just downloaded", command)
+		return
+	}
+	j.dynamic(runner+" runs code only known at run time", command)
+}
+
+// shellCall is how a shell was asked to get its commands.
+type shellCall struct {
+	code   *arg // -c's command string
+	script *arg // the script file
+	stdin  bool // reads commands from standard input
+}
+
+// parseShell reads a shell's options: -c may be combined with others (-lc,
+// -ec, -euxc) and need not come last; -o/-O and --rcfile take a value.
+func parseShell(args []arg) shellCall {
+	hasC, hasS := false, false
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		t := a.text
+		if a.dynamic || a.implicit {
+			break
+		}
+		if t == "--" || t == "-" {
+			i++
+			break
+		}
+		if len(t) < 2 || t[0] != '-' && t[0] != '+' {
+			break
+		}
+		if strings.HasPrefix(t, "--") {
+			if t == "--rcfile" || t == "--init-file" {
+				i++
+			}
+			continue
+		}
+		for _, c := range t[1:] {
+			switch {
+			case c == 'c' && t[0] == '-':
+				hasC = true
+			case c == 's' && t[0] == '-':
+				hasS = true
+			case c == 'o' || c == 'O':
+				i++
+			}
+		}
+	}
+	operands := args[min(i, len(args)):]
+	var sc shellCall
+	switch {
+	case hasC:
+		if len(operands) > 0 {
+			sc.code = &operands[0]
+		}
+	case hasS || len(operands) == 0 || isStdinPath(operands[0]):
+		sc.stdin = true
+	default:
+		sc.script = &operands[0]
+	}
+	return sc
+}
+
+func isStdinPath(a arg) bool {
+	return a.is("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+}
+
+func (j *judge) checkShell(l layer, stmt *syntax.Stmt) {
+	sc := parseShell(l.args[1:])
+	switch {
+	case sc.code != nil:
+		j.code(*sc.code, l.name+" -c", l.text())
+	case sc.script != nil && sc.script.dynamic:
+		if j.downloads(sc.script.word) {
+			j.rule(ruleDownloadExec, l.name+" runs a script it has just downloaded", l.text())
+			return
+		}
+		j.dynamic(l.name+" runs a script whose path is only known at run time", l.text())
+	case sc.stdin:
+		j.stdinDownload(l, stmt)
+	}
+}
+
+// interpCall is how an interpreter was asked to get its code.
+type interpCall struct {
+	code       []arg // -c, -e, --eval, -r … values
+	module     *arg  // python -m
+	moduleArgs []arg
+	script     *arg
+	stdin      bool
+}
+
+// interpreterSpec gives each interpreter's options: those holding code
+// and the others that take a value.
+func interpreterSpec(fam string) (spec optionSpec, codeOpts []string) {
+	switch fam {
+	case "python":
+		return optionSpec{values: "cmWX", posix: true}, []string{"-c"}
+	case "perl":
+		return optionSpec{values: "eE", attached: "IMmlx0iCdD", posix: true}, []string{"-e", "-E"}
+	case "ruby":
+		return optionSpec{values: "eIrCE", posix: true}, []string{"-e"}
+	case "node":
+		return optionSpec{values: "erp", posix: true, longValues: []string{"eval", "print", "require", "import", "input-type", "loader"}},
+			[]string{"-e", "-p", "--eval", "--print"}
+	case "php":
+		return optionSpec{values: "rfcdzBRFE", posix: true}, []string{"-r", "-B", "-R", "-E"}
+	default: // lua, Rscript
+		return optionSpec{values: "el", posix: true}, []string{"-e"}
+	}
+}
+
+func parseInterpreter(fam string, args []arg) interpCall {
+	spec, codeOpts := interpreterSpec(fam)
+	opts, ops := scanOptions(args, spec)
+	ic := interpCall{code: values(opts, codeOpts...)}
+	if m := values(opts, "-m"); fam == "python" && len(m) > 0 {
+		ic.module, ic.moduleArgs = &m[0], ops
+		return ic
+	}
+	if f := values(opts, "-f"); fam == "php" && len(f) > 0 {
+		ic.script = &f[0]
+		return ic
+	}
+	switch {
+	case len(ic.code) > 0:
+	case len(ops) == 0 || isStdinPath(ops[0]):
+		ic.stdin = true
+	default:
+		ic.script = &ops[0]
+	}
+	return ic
+}
+
+func (j *judge) checkInterpreter(fam string, l layer, stmt *syntax.Stmt) {
+	ic := parseInterpreter(fam, l.args[1:])
+	if ic.module != nil {
+		if ic.module.is("ensurepip") {
+			j.rule(rulePackageInstall, "python -m ensurepip installs pip", l.text())
+			return
+		}
+		if !ic.module.dynamic {
+			j.checkPackages(layer{name: ic.module.text, args: append([]arg{*ic.module}, ic.moduleArgs...)})
+		}
+		return
+	}
+	for _, c := range append(ic.code, derefs(ic.script)...) {
+		if c.dynamic && j.downloads(c.word) {
+			j.rule(ruleDownloadExec, l.name+" runs code it has just downloaded", l.text())
+			return
+		}
+	}
+	if ic.stdin {
+		j.stdinDownload(l, stmt)
+	}
+}
+
+func derefs(a *arg) []arg {
+	if a == nil {
+		return nil
+	}
+	return []arg{*a}
+}
+
+// stdinDownload judges a shell or interpreter reading code from standard
+// input: fed from a downloader by a redirection (sh < <(curl …),
+// sh <<< "$(curl …)") it runs what was downloaded. Pipes are judged with
+// the pipeline.
+func (j *judge) stdinDownload(l layer, stmt *syntax.Stmt) {
+	if stmt == nil {
+		return
+	}
+	for _, r := range stmt.Redirs {
+		switch r.Op {
+		case syntax.RdrIn, syntax.WordHdoc, syntax.Hdoc, syntax.DashHdoc, syntax.DplIn:
+			if j.downloads(r.Word) || j.downloads(r.Hdoc) {
+				j.rule(ruleDownloadExec, l.name+" runs code it reads from a download", l.text())
+				return
+			}
+		}
+	}
+}
+
+func (j *judge) checkEval(l layer) {
+	ops := l.args[1:]
+	if len(ops) > 0 && ops[0].is("--") {
+		ops = ops[1:]
+	}
+	if len(ops) == 0 {
+		return
+	}
+	var parts []string
+	for _, a := range ops {
+		if a.dynamic {
+			j.code(a, "eval", l.text())
+			return
+		}
+		parts = append(parts, a.text)
+	}
+	j.code(literal(strings.Join(parts, " ")), "eval", l.text())
+}
+
+func (j *judge) checkSource(l layer, stmt *syntax.Stmt) {
+	ops := l.args[1:]
+	if len(ops) > 0 && ops[0].is("--") {
+		ops = ops[1:]
+	}
+	if len(ops) == 0 {
+		return
+	}
+	switch {
+	case ops[0].dynamic:
+		if j.downloads(ops[0].word) {
+			j.rule(ruleDownloadExec, "source runs a file it has just downloaded", l.text())
+			return
+		}
+		j.dynamic("source runs a file whose path is only known at run time", l.text())
+	case isStdinPath(ops[0]):
+		j.stdinDownload(l, stmt)
+	}
+}
+
+// checkTrap judges the code trap runs on a signal: trap 'git push' EXIT.
+func (j *judge) checkTrap(l layer) {
+	ops := l.args[1:]
+	if len(ops) > 0 && ops[0].is("--") {
+		ops = ops[1:]
+	}
+	if len(ops) < 2 || ops[0].is("-", "-p", "-l", "-P") {
+		return
+	}
+	if !ops[0].dynamic && strings.Trim(ops[0].text, "0123456789") == "" && ops[0].text != "" {
+		return // trap 1 2: all operands are signals to reset
+	}
+	j.code(ops[0], "trap", l.text())
+}
+
+// checkAlias judges the code an alias stands for.
+func (j *judge) checkAlias(l layer) {
+	for _, a := range l.args[1:] {
+		if a.dynamic {
+			j.dynamic("alias defines code only known at run time", l.text())
+			continue
+		}
+		if _, value, ok := strings.Cut(a.text, "="); ok {
+			j.code(literal(value), "alias", l.text())
+		}
+	}
+}
+
+// downloads reports whether a word's substitutions run a downloader
+// (curl, wget, …), wherever they are nested.
+func (j *judge) downloads(w *syntax.Word) bool {
+	if w == nil {
+		return false
+	}
+	found := false
+	syntax.Walk(w, func(n syntax.Node) bool {
+		if found || n == nil || !j.tick() {
+			return !found && n == nil
+		}
+		if call, ok := n.(*syntax.CallExpr); ok && isDownloader(j.finalLayer(call).name) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+func isDownloader(name string) bool {
+	switch name {
+	case "curl", "wget", "wget2", "fetch", "aria2c", "http", "https", "xh", "xhs", "lwp-request", "lwp-download":
+		return true
+	}
+	return false
+}
+
+// finalLayer is the command a simple command runs once its wrappers are
+// looked through.
+func (j *judge) finalLayer(call *syntax.CallExpr) layer {
+	if l, ok := j.finals[call]; ok {
+		return l
+	}
+	l := layer{args: []arg{{text: "", dynamic: true}}}
+	if len(call.Args) > 0 {
+		if args := words(call.Args); len(args) > 0 {
+			layers := resolveLayers(args)
+			l = layers[len(layers)-1]
+		}
+	}
+	j.finals[call] = l
+	return l
+}
+
+// runsUnseenCode reports whether a command runs code the gate cannot read
+// from its command line: from standard input, or from an expansion.
+func runsUnseenCode(l layer) bool {
+	if l.dynamic() || l.wrapper {
+		return false
+	}
+	switch fam := family(l.name); fam {
+	case "sh":
+		sc := parseShell(l.args[1:])
+		return sc.stdin || sc.code != nil && sc.code.dynamic || sc.script != nil && sc.script.dynamic
+	case "python", "perl", "ruby", "node", "php", "lua", "rscript":
+		ic := parseInterpreter(fam, l.args[1:])
+		if ic.module != nil {
+			return false
+		}
+		for _, c := range append(ic.code, derefs(ic.script)...) {
+			if c.dynamic {
+				return true
+			}
+		}
+		return ic.stdin
+	case "eval":
+		for _, a := range l.args[1:] {
+			if a.dynamic {
+				return true
+			}
+		}
+	case "source":
+		return len(l.args) > 1 && (l.args[1].dynamic || isStdinPath(l.args[1]))
+	}
+	return false
+}
+
+// pipeline judges a whole pipeline once, at its outermost |: a
+// downloader feeding a later stage that runs unseen code is download-exec;
+// a SQL client in it has the whole pipeline's text scanned for DROP.
+func (j *judge) pipeline(b *syntax.BinaryCmd) {
+	if b.Op != syntax.Pipe && b.Op != syntax.PipeAll || j.pipes[b] {
+		return
+	}
+	stages := j.stages(b)
+	var fetcher, sql *layer
+	for _, st := range stages {
+		var runner *layer
+		syntax.Walk(st, func(n syntax.Node) bool {
+			if n == nil || !j.tick() {
+				return n == nil
+			}
+			call, ok := n.(*syntax.CallExpr)
+			if !ok {
+				return true
+			}
+			l := j.finalLayer(call)
+			switch {
+			case fetcher != nil && runner == nil && runsUnseenCode(l):
+				runner = &l
+			case isDownloader(l.name) && fetcher == nil:
+				fetcher = &l
+			case family(l.name) == "sql" && sql == nil:
+				sql = &l
+			}
+			return true
+		})
+		if runner != nil {
+			j.rule(ruleDownloadExec, "a download is piped into "+runner.name+", which runs it", fetcher.text()+" | "+runner.text())
+			return
+		}
+	}
+	if sql != nil {
+		for _, st := range stages {
+			if phrase := sqlDrop(literalText(st)); phrase != "" {
+				j.rule(ruleSQLDrop, phrase+" is piped into "+sql.name, sql.text())
+				return
+			}
+		}
+	}
+}
+
+// stages flattens a pipeline into its stages, marking the inner | nodes as
+// judged.
+func (j *judge) stages(b *syntax.BinaryCmd) []*syntax.Stmt {
+	var out []*syntax.Stmt
+	var add func(s *syntax.Stmt)
+	add = func(s *syntax.Stmt) {
+		if inner, ok := s.Cmd.(*syntax.BinaryCmd); ok && (inner.Op == syntax.Pipe || inner.Op == syntax.PipeAll) && !j.pipes[inner] {
+			j.pipes[inner] = true
+			add(inner.X)
+			add(inner.Y)
+			return
+		}
+		out = append(out, s)
+	}
+	j.pipes[b] = true
+	add(b.X)
+	add(b.Y)
+	return out
+}
+
+// literalText joins the literal text under a node (arguments, quoted
+// strings, here-documents), for scanning it for SQL.
+func literalText(n syntax.Node) string {
+	var b strings.Builder
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch p := n.(type) {
+		case *syntax.Lit:
+			b.WriteString(p.Value)
+			b.WriteByte(' ')
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+			b.WriteByte(' ')
+		}
+		return true
+	})
+	return b.String()
+}

@@ -1,0 +1,255 @@
+package gate
+
+import (
+	"slices"
+	"strings"
+)
+
+// installVerbs lists, per package manager, the subcommands that install,
+// upgrade or remove software (or fetch and run it, like npx).
+func installVerbs(manager string) []string {
+	switch manager {
+	case "pip":
+		return []string{"install", "uninstall"}
+	case "pipx":
+		return []string{"install", "install-all", "inject", "upgrade", "upgrade-all", "reinstall", "reinstall-all", "run", "runpip", "uninstall"}
+	case "poetry":
+		return []string{"add", "install", "update", "remove", "sync", "self"}
+	case "pixi":
+		return []string{"install", "add", "update", "upgrade", "remove", "rm", "global", "self-update", "exec"}
+	case "conda", "mamba", "micromamba":
+		return []string{"install", "create", "update", "upgrade", "remove", "uninstall", "env", "self-update"}
+	case "npm":
+		return []string{"install", "i", "in", "ins", "inst", "insta", "instal", "isnt", "isnta", "isntal", "isntall", "add",
+			"ci", "clean-install", "ic", "install-clean", "isntall-clean", "install-test", "it", "install-ci-test", "cit",
+			"update", "up", "upgrade", "udpate", "uninstall", "un", "unlink", "remove", "rm", "r", "link", "ln", "exec", "x"}
+	case "pnpm":
+		return []string{"install", "i", "add", "update", "up", "upgrade", "remove", "rm", "un", "uninstall", "link", "ln", "dlx", "import"}
+	case "yarn":
+		return []string{"install", "add", "upgrade", "up", "remove", "link", "dlx", "global"}
+	case "bun":
+		return []string{"install", "i", "add", "a", "remove", "rm", "update", "link", "x"}
+	case "gem":
+		return []string{"install", "i", "update", "uninstall"}
+	case "bundle", "bundler":
+		return []string{"install", "update", "add"}
+	case "cargo":
+		return []string{"install", "add", "remove", "rm", "uninstall", "binstall"}
+	case "go":
+		return []string{"install", "get"}
+	case "apt", "apt-get", "aptitude":
+		return []string{"install", "remove", "purge", "upgrade", "dist-upgrade", "full-upgrade", "autoremove", "update", "reinstall", "build-dep"}
+	case "dnf", "yum", "microdnf", "zypper", "tdnf":
+		return []string{"install", "in", "remove", "rm", "erase", "update", "upgrade", "up", "reinstall", "downgrade",
+			"groupinstall", "group", "autoremove", "distro-sync", "dup", "patch", "addrepo", "ar"}
+	case "apk":
+		return []string{"add", "del", "upgrade", "update", "fix"}
+	case "brew":
+		return []string{"install", "reinstall", "uninstall", "remove", "rm", "upgrade", "update", "tap", "bundle"}
+	case "port":
+		return []string{"install", "uninstall", "upgrade", "selfupdate"}
+	case "snap", "flatpak":
+		return []string{"install", "remove", "uninstall", "refresh", "update"}
+	case "nix":
+		return []string{"profile"}
+	case "composer":
+		return []string{"require", "install", "update", "remove", "global"}
+	case "luarocks":
+		return []string{"install", "remove"}
+	case "rustup":
+		return []string{"install", "update", "toolchain", "target", "component", "self"}
+	case "mise", "asdf", "rtx":
+		return []string{"install", "use", "plugin", "plugins", "upgrade"}
+	}
+	return nil
+}
+
+// installValueFlags are global options that take a value before the verb.
+func installValueFlags(manager string) []string {
+	switch manager {
+	case "pip":
+		return []string{"--proxy", "--retries", "--timeout", "--exists-action", "--trusted-host", "--cert", "--client-cert",
+			"--cache-dir", "--log", "--python", "--keyring-provider", "--use-feature", "--use-deprecated"}
+	case "npm", "pnpm", "yarn", "bun":
+		return []string{"--prefix", "--registry", "--cache", "--userconfig", "--globalconfig", "--workspace", "-w",
+			"--loglevel", "-C", "--dir", "--cwd", "--filter", "-F"}
+	case "conda", "mamba", "micromamba":
+		return []string{"-n", "--name", "-p", "--prefix", "-r", "--root-prefix"}
+	case "cargo":
+		return []string{"-Z", "--config", "--color", "-C"}
+	case "go":
+		return []string{"-C"}
+	case "brew", "apt", "apt-get", "dnf", "yum", "zypper", "composer":
+		return []string{"-o", "-c", "--config", "-d", "--working-dir", "--root", "--installroot"}
+	}
+	return nil
+}
+
+// checkPackages judges package managers.
+func (j *judge) checkPackages(l layer) {
+	manager := family(l.name)
+	text := l.text()
+	args := l.args[1:]
+	deny := func(reason string) { j.rule(rulePackageInstall, reason, text) }
+	switch manager {
+	case "npx", "pnpx", "bunx", "uvx", "easy_install", "pip-sync", "cpanm":
+		if manager == "npx" && slices.ContainsFunc(args, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }) {
+			return
+		}
+		deny(manager + " installs (and runs) packages from a registry")
+		return
+	case "cpan":
+		if _, ops := scanOptions(args, optionSpec{}); len(ops) > 0 {
+			deny("cpan installs Perl modules")
+		}
+		return
+	case "uv":
+		j.checkUv(args, deny)
+		return
+	case "yarn":
+		if verb, _ := firstOperand(args, installValueFlags("yarn")); verb == nil {
+			deny("yarn with no command installs the project's packages")
+			return
+		}
+	case "dpkg":
+		if _, ok := findOption(args, "-i", "--install", "-r", "--remove", "-P", "--purge", "--unpack", "--configure"); ok {
+			deny("dpkg installs or removes packages")
+		}
+		return
+	case "rpm":
+		j.checkRpm(args, deny)
+		return
+	case "pacman", "yay", "paru":
+		for _, a := range args {
+			if !a.dynamic && (len(a.text) > 1 && a.text[0] == '-' && a.text[1] != '-' && strings.ContainsAny(a.text[1:2], "SRU") ||
+				a.is("--sync", "--remove", "--upgrade")) {
+				deny(manager + " " + a.text + " installs or removes packages")
+				return
+			}
+		}
+		return
+	case "nix-env":
+		if _, ok := findOption(args, "-i", "--install", "-e", "--uninstall", "-u", "--upgrade"); ok {
+			deny("nix-env installs or removes packages")
+		}
+		return
+	}
+	verbs := installVerbs(manager)
+	if verbs == nil {
+		return
+	}
+	verb, rest := firstOperand(args, installValueFlags(manager))
+	switch {
+	case verb == nil:
+	case verb.dynamic:
+		deny(manager + "'s subcommand is only known at run time")
+	case manager == "go" && verb.is("run"):
+		for _, a := range rest {
+			if !a.dynamic && !strings.HasPrefix(a.text, "-") && strings.Contains(a.text, "@") {
+				deny("go run " + a.text + " fetches and runs a module")
+				return
+			}
+		}
+	case manager == "npm" && verb.is("exec", "x") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }):
+	case slices.Contains(verbs, verb.text):
+		if subs := installSubVerbs(manager, verb.text); subs != nil {
+			sub, _ := firstOperand(rest, nil)
+			if sub == nil || !sub.dynamic && !slices.Contains(subs, sub.text) {
+				return
+			}
+		}
+		deny(manager + " " + verb.text + " installs, upgrades or removes software")
+	}
+}
+
+// installSubVerbs lists, for a verb that is a group (rustup toolchain,
+// nix profile), the second words that install or remove; nil when the
+// verb alone does.
+func installSubVerbs(manager, verb string) []string {
+	switch manager + " " + verb {
+	case "nix profile":
+		return []string{"install", "add", "remove", "upgrade"}
+	case "rustup toolchain", "rustup target", "rustup component":
+		return []string{"install", "add", "remove", "uninstall"}
+	case "rustup self":
+		return []string{"update", "uninstall"}
+	case "mise plugin", "mise plugins", "asdf plugin", "rtx plugin", "rtx plugins":
+		return []string{"add", "install", "i", "update", "upgrade", "uninstall", "remove", "rm"}
+	case "conda env", "mamba env", "micromamba env":
+		return []string{"create", "update", "remove"}
+	case "poetry self":
+		return []string{"add", "install", "update", "remove", "sync"}
+	case "pixi global":
+		return []string{"install", "add", "remove", "upgrade", "upgrade-all", "sync", "update", "uninstall"}
+	case "dnf group", "yum group", "zypper group":
+		return []string{"install", "remove", "upgrade", "mark"}
+	case "yarn global":
+		return []string{"add", "remove", "upgrade"}
+	}
+	return nil
+}
+
+// checkUv judges uv: uv pip install/sync/uninstall, add, remove, sync,
+// tool install/run/upgrade, self update, python install, and uv run with
+// --with (which installs what it names).
+func (j *judge) checkUv(args []arg, deny func(string)) {
+	verb, rest := firstOperand(args, []string{"--directory", "--project", "--cache-dir", "--config-file", "--color"})
+	if verb == nil {
+		return
+	}
+	sub, _ := firstOperand(rest, nil)
+	subIs := func(vals ...string) bool { return sub != nil && (sub.dynamic || sub.is(vals...)) }
+	switch {
+	case verb.dynamic:
+		deny("uv's subcommand is only known at run time")
+	case verb.is("add", "remove", "sync"):
+		deny("uv " + verb.text + " installs or removes packages")
+	case verb.is("pip") && subIs("install", "uninstall", "sync"),
+		verb.is("tool") && subIs("install", "run", "upgrade", "uninstall"),
+		verb.is("self") && subIs("update"),
+		verb.is("python") && subIs("install", "uninstall"):
+		deny("uv " + verb.text + " " + sub.text + " installs or removes software")
+	case verb.is("run"):
+		for _, a := range rest {
+			if a.dynamic {
+				continue
+			}
+			if name, _, _ := strings.Cut(a.text, "="); name == "--with" || name == "--with-requirements" || name == "--with-editable" {
+				deny("uv run " + name + " installs packages")
+				return
+			}
+		}
+	}
+}
+
+// checkRpm judges rpm: install, upgrade, freshen and erase modes; -q
+// queries are allowed even with -i (info).
+func (j *judge) checkRpm(args []arg, deny func(string)) {
+	for _, a := range args {
+		if a.dynamic || !strings.HasPrefix(a.text, "-") {
+			continue
+		}
+		if a.is("--install", "--upgrade", "--freshen", "--erase", "--reinstall") {
+			deny("rpm " + a.text + " installs or removes packages")
+			return
+		}
+		if strings.HasPrefix(a.text, "--") || strings.Contains(a.text, "q") {
+			continue
+		}
+		if strings.ContainsAny(a.text[1:], "iUFe") {
+			deny("rpm " + a.text + " installs or removes packages")
+			return
+		}
+	}
+}
+
+// findOption finds an option given alone or (short ones) in a cluster.
+func findOption(args []arg, names ...string) (string, bool) {
+	opts, _ := scanOptions(args, optionSpec{})
+	for _, o := range opts {
+		if slices.Contains(names, o.name) {
+			return o.name, true
+		}
+	}
+	return "", false
+}

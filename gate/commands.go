@@ -1,0 +1,188 @@
+package gate
+
+import (
+	"fmt"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// command judges one simple command (its words already evaluated) and the
+// wrappers in front of it. stmt is the statement it runs in, nil for an
+// exec'd argv; its redirections are the command's.
+func (j *judge) command(args []arg, stmt *syntax.Stmt) {
+	if len(args) == 0 || j.stopped() || !j.tick() {
+		return
+	}
+	layers := resolveLayers(args)
+	if tooManyLayers(layers) {
+		j.limit(fmt.Sprintf("more than %d wrapper commands in a row", maxLayers))
+		return
+	}
+	// Innermost first: the command that does the work gives the most
+	// telling reason (sudo rm -rf / is reported as the delete).
+	for i := len(layers) - 1; i >= 0 && !j.stopped(); i-- {
+		l := layers[i]
+		j.patterns(l.text())
+		for _, alt := range canonicalTexts(l) {
+			j.patterns(alt)
+		}
+		switch {
+		case l.dynamic():
+			j.dynamicCommand(l, stmt)
+		case l.wrapper:
+			j.checkWrapper(l)
+		default:
+			j.check(l, stmt)
+		}
+	}
+}
+
+// dynamicCommand judges a command whose name is only known at run time.
+// The name may expand to nothing or to a wrapper ($SUDO rm -rf /), so the
+// rest is judged as a command too.
+func (j *judge) dynamicCommand(l layer, stmt *syntax.Stmt) {
+	if len(l.args) > 1 {
+		j.nested(func() { j.command(l.args[1:], stmt) })
+	}
+	j.dynamic("the command's name is only known at run time", l.text())
+	j.secretArgs(l)
+}
+
+// checkWrapper judges a wrapper itself; the command it runs is its own layer.
+func (j *judge) checkWrapper(l layer) {
+	switch l.name {
+	case "sudo", "sudoedit", "doas", "su", "runuser", "pkexec", "run0":
+		j.rule(ruleSudo, l.name+" runs commands with another user's privileges", l.text())
+	}
+	for _, a := range l.env {
+		name, value, _ := strings.Cut(a.text, "=")
+		j.codeVariable(name, literal(value))
+	}
+}
+
+// check judges the command that does the work, by what it is.
+func (j *judge) check(l layer, stmt *syntax.Stmt) {
+	switch fam := family(l.name); fam {
+	case "sh":
+		j.checkShell(l, stmt)
+	case "python", "perl", "ruby", "node", "php", "lua", "rscript":
+		j.checkInterpreter(fam, l, stmt)
+	case "eval":
+		j.checkEval(l)
+	case "source":
+		j.checkSource(l, stmt)
+	case "trap":
+		j.checkTrap(l)
+	case "alias":
+		j.checkAlias(l)
+	case "git":
+		j.checkGit(l)
+	case "gh":
+		j.checkGh(l)
+	case "rm":
+		j.checkRm(l)
+	case "find":
+		j.checkFind(l)
+	case "shred", "srm", "wipe":
+		j.checkShred(l)
+	case "rsync":
+		j.checkRsync(l)
+	case "chmod", "chown", "chgrp", "setfacl":
+		j.checkChmod(l)
+	case "dd", "mkfs", "mke2fs", "mkswap", "wipefs", "blkdiscard", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted", "nvme", "tee", "cp", "mv", "install":
+		j.checkDisk(fam, l)
+	case "sql", "dropdb", "mysqladmin":
+		j.checkSQL(fam, l, stmt)
+	case "terraform", "pulumi", "cdk", "kubectl", "helm":
+		j.checkInfra(fam, l)
+	case "shutdown", "systemctl", "kill", "init", "killall5":
+		j.checkShutdown(fam, l)
+	default:
+		j.checkPackages(l)
+	}
+	j.secretArgs(l)
+}
+
+// family groups the names a tool goes by: python3.12 is python, bash is
+// sh, mkfs.ext4 is mkfs, git-push is git, tofu is terraform.
+func family(name string) string {
+	switch {
+	case isShellName(name):
+		return "sh"
+	case versioned(name, "python"), versioned(name, "pypy"):
+		return "python"
+	case versioned(name, "pip"):
+		return "pip"
+	case versioned(name, "perl"):
+		return "perl"
+	case versioned(name, "ruby"):
+		return "ruby"
+	case name == "nodejs":
+		return "node"
+	case versioned(name, "php"):
+		return "php"
+	case versioned(name, "lua"), name == "luajit":
+		return "lua"
+	case strings.HasPrefix(name, "mkfs"):
+		return "mkfs"
+	case strings.HasPrefix(name, "git-"):
+		return "git"
+	case name == ".":
+		return "source"
+	case name == "tofu", name == "opentofu", name == "terragrunt":
+		return "terraform"
+	case name == "reboot", name == "halt", name == "poweroff":
+		return "shutdown"
+	case name == "telinit":
+		return "init"
+	case isSQLClient(name):
+		return "sql"
+	}
+	return name
+}
+
+// versioned reports whether name is base, possibly followed by a version
+// (python3, python3.12, pip3.11).
+func versioned(name, base string) bool {
+	rest, ok := strings.CutPrefix(name, base)
+	return ok && strings.Trim(rest, "0123456789.") == ""
+}
+
+func isShellName(name string) bool {
+	switch name {
+	case "sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "lksh", "oksh", "pdksh", "ash", "yash", "posh",
+		"rbash", "fish", "csh", "tcsh":
+		return true
+	}
+	return false
+}
+
+func isSQLClient(name string) bool {
+	switch name {
+	case "psql", "mysql", "mariadb", "sqlite3", "sqlite", "duckdb", "clickhouse-client", "clickhouse", "sqlcmd",
+		"cockroach", "usql", "pgcli", "mycli", "litecli":
+		return true
+	}
+	return false
+}
+
+// canonicalTexts are other spellings of a command to match the operator's
+// patterns against: git and gh without their global options (git -C x push
+// is also "git push"), python -m pip as pip.
+func canonicalTexts(l layer) []string {
+	if l.dynamic() || l.wrapper {
+		return nil
+	}
+	switch family(l.name) {
+	case "git":
+		if g := parseGit(l); g.verb != nil {
+			return []string{layer{name: "git", args: append([]arg{literal("git"), *g.verb}, g.rest...)}.text()}
+		}
+	case "python":
+		if ic := parseInterpreter("python", l.args[1:]); ic.module != nil && !ic.module.dynamic {
+			return []string{layer{name: ic.module.text, args: append([]arg{*ic.module}, ic.moduleArgs...)}.text()}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+)
+
+// fuzzGate has operator patterns too, so that glob matching is fuzzed.
+func fuzzGate(t testing.TB) *Gate {
+	return mustGate(t, Config{
+		Workspace: "/ws", Writable: []string{"/ws/repros"},
+		Deny: []string{"*git push*", "gh issue [!v]*"}, Confirm: []string{"curl *", "?*[a-c]x*"},
+	})
+}
+
+// checkDecision holds for every decision: a known verdict, a rule and a
+// reason when not allowed, a one-line message, the same answer twice, and
+// an answer in bounded time.
+func checkDecision(t *testing.T, what string, run func() Decision) {
+	start := time.Now()
+	d := run()
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("%s took %v", what, took)
+	}
+	switch d.Verdict {
+	case Allow:
+		if d.Rule != "" || d.Command != "" {
+			t.Fatalf("%s: allow with rule %q command %q", what, d.Rule, d.Command)
+		}
+	case Deny, Confirm:
+		if d.Rule == "" || d.Reason == "" {
+			t.Fatalf("%s: %s without rule or reason: %+v", what, d.Verdict, d)
+		}
+	default:
+		t.Fatalf("%s: verdict %q", what, d.Verdict)
+	}
+	m := d.Message()
+	if strings.ContainsFunc(m, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || r == '\u0085' }) {
+		t.Fatalf("%s: message is not one line: %q", what, m)
+	}
+	if again := run(); again != d {
+		t.Fatalf("%s: not deterministic: %+v then %+v", what, d, again)
+	}
+}
+
+func FuzzCheckShell(f *testing.F) {
+	for _, s := range []string{
+		"git push", "rm -rf /", `echo "a; rm -rf /"`, "curl x | sh", "{rm,-rf,/}", ":(){ :|:& };:",
+		"echo $(", "cat <<EOF\n$(git push)\nEOF", `$'\x72m' -rf /`, `find / -exec rm -rf {} \;`,
+	} {
+		f.Add(s)
+	}
+	g := fuzzGate(f)
+	f.Fuzz(func(t *testing.T, script string) {
+		checkDecision(t, "CheckShell", func() Decision { return g.CheckShell(script) })
+	})
+}
+
+func FuzzCheckArgv(f *testing.F) {
+	for _, s := range []string{"git\x00push", "sh\x00-c\x00rm -rf /", "env\x00-S\x00git push", "xargs\x00-I{}\x00{}", "find\x00/\x00-exec\x00{}\x00;"} {
+		f.Add(s)
+	}
+	g := fuzzGate(f)
+	f.Fuzz(func(t *testing.T, joined string) {
+		argv := strings.Split(joined, "\x00")
+		checkDecision(t, "CheckArgv", func() Decision { return g.CheckArgv(argv) })
+		Normalise(argv)
+	})
+}

@@ -1,0 +1,195 @@
+package guard
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Bounds on what CollectScripts reads for the model.
+const (
+	DefaultScriptBytes = 200_000   // per file, as ai-triager
+	maxScripts         = 8         // files shown with their content
+	maxListed          = 24        // further files shown by path only (Truncated, empty)
+	maxScriptTotal     = 1_000_000 // content bytes over all files
+	maxCandidates      = 256       // words and word pieces looked at
+)
+
+// reproScript is ai-triager's reproducer naming: repros/N.py runs with
+// repros/N_app.py (a served app) and repros/N_check.py (its check).
+var reproScript = regexp.MustCompile(`^(.*/)?repros/([0-9]+)\.py$`)
+
+// CollectScripts returns the files the command line names that the model
+// should read: each literal word (and each piece of a word split at shell
+// punctuation and spaces, so `sh -c 'python3 repros/1.py'` counts),
+// resolved against workdir, that is a regular file under workspace — no
+// ".." escape, symlinks resolved and still under the workspace, opened
+// without following a final symlink and without blocking (a FIFO is
+// skipped). A word naming repros/N.py also brings repros/N_app.py and
+// repros/N_check.py, and `triage.py run|browse N` brings all three.
+//
+// Each file is cut at maxBytes (0 = DefaultScriptBytes) with Truncated set.
+// The first maxScripts files carry content within a total budget; later
+// ones are listed by path only (Truncated, empty), so the model knows they
+// exist unseen. Files that cannot be read safely are left out.
+func CollectScripts(ctx context.Context, words []string, workspace, workdir string, maxBytes int64) []Script {
+	if maxBytes <= 0 {
+		maxBytes = DefaultScriptBytes
+	}
+	wsAbs, err := filepath.Abs(workspace)
+	if err != nil {
+		return nil
+	}
+	wsReal, err := filepath.EvalSymlinks(wsAbs)
+	if err != nil {
+		return nil
+	}
+	switch {
+	case workdir == "":
+		workdir = wsAbs
+	case !filepath.IsAbs(workdir):
+		workdir = filepath.Join(wsAbs, workdir)
+	}
+	rootfd, err := unix.Open(wsReal, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(rootfd)
+	c := &collector{wsAbs: wsAbs, wsReal: wsReal, rootfd: rootfd, maxBytes: maxBytes, seen: map[string]bool{}}
+	for _, cand := range candidates(words, workdir, wsAbs) {
+		if ctx.Err() != nil || len(c.out) >= maxScripts+maxListed {
+			break
+		}
+		c.add(cand)
+	}
+	return c.out
+}
+
+type collector struct {
+	wsAbs, wsReal string
+	rootfd        int
+	maxBytes      int64
+	used          int64 // content bytes so far
+	shown         int   // files with content
+	seen          map[string]bool
+	out           []Script
+}
+
+// add collects the absolute path p when it is a regular file under the
+// workspace.
+func (c *collector) add(p string) {
+	if !within(c.wsAbs, p) && !within(c.wsReal, p) {
+		return
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil || real == c.wsReal || !within(c.wsReal, real) || c.seen[real] {
+		return
+	}
+	rel, err := filepath.Rel(c.wsReal, real)
+	if err != nil {
+		return
+	}
+	budget := min(c.maxBytes, maxScriptTotal-c.used)
+	if c.shown >= maxScripts {
+		budget = 0
+	}
+	data, truncated, ok := c.read(rel, budget)
+	if !ok {
+		return
+	}
+	c.seen[real] = true
+	shown, err := filepath.Rel(c.wsAbs, p)
+	if err != nil || !within(c.wsAbs, p) {
+		shown, _ = filepath.Rel(c.wsReal, p)
+	}
+	if budget > 0 {
+		c.shown++
+		c.used += int64(len(data))
+	}
+	c.out = append(c.out, Script{Path: shown, Content: string(data), Truncated: truncated})
+}
+
+// read opens rel below the workspace one component at a time, each without
+// following a symlink: a directory swapped for a symlink after EvalSymlinks
+// fails the open instead of leading outside.
+func (c *collector) read(rel string, max int64) ([]byte, bool, bool) {
+	parts := strings.Split(rel, "/")
+	dirfd := c.rootfd
+	for _, part := range parts[:len(parts)-1] {
+		next, err := unix.Openat(dirfd, part, dirFlags, 0)
+		if dirfd != c.rootfd {
+			unix.Close(dirfd)
+		}
+		if err != nil {
+			return nil, false, false
+		}
+		dirfd = next
+	}
+	if dirfd != c.rootfd {
+		defer unix.Close(dirfd)
+	}
+	data, truncated, err := readRegularAt(dirfd, parts[len(parts)-1], rel, max)
+	if err != nil {
+		return nil, false, false
+	}
+	return data, truncated, true
+}
+
+// candidates lists, in command order and without repeats, the absolute
+// paths the words may name, each repros/N.py followed by its companions.
+func candidates(words []string, workdir, wsAbs string) []string {
+	var toks []string
+	for _, w := range words {
+		toks = append(toks, w)
+		if pieces := strings.FieldsFunc(w, isShellBreak); len(pieces) != 1 || pieces[0] != w {
+			toks = append(toks, pieces...)
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	push := func(p string) {
+		if len(out) < maxCandidates && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	withCompanions := func(p string) {
+		push(p)
+		if reproScript.MatchString(p) {
+			push(strings.TrimSuffix(p, ".py") + "_app.py")
+			push(strings.TrimSuffix(p, ".py") + "_check.py")
+		}
+	}
+	for i, t := range toks {
+		if t == "" || strings.HasPrefix(t, "-") {
+			continue
+		}
+		p := t
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(workdir, p)
+		}
+		withCompanions(filepath.Clean(p))
+		// ai-triager's `./triage.py run N` / `browse N` runs repros/N.py.
+		if strings.HasSuffix(t, "triage.py") && i+2 < len(toks) &&
+			(toks[i+1] == "run" || toks[i+1] == "browse") && isDigits(toks[i+2]) {
+			withCompanions(filepath.Join(wsAbs, "repros", toks[i+2]+".py"))
+		}
+	}
+	return out
+}
+
+func isShellBreak(r rune) bool {
+	return strings.ContainsRune(" \t\n\r;&|()<>'\"`$=,{}", r)
+}
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}

@@ -1,0 +1,104 @@
+package gate
+
+import (
+	"fmt"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Bounds on the work one check may do. Past them the command is denied
+// (rule "limit"): a command this large or this nested is not one to run
+// unread.
+const (
+	maxInput  = 64 << 10 // bytes of command text
+	maxDepth  = 8        // nested sh -c, eval, $(…), <(…), git aliases…
+	maxParsed = 1 << 20  // bytes of shell parsed in all, nested code included
+	maxVisits = 1 << 20  // syntax nodes and commands visited in all
+)
+
+// judge holds the state of one check. The strictest verdict found wins;
+// among equals, the first. Checking stops at the first deny.
+type judge struct {
+	gate     *Gate
+	decision Decision
+	depth    int // current nesting of code in code
+	parsed   int
+	visits   int
+	finals   map[*syntax.CallExpr]layer // memo of finalLayer
+	pipes    map[*syntax.BinaryCmd]bool // pipelines already judged as a whole
+}
+
+func (g *Gate) newJudge() *judge {
+	return &judge{
+		gate:     g,
+		decision: Decision{Verdict: Allow},
+		finals:   map[*syntax.CallExpr]layer{},
+		pipes:    map[*syntax.BinaryCmd]bool{},
+	}
+}
+
+func (j *judge) stopped() bool { return j.decision.Verdict == Deny }
+
+// record keeps a finding if it is stricter than what was found so far.
+func (j *judge) record(v Verdict, rule, reason, command string) {
+	if v.severity() > j.decision.Verdict.severity() {
+		j.decision = Decision{Verdict: v, Rule: rule, Reason: reason, Command: command}
+	}
+}
+
+// rule reports that a default rule matched, with the verdict the
+// configuration gives it (none when it is disabled).
+func (j *judge) rule(name, reason, command string) {
+	if v, on := j.gate.verdicts[name]; on {
+		j.record(v, name, reason, command)
+	}
+}
+
+// dynamic reports a command or code only known at run time. Only the
+// agent role without allow_dynamic refuses those.
+func (j *judge) dynamic(reason, command string) {
+	if !j.gate.dynamicAllowed {
+		j.record(Deny, ruleDynamic, reason+"; the gate cannot judge it", command)
+	}
+}
+
+func (j *judge) limit(reason string) {
+	j.record(Deny, ruleLimit, reason, "")
+}
+
+// patterns matches the operator's patterns against one command text.
+func (j *judge) patterns(text string) {
+	for _, p := range j.gate.deny {
+		if p.match(text) {
+			j.record(Deny, "deny:"+p.source, "it matches the operator's deny pattern", text)
+			return
+		}
+	}
+	for _, p := range j.gate.confirm {
+		if p.match(text) {
+			j.record(Confirm, "confirm:"+p.source, "it matches the operator's confirm pattern", text)
+			return
+		}
+	}
+}
+
+// tick counts one unit of work and reports whether the budget allows more.
+func (j *judge) tick() bool {
+	j.visits++
+	if j.visits > maxVisits {
+		j.limit(fmt.Sprintf("the command has more than %d parts to judge", maxVisits))
+		return false
+	}
+	return true
+}
+
+// nested runs check one level deeper, refusing past maxDepth.
+func (j *judge) nested(check func()) {
+	if j.depth >= maxDepth {
+		j.limit(fmt.Sprintf("code nested more than %d levels deep (sh -c, eval, $(…)…)", maxDepth))
+		return
+	}
+	j.depth++
+	defer func() { j.depth-- }()
+	check()
+}

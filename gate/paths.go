@@ -1,0 +1,102 @@
+package gate
+
+import (
+	"path"
+	"strings"
+)
+
+// scratchDirs may be emptied without harm: inside a sandbox they are its own.
+func scratchDirs() []string { return []string{"/tmp", "/var/tmp"} }
+
+// dangerousTarget says why deleting (or chmod-ing) a path recursively
+// would reach too far, or "" when it stays inside what the command may
+// touch: relative paths that do not climb out, and paths strictly inside
+// the workspace, a writable path or a scratch directory.
+func (g *Gate) dangerousTarget(a arg) string {
+	if a.dynamic {
+		return "a path only known at run time"
+	}
+	t := a.text
+	switch {
+	case t == "":
+		return ""
+	case strings.HasPrefix(t, "~"):
+		return "the home directory"
+	}
+	p := path.Clean(t)
+	everything := false
+	if base := path.Base(p); base == "*" || base == ".*" || base == ".[!.]*" || base == "..?*" {
+		// Every entry of the directory: as bad as the directory itself.
+		p, everything = path.Dir(p), true
+	}
+	if !path.IsAbs(p) {
+		switch {
+		case p == ".":
+			if everything {
+				return "everything in the current directory"
+			}
+			return "the current directory"
+		case p == ".." || strings.HasPrefix(p, "../"):
+			return "a path outside the current directory"
+		}
+		return ""
+	}
+	if p == "/" {
+		return "the root directory"
+	}
+	roots := append(append([]string{g.workspace}, g.writable...), scratchDirs()...)
+	for _, root := range roots {
+		if root != "" && (root == "/" || strings.HasPrefix(p, root+"/")) {
+			return ""
+		}
+	}
+	return "an absolute path outside the workspace and writable paths"
+}
+
+// isDiskDevice reports whether a path is a disk (or memory) device.
+func isDiskDevice(p string) bool {
+	p = path.Clean(p)
+	dev, ok := strings.CutPrefix(p, "/dev/")
+	if !ok {
+		return false
+	}
+	for _, prefix := range []string{"sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "mapper/", "dm-", "md", "loop", "sr"} {
+		if strings.HasPrefix(dev, prefix) {
+			return true
+		}
+	}
+	return dev == "mem" || dev == "kmem" || dev == "port"
+}
+
+// secretPaths are credential files and directories (ai-triager's
+// SECRET_PATHS), as path components to look for.
+func secretPaths() [][]string {
+	return [][]string{
+		{".ssh"}, {".gnupg"}, {".aws"}, {".azure"}, {".config", "gcloud"}, {".config", "gh"},
+		{".config", "ai-triager"}, {".netrc"}, {"_netrc"}, {".pypirc"}, {".docker"}, {".kube"},
+		{".git-credentials"}, {"Library", "Keychains"},
+	}
+}
+
+// secretPath returns the credential path an argument names, or "". It
+// looks at path components, so --key=~/.ssh/id_rsa and $HOME/.aws count.
+func secretPath(text string) string {
+	parts := strings.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune("/=:@ \t\n\"'", r) })
+	for i := range parts {
+		for _, secret := range secretPaths() {
+			if i+len(secret) <= len(parts) && equalParts(parts[i:i+len(secret)], secret) {
+				return strings.Join(secret, "/")
+			}
+		}
+	}
+	return ""
+}
+
+func equalParts(a, b []string) bool {
+	for i := range b {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,202 @@
+package gate
+
+import (
+	"fmt"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// script parses shell code and judges every command in it.
+func (j *judge) script(src string) {
+	if j.stopped() {
+		return
+	}
+	j.parsed += len(src)
+	if j.parsed > maxParsed {
+		j.limit(fmt.Sprintf("the command holds more than %d bytes of shell code", maxParsed))
+		return
+	}
+	j.patterns(strings.TrimSpace(src))
+	if bracketDepth(src) > maxBrackets {
+		j.limit(fmt.Sprintf("brackets nested more than %d deep", maxBrackets))
+		return
+	}
+	file, err := parse(src)
+	if err != nil {
+		j.record(Deny, ruleParse, "the shell cannot parse it: "+err.Error(), "")
+		return
+	}
+	j.walk(file)
+}
+
+// maxBrackets bounds how deeply ( and { may nest, counted before parsing
+// and regardless of quotes: the parser recurses once (or, in arithmetic,
+// some twenty times) per level, and real commands stay far below it.
+const maxBrackets = 200
+
+// bracketDepth is the deepest nesting of ( and { in src.
+func bracketDepth(src string) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '(', '{':
+			depth++
+			deepest = max(deepest, depth)
+		case ')', '}':
+			depth = max(depth-1, 0)
+		}
+	}
+	return deepest
+}
+
+// parse parses bash. A panic in the parser is turned into an error: the
+// gate fails closed.
+func parse(src string) (file *syntax.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			file, err = nil, fmt.Errorf("parser failure: %v", r)
+		}
+	}()
+	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+}
+
+// walk visits every node under root: each statement's command, each
+// redirection, pipeline, function and assignment, wherever it is nested.
+func (j *judge) walk(root syntax.Node) {
+	var deeper []bool // per open node: whether it raised j.depth
+	syntax.Walk(root, func(n syntax.Node) bool {
+		if n == nil {
+			if deeper[len(deeper)-1] {
+				j.depth--
+			}
+			deeper = deeper[:len(deeper)-1]
+			return true
+		}
+		if j.stopped() || !j.tick() {
+			return false
+		}
+		raised := false
+		switch n := n.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			if j.depth >= maxDepth {
+				j.limit(fmt.Sprintf("code nested more than %d levels deep (sh -c, eval, $(…)…)", maxDepth))
+				return false
+			}
+			j.depth++
+			raised = true
+		case *syntax.Stmt:
+			j.statement(n)
+		case *syntax.Redirect:
+			j.redirect(n)
+		case *syntax.BinaryCmd:
+			j.pipeline(n)
+		case *syntax.FuncDecl:
+			j.function(n)
+		case *syntax.Assign:
+			j.assignment(n)
+		}
+		if j.stopped() {
+			if raised {
+				j.depth--
+			}
+			return false
+		}
+		deeper = append(deeper, raised)
+		return true
+	})
+}
+
+// statement judges a simple command with the statement it is in (whose
+// redirections feed it).
+func (j *judge) statement(s *syntax.Stmt) {
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return
+	}
+	j.command(words(call.Args), s)
+}
+
+// redirect judges where a redirection reads or writes.
+func (j *judge) redirect(r *syntax.Redirect) {
+	if r.Word == nil || len(r.Word.Parts) == 0 {
+		return
+	}
+	target := wordArg(r.Word)
+	if target.dynamic {
+		return
+	}
+	text := r.Op.String() + " " + target.text
+	if writesFile(r.Op) && isDiskDevice(target.text) {
+		j.rule(ruleDiskWrite, "writing to a disk device destroys what is on it", text)
+	}
+	if r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc && r.Op != syntax.WordHdoc {
+		j.secretArg(target, text)
+	}
+}
+
+// writesFile reports whether a redirection opens its target for writing.
+func writesFile(op syntax.RedirOperator) bool {
+	switch op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.RdrAllClob,
+		syntax.AppAll, syntax.AppAllClob, syntax.RdrInOut, syntax.DplOut:
+		return true
+	}
+	return false
+}
+
+// assignment judges a variable whose value the shell or a tool later runs
+// as a command (GIT_PAGER, PROMPT_COMMAND, …).
+func (j *judge) assignment(a *syntax.Assign) {
+	if a.Name == nil || a.Value == nil || a.Array != nil {
+		return
+	}
+	j.codeVariable(a.Name.Value, wordArg(a.Value))
+}
+
+// codeVariable judges NAME=value when NAME holds a command line.
+func (j *judge) codeVariable(name string, value arg) {
+	if !holdsCode(name) || value.dynamic || strings.TrimSpace(value.text) == "" {
+		return
+	}
+	code := strings.TrimPrefix(value.text, "|") // LESSOPEN='|cmd %s'
+	j.nested(func() { j.script(code) })
+}
+
+// holdsCode lists variables whose value tools run as a shell command.
+func holdsCode(name string) bool {
+	switch name {
+	case "GIT_SSH_COMMAND", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS",
+		"SSH_ASKPASS", "PAGER", "MANPAGER", "EDITOR", "VISUAL", "PROMPT_COMMAND", "LESSOPEN", "LESSCLOSE",
+		"BROWSER", "GH_BROWSER", "GH_PAGER", "GH_EDITOR":
+		return true
+	}
+	return false
+}
+
+// function judges a function definition: one that starts itself twice or
+// in the background is a fork bomb.
+func (j *judge) function(fd *syntax.FuncDecl) {
+	if fd.Name == nil || fd.Body == nil {
+		return
+	}
+	name := fd.Name.Value
+	calls, background := 0, false
+	syntax.Walk(fd.Body, func(n syntax.Node) bool {
+		if n == nil || !j.tick() {
+			return n == nil
+		}
+		if s, ok := n.(*syntax.Stmt); ok {
+			if call, ok := s.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+				if first, ok := plainLiteral(call.Args[0]); ok && first == name {
+					calls++
+					background = background || s.Background
+				}
+			}
+		}
+		return true
+	})
+	if calls >= 2 || background {
+		j.rule(ruleForkBomb, fmt.Sprintf("function %s starts itself %s, without end", name, map[bool]string{true: "in the background", false: "more than once"}[background]), name+"()")
+	}
+}

@@ -1,0 +1,341 @@
+package gate
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// layer is one level of a command line: a wrapper that runs another
+// command (sudo, env, nice…) or, last, the command that does the work.
+type layer struct {
+	name    string // argv0's base name in lower case; "" when it is dynamic
+	args    []arg  // the argv, argv0 included
+	wrapper bool   // it runs a further command (which may be missing)
+	env     []arg  // NAME=value operands the wrapper sets (env, sudo)
+}
+
+// dynamic reports whether the command's name is only known at run time
+// (a variable, a substitution, a glob).
+func (l layer) dynamic() bool { return l.args[0].dynamic || l.args[0].glob }
+
+// text is the normalised command: its name and arguments joined by single spaces.
+func (l layer) text() string {
+	var b strings.Builder
+	if l.dynamic() {
+		b.WriteString(l.args[0].text)
+	} else {
+		b.WriteString(l.name)
+	}
+	for _, a := range l.args[1:] {
+		if !a.implicit {
+			b.WriteByte(' ')
+			b.WriteString(a.text)
+		}
+	}
+	return b.String()
+}
+
+// commandName is argv0 without its directory, in lower case: /bin/rm and
+// ./rm are rm (a copy or link of a tool acts as the tool), and RM is rm
+// (macOS file systems ignore case).
+func commandName(argv0 string) string {
+	if i := strings.LastIndexByte(argv0, '/'); i >= 0 && i < len(argv0)-1 {
+		argv0 = argv0[i+1:]
+	}
+	return strings.ToLower(argv0)
+}
+
+// maxLayers bounds how many wrappers are looked through (nice nice nice …).
+const maxLayers = 32
+
+// resolveLayers looks through the wrappers in front of a command. The
+// last layer is the command that does the work, or a wrapper that runs
+// none (sudo -l, env). complete is false when there were too many wrappers.
+func resolveLayers(args []arg) (layers []layer) {
+	for len(args) > 0 && len(layers) < maxLayers {
+		l := layer{args: args}
+		if l.dynamic() {
+			return append(layers, l)
+		}
+		l.name = commandName(args[0].text)
+		s, ok := unwrap(l.name, args[1:])
+		if !ok {
+			return append(layers, l)
+		}
+		l.wrapper, l.env = true, s.env
+		layers = append(layers, l)
+		switch {
+		case s.code != nil:
+			args = shellArgv(*s.code)
+		default:
+			args = s.next
+		}
+	}
+	return layers
+}
+
+// tooManyLayers reports whether resolveLayers stopped before the end.
+func tooManyLayers(layers []layer) bool {
+	return len(layers) == maxLayers && layers[maxLayers-1].wrapper && len(layers[maxLayers-1].args) > 1
+}
+
+// shellArgv is the argv of a shell running code: what su -c, watch,
+// flock -c, script -c, env -S and parallel amount to.
+func shellArgv(code arg) []arg {
+	return []arg{literal("sh"), literal("-c"), code}
+}
+
+// step is what a wrapper runs: the next argv (nil for none) or shell code.
+type step struct {
+	next []arg
+	code *arg
+	env  []arg
+}
+
+// unwrap recognises a wrapper and finds the command it runs; ok is false
+// when name is not a wrapper.
+func unwrap(name string, rest []arg) (s step, ok bool) {
+	switch name {
+	case "sudo":
+		opts, ops := scanOptions(rest, optionSpec{values: "ugCDhprtTU", posix: true, longValues: []string{
+			"user", "group", "close-from", "chdir", "host", "prompt", "role", "type", "command-timeout", "other-user"}})
+		if has(opts, "-e", "--edit", "-l", "--list", "-v", "--validate", "-k", "-K", "--reset-timestamp", "--remove-timestamp", "-V", "--version", "--help") {
+			return step{}, true
+		}
+		s.env, s.next = splitAssignments(ops)
+	case "doas":
+		_, s.next = scanOptions(rest, optionSpec{values: "uC", posix: true})
+	case "pkexec":
+		_, s.next = scanOptions(rest, optionSpec{posix: true, longValues: []string{"user"}})
+	case "run0":
+		_, s.next = scanOptions(rest, optionSpec{values: "ugD", posix: true, longValues: []string{
+			"user", "group", "chdir", "nice", "setenv", "unit", "property", "description", "slice", "machine", "background"}})
+	case "su", "runuser":
+		opts, _ := scanOptions(rest, optionSpec{values: "cgGsw", longValues: []string{
+			"command", "session-command", "group", "supp-group", "shell", "whitelist-environment"}})
+		if code := values(opts, "-c", "--command", "--session-command"); len(code) > 0 {
+			s.code = &code[len(code)-1]
+		}
+	case "env":
+		opts, ops := scanOptions(rest, optionSpec{values: "uCSPa", posix: true, longValues: []string{
+			"unset", "chdir", "split-string", "argv0"}})
+		s.env, s.next = splitAssignments(ops)
+		if split := values(opts, "-S", "--split-string"); len(split) > 0 {
+			code := splitStringCode(split[len(split)-1], s.next)
+			s.code, s.next = &code, nil
+		}
+	case "nice":
+		_, s.next = scanOptions(rest, optionSpec{values: "n", posix: true, longValues: []string{"adjustment"}})
+	case "nohup", "setsid", "unbuffer", "builtin":
+		_, s.next = scanOptions(rest, optionSpec{posix: true})
+	case "timeout":
+		_, ops := scanOptions(rest, optionSpec{values: "sk", posix: true, longValues: []string{"signal", "kill-after"}})
+		s.next = after(ops, 1)
+	case "time":
+		_, s.next = scanOptions(rest, optionSpec{values: "fo", posix: true, longValues: []string{"format", "output"}})
+	case "stdbuf":
+		_, s.next = scanOptions(rest, optionSpec{values: "ioe", posix: true, longValues: []string{"input", "output", "error"}})
+	case "ionice":
+		opts, ops := scanOptions(rest, optionSpec{values: "cnpPu", posix: true, longValues: []string{"class", "classdata", "pid", "pgid", "uid"}})
+		if !has(opts, "-p", "-P", "-u", "--pid", "--pgid", "--uid") {
+			s.next = ops
+		}
+	case "chrt":
+		opts, ops := scanOptions(rest, optionSpec{values: "TPD", posix: true, longValues: []string{"sched-runtime", "sched-period", "sched-deadline"}})
+		if !has(opts, "-p", "--pid", "-m", "--max") {
+			s.next = after(ops, 1)
+		}
+	case "taskset":
+		opts, ops := scanOptions(rest, optionSpec{posix: true})
+		if !has(opts, "-p", "--pid") {
+			s.next = after(ops, 1)
+		}
+	case "xargs":
+		s.next = xargsCommand(rest)
+	case "command":
+		opts, ops := scanOptions(rest, optionSpec{posix: true})
+		if !has(opts, "-v", "-V") {
+			s.next = ops
+		}
+	case "exec":
+		_, s.next = scanOptions(rest, optionSpec{values: "a", posix: true})
+	case "busybox":
+		_, s.next = scanOptions(rest, optionSpec{posix: true})
+	case "watch":
+		opts, ops := scanOptions(rest, optionSpec{values: "nq", attached: "d", posix: true, longValues: []string{"interval", "equexit"}})
+		if has(opts, "-x", "--exec") {
+			s.next = ops
+		} else if len(ops) > 0 {
+			code := joinCode(ops)
+			s.code = &code
+		}
+	case "flock":
+		_, ops := scanOptions(rest, optionSpec{values: "Ew", posix: true, longValues: []string{"conflict-exit-code", "wait", "timeout"}})
+		switch {
+		case len(ops) >= 3 && ops[1].is("-c", "--command"):
+			s.code = &ops[2]
+		case len(ops) >= 2:
+			s.next = ops[1:]
+		}
+	case "script":
+		opts, _ := scanOptions(rest, optionSpec{values: "cEIOBTmo", attached: "t", longValues: []string{
+			"command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit"}})
+		if code := values(opts, "-c", "--command"); len(code) > 0 {
+			s.code = &code[len(code)-1]
+		}
+	case "parallel":
+		if code, ok := parallelCode(rest); ok {
+			s.code = &code
+		}
+	case "sudoedit":
+		// Edits files; it runs no command. Listed so that the sudo rule sees it.
+	default:
+		return step{}, false
+	}
+	return s, true
+}
+
+// after drops the first n operands (timeout's duration, taskset's mask).
+func after(ops []arg, n int) []arg {
+	if len(ops) <= n {
+		return nil
+	}
+	return ops[n:]
+}
+
+// splitAssignments separates leading NAME=value operands (env, sudo) from
+// the command that follows them.
+func splitAssignments(ops []arg) (env, rest []arg) {
+	for i, a := range ops {
+		name, _, ok := strings.Cut(a.text, "=")
+		if a.dynamic || !ok || name == "" || strings.ContainsAny(name, "/ ") {
+			return ops[:i], ops[i:]
+		}
+	}
+	return ops, nil
+}
+
+// xargsCommand is the command xargs runs. Its input arrives at run time:
+// it replaces the -I/-i string or is appended as an implicit argument.
+func xargsCommand(rest []arg) []arg {
+	opts, ops := scanOptions(rest, optionSpec{values: "adEILnPs", attached: "eil", posix: true, longValues: []string{
+		"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}})
+	if len(ops) == 0 {
+		return nil // xargs alone runs echo
+	}
+	replace := ""
+	for _, o := range opts {
+		switch o.name {
+		case "-I":
+			replace = o.value.text
+		case "-i", "--replace":
+			replace = "{}"
+			if o.hasValue && o.value.text != "" {
+				replace = o.value.text
+			}
+		}
+	}
+	out := make([]arg, 0, len(ops)+1)
+	for _, a := range ops {
+		if replace != "" && strings.Contains(a.text, replace) {
+			a = arg{text: a.text, dynamic: true, word: a.word}
+		}
+		out = append(out, a)
+	}
+	if replace == "" {
+		out = append(out, arg{text: "{xargs input}", dynamic: true, implicit: true})
+	}
+	return out
+}
+
+// joinCode joins arguments into shell code the way watch and parallel
+// do (with spaces, unquoted). Dynamic words keep their source, so the
+// shell code still shows them as expansions.
+func joinCode(args []arg) arg {
+	var parts []string
+	for _, a := range args {
+		if !a.implicit {
+			parts = append(parts, a.text)
+		}
+	}
+	return literal(strings.Join(parts, " "))
+}
+
+// splitStringCode is the command env -S runs: its string, split like
+// shell words, followed by the remaining arguments.
+func splitStringCode(split arg, rest []arg) arg {
+	if split.dynamic {
+		return split
+	}
+	parts := []string{split.text}
+	for _, a := range rest {
+		parts = append(parts, quoteWord(a))
+	}
+	return literal(strings.Join(parts, " "))
+}
+
+// quoteWord is shell source for an argument: quoted when literal, its
+// own source when dynamic.
+func quoteWord(a arg) string {
+	if a.dynamic {
+		return a.text
+	}
+	q, err := syntax.Quote(a.text, syntax.LangBash)
+	if err != nil {
+		return `"$UNQUOTABLE"`
+	}
+	return q
+}
+
+// parallelCode is the shell code GNU parallel runs for each input: the
+// command template with its {} replacement strings (and the appended
+// input, when there are none) standing for values known at run time.
+func parallelCode(rest []arg) (arg, bool) {
+	_, ops := scanOptions(rest, optionSpec{values: "jPSadEInNLC", posix: true, longValues: []string{
+		"jobs", "max-procs", "sshlogin", "arg-file", "delimiter", "eof", "max-args", "max-replace-args", "max-lines",
+		"colsep", "joblog", "results", "res", "tmpdir", "workdir", "wd", "timeout", "delay", "retries", "tag-string",
+		"load", "memfree", "halt", "halt-on-error", "basefile", "env", "sshloginfile", "slf"}})
+	var template []arg
+	for _, a := range ops {
+		if a.is(":::", "::::", ":::+", "::::+") {
+			break
+		}
+		template = append(template, a)
+	}
+	if len(template) == 0 {
+		return arg{}, false
+	}
+	code := joinCode(template).text
+	replaced := replacementStrings(code)
+	if replaced == code {
+		replaced += ` "$PARALLEL_INPUT"`
+	}
+	return literal(replaced), true
+}
+
+// replacementStrings replaces parallel's {}, {.}, {/}, {//}, {#}, {1}, {=…=}
+// with a variable: their value is only known at run time.
+func replacementStrings(code string) string {
+	var b strings.Builder
+	for {
+		open := strings.IndexByte(code, '{')
+		if open < 0 {
+			b.WriteString(code)
+			return b.String()
+		}
+		end := strings.IndexByte(code[open:], '}')
+		if end < 0 {
+			b.WriteString(code)
+			return b.String()
+		}
+		inner := code[open+1 : open+end]
+		b.WriteString(code[:open])
+		if strings.ContainsAny(inner, ", \t\n{") {
+			b.WriteString(code[open : open+end+1])
+		} else {
+			b.WriteString(`"$PARALLEL_INPUT"`)
+		}
+		code = code[open+end+1:]
+	}
+}
