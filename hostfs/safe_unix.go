@@ -29,7 +29,9 @@ const (
 
 // OpenDirBeneath opens root/rel as a directory, refusing any symlink on the
 // way; missing components are created (0755) when create is set.
-func OpenDirBeneath(root, rel string, create bool) (int, error) { return openDirBeneath(root, rel, create) }
+func OpenDirBeneath(root, rel string, create bool) (int, error) {
+	return openDirBeneath(root, rel, create)
+}
 
 func openDirBeneath(root, rel string, create bool) (int, error) {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
