@@ -562,7 +562,7 @@ func identity(sb config.Sandbox, host Host, root string) (Identity, error) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
 		return Identity{UID: int(st.Uid), GID: int(st.Gid), Switch: true, Why: "the workspace owner (triage-sandbox runs as root)"}, nil
 	}
-	return Identity{UID: 65534, GID: 65534, Switch: true, Why: "nobody (root runs triage-sandbox and owns the workspace; writable paths get an ACL for it)"}, nil
+	return Identity{UID: 65534, GID: 65534, Switch: true, Why: "nobody (root runs triage-sandbox and owns the workspace; the outputs it writes back keep that owner)"}, nil
 }
 
 // workdir: an explicit --workdir must be visible inside or it is an error;

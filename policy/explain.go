@@ -87,6 +87,24 @@ func Explain(p *Policy) string {
 	} else {
 		w("root filesystem: the host's, readable only under %s and the mounts above\n", strings.Join(p.Base.HostRoots, " "))
 	}
+	if p.Staged() {
+		w("writable paths: staged copies, each a filesystem of its own of %d MiB and %d files (nosuid, nodev), copied back after each command by descriptor (no symlink followed, no FIFO or device created, set-id bits dropped, the host's own changes win)\n",
+			p.Staging.Size>>20, p.Staging.Inodes)
+		for _, s := range p.Staging.Skeletons {
+			w("  %s holds writable files: its other entries are read-only, anything else written there is discarded\n", s)
+		}
+	}
+	w("gate: the deny list over the parsed shell (%s)", gateSummary(p.Gate))
+	if g := p.Gate.Guard; g.Enabled {
+		where := g.URL
+		if where == "" {
+			where = strings.Join(g.Command, " ")
+		}
+		w(", then the guard: model %q at %s, allowed only if safe >= %.2f and every risk <= %.2f; fails closed; cache %s, log %s\n",
+			g.Model, where, g.MinSafe, g.MaxRisk, g.CachePath, g.LogPath)
+	} else {
+		w("; guard off\n")
+	}
 	w("requires: %s\n", joinCaps(p.Requirements()))
 	if len(p.Accepted) > 0 {
 		w("accepted weaker modes ([sandbox] accept_weaker): %s\n", joinCaps(p.Accepted))
@@ -123,4 +141,24 @@ func joinCaps(cs []Capability) string {
 		out = append(out, string(c))
 	}
 	return strings.Join(out, ", ")
+}
+
+func gateSummary(g Gate) string {
+	parts := []string{"default rules"}
+	if len(g.Disable) > 0 {
+		parts = append(parts, "without "+strings.Join(g.Disable, ", "))
+	}
+	if len(g.ConfirmRules) > 0 {
+		parts = append(parts, "asking the operator for "+strings.Join(g.ConfirmRules, ", "))
+	}
+	if len(g.Deny) > 0 {
+		parts = append(parts, fmt.Sprintf("%d extra deny patterns", len(g.Deny)))
+	}
+	if len(g.Confirm) > 0 {
+		parts = append(parts, fmt.Sprintf("%d extra confirm patterns", len(g.Confirm)))
+	}
+	if g.AllowDynamic {
+		parts = append(parts, "commands only known at run time allowed")
+	}
+	return strings.Join(parts, "; ")
 }

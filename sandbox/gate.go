@@ -180,3 +180,9 @@ func Denied(err error) (*DeniedError, bool) {
 	ok := errors.As(err, &d)
 	return d, ok
 }
+
+// AskGuard asks the decision model alone, past the deny list: the
+// selftest's questions about a harmless and a malicious command.
+func (k *Gatekeeper) AskGuard(ctx context.Context, argv []string, task string, red *output.Redactor) (guard.Verdict, []string) {
+	return k.askGuard(ctx, argv, task, red)
+}

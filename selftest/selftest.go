@@ -242,6 +242,7 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 		rr.Results = append(rr.Results, judge(e, ch, r.ev, r.err, controls[ch.ID]))
 	}
 	rr.Results = append(rr.Results, notApplicable...)
+	rr.Results = append(rr.Results, guardResults(ctx, p)...)
 	return rr
 }
 
