@@ -578,6 +578,11 @@ func workdir(flag, cwd string, p *Policy) (string, error) {
 				return dir, true
 			}
 		}
+		// A skeleton itself (the workspace root holding NOTES.md) is
+		// visible; below it, only its mounted entries are.
+		if slices.Contains(p.Staging.Skeletons, dir) {
+			return dir, true
+		}
 		return "", false
 	}
 	if flag != "" {

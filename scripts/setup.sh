@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent machine set-up for triage-sandbox's docker backend:
-#   - installs docker.io (and debootstrap) from Debian if missing,
+#   - installs docker.io, debootstrap and python3-pytest (for the tests)
+#     from Debian if missing,
 #   - starts dockerd if no daemon answers,
 #   - builds the static binary into bin/,
 #   - builds the sandbox image (offline base via debootstrap when
@@ -16,6 +17,8 @@ need_pkgs=()
 command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
 command -v docker >/dev/null 2>&1 || need_pkgs+=(docker.io)
+# The real-project integration test copies Debian's pytest into a venv.
+[ -d /usr/lib/python3/dist-packages/pytest ] || need_pkgs+=(python3-pytest)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   as_root apt-get update -qq

@@ -11,6 +11,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
@@ -25,7 +26,8 @@ func runOutcome(t *testing.T, p *policy.Policy, argv ...string) (sandbox.Outcome
 	var out bytes.Buffer
 	res, err := sandbox.Run(context.Background(), b, sandbox.Request{
 		Policy: p, Command: backends.Command{Argv: argv},
-		Streams: backends.Streams{Stdout: &out, Stderr: &out},
+		Streams:  backends.Streams{Stdout: &out, Stderr: &out},
+		Redactor: output.NewRedactor(nil, output.DefaultRules()),
 	})
 	if err != nil {
 		t.Fatalf("run %v: %v", argv, err)
