@@ -178,6 +178,13 @@ func (w *walker) clearSetID(dirfd int, name, path string, mode uint32, flags int
 	return nil
 }
 
+// ReadDirNames lists the directory open at fd (through a new descriptor,
+// so fd's offset is untouched).
+func ReadDirNames(fd int) ([]string, error) { return readDirNames(fd) }
+
+// Readlinkat reads the symlink name in the directory open at dirfd.
+func Readlinkat(dirfd int, name string) (string, error) { return readlinkat(dirfd, name) }
+
 func readDirNames(fd int) ([]string, error) {
 	dup, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

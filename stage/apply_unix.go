@@ -362,7 +362,7 @@ func lstatAt(dfd int, base string) (State, bool, error) {
 		s.Type, s.Size = tar.TypeDir, 0
 	case unix.S_IFLNK:
 		s.Type = tar.TypeSymlink
-		s.Link, _ = readlinkat(dfd, base)
+		s.Link, _ = hostfs.Readlinkat(dfd, base)
 	case unix.S_IFIFO:
 		s.Type = tar.TypeFifo
 	default:

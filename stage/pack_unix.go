@@ -74,7 +74,7 @@ func (p *packer) dir(fd int, abs string, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("staging %s: deeper than %d levels", abs, maxDepth)
 	}
-	names, err := readDirNames(fd)
+	names, err := hostfs.ReadDirNames(fd)
 	if err != nil {
 		return fmt.Errorf("staging %s: %w", abs, err)
 	}
@@ -121,7 +121,7 @@ func (p *packer) entry(dfd int, name, abs string, depth int) error {
 		defer unix.Close(fd)
 		return p.dir(fd, abs, depth+1)
 	case unix.S_IFLNK:
-		target, err := readlinkat(dfd, name)
+		target, err := hostfs.Readlinkat(dfd, name)
 		if err != nil {
 			return fmt.Errorf("staging %s: %w", abs, err)
 		}
@@ -178,23 +178,4 @@ func (p *packer) may(st *unix.Stat_t, want uint32) bool {
 		return (mode>>3)&want == want
 	}
 	return mode&want == want
-}
-
-func readDirNames(fd int) ([]string, error) {
-	dup, err := unix.Dup(fd)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(dup), "dir")
-	defer f.Close()
-	return f.Readdirnames(-1)
-}
-
-func readlinkat(dfd int, name string) (string, error) {
-	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlinkat(dfd, name, buf)
-	if err != nil {
-		return "", err
-	}
-	return string(buf[:n]), nil
 }
