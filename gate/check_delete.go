@@ -1,6 +1,41 @@
 package gate
 
-import "strings"
+import (
+	"path"
+	"strings"
+)
+
+// dangerousTarget is Gate.dangerousTarget, also refusing relative paths
+// once a cd has left the workspace: the gate does not follow cd, so after
+// cd / it cannot tell what etc means.
+func (j *judge) dangerousTarget(a arg) string {
+	why := j.gate.dangerousTarget(a)
+	if why == "" && j.movedTo != "" && a.text != "" && !path.IsAbs(a.text) && !strings.HasPrefix(a.text, "~") {
+		return "a relative path after cd " + j.movedTo
+	}
+	return why
+}
+
+// checkCd notes a cd, pushd or popd to where relative paths may reach too
+// far: /, the home directory, outside the workspace, back (cd -, popd) or
+// somewhere only known at run time.
+func (j *judge) checkCd(l layer) {
+	_, ops := scanOptions(l.args[1:], optionSpec{})
+	target := literal("~")
+	switch {
+	case l.name == "popd":
+		target = literal("-")
+	case len(ops) > 0:
+		target = ops[0]
+	}
+	if target.dynamic || target.is("-") || strings.HasPrefix(target.text, "+") {
+		j.movedTo = target.text
+		return
+	}
+	if j.gate.dangerousTarget(under(target)) != "" {
+		j.movedTo = target.text
+	}
+}
 
 // checkRm judges rm -r (with or without -f: without a terminal there is
 // nobody to answer its questions, so -f changes little).
@@ -12,7 +47,7 @@ func (j *judge) checkRm(l layer) {
 		return
 	}
 	for _, t := range ops {
-		if why := j.gate.dangerousTarget(t); why != "" {
+		if why := j.dangerousTarget(t); why != "" {
 			j.rule(ruleRecursiveDelete, "rm -r would delete "+why, l.text())
 			return
 		}
@@ -44,7 +79,7 @@ func (j *judge) checkFind(l layer) {
 	}
 	found := starts[0] // what {} stands for: a path under the worst start
 	for _, s := range starts {
-		if j.gate.dangerousTarget(under(s)) != "" {
+		if j.dangerousTarget(under(s)) != "" {
 			found = s
 			break
 		}
@@ -61,7 +96,7 @@ func (j *judge) checkFind(l layer) {
 				if len(expr) == 1 {
 					target = s
 				}
-				if why := j.gate.dangerousTarget(target); why != "" {
+				if why := j.dangerousTarget(target); why != "" {
 					j.rule(ruleRecursiveDelete, "find -delete would delete "+why, l.text())
 					return
 				}
@@ -111,7 +146,7 @@ func (j *judge) checkShred(l layer) {
 			j.rule(ruleDiskWrite, l.name+" overwrites a disk device", l.text())
 			return
 		}
-		if why := j.gate.dangerousTarget(t); why != "" {
+		if why := j.dangerousTarget(t); why != "" {
 			j.rule(ruleRecursiveDelete, l.name+" would destroy "+why, l.text())
 			return
 		}
@@ -131,7 +166,7 @@ func (j *judge) checkRsync(l layer) {
 	if !dest.dynamic && strings.Contains(strings.SplitN(dest.text, "/", 2)[0], ":") {
 		return // a remote destination: the sandbox's network policy decides
 	}
-	if why := j.gate.dangerousTarget(dest); why != "" {
+	if why := j.dangerousTarget(dest); why != "" {
 		j.rule(ruleRecursiveDelete, "rsync --delete would delete from "+why, l.text())
 	}
 }
@@ -152,7 +187,7 @@ func (j *judge) checkChmod(l layer) {
 		targets = targets[1:] // the mode or owner
 	}
 	for _, t := range targets {
-		if why := j.gate.dangerousTarget(t); why != "" {
+		if why := j.dangerousTarget(t); why != "" {
 			j.rule(ruleRecursiveChmod, l.name+" -R would change "+why, l.text())
 			return
 		}

@@ -94,7 +94,7 @@ func (j *judge) checkShell(l layer, stmt *syntax.Stmt) {
 		}
 		j.dynamic(l.name+" runs a script whose path is only known at run time", l.text())
 	case sc.stdin:
-		j.stdinDownload(l, stmt)
+		j.stdinCode(l, stmt, true)
 	}
 }
 
@@ -112,7 +112,7 @@ type interpCall struct {
 func interpreterSpec(fam string) (spec optionSpec, codeOpts []string) {
 	switch fam {
 	case "python":
-		return optionSpec{values: "cmWX", posix: true}, []string{"-c"}
+		return optionSpec{values: "cmWX", last: "cm", posix: true}, []string{"-c"}
 	case "perl":
 		return optionSpec{values: "eE", attached: "IMmlx0iCdD", posix: true}, []string{"-e", "-E"}
 	case "ruby":
@@ -168,7 +168,7 @@ func (j *judge) checkInterpreter(fam string, l layer, stmt *syntax.Stmt) {
 		}
 	}
 	if ic.stdin {
-		j.stdinDownload(l, stmt)
+		j.stdinCode(l, stmt, false)
 	}
 }
 
@@ -179,11 +179,12 @@ func derefs(a *arg) []arg {
 	return []arg{*a}
 }
 
-// stdinDownload judges a shell or interpreter reading code from standard
-// input: fed from a downloader by a redirection (sh < <(curl …),
-// sh <<< "$(curl …)") it runs what was downloaded. Pipes are judged with
-// the pipeline.
-func (j *judge) stdinDownload(l layer, stmt *syntax.Stmt) {
+// stdinCode judges what a shell or interpreter reading code from standard
+// input gets from its redirections: from a downloader (sh < <(curl …),
+// sh <<< "$(curl …)") it runs what was downloaded; a shell's here-document
+// or here-string is shell code, judged as such. Pipes are judged with the
+// pipeline.
+func (j *judge) stdinCode(l layer, stmt *syntax.Stmt, shell bool) {
 	if stmt == nil {
 		return
 	}
@@ -195,7 +196,33 @@ func (j *judge) stdinDownload(l layer, stmt *syntax.Stmt) {
 				return
 			}
 		}
+		if !shell {
+			continue
+		}
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc:
+			j.code(literal(heredocSource(r.Hdoc)), l.name+"'s here-document", l.text())
+		case syntax.WordHdoc:
+			j.code(wordArg(r.Word), l.name+"'s here-string", l.text())
+		}
 	}
+}
+
+// heredocSource is a here-document's body as written: the shell code a
+// shell reading it will parse, its expansions left for that parse to see.
+func heredocSource(w *syntax.Word) string {
+	if w == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, part := range w.Parts {
+		if lit, ok := part.(*syntax.Lit); ok {
+			b.WriteString(lit.Value)
+			continue
+		}
+		b.WriteString(source([]syntax.WordPart{part}))
+	}
+	return b.String()
 }
 
 func (j *judge) checkEval(l layer) {
@@ -233,7 +260,7 @@ func (j *judge) checkSource(l layer, stmt *syntax.Stmt) {
 		}
 		j.dynamic("source runs a file whose path is only known at run time", l.text())
 	case isStdinPath(ops[0]):
-		j.stdinDownload(l, stmt)
+		j.stdinCode(l, stmt, true)
 	}
 }
 
@@ -254,173 +281,14 @@ func (j *judge) checkTrap(l layer) {
 
 // checkAlias judges the code an alias stands for.
 func (j *judge) checkAlias(l layer) {
+	text := l.text()
 	for _, a := range l.args[1:] {
 		if a.dynamic {
-			j.dynamic("alias defines code only known at run time", l.text())
+			j.dynamic("alias defines code only known at run time", text)
 			continue
 		}
 		if _, value, ok := strings.Cut(a.text, "="); ok {
-			j.code(literal(value), "alias", l.text())
+			j.code(literal(value), "alias", text)
 		}
 	}
-}
-
-// downloads reports whether a word's substitutions run a downloader
-// (curl, wget, …), wherever they are nested.
-func (j *judge) downloads(w *syntax.Word) bool {
-	if w == nil {
-		return false
-	}
-	found := false
-	syntax.Walk(w, func(n syntax.Node) bool {
-		if found || n == nil || !j.tick() {
-			return !found && n == nil
-		}
-		if call, ok := n.(*syntax.CallExpr); ok && isDownloader(j.finalLayer(call).name) {
-			found = true
-		}
-		return !found
-	})
-	return found
-}
-
-func isDownloader(name string) bool {
-	switch name {
-	case "curl", "wget", "wget2", "fetch", "aria2c", "http", "https", "xh", "xhs", "lwp-request", "lwp-download":
-		return true
-	}
-	return false
-}
-
-// finalLayer is the command a simple command runs once its wrappers are
-// looked through.
-func (j *judge) finalLayer(call *syntax.CallExpr) layer {
-	if l, ok := j.finals[call]; ok {
-		return l
-	}
-	l := layer{args: []arg{{text: "", dynamic: true}}}
-	if len(call.Args) > 0 {
-		if args := words(call.Args); len(args) > 0 {
-			layers := resolveLayers(args)
-			l = layers[len(layers)-1]
-		}
-	}
-	j.finals[call] = l
-	return l
-}
-
-// runsUnseenCode reports whether a command runs code the gate cannot read
-// from its command line: from standard input, or from an expansion.
-func runsUnseenCode(l layer) bool {
-	if l.dynamic() || l.wrapper {
-		return false
-	}
-	switch fam := family(l.name); fam {
-	case "sh":
-		sc := parseShell(l.args[1:])
-		return sc.stdin || sc.code != nil && sc.code.dynamic || sc.script != nil && sc.script.dynamic
-	case "python", "perl", "ruby", "node", "php", "lua", "rscript":
-		ic := parseInterpreter(fam, l.args[1:])
-		if ic.module != nil {
-			return false
-		}
-		for _, c := range append(ic.code, derefs(ic.script)...) {
-			if c.dynamic {
-				return true
-			}
-		}
-		return ic.stdin
-	case "eval":
-		for _, a := range l.args[1:] {
-			if a.dynamic {
-				return true
-			}
-		}
-	case "source":
-		return len(l.args) > 1 && (l.args[1].dynamic || isStdinPath(l.args[1]))
-	}
-	return false
-}
-
-// pipeline judges a whole pipeline once, at its outermost |: a
-// downloader feeding a later stage that runs unseen code is download-exec;
-// a SQL client in it has the whole pipeline's text scanned for DROP.
-func (j *judge) pipeline(b *syntax.BinaryCmd) {
-	if b.Op != syntax.Pipe && b.Op != syntax.PipeAll || j.pipes[b] {
-		return
-	}
-	stages := j.stages(b)
-	var fetcher, sql *layer
-	for _, st := range stages {
-		var runner *layer
-		syntax.Walk(st, func(n syntax.Node) bool {
-			if n == nil || !j.tick() {
-				return n == nil
-			}
-			call, ok := n.(*syntax.CallExpr)
-			if !ok {
-				return true
-			}
-			l := j.finalLayer(call)
-			switch {
-			case fetcher != nil && runner == nil && runsUnseenCode(l):
-				runner = &l
-			case isDownloader(l.name) && fetcher == nil:
-				fetcher = &l
-			case family(l.name) == "sql" && sql == nil:
-				sql = &l
-			}
-			return true
-		})
-		if runner != nil {
-			j.rule(ruleDownloadExec, "a download is piped into "+runner.name+", which runs it", fetcher.text()+" | "+runner.text())
-			return
-		}
-	}
-	if sql != nil {
-		for _, st := range stages {
-			if phrase := sqlDrop(literalText(st)); phrase != "" {
-				j.rule(ruleSQLDrop, phrase+" is piped into "+sql.name, sql.text())
-				return
-			}
-		}
-	}
-}
-
-// stages flattens a pipeline into its stages, marking the inner | nodes as
-// judged.
-func (j *judge) stages(b *syntax.BinaryCmd) []*syntax.Stmt {
-	var out []*syntax.Stmt
-	var add func(s *syntax.Stmt)
-	add = func(s *syntax.Stmt) {
-		if inner, ok := s.Cmd.(*syntax.BinaryCmd); ok && (inner.Op == syntax.Pipe || inner.Op == syntax.PipeAll) && !j.pipes[inner] {
-			j.pipes[inner] = true
-			add(inner.X)
-			add(inner.Y)
-			return
-		}
-		out = append(out, s)
-	}
-	j.pipes[b] = true
-	add(b.X)
-	add(b.Y)
-	return out
-}
-
-// literalText joins the literal text under a node (arguments, quoted
-// strings, here-documents), for scanning it for SQL.
-func literalText(n syntax.Node) string {
-	var b strings.Builder
-	syntax.Walk(n, func(n syntax.Node) bool {
-		switch p := n.(type) {
-		case *syntax.Lit:
-			b.WriteString(p.Value)
-			b.WriteByte(' ')
-		case *syntax.SglQuoted:
-			b.WriteString(p.Value)
-			b.WriteByte(' ')
-		}
-		return true
-	})
-	return b.String()
 }

@@ -60,13 +60,14 @@ func configFromEnv(a arg) arg {
 
 func (j *judge) checkGit(l layer) {
 	g := parseGit(l)
+	text := l.text()
 	for _, c := range g.configs {
 		key, value, known := configSetting(c)
 		if !known {
-			j.dynamic("git -c sets a configuration key only known at run time", l.text())
+			j.dynamic("git -c sets a configuration key only known at run time", text)
 			continue
 		}
-		j.gitSetting(key, value, l)
+		j.gitSetting(key, value, text)
 	}
 	if g.verb == nil || j.stopped() {
 		return
@@ -95,15 +96,15 @@ func configSetting(a arg) (key string, value arg, known bool) {
 
 // gitSetting judges a configuration value git would run: an alias is
 // judged as the command it stands for, a pager or helper as shell code.
-func (j *judge) gitSetting(key string, value arg, l layer) {
+func (j *judge) gitSetting(key string, value arg, text string) {
 	switch {
 	case strings.HasPrefix(key, "alias."):
 		if value.dynamic {
-			j.dynamic("a git alias only known at run time", l.text())
+			j.dynamic("a git alias only known at run time", text)
 			return
 		}
 		if code, ok := strings.CutPrefix(value.text, "!"); ok {
-			j.code(literal(code), "git alias "+strings.TrimPrefix(key, "alias."), l.text())
+			j.code(literal(code), "git alias "+strings.TrimPrefix(key, "alias."), text)
 			return
 		}
 		args := append([]arg{literal("git")}, literals(strings.Fields(value.text))...)
@@ -112,7 +113,7 @@ func (j *judge) gitSetting(key string, value arg, l layer) {
 		if !value.dynamic {
 			value = literal(strings.TrimPrefix(value.text, "!"))
 		}
-		j.code(value, "git's "+key, l.text())
+		j.code(value, "git's "+key, text)
 	}
 }
 
@@ -278,5 +279,5 @@ func (j *judge) gitConfigCommand(rest []arg, l layer) {
 		j.dynamic("git config sets a key only known at run time", l.text())
 		return
 	}
-	j.gitSetting(strings.ToLower(ops[0].text), ops[1], l)
+	j.gitSetting(strings.ToLower(ops[0].text), ops[1], l.text())
 }

@@ -88,9 +88,8 @@ func installValueFlags(manager string) []string {
 // checkPackages judges package managers.
 func (j *judge) checkPackages(l layer) {
 	manager := family(l.name)
-	text := l.text()
 	args := l.args[1:]
-	deny := func(reason string) { j.rule(rulePackageInstall, reason, text) }
+	deny := func(reason string) { j.rule(rulePackageInstall, reason, l.text()) }
 	switch manager {
 	case "npx", "pnpx", "bunx", "uvx", "easy_install", "pip-sync", "cpanm":
 		if manager == "npx" && slices.ContainsFunc(args, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }) {

@@ -14,8 +14,8 @@ func (j *judge) command(args []arg, stmt *syntax.Stmt) {
 	if len(args) == 0 || j.stopped() || !j.tick() {
 		return
 	}
-	layers := resolveLayers(args)
-	if tooManyLayers(layers) {
+	layers, truncated := resolveLayers(args)
+	if truncated {
 		j.limit(fmt.Sprintf("more than %d wrapper commands in a row", maxLayers))
 		return
 	}
@@ -39,11 +39,15 @@ func (j *judge) command(args []arg, stmt *syntax.Stmt) {
 }
 
 // dynamicCommand judges a command whose name is only known at run time.
-// The name may expand to nothing or to a wrapper ($SUDO rm -rf /), so the
-// rest is judged as a command too.
+// Its leading dynamic words may expand to nothing or to a wrapper
+// ($SUDO rm -rf /), so the rest, from the first literal word, is judged as
+// a command too.
 func (j *judge) dynamicCommand(l layer, stmt *syntax.Stmt) {
-	if len(l.args) > 1 {
-		j.nested(func() { j.command(l.args[1:], stmt) })
+	for i, a := range l.args {
+		if !a.dynamic && !a.glob && !a.implicit {
+			j.nested(func() { j.command(l.args[i:], stmt) })
+			break
+		}
 	}
 	j.dynamic("the command's name is only known at run time", l.text())
 	j.secretArgs(l)
@@ -80,6 +84,10 @@ func (j *judge) check(l layer, stmt *syntax.Stmt) {
 		j.checkGit(l)
 	case "gh":
 		j.checkGh(l)
+	case "cd", "pushd", "popd":
+		j.checkCd(l)
+	case "curl", "wget", "http", "https", "xh", "xhs":
+		j.checkHTTP(l)
 	case "rm":
 		j.checkRm(l)
 	case "find":

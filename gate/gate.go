@@ -235,7 +235,7 @@ func Normalise(argv []string) string {
 	if len(argv) == 0 {
 		return ""
 	}
-	layers := resolveLayers(literals(argv))
+	layers, _ := resolveLayers(literals(argv))
 	return layers[len(layers)-1].text()
 }
 

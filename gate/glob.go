@@ -26,9 +26,9 @@ const (
 
 type globToken struct {
 	kind    globKind
-	r       rune        // globLiteral
-	ranges  [][2]rune   // globClass: inclusive ranges
-	negated bool        // globClass: [!seq]
+	r       rune      // globLiteral
+	ranges  [][2]rune // globClass: inclusive ranges
+	negated bool      // globClass: [!seq]
 }
 
 func compilePatterns(key string, sources []string) ([]pattern, error) {

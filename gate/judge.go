@@ -13,7 +13,14 @@ const (
 	maxInput  = 64 << 10 // bytes of command text
 	maxDepth  = 8        // nested sh -c, eval, $(…), <(…), git aliases…
 	maxParsed = 1 << 20  // bytes of shell parsed in all, nested code included
-	maxVisits = 1 << 20  // syntax nodes and commands visited in all
+	// minParseCost is what each parse counts against maxParsed at least, so
+	// that thousands of tiny nested scripts (git -c core.pager=x …) end too.
+	minParseCost = 256
+	maxVisits    = 1 << 20 // syntax nodes and commands visited in all
+	// maxBrackets bounds how deeply ( and { nest, counted before parsing and
+	// regardless of quotes: the parser recurses once (in arithmetic some
+	// twenty times) per level, and real commands stay far below it.
+	maxBrackets = 200
 )
 
 // judge holds the state of one check. The strictest verdict found wins;
@@ -26,6 +33,9 @@ type judge struct {
 	visits   int
 	finals   map[*syntax.CallExpr]layer // memo of finalLayer
 	pipes    map[*syntax.BinaryCmd]bool // pipelines already judged as a whole
+	// movedTo is where a cd went that relative paths can no longer be
+	// trusted after ("/", "~", "$DIR"…); "" while none has.
+	movedTo string
 }
 
 func (g *Gate) newJudge() *judge {

@@ -13,6 +13,9 @@ type optionSpec struct {
 	// posix stops at the first operand: what follows is another command's
 	// argv (wrappers). Otherwise options and operands may mix, as in GNU tools.
 	posix bool
+	// last are short options after which everything is an operand
+	// (python -c code args…, python -m module args…).
+	last string
 }
 
 // option is one option found: name is "-x" or "--long".
@@ -62,6 +65,9 @@ func scanOptions(args []arg, spec optionSpec) (opts []option, operands []arg) {
 				} else if i+1 < len(args) {
 					i++
 					o.value, o.hasValue = args[i], true
+				}
+				if strings.IndexByte(spec.last, c) >= 0 {
+					return append(opts, o), append(operands, args[i+1:]...)
 				}
 				k = len(cluster)
 			case strings.IndexByte(spec.attached, c) >= 0:

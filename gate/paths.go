@@ -5,8 +5,12 @@ import (
 	"strings"
 )
 
-// scratchDirs may be emptied without harm: inside a sandbox they are its own.
-func scratchDirs() []string { return []string{"/tmp", "/var/tmp"} }
+// scratchDirs hold temporary files that may be deleted without harm:
+// inside a sandbox they are its own (on macOS, TMPDIR is under
+// /var/folders).
+func scratchDirs() []string {
+	return []string{"/tmp", "/var/tmp", "/private/tmp", "/var/folders", "/private/var/folders"}
+}
 
 // dangerousTarget says why deleting (or chmod-ing) a path recursively
 // would reach too far, or "" when it stays inside what the command may
@@ -60,7 +64,7 @@ func isDiskDevice(p string) bool {
 	if !ok {
 		return false
 	}
-	for _, prefix := range []string{"sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "mapper/", "dm-", "md", "loop", "sr"} {
+	for _, prefix := range []string{"sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "mapper/", "dm-", "md", "loop"} {
 		if strings.HasPrefix(dev, prefix) {
 			return true
 		}
@@ -79,17 +83,37 @@ func secretPaths() [][]string {
 }
 
 // secretPath returns the credential path an argument names, or "". It
-// looks at path components, so --key=~/.ssh/id_rsa and $HOME/.aws count.
+// looks at path components under a home directory (~, ~user, $HOME,
+// /root, /home/user, /Users/user), so --key=~/.ssh/id_rsa and $HOME/.aws
+// count while a project's own .docker/ directory does not.
 func secretPath(text string) string {
-	parts := strings.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune("/=:@ \t\n\"'", r) })
-	for i := range parts {
+	if !strings.Contains(text, ".") && !strings.Contains(text, "_netrc") && !strings.Contains(text, "Keychains") {
+		return "" // the common case, cheaply
+	}
+	parts := strings.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune("/=:@ \t\n\"'{}", r) })
+	for i := 1; i < len(parts); i++ {
+		if !homeAt(parts, i) {
+			continue
+		}
 		for _, secret := range secretPaths() {
 			if i+len(secret) <= len(parts) && equalParts(parts[i:i+len(secret)], secret) {
-				return strings.Join(secret, "/")
+				return "~/" + strings.Join(secret, "/")
 			}
 		}
 	}
 	return ""
+}
+
+// homeAt reports whether parts[i] is directly inside a home directory.
+func homeAt(parts []string, i int) bool {
+	prev := parts[i-1]
+	switch {
+	case strings.HasPrefix(prev, "~"), prev == "$HOME", prev == "HOME" && i >= 2 && parts[i-2] == "$", prev == "root":
+		return true
+	case i >= 2 && (parts[i-2] == "home" || parts[i-2] == "Users"):
+		return true
+	}
+	return false
 }
 
 func equalParts(a, b []string) bool {

@@ -40,7 +40,7 @@ func DefaultRules() []RuleInfo {
 		{ruleGhWrite, Deny, "gh commands that change GitHub: issue/pr comment, close, edit, reopen, create, delete, transfer, merge, review, lock, pin…; " +
 			"release, repo, label, gist, variable, workflow, run, cache, project and codespace mutations; gh alias set; " +
 			"gh api with a method other than GET (-X/--method) or with fields (-f/-F/--field/--raw-field/--input, which make it POST), " +
-			"except a graphql query that is not a mutation"},
+			"except a graphql query that is not a mutation; curl, wget and httpie requests to GitHub's API other than GET"},
 		{ruleGhCredentials, Deny, "gh commands that handle credentials: gh auth login/logout/refresh/token/setup-git/switch, " +
 			"gh auth status --show-token, every gh secret command, gh ssh-key and gpg-key add/delete"},
 		{ruleGitRemote, Deny, "git commands that publish or take in shared history: push, pull, send-email, svn dcommit, p4 submit " +
@@ -59,12 +59,12 @@ func DefaultRules() []RuleInfo {
 		{ruleDownloadExec, Deny, "running what was just downloaded: curl/wget/fetch output piped into a shell or interpreter (curl … | sh, wget -O- … | python3), " +
 			"bash <(curl …), sh -c \"$(curl …)\", python -c \"$(curl …)\", eval \"$(curl …)\", source <(curl …), sh <<< \"$(curl …)\""},
 		{ruleRecursiveDelete, Deny, "recursive deletes (rm -r in any spelling, with or without -f; find … -delete or -exec rm; rsync --delete; shred/srm/wipe) " +
-			"whose target is /, the home directory (~, $HOME), an absolute path that is not inside the workspace, a writable path or /tmp, " +
+			"whose target is /, the home directory (~, $HOME), an absolute path that is not inside the workspace, a writable path or a temporary directory, " +
 			"a path that climbs out with .., everything in the current directory (*, .*, .), or a path only known at run time; " +
-			"relative paths such as rm -rf build/ are allowed"},
+			"relative paths such as rm -rf build/ are allowed, unless an earlier cd went to one of those places"},
 		{ruleRecursiveChmod, Deny, "chmod, chown, chgrp and setfacl -R on the same targets recursive-delete guards"},
 		{ruleSudo, Deny, "privilege escalation: sudo, sudoedit, doas, su, runuser, pkexec, run0 (the command they run is judged too)"},
-		{ruleDiskWrite, Deny, "writing to disk devices (/dev/sd*, nvme*, vd*, xvd*, hd*, mmcblk*, disk*, mapper/*, dm-*, md*, loop*, mem): dd of=, redirections, tee, cp; " +
+		{ruleDiskWrite, Deny, "writing to disk devices (/dev/sd*, nvme*, vd*, xvd*, hd*, mmcblk*, disk*, mapper/*, dm-*, md*, loop*, mem, kmem, port): dd of=, redirections, tee, cp, mv, install, shred; " +
 			"mkfs*, mke2fs, mkswap, wipefs, blkdiscard, fdisk/sfdisk/gdisk/sgdisk/cfdisk/parted (but -l/--list), nvme format/sanitize"},
 		{ruleSQLDrop, Deny, "DROP TABLE/DATABASE/SCHEMA or TRUNCATE (any case) in the arguments, here-documents or here-strings of a SQL client " +
 			"(psql, mysql, mariadb, sqlite3, duckdb, clickhouse, sqlcmd, cockroach, usql, pgcli, mycli, litecli) or in a pipeline feeding one; dropdb; mysqladmin drop"},
@@ -73,8 +73,9 @@ func DefaultRules() []RuleInfo {
 		{ruleShutdown, Deny, "stopping the machine or every process: shutdown, reboot, halt, poweroff, init/telinit 0|1|6, " +
 			"systemctl poweroff/reboot/halt/kexec/suspend/hibernate/rescue/emergency, kill of pid 1 or -1, killall5"},
 		{ruleForkBomb, Deny, "a shell function that starts itself more than once or in the background, such as :(){ :|:& };:"},
-		{ruleSecretRead, Deny, "naming a credential file or directory: ~/.ssh, ~/.gnupg, ~/.aws, ~/.azure, ~/.config/gcloud, ~/.config/gh, " +
-			"~/.config/ai-triager, ~/.netrc, ~/.pypirc, ~/.docker, ~/.kube, ~/.git-credentials, ~/Library/Keychains (echo and printf are exempt: their arguments are data)"},
+		{ruleSecretRead, Deny, "naming a credential file or directory under a home directory (~, $HOME, /root, /home/*, /Users/*) in an argument or redirection: " +
+			".ssh, .gnupg, .aws, .azure, .config/gcloud, .config/gh, .config/ai-triager, .netrc, .pypirc, .docker, .kube, .git-credentials, " +
+			"Library/Keychains (echo and printf are exempt: their arguments are data)"},
 	}
 }
 

@@ -12,7 +12,7 @@ func (j *judge) script(src string) {
 	if j.stopped() {
 		return
 	}
-	j.parsed += len(src)
+	j.parsed += max(len(src), minParseCost)
 	if j.parsed > maxParsed {
 		j.limit(fmt.Sprintf("the command holds more than %d bytes of shell code", maxParsed))
 		return
@@ -29,11 +29,6 @@ func (j *judge) script(src string) {
 	}
 	j.walk(file)
 }
-
-// maxBrackets bounds how deeply ( and { may nest, counted before parsing
-// and regardless of quotes: the parser recurses once (or, in arithmetic,
-// some twenty times) per level, and real commands stay far below it.
-const maxBrackets = 200
 
 // bracketDepth is the deepest nesting of ( and { in src.
 func bracketDepth(src string) int {

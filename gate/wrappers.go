@@ -51,33 +51,30 @@ const maxLayers = 32
 
 // resolveLayers looks through the wrappers in front of a command. The
 // last layer is the command that does the work, or a wrapper that runs
-// none (sudo -l, env). complete is false when there were too many wrappers.
-func resolveLayers(args []arg) (layers []layer) {
-	for len(args) > 0 && len(layers) < maxLayers {
+// none (sudo -l, env). truncated is true when it gave up after maxLayers.
+func resolveLayers(args []arg) (layers []layer, truncated bool) {
+	for len(args) > 0 {
+		if len(layers) == maxLayers {
+			return layers, true
+		}
 		l := layer{args: args}
 		if l.dynamic() {
-			return append(layers, l)
+			return append(layers, l), false
 		}
 		l.name = commandName(args[0].text)
 		s, ok := unwrap(l.name, args[1:])
 		if !ok {
-			return append(layers, l)
+			return append(layers, l), false
 		}
 		l.wrapper, l.env = true, s.env
 		layers = append(layers, l)
-		switch {
-		case s.code != nil:
+		if s.code != nil {
 			args = shellArgv(*s.code)
-		default:
+		} else {
 			args = s.next
 		}
 	}
-	return layers
-}
-
-// tooManyLayers reports whether resolveLayers stopped before the end.
-func tooManyLayers(layers []layer) bool {
-	return len(layers) == maxLayers && layers[maxLayers-1].wrapper && len(layers[maxLayers-1].args) > 1
+	return layers, false
 }
 
 // shellArgv is the argv of a shell running code: what su -c, watch,

@@ -1,0 +1,247 @@
+package gate
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// downloads reports whether a word's substitutions run a downloader
+// (curl, wget, …), wherever they are nested.
+func (j *judge) downloads(w *syntax.Word) bool {
+	if w == nil {
+		return false
+	}
+	found := false
+	syntax.Walk(w, func(n syntax.Node) bool {
+		if found || n == nil || !j.tick() {
+			return !found && n == nil
+		}
+		if call, ok := n.(*syntax.CallExpr); ok && isDownloader(j.finalLayer(call).name) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+func isDownloader(name string) bool {
+	switch name {
+	case "curl", "wget", "wget2", "fetch", "aria2c", "http", "https", "xh", "xhs", "lwp-request", "lwp-download":
+		return true
+	}
+	return false
+}
+
+// finalLayer is the command a simple command runs once its wrappers are
+// looked through.
+func (j *judge) finalLayer(call *syntax.CallExpr) layer {
+	if l, ok := j.finals[call]; ok {
+		return l
+	}
+	l := layer{args: []arg{{text: "", dynamic: true}}}
+	if len(call.Args) > 0 {
+		if args := words(call.Args); len(args) > 0 {
+			layers, _ := resolveLayers(args)
+			l = layers[len(layers)-1]
+		}
+	}
+	j.finals[call] = l
+	return l
+}
+
+// unseenCode says where a command gets code the gate cannot read from
+// its command line.
+type unseenCode int
+
+const (
+	noUnseenCode unseenCode = iota
+	shellStdin              // a shell reading its commands from standard input
+	otherStdin              // an interpreter reading code from standard input
+	expansion               // code or a script path only known at run time
+)
+
+func runsUnseenCode(l layer) unseenCode {
+	if l.dynamic() || l.wrapper {
+		return noUnseenCode
+	}
+	switch fam := family(l.name); fam {
+	case "sh":
+		sc := parseShell(l.args[1:])
+		switch {
+		case sc.stdin:
+			return shellStdin
+		case sc.code != nil && sc.code.dynamic, sc.script != nil && sc.script.dynamic:
+			return expansion
+		}
+	case "python", "perl", "ruby", "node", "php", "lua", "rscript":
+		ic := parseInterpreter(fam, l.args[1:])
+		if ic.module != nil {
+			return noUnseenCode
+		}
+		for _, c := range append(ic.code, derefs(ic.script)...) {
+			if c.dynamic {
+				return expansion
+			}
+		}
+		if ic.stdin {
+			return otherStdin
+		}
+	case "eval":
+		for _, a := range l.args[1:] {
+			if a.dynamic {
+				return expansion
+			}
+		}
+	case "source":
+		switch {
+		case len(l.args) > 1 && isStdinPath(l.args[1]):
+			return shellStdin
+		case len(l.args) > 1 && l.args[1].dynamic:
+			return expansion
+		}
+	}
+	return noUnseenCode
+}
+
+// pipeline judges a whole pipeline once, at its outermost |: a
+// downloader feeding a later stage that runs unseen code is download-exec;
+// a shell reading its commands from the pipe runs what the stage before it
+// prints (judged when that is echo or printf of literal text, dynamic
+// otherwise); a SQL client in it has the whole pipeline's text scanned.
+func (j *judge) pipeline(b *syntax.BinaryCmd) {
+	if b.Op != syntax.Pipe && b.Op != syntax.PipeAll || j.pipes[b] {
+		return
+	}
+	stages := j.stages(b)
+	var fetcher, sql *layer
+	for i, st := range stages {
+		var runner, reader *layer
+		syntax.Walk(st, func(n syntax.Node) bool {
+			if n == nil || !j.tick() {
+				return n == nil
+			}
+			call, ok := n.(*syntax.CallExpr)
+			if !ok {
+				return true
+			}
+			l := j.finalLayer(call)
+			kind := runsUnseenCode(l)
+			switch {
+			case fetcher != nil && runner == nil && kind != noUnseenCode:
+				runner = &l
+			case isDownloader(l.name) && fetcher == nil:
+				fetcher = &l
+			case family(l.name) == "sql" && sql == nil:
+				sql = &l
+			}
+			if kind == shellStdin && reader == nil {
+				reader = &l
+			}
+			return true
+		})
+		if runner != nil {
+			j.rule(ruleDownloadExec, "a download is piped into "+runner.name+", which runs it", fetcher.text()+" | "+runner.text())
+			return
+		}
+		if reader != nil && i > 0 {
+			j.pipedCode(stages[i-1], *reader)
+		}
+		if j.stopped() {
+			return
+		}
+	}
+	if sql != nil {
+		for _, st := range stages {
+			if phrase := sqlDrop(literalText(st)); phrase != "" {
+				j.rule(ruleSQLDrop, phrase+" is piped into "+sql.name, sql.text())
+				return
+			}
+		}
+	}
+}
+
+// pipedCode judges the code a shell reads from the stage before it: the
+// text echo or printf prints, or else code only known at run time.
+func (j *judge) pipedCode(prev *syntax.Stmt, reader layer) {
+	if call, ok := prev.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+		if l := j.finalLayer(call); !l.dynamic() && !l.wrapper && (l.name == "echo" || l.name == "printf") {
+			code, ok := printedText(l)
+			if !ok {
+				j.dynamic(reader.name+" runs what "+l.name+" prints", l.text()+" | "+reader.text())
+				return
+			}
+			j.code(literal(code), reader.name+" reading "+l.name+"'s output", l.text()+" | "+reader.text())
+			return
+		}
+	}
+	j.dynamic(reader.name+" runs the code piped into it", reader.text())
+}
+
+// printedText is roughly what echo or printf prints: escapes decoded,
+// printf's format and arguments on separate lines. ok is false when it
+// depends on values only known at run time.
+func printedText(l layer) (string, bool) {
+	args := l.args[1:]
+	decode := l.name == "printf"
+	if l.name == "echo" {
+		for len(args) > 0 && !args[0].dynamic && len(args[0].text) > 1 && strings.Trim(args[0].text, "-neE") == "" && args[0].text[0] == '-' {
+			decode = decode || strings.Contains(args[0].text, "e")
+			args = args[1:]
+		}
+	}
+	var parts []string
+	for _, a := range args {
+		if a.dynamic {
+			return "", false
+		}
+		text := a.text
+		if decode {
+			text = decodeANSIC(text)
+		}
+		parts = append(parts, text)
+	}
+	sep := " "
+	if l.name == "printf" {
+		sep = "\n"
+	}
+	return strings.Join(parts, sep), true
+}
+
+// stages flattens a pipeline into its stages, marking the inner | nodes as
+// judged.
+func (j *judge) stages(b *syntax.BinaryCmd) []*syntax.Stmt {
+	var out []*syntax.Stmt
+	var add func(s *syntax.Stmt)
+	add = func(s *syntax.Stmt) {
+		if inner, ok := s.Cmd.(*syntax.BinaryCmd); ok && (inner.Op == syntax.Pipe || inner.Op == syntax.PipeAll) && !j.pipes[inner] {
+			j.pipes[inner] = true
+			add(inner.X)
+			add(inner.Y)
+			return
+		}
+		out = append(out, s)
+	}
+	j.pipes[b] = true
+	add(b.X)
+	add(b.Y)
+	return out
+}
+
+// literalText joins the literal text under a node (arguments, quoted
+// strings, here-documents), for scanning it for SQL.
+func literalText(n syntax.Node) string {
+	var b strings.Builder
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch p := n.(type) {
+		case *syntax.Lit:
+			b.WriteString(p.Value)
+			b.WriteByte(' ')
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+			b.WriteByte(' ')
+		}
+		return true
+	})
+	return b.String()
+}
