@@ -1,22 +1,32 @@
 #!/usr/bin/env bash
 # Cold-run latency: `triage-sandbox run -- true` against `docker run --rm`
 # with similar hardening, interleaved, N each (default 10); prints medians
-# and their ratio. Read the ratio from one run on one machine.
+# and their ratio. Read the ratio from one run on one machine. Two
+# workspaces: a bare directory (nothing writable, nothing staged) and an
+# ai-triager workspace whose outputs are staged copies (50 reproducers, the
+# agent role: five writable paths copied in and back).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10}
 bin=$(pwd)/bin/triage-sandbox
 ws=$(mktemp -d)
-trap 'rm -rf "$ws"' EXIT
+aw=$(mktemp -d)
+trap 'rm -rf "$ws" "$aw"' EXIT
+mkdir -p "$aw/repros" "$aw/issues" "$aw/.triage"
+printf '[project]\n' > "$aw/triage.toml"
+echo '# notes' > "$aw/NOTES.md"; echo '# index' > "$aw/INDEX.md"
+for i in $(seq 1 50); do echo "print($i)" > "$aw/repros/$i.py"; done
 image=${TRIAGE_SANDBOX_IMAGE:-triage-sandbox:latest}
 ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s%N); echo $(( (e - s) / 1000000 )); }
-ours=(); theirs=()
+ours=(); staged=(); theirs=()
 for _ in $(seq 1 "$n"); do
   ours+=("$(cd "$ws" && ms "$bin" run -- true)")
+  staged+=("$(cd "$aw" && ms "$bin" run --role agent -- true)")
   theirs+=("$(ms docker run --rm --network none --cap-drop ALL --security-opt no-new-privileges \
     --read-only --init --pids-limit 512 --memory 1g --memory-swap 1g --user 65534:65534 \
     --tmpfs /tmp --tmpfs /home/sandbox "$image" true)")
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-o=$(median "${ours[@]}"); t=$(median "${theirs[@]}")
-echo "cold run, median of $n: triage-sandbox run ${o} ms, docker run --rm ${t} ms, ratio $(awk -v a="$o" -v b="$t" 'BEGIN {printf "%.2f", a/b}')"
+o=$(median "${ours[@]}"); s=$(median "${staged[@]}"); t=$(median "${theirs[@]}")
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+echo "cold run, median of $n: docker run --rm ${t} ms; triage-sandbox run ${o} ms (ratio $(ratio "$o" "$t")); agent run with staged outputs ${s} ms (ratio $(ratio "$s" "$t"))"
