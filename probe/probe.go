@@ -16,6 +16,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Step is one action to try.
@@ -39,6 +40,8 @@ type Observation struct {
 	Detail string `json:"detail,omitempty"`
 	// Values are named measurements (counts, status fields).
 	Values map[string]string `json:"values,omitempty"`
+	// Ms is how long the step took, in milliseconds.
+	Ms int64 `json:"ms"`
 }
 
 // Plan is a list of steps with how to end.
@@ -77,7 +80,9 @@ func DecodePlan(s string) (Plan, error) {
 func Execute(p Plan, self string, out, errOut io.Writer) int {
 	enc := json.NewEncoder(out)
 	for _, s := range p.Steps {
+		start := time.Now()
 		obs := run(s, self)
+		obs.Ms = time.Since(start).Milliseconds()
 		obs.ID = s.ID
 		obs.Detail = excerpt(obs.Detail)
 		if err := enc.Encode(obs); err != nil {

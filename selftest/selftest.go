@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +91,11 @@ type RoleReport struct {
 	Weakened []policy.Capability `json:"weakened,omitempty"`
 	Error    string              `json:"error,omitempty"`
 	Duration time.Duration       `json:"duration_ns"`
+	// Phases is how long each part took (controls, main, second, timeout,
+	// browser, output), to see where the time goes.
+	Phases map[string]time.Duration `json:"phase_durations_ns,omitempty"`
+	// Slowest are the probe steps that took longest inside the sandbox.
+	Slowest []string `json:"slowest_steps,omitempty"`
 }
 
 // Counts tallies statuses.
@@ -204,7 +210,16 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 		return fail(err)
 	}
 	e := &Env{C: c, P: p, Outputs: outputs}
+	var phaseMu sync.Mutex
+	rr.Phases = map[string]time.Duration{}
+	timed := func(name string, since time.Time) {
+		phaseMu.Lock()
+		rr.Phases[name] = time.Since(since)
+		phaseMu.Unlock()
+	}
+	t0 := time.Now()
 	controls := runControls(ctx, o, e, checks)
+	timed("controls", t0)
 	if err := c.Replant(); err != nil {
 		return fail(fmt.Errorf("restoring canaries after the control run: %w", err))
 	}
@@ -226,14 +241,19 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 		side.Add(1)
 		go func() {
 			defer side.Done()
+			defer timed(phaseName(ph), time.Now())
 			ev, err := runPhase(ctx, o, e, checks, ph)
 			mu.Lock()
 			results[ph] = phaseResult{ev, err}
 			mu.Unlock()
 		}()
 	}
+	t0 = time.Now()
 	mainEv, mainErr := runPhase(ctx, o, e, checks, PhaseMain)
+	timed("main", t0)
+	t0 = time.Now()
 	secondEv, secondErr := runPhase(ctx, o, e, checks, PhaseSecond)
+	timed("second", t0)
 	side.Wait()
 	results[PhaseMain] = phaseResult{mainEv, mainErr}
 	results[PhaseSecond] = phaseResult{secondEv, secondErr}
@@ -241,6 +261,11 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 		r := results[ch.Phase]
 		rr.Results = append(rr.Results, judge(e, ch, r.ev, r.err, controls[ch.ID]))
 	}
+	var evs []*Evidence
+	for _, r := range results {
+		evs = append(evs, r.ev)
+	}
+	rr.Slowest = slowestSteps(evs, 5)
 	rr.Results = append(rr.Results, notApplicable...)
 	rr.Results = append(rr.Results, guardResults(ctx, p)...)
 	return rr
@@ -665,4 +690,38 @@ func (s *syncWriter) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.String()
+}
+
+// slowestSteps names the n probe steps that took longest, with their time.
+func slowestSteps(evs []*Evidence, n int) []string {
+	type timed struct {
+		id string
+		ms int64
+	}
+	var all []timed
+	for _, ev := range evs {
+		if ev != nil {
+			for id, o := range ev.Obs {
+				all = append(all, timed{id, o.Ms})
+			}
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].ms > all[j].ms })
+	var out []string
+	for i := 0; i < len(all) && i < n; i++ {
+		out = append(out, fmt.Sprintf("%s %dms", all[i].id, all[i].ms))
+	}
+	return out
+}
+
+func phaseName(p Phase) string {
+	switch p {
+	case PhaseTimeout:
+		return "timeout"
+	case PhaseBrowser:
+		return "browser"
+	case PhaseOutput:
+		return "output"
+	}
+	return fmt.Sprintf("phase-%d", p)
 }
