@@ -2,6 +2,7 @@ package docker
 
 import (
 	"bytes"
+	"github.com/triage-sandbox/triage-sandbox/backends"
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
@@ -41,21 +42,21 @@ func TestStartGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			g := newStartGate(&out, &errOut)
+			g := backends.NewStartGate(&out, &errOut)
 			for _, w := range tt.writes {
-				dst := g.stdout()
+				dst := g.Stdout()
 				if w.stderr {
-					dst = g.stderr()
+					dst = g.Stderr()
 				}
 				if n, err := dst.Write([]byte(w.data)); err != nil || n != len(w.data) {
 					t.Fatalf("write %q: %d %v", w.data, n, err)
 				}
 			}
-			if g.opened() != tt.opened || out.String() != tt.out || errOut.String() != tt.err {
-				t.Errorf("opened %v out %q err %q", g.opened(), out.String(), errOut.String())
+			if g.Opened() != tt.opened || out.String() != tt.out || errOut.String() != tt.err {
+				t.Errorf("opened %v out %q err %q", g.Opened(), out.String(), errOut.String())
 			}
-			if tt.why != "" && !bytes.Contains([]byte(g.failure()), []byte(tt.why)) {
-				t.Errorf("failure %q lacks %q", g.failure(), tt.why)
+			if tt.why != "" && !bytes.Contains([]byte(g.Failure()), []byte(tt.why)) {
+				t.Errorf("failure %q lacks %q", g.Failure(), tt.why)
 			}
 		})
 	}

@@ -257,18 +257,18 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 		return res, "", s.execErr(ctx, "starting the command in the sandbox", err)
 	}
 	defer att.Close()
-	gate := newStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
+	gate := backends.NewStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		_, _ = stdcopy.StdCopy(gate.stdout(), gate.stderr(), att.Reader)
+		_, _ = stdcopy.StdCopy(gate.Stdout(), gate.Stderr(), att.Reader)
 	}()
 	if cmd.Stdin != nil {
 		go func() {
 			// Input goes only to a supervisor that started: a failed try
 			// must not eat what the next one needs.
 			select {
-			case <-gate.started:
+			case <-gate.Started:
 				_, _ = io.Copy(att.Conn, cmd.Stdin)
 			case <-copied:
 			}
@@ -296,7 +296,7 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 	case <-s.exited:
 		s.awaitOrKill(copied, time.Second)
 	}
-	res.Duration = gate.since()
+	res.Duration = gate.Since()
 	code, ierr := s.execExit(context.WithoutCancel(ctx), created.ID)
 	if (ierr != nil || code > 128) && !res.TimedOut && !res.Canceled {
 		// A signal or a lost exec may mean the container is going away
@@ -310,8 +310,8 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 		// The container went away under the command: not its own doing.
 		return res, "", s.endedErr()
 	}
-	if !gate.opened() && !res.TimedOut && !res.Canceled {
-		msg := strings.TrimSpace(gate.failure())
+	if !gate.Opened() && !res.TimedOut && !res.Canceled {
+		msg := strings.TrimSpace(gate.Failure())
 		if msg == "" {
 			msg = fmt.Sprintf("the exec ended with %d before the supervisor started", code)
 		}
@@ -504,76 +504,6 @@ func containsAny(s string, subs ...string) bool {
 		}
 	}
 	return false
-}
-
-// startGate holds the exec's output back until the supervisor's start
-// marker arrives: what comes before it is the runtime's own failure text.
-type startGate struct {
-	mu      sync.Mutex
-	out     io.Writer
-	errOut  io.Writer
-	open    bool
-	openAt  time.Time
-	before  bytes.Buffer
-	started chan struct{}
-}
-
-func newStartGate(out, errOut io.Writer) *startGate {
-	return &startGate{out: out, errOut: errOut, started: make(chan struct{})}
-}
-
-func (g *startGate) stdout() io.Writer { return gateWriter{g, false} }
-func (g *startGate) stderr() io.Writer { return gateWriter{g, true} }
-
-func (g *startGate) opened() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.open
-}
-
-func (g *startGate) failure() string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.before.String()
-}
-
-// since is the command's run time: from the supervisor's start.
-func (g *startGate) since() time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.open {
-		return 0
-	}
-	return time.Since(g.openAt)
-}
-
-type gateWriter struct {
-	g      *startGate
-	stderr bool
-}
-
-func (w gateWriter) Write(p []byte) (int, error) {
-	g := w.g
-	g.mu.Lock()
-	if !g.open {
-		if !w.stderr && len(p) > 0 && p[0] == sandboxinit.StartMarker {
-			g.open, g.openAt = true, time.Now()
-			close(g.started)
-			g.mu.Unlock()
-			n, err := g.out.Write(p[1:])
-			return n + 1, err
-		}
-		if room := 4096 - g.before.Len(); room > 0 {
-			g.before.Write(p[:min(len(p), room)])
-		}
-		g.mu.Unlock()
-		return len(p), nil
-	}
-	g.mu.Unlock()
-	if w.stderr {
-		return g.errOut.Write(p)
-	}
-	return g.out.Write(p)
 }
 
 func (l *lockedBuffer) String() string {

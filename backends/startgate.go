@@ -1,0 +1,91 @@
+package backends
+
+import (
+	"bytes"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
+)
+
+// StartMarker is the first byte the in-sandbox exec helper writes to
+// stdout, before the command starts.
+const StartMarker = sandboxinit.StartMarker
+
+// StartGate holds the exec's output back until the supervisor's start
+// marker arrives: what comes before it is the runtime's own failure text.
+type StartGate struct {
+	mu     sync.Mutex
+	out    io.Writer
+	errOut io.Writer
+	open   bool
+	openAt time.Time
+	before bytes.Buffer
+	// Started is closed when the marker arrives.
+	Started chan struct{}
+}
+
+// NewStartGate passes output to out and errOut once the start marker came.
+func NewStartGate(out, errOut io.Writer) *StartGate {
+	return &StartGate{out: out, errOut: errOut, Started: make(chan struct{})}
+}
+
+// Stdout is the exec's stdout.
+func (g *StartGate) Stdout() io.Writer { return gateWriter{g, false} }
+
+// Stderr is the exec's stderr.
+func (g *StartGate) Stderr() io.Writer { return gateWriter{g, true} }
+
+// Opened reports whether the supervisor started.
+func (g *StartGate) Opened() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.open
+}
+
+// Failure is what came before the marker (the runtime's own text).
+func (g *StartGate) Failure() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.before.String()
+}
+
+// Since is the command's run time: from the supervisor's start.
+func (g *StartGate) Since() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.open {
+		return 0
+	}
+	return time.Since(g.openAt)
+}
+
+type gateWriter struct {
+	g      *StartGate
+	stderr bool
+}
+
+func (w gateWriter) Write(p []byte) (int, error) {
+	g := w.g
+	g.mu.Lock()
+	if !g.open {
+		if !w.stderr && len(p) > 0 && p[0] == StartMarker {
+			g.open, g.openAt = true, time.Now()
+			close(g.Started)
+			g.mu.Unlock()
+			n, err := g.out.Write(p[1:])
+			return n + 1, err
+		}
+		if room := 4096 - g.before.Len(); room > 0 {
+			g.before.Write(p[:min(len(p), room)])
+		}
+		g.mu.Unlock()
+		return len(p), nil
+	}
+	g.mu.Unlock()
+	if w.stderr {
+		return g.errOut.Write(p)
+	}
+	return g.out.Write(p)
+}
