@@ -12,6 +12,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -34,30 +35,46 @@ func (s Spec) JSON() ([]byte, error) { return json.MarshalIndent(s.Spec, "", "  
 
 // Render builds config.json for p, with cmd as the exec process.
 func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error) {
-	if p.AllowAll {
-		return Spec{}, errors.New("allow_all has no container to render: it runs unconfined on the host")
-	}
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
 		return Spec{}, err
 	}
-	if p.User.UID == 0 {
-		return Spec{}, errors.New("refusing to run as uid 0 inside the sandbox")
-	}
-	if p.Base.Kind != policy.BaseImage {
-		return Spec{}, fmt.Errorf("the oci renderer needs an image as the root filesystem, the policy has %q", p.Base.Kind)
-	}
-	ns, err := namespaces(p.Network.Mode)
+	s, err := Bundle(p, selfExe, 0)
 	if err != nil {
 		return Spec{}, err
 	}
-	hold := backends.HoldArgv(p, 0)
+	execJSON, err := json.Marshal(process(p, backends.ExecArgv(p, cmd)))
+	if err != nil {
+		return Spec{}, err
+	}
+	s.Annotations = map[string]string{ExecProcessAnnotation: string(execJSON)}
+	return Spec{s}, nil
+}
+
+// Bundle builds the bundle's config.json for p: the holder (lifeline, TTL
+// ttl when > 0, the staged paths) as its process, the image's root at
+// ./rootfs (the backend points Root.Path at its cache).
+func Bundle(p *policy.Policy, selfExe string, ttl time.Duration) (*specs.Spec, error) {
+	if p.AllowAll {
+		return nil, errors.New("allow_all has no container to render: it runs unconfined on the host")
+	}
+	if p.User.UID == 0 {
+		return nil, errors.New("refusing to run as uid 0 inside the sandbox")
+	}
+	if p.Base.Kind != policy.BaseImage {
+		return nil, fmt.Errorf("the oci renderer needs an image as the root filesystem, the policy has %q", p.Base.Kind)
+	}
+	ns, err := namespaces(p.Network.Mode)
+	if err != nil {
+		return nil, err
+	}
+	hold := backends.HoldArgv(p, ttl)
 	memory := p.Limits.Memory
 	pids := p.Limits.Pids
 	period := uint64(100000)
 	// Rounded as dockerd derives its quota from NanoCPUs, so both agree.
 	quota := int64(math.Round(p.Limits.CPUs * float64(period)))
 	if quota < 1000 {
-		return Spec{}, fmt.Errorf("cpus = %g is below the smallest CPU quota a runtime applies (0.01)", p.Limits.CPUs)
+		return nil, fmt.Errorf("cpus = %g is below the smallest CPU quota a runtime applies (0.01)", p.Limits.CPUs)
 	}
 	s := &specs.Spec{
 		Version:  specs.Version,
@@ -82,15 +99,10 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 	// capabilities.
 	sc, err := defaultSeccomp(s)
 	if err != nil {
-		return Spec{}, fmt.Errorf("building the seccomp profile: %w", err)
+		return nil, fmt.Errorf("building the seccomp profile: %w", err)
 	}
 	s.Linux.Seccomp = sc
-	execJSON, err := json.Marshal(process(p, backends.ExecArgv(p, cmd)))
-	if err != nil {
-		return Spec{}, err
-	}
-	s.Annotations = map[string]string{ExecProcessAnnotation: string(execJSON)}
-	return Spec{s}, nil
+	return s, nil
 }
 
 // process is the policy's process: identity, environment, no capability,

@@ -8,6 +8,8 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
+	"github.com/triage-sandbox/triage-sandbox/backends/oci"
+	"github.com/triage-sandbox/triage-sandbox/backends/oci/rootfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
@@ -49,6 +51,10 @@ func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 func registry() *backends.Registry {
 	r := backends.NewRegistry()
 	r.Register(docker.Name, docker.New, docker.Capabilities())
+	r.Register(oci.Name, func(env backends.Env) (backends.Backend, error) {
+		home, _ := os.UserHomeDir()
+		return oci.New(env, &oci.CachedRoots{Cache: rootfs.Cache{Dir: rootfs.DefaultDir(home, os.LookupEnv)}})
+	}, oci.Capabilities())
 	return r
 }
 

@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/oci"
+	"github.com/triage-sandbox/triage-sandbox/backends/oci/netup"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 )
 
@@ -65,7 +67,15 @@ func newInitCmds() []*cobra.Command {
 	exec.Flags().DurationVar(&timeout, "timeout", 0, "kill the command's tree after this long")
 	exec.Flags().DurationVar(&grace, "grace", time.Second, "between SIGTERM and SIGKILL at the timeout")
 	exec.Flags().SetInterspersed(false)
-	return []*cobra.Command{hold, exec, export}
+	netUp := &cobra.Command{
+		Use:    oci.NetUpSubcommand,
+		Hidden: true,
+		Short:  "OCI createRuntime hook: raise lo in the container's new network namespace",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return netup.Hook(cmd.Context(), os.Stdin)
+		},
+	}
+	return []*cobra.Command{hold, exec, export, netUp}
 }
 
 func exitCode(code int) error {

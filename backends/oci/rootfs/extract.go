@@ -14,7 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Stats counts what an extraction wrote and skipped.
+// Stats counts the entries an extraction wrote and skipped (an entry that
+// replaces an earlier one of the same name counts again).
 type Stats struct {
 	Files     int `json:"files"`     // regular files
 	Dirs      int `json:"dirs"`      // directories

@@ -1,0 +1,313 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// Name is the backend's registry name.
+const Name = "oci"
+
+// NetUpSubcommand is the hidden subcommand the bundle's createRuntime hook
+// runs: it raises lo in the new network namespace (runc leaves it down and
+// the sandbox has no capability to raise it).
+const NetUpSubcommand = "__netup"
+
+// Runtimes are the OCI runtimes this backend drives, in the order tried
+// when the config names none. runsc is gVisor: a user-space kernel.
+var runtimeNames = []string{"runc", "crun", "runsc"}
+
+// capabilities: what a bare OCI runtime gives from the same bundle. A
+// route out needs a NAT'd namespace the runtime does not make.
+var capabilities = []policy.Capability{
+	profiles.CapOwnLoopback, profiles.CapPidNamespace, profiles.CapMemoryLimit, profiles.CapPidsLimit,
+	profiles.CapCPULimit, profiles.CapUIDSwitch, profiles.CapMaskUnderMount, profiles.CapImageRoot,
+	profiles.CapSyscallFilter, profiles.CapBoundedWrites,
+}
+
+// Capabilities is what every oci sandbox enforces.
+func Capabilities() []policy.Capability { return append([]policy.Capability(nil), capabilities...) }
+
+// RootProvider gives the image's root filesystem, unpacked once and
+// shared; release ends this sandbox's use of it.
+type RootProvider interface {
+	Root(ctx context.Context, image string) (path string, release func(), err error)
+	// Has reports whether image is unpacked already or can be.
+	Check(ctx context.Context, image string) error
+}
+
+// Backend runs the rendered bundle with an OCI runtime, no daemon.
+type Backend struct {
+	selfExe string
+	roots   RootProvider
+	// stateDir holds the runtime's state (--root) and one bundle directory
+	// per sandbox with its ownership record.
+	stateDir string
+}
+
+// New makes the backend. roots may be nil until the image cache is wired
+// (Available then says so).
+func New(env backends.Env, roots RootProvider) (*Backend, error) {
+	return &Backend{selfExe: env.SelfExe, roots: roots, stateDir: defaultStateDir()}, nil
+}
+
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && os.Geteuid() != 0 {
+		return filepath.Join(d, "triage-sandbox", "oci")
+	}
+	return "/run/triage-sandbox/oci"
+}
+
+// Name implements backends.Backend.
+func (b *Backend) Name() string { return Name }
+
+// Capabilities implements backends.Backend.
+func (b *Backend) Capabilities() []policy.Capability { return Capabilities() }
+
+// SelfPath implements backends.Backend.
+func (b *Backend) SelfPath() string { return backends.InitPath }
+
+// runtimePath finds the runtime the policy names (p.Runtime), or the
+// first one installed.
+func runtimePath(name string) (string, error) {
+	names := runtimeNames
+	if name != "" {
+		if !contains(runtimeNames, name) {
+			return "", fmt.Errorf("[sandbox] runtime %q: the oci backend drives %s", name, strings.Join(runtimeNames, ", "))
+		}
+		names = []string{name}
+	}
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no OCI runtime found (%s): install one (apt-get install runc), or use the docker backend", strings.Join(names, ", "))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Available implements backends.Backend.
+func (b *Backend) Available(ctx context.Context) error {
+	if _, err := runtimePath(""); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("the oci backend needs root here (rootless runc needs a user namespace and cgroup delegation this backend does not set up yet); run as root or use the docker backend")
+	}
+	if b.roots == nil {
+		return errors.New("the oci backend has no image cache configured")
+	}
+	if b.selfExe == "" {
+		return errors.New("the oci backend needs the static triage-sandbox binary")
+	}
+	return nil
+}
+
+// Ready implements backends.Backend.
+func (b *Backend) Ready(ctx context.Context, p *policy.Policy) error {
+	if err := b.Available(ctx); err != nil {
+		return err
+	}
+	if _, err := runtimePath(p.Runtime); err != nil {
+		return err
+	}
+	return b.roots.Check(ctx, p.Base.Image)
+}
+
+// Render implements backends.Backend.
+func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artifact, error) {
+	s, err := Render(p, cmd, b.selfExe)
+	return s, err
+}
+
+// Describe implements backends.Backend.
+func (b *Backend) Describe(ctx context.Context, p *policy.Policy) map[string]string {
+	out := map[string]string{"image": p.Base.Image}
+	if rt, err := runtimePath(p.Runtime); err == nil {
+		out["runtime"] = filepath.Base(rt)
+		if v, err := exec.CommandContext(ctx, rt, "--version").Output(); err == nil {
+			out["runtime_version"] = strings.TrimSpace(strings.SplitN(string(v), "\n", 2)[0])
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		out["kernel"] = strings.TrimSpace(string(b))
+	}
+	return out
+}
+
+// owner is the ownership record beside each bundle: a sweep judges by it
+// alone.
+type owner struct {
+	PID       int       `json:"pid"`
+	Start     string    `json:"start"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Runtime   string    `json:"runtime"`
+	Role      string    `json:"role"`
+	Policy    string    `json:"policy_hash"`
+}
+
+func (b *Backend) runtimeRoot() string { return filepath.Join(b.stateDir, "runtime") }
+func (b *Backend) bundles() string     { return filepath.Join(b.stateDir, "bundles") }
+
+// Start implements backends.Backend.
+func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
+	if err := b.Available(ctx); err != nil {
+		return nil, err
+	}
+	rt, err := runtimePath(p.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	ttl := opts.TTL
+	if ttl <= 0 {
+		ttl = backends.TTL(p, p.Timeout())
+	}
+	spec, err := Bundle(p, b.selfExe, ttl)
+	if err != nil {
+		return nil, err
+	}
+	root, release, err := b.roots.Root(ctx, p.Base.Image)
+	if err != nil {
+		return nil, fmt.Errorf("the image's root filesystem: %w", err)
+	}
+	spec.Root.Path = root
+	spec.Hooks = &specs.Hooks{CreateRuntime: []specs.Hook{{Path: b.selfExe, Args: []string{b.selfExe, NetUpSubcommand}, Timeout: intPtr(10)}}}
+	id := newID()
+	dir := filepath.Join(b.bundles(), id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		release()
+		return nil, fmt.Errorf("making the bundle: %w", err)
+	}
+	rec := owner{PID: os.Getpid(), Start: procStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(),
+		Runtime: rt, Role: p.Role, Policy: p.ShortHash()}
+	if err := writeJSON(filepath.Join(dir, "owner.json"), rec); err == nil {
+		err = writeJSON(filepath.Join(dir, "config.json"), spec)
+	}
+	if err != nil {
+		release()
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("writing the bundle: %w", err)
+	}
+	s := &sandbox{b: b, p: p, id: id, dir: dir, runtime: rt, release: release, exited: make(chan struct{})}
+	if err := s.start(ctx); err != nil {
+		_ = s.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return s, nil
+}
+
+func intPtr(n int) *int { return &n }
+
+func newID() string {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return "triage-sandbox-" + hex.EncodeToString(r[:])
+}
+
+func writeJSON(path string, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o600)
+}
+
+// procStart is a process's start time (clock ticks since boot), so a sweep
+// can tell a live owner from a reused pid.
+func procStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 20 {
+		return ""
+	}
+	return fields[19]
+}
+
+// Sweep implements backends.Backend: bundles whose owner is gone or whose
+// lifetime passed are killed and deleted, by their ownership record only.
+func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
+	entries, err := os.ReadDir(b.bundles())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		dir := filepath.Join(b.bundles(), e.Name())
+		var rec owner
+		raw, err := os.ReadFile(filepath.Join(dir, "owner.json"))
+		if err == nil {
+			err = json.Unmarshal(raw, &rec)
+		}
+		if err == nil && ownerAlive(rec) && time.Now().Before(rec.ExpiresAt) {
+			continue
+		}
+		if err != nil {
+			// A half-written bundle: only once it is old enough that no
+			// start can still be writing it.
+			if fi, serr := os.Stat(dir); serr != nil || time.Since(fi.ModTime()) < time.Minute {
+				continue
+			}
+		}
+		rt := rec.Runtime
+		if rt == "" {
+			rt, _ = runtimePath("")
+		}
+		if rt != "" {
+			_ = exec.CommandContext(ctx, rt, "--root", b.runtimeRoot(), "kill", "--all", e.Name(), "KILL").Run()
+			_ = exec.CommandContext(ctx, rt, "--root", b.runtimeRoot(), "delete", "--force", e.Name()).Run()
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, e.Name())
+	}
+	return removed, errors.Join(errs...)
+}
+
+func ownerAlive(rec owner) bool {
+	if rec.PID <= 0 {
+		return false
+	}
+	start := procStart(rec.PID)
+	return start != "" && start == rec.Start
+}

@@ -1,0 +1,164 @@
+package oci_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/oci"
+	"github.com/triage-sandbox/triage-sandbox/backends/oci/rootfs"
+	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/sandbox"
+)
+
+// newBackend is the oci backend as the CLI makes it; it skips (or, with
+// TRIAGE_SANDBOX_REQUIRE_DOCKER, fails) where it cannot run.
+func newBackend(t *testing.T) *oci.Backend {
+	t.Helper()
+	testenv.RequireDocker(t) // the image's root comes from the daemon's image
+	if os.Geteuid() != 0 {
+		t.Skip("the oci backend needs root here")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		t.Skip("no runc")
+	}
+	b, err := oci.New(backends.Env{SelfExe: testenv.Binary(t)}, &oci.CachedRoots{Cache: rootfs.Cache{Dir: rootfs.DefaultDir("/root", os.LookupEnv)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Available(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func workspacePolicy(t *testing.T, role string) (*policy.Policy, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"repros", "issues", ".triage"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(dir, "NOTES.md"), []byte("# notes\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "triage.toml"), []byte("[project]\n"), 0o644)
+	cfg, err := config.Load(filepath.Join(dir, "triage.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := policy.CurrentHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Cwd = dir
+	p, err := policy.Build(cfg, role, h, policy.Options{Backend: oci.Name, Capabilities: oci.Capabilities()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, dir
+}
+
+// The lifecycle on runc: exit codes, the sandbox's own loopback, staged
+// outputs and a rename edit, a timeout that kills the whole tree, and
+// nothing left once closed (no container, no bundle).
+func TestLifecycle(t *testing.T) {
+	b := newBackend(t)
+	p, dir := workspacePolicy(t, profiles.RoleAgent)
+	sess, err := sandbox.Start(context.Background(), b, p, backends.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sess.Sandbox().ID()
+	exec1 := func(timeout time.Duration, script string) (sandbox.Outcome, string) {
+		var out bytes.Buffer
+		res, err := sess.Exec(context.Background(), sandbox.Request{Timeout: timeout, NoGate: true,
+			Command: backends.Command{Argv: []string{"sh", "-c", script}}, Streams: backends.Streams{Stdout: &out, Stderr: &out}})
+		if err != nil {
+			t.Fatalf("%q: %v", script, err)
+		}
+		return res, out.String()
+	}
+	res, out := exec1(0, `id -u; python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); c=socket.create_connection(s.getsockname()); print('loopback ok')"; sed -i s/notes/NOTES/ NOTES.md; echo r > repros/r.txt; exit 7`)
+	if res.ExitCode != 7 || !strings.Contains(out, "loopback ok") || !strings.Contains(out, "65534\n") && !strings.Contains(out, "1000\n") {
+		t.Fatalf("exit %d, output %q", res.ExitCode, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "NOTES.md")); string(b) != "# NOTES\n" {
+		t.Errorf("NOTES.md = %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "repros", "r.txt")); string(b) != "r\n" {
+		t.Errorf("repros/r.txt = %q", b)
+	}
+	start := time.Now()
+	res, out = exec1(time.Second, `(trap '' TERM; while :; do :; done) & sleep 60`)
+	if !res.TimedOut || res.ExitCode != 124 || time.Since(start) > 15*time.Second {
+		t.Fatalf("timeout: %+v after %s, %q", res, time.Since(start), out)
+	}
+	// The session is still usable and the tree is gone.
+	res, out = exec1(0, `ps -eo comm= | grep -c '^sh$' || true`)
+	if res.ExitCode != 0 || strings.TrimSpace(out) != "1" {
+		t.Errorf("after the timeout: exit %d, sh processes %q", res.ExitCode, out)
+	}
+	if err := sess.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("runc", "--root", "/run/triage-sandbox/oci/runtime", "state", id).CombinedOutput(); err == nil {
+		t.Errorf("container %s still exists: %s", id, out)
+	}
+	if _, err := os.Stat(filepath.Join("/run/triage-sandbox/oci/bundles", id)); !os.IsNotExist(err) {
+		t.Errorf("bundle of %s still exists: %v", id, err)
+	}
+}
+
+// kill -9 of triage-sandbox mid-run leaves nothing once swept: the holder's
+// lifeline ends the container, and the sweep removes what the runtime
+// kept.
+func TestKillNineLeavesNothing(t *testing.T) {
+	b := newBackend(t)
+	_, dir := workspacePolicy(t, profiles.RoleReproducer)
+	cmd := exec.Command(testenv.Binary(t), "run", "--backend", "oci", "--role", "reproducer", "--", "sh", "-c", "echo started; sleep 120")
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "started") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	pid := cmd.Process.Pid
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	// Within a few seconds no process of that sandbox runs any more.
+	deadline = time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if n, _ := exec.Command("pgrep", "-f", "sleep 120").Output(); len(bytes.TrimSpace(n)) == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n, _ := exec.Command("pgrep", "-f", "sleep 120").Output(); len(bytes.TrimSpace(n)) != 0 {
+		t.Errorf("the command outlived triage-sandbox (pid %d): %s", pid, n)
+	}
+	if _, err := b.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir("/run/triage-sandbox/oci/bundles")
+	for _, e := range entries {
+		raw, _ := os.ReadFile(filepath.Join("/run/triage-sandbox/oci/bundles", e.Name(), "owner.json"))
+		if strings.Contains(string(raw), `"pid": `+strconv.Itoa(pid)+",") {
+			t.Errorf("bundle %s of the killed run survived the sweep", e.Name())
+		}
+	}
+}

@@ -1,0 +1,402 @@
+package oci
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/stage"
+)
+
+// Bounds of the sandbox's own steps.
+const (
+	startTimeout    = 30 * time.Second
+	afterKillWait   = 5 * time.Second
+	copyBackTimeout = 2 * time.Minute
+)
+
+// sandbox is a running bundle: `runtime run` in the foreground holds the
+// holder, whose stdin (our pipe) is the lifeline; commands are `runtime
+// exec`s of the supervisor.
+type sandbox struct {
+	b       *Backend
+	p       *policy.Policy
+	id, dir string
+	runtime string
+	release func()
+
+	run      *exec.Cmd
+	lifeline io.WriteCloser
+	holdOut  lockedBuffer
+	exited   chan struct{}
+	manifest stage.Manifest
+	// execMu: one command at a time (the supervisor is one per exec, but
+	// the copy back must see a quiet sandbox).
+	execMu sync.Mutex
+
+	closeOnce sync.Once
+	closeErr  error
+	mu        sync.Mutex
+	warnings  []string
+}
+
+func (s *sandbox) rt(args ...string) *exec.Cmd {
+	return exec.Command(s.runtime, append([]string{"--root", s.b.runtimeRoot()}, args...)...)
+}
+
+// start runs the bundle and waits until the holder is up (and, with
+// staged paths, has unpacked them).
+func (s *sandbox) start(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	s.run = s.rt("run", "--bundle", s.dir, s.id)
+	stdin, err := s.run.StdinPipe()
+	if err != nil {
+		return err
+	}
+	s.lifeline = stdin
+	s.run.Stdout, s.run.Stderr = &s.holdOut, &s.holdOut
+	// Its own process group: a Ctrl-C at the terminal reaches triage-sandbox,
+	// which closes the sandbox; the runtime is not killed under it.
+	s.run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.run.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", filepath.Base(s.runtime), err)
+	}
+	go func() {
+		_ = s.run.Wait()
+		close(s.exited)
+	}()
+	in, _ := backends.StagePaths(s.p)
+	if len(in) > 0 {
+		w := bufio.NewWriterSize(stdin, 64<<10)
+		m, err := stage.Pack(ctx, w, backends.StageSpec(s.p, in))
+		if err == nil {
+			err = w.Flush()
+		}
+		if err != nil {
+			return fmt.Errorf("copying the writable paths into the sandbox: %w%s", err, s.runtimeSaid())
+		}
+		s.manifest = m
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if len(in) > 0 {
+			if s.holdOut.lineWith(stage.ReadyLine) != "" {
+				return nil
+			}
+			if line := s.holdOut.lineWith(stage.FailedLine); line != "" {
+				return fmt.Errorf("copying the writable paths into the sandbox: %s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)", strings.TrimPrefix(line, stage.FailedLine))
+			}
+		} else if s.running(ctx) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the sandbox did not start within %s%s", startTimeout, s.runtimeSaid())
+		case <-s.exited:
+			return fmt.Errorf("the sandbox ended while starting%s", s.runtimeSaid())
+		case <-tick.C:
+		}
+	}
+}
+
+// running asks the runtime whether the container's init runs.
+func (s *sandbox) running(ctx context.Context) bool {
+	out, err := exec.CommandContext(ctx, s.runtime, "--root", s.b.runtimeRoot(), "state", s.id).Output()
+	if err != nil {
+		return false
+	}
+	var st struct {
+		Status string `json:"status"`
+	}
+	return json.Unmarshal(out, &st) == nil && st.Status == "running"
+}
+
+// runtimeSaid is the runtime's own output, for an error line.
+func (s *sandbox) runtimeSaid() string {
+	t := strings.TrimSpace(s.holdOut.String())
+	if t == "" {
+		return ""
+	}
+	return ": " + strings.Join(strings.Fields(t), " ")
+}
+
+func (s *sandbox) ID() string                   { return s.id }
+func (s *sandbox) Scratch() policy.ScratchPaths { return ScratchPaths }
+
+func (s *sandbox) Warnings() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.warnings...)
+}
+
+func (s *sandbox) ended() bool {
+	select {
+	case <-s.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Exec implements backends.Sandbox.
+func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+	s.execMu.Lock()
+	defer s.execMu.Unlock()
+	res := backends.Result{Sandbox: s.id}
+	if s.ended() {
+		return res, errors.New("the sandbox ended before the command" + s.runtimeSaid())
+	}
+	if err := backends.CheckArgv(cmd.Argv); err != nil {
+		return res, err
+	}
+	res, err := s.execOnce(ctx, cmd, out)
+	if err == nil {
+		s.copyBack(ctx, &res)
+	}
+	return res, err
+}
+
+func (s *sandbox) processFile(name string, argv []string) (string, error) {
+	path := filepath.Join(s.dir, name)
+	return path, writeJSON(path, process(s.p, argv))
+}
+
+func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+	res := backends.Result{Sandbox: s.id}
+	procPath, err := s.processFile("exec.json", backends.ExecArgv(s.p, cmd))
+	if err != nil {
+		return res, err
+	}
+	gate := backends.NewStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
+	x := s.rt("exec", "--process", procPath, s.id)
+	x.Stdout, x.Stderr = gate.Stdout(), gate.Stderr()
+	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Without input, stdin is the supervisor's lifeline: closing it kills
+	// the command's tree.
+	stdin, err := x.StdinPipe()
+	if err != nil {
+		return res, err
+	}
+	if err := x.Start(); err != nil {
+		return res, fmt.Errorf("starting the command: %w", err)
+	}
+	if cmd.Stdin != nil {
+		go func() {
+			select {
+			case <-gate.Started:
+				_, _ = io.Copy(stdin, cmd.Stdin)
+			case <-s.exited:
+			}
+			_ = stdin.Close()
+		}()
+	}
+	done := make(chan error, 1)
+	go func() { done <- x.Wait() }()
+	var deadline <-chan time.Time
+	if cmd.Timeout > 0 {
+		timer := time.NewTimer(cmd.Timeout)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	var werr error
+	select {
+	case werr = <-done:
+	case <-deadline:
+		res.TimedOut = true
+		werr = s.awaitOrKill(done, s.p.Lifetime.KillGrace+afterKillWait)
+	case <-ctx.Done():
+		res.Canceled = true
+		_ = stdin.Close()
+		werr = s.awaitOrKill(done, afterKillWait)
+	case <-s.exited:
+		werr = s.awaitOrKill(done, time.Second)
+	}
+	if cmd.Stdin == nil {
+		_ = stdin.Close()
+	}
+	res.Duration = gate.Since()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case werr == nil:
+	case errors.As(werr, &ee):
+		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+	default:
+		return res, fmt.Errorf("running the command: %w", werr)
+	}
+	if !gate.Opened() && !res.TimedOut && !res.Canceled {
+		msg := strings.TrimSpace(gate.Failure())
+		if msg == "" {
+			msg = fmt.Sprintf("the runtime's exec ended with %d before the supervisor started", code)
+		}
+		return res, fmt.Errorf("the sandbox could not start the command: %s", msg)
+	}
+	if s.ended() && !res.TimedOut && !res.Canceled {
+		return res, errors.New("the sandbox ended under the command; the result is unknown" + s.runtimeSaid())
+	}
+	res.ExitCode = code
+	switch {
+	case res.Canceled:
+		res.ExitCode = 130
+	case res.TimedOut:
+		res.ExitCode = 124
+	}
+	if res.ExitCode > 128 && res.ExitCode < 160 && !res.TimedOut {
+		res.Signal = res.ExitCode - 128
+	}
+	return res, nil
+}
+
+// awaitOrKill waits for the exec to end; past d the whole sandbox is
+// killed, which ends it for certain.
+func (s *sandbox) awaitOrKill(done <-chan error, d time.Duration) error {
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+	}
+	s.kill()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(afterKillWait):
+		return errors.New("the command did not end after the sandbox was killed")
+	}
+}
+
+func (s *sandbox) kill() {
+	_ = s.rt("kill", "--all", s.id, "KILL").Run()
+}
+
+// copyBack exports the staged writable paths and applies them to the host.
+func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
+	_, out := backends.StagePaths(s.p)
+	if len(out) == 0 {
+		return
+	}
+	if s.ended() {
+		res.CopyBackError = "the sandbox ended before its writable paths could be copied back; this command's outputs are lost"
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyBackTimeout)
+	defer cancel()
+	procPath, err := s.processFile("export.json", backends.ExportArgv(s.p))
+	if err != nil {
+		res.CopyBackError = err.Error()
+		return
+	}
+	x := exec.CommandContext(ctx, s.runtime, "--root", s.b.runtimeRoot(), "exec", "--process", procPath, s.id)
+	stdout, err := x.StdoutPipe()
+	if err != nil {
+		res.CopyBackError = err.Error()
+		return
+	}
+	var stderr lockedBuffer
+	x.Stderr = &stderr
+	if err := x.Start(); err != nil {
+		res.CopyBackError = "copying the outputs back: " + err.Error()
+		return
+	}
+	m, rep, aerr := stage.Apply(ctx, stdout, s.manifest, backends.StageSpec(s.p, backends.ExportPaths(s.p, out)))
+	_, _ = io.Copy(io.Discard, stdout)
+	werr := x.Wait()
+	s.manifest = m
+	res.CopyBack = &rep
+	switch {
+	case werr != nil:
+		res.CopyBackError = fmt.Sprintf("copying the outputs back: the export in the sandbox failed (%v): %s", werr, strings.TrimSpace(stderr.String()))
+	case aerr != nil:
+		res.CopyBackError = aerr.Error()
+	}
+}
+
+// Close implements backends.Sandbox: kill everything, delete the
+// container and its bundle, and return once they are gone.
+func (s *sandbox) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		if s.lifeline != nil {
+			_ = s.lifeline.Close()
+		}
+		s.kill()
+		if s.run != nil && s.run.Process != nil {
+			select {
+			case <-s.exited:
+			case <-time.After(afterKillWait):
+				_ = s.run.Process.Kill()
+				<-s.exited
+			}
+		}
+		var errs []error
+		if out, err := s.rt("delete", "--force", s.id).CombinedOutput(); err != nil && !strings.Contains(string(out), "not exist") {
+			errs = append(errs, fmt.Errorf("deleting container %s: %v: %s", s.id, err, strings.TrimSpace(string(out))))
+		}
+		if err := os.RemoveAll(s.dir); err != nil {
+			errs = append(errs, err)
+		}
+		if s.release != nil {
+			s.release()
+		}
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("%w (run `triage-sandbox gc`)", err)
+			s.mu.Lock()
+			s.warnings = append(s.warnings, s.closeErr.Error())
+			s.mu.Unlock()
+		}
+	})
+	return s.closeErr
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// lockedBuffer keeps the first 4 KiB the runtime and the holder print.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := 4096 - l.buf.Len(); room > 0 {
+		l.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *lockedBuffer) lineWith(marker string) string {
+	for _, line := range strings.Split(l.String(), "\n") {
+		if strings.Contains(line, marker) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
