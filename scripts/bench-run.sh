@@ -18,9 +18,15 @@ echo '# notes' > "$aw/NOTES.md"; echo '# index' > "$aw/INDEX.md"
 for i in $(seq 1 50); do echo "print($i)" > "$aw/repros/$i.py"; done
 image=${TRIAGE_SANDBOX_IMAGE:-triage-sandbox:latest}
 ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s%N); echo $(( (e - s) / 1000000 )); }
-ours=(); staged=(); theirs=()
+# The oci backend (runc) when it can run here: root and a runtime.
+oci=0
+if [ "$(id -u)" = 0 ] && command -v runc >/dev/null; then
+  (cd "$ws" && "$bin" run --backend oci -- true >/dev/null 2>&1) && oci=1 # first use unpacks the image
+fi
+ours=(); staged=(); theirs=(); ocis=()
 for _ in $(seq 1 "$n"); do
   ours+=("$(cd "$ws" && ms "$bin" run -- true)")
+  if [ "$oci" = 1 ]; then ocis+=("$(cd "$ws" && ms "$bin" run --backend oci -- true)"); fi
   staged+=("$(cd "$aw" && ms "$bin" run --role agent -- true)")
   theirs+=("$(ms docker run --rm --network none --cap-drop ALL --security-opt no-new-privileges \
     --read-only --init --pids-limit 512 --memory 1g --memory-swap 1g --user 65534:65534 \
@@ -30,3 +36,7 @@ median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1
 o=$(median "${ours[@]}"); s=$(median "${staged[@]}"); t=$(median "${theirs[@]}")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 echo "cold run, median of $n: docker run --rm ${t} ms; triage-sandbox run ${o} ms (ratio $(ratio "$o" "$t")); agent run with staged outputs ${s} ms (ratio $(ratio "$s" "$t"))"
+if [ "$oci" = 1 ]; then
+  c=$(median "${ocis[@]}")
+  echo "cold run on oci (runc), median of $n: ${c} ms (ratio to docker run --rm $(ratio "$c" "$t"))"
+fi
