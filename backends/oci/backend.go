@@ -196,6 +196,11 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, fmt.Errorf("the image's root filesystem: %w", err)
 	}
 	spec.Root.Path = root
+	// Runtimes refuse a newer spec version than they know (crun 1.8: "unknown
+	// version specified"); the bundle uses nothing newer than 1.0.
+	if v := runtimeSpecVersion(ctx, rt); v != "" {
+		spec.Version = v
+	}
 	spec.Hooks = &specs.Hooks{CreateRuntime: []specs.Hook{{Path: b.selfExe, Args: []string{b.selfExe, NetUpSubcommand}, Timeout: intPtr(10)}}}
 	id := newID()
 	dir := filepath.Join(b.bundles(), id)
@@ -310,4 +315,30 @@ func ownerAlive(rec owner) bool {
 	}
 	start := procStart(rec.PID)
 	return start != "" && start == rec.Start
+}
+
+// runtimeSpecVersion is the OCI spec version the runtime reports
+// ("spec: 1.0.2-dev"), or "".
+func runtimeSpecVersion(ctx context.Context, rt string) string {
+	out, err := exec.CommandContext(ctx, rt, "--version").Output()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "spec: "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// runtimeFlags are the global flags a runtime needs for this backend's
+// bundles: gVisor's runsc keeps its own network stack, and with
+// --network=none that stack holds only its own loopback (a namespace it
+// would otherwise expect the caller to have configured).
+func runtimeFlags(rt string) []string {
+	if filepath.Base(rt) == "runsc" {
+		return []string{"--network=none"}
+	}
+	return nil
 }

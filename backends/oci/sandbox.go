@@ -54,7 +54,11 @@ type sandbox struct {
 }
 
 func (s *sandbox) rt(args ...string) *exec.Cmd {
-	return exec.Command(s.runtime, append([]string{"--root", s.b.runtimeRoot()}, args...)...)
+	return exec.Command(s.runtime, s.rtArgs(args...)...)
+}
+
+func (s *sandbox) rtArgs(args ...string) []string {
+	return append(append([]string{"--root", s.b.runtimeRoot()}, runtimeFlags(s.runtime)...), args...)
 }
 
 // start runs the bundle and waits until the holder is up (and, with
@@ -116,7 +120,7 @@ func (s *sandbox) start(ctx context.Context) error {
 
 // running asks the runtime whether the container's init runs.
 func (s *sandbox) running(ctx context.Context) bool {
-	out, err := exec.CommandContext(ctx, s.runtime, "--root", s.b.runtimeRoot(), "state", s.id).Output()
+	out, err := exec.CommandContext(ctx, s.runtime, s.rtArgs("state", s.id)...).Output()
 	if err != nil {
 		return false
 	}
@@ -303,7 +307,7 @@ func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 		res.CopyBackError = err.Error()
 		return
 	}
-	x := exec.CommandContext(ctx, s.runtime, "--root", s.b.runtimeRoot(), "exec", "--process", procPath, s.id)
+	x := exec.CommandContext(ctx, s.runtime, s.rtArgs("exec", "--process", procPath, s.id)...)
 	stdout, err := x.StdoutPipe()
 	if err != nil {
 		res.CopyBackError = err.Error()
