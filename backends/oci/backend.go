@@ -122,9 +122,6 @@ func (b *Backend) Available(ctx context.Context) error {
 	if b.roots == nil {
 		return errors.New("the oci backend has no image cache configured")
 	}
-	if b.selfExe == "" {
-		return errors.New("the oci backend needs the static triage-sandbox binary")
-	}
 	return nil
 }
 
@@ -178,6 +175,9 @@ func (b *Backend) bundles() string     { return filepath.Join(b.stateDir, "bundl
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
 	if err := b.Available(ctx); err != nil {
 		return nil, err
+	}
+	if b.selfExe == "" {
+		return nil, errors.New("the oci backend needs the static triage-sandbox binary")
 	}
 	rt, err := runtimePath(p.Runtime)
 	if err != nil {

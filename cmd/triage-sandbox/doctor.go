@@ -31,6 +31,7 @@ func (r *doctorReport) line(mark, what, detail string) {
 func (r *doctorReport) ok(what, detail string)   { r.line("ok", what, detail) }
 func (r *doctorReport) warn(what, detail string) { r.line("warn", what, detail) }
 func (r *doctorReport) info(what, detail string) { r.line("no", what, detail) }
+func (r *doctorReport) note(what, detail string) { r.line("info", what, detail) }
 func (r *doctorReport) fail(what, detail string) { r.bad++; r.line("FAIL", what, detail) }
 
 func newDoctorCmd() *cobra.Command {
@@ -101,7 +102,7 @@ func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry
 		if err := b.Available(cmd.Context()); err != nil {
 			rep.info(name, err.Error())
 		} else {
-			rep.info(name, "can run here (not configured)")
+			rep.note(name, "can run here (not configured; --backend "+name+" to use it)")
 		}
 		return
 	}
