@@ -2,7 +2,6 @@ package docker
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -33,7 +32,7 @@ type sandbox struct {
 	// att is the holder's attach stream; its stdin is the lifeline.
 	att client.HijackedResponse
 	// holdOut keeps what the holder printed (a stop from outside).
-	holdOut    lockedBuffer
+	holdOut    backends.SmallBuffer
 	stopWatch  context.CancelFunc
 	exited     chan struct{} // closed when the container stopped
 	exitStatus int64
@@ -118,17 +117,17 @@ func (s *sandbox) stageIn(ctx context.Context) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if s.holdOut.lineWith(stage.ReadyLine) != "" {
+		if s.holdOut.LineWith(stage.ReadyLine) != "" {
 			return nil
 		}
-		if line := s.holdOut.lineWith(stage.FailedLine); line != "" {
+		if line := s.holdOut.LineWith(stage.FailedLine); line != "" {
 			return fmt.Errorf("%s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)", strings.TrimPrefix(line, stage.FailedLine))
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.exited:
-			if line := s.holdOut.lineWith(stage.FailedLine); line != "" {
+			if line := s.holdOut.LineWith(stage.FailedLine); line != "" {
 				continue
 			}
 			return fmt.Errorf("the sandbox ended before its writable paths were in place (exit %d)", s.exitStatus)
@@ -173,7 +172,7 @@ func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, 
 	}
 	defer att.Close()
 	pr, pw := io.Pipe()
-	var stderr lockedBuffer
+	var stderr backends.SmallBuffer
 	go func() {
 		_, err := stdcopy.StdCopy(pw, &stderr, att.Reader)
 		pw.CloseWithError(err)
@@ -396,7 +395,7 @@ func (s *sandbox) endedErr() error {
 	if s.waitErr != nil {
 		return daemonLost(s.waitErr)
 	}
-	if line := s.holdOut.lineWith(sandboxinit.StoppedOutsideMessage); line != "" {
+	if line := s.holdOut.LineWith(sandboxinit.StoppedOutsideMessage); line != "" {
 		return fmt.Errorf("%s, e.g. by the Docker daemon shutting down or `docker stop`; the result is unknown, run it again",
 			strings.TrimPrefix(line, "triage-sandbox: "))
 	}
@@ -464,32 +463,6 @@ func daemonLost(err error) error {
 	return fmt.Errorf("lost the Docker daemon during the run (%v); the result is unknown. Once the daemon is back it stops and removes the sandbox; `triage-sandbox gc` removes anything left", err)
 }
 
-// lockedBuffer keeps the first 4 KiB the holder prints.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if room := 4096 - l.buf.Len(); room > 0 {
-		l.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (l *lockedBuffer) lineWith(marker string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, line := range strings.Split(l.buf.String(), "\n") {
-		if strings.Contains(line, marker) {
-			return strings.TrimSpace(line)
-		}
-	}
-	return ""
-}
-
 func orDiscard(w io.Writer) io.Writer {
 	if w == nil {
 		return io.Discard
@@ -504,10 +477,4 @@ func containsAny(s string, subs ...string) bool {
 		}
 	}
 	return false
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }

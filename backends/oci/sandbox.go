@@ -2,7 +2,6 @@ package oci
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,7 +39,7 @@ type sandbox struct {
 
 	run      *exec.Cmd
 	lifeline io.WriteCloser
-	holdOut  lockedBuffer
+	holdOut  backends.SmallBuffer
 	exited   chan struct{}
 	manifest stage.Manifest
 	// execMu: one command at a time (the supervisor is one per exec, but
@@ -99,10 +98,10 @@ func (s *sandbox) start(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		if len(in) > 0 {
-			if s.holdOut.lineWith(stage.ReadyLine) != "" {
+			if s.holdOut.LineWith(stage.ReadyLine) != "" {
 				return nil
 			}
-			if line := s.holdOut.lineWith(stage.FailedLine); line != "" {
+			if line := s.holdOut.LineWith(stage.FailedLine); line != "" {
 				return fmt.Errorf("copying the writable paths into the sandbox: %s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)", strings.TrimPrefix(line, stage.FailedLine))
 			}
 		} else if s.running(ctx) {
@@ -313,7 +312,7 @@ func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 		res.CopyBackError = err.Error()
 		return
 	}
-	var stderr lockedBuffer
+	var stderr backends.SmallBuffer
 	x.Stderr = &stderr
 	if err := x.Start(); err != nil {
 		res.CopyBackError = "copying the outputs back: " + err.Error()
@@ -373,34 +372,4 @@ func orDiscard(w io.Writer) io.Writer {
 		return io.Discard
 	}
 	return w
-}
-
-// lockedBuffer keeps the first 4 KiB the runtime and the holder print.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if room := 4096 - l.buf.Len(); room > 0 {
-		l.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *lockedBuffer) lineWith(marker string) string {
-	for _, line := range strings.Split(l.String(), "\n") {
-		if strings.Contains(line, marker) {
-			return strings.TrimSpace(line)
-		}
-	}
-	return ""
 }

@@ -1,0 +1,40 @@
+package backends
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+)
+
+// SmallBuffer keeps the first 4 KiB written to it, safely from several
+// goroutines: what a holder or a runtime printed, for one error line.
+type SmallBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write keeps what fits and never fails, so the writer never blocks.
+func (l *SmallBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := 4096 - l.buf.Len(); room > 0 {
+		l.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (l *SmallBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// LineWith returns the first line containing marker, trimmed, or "".
+func (l *SmallBuffer) LineWith(marker string) string {
+	for _, line := range strings.Split(l.String(), "\n") {
+		if strings.Contains(line, marker) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
