@@ -149,7 +149,7 @@ func (b *Backend) runInfo(p *policy.Policy, ttl time.Duration) RunInfo {
 	return RunInfo{
 		Name:        "triage-sandbox-" + p.Role + "-" + hex.EncodeToString(id[:]),
 		ParentPID:   pid,
-		ParentStart: parentStart(pid),
+		ParentStart: backends.ProcessStart(pid),
 		Host:        b.host,
 		ExpiresAt:   time.Now().Add(ttl),
 	}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -218,14 +217,4 @@ func scratchOnly(p *policy.Policy) map[string]string {
 		scratchPaths.Tmp:  fmt.Sprintf("%s,mode=%o", base, p.Scratch.TmpMode),
 		scratchPaths.Home: fmt.Sprintf("%s,mode=%o,uid=%d,gid=%d", base, p.Scratch.HomeMode, p.User.UID, p.User.GID),
 	}
-}
-
-// parentStart reads this process's start time (clock ticks since boot) so a
-// sweep can tell a live owner from a reused pid.
-func parentStart(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	return procStartTime(string(b))
 }

@@ -233,7 +233,7 @@ func TestRenderNetworkOn(t *testing.T) {
 
 func TestProcStartTime(t *testing.T) {
 	line := "1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10"
-	if got := procStartTime(line); got != "987654" {
+	if got := backends.StatStartTime(line); got != "987654" {
 		t.Errorf("got %q", got)
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/moby/moby/client"
 
+	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -61,9 +61,6 @@ func stale(labels map[string]string, host string, now time.Time) bool {
 // processAlive: pid exists and, when known, started when the label says
 // (a reused pid is a different process).
 func processAlive(pid int, start string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	return start == "" || procStartTime(string(b)) == start
+	now := backends.ProcessStart(pid)
+	return now != "" && (start == "" || now == start)
 }

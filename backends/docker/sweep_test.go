@@ -20,7 +20,7 @@ import (
 
 func TestStale(t *testing.T) {
 	self := os.Getpid()
-	selfStart := parentStart(self)
+	selfStart := backends.ProcessStart(self)
 	now := time.Now()
 	future := now.Add(time.Hour).Format(time.RFC3339)
 	past := now.Add(-time.Minute).Format(time.RFC3339)
@@ -76,7 +76,7 @@ func TestSweepRemovesOnlyOrphans(t *testing.T) {
 		return res.ID
 	}
 	orphan := mk(dead.Process.Pid, "")
-	live := mk(os.Getpid(), parentStart(os.Getpid()))
+	live := mk(os.Getpid(), backends.ProcessStart(os.Getpid()))
 	removed, err := d.Sweep(context.Background())
 	if err != nil {
 		t.Fatal(err)

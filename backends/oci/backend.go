@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -208,7 +207,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		release()
 		return nil, fmt.Errorf("making the bundle: %w", err)
 	}
-	rec := owner{PID: os.Getpid(), Start: procStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(),
+	rec := owner{PID: os.Getpid(), Start: backends.ProcessStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(),
 		Runtime: rt, Role: p.Role, Policy: p.ShortHash()}
 	if err := writeJSON(filepath.Join(dir, "owner.json"), rec); err == nil {
 		err = writeJSON(filepath.Join(dir, "config.json"), spec)
@@ -242,25 +241,6 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o600)
-}
-
-// procStart is a process's start time (clock ticks since boot), so a sweep
-// can tell a live owner from a reused pid.
-func procStart(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 20 {
-		return ""
-	}
-	return fields[19]
 }
 
 // Sweep implements backends.Backend: bundles whose owner is gone or whose
@@ -313,7 +293,7 @@ func ownerAlive(rec owner) bool {
 	if rec.PID <= 0 {
 		return false
 	}
-	start := procStart(rec.PID)
+	start := backends.ProcessStart(rec.PID)
 	return start != "" && start == rec.Start
 }
 
