@@ -66,9 +66,12 @@ func TestResourceAbuseStaysInside(t *testing.T) {
 			}
 		}()
 		start := time.Now()
+		// The bound is loose (a loaded machine starts and removes
+		// containers slowly); what matters is that the timeout, not the
+		// command's own end after the sleep, ended it.
 		res, _, _ := runCaptured(t, f, "agent", 4*time.Second, "sh", "-c", "b() { b | b & }; b; sleep 10")
 		<-done
-		if !res.TimedOut || time.Since(start) > 20*time.Second {
+		if !res.TimedOut || time.Since(start) > 45*time.Second {
 			t.Errorf("fork bomb: exit %d timed out %v after %v; want the timeout to end it", res.ExitCode, res.TimedOut, time.Since(start))
 		}
 		if worst > 2*time.Second {
