@@ -279,3 +279,28 @@ func TestLockSurvivesUnlink(t *testing.T) {
 		t.Errorf("waiting past the context: %v", err)
 	}
 }
+
+// A caller waiting for the exclusive lock (it saw no marker) while another
+// finished the root and holds it leased must stop waiting once the marker
+// is there, not wait for the lease to end (it may last as long as a run).
+func TestExclusiveWaitEndsWhenDone(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.lock")
+	held, err := lockFile(context.Background(), path, unix.LOCK_SH, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	var done atomic.Bool
+	go func() { time.Sleep(50 * time.Millisecond); done.Store(true) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	f, err := lockFileUnless(ctx, path, unix.LOCK_EX, done.Load)
+	if f != nil {
+		f.Close()
+	}
+	if !errors.Is(err, errDone) {
+		t.Fatalf("err = %v after %s, want errDone", err, time.Since(start))
+	}
+}

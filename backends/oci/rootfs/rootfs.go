@@ -187,7 +187,13 @@ func (c *Cache) acquire(ctx context.Context, image, id string, unpack unpackFunc
 		if unpack == nil {
 			return nil, fmt.Errorf("%w: %s", ErrNotCached, id)
 		}
-		if f, err = lockFile(ctx, lockPath, unix.LOCK_EX, true); err != nil {
+		// While waiting for the exclusive lock, another caller may finish
+		// the root and hold it leased (shared) for as long as it runs: stop
+		// waiting once the marker is there and take the shared path.
+		done := func() bool { _, err := readMarker(entryDir, hexID); return err == nil }
+		if f, err = lockFileUnless(ctx, lockPath, unix.LOCK_EX, done); errors.Is(err, errDone) {
+			continue
+		} else if err != nil {
 			return nil, err
 		}
 		if _, merr := readMarker(entryDir, hexID); merr != nil {
@@ -462,6 +468,19 @@ func removeTree(path string) error {
 // rather than blocks so ctx can end a wait; without wait it returns errBusy
 // at once when the lock is held.
 func lockFile(ctx context.Context, path string, how int, wait bool) (*os.File, error) {
+	return lockFileWait(ctx, path, how, wait, nil)
+}
+
+// errDone: lockFileUnless stopped waiting because unless said so.
+var errDone = errors.New("rootfs: no longer needed")
+
+// lockFileUnless waits for the lock like lockFile, but gives up with
+// errDone as soon as unless reports true.
+func lockFileUnless(ctx context.Context, path string, how int, unless func() bool) (*os.File, error) {
+	return lockFileWait(ctx, path, how, true, unless)
+}
+
+func lockFileWait(ctx context.Context, path string, how int, wait bool, unless func() bool) (*os.File, error) {
 	delay := 5 * time.Millisecond
 	for {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
@@ -479,6 +498,10 @@ func lockFile(ctx context.Context, path string, how int, wait bool) (*os.File, e
 			if !wait {
 				f.Close()
 				return nil, errBusy
+			}
+			if unless != nil && unless() {
+				f.Close()
+				return nil, errDone
 			}
 			select {
 			case <-ctx.Done():
