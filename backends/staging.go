@@ -113,3 +113,23 @@ func StagedMounts(p *policy.Policy) map[string]string {
 	}
 	return out
 }
+
+// ExecArgvExporting is ExecArgv for a runtime that can pass the exec an
+// extra descriptor (runc exec --preserve-fds): the supervisor writes the
+// staged paths there once the command's tree is gone, so the copy back
+// needs no second exec.
+func ExecArgvExporting(p *policy.Policy, cmd Command, fd int) []string {
+	argv := ExecArgv(p, cmd)
+	_, out := StagePaths(p)
+	if len(out) == 0 {
+		return argv
+	}
+	flags := append([]string{"--export-fd", fmt.Sprint(fd)}, StageArgs(ExportPaths(p, out))...)
+	// The flags go before the "--" that starts the command.
+	for i, a := range argv {
+		if a == "--" {
+			return append(append(append([]string(nil), argv[:i]...), flags...), argv[i:]...)
+		}
+	}
+	return argv
+}

@@ -131,6 +131,10 @@ type ExecOptions struct {
 	Stdin    io.Reader
 	Stdout   io.Writer
 	Stderr   io.Writer
+	// ExportTo, when set, receives the staged paths (Export) once the
+	// command's whole tree is gone: the copy back without a second exec.
+	ExportTo io.WriteCloser
+	Stage    []stage.Path
 }
 
 // Exec runs one command and returns the exit code the helper ends with.
@@ -155,5 +159,12 @@ func Exec(ctx context.Context, o ExecOptions) int {
 		fmt.Fprintf(o.Stderr, "triage-sandbox: cannot write to stdout: %v\n", err)
 		return 125
 	}
-	return supervise.Run(ctx, spec).ExitCode
+	code := supervise.Run(ctx, spec).ExitCode
+	if o.ExportTo != nil {
+		if err := stage.Export(o.ExportTo, o.Stage); err != nil {
+			fmt.Fprintf(o.Stderr, "triage-sandbox: exporting the outputs: %v\n", err)
+		}
+		_ = o.ExportTo.Close()
+	}
+	return code
 }

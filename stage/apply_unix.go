@@ -58,11 +58,13 @@ func Apply(ctx context.Context, r io.Reader, m Manifest, spec Spec) (Manifest, R
 }
 
 type applier struct {
-	spec Spec
-	old  Manifest
-	now  Manifest
-	seen map[string]bool
-	rep  Report
+	// complete: the end entry was read.
+	complete bool
+	spec     Spec
+	old      Manifest
+	now      Manifest
+	seen     map[string]bool
+	rep      Report
 }
 
 func (a *applier) read(ctx context.Context, tr *tar.Reader) error {
@@ -72,10 +74,20 @@ func (a *applier) read(ctx context.Context, tr *tar.Reader) error {
 		}
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
+			if !a.complete {
+				return errors.New("the sandbox's export ended early (no end entry); nothing it lacks was deleted")
+			}
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("reading the sandbox's export: %w", err)
+		}
+		if a.complete {
+			return errors.New("the sandbox's export goes on past its end entry")
+		}
+		if hdr.Typeflag == typeEnd && hdr.Name == endName {
+			a.complete = true
+			continue
 		}
 		if n >= a.spec.MaxEntries {
 			return fmt.Errorf("the sandbox exported more than %d entries", a.spec.MaxEntries)

@@ -157,6 +157,12 @@ func Export(w io.Writer, paths []Path) error {
 			return fmt.Errorf("exporting %s: %w", root, err)
 		}
 	}
+	// The last entry says the export is whole: a stream that ends without
+	// it (the exporter died, a pipe closed early) must not be read as
+	// "everything else was deleted".
+	if err := tw.WriteHeader(&tar.Header{Name: endName, Typeflag: typeEnd, Format: tar.FormatPAX}); err != nil {
+		return err
+	}
 	return tw.Close()
 }
 

@@ -39,6 +39,12 @@ const (
 	KindSkeleton = "skeleton"
 )
 
+// The export's last entry: its absence means the stream was cut.
+const (
+	typeEnd byte = 'Z'
+	endName      = "triage-sandbox-export-end"
+)
+
 // typeDiscarded names, in an export, an entry written in a skeleton
 // outside the writable paths: it is not copied back.
 const typeDiscarded byte = 'X'

@@ -308,6 +308,7 @@ func TestHostileExport(t *testing.T) {
 				}
 				tw.Write(bytes.Repeat([]byte("x"), int(h.Size)))
 			}
+			writeEnd(tw)
 			tw.Close()
 			_, _, err := Apply(context.Background(), &buf, Manifest{}, spec)
 			if (err != nil) != c.wantErr {
@@ -329,6 +330,7 @@ func TestSkeletonWritesAreNamed(t *testing.T) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(ws, "/") + "/junk.txt", Typeflag: typeDiscarded})
+	writeEnd(tw)
 	tw.Close()
 	spec := Spec{Paths: paths, UID: os.Getuid(), GID: os.Getgid()}
 	m, err := Pack(context.Background(), io.Discard, Spec{Paths: paths[:1], UID: os.Getuid(), GID: os.Getgid()})
@@ -349,11 +351,47 @@ func TestSkeletonWritesAreNamed(t *testing.T) {
 	buf.Reset()
 	tw = tar.NewWriter(&buf)
 	tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(ws, "/") + "/evil", Typeflag: tar.TypeReg, Mode: 0o644})
+	writeEnd(tw)
 	tw.Close()
 	if _, _, err := Apply(context.Background(), &buf, m, spec); err == nil {
 		t.Error("a file written into a skeleton was accepted")
 	}
 	if _, err := os.Lstat(filepath.Join(ws, "evil")); !os.IsNotExist(err) {
 		t.Error("a file written into a skeleton reached the host")
+	}
+}
+
+func writeEnd(tw *tar.Writer) {
+	tw.WriteHeader(&tar.Header{Name: endName, Typeflag: typeEnd, Format: tar.FormatPAX})
+}
+
+// An export cut short (the exporter died, its pipe closed early: an empty
+// stream, or one cut between entries) deletes nothing on the host.
+func TestCutExportDeletesNothing(t *testing.T) {
+	root := t.TempDir()
+	repros := filepath.Join(root, "repros")
+	write(t, filepath.Join(repros, "a.py"), "a", 0o644)
+	write(t, filepath.Join(repros, "b.py"), "b", 0o644)
+	spec := Spec{Paths: []Path{{repros, KindDir}}, UID: os.Getuid(), GID: os.Getgid()}
+	m, err := Pack(context.Background(), io.Discard, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var partial bytes.Buffer
+	tw := tar.NewWriter(&partial)
+	tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(filepath.Join(repros, "a.py"), "/"), Typeflag: tar.TypeReg, Mode: 0o644, Size: 1, ModTime: m[strings.TrimPrefix(filepath.Join(repros, "a.py"), "/")].MTime})
+	tw.Write([]byte("a"))
+	tw.Flush() // no end entry, no end-of-archive blocks
+	for name, stream := range map[string][]byte{"empty": nil, "cut between entries": partial.Bytes()} {
+		t.Run(name, func(t *testing.T) {
+			if _, _, err := Apply(context.Background(), bytes.NewReader(stream), m, spec); err == nil {
+				t.Error("a cut export was taken as whole")
+			}
+			for _, f := range []string{"a.py", "b.py"} {
+				if _, err := os.Stat(filepath.Join(repros, f)); err != nil {
+					t.Errorf("%s was deleted: %v", f, err)
+				}
+			}
+		})
 	}
 }

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +14,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/oci"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/netup"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
+	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 // newInitCmds are the hidden in-sandbox holder and exec helper.
@@ -53,11 +57,18 @@ func newInitCmds() []*cobra.Command {
 
 	var execLifeline bool
 	var timeout, grace time.Duration
+	var exportFD int
+	var execStaged []string
 	exec := &cobra.Command{
 		Use:    backends.ExecSubcommand + " [--lifeline] [--timeout D] [--grace D] -- CMD [ARG...]",
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := exportTo(exportFD, execStaged)
+			if err != nil {
+				return err
+			}
 			return exitCode(sandboxinit.Exec(context.Background(), sandboxinit.ExecOptions{
+				ExportTo: o.to, Stage: o.paths,
 				Argv: args, Timeout: timeout, Grace: grace, Lifeline: execLifeline,
 				Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 			}))
@@ -66,6 +77,8 @@ func newInitCmds() []*cobra.Command {
 	exec.Flags().BoolVar(&execLifeline, "lifeline", false, "stdin is a lifeline: kill the command's tree when it closes")
 	exec.Flags().DurationVar(&timeout, "timeout", 0, "kill the command's tree after this long")
 	exec.Flags().DurationVar(&grace, "grace", time.Second, "between SIGTERM and SIGKILL at the timeout")
+	exec.Flags().IntVar(&exportFD, "export-fd", -1, "write the staged paths to this inherited descriptor once the command is gone")
+	exec.Flags().StringArrayVar(&execStaged, "stage", nil, "a staged path to export (with --export-fd)")
 	exec.Flags().SetInterspersed(false)
 	netUp := &cobra.Command{
 		Use:    oci.NetUpSubcommand,
@@ -83,4 +96,27 @@ func exitCode(code int) error {
 		return nil
 	}
 	return &exitError{code: code}
+}
+
+type exportTarget struct {
+	to    io.WriteCloser
+	paths []stage.Path
+}
+
+// exportTo opens the inherited descriptor the runtime passed (runc exec
+// --preserve-fds) and marks it close-on-exec at once, so the command never
+// inherits it.
+func exportTo(fd int, values []string) (exportTarget, error) {
+	if fd < 0 {
+		return exportTarget{}, nil
+	}
+	if fd < 3 {
+		return exportTarget{}, fmt.Errorf("--export-fd %d: must be an inherited descriptor above stderr", fd)
+	}
+	syscall.CloseOnExec(fd)
+	paths, err := backends.ParseStagePaths(values)
+	if err != nil {
+		return exportTarget{}, err
+	}
+	return exportTarget{to: os.NewFile(uintptr(fd), "export"), paths: paths}, nil
 }
