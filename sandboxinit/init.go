@@ -74,6 +74,10 @@ func Hold(ctx context.Context, o HoldOptions) int {
 			fmt.Fprintln(o.Stdout, stage.FailedLine+strings.ReplaceAll(err.Error(), "\n", " "))
 			return 125
 		}
+	}
+	// Ready (and the staged copy in place): a runtime that cannot say when
+	// the holder runs learns it from this line.
+	if o.Stdout != nil {
 		fmt.Fprintln(o.Stdout, stage.ReadyLine)
 	}
 	sigs := make(chan os.Signal, 4)

@@ -3,7 +3,6 @@ package oci
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -97,15 +96,12 @@ func (s *sandbox) start(ctx context.Context) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if len(in) > 0 {
-			if s.holdOut.LineWith(stage.ReadyLine) != "" {
-				return nil
-			}
-			if line := s.holdOut.LineWith(stage.FailedLine); line != "" {
-				return fmt.Errorf("copying the writable paths into the sandbox: %s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)", strings.TrimPrefix(line, stage.FailedLine))
-			}
-		} else if s.running(ctx) {
+		// The holder says when it runs (and the staged copy is in place).
+		if s.holdOut.LineWith(stage.ReadyLine) != "" {
 			return nil
+		}
+		if line := s.holdOut.LineWith(stage.FailedLine); line != "" {
+			return fmt.Errorf("copying the writable paths into the sandbox: %s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)", strings.TrimPrefix(line, stage.FailedLine))
 		}
 		select {
 		case <-ctx.Done():
@@ -115,18 +111,6 @@ func (s *sandbox) start(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// running asks the runtime whether the container's init runs.
-func (s *sandbox) running(ctx context.Context) bool {
-	out, err := exec.CommandContext(ctx, s.runtime, s.rtArgs("state", s.id)...).Output()
-	if err != nil {
-		return false
-	}
-	var st struct {
-		Status string `json:"status"`
-	}
-	return json.Unmarshal(out, &st) == nil && st.Status == "running"
 }
 
 // runtimeSaid is the runtime's own output, for an error line.
@@ -168,11 +152,16 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 		return res, err
 	}
 	res, err := s.execOnce(ctx, cmd, out)
-	if err == nil {
+	if err == nil && !exportsOnFD(s.runtime) {
 		s.copyBack(ctx, &res)
 	}
 	return res, err
 }
+
+// exportsOnFD: the runtime can pass the exec an extra descriptor (runc
+// and crun: --preserve-fds; gVisor's runsc cannot), so the copy back rides
+// on the command's own exec.
+func exportsOnFD(rt string) bool { return filepath.Base(rt) != "runsc" }
 
 func (s *sandbox) processFile(name string, argv []string) (string, error) {
 	path := filepath.Join(s.dir, name)
@@ -181,13 +170,32 @@ func (s *sandbox) processFile(name string, argv []string) (string, error) {
 
 func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 	res := backends.Result{Sandbox: s.id}
-	procPath, err := s.processFile("exec.json", backends.ExecArgv(s.p, cmd))
+	// The supervisor exports the staged paths on an extra descriptor (fd 3,
+	// passed by the runtime) once the command's tree is gone: the copy back
+	// rides on the same exec.
+	_, staged := backends.StagePaths(s.p)
+	argv := backends.ExecArgv(s.p, cmd)
+	rtArgs := []string{"exec"}
+	var exportR, exportW *os.File
+	if len(staged) > 0 && exportsOnFD(s.runtime) {
+		var err error
+		if exportR, exportW, err = os.Pipe(); err != nil {
+			return res, err
+		}
+		defer exportR.Close()
+		argv = backends.ExecArgvExporting(s.p, cmd, 3)
+		rtArgs = append(rtArgs, "--preserve-fds", "1")
+	}
+	procPath, err := s.processFile("exec.json", argv)
 	if err != nil {
 		return res, err
 	}
 	gate := backends.NewStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
-	x := s.rt("exec", "--process", procPath, s.id)
+	x := s.rt(append(rtArgs, "--process", procPath, s.id)...)
 	x.Stdout, x.Stderr = gate.Stdout(), gate.Stderr()
+	if exportW != nil {
+		x.ExtraFiles = []*os.File{exportW}
+	}
 	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Without input, stdin is the supervisor's lifeline: closing it kills
 	// the command's tree.
@@ -196,7 +204,16 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 		return res, err
 	}
 	if err := x.Start(); err != nil {
+		if exportW != nil {
+			exportW.Close()
+		}
 		return res, fmt.Errorf("starting the command: %w", err)
+	}
+	var applied chan applyResult
+	if exportW != nil {
+		exportW.Close() // the runtime's copy is the only writer now
+		applied = make(chan applyResult, 1)
+		go func() { applied <- s.apply(ctx, exportR, staged) }()
 	}
 	if cmd.Stdin != nil {
 		go func() {
@@ -262,6 +279,9 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 	case res.TimedOut:
 		res.ExitCode = 124
 	}
+	if applied != nil {
+		s.finishCopyBack(&res, applied, exportR)
+	}
 	if res.ExitCode > 128 && res.ExitCode < 160 && !res.TimedOut {
 		res.Signal = res.ExitCode - 128
 	}
@@ -287,6 +307,43 @@ func (s *sandbox) awaitOrKill(done <-chan error, d time.Duration) error {
 
 func (s *sandbox) kill() {
 	_ = s.rt("kill", "--all", s.id, "KILL").Run()
+}
+
+type applyResult struct {
+	m   stage.Manifest
+	rep stage.Report
+	err error
+}
+
+// apply reads the supervisor's export as it comes and brings the host up
+// to it.
+func (s *sandbox) apply(ctx context.Context, r io.Reader, staged []stage.Path) applyResult {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyBackTimeout)
+	defer cancel()
+	m, rep, err := stage.Apply(ctx, r, s.manifest, backends.StageSpec(s.p, backends.ExportPaths(s.p, staged)))
+	_, _ = io.Copy(io.Discard, r)
+	return applyResult{m, rep, err}
+}
+
+// finishCopyBack waits for the copy back of the command that just ended.
+// A supervisor that died before exporting leaves the pipe closed with no
+// end entry: nothing is deleted and the run says its outputs were lost.
+func (s *sandbox) finishCopyBack(res *backends.Result, applied <-chan applyResult, r *os.File) {
+	var a applyResult
+	select {
+	case a = <-applied:
+	case <-time.After(copyBackTimeout):
+		_ = r.Close()
+		a = <-applied
+	}
+	s.manifest = a.m
+	res.CopyBack = &a.rep
+	if a.err != nil {
+		res.CopyBackError = a.err.Error()
+		if s.ended() {
+			res.CopyBackError = "the sandbox ended before its writable paths could be copied back; this command's outputs are lost"
+		}
+	}
 }
 
 // copyBack exports the staged writable paths and applies them to the host.
