@@ -124,11 +124,17 @@ func Start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 	if p == nil {
 		return nil, errors.New("no policy")
 	}
-	weakened, err := policy.Enforce(p, backend.Name(), backend.Capabilities())
+	gk, err := NewGatekeeper(p)
 	if err != nil {
 		return nil, err
 	}
-	gk, err := NewGatekeeper(p)
+	return start(ctx, backend, p, opts, gk)
+}
+
+// start is Start with the policy's gate already compiled (Run judged the
+// first command with it before any sandbox existed).
+func start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts backends.StartOptions, gk *Gatekeeper) (*Session, error) {
+	weakened, err := policy.Enforce(p, backend.Name(), backend.Capabilities())
 	if err != nil {
 		return nil, err
 	}
@@ -279,22 +285,22 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (Outcome, e
 	if err := backends.CheckArgv(req.Command.Argv); err != nil {
 		return Outcome{}, RecordRefusal(req, err)
 	}
+	if req.Policy == nil {
+		return Outcome{}, errors.New("no policy")
+	}
 	timeout := req.Timeout
-	if timeout <= 0 && req.Policy != nil {
+	if timeout <= 0 {
 		timeout = req.Policy.Timeout()
 	}
-	var ttl time.Duration
-	if req.Policy != nil {
-		ttl = backends.TTL(req.Policy, timeout)
+	ttl := backends.TTL(req.Policy, timeout)
+	gk, err := NewGatekeeper(req.Policy)
+	if err != nil {
+		return Outcome{}, RecordRefusal(req, err)
 	}
 	// The gate judges before any sandbox exists.
 	var judged *GateVerdict
 	var gateWarnings []string
-	if req.Policy != nil && !req.NoGate {
-		gk, err := NewGatekeeper(req.Policy)
-		if err != nil {
-			return Outcome{}, RecordRefusal(req, err)
-		}
+	if !req.NoGate {
 		v, warns, err := gk.Judge(ctx, req.Command.Argv, req.Task, req.Confirm, req.Redactor)
 		if err != nil {
 			out := Outcome{Gate: v, Warnings: warns}
@@ -305,7 +311,7 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (Outcome, e
 		}
 		judged, gateWarnings = &v, warns
 	}
-	sess, err := Start(ctx, backend, req.Policy, backends.StartOptions{TTL: ttl})
+	sess, err := start(ctx, backend, req.Policy, backends.StartOptions{TTL: ttl}, gk)
 	if err != nil {
 		return Outcome{Gate: gateVerdictOrNone(judged)}, RecordRefusal(req, err)
 	}
