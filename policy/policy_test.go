@@ -297,3 +297,21 @@ func TestBackendChoice(t *testing.T) {
 		})
 	}
 }
+
+// A writable path inside another is staged once, with its parent.
+func TestNestedWritableStagedOnce(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "repros", "out"), 0o755)
+	os.WriteFile(filepath.Join(root, "triage.toml"), []byte("[sandbox]\nwritable = [\"repros\", \"repros/out\", \"repros/x.md\"]\n"), 0o644)
+	cfg, err := config.Load(filepath.Join(root, "triage.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(cfg, "reproducer", fakeHost(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Writable(); len(got) != 1 || got[0] != filepath.Join(root, "repros") {
+		t.Errorf("writable = %v, want only repros", got)
+	}
+}

@@ -39,6 +39,13 @@ func (p *Policy) Staged() bool { return p.Staging.Size > 0 }
 // other entries are listed as read-only mounts.
 func stageWritable(p *Policy) error {
 	p.Staging = Staging{Size: p.Limits.WritableSize, Inodes: p.Limits.WritableInodes}
+	// A writable path inside a writable directory is already in that
+	// directory's copy; staged twice, it would be copied in twice.
+	p.Mounts = slices.DeleteFunc(p.Mounts, func(m Mount) bool {
+		return !m.ReadOnly && slices.ContainsFunc(p.Mounts, func(o Mount) bool {
+			return !o.ReadOnly && o.Kind != "file" && o.Path != m.Path && within(o.Path, m.Path)
+		})
+	})
 	writable := map[string]bool{}
 	var dirs []string
 	for _, m := range p.Mounts {
