@@ -1,9 +1,14 @@
 package backends
 
 import (
+	"bufio"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/stage"
@@ -132,4 +137,54 @@ func ExecArgvExporting(p *policy.Policy, cmd Command, fd int) []string {
 		}
 	}
 	return argv
+}
+
+// ErrHolderEnded: the holder ended before it said it was ready.
+var ErrHolderEnded = errors.New("the sandbox ended before it was ready")
+
+// StageIn sends the policy's staged paths to a just-started holder (w is
+// its stdin, ahead of the lifeline) and returns what was sent. Nothing
+// staged, nothing sent.
+func StageIn(ctx context.Context, w io.Writer, p *policy.Policy) (stage.Manifest, error) {
+	in, _ := StagePaths(p)
+	if len(in) == 0 {
+		return nil, nil
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	m, err := stage.Pack(ctx, bw, StageSpec(p, in))
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("copying the writable paths into the sandbox: %w", err)
+	}
+	return m, nil
+}
+
+// AwaitHolder waits until the holder's output (out) says it is ready with
+// its staged copy in place, says why it could not be, or the holder ended
+// (ErrHolderEnded) or ctx did.
+func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if out.LineWith(stage.ReadyLine) != "" {
+			return nil
+		}
+		if line := out.LineWith(stage.FailedLine); line != "" {
+			return fmt.Errorf("copying the writable paths into the sandbox: %s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)",
+				strings.TrimPrefix(line, stage.FailedLine))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-exited:
+			// Its last words may have come with its end.
+			if out.LineWith(stage.FailedLine) != "" || out.LineWith(stage.ReadyLine) != "" {
+				continue
+			}
+			return ErrHolderEnded
+		case <-tick.C:
+		}
+	}
 }

@@ -1,8 +1,8 @@
 package docker
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -101,39 +101,16 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, req *CreateReques
 // them before its lifeline starts, and waits until it says they are in
 // place.
 func (s *sandbox) stageIn(ctx context.Context) error {
-	in, _ := backends.StagePaths(s.p)
-	if len(in) == 0 {
-		return nil
-	}
-	w := bufio.NewWriterSize(s.att.Conn, 64<<10)
-	m, err := stage.Pack(ctx, w, backends.StageSpec(s.p, in))
-	if err == nil {
-		err = w.Flush()
-	}
-	if err != nil {
+	m, err := backends.StageIn(ctx, s.att.Conn, s.p)
+	if err != nil || m == nil {
 		return err
 	}
 	s.manifest = m
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if s.holdOut.LineWith(stage.ReadyLine) != "" {
-			return nil
-		}
-		if line := s.holdOut.LineWith(stage.FailedLine); line != "" {
-			return fmt.Errorf("%s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)", strings.TrimPrefix(line, stage.FailedLine))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.exited:
-			if line := s.holdOut.LineWith(stage.FailedLine); line != "" {
-				continue
-			}
-			return fmt.Errorf("the sandbox ended before its writable paths were in place (exit %d)", s.exitStatus)
-		case <-tick.C:
-		}
+	err = backends.AwaitHolder(ctx, &s.holdOut, s.exited)
+	if errors.Is(err, backends.ErrHolderEnded) {
+		return fmt.Errorf("the sandbox ended before its writable paths were in place (exit %d)", s.exitStatus)
 	}
+	return err
 }
 
 // copyBack exports the staged writable paths from the sandbox and

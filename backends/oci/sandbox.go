@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -81,35 +80,19 @@ func (s *sandbox) start(ctx context.Context) error {
 		_ = s.run.Wait()
 		close(s.exited)
 	}()
-	in, _ := backends.StagePaths(s.p)
-	if len(in) > 0 {
-		w := bufio.NewWriterSize(stdin, 64<<10)
-		m, err := stage.Pack(ctx, w, backends.StageSpec(s.p, in))
-		if err == nil {
-			err = w.Flush()
-		}
-		if err != nil {
-			return fmt.Errorf("copying the writable paths into the sandbox: %w%s", err, s.runtimeSaid())
-		}
-		s.manifest = m
+	m, err := backends.StageIn(ctx, stdin, s.p)
+	if err != nil {
+		return fmt.Errorf("%w%s", err, s.runtimeSaid())
 	}
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		// The holder says when it runs (and the staged copy is in place).
-		if s.holdOut.LineWith(stage.ReadyLine) != "" {
-			return nil
-		}
-		if line := s.holdOut.LineWith(stage.FailedLine); line != "" {
-			return fmt.Errorf("copying the writable paths into the sandbox: %s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)", strings.TrimPrefix(line, stage.FailedLine))
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the sandbox did not start within %s%s", startTimeout, s.runtimeSaid())
-		case <-s.exited:
-			return fmt.Errorf("the sandbox ended while starting%s", s.runtimeSaid())
-		case <-tick.C:
-		}
+	s.manifest = m
+	// The holder says when it runs (and the staged copy is in place).
+	switch err := backends.AwaitHolder(ctx, &s.holdOut, s.exited); {
+	case errors.Is(err, backends.ErrHolderEnded):
+		return fmt.Errorf("the sandbox ended while starting%s", s.runtimeSaid())
+	case ctx.Err() != nil:
+		return fmt.Errorf("the sandbox did not start within %s%s", startTimeout, s.runtimeSaid())
+	default:
+		return err
 	}
 }
 
