@@ -15,6 +15,9 @@ const StartMarker = sandboxinit.StartMarker
 
 // StartGate holds the exec's output back until the supervisor's start
 // marker arrives: what comes before it is the runtime's own failure text.
+// maxEarlyStderr bounds the stderr kept while the marker is on its way.
+const maxEarlyStderr = 1 << 20
+
 type StartGate struct {
 	mu     sync.Mutex
 	out    io.Writer
@@ -22,6 +25,11 @@ type StartGate struct {
 	open   bool
 	openAt time.Time
 	before bytes.Buffer
+	// beforeErr is stderr that came before the marker: a runtime copies
+	// stdout and stderr apart, so the command's first stderr can overtake
+	// the marker. It is passed on when the marker comes (only a started
+	// supervisor sends one); a runtime's failure never opens the gate.
+	beforeErr bytes.Buffer
 	// Started is closed when the marker arrives.
 	Started chan struct{}
 }
@@ -71,6 +79,11 @@ func (w gateWriter) Write(p []byte) (int, error) {
 	g.mu.Lock()
 	if !g.open {
 		if !w.stderr && len(p) > 0 && p[0] == StartMarker {
+			// Under the lock, so later stderr cannot overtake it.
+			if g.beforeErr.Len() > 0 {
+				_, _ = g.errOut.Write(g.beforeErr.Bytes())
+				g.beforeErr.Reset()
+			}
 			g.open, g.openAt = true, time.Now()
 			close(g.Started)
 			g.mu.Unlock()
@@ -79,6 +92,9 @@ func (w gateWriter) Write(p []byte) (int, error) {
 		}
 		if room := 4096 - g.before.Len(); room > 0 {
 			g.before.Write(p[:min(len(p), room)])
+		}
+		if room := maxEarlyStderr - g.beforeErr.Len(); w.stderr && room > 0 {
+			g.beforeErr.Write(p[:min(len(p), room)])
 		}
 		g.mu.Unlock()
 		return len(p), nil

@@ -32,12 +32,21 @@ func TestStartGate(t *testing.T) {
 		}{
 			{false, string([]byte{sandboxinit.StartMarker}) + "hello\n"}, {true, "warn\n"}, {false, "\x00bye\n"}},
 			opened: true, out: "hello\n\x00bye\n", err: "warn\n"},
-		{name: "stderr before the marker is held back", writes: []struct {
+		// The runtime copies stdout and stderr apart: the command's first
+		// stderr can overtake the marker. Once the marker comes (the
+		// supervisor started), it is passed on, in order.
+		{name: "stderr that overtakes the marker is passed on", writes: []struct {
 			stderr bool
 			data   string
 		}{
-			{true, "runtime noise\n"}, {false, string([]byte{sandboxinit.StartMarker})}, {false, "x"}},
-			opened: true, out: "x", why: "runtime noise"},
+			{true, "err\n"}, {false, string([]byte{sandboxinit.StartMarker}) + "out\n"}, {true, "more\n"}},
+			opened: true, out: "out\n", err: "err\nmore\n"},
+		{name: "a failed start keeps stderr back", writes: []struct {
+			stderr bool
+			data   string
+		}{
+			{true, "OCI runtime exec failed\n"}},
+			opened: false, why: "OCI runtime exec failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

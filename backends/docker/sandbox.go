@@ -38,6 +38,9 @@ type sandbox struct {
 	exitStatus int64
 	waitErr    error
 	oomEvents  atomic.Int64
+	// killed: the host killed the whole container (a tree that would not
+	// end); nothing can be copied back from it.
+	killed atomic.Bool
 
 	// manifest is what the host's staged paths held when last copied.
 	manifest stage.Manifest
@@ -118,7 +121,7 @@ func (s *sandbox) stageIn(ctx context.Context) error {
 // command ended.
 func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 	_, out := backends.StagePaths(s.p)
-	if len(out) == 0 || s.ended() {
+	if len(out) == 0 || s.ended() || s.killed.Load() {
 		if len(out) > 0 {
 			res.CopyBackError = "the sandbox ended before its writable paths could be copied back; this command's outputs are lost"
 		}
@@ -352,6 +355,7 @@ func (s *sandbox) execExit(ctx context.Context, execID string) (int, error) {
 
 // kill ends the whole container at once (SIGKILL ends its pid namespace).
 func (s *sandbox) kill() {
+	s.killed.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, _ = s.b.cli.ContainerKill(ctx, s.id, client.ContainerKillOptions{Signal: "KILL"})

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,6 +41,8 @@ type sandbox struct {
 	holdOut  backends.SmallBuffer
 	exited   chan struct{}
 	manifest stage.Manifest
+	// killed: the host killed the container; nothing can be copied back.
+	killed atomic.Bool
 	// execMu: one command at a time (the supervisor is one per exec, but
 	// the copy back must see a quiet sandbox).
 	execMu sync.Mutex
@@ -289,6 +292,7 @@ func (s *sandbox) awaitOrKill(done <-chan error, d time.Duration) error {
 }
 
 func (s *sandbox) kill() {
+	s.killed.Store(true)
 	_ = s.rt("kill", "--all", s.id, "KILL").Run()
 }
 
@@ -323,7 +327,7 @@ func (s *sandbox) finishCopyBack(res *backends.Result, applied <-chan applyResul
 	res.CopyBack = &a.rep
 	if a.err != nil {
 		res.CopyBackError = a.err.Error()
-		if s.ended() {
+		if s.ended() || s.killed.Load() {
 			res.CopyBackError = "the sandbox ended before its writable paths could be copied back; this command's outputs are lost"
 		}
 	}
@@ -335,7 +339,7 @@ func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 	if len(out) == 0 {
 		return
 	}
-	if s.ended() {
+	if s.ended() || s.killed.Load() {
 		res.CopyBackError = "the sandbox ended before its writable paths could be copied back; this command's outputs are lost"
 		return
 	}
