@@ -219,6 +219,20 @@ func (x *extractor) dropCache() {
 	x.lastDir, x.lastFD = "", -1
 }
 
+// slot opens the parent of parts and clears the name there for a new
+// non-directory entry.
+func (x *extractor) slot(parts []string) (int, string, error) {
+	dir, err := x.parent(parts)
+	if err != nil {
+		return -1, "", err
+	}
+	name := parts[len(parts)-1]
+	if err := x.clearSlot(dir, name); err != nil {
+		return -1, "", err
+	}
+	return dir, name, nil
+}
+
 // clearSlot removes whatever is at name in dir so a new entry can take its
 // place (a later entry replaces an earlier one, as tar extraction does).
 func (x *extractor) clearSlot(dir int, name string) error {
@@ -261,12 +275,8 @@ func (x *extractor) mkdir(parts []string, hdr *tar.Header) error {
 }
 
 func (x *extractor) file(parts []string, hdr *tar.Header, r io.Reader) error {
-	dir, err := x.parent(parts)
+	dir, name, err := x.slot(parts)
 	if err != nil {
-		return err
-	}
-	name := parts[len(parts)-1]
-	if err := x.clearSlot(dir, name); err != nil {
 		return err
 	}
 	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
@@ -296,12 +306,8 @@ func (x *extractor) file(parts []string, hdr *tar.Header, r io.Reader) error {
 }
 
 func (x *extractor) symlink(parts []string, hdr *tar.Header) error {
-	dir, err := x.parent(parts)
+	dir, name, err := x.slot(parts)
 	if err != nil {
-		return err
-	}
-	name := parts[len(parts)-1]
-	if err := x.clearSlot(dir, name); err != nil {
 		return err
 	}
 	// The target is kept verbatim: nothing here ever follows it, and runc
@@ -343,12 +349,8 @@ func (x *extractor) hardlink(parts []string, hdr *tar.Header) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("hard link target %q is not a regular file extracted earlier", hdr.Linkname)
 	}
-	dir, err := x.parent(parts)
+	dir, name, err := x.slot(parts)
 	if err != nil {
-		return err
-	}
-	name := parts[len(parts)-1]
-	if err := x.clearSlot(dir, name); err != nil {
 		return err
 	}
 	// linkat without AT_SYMLINK_FOLLOW links the name itself, and the
