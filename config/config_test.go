@@ -121,7 +121,7 @@ func TestProblems(t *testing.T) {
 			name: "two problems both reported in line order",
 			toml: "[sandbox]\nbackend = \"podman\"\n[sandbox.reproducer]\nnetwork = \"yes\"\n",
 			want: []string{
-				`triage.toml:2: sandbox.backend: unknown backend "podman"; use one of "docker", "seatbelt", "local"`,
+				`triage.toml:2: sandbox.backend: unknown backend "podman"; use one of "docker", "oci", "seatbelt", "local"`,
 				`triage.toml:4: sandbox.reproducer.network: expected a boolean, got string "yes"`,
 			},
 		},
@@ -150,7 +150,7 @@ func TestProblems(t *testing.T) {
 		{
 			name: "bad backend names the allowed values",
 			toml: "[sandbox.agent]\nbackend = \"Docker\"\n",
-			want: []string{`triage.toml:2: sandbox.agent.backend: unknown backend "Docker"; use one of "docker", "seatbelt", "local"`},
+			want: []string{`triage.toml:2: sandbox.agent.backend: unknown backend "Docker"; use one of "docker", "oci", "seatbelt", "local"`},
 		},
 		{
 			name: "writable paths",

@@ -38,7 +38,7 @@ type Repro struct {
 // Sandbox holds the keys of [sandbox] (and of a per-role table). A nil field
 // (or nil slice/map) means "not set here".
 type Sandbox struct {
-	Backend   *string           // docker | seatbelt | local
+	Backend   *string           // docker | oci | seatbelt | local
 	Network   *bool             // false = loopback only
 	Image     *string           // docker image
 	Env       []string          // extra variable names, shell wildcards allowed

@@ -30,7 +30,7 @@ var sandboxTables = []string{"agent", "reproducer", "guard"}
 var guardKeys = []string{"enabled", "model", "min_safe", "max_risk", "url", "timeout", "command", "api_key_env"}
 
 // Values [sandbox] backend accepts.
-var backends = []string{"docker", "seatbelt", "local"}
+var backends = []string{"docker", "oci", "seatbelt", "local"}
 
 // checker validates the decoded document and collects every problem.
 type checker struct {

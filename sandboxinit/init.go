@@ -13,10 +13,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
@@ -55,6 +57,14 @@ type HoldOptions struct {
 	// KillAll kills every other process the sandbox identity can signal;
 	// tests replace it.
 	KillAll func()
+	// Control, when set, is the holder's end of the control channel: the
+	// host starts commands through it (Helper's exec and export
+	// subcommands only) instead of through a runtime exec.
+	Control *os.File
+	// Helper is this binary's path in the sandbox, and HelperSubcommands
+	// the only subcommands of it the channel may start.
+	Helper            string
+	HelperSubcommands []string
 }
 
 // Hold waits until the sandbox must end and kills everything in it. It
@@ -79,6 +89,9 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	// the holder runs learns it from this line.
 	if o.Stdout != nil {
 		fmt.Fprintln(o.Stdout, stage.ReadyLine)
+	}
+	if o.Control != nil {
+		go serveControl(ctx, o)
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
@@ -113,6 +126,26 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	case <-ctx.Done():
 		killAll()
 		return ExitLifelineCut
+	}
+}
+
+// serveControl starts the host's commands until the channel ends. The
+// holder makes itself undumpable first: a command running as the same
+// identity must not take the channel's descriptor from it.
+func serveControl(ctx context.Context, o HoldOptions) {
+	if err := undumpable(); err != nil {
+		fmt.Fprintf(o.Stderr, "triage-sandbox: the control channel stays closed: %v\n", err)
+		_ = o.Control.Close()
+		return
+	}
+	allowed := func(argv []string) error {
+		if len(argv) >= 2 && argv[0] == o.Helper && slices.Contains(o.HelperSubcommands, argv[1]) {
+			return nil
+		}
+		return fmt.Errorf("the holder starts only %s %s", o.Helper, strings.Join(o.HelperSubcommands, "|"))
+	}
+	if err := control.Serve(ctx, o.Control, control.ServeOptions{Allowed: allowed}); err != nil {
+		fmt.Fprintf(o.Stderr, "triage-sandbox: %v\n", err)
 	}
 }
 

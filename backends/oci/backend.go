@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,22 +13,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/oci/netup"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // Name is the backend's registry name.
 const Name = "oci"
-
-// NetUpSubcommand is the hidden subcommand the bundle's createRuntime hook
-// runs: it raises lo in the new network namespace (runc leaves it down and
-// the sandbox has no capability to raise it).
-const NetUpSubcommand = "__netup"
 
 // Runtimes are the OCI runtimes this backend drives, in the order tried
 // when the config names none. runsc is gVisor: a user-space kernel.
@@ -197,15 +195,24 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	spec.Root.Path = root
 	// Runtimes refuse a newer spec version than they know (crun 1.8: "unknown
 	// version specified"); the bundle uses nothing newer than 1.0.
-	if v := runtimeSpecVersion(ctx, rt); v != "" {
+	if v := b.runtimeSpecVersion(ctx, rt); v != "" {
 		spec.Version = v
 	}
-	spec.Hooks = &specs.Hooks{CreateRuntime: []specs.Hook{{Path: b.selfExe, Args: []string{b.selfExe, NetUpSubcommand}, Timeout: intPtr(10)}}}
+	if passesFDs(rt) {
+		// The holder serves commands on the channel the runtime passes as fd 3.
+		spec.Process.Args = append(spec.Process.Args, "--control-fd", "3")
+	}
 	id := newID()
 	dir := filepath.Join(b.bundles(), id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		release()
 		return nil, fmt.Errorf("making the bundle: %w", err)
+	}
+	adaptToRuntime(spec.Process, spec.Linux.Resources, rt, p)
+	if err := joinOwnLoopback(spec, rt, dir); err != nil {
+		release()
+		_ = os.RemoveAll(dir)
+		return nil, err
 	}
 	rec := owner{PID: os.Getpid(), Start: backends.ProcessStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(),
 		Runtime: rt, Role: p.Role, Policy: p.ShortHash()}
@@ -214,7 +221,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	}
 	if err != nil {
 		release()
-		_ = os.RemoveAll(dir)
+		_ = removeBundle(dir)
 		return nil, fmt.Errorf("writing the bundle: %w", err)
 	}
 	s := &sandbox{b: b, p: p, id: id, dir: dir, runtime: rt, release: release, exited: make(chan struct{})}
@@ -225,7 +232,59 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	return s, nil
 }
 
-func intPtr(n int) *int { return &n }
+// gVisor runs every task of the sandbox as threads of its own processes on
+// the host, so the host's pids cgroup counts gVisor's threads, not the
+// sandbox's processes: at the policy's limit gVisor itself fails and the
+// whole sandbox dies instead of a fork failing. Under runsc the policy's
+// limit is applied by gVisor's kernel (RLIMIT_NPROC: the sandbox identity
+// is the only user there), and the host cgroup keeps a wider bound that
+// still stops a runaway sandbox from exhausting the host.
+const gvisorHostPidsFactor, gvisorHostPidsSlack = 4, 256
+
+// adaptToRuntime changes what a runtime enforces differently (proc may be
+// the holder's or an exec's process; res nil for an exec).
+func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt string, p *policy.Policy) {
+	if filepath.Base(rt) != "runsc" || p.Limits.Pids <= 0 {
+		return
+	}
+	n := uint64(p.Limits.Pids)
+	proc.Rlimits = append(proc.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: n, Soft: n})
+	if res != nil && res.Pids != nil {
+		host := p.Limits.Pids*gvisorHostPidsFactor + gvisorHostPidsSlack
+		res.Pids.Limit = &host
+	}
+}
+
+// netnsFile is where a bundle's network namespace is kept (bound).
+const netnsFile = "netns"
+
+// joinOwnLoopback gives the container a network namespace made beforehand
+// with lo up (runc leaves a new one's lo down, and the sandbox cannot raise
+// it). gVisor's runsc keeps its own network stack (--network=none) and
+// needs nothing.
+func joinOwnLoopback(spec *specs.Spec, rt, dir string) error {
+	if filepath.Base(rt) == "runsc" {
+		return nil
+	}
+	path := filepath.Join(dir, netnsFile)
+	if err := netup.Create(path); err != nil {
+		return fmt.Errorf("the sandbox's network namespace: %w", err)
+	}
+	for i, ns := range spec.Linux.Namespaces {
+		if ns.Type == specs.NetworkNamespace {
+			spec.Linux.Namespaces[i].Path = path
+		}
+	}
+	return nil
+}
+
+// removeBundle releases a bundle's network namespace and deletes it.
+func removeBundle(dir string) error {
+	if err := netup.Remove(filepath.Join(dir, netnsFile)); err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
+}
 
 func newID() string {
 	var r [6]byte
@@ -280,7 +339,7 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 			_ = exec.CommandContext(ctx, rt, "--root", b.runtimeRoot(), "kill", "--all", e.Name(), "KILL").Run()
 			_ = exec.CommandContext(ctx, rt, "--root", b.runtimeRoot(), "delete", "--force", e.Name()).Run()
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if err := removeBundle(dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -298,8 +357,36 @@ func ownerAlive(rec owner) bool {
 }
 
 // runtimeSpecVersion is the OCI spec version the runtime reports
-// ("spec: 1.0.2-dev"), or "".
-func runtimeSpecVersion(ctx context.Context, rt string) string {
+// ("spec: 1.0.2-dev"), or "". Asking costs an exec on every cold run, so
+// the answer is kept in the state directory, keyed by the runtime
+// binary's identity (path, size, change time): an upgrade asks again.
+func (b *Backend) runtimeSpecVersion(ctx context.Context, rt string) string {
+	fi, err := os.Stat(rt)
+	if err != nil {
+		return ""
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	var ctime int64
+	if st != nil {
+		ctime = st.Ctim.Nano()
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d\x00%d", rt, fi.Size(), fi.ModTime().UnixNano(), ctime))
+	cache := filepath.Join(b.stateDir, "spec-version", hex.EncodeToString(sum[:8]))
+	if v, err := os.ReadFile(cache); err == nil {
+		return strings.TrimSpace(string(v))
+	}
+	v := askSpecVersion(ctx, rt)
+	if v != "" && os.MkdirAll(filepath.Dir(cache), 0o700) == nil {
+		tmp := fmt.Sprintf("%s.%d", cache, os.Getpid())
+		if os.WriteFile(tmp, []byte(v+"\n"), 0o600) == nil {
+			_ = os.Rename(tmp, cache)
+		}
+	}
+	return v
+}
+
+// askSpecVersion runs `runtime --version` and reads its "spec:" line.
+func askSpecVersion(ctx context.Context, rt string) string {
 	out, err := exec.CommandContext(ctx, rt, "--version").Output()
 	if err != nil {
 		return ""
@@ -318,7 +405,7 @@ func runtimeSpecVersion(ctx context.Context, rt string) string {
 // would otherwise expect the caller to have configured).
 func runtimeFlags(rt string) []string {
 	if filepath.Base(rt) == "runsc" {
-		return []string{"--network=none"}
+		return []string{"--network=none", "--oci-seccomp"}
 	}
 	return nil
 }

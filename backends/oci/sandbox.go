@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
@@ -24,6 +25,8 @@ const (
 	startTimeout    = 30 * time.Second
 	afterKillWait   = 5 * time.Second
 	copyBackTimeout = 2 * time.Minute
+	// closeGrace: how long a closed sandbox's holder has to end by itself.
+	closeGrace = 3 * time.Second
 )
 
 // sandbox is a running bundle: `runtime run` in the foreground holds the
@@ -38,6 +41,9 @@ type sandbox struct {
 
 	run      *exec.Cmd
 	lifeline io.WriteCloser
+	// ctl starts commands through the holder (runtimes that pass
+	// descriptors); nil means a runtime exec per command.
+	ctl      *control.Client
 	holdOut  backends.SmallBuffer
 	exited   chan struct{}
 	manifest stage.Manifest
@@ -66,7 +72,26 @@ func (s *sandbox) rtArgs(args ...string) []string {
 func (s *sandbox) start(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	s.run = s.rt("run", "--bundle", s.dir, s.id)
+	args := []string{"run", "--bundle", s.dir}
+	var holderEnd *os.File
+	if passesFDs(s.runtime) {
+		// The holder's end of the control channel is its fd 3.
+		host, holder, err := control.Pair()
+		if err != nil {
+			return err
+		}
+		if s.ctl, err = control.NewClient(host); err != nil {
+			holder.Close()
+			return err
+		}
+		holderEnd = holder
+		defer holderEnd.Close()
+		args = append(args, "--preserve-fds", "1")
+	}
+	s.run = s.rt(append(args, s.id)...)
+	if holderEnd != nil {
+		s.run.ExtraFiles = []*os.File{holderEnd}
+	}
 	stdin, err := s.run.StdinPipe()
 	if err != nil {
 		return err
@@ -138,20 +163,22 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 		return res, err
 	}
 	res, err := s.execOnce(ctx, cmd, out)
-	if err == nil && !exportsOnFD(s.runtime) {
+	if err == nil && !passesFDs(s.runtime) {
 		s.copyBack(ctx, &res)
 	}
 	return res, err
 }
 
-// exportsOnFD: the runtime can pass the exec an extra descriptor (runc
-// and crun: --preserve-fds; gVisor's runsc cannot), so the copy back rides
-// on the command's own exec.
-func exportsOnFD(rt string) bool { return filepath.Base(rt) != "runsc" }
+// passesFDs: the runtime can pass the container extra descriptors (runc
+// and crun: --preserve-fds; gVisor's runsc cannot), so the holder gets a
+// control channel and the copy back rides on the command's own start.
+func passesFDs(rt string) bool { return filepath.Base(rt) != "runsc" }
 
 func (s *sandbox) processFile(name string, argv []string) (string, error) {
 	path := filepath.Join(s.dir, name)
-	return path, writeJSON(path, process(s.p, argv))
+	proc := process(s.p, argv)
+	adaptToRuntime(proc, nil, s.runtime, s.p)
+	return path, writeJSON(path, proc)
 }
 
 func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
@@ -161,43 +188,32 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 	// rides on the same exec.
 	_, staged := backends.StagePaths(s.p)
 	argv := backends.ExecArgv(s.p, cmd)
-	rtArgs := []string{"exec"}
 	var exportR, exportW *os.File
-	if len(staged) > 0 && exportsOnFD(s.runtime) {
+	if len(staged) > 0 && passesFDs(s.runtime) {
 		var err error
 		if exportR, exportW, err = os.Pipe(); err != nil {
 			return res, err
 		}
 		defer exportR.Close()
 		argv = backends.ExecArgvExporting(s.p, cmd, 3)
-		rtArgs = append(rtArgs, "--preserve-fds", "1")
-	}
-	procPath, err := s.processFile("exec.json", argv)
-	if err != nil {
-		return res, err
 	}
 	gate := backends.NewStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
-	x := s.rt(append(rtArgs, "--process", procPath, s.id)...)
-	x.Stdout, x.Stderr = gate.Stdout(), gate.Stderr()
+	var proc *started
+	var err error
+	if s.ctl != nil {
+		proc, err = s.startByHolder(ctx, argv, gate, exportW)
+	} else {
+		proc, err = s.startByRuntime(argv, gate, exportW)
+	}
 	if exportW != nil {
-		x.ExtraFiles = []*os.File{exportW}
+		exportW.Close() // the supervisor's copy is the only writer now
 	}
-	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// Without input, stdin is the supervisor's lifeline: closing it kills
-	// the command's tree.
-	stdin, err := x.StdinPipe()
 	if err != nil {
-		return res, err
-	}
-	if err := x.Start(); err != nil {
-		if exportW != nil {
-			exportW.Close()
-		}
 		return res, fmt.Errorf("starting the command: %w", err)
 	}
+	stdin := proc.stdin
 	var applied chan applyResult
 	if exportW != nil {
-		exportW.Close() // the runtime's copy is the only writer now
 		applied = make(chan applyResult, 1)
 		go func() { applied <- s.apply(ctx, exportR, staged) }()
 	}
@@ -212,7 +228,7 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 		}()
 	}
 	done := make(chan error, 1)
-	go func() { done <- x.Wait() }()
+	go func() { done <- proc.wait() }()
 	var deadline <-chan time.Time
 	if cmd.Timeout > 0 {
 		timer := time.NewTimer(cmd.Timeout)
@@ -237,14 +253,11 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 	}
 	res.Duration = gate.Since()
 	code := 0
-	var ee *exec.ExitError
+	var ee *exitStatus
 	switch {
 	case werr == nil:
 	case errors.As(werr, &ee):
-		code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
+		code = ee.code
 	default:
 		return res, fmt.Errorf("running the command: %w", werr)
 	}
@@ -382,7 +395,13 @@ func (s *sandbox) Close(ctx context.Context) error {
 		if s.lifeline != nil {
 			_ = s.lifeline.Close()
 		}
-		s.kill()
+		// The cut lifeline makes the holder kill everything and exit, and a
+		// foreground `runtime run` then deletes the container itself: the
+		// usual close costs no runtime exec. Only a holder that does not go
+		// is killed from outside.
+		if !s.awaitExit(closeGrace) {
+			s.kill()
+		}
 		if s.run != nil && s.run.Process != nil {
 			select {
 			case <-s.exited:
@@ -391,11 +410,16 @@ func (s *sandbox) Close(ctx context.Context) error {
 				<-s.exited
 			}
 		}
-		var errs []error
-		if out, err := s.rt("delete", "--force", s.id).CombinedOutput(); err != nil && !strings.Contains(string(out), "not exist") {
-			errs = append(errs, fmt.Errorf("deleting container %s: %v: %s", s.id, err, strings.TrimSpace(string(out))))
+		if s.ctl != nil {
+			_ = s.ctl.Close()
 		}
-		if err := os.RemoveAll(s.dir); err != nil {
+		var errs []error
+		if s.stateLeft() {
+			if out, err := s.rt("delete", "--force", s.id).CombinedOutput(); err != nil && !strings.Contains(string(out), "not exist") {
+				errs = append(errs, fmt.Errorf("deleting container %s: %v: %s", s.id, err, strings.TrimSpace(string(out))))
+			}
+		}
+		if err := removeBundle(s.dir); err != nil {
 			errs = append(errs, err)
 		}
 		if s.release != nil {
@@ -409,6 +433,31 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 	})
 	return s.closeErr
+}
+
+// awaitExit waits up to d for `runtime run` to end; false if it did not.
+func (s *sandbox) awaitExit(d time.Duration) bool {
+	if s.run == nil || s.run.Process == nil {
+		return false
+	}
+	select {
+	case <-s.exited:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// stateLeft: the runtime still keeps state for the container (it was
+// killed from outside, or `runtime run` itself died), so it must be
+// deleted. runsc keeps its state under the same --root.
+func (s *sandbox) stateLeft() bool {
+	if !s.killed.Load() && s.run != nil && s.run.ProcessState != nil && s.run.ProcessState.Exited() {
+		if _, err := os.Lstat(filepath.Join(s.b.runtimeRoot(), s.id)); errors.Is(err, os.ErrNotExist) {
+			return false
+		}
+	}
+	return true
 }
 
 func orDiscard(w io.Writer) io.Writer {

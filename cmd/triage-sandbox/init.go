@@ -11,8 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/oci"
-	"github.com/triage-sandbox/triage-sandbox/backends/oci/netup"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
@@ -22,6 +20,7 @@ func newInitCmds() []*cobra.Command {
 	var lifeline bool
 	var ttl time.Duration
 	var staged []string
+	controlFD := -1
 	hold := &cobra.Command{
 		Use:    backends.HoldSubcommand + " [--lifeline] [--ttl D] [--stage KIND:PATH]...",
 		Hidden: true,
@@ -34,12 +33,25 @@ func newInitCmds() []*cobra.Command {
 			if lifeline {
 				o.Lifeline = os.Stdin
 			}
+			if controlFD >= 0 {
+				if controlFD < 3 {
+					return fmt.Errorf("--control-fd %d: must be an inherited descriptor above stderr", controlFD)
+				}
+				syscall.CloseOnExec(controlFD)
+				self, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				o.Control = os.NewFile(uintptr(controlFD), "control")
+				o.Helper, o.HelperSubcommands = self, []string{backends.ExecSubcommand, backends.ExportSubcommand}
+			}
 			return exitCode(sandboxinit.Hold(context.Background(), o))
 		},
 	}
 	hold.Flags().BoolVar(&lifeline, "lifeline", false, "kill everything when stdin closes")
 	hold.Flags().DurationVar(&ttl, "ttl", 0, "kill everything after this long, whatever else happens")
 	hold.Flags().StringArrayVar(&staged, "stage", nil, "a staged path to unpack from stdin first")
+	hold.Flags().IntVar(&controlFD, "control-fd", -1, "serve the host's commands on this inherited control socket")
 
 	var exported []string
 	export := &cobra.Command{
@@ -80,15 +92,7 @@ func newInitCmds() []*cobra.Command {
 	exec.Flags().IntVar(&exportFD, "export-fd", -1, "write the staged paths to this inherited descriptor once the command is gone")
 	exec.Flags().StringArrayVar(&execStaged, "stage", nil, "a staged path to export (with --export-fd)")
 	exec.Flags().SetInterspersed(false)
-	netUp := &cobra.Command{
-		Use:    oci.NetUpSubcommand,
-		Hidden: true,
-		Short:  "OCI createRuntime hook: raise lo in the container's new network namespace",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return netup.Hook(cmd.Context(), os.Stdin)
-		},
-	}
-	return []*cobra.Command{hold, exec, export, netUp}
+	return []*cobra.Command{hold, exec, export}
 }
 
 func exitCode(code int) error {

@@ -1,10 +1,10 @@
-// Package netup brings the loopback interface up inside a container's
-// network namespace, as an OCI createRuntime hook.
+// Package netup makes network namespaces whose loopback interface is up,
+// for containers to join.
 //
 // runc gives a container a new network namespace whose lo is down, and the
 // sandbox has no capability to raise it, so 127.0.0.1 is unusable inside.
-// The hook runs on the host as root, after the namespaces exist and before
-// the user's process starts, with the container's state on stdin.
+// Create makes the namespace on the host beforehand, with lo up, and the
+// runtime joins it by path.
 //
 // Joining a namespace changes only the calling OS thread, and Go may run
 // any goroutine on any thread, so the work happens on a goroutine locked
@@ -16,51 +16,15 @@
 package netup
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"runtime"
 	"strconv"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
-
-// maxState bounds what Hook reads: a state is a few hundred bytes, plus
-// annotations.
-const maxState = 1 << 20
-
-// Hook reads the OCI state from r and sets lo up in the network namespace
-// of state.pid.
-func Hook(ctx context.Context, r io.Reader) error {
-	var st specs.State
-	dec := json.NewDecoder(io.LimitReader(r, maxState))
-	if err := dec.Decode(&st); err != nil {
-		return fmt.Errorf("netup: reading the container state: %w", err)
-	}
-	if st.Pid <= 0 {
-		return fmt.Errorf("netup: container %q: state has no pid (status %q)", st.ID, st.Status)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("netup: %w", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- up(st.Pid) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("netup: container %q: %w", st.ID, err)
-		}
-		return nil
-	case <-ctx.Done():
-		// Up cannot be interrupted; it is bounded by a few syscalls anyway.
-		return fmt.Errorf("netup: container %q: %w", st.ID, ctx.Err())
-	}
-}
 
 // Up sets lo up in the network namespace of pid, checks that it is up and
 // has 127.0.0.1, and leaves the caller's own namespace alone. It refuses a
@@ -133,6 +97,11 @@ func upIn(ns int) error {
 	if err := unix.Setns(ns, unix.CLONE_NEWNET); err != nil {
 		return fmt.Errorf("setns: %w", err)
 	}
+	return upHere()
+}
+
+// upHere raises lo in this thread's network namespace.
+func upHere() error {
 	// The socket belongs to the namespace of the thread that creates it:
 	// it must be made after setns.
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
@@ -190,6 +159,49 @@ func checkLoopbackAddr(fd int) error {
 	}
 	if !net.IP(addr).Equal(net.IPv4(127, 0, 0, 1)) {
 		return fmt.Errorf("lo is up with address %v, not 127.0.0.1", net.IP(addr))
+	}
+	return nil
+}
+
+// Create makes a new network namespace whose lo is up (and has 127.0.0.1)
+// and keeps it alive by binding it onto path (created if missing), for a
+// runtime to join by path. It costs a few system calls where a hook costs
+// a process: the namespace is made before the container, not inside its
+// start. Remove undoes it.
+func Create(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("netup: %w", err)
+	}
+	_ = f.Close()
+	err = onThrowawayThread(func() error {
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("unshare: %w", err)
+		}
+		if err := upHere(); err != nil {
+			return err
+		}
+		self := "/proc/thread-self/ns/net"
+		if err := unix.Mount(self, path, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("binding the namespace onto %s: %w", path, err)
+		}
+		return nil
+	})
+	if err != nil {
+		_ = os.Remove(path)
+		return fmt.Errorf("netup: %w", err)
+	}
+	return nil
+}
+
+// Remove releases a namespace Create bound onto path; a path that holds
+// no namespace (a crash between the two steps) is only removed.
+func Remove(path string) error {
+	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("netup: releasing %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("netup: %w", err)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package netup
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -239,47 +238,6 @@ func TestUpMakesLoopbackWork(t *testing.T) {
 	}
 }
 
-func TestHook(t *testing.T) {
-	ns := startNetns(t)
-	state := fmt.Sprintf(`{"ociVersion":"1.0.2","id":"sbx-1","status":"creating","pid":%d,"bundle":"/tmp/b","annotations":{"a":"b"}}`, ns.cmd.Process.Pid)
-	if err := Hook(context.Background(), strings.NewReader(state)); err != nil {
-		t.Fatal(err)
-	}
-	if got := ns.ask(t, "probe"); got != "ok" {
-		t.Errorf("127.0.0.1 after the hook: %s", got)
-	}
-}
-
-func TestHookRefuses(t *testing.T) {
-	requireRoot(t)
-	cases := map[string]string{
-		"not json":      `pid=12`,
-		"no pid":        `{"ociVersion":"1.0.2","id":"x","status":"creating"}`,
-		"negative pid":  `{"id":"x","pid":-1}`,
-		"own namespace": fmt.Sprintf(`{"id":"x","pid":%d}`, os.Getpid()),
-		"gone":          `{"id":"x","pid":2147483646}`,
-	}
-	for name, state := range cases {
-		t.Run(name, func(t *testing.T) {
-			err := Hook(context.Background(), strings.NewReader(state))
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			t.Log(err)
-			if name == "own namespace" && !strings.Contains(err.Error(), "shares this process's network namespace") {
-				t.Errorf("error %v", err)
-			}
-		})
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := Hook(ctx, strings.NewReader(`{"id":"x","pid":1}`)); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled context: %v", err)
-	}
-}
-
-// Goroutines often run on the main thread (it is idle while tests run), and
-// the runtime cannot end that thread: the namespace work must never land there.
 func TestThrowawayThreadIsNeverMain(t *testing.T) {
 	for range 200 {
 		err := onThrowawayThread(func() error {
@@ -291,5 +249,65 @@ func TestThrowawayThreadIsNeverMain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+func TestCreateAndRemove(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creating a network namespace needs CAP_SYS_ADMIN")
+	}
+	path := filepath.Join(t.TempDir(), "netns")
+	if err := Create(path); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := sameNamespace(ns)
+	if err != nil || same {
+		t.Fatalf("the namespace at %s is this process's own (same=%v, err=%v)", path, same, err)
+	}
+	// Inside it: lo is up, 127.0.0.1 serves, and lo is the only interface.
+	var flags uint16
+	var ifaces []net.Interface
+	var served string
+	err = onThrowawayThread(func() error {
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			return err
+		}
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if flags, err = ifFlags(fd); err != nil {
+			return err
+		}
+		ifaces, err = net.Interfaces()
+		served = probe()
+		return err
+	})
+	ns.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags&unix.IFF_UP == 0 {
+		t.Errorf("lo is down in the created namespace")
+	}
+	if len(ifaces) != 1 || ifaces[0].Name != "lo" {
+		t.Errorf("interfaces in the created namespace: %v, want only lo", ifaces)
+	}
+	if served != "ok" {
+		t.Errorf("loopback in the created namespace: %s", served)
+	}
+	if err := Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s still exists after Remove: %v", path, err)
+	}
+	if err := Remove(path); err != nil {
+		t.Fatalf("a second Remove: %v", err)
 	}
 }

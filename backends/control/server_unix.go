@@ -1,0 +1,160 @@
+//go:build unix
+
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ServeOptions configure the holder's end.
+type ServeOptions struct {
+	// Allowed says whether the holder may start argv: it starts only its
+	// own helpers, never an arbitrary program, whatever the channel asks.
+	Allowed func(argv []string) error
+}
+
+// Serve answers requests on f (the holder's end) until the host closes it
+// or ctx ends. Each process runs until it exits; Serve does not kill it.
+func Serve(ctx context.Context, f *os.File, o ServeOptions) error {
+	fc, err := net.FileConn(f)
+	_ = f.Close()
+	if err != nil {
+		return fmt.Errorf("the control channel: %w", err)
+	}
+	conn, ok := fc.(*net.UnixConn)
+	if !ok {
+		_ = fc.Close()
+		return fmt.Errorf("the control channel is a %T, not a unix socket", fc)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	s := &server{conn: conn, o: o}
+	defer s.wg.Wait()
+	defer conn.Close()
+	buf := make([]byte, maxMessage)
+	oob := make([]byte, unix.CmsgSpace(maxFiles*4))
+	for {
+		n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+		if err == nil && n == 0 {
+			return nil // the host closed its end
+		}
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("reading the control channel: %w", err)
+		}
+		files, ferr := receivedFiles(oob[:oobn])
+		s.handle(buf[:n], files, ferr)
+	}
+}
+
+type server struct {
+	conn *net.UnixConn
+	o    ServeOptions
+	mu   sync.Mutex // serialises replies
+	wg   sync.WaitGroup
+}
+
+func (s *server) send(r reply) {
+	b, err := encode(r)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _, _ = s.conn.WriteMsgUnix(b, nil, nil)
+}
+
+func (s *server) handle(msg []byte, files []*os.File, ferr error) {
+	defer closeAll(files)
+	var req request
+	if err := json.Unmarshal(msg, &req); err != nil {
+		s.send(reply{ID: req.ID, Error: "unreadable request: " + err.Error()})
+		return
+	}
+	if ferr != nil {
+		s.send(reply{ID: req.ID, Error: ferr.Error()})
+		return
+	}
+	if len(req.Argv) == 0 {
+		s.send(reply{ID: req.ID, Error: "empty argv"})
+		return
+	}
+	if s.o.Allowed != nil {
+		if err := s.o.Allowed(req.Argv); err != nil {
+			s.send(reply{ID: req.ID, Error: err.Error()})
+			return
+		}
+	}
+	if len(files) < 3 {
+		s.send(reply{ID: req.ID, Error: fmt.Sprintf("a request passes stdin, stdout and stderr; this one passed %d descriptors", len(files))})
+		return
+	}
+	cmd := &exec.Cmd{Path: req.Argv[0], Args: req.Argv, Dir: req.Dir, Env: req.Env,
+		Stdin: files[0], Stdout: files[1], Stderr: files[2], ExtraFiles: files[3:]}
+	if req.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	if err := cmd.Start(); err != nil {
+		s.send(reply{ID: req.ID, Error: err.Error()})
+		return
+	}
+	s.send(reply{ID: req.ID, Started: true, PID: cmd.Process.Pid})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = cmd.Wait()
+		r := reply{ID: req.ID, Exited: true}
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.Signal = int(ws.Signal())
+			r.Code = 128 + r.Signal
+		} else {
+			r.Code = cmd.ProcessState.ExitCode()
+		}
+		s.send(r)
+	}()
+}
+
+// receivedFiles are the descriptors of one message, close-on-exec.
+func receivedFiles(oob []byte) ([]*os.File, error) {
+	if len(oob) == 0 {
+		return nil, nil
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, fmt.Errorf("unreadable descriptors: %w", err)
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			unix.CloseOnExec(fd)
+			files = append(files, os.NewFile(uintptr(fd), fmt.Sprintf("passed-%d", len(files))))
+		}
+	}
+	if len(files) > maxFiles {
+		closeAll(files)
+		return nil, fmt.Errorf("%d descriptors is over the %d a request may pass", len(files), maxFiles)
+	}
+	return files, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
+}

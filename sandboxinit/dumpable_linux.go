@@ -1,0 +1,7 @@
+package sandboxinit
+
+import "golang.org/x/sys/unix"
+
+// undumpable keeps processes of the same identity from attaching to the
+// holder or taking its descriptors (ptrace, pidfd_getfd, /proc/PID/fd).
+func undumpable() error { return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }
