@@ -23,10 +23,19 @@ oci=0
 if [ "$(id -u)" = 0 ] && command -v runc >/dev/null; then
   (cd "$ws" && "$bin" run --backend oci -- true >/dev/null 2>&1) && oci=1 # first use unpacks the image
 fi
-ours=(); staged=(); theirs=(); ocis=()
+# gVisor through the same backend, when runsc is installed.
+gv=0
+gvcfg=$(mktemp -d)
+trap 'rm -rf "$ws" "$aw" "$gvcfg"' EXIT
+printf '[sandbox]\nbackend = "oci"\nruntime = "runsc"\n' > "$gvcfg/triage.toml"
+if [ "$oci" = 1 ] && command -v runsc >/dev/null; then
+  (cd "$ws" && "$bin" run --config "$gvcfg/triage.toml" -- true >/dev/null 2>&1) && gv=1
+fi
+ours=(); staged=(); theirs=(); ocis=(); gvs=()
 for _ in $(seq 1 "$n"); do
   ours+=("$(cd "$ws" && ms "$bin" run -- true)")
   if [ "$oci" = 1 ]; then ocis+=("$(cd "$ws" && ms "$bin" run --backend oci -- true)"); fi
+  if [ "$gv" = 1 ]; then gvs+=("$(cd "$ws" && ms "$bin" run --config "$gvcfg/triage.toml" -- true)"); fi
   staged+=("$(cd "$aw" && ms "$bin" run --role agent -- true)")
   theirs+=("$(ms docker run --rm --network none --cap-drop ALL --security-opt no-new-privileges \
     --read-only --init --pids-limit 512 --memory 1g --memory-swap 1g --user 65534:65534 \
@@ -39,4 +48,8 @@ echo "cold run, median of $n: docker run --rm ${t} ms; triage-sandbox run ${o} m
 if [ "$oci" = 1 ]; then
   c=$(median "${ocis[@]}")
   echo "cold run on oci (runc), median of $n: ${c} ms (ratio to docker run --rm $(ratio "$c" "$t"))"
+fi
+if [ "$gv" = 1 ]; then
+  g=$(median "${gvs[@]}")
+  echo "cold run on oci (runsc, gVisor), median of $n: ${g} ms (ratio to docker run --rm $(ratio "$g" "$t"))"
 fi
