@@ -326,6 +326,13 @@ func opProcStatus(s Step, _ string) Observation {
 	for _, k := range s.List {
 		want[k] = vals[k]
 	}
+	// The kernel's own answer where one exists: a user-space kernel
+	// (gVisor) leaves NoNewPrivs out of its status file but answers prctl.
+	if _, asked := want["NoNewPrivs"]; asked {
+		if v, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err == nil {
+			want["NoNewPrivs"] = strconv.Itoa(v)
+		}
+	}
 	return Observation{OK: true, Values: want}
 }
 

@@ -16,15 +16,14 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
+	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 // Bounds of the sandbox's own steps.
 const (
-	startTimeout    = 30 * time.Second
-	afterKillWait   = 5 * time.Second
-	copyBackTimeout = 2 * time.Minute
+	startTimeout = 30 * time.Second
 	// closeGrace: how long a closed sandbox's holder has to end by itself.
 	closeGrace = 3 * time.Second
 )
@@ -182,168 +181,26 @@ func (s *sandbox) processFile(name string, argv []string) (string, error) {
 }
 
 func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
-	res := backends.Result{Sandbox: s.id}
-	// The supervisor exports the staged paths on an extra descriptor (fd 3,
-	// passed by the runtime) once the command's tree is gone: the copy back
-	// rides on the same exec.
-	_, staged := backends.StagePaths(s.p)
-	argv := backends.ExecArgv(s.p, cmd)
-	var exportR, exportW *os.File
-	if len(staged) > 0 && passesFDs(s.runtime) {
-		var err error
-		if exportR, exportW, err = os.Pipe(); err != nil {
-			return res, err
-		}
-		defer exportR.Close()
-		argv = backends.ExecArgvExporting(s.p, cmd, 3)
-	}
-	gate := backends.NewStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
-	var proc *started
-	var err error
+	run := holderexec.Run{Policy: s.p, Sandbox: (*ociSandbox)(s), Start: s.startByRuntime,
+		ExportOnFD: passesFDs(s.runtime), Manifest: &s.manifest}
 	if s.ctl != nil {
-		proc, err = s.startByHolder(ctx, argv, gate, exportW)
-	} else {
-		proc, err = s.startByRuntime(argv, gate, exportW)
+		run.Start = holderexec.ByHolder(s.ctl)
 	}
-	if exportW != nil {
-		exportW.Close() // the supervisor's copy is the only writer now
-	}
-	if err != nil {
-		return res, fmt.Errorf("starting the command: %w", err)
-	}
-	stdin := proc.stdin
-	var applied chan applyResult
-	if exportW != nil {
-		applied = make(chan applyResult, 1)
-		go func() { applied <- s.apply(ctx, exportR, staged) }()
-	}
-	if cmd.Stdin != nil {
-		go func() {
-			select {
-			case <-gate.Started:
-				_, _ = io.Copy(stdin, cmd.Stdin)
-			case <-s.exited:
-			}
-			_ = stdin.Close()
-		}()
-	}
-	done := make(chan error, 1)
-	go func() { done <- proc.wait() }()
-	var deadline <-chan time.Time
-	if cmd.Timeout > 0 {
-		timer := time.NewTimer(cmd.Timeout)
-		defer timer.Stop()
-		deadline = timer.C
-	}
-	var werr error
-	select {
-	case werr = <-done:
-	case <-deadline:
-		res.TimedOut = true
-		werr = s.awaitOrKill(done, s.p.Lifetime.KillGrace+afterKillWait)
-	case <-ctx.Done():
-		res.Canceled = true
-		_ = stdin.Close()
-		werr = s.awaitOrKill(done, afterKillWait)
-	case <-s.exited:
-		werr = s.awaitOrKill(done, time.Second)
-	}
-	if cmd.Stdin == nil {
-		_ = stdin.Close()
-	}
-	res.Duration = gate.Since()
-	code := 0
-	var ee *exitStatus
-	switch {
-	case werr == nil:
-	case errors.As(werr, &ee):
-		code = ee.code
-	default:
-		return res, fmt.Errorf("running the command: %w", werr)
-	}
-	if !gate.Opened() && !res.TimedOut && !res.Canceled {
-		msg := strings.TrimSpace(gate.Failure())
-		if msg == "" {
-			msg = fmt.Sprintf("the runtime's exec ended with %d before the supervisor started", code)
-		}
-		return res, fmt.Errorf("the sandbox could not start the command: %s", msg)
-	}
-	if s.ended() && !res.TimedOut && !res.Canceled {
-		return res, errors.New("the sandbox ended under the command; the result is unknown" + s.runtimeSaid())
-	}
-	res.ExitCode = code
-	switch {
-	case res.Canceled:
-		res.ExitCode = 130
-	case res.TimedOut:
-		res.ExitCode = 124
-	}
-	if applied != nil {
-		s.finishCopyBack(&res, applied, exportR)
-	}
-	if res.ExitCode > 128 && res.ExitCode < 160 && !res.TimedOut {
-		res.Signal = res.ExitCode - 128
-	}
-	return res, nil
+	return run.Exec(ctx, cmd, out)
 }
 
-// awaitOrKill waits for the exec to end; past d the whole sandbox is
-// killed, which ends it for certain.
-func (s *sandbox) awaitOrKill(done <-chan error, d time.Duration) error {
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(d):
-	}
-	s.kill()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(afterKillWait):
-		return errors.New("the command did not end after the sandbox was killed")
-	}
-}
+// ociSandbox is the sandbox as holderexec sees it.
+type ociSandbox sandbox
+
+func (o *ociSandbox) ID() string              { return o.id }
+func (o *ociSandbox) Exited() <-chan struct{} { return o.exited }
+func (o *ociSandbox) Kill()                   { (*sandbox)(o).kill() }
+func (o *ociSandbox) Killed() bool            { return o.killed.Load() }
+func (o *ociSandbox) Said() string            { return (*sandbox)(o).runtimeSaid() }
 
 func (s *sandbox) kill() {
 	s.killed.Store(true)
 	_ = s.rt("kill", "--all", s.id, "KILL").Run()
-}
-
-type applyResult struct {
-	m   stage.Manifest
-	rep stage.Report
-	err error
-}
-
-// apply reads the supervisor's export as it comes and brings the host up
-// to it.
-func (s *sandbox) apply(ctx context.Context, r io.Reader, staged []stage.Path) applyResult {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyBackTimeout)
-	defer cancel()
-	m, rep, err := stage.Apply(ctx, r, s.manifest, backends.StageSpec(s.p, backends.ExportPaths(s.p, staged)))
-	_, _ = io.Copy(io.Discard, r)
-	return applyResult{m, rep, err}
-}
-
-// finishCopyBack waits for the copy back of the command that just ended.
-// A supervisor that died before exporting leaves the pipe closed with no
-// end entry: nothing is deleted and the run says its outputs were lost.
-func (s *sandbox) finishCopyBack(res *backends.Result, applied <-chan applyResult, r *os.File) {
-	var a applyResult
-	select {
-	case a = <-applied:
-	case <-time.After(copyBackTimeout):
-		_ = r.Close()
-		a = <-applied
-	}
-	s.manifest = a.m
-	res.CopyBack = &a.rep
-	if a.err != nil {
-		res.CopyBackError = a.err.Error()
-		if s.ended() || s.killed.Load() {
-			res.CopyBackError = "the sandbox ended before its writable paths could be copied back; this command's outputs are lost"
-		}
-	}
 }
 
 // copyBack exports the staged writable paths and applies them to the host.
@@ -353,10 +210,10 @@ func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 		return
 	}
 	if s.ended() || s.killed.Load() {
-		res.CopyBackError = "the sandbox ended before its writable paths could be copied back; this command's outputs are lost"
+		res.CopyBackError = holderexec.LostOutputs
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyBackTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holderexec.CopyBackTimeout)
 	defer cancel()
 	procPath, err := s.processFile("export.json", backends.ExportArgv(s.p))
 	if err != nil {
@@ -405,7 +262,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 		if s.run != nil && s.run.Process != nil {
 			select {
 			case <-s.exited:
-			case <-time.After(afterKillWait):
+			case <-time.After(holderexec.AfterKillWait):
 				_ = s.run.Process.Kill()
 				<-s.exited
 			}
@@ -458,11 +315,4 @@ func (s *sandbox) stateLeft() bool {
 		}
 	}
 	return true
-}
-
-func orDiscard(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
 }

@@ -1,0 +1,241 @@
+// Package holderexec runs one command in a started sandbox under the
+// in-sandbox supervisor, for every backend whose sandbox is a holder
+// process: the supervisor is started (by the holder over its control
+// channel, or by a runtime exec), its output passes the start gate, its
+// timeout and cancellation are enforced with the whole sandbox killed as
+// the last resort, and the staged writable paths it exports are copied
+// back to the host.
+package holderexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/stage"
+)
+
+// Bounds of a command's own steps.
+const (
+	AfterKillWait   = 5 * time.Second
+	CopyBackTimeout = 2 * time.Minute
+)
+
+// LostOutputs is what a run says when the sandbox went before the copy back.
+const LostOutputs = "the sandbox ended before its writable paths could be copied back; this command's outputs are lost"
+
+// Sandbox is what the flow needs from the sandbox the command runs in.
+type Sandbox interface {
+	ID() string
+	// Exited is closed once the sandbox (its holder) is gone.
+	Exited() <-chan struct{}
+	// Kill ends the whole sandbox at once; nothing is copied back after it.
+	Kill()
+	Killed() bool
+	// Said is what the runtime or holder printed, for error lines ("" or
+	// ": ...").
+	Said() string
+}
+
+// Started is a supervisor on its way: its stdin (the command's input, or
+// its lifeline) and how to wait for its end.
+type Started struct {
+	Stdin io.WriteCloser
+	// Wait returns nil, an *ExitStatus, or why the end is unknown.
+	Wait func() error
+}
+
+// ExitStatus is a supervisor that ended with a non-zero shell-style code.
+type ExitStatus struct{ Code int }
+
+func (e *ExitStatus) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// Starter starts the supervisor argv with stdout and stderr going to the
+// gate, and exportW (when not nil) as its descriptor 3.
+type Starter func(ctx context.Context, argv []string, gate *backends.StartGate, exportW *os.File) (*Started, error)
+
+// Run is one command's run.
+type Run struct {
+	Policy  *policy.Policy
+	Sandbox Sandbox
+	Start   Starter
+	// ExportOnFD: the supervisor writes the staged paths on descriptor 3
+	// once the command's tree is gone; Manifest is what the host has of
+	// them, updated by the copy back.
+	ExportOnFD bool
+	Manifest   *stage.Manifest
+}
+
+func (r Run) ended() bool {
+	select {
+	case <-r.Sandbox.Exited():
+		return true
+	default:
+		return false
+	}
+}
+
+// Exec runs cmd and returns how it ended.
+func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+	res := backends.Result{Sandbox: r.Sandbox.ID()}
+	_, staged := backends.StagePaths(r.Policy)
+	argv := backends.ExecArgv(r.Policy, cmd)
+	var exportR, exportW *os.File
+	if len(staged) > 0 && r.ExportOnFD {
+		var err error
+		if exportR, exportW, err = os.Pipe(); err != nil {
+			return res, err
+		}
+		defer exportR.Close()
+		argv = backends.ExecArgvExporting(r.Policy, cmd, 3)
+	}
+	gate := backends.NewStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
+	proc, err := r.Start(ctx, argv, gate, exportW)
+	if exportW != nil {
+		exportW.Close() // the supervisor's copy is the only writer now
+	}
+	if err != nil {
+		return res, fmt.Errorf("starting the command: %w", err)
+	}
+	stdin := proc.Stdin
+	var applied chan applyResult
+	if exportW != nil {
+		applied = make(chan applyResult, 1)
+		go func() { applied <- r.apply(ctx, exportR, staged) }()
+	}
+	if cmd.Stdin != nil {
+		go func() {
+			select {
+			case <-gate.Started:
+				_, _ = io.Copy(stdin, cmd.Stdin)
+			case <-r.Sandbox.Exited():
+			}
+			_ = stdin.Close()
+		}()
+	}
+	done := make(chan error, 1)
+	go func() { done <- proc.Wait() }()
+	var deadline <-chan time.Time
+	if cmd.Timeout > 0 {
+		timer := time.NewTimer(cmd.Timeout)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	var werr error
+	select {
+	case werr = <-done:
+	case <-deadline:
+		res.TimedOut = true
+		werr = r.awaitOrKill(done, r.Policy.Lifetime.KillGrace+AfterKillWait)
+	case <-ctx.Done():
+		res.Canceled = true
+		_ = stdin.Close()
+		werr = r.awaitOrKill(done, AfterKillWait)
+	case <-r.Sandbox.Exited():
+		werr = r.awaitOrKill(done, time.Second)
+	}
+	if cmd.Stdin == nil {
+		_ = stdin.Close()
+	}
+	res.Duration = gate.Since()
+	code := 0
+	var ee *ExitStatus
+	switch {
+	case werr == nil:
+	case errors.As(werr, &ee):
+		code = ee.Code
+	default:
+		return res, fmt.Errorf("running the command: %w", werr)
+	}
+	if !gate.Opened() && !res.TimedOut && !res.Canceled {
+		msg := strings.TrimSpace(gate.Failure())
+		if msg == "" {
+			msg = fmt.Sprintf("the supervisor ended with %d before it started the command", code)
+		}
+		return res, fmt.Errorf("the sandbox could not start the command: %s", msg)
+	}
+	if r.ended() && !res.TimedOut && !res.Canceled {
+		return res, errors.New("the sandbox ended under the command; the result is unknown" + r.Sandbox.Said())
+	}
+	res.ExitCode = code
+	switch {
+	case res.Canceled:
+		res.ExitCode = 130
+	case res.TimedOut:
+		res.ExitCode = 124
+	}
+	if applied != nil {
+		r.finishCopyBack(&res, applied, exportR)
+	}
+	if res.ExitCode > 128 && res.ExitCode < 160 && !res.TimedOut {
+		res.Signal = res.ExitCode - 128
+	}
+	return res, nil
+}
+
+// awaitOrKill waits for the supervisor to end; past d the whole sandbox
+// is killed, which ends it for certain.
+func (r Run) awaitOrKill(done <-chan error, d time.Duration) error {
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+	}
+	r.Sandbox.Kill()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(AfterKillWait):
+		return errors.New("the command did not end after the sandbox was killed")
+	}
+}
+
+type applyResult struct {
+	m   stage.Manifest
+	rep stage.Report
+	err error
+}
+
+// apply reads the supervisor's export as it comes and brings the host up
+// to it.
+func (r Run) apply(ctx context.Context, rd io.Reader, staged []stage.Path) applyResult {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CopyBackTimeout)
+	defer cancel()
+	m, rep, err := stage.Apply(ctx, rd, *r.Manifest, backends.StageSpec(r.Policy, backends.ExportPaths(r.Policy, staged)))
+	_, _ = io.Copy(io.Discard, rd)
+	return applyResult{m, rep, err}
+}
+
+// finishCopyBack waits for the copy back of the command that just ended.
+// A supervisor that died before exporting leaves the pipe closed with no
+// end entry: nothing is deleted and the run says its outputs were lost.
+func (r Run) finishCopyBack(res *backends.Result, applied <-chan applyResult, rd *os.File) {
+	var a applyResult
+	select {
+	case a = <-applied:
+	case <-time.After(CopyBackTimeout):
+		_ = rd.Close()
+		a = <-applied
+	}
+	*r.Manifest = a.m
+	res.CopyBack = &a.rep
+	if a.err != nil {
+		res.CopyBackError = a.err.Error()
+		if r.ended() || r.Sandbox.Killed() {
+			res.CopyBackError = LostOutputs
+		}
+	}
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
