@@ -468,7 +468,7 @@ func Catalogue() []Check {
 			Judge: fillJudge("RES-06"), Fix: "writable paths must be bounded staged copies ([sandbox] writable_size)"},
 		{ID: "RES-07", Name: "exhaust the host's inodes through the outputs", Category: "resources", Requires: []policy.Capability{profiles.CapBoundedWrites},
 			Steps: func(e *Env) []probe.Step {
-				return one(step("RES-07", "fill", map[string]string{"files": strconv.FormatInt(fillFiles(e.P), 10)}, e.repros("")))
+				return one(step("RES-07", "fill", map[string]string{"files": strconv.FormatInt(fillFiles(e.P), 10), "proof": "1000"}, e.repros("")))
 			},
 			Judge: fillJudge("RES-07"), Fix: "writable paths must be bounded staged copies ([sandbox] writable_inodes)"},
 		// Second run: a fresh sandbox.

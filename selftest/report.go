@@ -13,8 +13,11 @@ import (
 // one line per check, then a summary.
 func WriteHuman(w io.Writer, r *Report) {
 	for _, rr := range r.Roles {
-		img := rr.Versions["image"]
-		fmt.Fprintf(w, "%s sandbox: %s (image %s), %s\n", rr.Role, rr.Backend, img, rr.Network)
+		root := "image " + rr.Versions["image"]
+		if rr.Versions["image"] == "" {
+			root = "host roots"
+		}
+		fmt.Fprintf(w, "%s sandbox: %s (%s), %s\n", rr.Role, rr.Backend, root, rr.Network)
 		if rr.Error != "" {
 			fmt.Fprintf(w, "  FAIL  the selftest could not run: %s\n", rr.Error)
 			continue

@@ -184,7 +184,7 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 	}
 	rr.PolicyHash = p.Hash()
 	if host, err := policy.CurrentHost(); err == nil {
-		if prod, err := policy.Build(o.Config, role, host, policy.Options{Backend: o.Backend.Name()}); err == nil {
+		if prod, err := policy.Build(o.Config, role, host, policy.Options{Backend: o.Backend.Name(), Capabilities: o.Backend.Capabilities()}); err == nil {
 			rr.ProductionHash = prod.Hash()
 		}
 	}
@@ -218,7 +218,7 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 		phaseMu.Unlock()
 	}
 	t0 := time.Now()
-	controls := runControls(ctx, o, e, checks)
+	controls, controlEv := runControls(ctx, o, e, checks)
 	timed("controls", t0)
 	if err := c.Replant(); err != nil {
 		return fail(fmt.Errorf("restoring canaries after the control run: %w", err))
@@ -266,6 +266,11 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 		evs = append(evs, r.ev)
 	}
 	rr.Slowest = slowestSteps(evs, 5)
+	if controlEv != nil {
+		for _, step := range slowestSteps([]*Evidence{controlEv}, 3) {
+			rr.Slowest = append(rr.Slowest, "control "+step)
+		}
+	}
 	rr.Results = append(rr.Results, notApplicable...)
 	rr.Results = append(rr.Results, guardResults(ctx, p)...)
 	return rr
@@ -300,7 +305,7 @@ func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, []string,
 		env = append(env, k+"="+v)
 	}
 	host := policy.Host{Home: c.Home, Env: env, OS: runtime.GOOS, UID: os.Getuid(), GID: os.Getgid(), Cwd: c.Root}
-	p, err := policy.Build(&cfg, role, host, policy.Options{Backend: o.Backend.Name()})
+	p, err := policy.Build(&cfg, role, host, policy.Options{Backend: o.Backend.Name(), Capabilities: o.Backend.Capabilities()})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -547,7 +552,7 @@ type controlResult struct {
 
 // runControls runs every hostile check outside the sandbox against the same
 // canaries. A check whose control does not succeed is inconclusive.
-func runControls(ctx context.Context, o Options, e *Env, checks []Check) map[string]*controlResult {
+func runControls(ctx context.Context, o Options, e *Env, checks []Check) (map[string]*controlResult, *Evidence) {
 	out := map[string]*controlResult{}
 	var steps []probe.Step
 	for _, ch := range checks {
@@ -599,7 +604,7 @@ func runControls(ctx context.Context, o Options, e *Env, checks []Check) map[str
 		saw, detail := ch.Judge(e, cev)
 		out[ch.ID] = &controlResult{saw: saw, summary: detail}
 	}
-	return out
+	return out, ev
 }
 
 // secondPhaseControl performs the host side of the second-run checks.
