@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent machine set-up for triage-sandbox's docker backend:
-#   - installs docker.io, debootstrap and python3-pytest (for the tests)
-#     from Debian if missing,
+#   - installs docker.io, runc, debootstrap, python3-pytest and chromium
+#     (the tests, the oci backend and the local backend's browser check use
+#     them) from Debian if missing; with TRIAGE_SANDBOX_GVISOR=1 also runsc
+#     (gVisor), registered with the Docker daemon as runtime "runsc",
 #   - starts dockerd if no daemon answers,
 #   - builds the static binary into bin/,
 #   - builds the sandbox image (offline base via debootstrap when
@@ -19,6 +21,12 @@ command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
 command -v docker >/dev/null 2>&1 || need_pkgs+=(docker.io)
 # The real-project integration test copies Debian's pytest into a venv.
 [ -d /usr/lib/python3/dist-packages/pytest ] || need_pkgs+=(python3-pytest)
+# The oci backend runs bundles with runc; the local backend runs the host's
+# own Chromium for the selftest's browser check.
+command -v runc >/dev/null 2>&1 || need_pkgs+=(runc)
+command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
+gvisor=${TRIAGE_SANDBOX_GVISOR:-0}
+if [ "$gvisor" = 1 ]; then command -v runsc >/dev/null 2>&1 || need_pkgs+=(runsc); fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   as_root apt-get update -qq
@@ -35,6 +43,23 @@ if ! docker info >/dev/null 2>&1; then
     sleep 0.5
   done
   docker info >/dev/null 2>&1 || { log "dockerd did not start; see /var/log/triage-sandbox-dockerd.log"; tail -20 /var/log/triage-sandbox-dockerd.log >&2; exit 1; }
+fi
+
+# gVisor through Docker: the daemon must know runsc, with its own
+# loopback-only network stack (it refuses the daemon's namespace otherwise)
+# and the container's seccomp profile loaded inside.
+if [ "$gvisor" = 1 ] && ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then
+  log "registering runsc with the Docker daemon"
+  as_root python3 - <<'PY'
+import json, os
+path = "/etc/docker/daemon.json"
+cfg = json.load(open(path)) if os.path.exists(path) else {}
+cfg.setdefault("runtimes", {})["runsc"] = {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none", "--oci-seccomp"]}
+os.makedirs("/etc/docker", exist_ok=True)
+json.dump(cfg, open(path, "w"), indent=2)
+PY
+  as_root pkill -HUP -x dockerd
+  for _ in $(seq 1 20); do docker info --format '{{json .Runtimes}}' | grep -q '"runsc"' && break; sleep 0.5; done
 fi
 
 log "building bin/triage-sandbox (static)"

@@ -8,8 +8,10 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
+	"github.com/triage-sandbox/triage-sandbox/backends/local"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/rootfs"
+	"github.com/triage-sandbox/triage-sandbox/backends/seatbelt"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
@@ -55,6 +57,8 @@ func registry() *backends.Registry {
 		home, _ := os.UserHomeDir()
 		return oci.New(env, &oci.CachedRoots{Cache: rootfs.Cache{Dir: rootfs.DefaultDir(home, os.LookupEnv)}})
 	}, oci.Capabilities())
+	r.Register(seatbelt.Name, seatbelt.New, seatbelt.Capabilities())
+	r.Register(local.Name, local.New, local.Capabilities())
 	return r
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/local"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
@@ -92,7 +93,7 @@ func newInitCmds() []*cobra.Command {
 	exec.Flags().IntVar(&exportFD, "export-fd", -1, "write the staged paths to this inherited descriptor once the command is gone")
 	exec.Flags().StringArrayVar(&execStaged, "stage", nil, "a staged path to export (with --export-fd)")
 	exec.Flags().SetInterspersed(false)
-	return []*cobra.Command{hold, exec, export}
+	return []*cobra.Command{hold, exec, export, newLocalHelperCmd()}
 }
 
 func exitCode(code int) error {
@@ -123,4 +124,28 @@ func exportTo(fd int, values []string) (exportTarget, error) {
 		return exportTarget{}, err
 	}
 	return exportTarget{to: os.NewFile(uintptr(fd), "export"), paths: paths}, nil
+}
+
+// newLocalHelperCmd is the local backend's helper: confine, then hold.
+func newLocalHelperCmd() *cobra.Command {
+	var o local.HelperOptions
+	var staged []string
+	c := &cobra.Command{
+		Use:    local.HelperSubcommand + " --plan-fd N --control-fd N [--lifeline] [--ttl D] [--stage KIND:PATH]...",
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			paths, err := backends.ParseStagePaths(staged)
+			if err != nil {
+				return err
+			}
+			o.Stage, o.Stdin, o.Stdout, o.Stderr = paths, os.Stdin, os.Stdout, os.Stderr
+			return exitCode(local.RunHelper(context.Background(), o))
+		},
+	}
+	c.Flags().IntVar(&o.PlanFD, "plan-fd", -1, "read the confinement plan from this inherited descriptor")
+	c.Flags().IntVar(&o.ControlFD, "control-fd", -1, "serve the host's commands on this inherited control socket")
+	c.Flags().BoolVar(&o.Lifeline, "lifeline", false, "kill everything when stdin closes")
+	c.Flags().DurationVar(&o.TTL, "ttl", 0, "kill everything after this long, whatever else happens")
+	c.Flags().StringArrayVar(&staged, "stage", nil, "a staged path to unpack from stdin first")
+	return c
 }

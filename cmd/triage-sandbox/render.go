@@ -13,8 +13,8 @@ import (
 func newRenderCmd() *cobra.Command {
 	var pf policyFlags
 	cmd := &cobra.Command{
-		Use:   "render --role R [--backend docker|oci] [-- CMD...]",
-		Short: "Print exactly what would run: the container create request, or an OCI config.json",
+		Use:   "render --role R [--backend docker|oci|seatbelt] [-- CMD...]",
+		Short: "Print exactly what would run: the container create request, an OCI config.json, or a Seatbelt profile with its parameters",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				args = []string{"/bin/sh"}

@@ -47,6 +47,11 @@ func newSelftestCmd() *cobra.Command {
 				return &exitError{code: 2, err: err}
 			}
 			p, err := policy.Build(cfg, roles[0], host, policy.Options{Backend: pf.backend})
+			if err == nil {
+				// Again, for what the chosen backend enforces (its readable base).
+				caps, _ := registry().Capabilities(p.Backend)
+				p, err = policy.Build(cfg, roles[0], host, policy.Options{Backend: p.Backend, Capabilities: caps})
+			}
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}

@@ -1,0 +1,8 @@
+package local
+
+import "github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+
+type (
+	confineMask = confine.Mask
+	confineSym  = confine.Symlink
+)

@@ -1,0 +1,30 @@
+//go:build !linux
+
+package confine
+
+import (
+	"errors"
+	"syscall"
+)
+
+// errNotLinux: the local backend's confinement exists only on Linux; plans
+// are still rendered and validated everywhere.
+var errNotLinux = errors.New("confine: namespaces, Landlock and seccomp exist only on Linux")
+
+// Namespaces fails off Linux.
+func Namespaces(uid, gid, hostUID, hostGID int) (*syscall.SysProcAttr, error) {
+	return nil, errNotLinux
+}
+
+// Enter fails off Linux.
+func Enter(p Plan) error { return errNotLinux }
+
+// Restrict fails off Linux.
+func Restrict(p Plan) error { return errNotLinux }
+
+// Probe reports every layer missing off Linux.
+func Probe() Support {
+	l := func(cost string) Layer { return missing("not Linux", cost) }
+	return Support{UserNS: l(costUserNS), UnprivilegedUserNS: l(costUnprivUserNS), Landlock: l(costLandlock),
+		Seccomp: l(costSeccomp), Cgroup: l(costCgroup)}
+}

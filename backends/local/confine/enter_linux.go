@@ -1,0 +1,96 @@
+package confine
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// Enter builds the sandbox's filesystem and network view and moves the
+// calling process into it. It runs in the helper Namespaces starts, as root
+// of its user namespace, before Restrict; it refuses to run anywhere else.
+//
+// In order:
+//  1. every mount becomes private, so nothing propagates to or from the host;
+//  2. a scratch tmpfs over /tmp becomes the root (pivot_root), the host's
+//     root under /oldroot, and the new root's tmpfs is mounted beside it;
+//  3. the plan's binds, tmpfs, directories and symlinks, shallowest first
+//     (see buildOrder); mount points are created only on Enter's own
+//     tmpfs mounts, never on the host;
+//  4. a fresh /proc, /sys when the plan asks (read-only), a minimal /dev;
+//  5. the plan's read-only paths, then its masks;
+//  6. pivot_root into the new root, the old one detached, the new root's
+//     tmpfs made read-only;
+//  7. hostname (and NIS domain "(none)"), lo up, chdir to the workdir.
+func Enter(p Plan) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if err := checkHelper(); err != nil {
+		return fmt.Errorf("confine: enter: %w", err)
+	}
+	if err := enter(p); err != nil {
+		return fmt.Errorf("confine: enter: %w", err)
+	}
+	return nil
+}
+
+func enter(p Plan) error {
+	if err := makePrivate(); err != nil {
+		return err
+	}
+	t, err := pivotToScratch()
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	for _, s := range buildOrder(p) {
+		if err := t.apply(p, s); err != nil {
+			return err
+		}
+	}
+	if err := t.mountProc(); err != nil {
+		return err
+	}
+	if p.Sys {
+		if err := t.mountSys(); err != nil {
+			return err
+		}
+	}
+	if err := t.buildDev(p.DevShmSize); err != nil {
+		return err
+	}
+	for _, r := range p.ReadOnly {
+		if err := t.readOnly(r); err != nil {
+			return err
+		}
+	}
+	for _, m := range p.Masks {
+		if err := t.mask(m.Path); err != nil {
+			return err
+		}
+	}
+	if err := t.pivotToNewRoot(); err != nil {
+		return err
+	}
+	return settle(p)
+}
+
+// settle sets what the sandbox sees of its host and network, and its
+// working directory.
+func settle(p Plan) error {
+	if err := unix.Sethostname([]byte(p.Hostname)); err != nil {
+		return fmt.Errorf("sethostname: %w", err)
+	}
+	// A new UTS namespace starts with the host's NIS domain name.
+	if err := unix.Setdomainname([]byte("(none)")); err != nil {
+		return fmt.Errorf("setdomainname: %w", err)
+	}
+	if err := loopbackUp(); err != nil {
+		return err
+	}
+	if err := unix.Chdir(p.Workdir); err != nil {
+		return fmt.Errorf("workdir %s: %w", p.Workdir, err)
+	}
+	return nil
+}

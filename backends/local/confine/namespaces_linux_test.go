@@ -1,0 +1,83 @@
+package confine
+
+import (
+	"errors"
+	"os"
+	"reflect"
+	"syscall"
+	"testing"
+)
+
+func TestNamespaces(t *testing.T) {
+	cases := []struct {
+		name               string
+		uid, gid, hu, hg   int
+		uidMap, gidMap     []syscall.SysProcIDMap
+		setgroups, ambient bool
+		wantErr            bool
+	}{
+		{name: "root, sandbox as nobody", uid: 65534, gid: 65534,
+			uidMap:    []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: 65534, HostID: 65534, Size: 1}},
+			gidMap:    []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: 65534, HostID: 65534, Size: 1}},
+			setgroups: true},
+		{name: "root, sandbox as root", uid: 0, gid: 0,
+			uidMap:    []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}},
+			gidMap:    []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}},
+			setgroups: true},
+		{name: "unprivileged caller", uid: 1000, gid: 100, hu: 1000, hg: 100,
+			uidMap:  []syscall.SysProcIDMap{{ContainerID: 1000, HostID: 1000, Size: 1}},
+			gidMap:  []syscall.SysProcIDMap{{ContainerID: 100, HostID: 100, Size: 1}},
+			ambient: true},
+		{name: "unprivileged caller asking for nobody", uid: 65534, gid: 65534, hu: 1000, hg: 100, wantErr: true},
+		{name: "negative uid", uid: -1, gid: 0, wantErr: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := Namespaces(c.uid, c.gid, c.hu, c.hg)
+			if c.wantErr {
+				if err == nil {
+					t.Fatal("accepted")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Cloneflags != Cloneflags || !a.Setsid || a.Pdeathsig != syscall.SIGKILL {
+				t.Errorf("flags %#x setsid %v pdeathsig %v", a.Cloneflags, a.Setsid, a.Pdeathsig)
+			}
+			if !reflect.DeepEqual(a.UidMappings, c.uidMap) || !reflect.DeepEqual(a.GidMappings, c.gidMap) {
+				t.Errorf("maps %+v %+v", a.UidMappings, a.GidMappings)
+			}
+			if a.GidMappingsEnableSetgroups != c.setgroups || (len(a.AmbientCaps) > 0) != c.ambient {
+				t.Errorf("setgroups %v ambient %v", a.GidMappingsEnableSetgroups, a.AmbientCaps)
+			}
+		})
+	}
+}
+
+// Enter and Restrict must refuse to touch a process that is not the
+// helper: here, the test process, in the host's namespaces.
+func TestEnterRestrictRefuseOutsideHelper(t *testing.T) {
+	if os.Getpid() == 1 {
+		t.Skip("the test runs as pid 1")
+	}
+	status := func() map[string]string {
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := statusFields(string(b))
+		return map[string]string{"NoNewPrivs": f["NoNewPrivs"], "Seccomp": f["Seccomp"], "CapEff": f["CapEff"]}
+	}
+	before := status()
+	p := validPlan()
+	for name, f := range map[string]func(Plan) error{"Enter": Enter, "Restrict": Restrict} {
+		if err := f(p); !errors.Is(err, errNotHelper) {
+			t.Errorf("%s in the test process: %v, want errNotHelper", name, err)
+		}
+	}
+	if after := status(); !reflect.DeepEqual(after, before) {
+		t.Errorf("the test process was restricted: %v -> %v", before, after)
+	}
+}

@@ -1,0 +1,201 @@
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// Probe says what this kernel and machine support. It changes nothing: the
+// user namespace test starts a short-lived child in a new user namespace
+// whose exec fails on purpose.
+func Probe() Support {
+	s := Support{
+		UserNS:   probeUserNS(),
+		Seccomp:  probeSeccomp(),
+		Landlock: missing("", costLandlock),
+	}
+	if os.Geteuid() == 0 {
+		s.UnprivilegedUserNS = probeUnprivilegedUserNS()
+	} else {
+		s.UnprivilegedUserNS = s.UserNS
+		if !s.UserNS.Available {
+			s.UnprivilegedUserNS.Cost = costUnprivUserNS
+		}
+	}
+	if abi, err := llsyscall.LandlockGetABIVersion(); err != nil {
+		s.Landlock.Detail = landlockMissing(err)
+	} else {
+		s.Landlock, s.LandlockABI = present(fmt.Sprintf("ABI %d", abi)), abi
+	}
+	s.Cgroup, s.CgroupVersion = probeCgroup()
+	return s
+}
+
+// probeUserNS clones a child into a new user namespace that then execs
+// /dev/null: EACCES from the exec means the namespace was made; an error
+// from clone itself (EPERM, ENOSPC, EUSERS, EINVAL) means it was not.
+func probeUserNS() Layer {
+	_, err := syscall.ForkExec("/dev/null", []string{"probe"}, &syscall.ProcAttr{
+		Sys: &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER},
+	})
+	switch {
+	case errors.Is(err, unix.EACCES):
+		return present("created one")
+	case err == nil:
+		return missing("the probe unexpectedly ran /dev/null", costUserNS)
+	}
+	reason := fmt.Sprintf("clone(CLONE_NEWUSER): %v", err)
+	if why := userNSLimits(); why != "" {
+		reason += "; " + why
+	}
+	return missing(reason, costUserNS)
+}
+
+// probeUnprivilegedUserNS reads the knobs that stop non-root users (root
+// cannot test it by trying: clone checks the creds it has before any
+// switch).
+func probeUnprivilegedUserNS() Layer {
+	if why := userNSLimits(); why != "" {
+		return missing(why, costUnprivUserNS)
+	}
+	return present("no sysctl or AppArmor knob forbids them")
+}
+
+// userNSLimits names the sysctls that forbid user namespaces, if any.
+func userNSLimits() string {
+	var why []string
+	if readTrim("/proc/sys/kernel/unprivileged_userns_clone") == "0" {
+		why = append(why, "kernel.unprivileged_userns_clone=0 (Debian's switch)")
+	}
+	if readTrim("/proc/sys/user/max_user_namespaces") == "0" {
+		why = append(why, "user.max_user_namespaces=0")
+	}
+	if readTrim("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1" {
+		why = append(why, "kernel.apparmor_restrict_unprivileged_userns=1 (Ubuntu 23.10+: unprivileged "+
+			"namespaces get no capabilities unless an AppArmor profile allows it)")
+	}
+	return strings.Join(why, "; ")
+}
+
+func landlockMissing(err error) string {
+	switch {
+	case errors.Is(err, unix.ENOSYS):
+		return "landlock_create_ruleset: ENOSYS: the kernel is built without Landlock (CONFIG_SECURITY_LANDLOCK)"
+	case errors.Is(err, unix.EOPNOTSUPP):
+		return "landlock_create_ruleset: EOPNOTSUPP: Landlock is built in but not enabled; add it to the lsm= boot parameter"
+	}
+	return fmt.Sprintf("landlock_create_ruleset: %v", err)
+}
+
+// probeSeccomp asks the kernel whether it knows each action the filter
+// returns; that needs CONFIG_SECCOMP_FILTER.
+func probeSeccomp() Layer {
+	for _, a := range []struct {
+		name string
+		ret  uint32
+	}{{"kill_process", retKillProcess}, {"errno", retErrno}, {"allow", retAllow}} {
+		ret := a.ret
+		_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&ret)))
+		if errno != 0 {
+			return missing(fmt.Sprintf("seccomp action %s: %v", a.name, errno), costSeccomp)
+		}
+	}
+	mode := statusFields(readTrim("/proc/self/status"))["Seccomp"]
+	return present(fmt.Sprintf("filters with kill_process, errno and allow; this process's mode is %s", mode))
+}
+
+// probeCgroup finds the cgroup hierarchies and whether this process could
+// create a child cgroup with the memory and pids controllers.
+func probeCgroup() (Layer, string) {
+	mounts := cgroupMounts(readTrim("/proc/self/mountinfo"))
+	v1, v2 := mounts["cgroup"], mounts["cgroup2"]
+	version := ""
+	switch {
+	case len(v1) > 0 && len(v2) > 0:
+		version = "hybrid"
+	case len(v1) > 0:
+		version = "v1"
+	case len(v2) > 0:
+		version = "v2"
+	default:
+		return missing("no cgroup filesystem is mounted", costCgroup), ""
+	}
+	own := ownCgroups(readTrim("/proc/self/cgroup"))
+	if len(v2) > 0 {
+		dir := path.Join(v2[0].point, own[""])
+		ctrls := strings.Fields(readTrim(path.Join(dir, "cgroup.controllers")))
+		if unix.Access(dir, unix.W_OK) == nil && slices.Contains(ctrls, "memory") && slices.Contains(ctrls, "pids") {
+			return present(fmt.Sprintf("%s: writable, memory and pids controllers", dir)), version
+		}
+	}
+	var dirs []string
+	for _, ctrl := range []string{"memory", "pids"} {
+		for _, m := range v1 {
+			if slices.Contains(m.opts, ctrl) {
+				dir := path.Join(m.point, own[ctrl])
+				if unix.Access(dir, unix.W_OK) == nil {
+					dirs = append(dirs, dir)
+				}
+			}
+		}
+	}
+	if len(dirs) == 2 {
+		return present(strings.Join(dirs, ", ") + ": writable (v1)"), version
+	}
+	return missing(fmt.Sprintf("%s hierarchy, but no writable cgroup with the memory and pids controllers "+
+		"(needs root or a delegated cgroup, e.g. systemd-run --user --scope)", version), costCgroup), version
+}
+
+type cgroupMount struct {
+	point string
+	opts  []string
+}
+
+// cgroupMounts lists cgroup and cgroup2 mounts from mountinfo, by type.
+func cgroupMounts(mountinfo string) map[string][]cgroupMount {
+	m := map[string][]cgroupMount{}
+	for line := range strings.SplitSeq(mountinfo, "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 3 || (g[0] != "cgroup" && g[0] != "cgroup2") {
+			continue
+		}
+		m[g[0]] = append(m[g[0]], cgroupMount{point: f[4], opts: strings.Split(g[2], ",")})
+	}
+	return m
+}
+
+// ownCgroups maps each controller (v2: "") to this process's cgroup path.
+func ownCgroups(procCgroup string) map[string]string {
+	m := map[string]string{}
+	for line := range strings.SplitSeq(procCgroup, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[1] == "" {
+			m[""] = parts[2]
+		}
+		for c := range strings.SplitSeq(parts[1], ",") {
+			m[c] = parts[2]
+		}
+	}
+	return m
+}
+
+func readTrim(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,65 @@
+package confine
+
+import (
+	"fmt"
+
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// Restrict confines the calling process, every thread of it, for good. It
+// runs in the helper after Enter and after anything else that still needs
+// privileges; what the process and its children do afterwards cannot undo
+// any of it. It refuses to run anywhere but in the helper.
+//
+// In order:
+//  1. checks that can fail without side effects: the plan, the Landlock
+//     ABI against MinABI, the seccomp filter for this architecture;
+//  2. resource limits (while raising them is still allowed);
+//  3. securebits locked, bounding and ambient sets emptied, supplementary
+//     groups dropped (where the namespace allows it), uid and gid set,
+//     every capability set emptied; parent-death signal set again; the
+//     process made non-dumpable, so its commands cannot open its /proc;
+//  4. no_new_privs;
+//  5. Landlock;
+//  6. the seccomp filter (TSYNC);
+//  7. every thread's /proc status read back and checked.
+func Restrict(p Plan) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if err := checkHelper(); err != nil {
+		return fmt.Errorf("confine: restrict: %w", err)
+	}
+	if err := restrict(p); err != nil {
+		return fmt.Errorf("confine: restrict: %w", err)
+	}
+	return nil
+}
+
+func restrict(p Plan) error {
+	abi, err := landlockABI(p.Landlock.MinABI)
+	if err != nil {
+		return err
+	}
+	filter, err := seccompFilter(p.Seccomp.Set)
+	if err != nil {
+		return err
+	}
+	if err := setRlimits(p.Rlimits); err != nil {
+		return err
+	}
+	if err := dropPrivileges(p.UID, p.GID); err != nil {
+		return err
+	}
+	if err := llsyscall.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := applyLandlock(p, abi); err != nil {
+		return err
+	}
+	if err := loadSeccomp(filter); err != nil {
+		return err
+	}
+	return verifyThreads(p.UID, p.GID)
+}

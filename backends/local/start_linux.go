@@ -1,0 +1,323 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/control"
+	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/stage"
+)
+
+const (
+	startTimeout = 30 * time.Second
+	closeGrace   = 3 * time.Second
+)
+
+// Descriptors the helper inherits.
+const (
+	planFD    = 3
+	controlFD = 4
+)
+
+// owner is the ownership record of one sandbox: a sweep judges by it alone.
+type owner struct {
+	PID       int       `json:"pid"`
+	Start     string    `json:"start"`
+	Helper    int       `json:"helper_pid"`
+	HelperAt  string    `json:"helper_start"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Cgroups   []string  `json:"cgroups,omitempty"`
+	Role      string    `json:"role"`
+	Policy    string    `json:"policy_hash"`
+}
+
+type sandbox struct {
+	b   *Backend
+	p   *policy.Policy
+	id  string
+	dir string
+
+	helper   *exec.Cmd
+	lifeline io.WriteCloser
+	holdOut  backends.SmallBuffer
+	exited   chan struct{}
+	ctl      *control.Client
+	cg       *cgroup
+	manifest stage.Manifest
+	killed   atomic.Bool
+
+	execMu    sync.Mutex
+	closeOnce sync.Once
+	closeErr  error
+	mu        sync.Mutex
+	warnings  []string
+}
+
+// Start implements backends.Backend.
+func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
+	if err := b.Available(ctx); err != nil {
+		return nil, err
+	}
+	if b.selfExe == "" {
+		return nil, errors.New("the local backend needs the static triage-sandbox binary")
+	}
+	pl, err := Plan(p, b.selfExe)
+	if err != nil {
+		return nil, err
+	}
+	ttl := opts.TTL
+	if ttl <= 0 {
+		ttl = backends.TTL(p, p.Timeout())
+	}
+	id := newID()
+	s := &sandbox{b: b, p: p, id: id, dir: filepath.Join(b.stateDir, id), exited: make(chan struct{})}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("the local sandbox's state: %w", err)
+	}
+	if os.Geteuid() == 0 && cgroupsUsable() == nil {
+		if s.cg, err = newCgroup(id, p.Limits); err != nil {
+			_ = os.RemoveAll(s.dir)
+			return nil, err
+		}
+	} else if p.Limits.Pids > 0 {
+		pl.Rlimits = append(pl.Rlimits, confine.Rlimit{Name: "NPROC", Soft: uint64(p.Limits.Pids), Hard: uint64(p.Limits.Pids)})
+	}
+	if err := s.start(ctx, pl, ttl); err != nil {
+		_ = s.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return s, nil
+}
+
+func newID() string {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return "triage-sandbox-local-" + hex.EncodeToString(r[:])
+}
+
+// start runs the helper and waits until it holds the sandbox.
+func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	attr, err := confine.Namespaces(s.p.User.UID, s.p.User.GID, os.Geteuid(), os.Getegid())
+	if err != nil {
+		return err
+	}
+	planR, planW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer planR.Close()
+	host, holder, err := control.Pair()
+	if err != nil {
+		planW.Close()
+		return err
+	}
+	defer holder.Close()
+	if s.ctl, err = control.NewClient(host); err != nil {
+		planW.Close()
+		return err
+	}
+	args := append([]string{s.b.selfExe, HelperSubcommand, "--plan-fd", fmt.Sprint(planFD), "--control-fd", fmt.Sprint(controlFD)},
+		backends.HoldArgv(s.p, ttl)[2:]...)
+	// The holder's environment is the one its commands inherit.
+	s.helper = &exec.Cmd{Path: s.b.selfExe, Args: args, Dir: "/", Env: s.p.EnvList(ScratchPaths),
+		ExtraFiles: []*os.File{planR, holder}, SysProcAttr: attr}
+	s.helper.Stdout, s.helper.Stderr = &s.holdOut, &s.holdOut
+	stdin, err := s.helper.StdinPipe()
+	if err != nil {
+		planW.Close()
+		return err
+	}
+	s.lifeline = stdin
+	// Pdeathsig follows the thread that forked the helper: fork it from a
+	// locked thread that lives as long as the sandbox.
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := s.helper.Start()
+		started <- err
+		if err != nil {
+			return
+		}
+		_ = s.helper.Wait()
+		close(s.exited)
+	}()
+	if err := <-started; err != nil {
+		planW.Close()
+		close(s.exited)
+		return fmt.Errorf("starting the local sandbox's helper: %w (%s)", err, namespaceHint())
+	}
+	if err := s.record(ttl); err != nil {
+		planW.Close()
+		return err
+	}
+	if s.cg != nil {
+		// Into the cgroup before it reads its plan, so before it can fork.
+		if err := s.cg.add(s.helper.Process.Pid); err != nil {
+			planW.Close()
+			return err
+		}
+	}
+	err = json.NewEncoder(planW).Encode(pl)
+	planW.Close()
+	if err != nil {
+		return fmt.Errorf("sending the plan to the helper: %w%s", err, s.said())
+	}
+	m, err := backends.StageIn(ctx, stdin, s.p)
+	if err != nil {
+		return fmt.Errorf("%w%s", err, s.said())
+	}
+	s.manifest = m
+	switch err := backends.AwaitHolder(ctx, &s.holdOut, s.exited); {
+	case errors.Is(err, backends.ErrHolderEnded):
+		return fmt.Errorf("the local sandbox ended while starting%s", s.said())
+	case ctx.Err() != nil:
+		return fmt.Errorf("the local sandbox did not start within %s%s", startTimeout, s.said())
+	default:
+		return err
+	}
+}
+
+// record writes the ownership record a sweep judges by.
+func (s *sandbox) record(ttl time.Duration) error {
+	rec := owner{PID: os.Getpid(), Start: backends.ProcessStart(os.Getpid()),
+		Helper: s.helper.Process.Pid, HelperAt: backends.ProcessStart(s.helper.Process.Pid),
+		ExpiresAt: time.Now().Add(ttl).UTC(), Role: s.p.Role, Policy: s.p.ShortHash()}
+	if s.cg != nil {
+		rec.Cgroups = s.cg.dirs
+	}
+	raw, err := json.Marshal(rec)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(s.dir, "owner.json"), raw, 0o600)
+	}
+	if err != nil {
+		return fmt.Errorf("recording the local sandbox's owner: %w", err)
+	}
+	return nil
+}
+
+// said is what the helper printed, for an error line.
+func (s *sandbox) said() string {
+	t := strings.TrimSpace(s.holdOut.String())
+	if t == "" {
+		return ""
+	}
+	return ": " + strings.Join(strings.Fields(t), " ")
+}
+
+func (s *sandbox) ID() string                   { return s.id }
+func (s *sandbox) Scratch() policy.ScratchPaths { return ScratchPaths }
+
+func (s *sandbox) Warnings() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.warnings...)
+}
+
+func (s *sandbox) ended() bool {
+	select {
+	case <-s.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Exec implements backends.Sandbox.
+func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+	s.execMu.Lock()
+	defer s.execMu.Unlock()
+	if s.ended() {
+		return backends.Result{Sandbox: s.id}, errors.New("the sandbox ended before the command" + s.said())
+	}
+	if err := backends.CheckArgv(cmd.Argv); err != nil {
+		return backends.Result{Sandbox: s.id}, err
+	}
+	run := holderexec.Run{Policy: s.p, Sandbox: (*localSandbox)(s), Start: holderexec.ByHolder(s.ctl),
+		ExportOnFD: true, Manifest: &s.manifest}
+	return run.Exec(ctx, cmd, out)
+}
+
+// localSandbox is the sandbox as holderexec sees it.
+type localSandbox sandbox
+
+func (l *localSandbox) ID() string              { return l.id }
+func (l *localSandbox) Exited() <-chan struct{} { return l.exited }
+func (l *localSandbox) Kill()                   { (*sandbox)(l).kill() }
+func (l *localSandbox) Killed() bool            { return l.killed.Load() }
+func (l *localSandbox) Said() string            { return (*sandbox)(l).said() }
+
+// kill ends the helper, the pid namespace's init: the kernel kills every
+// other process in the namespace with it.
+func (s *sandbox) kill() {
+	s.killed.Store(true)
+	if s.helper != nil && s.helper.Process != nil {
+		_ = s.helper.Process.Kill()
+	}
+}
+
+// Close implements backends.Sandbox.
+func (s *sandbox) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		if s.lifeline != nil {
+			_ = s.lifeline.Close() // the holder kills everything and exits
+		}
+		if s.helper != nil && s.helper.Process != nil {
+			select {
+			case <-s.exited:
+			case <-time.After(closeGrace):
+				s.kill()
+				<-s.exited
+			}
+		}
+		if s.ctl != nil {
+			_ = s.ctl.Close()
+		}
+		var errs []error
+		if s.cg != nil {
+			if err := s.cg.remove(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := os.RemoveAll(s.dir); err != nil {
+			errs = append(errs, err)
+		}
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("%w (run `triage-sandbox gc`)", err)
+			s.mu.Lock()
+			s.warnings = append(s.warnings, s.closeErr.Error())
+			s.mu.Unlock()
+		}
+	})
+	return s.closeErr
+}
+
+// namespaceHint says what to change when the helper cannot start.
+func namespaceHint() string {
+	if raw, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil && strings.TrimSpace(string(raw)) == "1" {
+		return "AppArmor forbids unprivileged user namespaces here: sysctl kernel.apparmor_restrict_unprivileged_userns=0, or run as root"
+	}
+	if raw, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(raw)) == "0" {
+		return "unprivileged user namespaces are off: sysctl kernel.unprivileged_userns_clone=1, or run as root"
+	}
+	return "the kernel refused new namespaces; see `triage-sandbox doctor`"
+}

@@ -1,0 +1,8 @@
+//go:build !darwin
+
+package seatbelt
+
+import "github.com/triage-sandbox/triage-sandbox/backends"
+
+// processStart is a process's start time, or "" when it is gone.
+func processStart(pid int) string { return backends.ProcessStart(pid) }
