@@ -115,8 +115,6 @@ func TestBadInput(t *testing.T) {
 			args: []string{"run", "--role", "reproducer", "--", "true"}, want: []string{"repros", "symlink"}},
 		{name: "missing checkout", config: "[project]\ncheckout = \"../nope\"\n", args: []string{"run", "--", "true"},
 			want: []string{"checkout", "does not exist"}},
-		{name: "allow_all fails closed", config: "[sandbox]\nallow_all = true\n", args: []string{"run", "--", "true"},
-			want: []string{"allow_all", "remove allow_all"}},
 		{name: "bad role", args: []string{"run", "--role", "admin", "--", "true"}, want: []string{"--role", "agent or reproducer"}},
 		{name: "empty command", args: []string{"run"}, want: []string{"empty command"}},
 		{name: "negative timeout", args: []string{"run", "--timeout", "-5s", "--", "true"}, want: []string{"--timeout -5s", "between 1s and 24h"}},
@@ -178,6 +176,20 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("nothing should reach stdout: %q", r.stdout)
 			}
 		})
+	}
+}
+
+// allow_all runs on the host, unconfined, and says so on every run; its
+// selftest fails every check.
+func TestAllowAllRunsUnconfinedLoudly(t *testing.T) {
+	root := workspace(t, "[sandbox]\nallow_all = true\n")
+	r := runCLI(t, root, []string{"TRIAGE_ALLOW_ALL_CANARY=seen"}, "run", "--", "sh", "-c", "echo $TRIAGE_ALLOW_ALL_CANARY; exit 3")
+	if r.code != 3 || r.stdout != "seen\n" || !strings.Contains(r.stderr, "UNCONFINED") {
+		t.Fatalf("run: %+v", r)
+	}
+	r = runCLI(t, root, nil, "selftest", "--role", "agent")
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "no isolation") || strings.Contains(r.stdout, "\n  ok ") {
+		t.Fatalf("selftest: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 

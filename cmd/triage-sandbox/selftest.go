@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
@@ -59,7 +58,7 @@ func newSelftestCmd() *cobra.Command {
 			if err != nil {
 				return unavailable(err)
 			}
-			b, err := registry().New(p.Backend, backends.Env{SelfExe: self})
+			b, err := newBackendWith(p, self)
 			if err != nil {
 				return unavailable(err)
 			}
