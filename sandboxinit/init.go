@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
+	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
@@ -172,6 +173,9 @@ type ExecOptions struct {
 	// command's whole tree is gone: the copy back without a second exec.
 	ExportTo io.WriteCloser
 	Stage    []stage.Path
+	// Seccomp, when set, names a filter set the supervisor loads on itself
+	// before it starts the command (for runtimes whose exec loads none).
+	Seccomp string
 }
 
 // Exec runs one command and returns the exit code the helper ends with.
@@ -179,6 +183,12 @@ func Exec(ctx context.Context, o ExecOptions) int {
 	if len(o.Argv) == 0 {
 		fmt.Fprintln(o.Stderr, "triage-sandbox: empty command")
 		return 125
+	}
+	if o.Seccomp != "" {
+		if err := confine.ApplySeccomp(o.Seccomp); err != nil {
+			fmt.Fprintf(o.Stderr, "triage-sandbox: %v\n", err)
+			return 125
+		}
 	}
 	spec := supervise.Spec{
 		Argv: o.Argv, Stdout: o.Stdout, Stderr: o.Stderr,

@@ -70,6 +70,8 @@ type Run struct {
 	// them, updated by the copy back.
 	ExportOnFD bool
 	Manifest   *stage.Manifest
+	// SupervisorFlags go to the supervisor before the command.
+	SupervisorFlags []string
 }
 
 func (r Run) ended() bool {
@@ -95,6 +97,7 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 		defer exportR.Close()
 		argv = backends.ExecArgvExporting(r.Policy, cmd, 3)
 	}
+	argv = withFlags(argv, r.SupervisorFlags)
 	gate := backends.NewStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
 	proc, err := r.Start(ctx, argv, gate, exportW)
 	if exportW != nil {
@@ -231,6 +234,19 @@ func (r Run) finishCopyBack(res *backends.Result, applied <-chan applyResult, rd
 			res.CopyBackError = LostOutputs
 		}
 	}
+}
+
+// withFlags puts flags before the "--" that starts the command.
+func withFlags(argv, flags []string) []string {
+	if len(flags) == 0 {
+		return argv
+	}
+	for i, a := range argv {
+		if a == "--" {
+			return append(append(append([]string(nil), argv[:i]...), flags...), argv[i:]...)
+		}
+	}
+	return argv
 }
 
 func orDiscard(w io.Writer) io.Writer {

@@ -17,6 +17,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
@@ -185,6 +186,12 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 		ExportOnFD: passesFDs(s.runtime), Manifest: &s.manifest}
 	if s.ctl != nil {
 		run.Start = holderexec.ByHolder(s.ctl)
+	}
+	if filepath.Base(s.runtime) == "runsc" {
+		// runsc exec loads no seccomp filter in gVisor's kernel (only the
+		// bundle's own process gets one): the supervisor loads the
+		// sandbox's filter on itself, and its command inherits it.
+		run.SupervisorFlags = []string{"--seccomp", confine.SeccompSets()[0]}
 	}
 	return run.Exec(ctx, cmd, out)
 }

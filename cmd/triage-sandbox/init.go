@@ -72,6 +72,7 @@ func newInitCmds() []*cobra.Command {
 	var timeout, grace time.Duration
 	var exportFD int
 	var execStaged []string
+	var execSeccomp string
 	exec := &cobra.Command{
 		Use:    backends.ExecSubcommand + " [--lifeline] [--timeout D] [--grace D] -- CMD [ARG...]",
 		Hidden: true,
@@ -83,7 +84,7 @@ func newInitCmds() []*cobra.Command {
 			return exitCode(sandboxinit.Exec(context.Background(), sandboxinit.ExecOptions{
 				ExportTo: o.to, Stage: o.paths,
 				Argv: args, Timeout: timeout, Grace: grace, Lifeline: execLifeline,
-				Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+				Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Seccomp: execSeccomp,
 			}))
 		},
 	}
@@ -92,6 +93,7 @@ func newInitCmds() []*cobra.Command {
 	exec.Flags().DurationVar(&grace, "grace", time.Second, "between SIGTERM and SIGKILL at the timeout")
 	exec.Flags().IntVar(&exportFD, "export-fd", -1, "write the staged paths to this inherited descriptor once the command is gone")
 	exec.Flags().StringArrayVar(&execStaged, "stage", nil, "a staged path to export (with --export-fd)")
+	exec.Flags().StringVar(&execSeccomp, "seccomp", "", "load this seccomp filter set before starting the command")
 	exec.Flags().SetInterspersed(false)
 	return []*cobra.Command{hold, exec, export, newLocalHelperCmd()}
 }

@@ -43,3 +43,19 @@ func loadSeccomp(filter []unix.SockFilter) error {
 	}
 	return nil
 }
+
+// ApplySeccomp loads the named filter set on every thread of this process,
+// for a process that already runs with no_new_privs but outside a plan:
+// the supervisor under a runtime whose exec path loads no filter of its
+// own (gVisor's `runsc exec`). Everything it starts inherits the filter.
+func ApplySeccomp(set string) error {
+	filter, err := seccompFilter(set)
+	if err != nil {
+		return err
+	}
+	nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+	if err != nil || nnp != 1 {
+		return fmt.Errorf("confine: seccomp: no_new_privs is not set (%d, %v); refusing to load a filter the process could outgrow", nnp, err)
+	}
+	return loadSeccomp(filter)
+}
