@@ -103,6 +103,20 @@ type Backend interface {
 	Describe(ctx context.Context, p *policy.Policy) map[string]string
 }
 
+// Layer is one confinement mechanism a backend relies on, as found here.
+type Layer struct {
+	Name      string
+	Available bool
+	// Detail is what was found; Cost what the sandbox loses without it.
+	Detail, Cost string
+}
+
+// LayerReporter is a backend that can say which of its layers this
+// machine has (doctor prints them).
+type LayerReporter interface {
+	Layers() []Layer
+}
+
 // StartOptions are per-sandbox choices that are not policy.
 type StartOptions struct {
 	// TTL bounds the sandbox's whole life (its commands' timeouts plus the

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +17,15 @@ import (
 // Pair makes the channel: the host's end and the holder's end, which the
 // caller passes to the sandbox (an inherited descriptor) and then closes.
 func Pair() (host, holder *os.File, err error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	// darwin has no SOCK_CLOEXEC: hold ForkLock, as the standard library
+	// does, so no process starts between the socketpair and the flag.
+	syscall.ForkLock.RLock()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET, 0)
+	if err == nil {
+		unix.CloseOnExec(fds[0])
+		unix.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return nil, nil, fmt.Errorf("making the control channel: %w", err)
 	}

@@ -4,8 +4,28 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 )
+
+// Layers implements backends.LayerReporter.
+func (b *Backend) Layers() []backends.Layer {
+	s := confine.Probe()
+	var out []backends.Layer
+	for _, l := range []struct {
+		name  string
+		layer confine.Layer
+	}{{"user namespaces", s.UserNS}, {"unprivileged user namespaces", s.UnprivilegedUserNS},
+		{fmt.Sprintf("Landlock (ABI %d, need %d)", s.LandlockABI, MinLandlockABI), s.Landlock},
+		{"seccomp", s.Seccomp}, {"cgroup " + s.CgroupVersion, s.Cgroup}} {
+		avail := l.layer.Available
+		if l.layer == s.Landlock && s.LandlockABI < MinLandlockABI {
+			avail = false
+		}
+		out = append(out, backends.Layer{Name: l.name, Available: avail, Detail: l.layer.Detail, Cost: l.layer.Cost})
+	}
+	return out
+}
 
 // missingLayers names every confinement layer this machine lacks and what
 // it costs; the local backend runs with all of them or not at all.

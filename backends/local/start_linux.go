@@ -36,18 +36,6 @@ const (
 	controlFD = 4
 )
 
-// owner is the ownership record of one sandbox: a sweep judges by it alone.
-type owner struct {
-	PID       int       `json:"pid"`
-	Start     string    `json:"start"`
-	Helper    int       `json:"helper_pid"`
-	HelperAt  string    `json:"helper_start"`
-	ExpiresAt time.Time `json:"expires_at"`
-	Cgroups   []string  `json:"cgroups,omitempty"`
-	Role      string    `json:"role"`
-	Policy    string    `json:"policy_hash"`
-}
-
 type sandbox struct {
 	b   *Backend
 	p   *policy.Policy

@@ -11,6 +11,18 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 )
 
+// owner is the ownership record of one sandbox: a sweep judges by it alone.
+type owner struct {
+	PID       int       `json:"pid"`
+	Start     string    `json:"start"`
+	Helper    int       `json:"helper_pid"`
+	HelperAt  string    `json:"helper_start"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Cgroups   []string  `json:"cgroups,omitempty"`
+	Role      string    `json:"role"`
+	Policy    string    `json:"policy_hash"`
+}
+
 // Sweep implements backends.Backend: sandboxes whose owner is gone or
 // whose lifetime passed are killed (their helper, if it is still the
 // process recorded) and their cgroups and records removed.

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -359,18 +358,13 @@ func ownerAlive(rec owner) bool {
 // runtimeSpecVersion is the OCI spec version the runtime reports
 // ("spec: 1.0.2-dev"), or "". Asking costs an exec on every cold run, so
 // the answer is kept in the state directory, keyed by the runtime
-// binary's identity (path, size, change time): an upgrade asks again.
+// binary's identity (path, size, modification time): an upgrade asks again.
 func (b *Backend) runtimeSpecVersion(ctx context.Context, rt string) string {
 	fi, err := os.Stat(rt)
 	if err != nil {
 		return ""
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	var ctime int64
-	if st != nil {
-		ctime = st.Ctim.Nano()
-	}
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d\x00%d", rt, fi.Size(), fi.ModTime().UnixNano(), ctime))
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", rt, fi.Size(), fi.ModTime().UnixNano()))
 	cache := filepath.Join(b.stateDir, "spec-version", hex.EncodeToString(sum[:8]))
 	if v, err := os.ReadFile(cache); err == nil {
 		return strings.TrimSpace(string(v))

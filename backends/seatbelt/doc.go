@@ -84,13 +84,17 @@
 //
 // # Running
 //
-// Start makes the per-run directory (0700, under the caller's temp
-// directory) with an ownership record (pid and start time) that Sweep
+// Start (macOS only) makes the per-run directory (0700, under the caller's
+// temp directory) with an ownership record (pid and start time) that Sweep
 // judges. Each Exec renders afresh (the host's listeners change), writes
-// the profile and runs sandbox-exec through this binary's exec helper, the
-// shared supervisor (package supervise): its own process group, the
-// timeout with SIGTERM then SIGKILL to the whole group, and stdin as the
-// lifeline that ends the command if triage-sandbox dies. Denials carry the
-// message tsbx:RUNID: `log show --predicate 'eventMessage CONTAINS
-// "tsbx:RUNID"'` lists them.
+// the profile and takes the shared command flow (package holderexec: start
+// gate, timeout, cancellation) with this binary's exec helper, the shared
+// supervisor (package supervise), started on the host: its own process
+// group, the timeout with SIGTERM then SIGKILL to the whole group, and
+// stdin as the lifeline that ends the command if triage-sandbox dies. The
+// helper runs sandbox-exec, which applies the profile and execs the
+// command. Close ends a running command, then removes the directory. The
+// runner itself is plain Unix (runner.go): its tests on Linux drive it with
+// a stand-in for sandbox-exec. Denials carry the message tsbx:RUNID:
+// `log show --predicate 'eventMessage CONTAINS "tsbx:RUNID"'` lists them.
 package seatbelt

@@ -1,9 +1,6 @@
 package seatbelt
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // params allocates the -D parameters: one per distinct path, named by the
 // role it was first needed for (READ_0, WRITE_1, DENY_2...), so the
@@ -51,12 +48,5 @@ func (p *params) flags() []string {
 	for _, n := range p.order {
 		out = append(out, "-D", n+"="+p.values[n])
 	}
-	return out
-}
-
-// sorted names, for stable output elsewhere.
-func (p *params) names() []string {
-	out := append([]string(nil), p.order...)
-	sort.Strings(out)
 	return out
 }

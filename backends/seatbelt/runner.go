@@ -274,13 +274,14 @@ func (s *box) Killed() bool {
 // start gate, nothing else speaks.
 func (s *box) Said() string { return "" }
 
-// Close implements backends.Sandbox: every command's tree ended with its
-// Exec, so what is left is the run directory.
+// Close implements backends.Sandbox: a command still running is ended
+// (its supervisor ends its tree), then the run directory is removed.
 func (s *box) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		close(s.exited)
+		s.Kill()
+		s.mu.Lock() // the running Exec, if any, has returned
+		defer s.mu.Unlock()
 		if err := os.RemoveAll(s.dir); err != nil {
 			s.closeErr = fmt.Errorf("removing the run directory %s: %w (triage-sandbox gc removes it later)", s.dir, err)
 		}

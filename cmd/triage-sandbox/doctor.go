@@ -98,6 +98,19 @@ func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry
 		}
 		return
 	}
+	if lr, ok := b.(backends.LayerReporter); ok {
+		for _, l := range lr.Layers() {
+			detail := l.Detail
+			if !l.Available && l.Cost != "" {
+				detail += "; without it " + l.Cost
+			}
+			if l.Available {
+				rep.note(name+": "+l.Name, detail)
+			} else {
+				rep.info(name+": "+l.Name, detail)
+			}
+		}
+	}
 	if len(ps) == 0 {
 		if err := b.Available(cmd.Context()); err != nil {
 			rep.info(name, err.Error())

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package netup makes network namespaces whose loopback interface is up,
 // for containers to join.
 //

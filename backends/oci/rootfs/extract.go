@@ -177,10 +177,10 @@ func (x *extractor) walk(parts []string, create bool) (int, error) {
 		return -1, err
 	}
 	for i, p := range parts {
-		next, err := unix.Openat(fd, p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		next, err := unix.Openat(fd, p, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err == unix.ENOENT && create {
 			if err = unix.Mkdirat(fd, p, 0o755); err == nil || err == unix.EEXIST {
-				next, err = unix.Openat(fd, p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				next, err = unix.Openat(fd, p, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			}
 		}
 		unix.Close(fd)

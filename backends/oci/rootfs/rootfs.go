@@ -437,7 +437,7 @@ func syncDir(dir string, fs bool) error {
 	}
 	defer f.Close()
 	if fs {
-		err = unix.Syncfs(int(f.Fd()))
+		err = syncFS(int(f.Fd()))
 	} else {
 		err = f.Sync()
 	}
