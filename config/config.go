@@ -166,6 +166,8 @@ func (f *File) Resolve(role string) Sandbox {
 		FileSize:        pick(o.FileSize, b.FileSize),
 		ShmSize:         pick(o.ShmSize, b.ShmSize),
 		Runtime:         pick(o.Runtime, b.Runtime),
+		Pool:            pick(o.Pool, b.Pool),
+		WarmIdle:        pick(o.WarmIdle, b.WarmIdle),
 		User:            pick(o.User, b.User),
 		OutputLimit:     pick(o.OutputLimit, b.OutputLimit),
 		OutputCeiling:   pick(o.OutputCeiling, b.OutputCeiling),

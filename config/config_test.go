@@ -88,7 +88,7 @@ func TestFixtureInSync(t *testing.T) {
 
 func TestProblems(t *testing.T) {
 	const allSandboxKeys = "valid keys: backend, network, image, env, secrets, writable, allow_all, set_env, " +
-		"timeout, memory, cpus, pids, tmpfs_size, shm_size, file_size, writable_size, writable_inodes, runtime, user, output_limit, output_ceiling, deny, confirm, gate_disable, gate_confirm, allow_dynamic, audit_log, accept_weaker, allow_tool_config, read_only"
+		"timeout, memory, cpus, pids, tmpfs_size, shm_size, file_size, writable_size, writable_inodes, runtime, user, output_limit, output_ceiling, deny, confirm, gate_disable, gate_confirm, allow_dynamic, audit_log, accept_weaker, allow_tool_config, read_only, pool, warm_idle"
 	tests := []struct {
 		name string
 		toml string

@@ -57,8 +57,12 @@ type Sandbox struct {
 	WritableSize   *int64
 	WritableInodes *int64
 	Runtime        *string // docker runtime, e.g. "runsc"
-	User           *string // "uid:gid" used inside when triage-sandbox runs as root
-	OutputLimit    *int64  // bytes of output kept (head + tail)
+	// Pool keeps this many started sandboxes ready, each for one command.
+	Pool *int64
+	// WarmIdle ends a session or pool unused this long (seconds).
+	WarmIdle    *int
+	User        *string // "uid:gid" used inside when triage-sandbox runs as root
+	OutputLimit *int64  // bytes of output kept (head + tail)
 	// OutputCeiling stops a command that prints more than this many bytes.
 	OutputCeiling *int64
 	Deny          []string // extra deny-list patterns for the gate

@@ -21,6 +21,7 @@ var sandboxKeys = []string{
 	"backend", "network", "image", "env", "secrets", "writable", "allow_all", "set_env",
 	"timeout", "memory", "cpus", "pids", "tmpfs_size", "shm_size", "file_size", "writable_size", "writable_inodes", "runtime", "user",
 	"output_limit", "output_ceiling", "deny", "confirm", "gate_disable", "gate_confirm", "allow_dynamic", "audit_log", "accept_weaker", "allow_tool_config", "read_only",
+	"pool", "warm_idle",
 }
 
 // Tables [sandbox] may hold besides its keys.
@@ -28,6 +29,9 @@ var sandboxTables = []string{"agent", "reproducer", "guard"}
 
 // Keys accepted in [sandbox.guard].
 var guardKeys = []string{"enabled", "model", "min_safe", "max_risk", "url", "timeout", "command", "api_key_env"}
+
+// maxPool bounds [sandbox] pool: each warm sandbox holds its memory.
+const maxPool = 16
 
 // Values [sandbox] backend accepts.
 var backends = []string{"docker", "oci", "seatbelt", "local"}
@@ -216,6 +220,23 @@ func (c *checker) sandbox(base []string, m map[string]any, role bool) Sandbox {
 		case "runtime":
 			if s, ok := c.str(p, v); ok {
 				sb.Runtime = &s
+			}
+		case "pool":
+			if n, ok := c.integer(p, v); ok {
+				if n >= 1 && n <= maxPool {
+					sb.Pool = &n
+				} else {
+					c.add(p, fmt.Sprintf("must be between 1 and %d, got %d", maxPool, n), "e.g. pool = 2 keeps two reproducer sandboxes ready")
+				}
+			}
+		case "warm_idle":
+			if n, ok := c.integer(p, v); ok {
+				if n >= 10 && n <= 86400 {
+					i := int(n)
+					sb.WarmIdle = &i
+				} else {
+					c.add(p, fmt.Sprintf("must be between 10 and 86400 seconds, got %d", n), "e.g. warm_idle = 600")
+				}
 			}
 		case "audit_log":
 			if s, ok := c.str(p, v); ok {

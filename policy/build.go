@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 	"syscall"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
@@ -25,6 +26,8 @@ type Options struct {
 	// Workdir is the directory the command starts in; "" means the caller's
 	// current directory when it is visible inside, else the workspace root.
 	Workdir string
+	// Session runs the command in the named agent session's sandbox.
+	Session string
 	// Capabilities are what the chosen backend enforces; they decide the
 	// readable base (an image or host roots) and what must be accepted as
 	// weaker. nil means an image-root backend whose capabilities are
@@ -116,6 +119,9 @@ func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, err
 		p.Traversable = traversable(p.Mounts)
 	}
 	p.Accepted = append(p.Accepted, sb.AcceptWeaker...)
+	if p.Warm, err = warm(sb, role, opts.Session, p.AllowAll); err != nil {
+		return nil, fmt.Errorf("%s: %w", configName(cfg), err)
+	}
 	for _, a := range sb.AllowToolConfig {
 		if !slices.ContainsFunc(p.Mounts, func(m Mount) bool { return !m.ReadOnly && m.Path == filepath.Join(root, filepath.Clean(a)) }) {
 			return nil, fmt.Errorf("%s: [sandbox] allow_tool_config %q: not one of the role's writable paths; list a writable path", configName(cfg), a)
@@ -618,4 +624,48 @@ func canonicalDir(p string) (string, error) {
 		return "", fmt.Errorf("%s is not a directory", real)
 	}
 	return real, nil
+}
+
+// DefaultWarmIdle ends an unused session or pool.
+const DefaultWarmIdle = 10 * time.Minute
+
+// warm decides how started sandboxes are reused: a named session (the
+// agent role only: a reproducer's sandbox must not carry anything from one
+// reproducer into the next), or a pool of started sandboxes, each used
+// once.
+func warm(sb config.Sandbox, role, session string, allowAll bool) (Warm, error) {
+	w := Warm{Session: session, Idle: DefaultWarmIdle}
+	if sb.WarmIdle != nil {
+		w.Idle = time.Duration(*sb.WarmIdle) * time.Second
+	}
+	if session != "" {
+		if role != profiles.RoleAgent {
+			return Warm{}, fmt.Errorf("--session %s: sessions are for the agent role; a reproducer gets a fresh sandbox every run (pool = K in [sandbox.reproducer] makes that fast)", session)
+		}
+		if !validSessionName(session) {
+			return Warm{}, fmt.Errorf("--session %q: use 1 to 64 letters, digits, '.', '_' or '-'", session)
+		}
+	}
+	if allowAll {
+		return Warm{}, nil
+	}
+	if sb.Pool != nil && session == "" {
+		w.Pool = int(*sb.Pool)
+	}
+	if w.Session == "" && w.Pool == 0 {
+		return Warm{}, nil
+	}
+	return w, nil
+}
+
+func validSessionName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '.' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

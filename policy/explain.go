@@ -82,6 +82,12 @@ func Explain(p *Policy) string {
 		p.Limits.Timeout, p.Limits.Memory>>20, p.Limits.CPUs, p.Limits.Pids, p.Limits.NoFile)
 	w("limits: files up to %d MiB each, core dumps %d bytes, OOM score adjustment %d; lifetime: lifeline %v, TTL timeout+%s, SIGTERM grace %s\n",
 		p.Limits.FileSize>>20, p.Limits.Core, p.Limits.OOMScoreAdj, p.Lifetime.Lifeline, p.Lifetime.TTLMargin, p.Lifetime.KillGrace)
+	switch {
+	case p.Warm.Session != "":
+		w("session %q: one sandbox runs every command of the session; files in scratch and background processes persist between its commands, never into another session; ended after %s unused\n", p.Warm.Session, p.Warm.Idle)
+	case p.Warm.Pool > 0:
+		w("pool: %d sandboxes are kept started; each runs exactly one command and is then removed; the pool ends after %s unused\n", p.Warm.Pool, p.Warm.Idle)
+	}
 	if p.Base.Kind == BaseImage {
 		w("root filesystem: image %s\n", p.Base.Image)
 	} else {

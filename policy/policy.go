@@ -61,6 +61,8 @@ type Policy struct {
 
 	// Gate judges each command before the sandbox runs it.
 	Gate Gate `json:"gate"`
+	// Warm says how started sandboxes are reused.
+	Warm Warm `json:"warm"`
 
 	// Output bounds what is shown of the command's output; it does not
 	// change isolation, so it is not part of the hash.
@@ -145,6 +147,20 @@ type Lifetime struct {
 	TTLMargin time.Duration `json:"ttl_margin_ns"`
 	// KillGrace: between SIGTERM and SIGKILL at a timeout.
 	KillGrace time.Duration `json:"kill_grace_ns"`
+}
+
+// Warm is how started sandboxes are reused, an explicit choice because it
+// changes what may persist: within a session, files in scratch and
+// background processes persist from one command to the next (never into
+// another session); a pooled sandbox runs exactly one command, like a
+// cold one, only started ahead of time.
+type Warm struct {
+	// Session names the session whose sandbox runs the commands ("" for none).
+	Session string `json:"session,omitempty"`
+	// Pool is how many started sandboxes are kept ready (0 for none).
+	Pool int `json:"pool,omitempty"`
+	// Idle ends a session or pool that nothing used for this long.
+	Idle time.Duration `json:"idle_ns,omitempty"`
 }
 
 // EnvVar is one variable set inside the sandbox.
@@ -266,12 +282,13 @@ func (p *Policy) Hash() string {
 		Runtime                      string
 		Accepted                     []Capability
 		AllowToolConfig              []string
+		Warm                         Warm
 	}{
 		Role: p.Role, Backend: p.Backend, Root: p.WorkspaceRoot, Workdir: p.Workdir,
 		AllowAll: p.AllowAll, Unreadable: p.Unreadable, Masked: p.Masked, Traversable: p.Traversable,
 		Network: p.Network, Scratch: p.Scratch, Limits: p.Limits, Lifetime: p.Lifetime,
 		UID: p.User.UID, GID: p.User.GID, Base: p.Base, Runtime: p.Runtime, Accepted: p.Accepted,
-		AllowToolConfig: p.AllowToolConfig,
+		AllowToolConfig: p.AllowToolConfig, Warm: p.Warm,
 	}
 	for _, m := range p.Mounts {
 		m.Why = ""

@@ -15,6 +15,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
+	"github.com/triage-sandbox/triage-sandbox/warm"
 )
 
 // policyFlags are shared by every subcommand that compiles a policy.
@@ -23,6 +24,7 @@ type policyFlags struct {
 	role    string
 	backend string
 	workdir string
+	session string
 }
 
 func (f *policyFlags) register(cmd *cobra.Command, defaultRole string) {
@@ -46,7 +48,7 @@ func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 	if err != nil {
 		return nil, host, err
 	}
-	p, err := sandbox.Compile(registry(), f.config, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir})
+	p, err := sandbox.Compile(registry(), f.config, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir, Session: f.session})
 	return p, host, err
 }
 
@@ -69,31 +71,33 @@ func printWarnings(ws []string) {
 	}
 }
 
-// newBackendWith makes the policy's backend with self as its init.
+// newBackendWith makes the policy's backend with self as its init; a
+// policy with a session or a pool gets its sandboxes from a keeper.
 func newBackendWith(p *policy.Policy, self string) (backends.Backend, error) {
 	if p.AllowAll {
 		return local.NewUnconfined(backends.Env{})
 	}
-	return registry().New(p.Backend, backends.Env{SelfExe: self})
+	b, err := registry().New(p.Backend, backendEnv(self))
+	if err != nil || (p.Warm.Session == "" && p.Warm.Pool == 0) {
+		return b, err
+	}
+	return &warm.Backend{Backend: b, SelfExe: self, Dir: warm.DefaultDir()}, nil
 }
+
+func backendEnv(self string) backends.Env { return backends.Env{SelfExe: self} }
 
 // newBackend makes the policy's backend with this binary as its init.
 func newBackend(p *policy.Policy, needSelf bool) (backends.Backend, error) {
-	if p.AllowAll {
-		// No isolation at all: every run and report says so.
-		return local.NewUnconfined(backends.Env{})
-	}
-	env := backends.Env{}
+	exe := ""
 	if needSelf {
-		exe, err := sandbox.SelfExe()
-		if err != nil {
+		var err error
+		if exe, err = sandbox.SelfExe(); err != nil {
 			return nil, err
 		}
-		env.SelfExe = exe
-	} else if exe, err := os.Executable(); err == nil {
-		env.SelfExe = exe
+	} else if e, err := os.Executable(); err == nil {
+		exe = e
 	}
-	return registry().New(p.Backend, env)
+	return newBackendWith(p, exe)
 }
 
 // dockerBackend connects to the daemon for commands that manage docker

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/warm"
 )
 
 func newGCCmd() *cobra.Command {
@@ -36,6 +37,13 @@ func newGCCmd() *cobra.Command {
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", name, err))
 				}
+			}
+			removed, err := warm.Sweep(warm.DefaultDir())
+			for _, id := range removed {
+				fmt.Fprintf(os.Stdout, "removed %s\n", id)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("warm: %w", err))
 			}
 			fmt.Fprintf(os.Stderr, "triage-sandbox: gc removed %d leftover sandbox(es)\n", total)
 			if reached == 0 {

@@ -72,6 +72,6 @@ func newRootCmd() *cobra.Command {
 		newImageCmd(), newVersionCmd())
 	root.AddCommand(newInitCmds()...)
 	root.AddCommand(newProbeCmds()...)
-	root.AddCommand(newSelftestCmd(), newGCCmd())
+	root.AddCommand(newSelftestCmd(), newGCCmd(), newSessionCmd(), newKeeperCmd())
 	return root
 }

@@ -133,6 +133,8 @@ func newRunCmd() *cobra.Command {
 			}
 			code := sandbox.ExitCode(res.Result)
 			switch {
+			case res.TimedOut && p.Warm.Session != "":
+				fmt.Fprintf(os.Stderr, "triage-sandbox: timed out after %s; the command's whole process tree was killed, session %s stays\n", effective(timeout, p.Timeout()), p.Warm.Session)
 			case res.TimedOut:
 				fmt.Fprintf(os.Stderr, "triage-sandbox: timed out after %s; the sandbox was killed\n", effective(timeout, p.Timeout()))
 			case res.OutputCeiling:
@@ -162,6 +164,7 @@ func newRunCmd() *cobra.Command {
 	pf.register(cmd, "agent")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command after this long (default: the role's timeout)")
 	cmd.Flags().StringVar(&pf.workdir, "workdir", "", "directory to start in; must be visible in the sandbox")
+	cmd.Flags().StringVar(&pf.session, "session", "", "run in the named agent session's sandbox (started on first use; scratch persists between its commands)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object with the result and the (capped) output")
 	cmd.Flags().BoolVar(&stdin, "stdin", false, "pass standard input to the command (closed otherwise)")
 	cmd.Flags().StringVar(&task, "task", "", "what the agent is working on (shown to the guard)")

@@ -1,0 +1,292 @@
+package warm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+)
+
+// KeeperSubcommand is the hidden subcommand a keeper runs as.
+const KeeperSubcommand = "__warm"
+
+// keeperStart bounds how long a new keeper may take to start its sandbox.
+const keeperStart = 60 * time.Second
+
+// Backend starts sandboxes through a keeper when the policy asks for a
+// session or a pool, and directly otherwise. Everything else is the
+// wrapped backend's.
+type Backend struct {
+	backends.Backend
+	// SelfExe runs the keeper; Dir holds keepers' sockets and records.
+	SelfExe string
+	Dir     string
+}
+
+// Sweep implements backends.Backend: the wrapped backend's leftovers and
+// dead keepers' records.
+func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
+	removed, err := b.Backend.Sweep(ctx)
+	more, err2 := Sweep(b.Dir)
+	return append(removed, more...), errors.Join(err, err2)
+}
+
+// Start implements backends.Backend.
+func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
+	if p.Warm.Session == "" && p.Warm.Pool == 0 {
+		return b.Backend.Start(ctx, p, opts)
+	}
+	if err := os.MkdirAll(b.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("warm: %w", err)
+	}
+	pp := paths{b.Dir, key(p)}
+	unlock, err := lockFile(pp.lock())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var notes []string
+	for attempt := 0; attempt < 2; attempt++ {
+		conn, h, err := dial(pp)
+		if err != nil {
+			if err := b.spawn(ctx, p, pp); err != nil {
+				return nil, err
+			}
+			if conn, h, err = dial(pp); err != nil {
+				return nil, fmt.Errorf("warm: the keeper started but does not answer: %w%s", err, logTail(pp.log()))
+			}
+		}
+		if h.Error != "" {
+			conn.Close()
+			return nil, fmt.Errorf("warm: the keeper has no sandbox for this run: %s", h.Error)
+		}
+		if h.PolicyHash == p.Hash() {
+			return &remote{conn: conn, h: h, notes: notes}, nil
+		}
+		// The policy changed: the old sandbox must not run this command.
+		notes = append(notes, fmt.Sprintf("%s: the policy changed (%s → %s); its sandbox was ended and a new one started",
+			describe(p), short(h.PolicyHash), p.ShortHash()))
+		endKeeper(pp, conn)
+	}
+	return nil, errors.New("warm: the keeper kept an old policy after it was told to end")
+}
+
+func describe(p *policy.Policy) string {
+	if p.Warm.Session != "" {
+		return "session " + p.Warm.Session
+	}
+	return fmt.Sprintf("the %s pool", p.Role)
+}
+
+func short(h string) string {
+	h = strings.TrimPrefix(h, "sha256:")
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// endKeeper tells the keeper on conn to end and waits until its process
+// is gone (its sandboxes removed, its socket no longer its own).
+func endKeeper(pp paths, conn net.Conn) {
+	rec, recErr := readRecord(pp.record())
+	_ = writeFrame(conn, fEnd, nil)
+	_ = conn.SetReadDeadline(time.Now().Add(keeperStart))
+	_, _ = io.Copy(io.Discard, conn)
+	conn.Close()
+	if recErr != nil {
+		return
+	}
+	for deadline := time.Now().Add(keeperStart); rec.Alive() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// dial attaches to a running keeper and reads its hello.
+func dial(pp paths) (net.Conn, hello, error) {
+	conn, err := net.Dial("unix", pp.socket())
+	if err != nil {
+		return nil, hello{}, err
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(keeperStart))
+	t, b, err := readFrame(conn)
+	_ = conn.SetReadDeadline(time.Time{})
+	var h hello
+	if err == nil && t != fHello {
+		err = fmt.Errorf("warm: the keeper sent frame %d before its hello", t)
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &h)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, hello{}, err
+	}
+	return conn, h, nil
+}
+
+// spawn starts a keeper for p, detached (its own session, so a Ctrl-C or
+// the end of this run does not reach it), and waits for its socket.
+func (b *Backend) spawn(ctx context.Context, p *policy.Policy, pp paths) error {
+	_ = os.Remove(pp.socket())
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(pp.log(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("warm: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(b.SelfExe, KeeperSubcommand, "--dir", b.Dir)
+	cmd.Stdin = strings.NewReader(string(raw))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("warm: starting the keeper: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	deadline := time.NewTimer(keeperStart)
+	defer deadline.Stop()
+	for {
+		if _, err := os.Stat(pp.record()); err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("warm: the keeper ended while starting%s", logTail(pp.log()))
+		case <-deadline.C:
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("warm: the keeper did not start within %s%s", keeperStart, logTail(pp.log()))
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return ": " + lines[len(lines)-1]
+}
+
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("warm: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("warm: locking %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// remote is a sandbox a keeper holds, as seen from `run`.
+type remote struct {
+	conn  net.Conn
+	h     hello
+	notes []string
+	mu    sync.Mutex
+	once  sync.Once
+}
+
+func (r *remote) ID() string                   { return r.h.ID }
+func (r *remote) Scratch() policy.ScratchPaths { return r.h.Scratch }
+func (r *remote) Warnings() []string           { return append(append([]string(nil), r.notes...), r.h.Warnings...) }
+
+// Close detaches: a session's sandbox stays for its next command, a pooled
+// one is removed by its keeper.
+func (r *remote) Close(context.Context) error {
+	r.once.Do(func() { _ = r.conn.Close() })
+	return nil
+}
+
+// Exec implements backends.Sandbox.
+func (r *remote) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := backends.CheckArgv(cmd.Argv); err != nil {
+		return backends.Result{}, err
+	}
+	send := func(t byte, b []byte) error { return writeFrame(r.conn, t, b) }
+	var sendMu sync.Mutex
+	locked := func(t byte, b []byte) error { sendMu.Lock(); defer sendMu.Unlock(); return send(t, b) }
+	b, err := json.Marshal(request{Argv: cmd.Argv, Timeout: cmd.Timeout, HasStdin: cmd.Stdin != nil})
+	if err != nil {
+		return backends.Result{}, err
+	}
+	if err := locked(fRequest, b); err != nil {
+		return backends.Result{}, fmt.Errorf("warm: sending the command: %w", err)
+	}
+	if cmd.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(frameWriter{locked, fStdin}, cmd.Stdin)
+			_ = locked(fStdinEOF, nil)
+		}()
+	}
+	// Cancelling detaches: the keeper sees the connection go and kills the
+	// command's tree.
+	stop := context.AfterFunc(ctx, func() { _ = r.conn.Close() })
+	defer stop()
+	for {
+		t, b, err := readFrame(r.conn)
+		if err != nil {
+			if ctx.Err() != nil {
+				return backends.Result{Sandbox: r.h.ID, Canceled: true, ExitCode: 130}, nil
+			}
+			return backends.Result{Sandbox: r.h.ID}, fmt.Errorf("warm: the keeper went away during the command: %w", err)
+		}
+		switch t {
+		case fStdout:
+			if out.Stdout != nil {
+				_, _ = out.Stdout.Write(b)
+			}
+		case fStderr:
+			if out.Stderr != nil {
+				_, _ = out.Stderr.Write(b)
+			}
+		case fResult:
+			var res result
+			if err := json.Unmarshal(b, &res); err != nil {
+				return backends.Result{Sandbox: r.h.ID}, fmt.Errorf("warm: unreadable result: %w", err)
+			}
+			if res.Error != "" {
+				return res.Result, errors.New(res.Error)
+			}
+			return res.Result, nil
+		default:
+			return backends.Result{Sandbox: r.h.ID}, fmt.Errorf("warm: unexpected frame %d from the keeper", t)
+		}
+	}
+}
+
+// End tells the keeper of the named session in workspace/role to end,
+// and waits until it has. It reports whether there was one.
+func End(dir string, p *policy.Policy) (bool, error) {
+	pp := paths{dir, key(p)}
+	conn, _, err := dial(pp)
+	if err != nil {
+		return false, nil
+	}
+	endKeeper(pp, conn)
+	return true, nil
+}

@@ -1,0 +1,396 @@
+package warm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+)
+
+// sessionLifetime bounds a session's sandbox whatever else happens (its
+// holder's TTL); idle expiry normally ends it long before.
+const sessionLifetime = 12 * time.Hour
+
+// KeeperOptions configure the keeper process.
+type KeeperOptions struct {
+	Dir     string
+	Policy  *policy.Policy
+	Backend backends.Backend
+	Log     io.Writer
+}
+
+type keeper struct {
+	o      KeeperOptions
+	p      *policy.Policy
+	paths  paths
+	logger *log.Logger
+
+	active   atomic.Int32
+	lastUsed atomic.Int64 // unix nanoseconds
+	stop     context.CancelFunc
+
+	// session: its one sandbox, one command at a time.
+	session backends.Sandbox
+	execMu  sync.Mutex
+
+	// pool: started sandboxes ready for one command each; slots bounds
+	// how many exist at once (ready, in use or being removed).
+	ready    chan backends.Sandbox
+	slots    chan struct{}
+	closing  sync.WaitGroup
+	refilled chan struct{}
+}
+
+// Keep runs the keeper until it ends: idle past the policy's expiry, told
+// to end, or signalled. It removes every sandbox it started before it
+// returns, and its socket and record.
+func Keep(ctx context.Context, o KeeperOptions) error {
+	p := o.Policy
+	if p.Warm.Session == "" && p.Warm.Pool == 0 {
+		return errors.New("warm: the policy asks for neither a session nor a pool")
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	k := &keeper{o: o, p: p, paths: paths{o.Dir, key(p)}, logger: log.New(o.Log, "", log.LstdFlags), stop: cancel}
+	k.lastUsed.Store(time.Now().UnixNano())
+	if p.Warm.Session != "" {
+		sb, err := o.Backend.Start(ctx, p, backends.StartOptions{TTL: sessionLifetime})
+		if err != nil {
+			return fmt.Errorf("starting the session's sandbox: %w", err)
+		}
+		k.session = sb
+		defer func() { _ = sb.Close(context.WithoutCancel(ctx)) }()
+	} else {
+		k.ready = make(chan backends.Sandbox, p.Warm.Pool)
+		k.slots = make(chan struct{}, 2*p.Warm.Pool)
+		k.refilled = make(chan struct{}, 1)
+		defer k.drainPool(context.WithoutCancel(ctx))
+		go k.fill(ctx)
+	}
+	_ = os.Remove(k.paths.socket()) // a dead keeper's
+	ln, err := net.Listen("unix", k.paths.socket())
+	if err != nil {
+		return fmt.Errorf("warm: listening: %w", err)
+	}
+	// Remove only what is still this keeper's: a successor may already
+	// have taken the names while this one finished removing its sandboxes.
+	mine, err := os.Stat(k.paths.socket())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if fi, err := os.Stat(k.paths.socket()); err == nil && os.SameFile(fi, mine) {
+			_ = os.Remove(k.paths.socket())
+		}
+		if r, err := readRecord(k.paths.record()); err == nil && r.PID == os.Getpid() {
+			_ = os.Remove(k.paths.record())
+		}
+	}()
+	if err := os.Chmod(k.paths.socket(), 0o600); err != nil {
+		return err
+	}
+	rec := Record{Kind: KindPool, Name: p.Warm.Session, Workspace: p.WorkspaceRoot, Role: p.Role, Backend: p.Backend,
+		Policy: p.Hash(), PID: os.Getpid(), Start: backends.ProcessStart(os.Getpid()), Since: time.Now().UTC(),
+		Idle: p.Warm.Idle.String(), Pool: p.Warm.Pool}
+	if p.Warm.Session != "" {
+		rec.Kind = KindSession
+	}
+	if err := writeRecord(k.paths.record(), rec); err != nil {
+		return err
+	}
+	go k.expire(ctx)
+	go func() { <-ctx.Done(); _ = ln.Close() }()
+	var conns sync.WaitGroup
+	defer conns.Wait()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("warm: accepting: %w", err)
+		}
+		k.active.Add(1)
+		conns.Add(1)
+		go func() {
+			defer conns.Done()
+			defer func() { k.active.Add(-1); k.lastUsed.Store(time.Now().UnixNano()) }()
+			k.serve(ctx, conn)
+		}()
+	}
+}
+
+// expire ends the keeper once nothing used it for the policy's idle time.
+func (k *keeper) expire(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if k.active.Load() == 0 && time.Since(time.Unix(0, k.lastUsed.Load())) > k.p.Warm.Idle {
+				k.logger.Printf("idle for %s: ending", k.p.Warm.Idle)
+				k.stop()
+				return
+			}
+		}
+	}
+}
+
+// fill keeps the pool's ready sandboxes started, off the callers' path.
+func (k *keeper) fill(ctx context.Context) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		select {
+		case k.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		if len(k.ready) >= cap(k.ready) {
+			<-k.slots
+			select {
+			case <-k.refilled:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		sb, err := k.o.Backend.Start(ctx, k.p, backends.StartOptions{TTL: k.pooledTTL()})
+		if err != nil {
+			<-k.slots
+			k.logger.Printf("starting a pooled sandbox: %v (retrying in %s)", err, backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+		k.ready <- sb
+	}
+}
+
+// pooledTTL: a pooled sandbox may wait the pool's idle time, then run one
+// command to its timeout.
+func (k *keeper) pooledTTL() time.Duration {
+	return backends.TTL(k.p, k.p.Timeout()) + k.p.Warm.Idle
+}
+
+// take gives a connection a pooled sandbox of its own: a ready one, or
+// one started now when none is.
+func (k *keeper) take(ctx context.Context) (backends.Sandbox, error) {
+	select {
+	case sb := <-k.ready:
+		k.nudge()
+		return sb, nil
+	default:
+	}
+	select {
+	case sb := <-k.ready:
+		k.nudge()
+		return sb, nil
+	case k.slots <- struct{}{}:
+		sb, err := k.o.Backend.Start(ctx, k.p, backends.StartOptions{TTL: k.pooledTTL()})
+		if err != nil {
+			<-k.slots
+		}
+		return sb, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (k *keeper) nudge() {
+	select {
+	case k.refilled <- struct{}{}:
+	default:
+	}
+}
+
+// discard removes a used pooled sandbox in the background; the keeper
+// waits for every removal before it exits.
+func (k *keeper) discard(ctx context.Context, sb backends.Sandbox) {
+	k.closing.Add(1)
+	go func() {
+		defer k.closing.Done()
+		if err := sb.Close(context.WithoutCancel(ctx)); err != nil {
+			k.logger.Printf("removing %s: %v", sb.ID(), err)
+		}
+		<-k.slots
+		k.nudge()
+	}()
+}
+
+func (k *keeper) drainPool(ctx context.Context) {
+	for {
+		select {
+		case sb := <-k.ready:
+			_ = sb.Close(ctx)
+		default:
+			k.closing.Wait()
+			return
+		}
+	}
+}
+
+// serve is one attached `run`: a hello naming its sandbox, then commands.
+func (k *keeper) serve(ctx context.Context, conn net.Conn) {
+	defer conn.Close()
+	c := &keeperConn{conn: conn}
+	sb := k.session
+	if sb == nil {
+		var err error
+		if sb, err = k.take(ctx); err != nil {
+			_ = c.sendJSON(fHello, hello{Error: err.Error()})
+			return
+		}
+		defer k.discard(ctx, sb)
+	}
+	if err := c.sendJSON(fHello, hello{ID: sb.ID(), Scratch: sb.Scratch(), PolicyHash: k.p.Hash(), Warnings: sb.Warnings()}); err != nil {
+		return
+	}
+	frames := make(chan frame)
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		for {
+			t, b, err := readFrame(conn)
+			if err != nil {
+				return
+			}
+			select {
+			case frames <- frame{t, b}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	ran := 0
+	for {
+		var f frame
+		select {
+		case f = <-frames:
+		case <-gone:
+			return
+		case <-ctx.Done():
+			return
+		}
+		switch f.t {
+		case fEnd:
+			k.logger.Printf("told to end")
+			k.stop()
+			return
+		case fRequest:
+			var req request
+			if err := json.Unmarshal(f.b, &req); err != nil {
+				_ = c.sendJSON(fResult, result{Error: "unreadable request: " + err.Error()})
+				return
+			}
+			if k.session == nil && ran > 0 {
+				_ = c.sendJSON(fResult, result{Error: "a pooled sandbox runs exactly one command"})
+				return
+			}
+			ran++
+			k.run(ctx, c, sb, req, frames, gone)
+		default:
+			return
+		}
+	}
+}
+
+type frame struct {
+	t byte
+	b []byte
+}
+
+// keeperConn serialises what the keeper sends on one connection.
+type keeperConn struct {
+	conn net.Conn
+	mu   sync.Mutex
+}
+
+func (c *keeperConn) send(t byte, b []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return writeFrame(c.conn, t, b)
+}
+
+func (c *keeperConn) sendJSON(t byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return c.send(t, b)
+}
+
+// run executes one command; the attached `run` going away (even killed
+// with SIGKILL) cancels it, which kills the command's whole tree while the
+// sandbox stays.
+func (k *keeper) run(ctx context.Context, c *keeperConn, sb backends.Sandbox, req request, frames <-chan frame, gone <-chan struct{}) {
+	k.execMu.Lock()
+	defer k.execMu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := backends.Command{Argv: req.Argv, Timeout: req.Timeout}
+	var stdinW *io.PipeWriter
+	if req.HasStdin {
+		var r *io.PipeReader
+		r, stdinW = io.Pipe()
+		cmd.Stdin = r
+	}
+	done := make(chan struct{})
+	go func() {
+		defer func() {
+			if stdinW != nil {
+				_ = stdinW.Close()
+			}
+		}()
+		for {
+			select {
+			case f := <-frames:
+				switch f.t {
+				case fStdin:
+					if stdinW != nil {
+						_, _ = stdinW.Write(f.b)
+					}
+				case fStdinEOF:
+					if stdinW != nil {
+						_ = stdinW.Close()
+					}
+				default:
+					cancel()
+				}
+			case <-gone:
+				cancel()
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	res, err := sb.Exec(ctx, cmd, backends.Streams{
+		Stdout: frameWriter{c.send, fStdout}, Stderr: frameWriter{c.send, fStderr}})
+	close(done)
+	r := result{Result: res}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	_ = c.sendJSON(fResult, r)
+}

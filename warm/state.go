@@ -1,0 +1,161 @@
+package warm
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+)
+
+// DefaultDir is where keepers keep their sockets and records: only this
+// user can reach them.
+func DefaultDir() string {
+	if os.Geteuid() == 0 {
+		return "/run/triage-sandbox/warm"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "triage-sandbox", "warm")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("triage-sandbox-%d", os.Geteuid()), "warm")
+}
+
+// Kind of a keeper.
+const (
+	KindSession = "session"
+	KindPool    = "pool"
+)
+
+// Record describes a running keeper, beside its socket.
+type Record struct {
+	Kind      string    `json:"kind"`
+	Name      string    `json:"name,omitempty"` // the session's name
+	Workspace string    `json:"workspace"`
+	Role      string    `json:"role"`
+	Backend   string    `json:"backend"`
+	Policy    string    `json:"policy_hash"`
+	PID       int       `json:"pid"`
+	Start     string    `json:"start"`
+	Since     time.Time `json:"since"`
+	Idle      string    `json:"idle"`
+	Pool      int       `json:"pool,omitempty"`
+}
+
+// Alive: the recorded keeper process still runs.
+func (r Record) Alive() bool {
+	return r.PID > 0 && r.Start != "" && backends.ProcessStart(r.PID) == r.Start
+}
+
+// key names the keeper a policy needs: a session by its name within its
+// workspace and role; a pool by role, policy, image and backend.
+func key(p *policy.Policy) string {
+	var id string
+	if p.Warm.Session != "" {
+		id = strings.Join([]string{KindSession, p.WorkspaceRoot, p.Role, p.Warm.Session}, "\x00")
+	} else {
+		id = strings.Join([]string{KindPool, p.Role, p.Hash(), p.Base.Image, p.Backend}, "\x00")
+	}
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:8])
+}
+
+// paths of one keeper (short: a unix socket path is at most 108 bytes).
+type paths struct{ dir, k string }
+
+func (p paths) socket() string { return filepath.Join(p.dir, p.k+".sock") }
+func (p paths) record() string { return filepath.Join(p.dir, p.k+".json") }
+func (p paths) lock() string   { return filepath.Join(p.dir, p.k+".lock") }
+func (p paths) log() string    { return filepath.Join(p.dir, p.k+".log") }
+
+func writeRecord(path string, r Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func readRecord(path string) (Record, error) {
+	var r Record
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &r)
+	}
+	return r, err
+}
+
+// List returns the keepers recorded in dir, sessions first.
+func List(dir string) ([]Record, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		if r, err := readRecord(filepath.Join(dir, e.Name())); err == nil {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind > out[j].Kind
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// Sweep removes the records, sockets and logs of keepers that are gone
+// (their sandboxes went with them: the keeper was their lifeline).
+func Sweep(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		p := paths{dir, name}
+		r, err := readRecord(p.record())
+		if err == nil && r.Alive() {
+			continue
+		}
+		if err != nil {
+			if fi, serr := e.Info(); serr != nil || time.Since(fi.ModTime()) < time.Minute {
+				continue
+			}
+		}
+		for _, f := range []string{p.socket(), p.record(), p.log(), p.lock()} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+		removed = append(removed, "warm "+r.Kind+" "+name)
+	}
+	return removed, errors.Join(errs...)
+}

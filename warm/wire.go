@@ -1,0 +1,109 @@
+// Package warm keeps started sandboxes for later commands: an agent's named
+// session (one sandbox for all its commands) and a pool of started
+// reproducer sandboxes (each used for exactly one command). A small keeper
+// process owns them, so they outlive the one-shot `run` that started them;
+// `run` attaches to it over a unix socket that only its user can reach.
+// The gate, the output pipeline and the audit record stay in `run`: the
+// keeper only starts sandboxes and runs commands in them.
+package warm
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+)
+
+// frame types, one byte before each frame's length and payload.
+const (
+	fHello    byte = 1 // keeper → run: the sandbox this connection uses
+	fRequest  byte = 2 // run → keeper: a command
+	fStdin    byte = 3 // run → keeper: command input
+	fStdinEOF byte = 4
+	fStdout   byte = 5 // keeper → run: command output
+	fStderr   byte = 6
+	fResult   byte = 7 // keeper → run: how the command ended
+	fEnd      byte = 8 // run → keeper: end the session (or pool) now
+)
+
+// maxFrame bounds one frame's payload.
+const maxFrame = 1 << 20
+
+type hello struct {
+	ID         string              `json:"id"`
+	Scratch    policy.ScratchPaths `json:"scratch"`
+	PolicyHash string              `json:"policy_hash"`
+	Warnings   []string            `json:"warnings,omitempty"`
+	// Error: the keeper could not give this connection a sandbox.
+	Error string `json:"error,omitempty"`
+}
+
+type request struct {
+	Argv     []string      `json:"argv"`
+	Timeout  time.Duration `json:"timeout_ns"`
+	HasStdin bool          `json:"has_stdin"`
+}
+
+type result struct {
+	Result backends.Result `json:"result"`
+	Error  string          `json:"error,omitempty"`
+}
+
+func writeFrame(w io.Writer, t byte, payload []byte) error {
+	if len(payload) > maxFrame {
+		return fmt.Errorf("warm: a frame of %d bytes is over the %d-byte bound", len(payload), maxFrame)
+	}
+	var hdr [5]byte
+	hdr[0] = t
+	binary.BigEndian.PutUint32(hdr[1:], uint32(len(payload)))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(payload)
+	return err
+}
+
+func writeJSON(w io.Writer, t byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeFrame(w, t, b)
+}
+
+func readFrame(r io.Reader) (byte, []byte, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[1:])
+	if n > maxFrame {
+		return 0, nil, errors.New("warm: a frame over the bound; the other side is not a triage-sandbox keeper")
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return 0, nil, err
+	}
+	return hdr[0], b, nil
+}
+
+// frameWriter sends what is written to it as frames of one type.
+type frameWriter struct {
+	send func(t byte, b []byte) error
+	t    byte
+}
+
+func (f frameWriter) Write(p []byte) (int, error) {
+	for off := 0; off < len(p); off += maxFrame {
+		end := min(off+maxFrame, len(p))
+		if err := f.send(f.t, p[off:end]); err != nil {
+			return off, err
+		}
+	}
+	return len(p), nil
+}
