@@ -16,9 +16,15 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
+// DirEnv overrides DefaultDir (tests, several independent installations).
+const DirEnv = "TRIAGE_SANDBOX_WARM_DIR"
+
 // DefaultDir is where keepers keep their sockets and records: only this
 // user can reach them.
 func DefaultDir() string {
+	if d := os.Getenv(DirEnv); d != "" {
+		return d
+	}
 	if os.Geteuid() == 0 {
 		return "/run/triage-sandbox/warm"
 	}

@@ -1,0 +1,258 @@
+//go:build linux
+
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/sandbox"
+	"github.com/triage-sandbox/triage-sandbox/warm"
+)
+
+// warmKit wraps a backend the way the CLI does for sessions and pools,
+// with keepers of the test's own in a directory of the test's own.
+func (k *kit) warm(t *testing.T) *warm.Backend {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tsw") // short: a socket path is at most 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		recs, _ := warm.List(dir)
+		for _, r := range recs {
+			if r.Alive() {
+				_ = syscall.Kill(r.PID, syscall.SIGTERM)
+			}
+		}
+		waitKeepersGone(t, dir)
+		_ = os.RemoveAll(dir)
+	})
+	return &warm.Backend{Backend: k.b, SelfExe: testenv.Binary(t), Dir: dir}
+}
+
+// waitKeepersGone waits until no keeper recorded in dir runs.
+func waitKeepersGone(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		recs, _ := warm.List(dir)
+		alive := 0
+		for _, r := range recs {
+			if r.Alive() {
+				alive++
+			}
+		}
+		if alive == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d keeper(s) still run in %s", alive, dir)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// warmRun is one command through the warm backend, as `run` takes it.
+func warmRun(t *testing.T, b backends.Backend, p *policy.Policy, timeout time.Duration, argv ...string) (sandbox.Outcome, string) {
+	t.Helper()
+	var out bytes.Buffer
+	res, err := sandbox.Run(context.Background(), b, sandbox.Request{
+		Policy: p, Timeout: timeout, Command: backends.Command{Argv: argv},
+		Streams: backends.Streams{Stdout: &out, Stderr: &out}, NoAudit: true,
+	})
+	if err != nil {
+		t.Fatalf("run %v: %v", argv, err)
+	}
+	return res, out.String()
+}
+
+func TestSessionKeepsScratchAndOutlivesATimeout(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, k *kit) {
+		f := newFixture(t)
+		p := k.build(t, f, "agent", currentHost(t))
+		p.Warm = policy.Warm{Session: "t1", Idle: time.Minute}
+		wb := k.warm(t)
+		res, out := warmRun(t, wb, p, 0, "sh", "-c", "echo kept > $HOME/f; echo one")
+		if res.ExitCode != 0 || !strings.Contains(out, "one") {
+			t.Fatalf("first command: %+v %q", res.Result, out)
+		}
+		first := res.Sandbox
+		res, out = warmRun(t, wb, p, 0, "sh", "-c", "cat $HOME/f")
+		if res.ExitCode != 0 || strings.TrimSpace(out) != "kept" || res.Sandbox != first {
+			t.Fatalf("second command in the session: %+v %q (sandbox %s, first %s)", res.Result, out, res.Sandbox, first)
+		}
+		res, _ = warmRun(t, wb, p, time.Second, "sh", "-c", "sleep 300 & sleep 300")
+		if !res.TimedOut {
+			t.Fatalf("the command did not time out: %+v", res.Result)
+		}
+		res, out = warmRun(t, wb, p, 0, "sh", "-c", "cat $HOME/f; ps -eo comm")
+		if res.ExitCode != 0 || !strings.Contains(out, "kept") || strings.Contains(out, "sleep") {
+			t.Fatalf("after the timeout the session must be usable with the timed-out tree gone: %+v %q", res.Result, out)
+		}
+		ended, err := warm.End(wb.Dir, p)
+		if err != nil || !ended {
+			t.Fatalf("ending the session: %v %v", ended, err)
+		}
+		waitKeepersGone(t, wb.Dir)
+		k.waitNoLeftovers(t, first)
+		// Another session never sees the first one's files.
+		p.Warm.Session = "t2"
+		_, out = warmRun(t, wb, p, 0, "sh", "-c", "cat $HOME/f 2>&1 || echo absent")
+		if !strings.Contains(out, "absent") {
+			t.Fatalf("a new session saw the old one's scratch: %q", out)
+		}
+	})
+}
+
+func TestPoolGivesEachRunAFreshSandbox(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, k *kit) {
+		f := newFixture(t)
+		p := k.build(t, f, "reproducer", currentHost(t))
+		p.Warm = policy.Warm{Pool: 2, Idle: time.Minute}
+		wb := k.warm(t)
+		// Concurrent callers never share a sandbox, and nothing a run
+		// leaves in scratch reaches another.
+		const callers = 4
+		ids := make(chan string, callers)
+		outs := make(chan string, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, out := warmRun(t, wb, p, 0, "sh", "-c", fmt.Sprintf("ls -A $HOME; touch $HOME/mark-%d", i))
+				ids <- res.Sandbox
+				outs <- out
+			}()
+		}
+		wg.Wait()
+		close(ids)
+		close(outs)
+		seen := map[string]bool{}
+		for id := range ids {
+			if seen[id] {
+				t.Fatalf("two runs shared sandbox %s", id)
+			}
+			seen[id] = true
+		}
+		for out := range outs {
+			if strings.Contains(out, "mark-") {
+				t.Fatalf("a pooled run saw another run's scratch: %q", out)
+			}
+		}
+		// Used sandboxes are removed, off the callers' path but for sure.
+		for id := range seen {
+			k.waitNoLeftovers(t, id)
+		}
+	})
+}
+
+func TestIdleExpiryLeavesNothing(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, k *kit) {
+		f := newFixture(t)
+		p := k.build(t, f, "agent", currentHost(t))
+		p.Warm = policy.Warm{Session: "idle", Idle: 2 * time.Second}
+		wb := k.warm(t)
+		res, _ := warmRun(t, wb, p, 0, "true")
+		waitKeepersGone(t, wb.Dir)
+		k.waitNoLeftovers(t, res.Sandbox)
+		if recs, _ := warm.List(wb.Dir); len(recs) != 0 {
+			t.Fatalf("records left after the idle expiry: %+v", recs)
+		}
+		if left, _ := filepath.Glob(filepath.Join(wb.Dir, "*.sock")); len(left) != 0 {
+			t.Fatalf("sockets left after the idle expiry: %v", left)
+		}
+	})
+}
+
+// A run killed with SIGKILL during a session command takes the command's
+// whole tree with it; the session stays usable.
+func TestKilledRunEndsItsCommandOnly(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, k *kit) {
+		f := newFixture(t)
+		p := k.build(t, f, "agent", currentHost(t))
+		p.Warm = policy.Warm{Session: "kill9", Idle: time.Minute}
+		wb := k.warm(t)
+		warmRun(t, wb, p, 0, "true") // the session is up
+		cli := exec.Command(testenv.Binary(t), "run", "--backend", k.name, "--session", "kill9", "--",
+			"sh", "-c", "echo started; sleep 300 & sleep 301")
+		cli.Dir = f.root
+		cli.Env = append(os.Environ(), warm.DirEnv+"="+wb.Dir, "HOME="+p.WorkspaceRoot)
+		stdout, err := cli.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cli.Start(); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64)
+		if n, _ := stdout.Read(buf); !strings.Contains(string(buf[:n]), "started") {
+			_ = cli.Process.Kill()
+			_ = cli.Wait()
+			t.Fatalf("the session command did not start: %q", buf[:n])
+		}
+		_ = cli.Process.Kill()
+		_ = cli.Wait()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			res, out := warmRun(t, wb, p, 0, "ps", "-eo", "comm")
+			if res.ExitCode == 0 && !strings.Contains(out, "sleep") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the killed run's command tree is still in the session: %q", out)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+}
+
+// leftovers names what is left of sandbox id, as its backend keeps it, or
+// "" when nothing is.
+func (k *kit) leftovers(id string) string {
+	switch k.name {
+	case "docker":
+		if _, err := k.b.(interface{ Client() *client.Client }).Client().ContainerInspect(context.Background(), id, client.ContainerInspectOptions{}); err == nil {
+			return "container " + id
+		}
+	default:
+		root := stateRoot(k.name)
+		for _, dir := range []string{filepath.Join(root, "bundles", id), filepath.Join(root, "runtime", id), filepath.Join(root, id)} {
+			if _, err := os.Lstat(dir); err == nil {
+				return dir
+			}
+		}
+	}
+	if pids := processesNaming(id); len(pids) > 0 {
+		return fmt.Sprintf("processes %v", pids)
+	}
+	return ""
+}
+
+// waitNoLeftovers waits (generously: the machine is busy) until nothing of
+// sandbox id is left.
+func (k *kit) waitNoLeftovers(t *testing.T, id string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for left := k.leftovers(id); left != ""; left = k.leftovers(id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sandbox %s is not gone: %s", id, left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
