@@ -58,6 +58,36 @@ type Options struct {
 	// prove that checks fail.
 	Mutate     func(*policy.Policy)
 	AfterPlant func(*Canaries)
+	// Warm runs every phase through a warm sandbox: "session" (each phase
+	// its own agent session, ended afterwards) or "pool" (each phase a
+	// pooled sandbox); "" starts each cold. Backend must then be a
+	// warm.Backend.
+	Warm string
+	// EndWarm ends the session or pool a policy used (warm.End).
+	EndWarm func(*policy.Policy)
+}
+
+// warmPolicy is p as a phase runs it in the chosen warm mode.
+func (o Options) warmPolicy(p *policy.Policy, tag string) *policy.Policy {
+	if o.Warm == "" {
+		return p
+	}
+	cp := *p
+	switch o.Warm {
+	case "session":
+		cp.Warm = policy.Warm{Session: "selftest-" + tag, Idle: time.Minute}
+	case "pool":
+		cp.Warm = policy.Warm{Pool: 2, Idle: time.Minute}
+	}
+	return &cp
+}
+
+// endWarm ends what warmPolicy's policy started (a session; a pool is
+// ended once the role is done).
+func (o Options) endWarm(p *policy.Policy) {
+	if o.Warm == "session" && o.EndWarm != nil {
+		o.EndWarm(p)
+	}
 }
 
 // Result is one check's outcome.
@@ -195,6 +225,9 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 	rr.Versions = o.Backend.Describe(ctx, p)
 	rr.Versions["kernel_host"] = kernelRelease()
 	rr.Versions["go"] = runtime.Version()
+	if o.Warm != "" {
+		rr.Versions["warm"] = o.Warm
+	}
 
 	checks, notApplicable := applicable(Catalogue(), role, o.Backend)
 	rr.Weakened, _ = policy.Enforce(p, o.Backend.Name(), o.Backend.Capabilities())
@@ -255,6 +288,9 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 	secondEv, secondErr := runPhase(ctx, o, e, checks, PhaseSecond)
 	timed("second", t0)
 	side.Wait()
+	if o.Warm == "pool" && o.EndWarm != nil {
+		o.EndWarm(o.warmPolicy(e.P, "")) // the role's pool: nothing is left
+	}
 	results[PhaseMain] = phaseResult{mainEv, mainErr}
 	results[PhaseSecond] = phaseResult{secondEv, secondErr}
 	for _, ch := range checks {
@@ -415,7 +451,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	stdout := output.NewCapture(4 << 20)
 	var stderr bytes.Buffer
 	var survivors []int
-	res, err := runPlan(ctx, o, e, sandbox.Request{
+	res, err := runPlan(ctx, o, e, tag, sandbox.Request{
 		Timeout: timeout,
 		Streams: backends.Streams{Stdout: stdout, Stderr: &syncWriter{w: &stderr}},
 		// The probe's JSON must arrive raw, and probe runs are not user runs.
@@ -446,12 +482,14 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 // with argv built once the sandbox has placed its scratch.
 // afterExec runs while the sandbox still exists: a command's tree must be
 // gone when its Exec returns, not only when the sandbox closes.
-func runPlan(ctx context.Context, o Options, e *Env, req sandbox.Request, argv func(*Env) ([]string, error), afterExec func()) (sandbox.Outcome, error) {
+func runPlan(ctx context.Context, o Options, e *Env, tag string, req sandbox.Request, argv func(*Env) ([]string, error), afterExec func()) (sandbox.Outcome, error) {
 	timeout := req.Timeout
-	sess, err := sandbox.Start(ctx, o.Backend, e.P, backends.StartOptions{TTL: backends.TTL(e.P, timeout)})
+	p := o.warmPolicy(e.P, tag)
+	sess, err := sandbox.Start(ctx, o.Backend, p, backends.StartOptions{TTL: backends.TTL(p, timeout)})
 	if err != nil {
 		return sandbox.Outcome{}, err
 	}
+	defer o.endWarm(p)
 	defer func() { _ = sess.Close(ctx) }()
 	phaseEnv := *e
 	phaseEnv.Scratch = sess.Sandbox().Scratch()
@@ -467,8 +505,10 @@ func runPlan(ctx context.Context, o Options, e *Env, req sandbox.Request, argv f
 // uses, with the flood's secret among those to redact.
 func runOutputPhase(ctx context.Context, o Options, e *Env) (*Evidence, error) {
 	var shown bytes.Buffer
+	outP := o.warmPolicy(e.P, "output-"+e.C.Token)
+	defer o.endWarm(outP)
 	res, err := sandbox.Run(ctx, o.Backend, sandbox.Request{
-		Policy: e.P, Timeout: time.Minute, NoAudit: true, NoGate: true,
+		Policy: outP, Timeout: time.Minute, NoAudit: true, NoGate: true,
 		Command:  backends.Command{Argv: []string{o.Backend.SelfPath(), probe.ChildSubcommand, "flood", strconv.Itoa(floodBytes), floodSecret(e.C)}},
 		Streams:  backends.Streams{Stdout: &shown},
 		Redactor: output.NewRedactor([]output.Secret{{Name: "SELFTEST_SECRET", Value: floodSecret(e.C)}}, output.DefaultRules()),

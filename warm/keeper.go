@@ -98,6 +98,7 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 		}
 		if r, err := readRecord(k.paths.record()); err == nil && r.PID == os.Getpid() {
 			_ = os.Remove(k.paths.record())
+			_ = os.Remove(k.paths.log()) // a clean end: nothing to read there
 		}
 	}()
 	if err := os.Chmod(k.paths.socket(), 0o600); err != nil {

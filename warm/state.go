@@ -144,6 +144,13 @@ func Sweep(dir string) ([]string, error) {
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok {
+			// A lock or log whose keeper left no record: gone a while.
+			base := strings.TrimSuffix(strings.TrimSuffix(e.Name(), ".lock"), ".log")
+			if _, err := os.Stat(filepath.Join(dir, base+".json")); errors.Is(err, os.ErrNotExist) && base != e.Name() {
+				if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {
+					_ = os.Remove(filepath.Join(dir, e.Name()))
+				}
+			}
 			continue
 		}
 		p := paths{dir, name}

@@ -11,14 +11,15 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 	"github.com/triage-sandbox/triage-sandbox/selftest"
+	"github.com/triage-sandbox/triage-sandbox/warm"
 )
 
 func newSelftestCmd() *cobra.Command {
 	var pf policyFlags
 	var asJSON bool
-	var junit string
+	var junit, warmMode string
 	cmd := &cobra.Command{
-		Use:   "selftest [--config F] [--role agent|reproducer|all] [--backend B] [--json] [--junit FILE]",
+		Use:   "selftest [--config F] [--role agent|reproducer|all] [--backend B] [--warm session|pool] [--json] [--junit FILE]",
 		Short: "Try what a hostile reproducer would and check each attempt is blocked (the CI gate)",
 		Long: "Exit status: 0 every check passed; 1 a check failed or was inconclusive;\n" +
 			"2 the backend cannot run here (the report says why).",
@@ -65,7 +66,20 @@ func newSelftestCmd() *cobra.Command {
 			if err := b.Ready(cmd.Context(), p); err != nil {
 				return unavailable(err)
 			}
-			rep := selftest.Run(cmd.Context(), selftest.Options{Config: cfg, Roles: roles, Backend: b, SelfHost: self})
+			opts := selftest.Options{Config: cfg, Roles: roles, Backend: b, SelfHost: self}
+			switch warmMode {
+			case "":
+			case "session", "pool":
+				if p.AllowAll {
+					break
+				}
+				dir := warm.DefaultDir()
+				opts.Warm, opts.Backend = warmMode, &warm.Backend{Backend: b, SelfExe: self, Dir: dir}
+				opts.EndWarm = func(p *policy.Policy) { _, _ = warm.End(dir, p) }
+			default:
+				return &exitError{code: 2, err: fmt.Errorf("--warm %q: use session or pool", warmMode)}
+			}
+			rep := selftest.Run(cmd.Context(), opts)
 			if junit != "" {
 				f, err := os.Create(junit)
 				if err != nil {
@@ -96,6 +110,7 @@ func newSelftestCmd() *cobra.Command {
 	cmd.Flags().StringVar(&pf.role, "role", "all", "agent, reproducer or all")
 	cmd.Flags().StringVar(&pf.backend, "backend", "", "backend to test (default: TRIAGE_SANDBOX, the config, then the OS default)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
+	cmd.Flags().StringVar(&warmMode, "warm", "", "run every phase through a warm sandbox: session (each phase its own agent session) or pool")
 	cmd.Flags().StringVar(&junit, "junit", "", "also write JUnit XML to FILE")
 	return cmd
 }
