@@ -54,7 +54,7 @@ func forEachBackend(t *testing.T, test func(t *testing.T, k *kit)) {
 // newKit makes the named backend the way cmd/triage-sandbox's registry()
 // does, with the static binary as its init, or skips when it cannot run
 // here.
-func newKit(t *testing.T, name string) *kit {
+func newKit(t testing.TB, name string) *kit {
 	t.Helper()
 	ctx := context.Background()
 	var b backends.Backend
@@ -101,7 +101,7 @@ type fixture struct {
 	cfg            *config.File
 }
 
-func newFixture(t *testing.T) fixture {
+func newFixture(t testing.TB) fixture {
 	t.Helper()
 	dir := t.TempDir()
 	// t.TempDir is 0700 and owned by the test's uid; the sandbox identity
@@ -133,7 +133,7 @@ func newFixture(t *testing.T) fixture {
 
 // currentHost is the caller's host facts with a fixed PATH, the given
 // extra environment and a home of its own.
-func currentHost(t *testing.T, env ...string) policy.Host {
+func currentHost(t testing.TB, env ...string) policy.Host {
 	t.Helper()
 	h, err := policy.CurrentHost()
 	if err != nil {
@@ -146,7 +146,7 @@ func currentHost(t *testing.T, env ...string) policy.Host {
 
 // build compiles the role's policy for this backend, with its capabilities
 // (the local backend's then has host roots as its base, not an image).
-func (k *kit) build(t *testing.T, f fixture, role string, host policy.Host) *policy.Policy {
+func (k *kit) build(t testing.TB, f fixture, role string, host policy.Host) *policy.Policy {
 	t.Helper()
 	p, err := policy.Build(f.cfg, role, host, policy.Options{Backend: k.name, Capabilities: k.b.Capabilities()})
 	if err != nil {

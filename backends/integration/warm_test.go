@@ -26,7 +26,7 @@ import (
 
 // warmKit wraps a backend the way the CLI does for sessions and pools,
 // with keepers of the test's own in a directory of the test's own.
-func (k *kit) warm(t *testing.T) *warm.Backend {
+func (k *kit) warm(t testing.TB) *warm.Backend {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "tsw") // short: a socket path is at most 108 bytes
 	if err != nil {
@@ -46,7 +46,7 @@ func (k *kit) warm(t *testing.T) *warm.Backend {
 }
 
 // waitKeepersGone waits until no keeper recorded in dir runs.
-func waitKeepersGone(t *testing.T, dir string) {
+func waitKeepersGone(t testing.TB, dir string) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
