@@ -3,26 +3,14 @@ package local
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
-
-// HelperOptions are the helper's flags.
-type HelperOptions struct {
-	PlanFD, ControlFD int
-	Lifeline          bool
-	TTL               time.Duration
-	Stage             []stage.Path
-	Stdin             io.Reader
-	Stdout, Stderr    io.Writer
-}
 
 // RunHelper is the helper: it reads its plan, builds the sandbox's root,
 // restricts itself for good and then holds the sandbox, starting the

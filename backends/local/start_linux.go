@@ -37,6 +37,7 @@ const (
 )
 
 type sandbox struct {
+	*holderexec.Holder
 	b   *Backend
 	p   *policy.Policy
 	id  string
@@ -44,8 +45,6 @@ type sandbox struct {
 
 	helper   *exec.Cmd
 	lifeline io.WriteCloser
-	holdOut  backends.SmallBuffer
-	exited   chan struct{}
 	ctl      *control.Client
 	cg       *cgroup
 	manifest stage.Manifest
@@ -54,8 +53,6 @@ type sandbox struct {
 	execMu    sync.Mutex
 	closeOnce sync.Once
 	closeErr  error
-	mu        sync.Mutex
-	warnings  []string
 }
 
 // Start implements backends.Backend.
@@ -75,7 +72,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		ttl = backends.TTL(p, p.Timeout())
 	}
 	id := newID()
-	s := &sandbox{b: b, p: p, id: id, dir: filepath.Join(b.stateDir, id), exited: make(chan struct{})}
+	s := &sandbox{b: b, p: p, id: id, dir: filepath.Join(b.stateDir, id), Holder: holderexec.NewHolder()}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("the local sandbox's state: %w", err)
 	}
@@ -128,7 +125,7 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration)
 	// The holder's environment is the one its commands inherit.
 	s.helper = &exec.Cmd{Path: s.b.selfExe, Args: args, Dir: "/", Env: s.p.EnvList(ScratchPaths),
 		ExtraFiles: []*os.File{planR, holder}, SysProcAttr: attr}
-	s.helper.Stdout, s.helper.Stderr = &s.holdOut, &s.holdOut
+	s.helper.Stdout, s.helper.Stderr = &s.Out, &s.Out
 	stdin, err := s.helper.StdinPipe()
 	if err != nil {
 		planW.Close()
@@ -147,11 +144,11 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration)
 			return
 		}
 		_ = s.helper.Wait()
-		close(s.exited)
+		close(s.Gone)
 	}()
 	if err := <-started; err != nil {
 		planW.Close()
-		close(s.exited)
+		close(s.Gone)
 		return fmt.Errorf("starting the local sandbox's helper: %w (%s)", err, namespaceHint())
 	}
 	if err := s.record(ttl); err != nil {
@@ -168,18 +165,18 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration)
 	err = json.NewEncoder(planW).Encode(pl)
 	planW.Close()
 	if err != nil {
-		return fmt.Errorf("sending the plan to the helper: %w%s", err, s.said())
+		return fmt.Errorf("sending the plan to the helper: %w%s", err, s.Said())
 	}
 	m, err := backends.StageIn(ctx, stdin, s.p)
 	if err != nil {
-		return fmt.Errorf("%w%s", err, s.said())
+		return fmt.Errorf("%w%s", err, s.Said())
 	}
 	s.manifest = m
-	switch err := backends.AwaitHolder(ctx, &s.holdOut, s.exited); {
+	switch err := backends.AwaitHolder(ctx, &s.Out, s.Gone); {
 	case errors.Is(err, backends.ErrHolderEnded):
-		return fmt.Errorf("the local sandbox ended while starting%s", s.said())
+		return fmt.Errorf("the local sandbox ended while starting%s", s.Said())
 	case ctx.Err() != nil:
-		return fmt.Errorf("the local sandbox did not start within %s%s", startTimeout, s.said())
+		return fmt.Errorf("the local sandbox did not start within %s%s", startTimeout, s.Said())
 	default:
 		return err
 	}
@@ -203,39 +200,15 @@ func (s *sandbox) record(ttl time.Duration) error {
 	return nil
 }
 
-// said is what the helper printed, for an error line.
-func (s *sandbox) said() string {
-	t := strings.TrimSpace(s.holdOut.String())
-	if t == "" {
-		return ""
-	}
-	return ": " + strings.Join(strings.Fields(t), " ")
-}
-
 func (s *sandbox) ID() string                   { return s.id }
 func (s *sandbox) Scratch() policy.ScratchPaths { return ScratchPaths }
-
-func (s *sandbox) Warnings() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.warnings...)
-}
-
-func (s *sandbox) ended() bool {
-	select {
-	case <-s.exited:
-		return true
-	default:
-		return false
-	}
-}
 
 // Exec implements backends.Sandbox.
 func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 	s.execMu.Lock()
 	defer s.execMu.Unlock()
-	if s.ended() {
-		return backends.Result{Sandbox: s.id}, errors.New("the sandbox ended before the command" + s.said())
+	if s.Ended() {
+		return backends.Result{Sandbox: s.id}, errors.New("the sandbox ended before the command" + s.Said())
 	}
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
 		return backends.Result{Sandbox: s.id}, err
@@ -248,11 +221,9 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 // localSandbox is the sandbox as holderexec sees it.
 type localSandbox sandbox
 
-func (l *localSandbox) ID() string              { return l.id }
-func (l *localSandbox) Exited() <-chan struct{} { return l.exited }
-func (l *localSandbox) Kill()                   { (*sandbox)(l).kill() }
-func (l *localSandbox) Killed() bool            { return l.killed.Load() }
-func (l *localSandbox) Said() string            { return (*sandbox)(l).said() }
+func (l *localSandbox) ID() string   { return l.id }
+func (l *localSandbox) Kill()        { (*sandbox)(l).kill() }
+func (l *localSandbox) Killed() bool { return l.killed.Load() }
 
 // kill ends the helper, the pid namespace's init: the kernel kills every
 // other process in the namespace with it.
@@ -271,10 +242,10 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		if s.helper != nil && s.helper.Process != nil {
 			select {
-			case <-s.exited:
+			case <-s.Gone:
 			case <-time.After(closeGrace):
 				s.kill()
-				<-s.exited
+				<-s.Gone
 			}
 		}
 		if s.ctl != nil {
@@ -291,9 +262,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		if err := errors.Join(errs...); err != nil {
 			s.closeErr = fmt.Errorf("%w (run `triage-sandbox gc`)", err)
-			s.mu.Lock()
-			s.warnings = append(s.warnings, s.closeErr.Error())
-			s.mu.Unlock()
+			s.Warn(s.closeErr.Error())
 		}
 	})
 	return s.closeErr

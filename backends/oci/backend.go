@@ -18,6 +18,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/netup"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -223,7 +224,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		_ = removeBundle(dir)
 		return nil, fmt.Errorf("writing the bundle: %w", err)
 	}
-	s := &sandbox{b: b, p: p, id: id, dir: dir, runtime: rt, release: release, exited: make(chan struct{})}
+	s := &sandbox{b: b, p: p, id: id, dir: dir, runtime: rt, release: release, Holder: holderexec.NewHolder()}
 	if err := s.start(ctx); err != nil {
 		_ = s.Close(context.WithoutCancel(ctx))
 		return nil, err

@@ -30,9 +30,10 @@ const (
 )
 
 // sandbox is a running bundle: `runtime run` in the foreground holds the
-// holder, whose stdin (our pipe) is the lifeline; commands are `runtime
-// exec`s of the supervisor.
+// holder, whose stdin (our pipe) is the lifeline; commands are started by
+// the holder over its control channel (runsc: `runtime exec`s).
 type sandbox struct {
+	*holderexec.Holder
 	b       *Backend
 	p       *policy.Policy
 	id, dir string
@@ -44,8 +45,6 @@ type sandbox struct {
 	// ctl starts commands through the holder (runtimes that pass
 	// descriptors); nil means a runtime exec per command.
 	ctl      *control.Client
-	holdOut  backends.SmallBuffer
-	exited   chan struct{}
 	manifest stage.Manifest
 	// killed: the host killed the container; nothing can be copied back.
 	killed atomic.Bool
@@ -55,8 +54,6 @@ type sandbox struct {
 
 	closeOnce sync.Once
 	closeErr  error
-	mu        sync.Mutex
-	warnings  []string
 }
 
 func (s *sandbox) rt(args ...string) *exec.Cmd {
@@ -97,7 +94,7 @@ func (s *sandbox) start(ctx context.Context) error {
 		return err
 	}
 	s.lifeline = stdin
-	s.run.Stdout, s.run.Stderr = &s.holdOut, &s.holdOut
+	s.run.Stdout, s.run.Stderr = &s.Out, &s.Out
 	// Its own process group: a Ctrl-C at the terminal reaches triage-sandbox,
 	// which closes the sandbox; the runtime is not killed under it.
 	s.run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -106,58 +103,34 @@ func (s *sandbox) start(ctx context.Context) error {
 	}
 	go func() {
 		_ = s.run.Wait()
-		close(s.exited)
+		close(s.Gone)
 	}()
 	m, err := backends.StageIn(ctx, stdin, s.p)
 	if err != nil {
-		return fmt.Errorf("%w%s", err, s.runtimeSaid())
+		return fmt.Errorf("%w%s", err, s.Said())
 	}
 	s.manifest = m
 	// The holder says when it runs (and the staged copy is in place).
-	switch err := backends.AwaitHolder(ctx, &s.holdOut, s.exited); {
+	switch err := backends.AwaitHolder(ctx, &s.Out, s.Gone); {
 	case errors.Is(err, backends.ErrHolderEnded):
-		return fmt.Errorf("the sandbox ended while starting%s", s.runtimeSaid())
+		return fmt.Errorf("the sandbox ended while starting%s", s.Said())
 	case ctx.Err() != nil:
-		return fmt.Errorf("the sandbox did not start within %s%s", startTimeout, s.runtimeSaid())
+		return fmt.Errorf("the sandbox did not start within %s%s", startTimeout, s.Said())
 	default:
 		return err
 	}
 }
 
-// runtimeSaid is the runtime's own output, for an error line.
-func (s *sandbox) runtimeSaid() string {
-	t := strings.TrimSpace(s.holdOut.String())
-	if t == "" {
-		return ""
-	}
-	return ": " + strings.Join(strings.Fields(t), " ")
-}
-
 func (s *sandbox) ID() string                   { return s.id }
 func (s *sandbox) Scratch() policy.ScratchPaths { return ScratchPaths }
-
-func (s *sandbox) Warnings() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.warnings...)
-}
-
-func (s *sandbox) ended() bool {
-	select {
-	case <-s.exited:
-		return true
-	default:
-		return false
-	}
-}
 
 // Exec implements backends.Sandbox.
 func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 	s.execMu.Lock()
 	defer s.execMu.Unlock()
 	res := backends.Result{Sandbox: s.id}
-	if s.ended() {
-		return res, errors.New("the sandbox ended before the command" + s.runtimeSaid())
+	if s.Ended() {
+		return res, errors.New("the sandbox ended before the command" + s.Said())
 	}
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
 		return res, err
@@ -199,11 +172,9 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 // ociSandbox is the sandbox as holderexec sees it.
 type ociSandbox sandbox
 
-func (o *ociSandbox) ID() string              { return o.id }
-func (o *ociSandbox) Exited() <-chan struct{} { return o.exited }
-func (o *ociSandbox) Kill()                   { (*sandbox)(o).kill() }
-func (o *ociSandbox) Killed() bool            { return o.killed.Load() }
-func (o *ociSandbox) Said() string            { return (*sandbox)(o).runtimeSaid() }
+func (o *ociSandbox) ID() string   { return o.id }
+func (o *ociSandbox) Kill()        { (*sandbox)(o).kill() }
+func (o *ociSandbox) Killed() bool { return o.killed.Load() }
 
 func (s *sandbox) kill() {
 	s.killed.Store(true)
@@ -216,7 +187,7 @@ func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 	if len(out) == 0 {
 		return
 	}
-	if s.ended() || s.killed.Load() {
+	if s.Ended() || s.killed.Load() {
 		res.CopyBackError = holderexec.LostOutputs
 		return
 	}
@@ -268,10 +239,10 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		if s.run != nil && s.run.Process != nil {
 			select {
-			case <-s.exited:
+			case <-s.Gone:
 			case <-time.After(holderexec.AfterKillWait):
 				_ = s.run.Process.Kill()
-				<-s.exited
+				<-s.Gone
 			}
 		}
 		if s.ctl != nil {
@@ -291,9 +262,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		if err := errors.Join(errs...); err != nil {
 			s.closeErr = fmt.Errorf("%w (run `triage-sandbox gc`)", err)
-			s.mu.Lock()
-			s.warnings = append(s.warnings, s.closeErr.Error())
-			s.mu.Unlock()
+			s.Warn(s.closeErr.Error())
 		}
 	})
 	return s.closeErr
@@ -305,7 +274,7 @@ func (s *sandbox) awaitExit(d time.Duration) bool {
 		return false
 	}
 	select {
-	case <-s.exited:
+	case <-s.Gone:
 		return true
 	case <-time.After(d):
 		return false

@@ -1,0 +1,61 @@
+package holderexec
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+)
+
+// Holder is the host's side of a sandbox's holder process, the same for
+// every backend that has one: what it printed, whether it ended, and the
+// warnings for the caller.
+type Holder struct {
+	// Out is what the holder (or the runtime that ran it) printed.
+	Out backends.SmallBuffer
+	// Gone is closed once the holder has ended.
+	Gone chan struct{}
+
+	mu       sync.Mutex
+	warnings []string
+}
+
+// NewHolder returns a Holder whose holder has not ended.
+func NewHolder() *Holder { return &Holder{Gone: make(chan struct{})} }
+
+// Exited implements Sandbox.
+func (h *Holder) Exited() <-chan struct{} { return h.Gone }
+
+// Ended reports whether the holder has ended.
+func (h *Holder) Ended() bool {
+	select {
+	case <-h.Gone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Said is what the holder printed, on one line for an error message ("" or
+// ": ...").
+func (h *Holder) Said() string {
+	t := strings.TrimSpace(h.Out.String())
+	if t == "" {
+		return ""
+	}
+	return ": " + strings.Join(strings.Fields(t), " ")
+}
+
+// Warn adds a warning for the caller.
+func (h *Holder) Warn(w string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.warnings = append(h.warnings, w)
+}
+
+// Warnings implements backends.Sandbox.
+func (h *Holder) Warnings() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.warnings...)
+}
