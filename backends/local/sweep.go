@@ -2,10 +2,8 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
@@ -27,51 +25,27 @@ type owner struct {
 // whose lifetime passed are killed (their helper, if it is still the
 // process recorded) and their cgroups and records removed.
 func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
-	entries, err := os.ReadDir(b.stateDir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	stale, err := backends.StaleDirs(b.stateDir, "owner.json", nil, func(rec owner) bool {
+		return backends.OwnerAlive(rec.PID, rec.Start) && time.Now().Before(rec.ExpiresAt)
+	})
 	if err != nil {
 		return nil, err
 	}
 	var removed []string
 	var errs []error
-	for _, e := range entries {
-		dir := filepath.Join(b.stateDir, e.Name())
-		var rec owner
-		raw, err := os.ReadFile(filepath.Join(dir, "owner.json"))
-		if err == nil {
-			err = json.Unmarshal(raw, &rec)
+	for _, s := range stale {
+		if backends.OwnerAlive(s.Record.Helper, s.Record.HelperAt) {
+			_ = killPID(s.Record.Helper) // the pid namespace's init: everything in it goes
 		}
-		if err == nil && alive(rec.PID, rec.Start) && time.Now().Before(rec.ExpiresAt) {
-			continue
-		}
-		if err != nil {
-			// Half-written: only once no start can still be writing it.
-			if fi, serr := os.Stat(dir); serr != nil || time.Since(fi.ModTime()) < time.Minute {
-				continue
-			}
-		}
-		if rec.Helper > 0 && alive(rec.Helper, rec.HelperAt) {
-			_ = killPID(rec.Helper) // the pid namespace's init: everything in it goes
-		}
-		if err := removeCgroups(rec.Cgroups); err != nil {
+		if err := removeCgroups(s.Record.Cgroups); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if err := os.RemoveAll(s.Dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, e.Name())
+		removed = append(removed, s.Name)
 	}
 	return removed, errors.Join(errs...)
-}
-
-// alive: pid is still the process that started at start.
-func alive(pid int, start string) bool {
-	if pid <= 0 || start == "" {
-		return false
-	}
-	return backends.ProcessStart(pid) == start
 }

@@ -305,55 +305,30 @@ func writeJSON(path string, v any) error {
 // Sweep implements backends.Backend: bundles whose owner is gone or whose
 // lifetime passed are killed and deleted, by their ownership record only.
 func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
-	entries, err := os.ReadDir(b.bundles())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	stale, err := backends.StaleDirs(b.bundles(), "owner.json", nil, func(rec owner) bool {
+		return backends.OwnerAlive(rec.PID, rec.Start) && time.Now().Before(rec.ExpiresAt)
+	})
 	if err != nil {
 		return nil, err
 	}
 	var removed []string
 	var errs []error
-	for _, e := range entries {
-		dir := filepath.Join(b.bundles(), e.Name())
-		var rec owner
-		raw, err := os.ReadFile(filepath.Join(dir, "owner.json"))
-		if err == nil {
-			err = json.Unmarshal(raw, &rec)
-		}
-		if err == nil && ownerAlive(rec) && time.Now().Before(rec.ExpiresAt) {
-			continue
-		}
-		if err != nil {
-			// A half-written bundle: only once it is old enough that no
-			// start can still be writing it.
-			if fi, serr := os.Stat(dir); serr != nil || time.Since(fi.ModTime()) < time.Minute {
-				continue
-			}
-		}
-		rt := rec.Runtime
+	for _, s := range stale {
+		rt := s.Record.Runtime
 		if rt == "" {
 			rt, _ = runtimePath("")
 		}
 		if rt != "" {
-			_ = exec.CommandContext(ctx, rt, "--root", b.runtimeRoot(), "kill", "--all", e.Name(), "KILL").Run()
-			_ = exec.CommandContext(ctx, rt, "--root", b.runtimeRoot(), "delete", "--force", e.Name()).Run()
+			_ = exec.CommandContext(ctx, rt, "--root", b.runtimeRoot(), "kill", "--all", s.Name, "KILL").Run()
+			_ = exec.CommandContext(ctx, rt, "--root", b.runtimeRoot(), "delete", "--force", s.Name).Run()
 		}
-		if err := removeBundle(dir); err != nil {
+		if err := removeBundle(s.Dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, e.Name())
+		removed = append(removed, s.Name)
 	}
 	return removed, errors.Join(errs...)
-}
-
-func ownerAlive(rec owner) bool {
-	if rec.PID <= 0 {
-		return false
-	}
-	start := backends.ProcessStart(rec.PID)
-	return start != "" && start == rec.Start
 }
 
 // runtimeSpecVersion is the OCI spec version the runtime reports

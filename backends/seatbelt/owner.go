@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
 )
 
 // ownerFile is the ownership record in each per-run directory: a sweep
@@ -50,39 +52,19 @@ func (b *Backend) Sweep(_ context.Context) ([]string, error) {
 
 // sweep removes the stale run directories under state.
 func sweep(state string, now time.Time) ([]string, error) {
-	entries, err := os.ReadDir(state)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	stale, err := backends.StaleDirs(state, ownerFile, func(name string) bool { return strings.HasPrefix(name, runPrefix) },
+		func(o owner) bool { return o.alive() && now.Before(o.ExpiresAt) })
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", state, err)
 	}
 	var removed []string
 	var errs []error
-	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), runPrefix) {
-			continue
-		}
-		dir := filepath.Join(state, e.Name())
-		var o owner
-		raw, err := os.ReadFile(filepath.Join(dir, ownerFile))
-		if err == nil {
-			err = json.Unmarshal(raw, &o)
-		}
-		switch {
-		case err == nil && o.alive() && now.Before(o.ExpiresAt):
-			continue
-		case err != nil:
-			// Half made: only once no start can still be writing it.
-			if fi, serr := os.Stat(dir); serr != nil || now.Sub(fi.ModTime()) < time.Minute {
-				continue
-			}
-		}
-		if err := os.RemoveAll(dir); err != nil {
+	for _, s := range stale {
+		if err := os.RemoveAll(s.Dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, e.Name())
+		removed = append(removed, s.Name)
 	}
 	return removed, errors.Join(errs...)
 }
