@@ -1,83 +1,10 @@
 package probe
 
-import (
-	"context"
-	"io"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"time"
-)
+import "path/filepath"
 
-// browserNames are where Debian, other distributions and Playwright put a
-// Chromium the image may carry.
-var browserNames = []string{"chromium", "chromium-browser", "google-chrome", "headless_shell", "chrome"}
+// playwrightBrowsers is where Playwright keeps Chromium on Linux, below
+// PLAYWRIGHT_BROWSERS_PATH.
+var playwrightBrowsers = []string{filepath.Join("chromium*", "chrome-linux", "chrome")}
 
-func findBrowser() string {
-	for _, n := range browserNames {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	if dir := os.Getenv("PLAYWRIGHT_BROWSERS_PATH"); dir != "" {
-		matches, _ := filepath.Glob(filepath.Join(dir, "chromium*", "chrome-linux", "chrome"))
-		if len(matches) > 0 {
-			return matches[0]
-		}
-	}
-	return ""
-}
-
-// opBrowser serves a page on loopback and loads it in headless Chromium, the
-// way browser reproducers do. Chromium's own sandbox is off (--no-sandbox):
-// the outer sandbox is the boundary, and its seccomp profile and dropped
-// capabilities would not let Chromium build one anyway.
-func opBrowser(s Step, _ string) Observation {
-	bin := findBrowser()
-	if bin == "" {
-		return Observation{Errno: "ENOENT", Detail: "no Chromium in the image", Values: map[string]string{"missing": "true"}}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return Observation{Errno: errnoName(err), Detail: "listen"}
-	}
-	marker := "triage-selftest-browser-page"
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		_, _ = io.WriteString(w, "<html><body><p id=m></p><script>document.getElementById('m').textContent='"+marker+"'</script></body></html>")
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-
-	profile, err := os.MkdirTemp("", "selftest-chromium-")
-	if err != nil {
-		return Observation{Errno: errnoName(err), Detail: "profile dir"}
-	}
-	defer os.RemoveAll(profile)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--no-first-run", "--no-default-browser-check", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--disable-quic", "--user-data-dir="+profile,
-		"--dump-dom", "http://"+ln.Addr().String()+"/")
-	out, err := cmd.Output()
-	if !strings.Contains(string(out), marker) {
-		detail := "page script did not run"
-		if err != nil {
-			detail = err.Error()
-			if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
-				detail += ": " + lastLine(string(ee.Stderr))
-			}
-		}
-		return Observation{Errno: "EIO", Detail: detail}
-	}
-	return Observation{OK: true, Detail: filepath.Base(bin) + " rendered the page from " + ln.Addr().String()}
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
-}
+// browserApps: on Linux a browser is on PATH or Playwright's.
+var browserApps []string

@@ -1,24 +1,7 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package probe
 
-import "io"
-
-// Probes are Linux-only for now (the docker backend); the seatbelt backend
-// will bring its own set.
+// Probes run on Linux and macOS only: elsewhere every step reports an
+// unknown op and the selftest judges it inconclusive.
 var ops = map[string]opFunc{}
-
-// allocResident touches a byte per page where MAP_POPULATE is missing.
-func allocResident(n int64, _ io.Writer) int {
-	const chunk = 64 << 20
-	var keep [][]byte
-	for done := int64(0); done < n; done += chunk {
-		b := make([]byte, min(chunk, n-done))
-		for i := 0; i < len(b); i += 4096 {
-			b[i] = 1
-		}
-		keep = append(keep, b)
-	}
-	_ = len(keep)
-	return 0
-}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -41,8 +42,11 @@ type Canaries struct {
 	Sockets  []string // unix listeners planted in the home (ssh/gpg agents, a session bus)
 	// MountSocket is a unix listener inside the (mounted) checkout.
 	MountSocket string
-	sockLns     []net.Listener
-	Sentinel    *exec.Cmd // a host process holding the token in its env and argv
+	// RuntimeSockets are container-runtime socket canaries in the home,
+	// where macOS's runtimes keep theirs (none on Linux: /var/run).
+	RuntimeSockets []string
+	sockLns        []net.Listener
+	Sentinel       *exec.Cmd // a host process holding the token in its env and argv
 	// WorldReadable plants the home and credentials readable by anyone, as a
 	// caller's own files are to a sandbox running as that caller; tests use
 	// it so only the mount stands between the sandbox and the canary.
@@ -288,8 +292,13 @@ func (c *Canaries) listen() error {
 	// Agent sockets in the home, and a host daemon's socket inside a mounted
 	// directory (git's fsmonitor daemon keeps one in the checkout's .git).
 	c.MountSocket = filepath.Join(c.Checkout, ".git", "fsmonitor--daemon.ipc")
-	for _, p := range []string{filepath.Join(c.Home, ".ssh/agent.sock"), filepath.Join(c.Home, ".gnupg/S.gpg-agent"),
-		filepath.Join(c.Home, "run/user/bus"), c.MountSocket} {
+	if hostOS == "darwin" {
+		// Where Docker Desktop keeps its socket (macOS runtimes keep theirs
+		// in the home): IPC-01's control has it to reach on a Mac without one.
+		c.RuntimeSockets = []string{filepath.Join(c.Home, ".docker/run/docker.sock")}
+	}
+	for _, p := range append([]string{filepath.Join(c.Home, ".ssh/agent.sock"), filepath.Join(c.Home, ".gnupg/S.gpg-agent"),
+		filepath.Join(c.Home, "run/user/bus"), c.MountSocket}, c.RuntimeSockets...) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return err
 		}
@@ -314,7 +323,7 @@ func (c *Canaries) listen() error {
 				return err
 			}
 		}
-		if p != c.MountSocket {
+		if p != c.MountSocket && !slices.Contains(c.RuntimeSockets, p) {
 			c.Sockets = append(c.Sockets, p)
 		}
 	}
@@ -437,23 +446,6 @@ func Changed(before, after map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Survivors lists pids of processes whose argv holds token.
-func Survivors(token string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(b), token) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // KillByToken kills every process whose argv holds token and waits briefly.

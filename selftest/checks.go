@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,10 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/probe"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
+
+// hostOS is the OS the catalogue and the canaries are made for; a test
+// sets it to see another OS's catalogue.
+var hostOS = runtime.GOOS
 
 // Expectation is what a check needs to see for the gate to pass.
 type Expectation string
@@ -352,6 +357,7 @@ func Catalogue() []Check {
 			},
 			Judge: okJudge("NET-10"), Fix: "set [sandbox] network = false (loopback only)"},
 		{ID: "NET-13", Name: "open a hypervisor channel (AF_VSOCK)", Category: "network",
+			// AF_VSOCK is 40 on Linux and on macOS.
 			Steps: func(e *Env) []probe.Step {
 				return one(step("NET-13", "socket_family", map[string]string{"family": "40"}))
 			},
@@ -387,8 +393,8 @@ func Catalogue() []Check {
 			Fix: "never share the host network namespace"},
 		{ID: "IPC-01", Name: "reach the Docker or containerd socket", Category: "ipc",
 			Steps: func(e *Env) []probe.Step {
-				return one(step("IPC-01", "unix_connect", nil, "/var/run/docker.sock", "/run/docker.sock",
-					"/run/containerd/containerd.sock", "/run/podman/podman.sock"))
+				return one(step("IPC-01", "unix_connect", nil, append([]string{"/var/run/docker.sock", "/run/docker.sock",
+					"/run/containerd/containerd.sock", "/run/podman/podman.sock"}, e.C.RuntimeSockets...)...))
 			},
 			Judge: okJudge("IPC-01"), Fix: "never mount a runtime socket"},
 		{ID: "IPC-05", Name: "signal a host process", Category: "ipc", Requires: []policy.Capability{profiles.CapPidNamespace},

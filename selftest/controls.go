@@ -67,10 +67,11 @@ func controlChecks() []Check {
 				return true, "git log: " + g.Detail
 			},
 			Fix: "mount the checkout read-only (not absent); the image needs git"},
-		{ID: "C-04", Name: "use scratch space (TMPDIR, HOME, /dev/shm)", Category: "controls",
+		{ID: "C-04", Name: "use scratch space (" + strings.Join(append([]string{"TMPDIR", "HOME"}, shmDirs()...), ", ") + ")",
+			Category: "controls",
 			Steps: func(e *Env) []probe.Step {
 				return []probe.Step{
-					step("C-04", "scratch_io", nil, e.Scratch.Tmp, e.Scratch.Home, "/dev/shm"),
+					step("C-04", "scratch_io", nil, append([]string{e.Scratch.Tmp, e.Scratch.Home}, shmDirs()...)...),
 					// Planted for WR-11: the next run must not see it.
 					step("C-04/persist", "write_any", map[string]string{"content": "x"}, filepath.Join(e.Scratch.Home, ".selftest-persist")),
 				}
@@ -87,7 +88,7 @@ func controlChecks() []Check {
 			Judge: okJudge("C-06"),
 			Inconclusive: func(_ *Env, ev *Evidence) (bool, string) {
 				if ev.Obs["C-06"].Values["missing"] == "true" {
-					return true, "no Chromium in the image: build it with `triage-sandbox image build` (Chromium is in by default)"
+					return true, noBrowserHint()
 				}
 				return false, ""
 			},
@@ -148,6 +149,24 @@ func controlChecks() []Check {
 		checks[i].Expect = Allowed
 	}
 	return checks
+}
+
+// shmDirs is POSIX shared memory's directory, which Chromium needs: Linux's
+// /dev/shm. macOS keeps shared memory out of the file system.
+func shmDirs() []string {
+	if hostOS == "darwin" {
+		return nil
+	}
+	return []string{"/dev/shm"}
+}
+
+// noBrowserHint says where C-06 looks for Chromium and how to provide it.
+func noBrowserHint() string {
+	if hostOS == "darwin" {
+		return "no Chromium readable in the sandbox: install one (npx playwright install chromium) and pass " +
+			"PLAYWRIGHT_BROWSERS_PATH, or add the browser's .app to [sandbox] read_only"
+	}
+	return "no Chromium in the image: build it with `triage-sandbox image build` (Chromium is in by default)"
 }
 
 // The main run ends with this code and stderr line (C-10).

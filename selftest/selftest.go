@@ -542,9 +542,16 @@ func judge(e *Env, ch Check, ev *Evidence, runErr error, control *controlResult)
 	}
 	if ch.Steps != nil {
 		for _, s := range ch.Steps(e) {
-			if _, ok := ev.Obs[s.ID]; !ok {
+			o, ok := ev.Obs[s.ID]
+			if !ok {
 				r.Status, r.Observed = StatusInconclusive, "no observation"
 				r.Evidence = fmt.Sprintf("the probe reported nothing for %s (exit %d)", s.ID, ev.Result.ExitCode)
+				return r
+			}
+			// Only a check missing its Requires gets here: never ok.
+			if o.Unsupported() {
+				r.Status, r.Observed = StatusInconclusive, "not run"
+				r.Evidence = o.Detail + ": the check must require a capability this OS's backends lack"
 				return r
 			}
 		}
@@ -695,9 +702,12 @@ func runHostPlan(ctx context.Context, self string, e *Env, plan probe.Plan) (map
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// A terminal of its own (never ours) as controlling tty, so the TIOCSTI
-	// control has a terminal to inject into.
+	// control has a terminal to inject into. Without one, a session of its
+	// own and no terminal at all: the control must never type into ours.
 	if tty, err := newControllingTTY(cmd); err == nil {
 		defer tty.Close()
+	} else {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	}
 	runErr := cmd.Run()
 	obs, err := probe.ParseObservations(&stdout)

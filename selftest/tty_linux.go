@@ -35,12 +35,3 @@ func newControllingTTY(cmd *exec.Cmd) (io.Closer, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	return closers{slave, master}, nil
 }
-
-type closers []io.Closer
-
-func (c closers) Close() error {
-	for _, x := range c {
-		x.Close()
-	}
-	return nil
-}

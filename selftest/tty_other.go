@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package selftest
 
@@ -9,5 +9,5 @@ import (
 )
 
 func newControllingTTY(*exec.Cmd) (io.Closer, error) {
-	return nil, errors.New("controlling terminals are set up on Linux only")
+	return nil, errors.New("controlling terminals are set up on Linux and macOS only")
 }
