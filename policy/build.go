@@ -11,8 +11,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 	"syscall"
+	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/profiles"

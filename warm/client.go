@@ -211,7 +211,9 @@ type remote struct {
 
 func (r *remote) ID() string                   { return r.h.ID }
 func (r *remote) Scratch() policy.ScratchPaths { return r.h.Scratch }
-func (r *remote) Warnings() []string           { return append(append([]string(nil), r.notes...), r.h.Warnings...) }
+func (r *remote) Warnings() []string {
+	return append(append([]string(nil), r.notes...), r.h.Warnings...)
+}
 
 // Close detaches: a session's sandbox stays for its next command, a pooled
 // one is removed by its keeper.
