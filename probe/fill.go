@@ -67,3 +67,23 @@ func roomFor(dir string, n int) bool {
 	var st unix.Statfs_t
 	return unix.Statfs(dir, &st) == nil && st.Ffree >= uint64(n)
 }
+
+// allocate claims size bytes for path, chunk by chunk (reserve), and
+// returns how many it got.
+func allocate(path string, size int64) (int64, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	const chunk = 16 << 20
+	var got int64
+	for got < size {
+		n := min(chunk, size-got)
+		if err := reserve(f, got, n); err != nil {
+			return got, err
+		}
+		got += n
+	}
+	return got, nil
+}
