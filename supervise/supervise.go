@@ -104,6 +104,7 @@ func Run(ctx context.Context, s Spec) Result {
 	if env == nil {
 		env = os.Environ()
 	}
+	env, tag := treeEnv(env)
 	if s.Dir != "" {
 		if fi, err := os.Stat(s.Dir); err != nil {
 			return startFailed(s, ExitNotExec, argv0+": cannot execute: "+err.Error())
@@ -135,7 +136,7 @@ func Run(ctx context.Context, s Spec) Result {
 		return startFailed(s, code, msg)
 	}
 
-	r := &run{t: &tree{pid: pid, self: os.Getpid()}, mainDone: make(chan struct{})}
+	r := &run{t: &tree{pid: pid, self: os.Getpid(), tag: tag}, mainDone: make(chan struct{})}
 	go func() {
 		r.t.waitExited()
 		r.exitedAt = time.Now()

@@ -30,6 +30,7 @@ func sysProcAttr() *syscall.SysProcAttr {
 // of this process (self).
 type tree struct {
 	pid, self int
+	tag       string
 }
 
 // waitExited blocks until the command has exited but leaves it a zombie:
@@ -151,3 +152,6 @@ func readStat(pid int) (proc, bool) {
 	}
 	return proc{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0]}, true
 }
+
+// treeEnv: the subreaper finds the whole tree; no tag is needed.
+func treeEnv(env []string) ([]string, string) { return env, "" }

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package supervise
 
@@ -19,6 +19,7 @@ func sysProcAttr() *syscall.SysProcAttr {
 // tree is the command (pid, also its process group).
 type tree struct {
 	pid, self int
+	tag       string
 	ws        syscall.WaitStatus
 	err       error
 }
@@ -52,3 +53,6 @@ func (t *tree) kill(sig syscall.Signal) int {
 	}
 	return 0
 }
+
+// treeEnv: no tag to find the tree by here.
+func treeEnv(env []string) ([]string, string) { return env, "" }
