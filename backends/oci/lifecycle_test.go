@@ -140,8 +140,9 @@ func TestKillNineLeavesNothing(t *testing.T) {
 	pid := cmd.Process.Pid
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	// Within a few seconds no process of that sandbox runs any more.
-	deadline = time.Now().Add(10 * time.Second)
+	// Soon no process of that sandbox runs any more (generously bounded:
+	// CI's machine is busy).
+	deadline = time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if n, _ := exec.Command("pgrep", "-f", "sleep 120").Output(); len(bytes.TrimSpace(n)) == 0 {
 			break

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,15 @@ func TestSelftestCLI(t *testing.T) {
 			t.Fatalf("not JSON: %v\n%s", err, r.stdout)
 		}
 		if r.code != 0 || !rep.Passed || len(rep.Roles) != 1 || len(rep.Roles[0].Checks) < 30 {
-			t.Fatalf("exit %d passed %v: %s", r.code, rep.Passed, r.stderr)
+			var bad []string
+			for _, role := range rep.Roles {
+				for _, c := range role.Checks {
+					if !c.OK {
+						bad = append(bad, fmt.Sprintf("%s observed %q: %s (control: %s)", c.ID, c.Observed, c.Evidence, c.Control))
+					}
+				}
+			}
+			t.Fatalf("exit %d passed %v: %s\nchecks not ok:\n%s", r.code, rep.Passed, r.stderr, strings.Join(bad, "\n"))
 		}
 		for _, c := range rep.Roles[0].Checks {
 			if c.Expected == "blocked" && c.Control == "" {
