@@ -1,0 +1,119 @@
+package warm
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+)
+
+func TestFramesRoundTripAndBound(t *testing.T) {
+	var buf bytes.Buffer
+	if err := writeFrame(&buf, fStdout, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(&buf, fRequest, request{Argv: []string{"true"}, Timeout: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	typ, b, err := readFrame(&buf)
+	if err != nil || typ != fStdout || string(b) != "hello" {
+		t.Fatalf("first frame: %d %q %v", typ, b, err)
+	}
+	typ, b, err = readFrame(&buf)
+	if err != nil || typ != fRequest || !strings.Contains(string(b), `"argv":["true"]`) {
+		t.Fatalf("second frame: %d %q %v", typ, b, err)
+	}
+	if err := writeFrame(&buf, fStdout, make([]byte, maxFrame+1)); err == nil {
+		t.Fatal("a frame over the bound was written")
+	}
+	// A length over the bound from the other side is refused before any
+	// allocation.
+	if _, _, err := readFrame(bytes.NewReader([]byte{fStdout, 0xff, 0xff, 0xff, 0xff})); err == nil {
+		t.Fatal("a frame over the bound was read")
+	}
+	// frameWriter splits what is written into bounded frames.
+	var sent [][]byte
+	w := frameWriter{send: func(_ byte, b []byte) error { sent = append(sent, b); return nil }, t: fStdout}
+	if n, err := w.Write(make([]byte, 2*maxFrame+3)); err != nil || n != 2*maxFrame+3 || len(sent) != 3 {
+		t.Fatalf("frameWriter: %d %v, %d frames", n, err, len(sent))
+	}
+}
+
+func TestKeysSeparateSessionsAndPools(t *testing.T) {
+	base := policy.Policy{Role: "agent", WorkspaceRoot: "/w", Backend: "oci", Base: policy.Base{Image: "i"}}
+	a, b, c := base, base, base
+	a.Warm = policy.Warm{Session: "one"}
+	b.Warm = policy.Warm{Session: "two"}
+	c.Warm = policy.Warm{Pool: 2}
+	other := a
+	other.WorkspaceRoot = "/other"
+	keys := map[string]bool{}
+	for _, p := range []*policy.Policy{&a, &b, &c, &other} {
+		keys[key(p)] = true
+	}
+	if len(keys) != 4 {
+		t.Fatalf("sessions, pools and workspaces share keys: %v", keys)
+	}
+	// A session's key does not change with its policy: a changed policy
+	// reaches the same keeper, which then ends.
+	changed := a
+	changed.Limits.Pids = 7
+	if key(&changed) != key(&a) {
+		t.Fatal("a session's key changed with its policy")
+	}
+	// A pool's does: each policy has its own pool.
+	pool2 := c
+	pool2.Limits.Pids = 7
+	if key(&pool2) == key(&c) {
+		t.Fatal("two policies share a pool")
+	}
+}
+
+func TestSweepRemovesOnlyDeadKeepers(t *testing.T) {
+	dir := t.TempDir()
+	live := paths{dir, "live"}
+	dead := paths{dir, "dead"}
+	if err := writeRecord(live.record(), Record{Kind: KindSession, Name: "a", PID: os.Getpid(), Start: startOf(t, os.Getpid())}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeRecord(dead.record(), Record{Kind: KindPool, PID: 1 << 30, Start: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{live.socket(), dead.socket(), dead.log(), dead.lock()} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := Sweep(dir)
+	if err != nil || len(removed) != 1 {
+		t.Fatalf("Sweep: %v %v", removed, err)
+	}
+	for _, f := range []string{dead.record(), dead.socket(), dead.log(), dead.lock()} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s is still there", filepath.Base(f))
+		}
+	}
+	for _, f := range []string{live.record(), live.socket()} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("%s of a live keeper was removed", filepath.Base(f))
+		}
+	}
+	recs, err := List(dir)
+	if err != nil || len(recs) != 1 || recs[0].Name != "a" || !recs[0].Alive() {
+		t.Fatalf("List: %+v %v", recs, err)
+	}
+}
+
+func startOf(t *testing.T, pid int) string {
+	t.Helper()
+	s := backends.ProcessStart(pid)
+	if s == "" {
+		t.Skip("no process start times here")
+	}
+	return s
+}
