@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"slices"
@@ -60,8 +61,10 @@ type HoldOptions struct {
 	KillAll func()
 	// Control, when set, is the holder's end of the control channel: the
 	// host starts commands through it (Helper's exec and export
-	// subcommands only) instead of through a runtime exec.
-	Control *os.File
+	// subcommands only) instead of through a runtime exec. ControlConn is
+	// the same when the holder dialled the host's socket itself.
+	Control     *os.File
+	ControlConn *net.UnixConn
 	// Helper is this binary's path in the sandbox, and HelperSubcommands
 	// the only subcommands of it the channel may start.
 	Helper            string
@@ -91,7 +94,7 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	if o.Stdout != nil {
 		fmt.Fprintln(o.Stdout, stage.ReadyLine)
 	}
-	if o.Control != nil {
+	if o.Control != nil || o.ControlConn != nil {
 		go serveControl(ctx, o)
 	}
 	sigs := make(chan os.Signal, 4)
@@ -136,7 +139,11 @@ func Hold(ctx context.Context, o HoldOptions) int {
 func serveControl(ctx context.Context, o HoldOptions) {
 	if err := undumpable(); err != nil {
 		fmt.Fprintf(o.Stderr, "triage-sandbox: the control channel stays closed: %v\n", err)
-		_ = o.Control.Close()
+		if o.Control != nil {
+			_ = o.Control.Close()
+		} else {
+			_ = o.ControlConn.Close()
+		}
 		return
 	}
 	allowed := func(argv []string) error {
@@ -145,7 +152,11 @@ func serveControl(ctx context.Context, o HoldOptions) {
 		}
 		return fmt.Errorf("the holder starts only %s %s", o.Helper, strings.Join(o.HelperSubcommands, "|"))
 	}
-	if err := control.Serve(ctx, o.Control, control.ServeOptions{Allowed: allowed}); err != nil {
+	serve := func() error { return control.Serve(ctx, o.Control, control.ServeOptions{Allowed: allowed}) }
+	if o.ControlConn != nil {
+		serve = func() error { return control.ServeConn(ctx, o.ControlConn, control.ServeOptions{Allowed: allowed}) }
+	}
+	if err := serve(); err != nil {
 		fmt.Fprintf(o.Stderr, "triage-sandbox: %v\n", err)
 	}
 }

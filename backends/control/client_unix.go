@@ -55,9 +55,7 @@ func NewClient(f *os.File) (*Client, error) {
 		_ = fc.Close()
 		return nil, fmt.Errorf("the control channel is a %T, not a unix socket", fc)
 	}
-	c := &Client{conn: conn, waiters: map[uint64]chan reply{}, done: make(chan struct{})}
-	go c.read()
-	return c, nil
+	return NewClientConn(conn), nil
 }
 
 // Close ends the channel; processes already started keep running (their
@@ -181,4 +179,12 @@ func (p *Process) Wait() (Exit, error) {
 		return Exit{}, p.c.closedErr()
 	}
 	return Exit{Code: r.Code, Signal: r.Signal}, nil
+}
+
+// NewClientConn takes over an accepted connection (a listener's: the
+// holder dialled in).
+func NewClientConn(conn *net.UnixConn) *Client {
+	c := &Client{conn: conn, waiters: map[uint64]chan reply{}, done: make(chan struct{})}
+	go c.read()
+	return c
 }

@@ -36,6 +36,11 @@ func Serve(ctx context.Context, f *os.File, o ServeOptions) error {
 		_ = fc.Close()
 		return fmt.Errorf("the control channel is a %T, not a unix socket", fc)
 	}
+	return ServeConn(ctx, conn, o)
+}
+
+// ServeConn is Serve on a connection the holder dialled itself.
+func ServeConn(ctx context.Context, conn *net.UnixConn, o ServeOptions) error {
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
 	s := &server{conn: conn, o: o}

@@ -178,7 +178,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if b.Adjust != nil {
 		b.Adjust(req)
 	}
-	return b.start(context.WithoutCancel(ctx), p, req)
+	return b.start(context.WithoutCancel(ctx), p, req, withControl(p, req))
 }
 
 // remove force-removes the container and returns once the daemon no longer

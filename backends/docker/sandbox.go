@@ -15,6 +15,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 	"github.com/triage-sandbox/triage-sandbox/stage"
@@ -44,6 +45,11 @@ type sandbox struct {
 
 	// manifest is what the host's staged paths held when last copied.
 	manifest stage.Manifest
+	// ctl starts commands through the holder when it dialled the control
+	// socket bound into its container; nil means docker exec. ctlReady is
+	// closed once that is decided.
+	ctl      *control.Client
+	ctlReady chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -53,16 +59,22 @@ type sandbox struct {
 
 // start creates, attaches to and starts the holder. ctx is not cancelled
 // by Ctrl-C (the caller strips that), so set-up is never cut half-way.
-func (b *Backend) start(ctx context.Context, p *policy.Policy, req *CreateRequest) (backends.Sandbox, error) {
+func (b *Backend) start(ctx context.Context, p *policy.Policy, req *CreateRequest, ln *control.Listener) (backends.Sandbox, error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	created, err := b.cli.ContainerCreate(setupCtx, client.ContainerCreateOptions{
 		Name: req.Name, Config: req.Config, HostConfig: req.HostConfig,
 	})
 	if err != nil {
+		if ln != nil {
+			_ = ln.Close()
+		}
 		return nil, b.stageErr(ctx, "creating the sandbox container", err)
 	}
-	s := &sandbox{b: b, p: p, id: created.ID, exited: make(chan struct{})}
+	s := &sandbox{b: b, p: p, id: created.ID, exited: make(chan struct{}), ctlReady: make(chan struct{})}
+	if ln == nil {
+		close(s.ctlReady)
+	}
 	fail := func(stage string, err error) (backends.Sandbox, error) {
 		err = b.stageErr(ctx, stage, err)
 		_ = s.Close(ctx)
@@ -83,7 +95,14 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, req *CreateReques
 	wait := b.cli.ContainerWait(watchCtx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	s.watchOOM(watchCtx)
 	if _, err := b.cli.ContainerStart(setupCtx, s.id, client.ContainerStartOptions{}); err != nil {
+		if ln != nil {
+			_ = ln.Close()
+			close(s.ctlReady)
+		}
 		return fail("starting the sandbox container", err)
+	}
+	if ln != nil {
+		go s.awaitControl(ctx, ln)
 	}
 	go func() {
 		select {
@@ -189,6 +208,13 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	res := backends.Result{Sandbox: s.id}
 	if s.ended() {
 		return res, s.endedErr()
+	}
+	<-s.ctlReady
+	if s.ctl != nil {
+		if err := backends.CheckArgv(cmd.Argv); err != nil {
+			return res, err
+		}
+		return s.execByHolder(ctx, cmd, out)
 	}
 	opts, err := RenderExec(s.p, cmd)
 	if err != nil {
@@ -400,6 +426,14 @@ func (s *sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		ctx := context.WithoutCancel(ctx)
 		err := s.b.remove(ctx, s.id)
+		// The removed container ends any wait for the holder's connection.
+		select {
+		case <-s.ctlReady:
+			if s.ctl != nil {
+				_ = s.ctl.Close()
+			}
+		case <-time.After(controlWait):
+		}
 		if s.att.Conn != nil {
 			s.att.Close()
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/control"
+	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 	"github.com/triage-sandbox/triage-sandbox/stage"
@@ -22,6 +24,7 @@ func newInitCmds() []*cobra.Command {
 	var ttl time.Duration
 	var staged []string
 	controlFD := -1
+	var controlSock string
 	hold := &cobra.Command{
 		Use:    backends.HoldSubcommand + " [--lifeline] [--ttl D] [--stage KIND:PATH]...",
 		Hidden: true,
@@ -46,6 +49,20 @@ func newInitCmds() []*cobra.Command {
 				o.Control = os.NewFile(uintptr(controlFD), "control")
 				o.Helper, o.HelperSubcommands = self, []string{backends.ExecSubcommand, backends.ExportSubcommand}
 			}
+			if controlSock != "" {
+				// Dialled before anything else runs here: the host accepts
+				// only the first connection. One that fails leaves the host
+				// on docker exec, told by this line.
+				conn, err := control.Dial(controlSock)
+				if err != nil {
+					fmt.Fprintf(os.Stdout, "%s: %v\n", docker.ControlUnavailable, err)
+				} else if self, serr := os.Executable(); serr == nil {
+					o.ControlConn = conn
+					o.Helper, o.HelperSubcommands = self, []string{backends.ExecSubcommand, backends.ExportSubcommand}
+				} else {
+					_ = conn.Close()
+				}
+			}
 			return exitCode(sandboxinit.Hold(context.Background(), o))
 		},
 	}
@@ -53,6 +70,7 @@ func newInitCmds() []*cobra.Command {
 	hold.Flags().DurationVar(&ttl, "ttl", 0, "kill everything after this long, whatever else happens")
 	hold.Flags().StringArrayVar(&staged, "stage", nil, "a staged path to unpack from stdin first")
 	hold.Flags().IntVar(&controlFD, "control-fd", -1, "serve the host's commands on this inherited control socket")
+	hold.Flags().StringVar(&controlSock, "control-sock", "", "dial the host's control socket here and serve its commands")
 
 	var exported []string
 	export := &cobra.Command{
