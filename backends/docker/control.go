@@ -16,8 +16,8 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
-// controlSockPath is where the host's control socket is bound in.
-const controlSockPath = "/.triage-sandbox/control.sock"
+// ControlSockPath is where the host's control socket is bound in.
+const ControlSockPath = "/.triage-sandbox/control.sock"
 
 // ControlUnavailable starts the line the holder prints when it cannot dial
 // the control socket (a daemon in a VM, a remote one): commands are then
@@ -48,8 +48,8 @@ func withControl(p *policy.Policy, req *CreateRequest) *control.Listener {
 		return nil
 	}
 	req.HostConfig.Mounts = append(req.HostConfig.Mounts, mount.Mount{
-		Type: mount.TypeBind, Source: ln.Path, Target: controlSockPath, ReadOnly: true})
-	req.Config.Cmd = append(req.Config.Cmd, "--control-sock", controlSockPath)
+		Type: mount.TypeBind, Source: ln.Path, Target: ControlSockPath, ReadOnly: true})
+	req.Config.Cmd = append(req.Config.Cmd, "--control-sock", ControlSockPath)
 	return ln
 }
 

@@ -175,10 +175,11 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if err != nil {
 		return nil, err
 	}
+	ln := withControl(p, req)
 	if b.Adjust != nil {
 		b.Adjust(req)
 	}
-	return b.start(context.WithoutCancel(ctx), p, req, withControl(p, req))
+	return b.start(context.WithoutCancel(ctx), p, req, ln)
 }
 
 // remove force-removes the container and returns once the daemon no longer
