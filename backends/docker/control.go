@@ -96,8 +96,17 @@ func (s *sandbox) execByHolder(ctx context.Context, cmd backends.Command, out ba
 		}
 		res.OOMKilled = s.oomEvents.Load() > oomBefore
 	}
-	if err != nil && s.ended() {
-		err = s.endedErr()
+	if err != nil {
+		// The channel ends with the container; the daemon's word on why
+		// (stopped, gone, stopped from outside) trails it by a moment.
+		select {
+		case <-s.exited:
+			err = s.endedErr()
+		case <-time.After(afterKillWait):
+			if !s.b.answers(context.WithoutCancel(ctx)) {
+				err = fmt.Errorf("the Docker daemon stopped answering during the run (%v); the result is unknown, run it again once the daemon is back", err)
+			}
+		}
 	}
 	return res, err
 }
