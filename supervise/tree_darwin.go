@@ -21,13 +21,6 @@ import (
 // environment loses the tag; the process group remains the other handle.
 const treeTagVar = "TRIAGE_SANDBOX_TREE"
 
-func becomeSubreaper() {}
-
-// sysProcAttr puts the command in its own process group.
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
-}
-
 // treeEnv adds a tag unique to this run to the command's environment.
 func treeEnv(env []string) ([]string, string) {
 	var r [12]byte
@@ -35,29 +28,6 @@ func treeEnv(env []string) ([]string, string) {
 	tag := hex.EncodeToString(r[:])
 	return append(slices.Clone(env), treeTagVar+"="+tag), tag
 }
-
-// tree is the command (pid, also its process group) and every process
-// carrying its tag.
-type tree struct {
-	pid, self int
-	tag       string
-	ws        syscall.WaitStatus
-	err       error
-}
-
-// waitExited blocks until the command has exited and reaps it.
-func (t *tree) waitExited() {
-	for {
-		_, err := syscall.Wait4(t.pid, &t.ws, 0, nil)
-		if err != syscall.EINTR {
-			t.err = err
-			return
-		}
-	}
-}
-
-// collect returns the status waitExited reaped.
-func (t *tree) collect() (syscall.WaitStatus, error) { return t.ws, t.err }
 
 // kill sends sig (none when 0) to the process group and to every process
 // carrying the tag, and returns how many are left.

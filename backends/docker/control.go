@@ -118,9 +118,4 @@ func (h *holderView) ID() string              { return h.id }
 func (h *holderView) Exited() <-chan struct{} { return h.exited }
 func (h *holderView) Kill()                   { (*sandbox)(h).kill() }
 func (h *holderView) Killed() bool            { return h.killed.Load() }
-func (h *holderView) Said() string {
-	if t := strings.TrimSpace(h.holdOut.String()); t != "" {
-		return ": " + strings.Join(strings.Fields(t), " ")
-	}
-	return ""
-}
+func (h *holderView) Said() string            { return holderexec.SaidLine(h.holdOut.String()) }

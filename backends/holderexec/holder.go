@@ -38,8 +38,12 @@ func (h *Holder) Ended() bool {
 
 // Said is what the holder printed, on one line for an error message ("" or
 // ": ...").
-func (h *Holder) Said() string {
-	t := strings.TrimSpace(h.Out.String())
+func (h *Holder) Said() string { return SaidLine(h.Out.String()) }
+
+// SaidLine is what a holder printed, out, as one line to end an error
+// message with: "" or ": ...".
+func SaidLine(out string) string {
+	t := strings.TrimSpace(out)
 	if t == "" {
 		return ""
 	}

@@ -1,0 +1,38 @@
+//go:build !linux
+
+package supervise
+
+import "syscall"
+
+// becomeSubreaper does nothing: without a subreaper (macOS has none) the
+// tree's handles are its process group (and, on macOS, its tag).
+func becomeSubreaper() {}
+
+// sysProcAttr puts the command in its own process group.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// tree is the command (pid, also its process group) and, where the OS
+// needs one, the tag its processes carry.
+type tree struct {
+	pid, self int
+	tag       string
+	ws        syscall.WaitStatus
+	err       error
+}
+
+// waitExited blocks until the command has exited and reaps it: there is no
+// portable wait-without-reaping.
+func (t *tree) waitExited() {
+	for {
+		_, err := syscall.Wait4(t.pid, &t.ws, 0, nil)
+		if err != syscall.EINTR {
+			t.err = err
+			return
+		}
+	}
+}
+
+// collect returns the status waitExited reaped.
+func (t *tree) collect() (syscall.WaitStatus, error) { return t.ws, t.err }
