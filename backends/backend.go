@@ -55,6 +55,9 @@ type Result struct {
 	TimedOut  bool `json:"timed_out"`
 	Canceled  bool `json:"canceled,omitempty"`
 	OOMKilled bool `json:"oom_killed"`
+	// WholeSandboxOOM: the memory limit ended the whole sandbox, not only a
+	// process in it (gVisor's kernel is charged for the command's memory).
+	WholeSandboxOOM bool `json:"sandbox_oom_killed,omitempty"`
 	// Duration is the command's own run time, from its start to its exit
 	// (sandbox start and removal are not in it).
 	Duration time.Duration `json:"duration_ns"`

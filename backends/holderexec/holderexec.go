@@ -72,6 +72,9 @@ type Run struct {
 	Manifest   *stage.Manifest
 	// SupervisorFlags go to the supervisor before the command.
 	SupervisorFlags []string
+	// OOMKills counts OOM kills in the sandbox's memory cgroup (nil:
+	// unknown), waiting up to settle for news once the cgroup is gone.
+	OOMKills func(settle time.Duration) uint64
 }
 
 func (r Run) ended() bool {
@@ -99,6 +102,10 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 	}
 	argv = withFlags(argv, r.SupervisorFlags)
 	gate := backends.NewStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
+	var oomBefore uint64
+	if r.OOMKills != nil {
+		oomBefore = r.OOMKills(0)
+	}
 	proc, err := r.Start(ctx, argv, gate, exportW)
 	if exportW != nil {
 		exportW.Close() // the supervisor's copy is the only writer now
@@ -163,7 +170,16 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 		}
 		return res, fmt.Errorf("the sandbox could not start the command: %s", msg)
 	}
-	if r.ended() && !res.TimedOut && !res.Canceled {
+	if r.OOMKills != nil && (code >= 128 || r.ended()) && r.OOMKills(time.Second) > oomBefore {
+		res.OOMKilled = true
+		if code != 128+9 && r.endsSoon(2*time.Second) {
+			// The memory limit took the whole sandbox (gVisor's kernel
+			// runs in the sandbox's cgroup): the command ended with it.
+			code = 128 + 9
+			res.WholeSandboxOOM = true
+		}
+	}
+	if r.ended() && !res.TimedOut && !res.Canceled && !res.WholeSandboxOOM {
 		return res, errors.New("the sandbox ended under the command; the result is unknown" + r.Sandbox.Said())
 	}
 	res.ExitCode = code
@@ -180,6 +196,16 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 		res.Signal = res.ExitCode - 128
 	}
 	return res, nil
+}
+
+// endsSoon: the sandbox is gone, or goes within d.
+func (r Run) endsSoon(d time.Duration) bool {
+	select {
+	case <-r.Sandbox.Exited():
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 // awaitOrKill waits for the supervisor to end; past d the whole sandbox

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,10 +34,16 @@ import (
 // backendNames are the Linux backends every test here runs against.
 var backendNames = []string{docker.Name, oci.Name, local.Name}
 
+// gvisor is the oci backend with gVisor's runsc as its runtime, for the
+// tests that also run there.
+const gvisor = "oci/runsc"
+
 // kit is one backend under test, made as the CLI's registry makes it.
 type kit struct {
 	name string
 	b    backends.Backend
+	// runtime is the policy's [sandbox] runtime ("" : the backend's pick).
+	runtime string
 }
 
 // forEachBackend runs test once per backend, as a subtest named after it.
@@ -63,7 +70,12 @@ func newKit(t testing.TB, name string) *kit {
 	case docker.Name:
 		testenv.RequireDocker(t)
 		b, err = docker.New(backends.Env{SelfExe: testenv.Binary(t)})
-	case oci.Name:
+	case oci.Name, gvisor:
+		if name == gvisor {
+			if _, err := exec.LookPath("runsc"); err != nil {
+				t.Skip("runsc (gVisor) is not installed: TRIAGE_SANDBOX_GVISOR=1 scripts/setup.sh installs it")
+			}
+		}
 		home, _ := os.UserHomeDir()
 		roots := &oci.CachedRoots{Cache: rootfs.Cache{Dir: rootfs.DefaultDir(home, os.LookupEnv)}}
 		var ob *oci.Backend
@@ -91,6 +103,9 @@ func newKit(t testing.TB, name string) *kit {
 	}
 	if err := b.Available(ctx); err != nil {
 		t.Skipf("the %s backend cannot run here: %v", name, err)
+	}
+	if name == gvisor {
+		return &kit{name: oci.Name, b: b, runtime: "runsc"}
 	}
 	return &kit{name: name, b: b}
 }
@@ -154,6 +169,9 @@ func (k *kit) build(t testing.TB, f fixture, role string, host policy.Host) *pol
 	}
 	if p.Backend != k.name {
 		t.Fatalf("the policy is for backend %q, want %q", p.Backend, k.name)
+	}
+	if k.runtime != "" {
+		p.Runtime = k.runtime
 	}
 	return p
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/backends/local"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
@@ -202,6 +203,35 @@ func TestExitCodes(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestOutOfMemoryToldApart: a command past the memory limit ends as 137
+// and is reported as OOM-killed; a plain SIGKILL is not. Under gVisor the
+// limit takes the whole sandbox (its kernel is charged for the memory),
+// which is reported as such, not as an unknown end.
+func TestOutOfMemoryToldApart(t *testing.T) {
+	for _, name := range append(backendNames, gvisor) {
+		t.Run(name, func(t *testing.T) {
+			k := newKit(t, name)
+			if name == local.Name && os.Geteuid() != 0 {
+				t.Skip("the local backend has no cgroup (and no OOM count) unless root")
+			}
+			f := newFixture(t)
+			p := k.build(t, f, "agent", currentHost(t))
+			p.Limits.Memory = 256 << 20
+			bomb := k.run(t, p, time.Minute, "python3", "-c", "x = []\nwhile True: x.append(bytearray(64 << 20))")
+			if bomb.res.ExitCode != 137 || !bomb.res.OOMKilled {
+				t.Errorf("memory bomb: exit %d oom %v, want 137 and oom (stderr %q)", bomb.res.ExitCode, bomb.res.OOMKilled, bomb.stderr)
+			}
+			if name == gvisor && !bomb.res.WholeSandboxOOM {
+				t.Errorf("gVisor: the whole sandbox's end is not reported as such")
+			}
+			kill := k.run(t, p, time.Minute, "sh", "-c", "kill -KILL $$")
+			if kill.res.ExitCode != 137 || kill.res.OOMKilled {
+				t.Errorf("SIGKILL: exit %d oom %v, want 137 without oom", kill.res.ExitCode, kill.res.OOMKilled)
+			}
+		})
+	}
 }
 
 // TestTimeoutToGone measures how long after the deadline the sandbox is

@@ -21,6 +21,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+	"github.com/triage-sandbox/triage-sandbox/backends/oomwatch"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
@@ -47,6 +48,8 @@ type sandbox struct {
 	lifeline io.WriteCloser
 	ctl      *control.Client
 	cg       *cgroup
+	// oom counts OOM kills in the sandbox's cgroup (nil: none to watch).
+	oom      oomwatch.Counter
 	manifest stage.Manifest
 	killed   atomic.Bool
 
@@ -161,6 +164,9 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration)
 			planW.Close()
 			return err
 		}
+		if c, err := oomwatch.ForPID(s.helper.Process.Pid); err == nil {
+			s.oom = c
+		}
 	}
 	err = json.NewEncoder(planW).Encode(pl)
 	planW.Close()
@@ -215,6 +221,9 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	}
 	run := holderexec.Run{Policy: s.p, Sandbox: (*localSandbox)(s), Start: holderexec.ByHolder(s.ctl),
 		ExportOnFD: true, Manifest: &s.manifest}
+	if s.oom != nil {
+		run.OOMKills = s.oom.Kills
+	}
 	return run.Exec(ctx, cmd, out)
 }
 
@@ -250,6 +259,9 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		if s.ctl != nil {
 			_ = s.ctl.Close()
+		}
+		if s.oom != nil {
+			_ = s.oom.Close()
 		}
 		var errs []error
 		if s.cg != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+	"github.com/triage-sandbox/triage-sandbox/backends/oomwatch"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
@@ -46,6 +48,8 @@ type sandbox struct {
 	// descriptors); nil means a runtime exec per command.
 	ctl      *control.Client
 	manifest stage.Manifest
+	// oom counts OOM kills in the container's memory cgroup (nil: unknown).
+	oom oomwatch.Counter
 	// killed: the host killed the container; nothing can be copied back.
 	killed atomic.Bool
 	// execMu: one command at a time (the supervisor is one per exec, but
@@ -69,7 +73,9 @@ func (s *sandbox) rtArgs(args ...string) []string {
 func (s *sandbox) start(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	args := []string{"run", "--bundle", s.dir}
+	// The pid file names the container's first host process (under gVisor,
+	// its kernel), whose memory cgroup is the sandbox's.
+	args := []string{"run", "--bundle", s.dir, "--pid-file", filepath.Join(s.dir, "pid")}
 	var holderEnd *os.File
 	if passesFDs(s.runtime) {
 		// The holder's end of the control channel is its fd 3.
@@ -116,8 +122,26 @@ func (s *sandbox) start(ctx context.Context) error {
 		return fmt.Errorf("the sandbox ended while starting%s", s.Said())
 	case ctx.Err() != nil:
 		return fmt.Errorf("the sandbox did not start within %s%s", startTimeout, s.Said())
-	default:
+	case err != nil:
 		return err
+	}
+	s.watchOOM()
+	return nil
+}
+
+// watchOOM starts counting OOM kills in the container's memory cgroup.
+// Without it a run still ends right; it only cannot say why a SIGKILL came.
+func (s *sandbox) watchOOM() {
+	b, err := os.ReadFile(filepath.Join(s.dir, "pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return
+	}
+	if c, err := oomwatch.ForPID(pid); err == nil {
+		s.oom = c
 	}
 }
 
@@ -157,6 +181,9 @@ func (s *sandbox) processFile(name string, argv []string) (string, error) {
 func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 	run := holderexec.Run{Policy: s.p, Sandbox: (*ociSandbox)(s), Start: s.startByRuntime,
 		ExportOnFD: passesFDs(s.runtime), Manifest: &s.manifest}
+	if s.oom != nil {
+		run.OOMKills = s.oom.Kills
+	}
 	if s.ctl != nil {
 		run.Start = holderexec.ByHolder(s.ctl)
 	}
@@ -247,6 +274,9 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		if s.ctl != nil {
 			_ = s.ctl.Close()
+		}
+		if s.oom != nil {
+			_ = s.oom.Close()
 		}
 		var errs []error
 		if s.stateLeft() {

@@ -12,6 +12,8 @@ import (
 
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/cgroupfs"
 )
 
 // Probe says what this kernel and machine support. It changes nothing: the
@@ -116,7 +118,7 @@ func probeSeccomp() Layer {
 // probeCgroup finds the cgroup hierarchies and whether this process could
 // create a child cgroup with the memory and pids controllers.
 func probeCgroup() (Layer, string) {
-	mounts := cgroupMounts(readTrim("/proc/self/mountinfo"))
+	mounts := cgroupfs.Mounts(readTrim("/proc/self/mountinfo"))
 	v1, v2 := mounts["cgroup"], mounts["cgroup2"]
 	version := ""
 	switch {
@@ -129,9 +131,9 @@ func probeCgroup() (Layer, string) {
 	default:
 		return missing("no cgroup filesystem is mounted", costCgroup), ""
 	}
-	own := ownCgroups(readTrim("/proc/self/cgroup"))
+	own := cgroupfs.Paths(readTrim("/proc/self/cgroup"))
 	if len(v2) > 0 {
-		dir := path.Join(v2[0].point, own[""])
+		dir := path.Join(v2[0].Point, own[""])
 		ctrls := strings.Fields(readTrim(path.Join(dir, "cgroup.controllers")))
 		if unix.Access(dir, unix.W_OK) == nil && slices.Contains(ctrls, "memory") && slices.Contains(ctrls, "pids") {
 			return present(fmt.Sprintf("%s: writable, memory and pids controllers", dir)), version
@@ -140,8 +142,8 @@ func probeCgroup() (Layer, string) {
 	var dirs []string
 	for _, ctrl := range []string{"memory", "pids"} {
 		for _, m := range v1 {
-			if slices.Contains(m.opts, ctrl) {
-				dir := path.Join(m.point, own[ctrl])
+			if slices.Contains(m.Opts, ctrl) {
+				dir := path.Join(m.Point, own[ctrl])
 				if unix.Access(dir, unix.W_OK) == nil {
 					dirs = append(dirs, dir)
 				}
@@ -153,43 +155,6 @@ func probeCgroup() (Layer, string) {
 	}
 	return missing(fmt.Sprintf("%s hierarchy, but no writable cgroup with the memory and pids controllers "+
 		"(needs root or a delegated cgroup, e.g. systemd-run --user --scope)", version), costCgroup), version
-}
-
-type cgroupMount struct {
-	point string
-	opts  []string
-}
-
-// cgroupMounts lists cgroup and cgroup2 mounts from mountinfo, by type.
-func cgroupMounts(mountinfo string) map[string][]cgroupMount {
-	m := map[string][]cgroupMount{}
-	for line := range strings.SplitSeq(mountinfo, "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 3 || (g[0] != "cgroup" && g[0] != "cgroup2") {
-			continue
-		}
-		m[g[0]] = append(m[g[0]], cgroupMount{point: f[4], opts: strings.Split(g[2], ",")})
-	}
-	return m
-}
-
-// ownCgroups maps each controller (v2: "") to this process's cgroup path.
-func ownCgroups(procCgroup string) map[string]string {
-	m := map[string]string{}
-	for line := range strings.SplitSeq(procCgroup, "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[1] == "" {
-			m[""] = parts[2]
-		}
-		for c := range strings.SplitSeq(parts[1], ",") {
-			m[c] = parts[2]
-		}
-	}
-	return m
 }
 
 func readTrim(p string) string {
