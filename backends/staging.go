@@ -53,7 +53,12 @@ func StageSpec(p *policy.Policy, paths []stage.Path) stage.Spec {
 	return stage.Spec{
 		Paths: paths, Skip: p.Unreadable, UID: p.User.UID, GID: p.User.GID,
 		MaxBytes: int64(dirs) * p.Staging.Size,
-		Chown:    os.Geteuid() == 0,
+		// The staged filesystems' inode bound, again on the host: a backend
+		// whose tmpfs ignores nr_inodes (gVisor's) cannot make the host
+		// create more.
+		MaxEntries:        dirs * int(p.Staging.Inodes),
+		MaxEntriesPerPath: int(p.Staging.Inodes),
+		Chown:             os.Geteuid() == 0,
 	}
 }
 
@@ -84,7 +89,15 @@ func ParseStagePaths(values []string) ([]stage.Path, error) {
 // skeletons whose other writes it names.
 func ExportArgv(p *policy.Policy) []string {
 	_, out := StagePaths(p)
-	return append([]string{InitPath, ExportSubcommand}, StageArgs(ExportPaths(p, out))...)
+	return append(append([]string{InitPath, ExportSubcommand}, maxEntriesArgs(p)...), StageArgs(ExportPaths(p, out))...)
+}
+
+// maxEntriesArgs pass the staged filesystems' inode bound to the exporter.
+func maxEntriesArgs(p *policy.Policy) []string {
+	if p.Staging.Inodes <= 0 {
+		return nil
+	}
+	return []string{"--max-entries", fmt.Sprint(p.Staging.Inodes)}
 }
 
 // ExportPaths are the writable paths plus the skeleton directories: what
@@ -129,7 +142,7 @@ func ExecArgvExporting(p *policy.Policy, cmd Command, fd int) []string {
 	if len(out) == 0 {
 		return argv
 	}
-	flags := append([]string{"--export-fd", fmt.Sprint(fd)}, StageArgs(ExportPaths(p, out))...)
+	flags := append(append([]string{"--export-fd", fmt.Sprint(fd)}, maxEntriesArgs(p)...), StageArgs(ExportPaths(p, out))...)
 	// The flags go before the "--" that starts the command.
 	for i, a := range argv {
 		if a == "--" {

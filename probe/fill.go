@@ -16,7 +16,9 @@ import (
 // Linux, F_PREALLOCATE on macOS, written zeros where the filesystem has
 // neither: a sparse file would prove nothing);
 // with "files", that many empty files. OK means it got all of it. What it
-// made is removed before it returns, so the host keeps nothing either way.
+// made is removed before it returns, so the host keeps nothing either way,
+// except with "keep_unbounded": files that all fit (the sandbox's own
+// filesystem has no inode bound) stay, for the copy back to face them.
 func opFill(s Step, _ string) Observation {
 	if len(s.List) == 0 {
 		return Observation{Detail: "no directory"}
@@ -25,7 +27,12 @@ func opFill(s Step, _ string) Observation {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return Observation{Errno: errnoName(err), Detail: "mkdir " + dir}
 	}
-	defer os.RemoveAll(dir)
+	keep := false
+	defer func() {
+		if !keep {
+			_ = os.RemoveAll(dir)
+		}
+	}()
 	if v := s.Args["bytes"]; v != "" {
 		want, _ := strconv.ParseInt(v, 10, 64)
 		got, err := allocate(filepath.Join(dir, "fill.bin"), want)
@@ -56,6 +63,7 @@ func opFill(s Step, _ string) Observation {
 		f.Close()
 	}
 	o := Observation{OK: n >= want, Values: map[string]string{"files": strconv.Itoa(n)}, Detail: fmt.Sprintf("made %d of %d files", n, want)}
+	keep = o.OK && s.Args["keep_unbounded"] == "true"
 	if err != nil {
 		o.Errno = errnoName(err)
 	}

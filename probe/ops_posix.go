@@ -54,6 +54,7 @@ var ops = map[string]opFunc{
 	"proc_features":    opProcFeatures,
 	"headroom":         opHeadroom,
 	"exists":           opExists,
+	"uname":            opUname,
 	"github_env":       opGitHubEnv,
 	"spin_ignore_term": opSpinIgnoreTerm,
 	"browser":          opBrowser,
@@ -448,6 +449,12 @@ func opHeadroom(s Step, self string) Observation {
 		return o
 	}
 	procs, _ := strconv.Atoi(s.Args["procs"])
+	// Where the sandbox's process limit is an rlimit below the policy's
+	// (gVisor's, bound by memory), headroom is half of what it allows.
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NPROC, &lim) == nil && lim.Cur > 0 && lim.Cur < uint64(2*procs) {
+		procs = int(lim.Cur / 2)
+	}
 	if o := opForkBomb(Step{Args: map[string]string{"cap": strconv.Itoa(procs)}}, self); !o.OK {
 		o.Detail = "spawning " + s.Args["procs"] + " processes: " + o.Detail
 		return o
@@ -471,6 +478,16 @@ func opExists(s Step, _ string) Observation {
 		return Observation{Errno: errnoName(err)}
 	}
 	return Observation{OK: true, Detail: "present"}
+}
+
+// opUname reports the kernel release the sandbox presents (gVisor's is
+// its own), for the report.
+func opUname(Step, string) Observation {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return Observation{Errno: errnoName(err)}
+	}
+	return Observation{OK: true, Detail: unix.ByteSliceToString(u.Release[:])}
 }
 
 // opGitHubEnv appends to $GITHUB_ENV, or the fallback path when unset.

@@ -26,7 +26,9 @@ import (
 )
 
 // Export writes the staged paths for the host to copy back.
-func Export(w io.Writer, paths []stage.Path) error { return stage.Export(w, paths) }
+func Export(w io.Writer, paths []stage.Path, maxEntries int) error {
+	return stage.ExportBounded(w, paths, maxEntries)
+}
 
 // Exit codes of Hold.
 const (
@@ -184,6 +186,8 @@ type ExecOptions struct {
 	// command's whole tree is gone: the copy back without a second exec.
 	ExportTo io.WriteCloser
 	Stage    []stage.Path
+	// MaxEntries bounds the entries of each staged directory it exports.
+	MaxEntries int
 	// Seccomp, when set, names a filter set the supervisor loads on itself
 	// before it starts the command (for runtimes whose exec loads none).
 	Seccomp string
@@ -219,7 +223,7 @@ func Exec(ctx context.Context, o ExecOptions) int {
 	}
 	code := supervise.Run(ctx, spec).ExitCode
 	if o.ExportTo != nil {
-		if err := stage.Export(o.ExportTo, o.Stage); err != nil {
+		if err := stage.ExportBounded(o.ExportTo, o.Stage, o.MaxEntries); err != nil {
 			fmt.Fprintf(o.Stderr, "triage-sandbox: exporting the outputs: %v\n", err)
 		}
 		_ = o.ExportTo.Close()

@@ -45,6 +45,17 @@ const (
 	// PhaseOutput floods hostile output through the user-facing output
 	// pipeline, beside the main run.
 	PhaseOutput
+	// PhaseMemory goes past the memory limit in a sandbox of its own,
+	// beside the main run: where the limit ends the whole sandbox (gVisor,
+	// whose kernel is charged for the memory), no other check goes with it.
+	PhaseMemory
+	// PhaseProcesses forks past the process limit beside the main run.
+	PhaseProcesses
+	// PhaseFill fills the writable paths past their bounds beside the main
+	// run. Each exhaustion has a sandbox of its own: under gVisor every
+	// task and file costs the sandbox's own memory, so together they would
+	// end in its OOM kill.
+	PhaseFill
 )
 
 // Env is what checks build their steps from.
@@ -101,6 +112,9 @@ type Check struct {
 	// has nothing to reach (no AF_VSOCK here), so the check is not
 	// applicable, with the reason; never ok.
 	HostLacks func(control *Evidence) (bool, string)
+	// SandboxOOMBlocks: the whole sandbox killed at its memory limit is a
+	// verdict (the Judge's), not a missing observation.
+	SandboxOOMBlocks bool
 }
 
 // HasControl reports whether the check runs once outside the sandbox too:
@@ -451,6 +465,7 @@ func Catalogue() []Check {
 			},
 			Fix: "the whole sandbox must end with the command"},
 		{ID: "RES-01", Name: "fork without limit", Category: "resources", Requires: []policy.Capability{profiles.CapPidsLimit},
+			Phase: PhaseProcesses,
 			Steps: func(e *Env) []probe.Step {
 				return one(step("RES-01", "fork_bomb", map[string]string{"cap": strconv.FormatInt(e.P.Limits.Pids+64, 10)}))
 			},
@@ -463,20 +478,41 @@ func Catalogue() []Check {
 			},
 			Fix: "set a pids limit ([sandbox] pids)"},
 		{ID: "RES-02", Name: "use memory beyond the limit", Category: "resources", Requires: []policy.Capability{profiles.CapMemoryLimit},
+			Phase: PhaseMemory, SandboxOOMBlocks: true,
 			Steps: func(e *Env) []probe.Step {
 				return one(step("RES-02", "alloc_child", map[string]string{"bytes": strconv.FormatInt(e.P.Limits.Memory+256<<20, 10)}))
 			},
-			Judge: okJudge("RES-02"), Fix: "set a memory limit with no swap ([sandbox] memory)"},
+			Judge: func(e *Env, ev *Evidence) (bool, string) {
+				if !ev.Host && ev.Result.WholeSandboxOOM {
+					return false, "the memory limit killed the whole sandbox (its user-space kernel is charged for the memory), so nothing ran past the limit; reported as OOM (exit 137)"
+				}
+				return okJudge("RES-02")(e, ev)
+			},
+			Fix: "set a memory limit with no swap ([sandbox] memory)"},
 		{ID: "RES-06", Name: "fill the host's disk through the outputs", Category: "resources", Requires: []policy.Capability{profiles.CapBoundedWrites},
+			Phase: PhaseFill,
 			Steps: func(e *Env) []probe.Step {
 				return one(step("RES-06", "fill", map[string]string{"bytes": strconv.FormatInt(fillBytes(e.P), 10)}, e.repros("")))
 			},
 			Judge: fillJudge("RES-06"), Fix: "writable paths must be bounded staged copies ([sandbox] writable_size)"},
 		{ID: "RES-07", Name: "exhaust the host's inodes through the outputs", Category: "resources", Requires: []policy.Capability{profiles.CapBoundedWrites},
+			Phase: PhaseFill,
 			Steps: func(e *Env) []probe.Step {
-				return one(step("RES-07", "fill", map[string]string{"files": strconv.FormatInt(fillFiles(e.P), 10), "proof": "1000"}, e.repros("")))
+				return one(step("RES-07", "fill", map[string]string{"files": strconv.FormatInt(fillFiles(e.P), 10), "proof": "1000", "keep_unbounded": "true"}, e.repros("")))
 			},
-			Judge: fillJudge("RES-07"), Fix: "writable paths must be bounded staged copies ([sandbox] writable_inodes)"},
+			Judge: func(e *Env, ev *Evidence) (bool, string) {
+				made, why := fillJudge("RES-07")(e, ev)
+				if !made || ev.Host {
+					return made, why
+				}
+				// The sandbox's own filesystem has no inode bound (gVisor's
+				// tmpfs): what protects the host is the copy back's.
+				if strings.Contains(ev.Result.CopyBackError, "past its bound") {
+					return false, why + " in the sandbox (its filesystem has no inode bound); the copy back stopped at the bound: " + ev.Result.CopyBackError
+				}
+				return true, why + " and the copy back took them all"
+			},
+			Fix: "writable paths must be bounded staged copies ([sandbox] writable_inodes)"},
 		// Second run: a fresh sandbox.
 		{ID: "WR-11", Name: "persist files into the next run", Category: "writes", Phase: PhaseSecond,
 			Steps: func(e *Env) []probe.Step {

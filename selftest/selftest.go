@@ -267,7 +267,7 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 	// run beside the main one.
 	var mu sync.Mutex
 	var side sync.WaitGroup
-	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser, PhaseOutput} {
+	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser, PhaseOutput, PhaseMemory, PhaseProcesses, PhaseFill} {
 		if !hasPhase(checks, ph) {
 			continue
 		}
@@ -292,6 +292,9 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 		o.EndWarm(o.warmPolicy(e.P, "")) // the role's pool: nothing is left
 	}
 	results[PhaseMain] = phaseResult{mainEv, mainErr}
+	if mainEv != nil && mainEv.Obs[kernelInfo].OK {
+		rr.Versions["kernel_in_sandbox"] = mainEv.Obs[kernelInfo].Detail
+	}
 	results[PhaseSecond] = phaseResult{secondEv, secondErr}
 	for _, ch := range checks {
 		r := results[ch.Phase]
@@ -406,11 +409,15 @@ func applicable(all []Check, role string, b backends.Backend) ([]Check, []Result
 // cleanWritable removes what probes leave in the writable paths.
 func cleanWritable(p *policy.Policy) {
 	for _, w := range p.Writable() {
-		for _, name := range []string{".selftest-readlink", ".selftest-writelink", ".selftest-hardlink", reproFile, plantDir} {
+		for _, name := range []string{".selftest-readlink", ".selftest-writelink", ".selftest-hardlink", ".selftest-fill", reproFile, plantDir} {
 			_ = os.RemoveAll(w + "/" + name)
 		}
 	}
 }
+
+// kernelInfo is the main run's step that reads the kernel release the
+// sandbox presents.
+const kernelInfo = "INFO-kernel"
 
 // runPhase runs one sandbox run with the phase's steps and collects the
 // evidence inside and on the host.
@@ -434,8 +441,13 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 				steps = append(steps, ch.Steps(e)...)
 			}
 		}
-		if phase == PhaseTimeout {
+		switch phase {
+		case PhaseTimeout:
 			steps = append(steps, step("spin", "spin_ignore_term", nil))
+		case PhaseMain:
+			// Not a check: the kernel the sandbox presents, for the report
+			// (gVisor's is its own).
+			steps = append(steps, step(kernelInfo, "uname", nil))
 		}
 		enc, err := probe.Plan{Steps: steps, ExitCode: statusExitCode, StderrMarker: statusMarker}.Encode()
 		return []string{o.Backend.SelfPath(), probe.Subcommand, "--tag", tag, "--plan", enc}, err
@@ -540,7 +552,7 @@ func judge(e *Env, ch Check, ev *Evidence, runErr error, control *controlResult)
 		}
 		return r
 	}
-	if ch.Steps != nil {
+	if ch.Steps != nil && !(ch.SandboxOOMBlocks && ev.Result.WholeSandboxOOM) {
 		for _, s := range ch.Steps(e) {
 			o, ok := ev.Obs[s.ID]
 			if !ok {
@@ -603,7 +615,7 @@ func runControls(ctx context.Context, o Options, e *Env, checks []Check) (map[st
 	out := map[string]*controlResult{}
 	var steps []probe.Step
 	for _, ch := range checks {
-		if ch.HasControl() && ch.Phase == PhaseMain && ch.Steps != nil {
+		if ch.HasControl() && sideOrMain(ch.Phase) && ch.Steps != nil {
 			steps = append(steps, ch.Steps(e)...)
 		}
 	}
@@ -633,7 +645,7 @@ func runControls(ctx context.Context, o Options, e *Env, checks []Check) (map[st
 		}
 		cev := ev
 		switch ch.Phase {
-		case PhaseMain:
+		case PhaseMain, PhaseMemory, PhaseProcesses, PhaseFill: // in ev
 		case PhaseOutput:
 			if outEv == nil {
 				outEv = outputControl(ctx, o, e)
@@ -652,6 +664,13 @@ func runControls(ctx context.Context, o Options, e *Env, checks []Check) (map[st
 		out[ch.ID] = &controlResult{saw: saw, summary: detail}
 	}
 	return out, ev
+}
+
+// sideOrMain: the phase's hostile steps run in the host control as they
+// are (the second, timeout, browser and output phases have controls of
+// their own).
+func sideOrMain(p Phase) bool {
+	return p == PhaseMain || p == PhaseMemory || p == PhaseProcesses || p == PhaseFill
 }
 
 // secondPhaseControl performs the host side of the second-run checks.
@@ -777,6 +796,12 @@ func phaseName(p Phase) string {
 		return "browser"
 	case PhaseOutput:
 		return "output"
+	case PhaseMemory:
+		return "memory"
+	case PhaseProcesses:
+		return "processes"
+	case PhaseFill:
+		return "fill"
 	}
 	return fmt.Sprintf("phase-%d", p)
 }

@@ -35,7 +35,7 @@ import (
 // It returns the new manifest (for the next command) with the report.
 func Apply(ctx context.Context, r io.Reader, m Manifest, spec Spec) (Manifest, Report, error) {
 	start := time.Now()
-	a := &applier{spec: spec, old: m, now: Manifest{}, seen: map[string]bool{}}
+	a := &applier{spec: spec, old: m, now: Manifest{}, seen: map[string]bool{}, perPath: map[string]int{}}
 	if a.spec.MaxEntries == 0 {
 		a.spec.MaxEntries = defaultMaxEntries
 	}
@@ -64,7 +64,9 @@ type applier struct {
 	old      Manifest
 	now      Manifest
 	seen     map[string]bool
-	rep      Report
+	// perPath counts the entries under each staged path.
+	perPath map[string]int
+	rep     Report
 }
 
 func (a *applier) read(ctx context.Context, tr *tar.Reader) error {
@@ -88,6 +90,10 @@ func (a *applier) read(ctx context.Context, tr *tar.Reader) error {
 		if hdr.Typeflag == typeEnd && hdr.Name == endName {
 			a.complete = true
 			continue
+		}
+		if hdr.Typeflag == typeOver && hdr.Name == overName {
+			return fmt.Errorf("the sandbox's %s holds more than %s entries, past its bound (the sandbox's own filesystem does not enforce it); nothing was copied back",
+				hdr.Linkname, hdr.PAXRecords["TRIAGE_SANDBOX.max"])
 		}
 		if n >= a.spec.MaxEntries {
 			return fmt.Errorf("the sandbox exported more than %d entries", a.spec.MaxEntries)
@@ -117,6 +123,9 @@ func (a *applier) entry(hdr *tar.Header, body io.Reader) error {
 	root, ok := rootOf(name, a.spec.Paths)
 	if !ok || (root.Kind == KindDir && name == tarName(root.Path)) {
 		return fmt.Errorf("the sandbox's export names %q, outside the staged paths", hdr.Name)
+	}
+	if a.perPath[root.Path]++; a.spec.MaxEntriesPerPath > 0 && a.perPath[root.Path] > a.spec.MaxEntriesPerPath {
+		return fmt.Errorf("the sandbox exported more than %d entries under %s, past its bound", a.spec.MaxEntriesPerPath, root.Path)
 	}
 	if root.Kind == KindSkeleton {
 		if hdr.Typeflag != typeDiscarded {

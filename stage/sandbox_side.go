@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -125,8 +126,30 @@ func writeNew(abs string, r io.Reader, mode fs.FileMode, mtime time.Time) error 
 // Export writes the staged paths' current contents as a tar stream. It
 // never follows a symlink; FIFOs, sockets and devices are sent as their
 // type alone so the host can report them.
-func Export(w io.Writer, paths []Path) error {
+func Export(w io.Writer, paths []Path) error { return ExportBounded(w, paths, 0) }
+
+// ExportBounded is Export that first counts each staged directory: one
+// past maxEntries (when > 0) is not exported at all, and the export says
+// so. The host enforces the same bound on what it reads; this only spares
+// it a copy back it would refuse part way (where the sandbox's own
+// filesystem, gVisor's tmpfs, has no inode bound).
+func ExportBounded(w io.Writer, paths []Path, maxEntries int) error {
 	tw := tar.NewWriter(w)
+	if maxEntries > 0 {
+		for _, p := range paths {
+			if p.Kind != KindDir {
+				continue
+			}
+			if n := countEntries(filepath.Clean(p.Path), maxEntries+1); n > maxEntries {
+				hdr := &tar.Header{Name: overName, Typeflag: typeOver, Linkname: p.Path, Size: 0, Format: tar.FormatPAX,
+					PAXRecords: map[string]string{"TRIAGE_SANDBOX.max": strconv.Itoa(maxEntries)}}
+				if err := tw.WriteHeader(hdr); err != nil {
+					return err
+				}
+				return tw.Close()
+			}
+		}
+	}
 	for _, p := range paths {
 		root := filepath.Clean(p.Path)
 		if p.Kind == KindLink {
@@ -164,6 +187,21 @@ func Export(w io.Writer, paths []Path) error {
 		return err
 	}
 	return tw.Close()
+}
+
+// countEntries counts the entries below root, stopping at limit.
+func countEntries(root string, limit int) int {
+	n := 0
+	_ = filepath.WalkDir(root, func(abs string, _ fs.DirEntry, err error) error {
+		if err != nil || abs == root {
+			return nil
+		}
+		if n++; n >= limit {
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return n
 }
 
 func exportEntry(tw *tar.Writer, abs string) error {

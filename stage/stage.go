@@ -42,7 +42,11 @@ const (
 // The export's last entry: its absence means the stream was cut.
 const (
 	typeEnd byte = 'Z'
-	endName      = "triage-sandbox-export-end"
+	// typeOver, first in an export, says a staged path holds more entries
+	// than its bound: nothing of the export is to be applied.
+	typeOver byte = 'O'
+	endName       = "triage-sandbox-export-end"
+	overName      = "triage-sandbox-export-over"
 )
 
 // typeDiscarded names, in an export, an entry written in a skeleton
@@ -68,6 +72,9 @@ type Spec struct {
 	// size); MaxEntries the number of entries.
 	MaxBytes   int64
 	MaxEntries int
+	// MaxEntriesPerPath bounds the entries under each staged path (its
+	// filesystem's inode bound), for a sandbox whose own filesystem does not.
+	MaxEntriesPerPath int
 	// Chown: what Apply writes is owned by UID:GID (when triage-sandbox
 	// runs as root, the outputs keep the sandbox identity's ownership, as
 	// if the sandbox had written them); otherwise by the caller.

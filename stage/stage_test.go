@@ -395,3 +395,79 @@ func TestCutExportDeletesNothing(t *testing.T) {
 		})
 	}
 }
+
+// A sandbox whose filesystem ignores its inode bound (gVisor's tmpfs)
+// still cannot make the host create more than the bound under one path,
+// while another path keeps its own bound.
+func TestEntriesBoundPerPath(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		inA     int
+		inB     int
+		wantErr bool
+	}{
+		{"at the bound in each", 5, 5, false},
+		{"past it in one", 6, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+			for _, d := range []string{a, b} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			spec := Spec{Paths: []Path{{a, KindDir}, {b, KindDir}}, UID: os.Getuid(), GID: os.Getgid(), MaxEntriesPerPath: 5}
+			var buf bytes.Buffer
+			tw := tar.NewWriter(&buf)
+			for dir, n := range map[string]int{a: tc.inA, b: tc.inB} {
+				for i := range n {
+					h := &tar.Header{Name: strings.TrimPrefix(dir, "/") + "/" + tc.name + string(rune('0'+i)), Typeflag: tar.TypeReg, Mode: 0o644}
+					if err := tw.WriteHeader(h); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			writeEnd(tw)
+			tw.Close()
+			_, _, err := Apply(context.Background(), &buf, Manifest{}, spec)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if got, _ := os.ReadDir(a); len(got) > 5 {
+				t.Errorf("%d entries landed under %s, past the bound of 5", len(got), a)
+			}
+		})
+	}
+}
+
+// An exporter that finds a directory past the bound exports nothing, and
+// the host applies nothing: no copy back refused part way.
+func TestExportPastTheBoundSendsNothing(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 6 {
+		write(t, filepath.Join(dir, "f"+string(rune('0'+i))), "x", 0o644)
+	}
+	var buf bytes.Buffer
+	if err := ExportBounded(&buf, []Path{{dir, KindDir}}, 5); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(buf.Bytes(), []byte("f0")) {
+		t.Errorf("the export past the bound carries entries")
+	}
+	_, rep, err := Apply(context.Background(), &buf, Manifest{},
+		Spec{Paths: []Path{{dir, KindDir}}, UID: os.Getuid(), GID: os.Getgid(), MaxEntriesPerPath: 5})
+	if err == nil || !strings.Contains(err.Error(), "past its bound") {
+		t.Fatalf("Apply: %v, want the bound named", err)
+	}
+	if rep.Written != 0 {
+		t.Errorf("%d entries were written", rep.Written)
+	}
+	buf.Reset()
+	if err := ExportBounded(&buf, []Path{{dir, KindDir}}, 6); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(buf.Bytes(), []byte(overName)) {
+		t.Errorf("a directory at its bound was reported past it")
+	}
+}

@@ -170,9 +170,9 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 		}
 		return res, fmt.Errorf("the sandbox could not start the command: %s", msg)
 	}
-	if r.OOMKills != nil && (code >= 128 || r.ended()) && r.OOMKills(time.Second) > oomBefore {
+	if r.OOMKills != nil && (code >= 128 || r.ended()) && r.OOMKills(2*time.Second) > oomBefore {
 		res.OOMKilled = true
-		if code != 128+9 && r.endsSoon(2*time.Second) {
+		if code != 128+9 && r.endsSoon(10*time.Second) {
 			// The memory limit took the whole sandbox (gVisor's kernel
 			// runs in the sandbox's cgroup): the command ended with it.
 			code = 128 + 9

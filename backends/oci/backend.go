@@ -253,9 +253,10 @@ func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt string, p
 	}
 	n := uint64(p.Limits.Pids)
 	// Each task costs gVisor host memory (about 2 MiB on the ptrace
-	// platform, more for a bigger parent): past what a quarter of the
-	// memory limit holds, a fork bomb would end in the whole sandbox being
-	// OOM-killed instead of a failed fork.
+	// platform, up to 4 MiB for a bigger parent and a busy machine): past
+	// what a quarter of the memory limit holds, a fork bomb would end in the
+	// whole sandbox being OOM-killed instead of a failed fork. Under gVisor
+	// a small memory limit is also a small process limit.
 	if p.Limits.Memory > 0 {
 		n = min(n, uint64(p.Limits.Memory/4/gvisorTaskCost))
 	}

@@ -73,6 +73,7 @@ func newInitCmds() []*cobra.Command {
 	hold.Flags().StringVar(&controlSock, "control-sock", "", "dial the host's control socket here and serve its commands")
 
 	var exported []string
+	var exportMax int
 	export := &cobra.Command{
 		Use:    backends.ExportSubcommand + " --stage KIND:PATH...",
 		Hidden: true,
@@ -81,16 +82,18 @@ func newInitCmds() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			return sandboxinit.Export(os.Stdout, paths)
+			return sandboxinit.Export(os.Stdout, paths, exportMax)
 		},
 	}
 	export.Flags().StringArrayVar(&exported, "stage", nil, "a staged path to export")
+	export.Flags().IntVar(&exportMax, "max-entries", 0, "export nothing when a staged directory holds more entries than this")
 
 	var execLifeline bool
 	var timeout, grace time.Duration
 	var exportFD int
 	var execStaged []string
 	var execSeccomp string
+	var execMax int
 	exec := &cobra.Command{
 		Use:    backends.ExecSubcommand + " [--lifeline] [--timeout D] [--grace D] -- CMD [ARG...]",
 		Hidden: true,
@@ -100,7 +103,7 @@ func newInitCmds() []*cobra.Command {
 				return err
 			}
 			return exitCode(sandboxinit.Exec(context.Background(), sandboxinit.ExecOptions{
-				ExportTo: o.to, Stage: o.paths,
+				ExportTo: o.to, Stage: o.paths, MaxEntries: execMax,
 				Argv: args, Timeout: timeout, Grace: grace, Lifeline: execLifeline,
 				Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Seccomp: execSeccomp,
 			}))
@@ -111,6 +114,7 @@ func newInitCmds() []*cobra.Command {
 	exec.Flags().DurationVar(&grace, "grace", time.Second, "between SIGTERM and SIGKILL at the timeout")
 	exec.Flags().IntVar(&exportFD, "export-fd", -1, "write the staged paths to this inherited descriptor once the command is gone")
 	exec.Flags().StringArrayVar(&execStaged, "stage", nil, "a staged path to export (with --export-fd)")
+	exec.Flags().IntVar(&execMax, "max-entries", 0, "with --export-fd: export nothing when a staged directory holds more entries than this")
 	exec.Flags().StringVar(&execSeccomp, "seccomp", "", "load this seccomp filter set before starting the command")
 	exec.Flags().SetInterspersed(false)
 	return []*cobra.Command{hold, exec, export, newLocalHelperCmd()}
