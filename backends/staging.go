@@ -143,7 +143,14 @@ func ExecArgvExporting(p *policy.Policy, cmd Command, fd int) []string {
 		return argv
 	}
 	flags := append(append([]string{"--export-fd", fmt.Sprint(fd)}, maxEntriesArgs(p)...), StageArgs(ExportPaths(p, out))...)
-	// The flags go before the "--" that starts the command.
+	return WithSupervisorFlags(argv, flags...)
+}
+
+// WithSupervisorFlags puts flags before the "--" that starts the command.
+func WithSupervisorFlags(argv []string, flags ...string) []string {
+	if len(flags) == 0 {
+		return argv
+	}
 	for i, a := range argv {
 		if a == "--" {
 			return append(append(append([]string(nil), argv[:i]...), flags...), argv[i:]...)

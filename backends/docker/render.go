@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
@@ -128,7 +130,23 @@ func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, err
 			},
 		},
 	}
+	if nproc, hostPids, ok := backends.GVisorLimits(p.Runtime, p); ok {
+		host.Resources.PidsLimit = &hostPids
+		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: nproc, Hard: nproc})
+	}
 	return &CreateRequest{Name: info.Name, Config: cfg, HostConfig: host}, nil
+}
+
+// execArgv is the supervisor's argv for cmd. A runsc exec loads no seccomp
+// filter in gVisor's kernel (only the container's first process gets the
+// bundle's), so under runsc the supervisor loads the sandbox's filter on
+// itself and its command inherits it.
+func execArgv(p *policy.Policy, cmd backends.Command) []string {
+	argv := backends.ExecArgv(p, cmd)
+	if filepath.Base(p.Runtime) != "runsc" {
+		return argv
+	}
+	return backends.WithSupervisorFlags(argv, "--seccomp", confine.SeccompSets()[0])
 }
 
 // RenderExec is the exec request one command becomes: the supervisor runs
@@ -138,7 +156,7 @@ func RenderExec(p *policy.Policy, cmd backends.Command) (client.ExecCreateOption
 		return client.ExecCreateOptions{}, err
 	}
 	return client.ExecCreateOptions{
-		User: user(p), Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: backends.ExecArgv(p, cmd),
+		User: user(p), Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: execArgv(p, cmd),
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -239,3 +240,37 @@ func TestProcStartTime(t *testing.T) {
 }
 
 type mountT = mount.Mount
+
+// Under gVisor the process limit is gVisor's RLIMIT_NPROC (the host's pids
+// cgroup counts gVisor's threads), no socket is bound in (gVisor cannot
+// mount one), and every exec loads the sandbox's seccomp filter itself.
+func TestRenderUnderGVisor(t *testing.T) {
+	for _, runtime := range []string{"", "runsc"} {
+		t.Run("runtime="+runtime, func(t *testing.T) {
+			p, _ := renderRole(t, "agent", policy.Host{UID: 1000, GID: 1000, OS: "linux"})
+			p.Runtime = runtime
+			req, err := Render(p, "/usr/local/bin/triage-sandbox", RunInfo{Name: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nproc := slices.IndexFunc(req.HostConfig.Ulimits, func(u *container.Ulimit) bool { return u.Name == "nproc" })
+			exec, err := RenderExec(p, backends.Command{Argv: []string{"true"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seccompFlag := slices.Contains(exec.Cmd, "--seccomp")
+			gvisor := runtime == "runsc"
+			if gvisor != (nproc >= 0) || gvisor != seccompFlag || gvisor != (*req.HostConfig.PidsLimit > p.Limits.Pids) {
+				t.Errorf("nproc ulimit at %d, exec --seccomp %v, pids limit %d (policy %d); want all gVisor's: %v",
+					nproc, seccompFlag, *req.HostConfig.PidsLimit, p.Limits.Pids, gvisor)
+			}
+			ln := withControl(p, req)
+			if ln != nil {
+				defer ln.Close()
+			}
+			if (ln != nil) == gvisor {
+				t.Errorf("control socket bound: %v under %q", ln != nil, runtime)
+			}
+		})
+	}
+}

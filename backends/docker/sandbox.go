@@ -312,6 +312,16 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 		}
 	}
 	if s.ended() && !res.TimedOut && !res.Canceled {
+		// The oom event can trail the exit by a moment.
+		for i := 0; i < 20 && s.oomEvents.Load() == oomBefore; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if s.oomEvents.Load() > oomBefore {
+			// The memory limit took the whole container (gVisor's kernel is
+			// charged for the command's memory): the command ended with it.
+			res.ExitCode, res.Signal, res.OOMKilled, res.WholeSandboxOOM = 137, 9, true, true
+			return res, "", nil
+		}
 		// The container went away under the command: not its own doing.
 		return res, "", s.endedErr()
 	}

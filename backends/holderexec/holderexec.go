@@ -100,7 +100,7 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 		defer exportR.Close()
 		argv = backends.ExecArgvExporting(r.Policy, cmd, 3)
 	}
-	argv = withFlags(argv, r.SupervisorFlags)
+	argv = backends.WithSupervisorFlags(argv, r.SupervisorFlags...)
 	gate := backends.NewStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
 	var oomBefore uint64
 	if r.OOMKills != nil {
@@ -260,19 +260,6 @@ func (r Run) finishCopyBack(res *backends.Result, applied <-chan applyResult, rd
 			res.CopyBackError = LostOutputs
 		}
 	}
-}
-
-// withFlags puts flags before the "--" that starts the command.
-func withFlags(argv, flags []string) []string {
-	if len(flags) == 0 {
-		return argv
-	}
-	for i, a := range argv {
-		if a == "--" {
-			return append(append(append([]string(nil), argv[:i]...), flags...), argv[i:]...)
-		}
-	}
-	return argv
 }
 
 func orDiscard(w io.Writer) io.Writer {

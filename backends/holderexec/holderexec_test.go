@@ -3,6 +3,8 @@ package holderexec
 import (
 	"slices"
 	"testing"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
 )
 
 func TestWithFlags(t *testing.T) {
@@ -19,11 +21,11 @@ func TestWithFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := slices.Clone(tt.argv)
-			if got := withFlags(in, tt.flags); !slices.Equal(got, tt.want) {
-				t.Fatalf("withFlags = %q, want %q", got, tt.want)
+			if got := backends.WithSupervisorFlags(in, tt.flags...); !slices.Equal(got, tt.want) {
+				t.Fatalf("WithSupervisorFlags = %q, want %q", got, tt.want)
 			}
 			if !slices.Equal(in, tt.argv) {
-				t.Fatalf("withFlags changed its input: %q", in)
+				t.Fatalf("WithSupervisorFlags changed its input: %q", in)
 			}
 		})
 	}

@@ -232,37 +232,17 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	return s, nil
 }
 
-// gVisor runs every task of the sandbox as threads of its own processes on
-// the host, so the host's pids cgroup counts gVisor's threads, not the
-// sandbox's processes: at the policy's limit gVisor itself fails and the
-// whole sandbox dies instead of a fork failing. Under runsc the policy's
-// limit is applied by gVisor's kernel (RLIMIT_NPROC: the sandbox identity
-// is the only user there), and the host cgroup keeps a wider bound that
-// still stops a runaway sandbox from exhausting the host.
-const gvisorHostPidsFactor, gvisorHostPidsSlack = 4, 256
-
-// gvisorTaskCost is what one task costs gVisor in host memory, measured
-// here (ptrace platform): 580 paused tasks held 969 MiB.
-const gvisorTaskCost = 2 << 20
-
 // adaptToRuntime changes what a runtime enforces differently (proc may be
-// the holder's or an exec's process; res nil for an exec).
+// the holder's or an exec's process; res nil for an exec): under gVisor,
+// the process limits of backends.GVisorLimits.
 func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt string, p *policy.Policy) {
-	if filepath.Base(rt) != "runsc" || p.Limits.Pids <= 0 {
+	nproc, host, ok := backends.GVisorLimits(rt, p)
+	if !ok {
 		return
 	}
-	n := uint64(p.Limits.Pids)
-	// Each task costs gVisor host memory (about 2 MiB on the ptrace
-	// platform, up to 4 MiB for a bigger parent and a busy machine): past
-	// what a quarter of the memory limit holds, a fork bomb would end in the
-	// whole sandbox being OOM-killed instead of a failed fork. Under gVisor
-	// a small memory limit is also a small process limit.
-	if p.Limits.Memory > 0 {
-		n = min(n, uint64(p.Limits.Memory/4/gvisorTaskCost))
-	}
+	n := uint64(nproc)
 	proc.Rlimits = append(proc.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: n, Soft: n})
 	if res != nil && res.Pids != nil {
-		host := p.Limits.Pids*gvisorHostPidsFactor + gvisorHostPidsSlack
 		res.Pids.Limit = &host
 	}
 }
