@@ -69,7 +69,9 @@ func TestResourceAbuseStaysInside(t *testing.T) {
 		// The bound is loose (a loaded machine starts and removes
 		// containers slowly); what matters is that the timeout, not the
 		// command's own end after the sleep, ended it.
-		res, _, _ := runCaptured(t, f, "agent", 4*time.Second, "sh", "-c", "b() { b | b & }; b; sleep 10")
+		// exec: the shell becomes the sleep without a fork, which the full
+		// process table would refuse (dash then exits 2 before the timeout).
+		res, _, _ := runCaptured(t, f, "agent", 4*time.Second, "sh", "-c", "b() { b | b & }; b; exec sleep 10")
 		<-done
 		if !res.TimedOut || time.Since(start) > 45*time.Second {
 			t.Errorf("fork bomb: exit %d timed out %v after %v; want the timeout to end it", res.ExitCode, res.TimedOut, time.Since(start))
