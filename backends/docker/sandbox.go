@@ -249,14 +249,10 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 		return res, "", s.execErr(ctx, "creating the command in the sandbox", err)
 	}
 	oomBefore := s.oomEvents.Load()
-	var deadline <-chan time.Time
-	if cmd.Timeout > 0 {
-		// The host's clock starts first, so it judges a timeout no later
-		// than the supervisor enforces it.
-		timer := time.NewTimer(cmd.Timeout)
-		defer timer.Stop()
-		deadline = timer.C
-	}
+	// The host's clock starts first, so it judges a timeout no later than
+	// the supervisor enforces it.
+	deadline := backends.StartDeadline(cmd.Timeout)
+	defer deadline.Stop()
 	att, err := s.b.cli.ExecAttach(setupCtx, created.ID, client.ExecAttachOptions{})
 	if err != nil {
 		return res, "", s.execErr(ctx, "starting the command in the sandbox", err)
@@ -291,7 +287,9 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 	}
 	select {
 	case <-copied:
-	case <-deadline:
+		// The supervisor's own 124 can win the race on a busy host.
+		res.TimedOut = deadline.Passed()
+	case <-deadline.C:
 		res.TimedOut = true
 		s.awaitOrKill(copied, s.p.Lifetime.KillGrace+afterKillWait)
 	case <-ctx.Done():

@@ -106,6 +106,10 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 	if r.OOMKills != nil {
 		oomBefore = r.OOMKills(0)
 	}
+	// The host's clock starts before the supervisor's, so it judges a
+	// timeout no later than the supervisor enforces it.
+	deadline := backends.StartDeadline(cmd.Timeout)
+	defer deadline.Stop()
 	proc, err := r.Start(ctx, argv, gate, exportW)
 	if exportW != nil {
 		exportW.Close() // the supervisor's copy is the only writer now
@@ -131,16 +135,12 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 	}
 	done := make(chan error, 1)
 	go func() { done <- proc.Wait() }()
-	var deadline <-chan time.Time
-	if cmd.Timeout > 0 {
-		timer := time.NewTimer(cmd.Timeout)
-		defer timer.Stop()
-		deadline = timer.C
-	}
 	var werr error
 	select {
 	case werr = <-done:
-	case <-deadline:
+		// The supervisor's own 124 can win the race on a busy host.
+		res.TimedOut = deadline.Passed()
+	case <-deadline.C:
 		res.TimedOut = true
 		werr = r.awaitOrKill(done, r.Policy.Lifetime.KillGrace+AfterKillWait)
 	case <-ctx.Done():
