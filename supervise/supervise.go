@@ -118,6 +118,7 @@ func Run(ctx context.Context, s Spec) Result {
 	}
 
 	becomeSubreaper()
+	reserveThreads(runtime.GOMAXPROCS(0) + spareThreads)
 	sio, err := newStdio(s)
 	if err != nil {
 		return startFailed(s, ExitNotExec, argv0+": cannot execute: "+err.Error())
@@ -137,6 +138,7 @@ func Run(ctx context.Context, s Spec) Result {
 	}
 
 	r := &run{t: &tree{pid: pid, self: os.Getpid(), tag: tag}, mainDone: make(chan struct{})}
+	r.t.preferForOOM()
 	go func() {
 		r.t.waitExited()
 		r.exitedAt = time.Now()

@@ -81,3 +81,6 @@ func (t *tree) tagged() []int {
 
 // sZomb is a zombie's p_stat (sys/proc.h SZOMB): it has no arguments left.
 const sZomb = 5
+
+// preferForOOM: only Linux has a per-process OOM score.
+func (t *tree) preferForOOM() {}

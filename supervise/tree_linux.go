@@ -155,3 +155,16 @@ func readStat(pid int) (proc, bool) {
 
 // treeEnv: the subreaper finds the whole tree; no tag is needed.
 func treeEnv(env []string) ([]string, string) { return env, "" }
+
+// commandOOMScoreAdj is the command's oom_score_adj: the highest, so that
+// when the sandbox runs out of memory the kernel kills the command's
+// processes, never the supervisor that enforces its timeout (a process
+// may raise its child's score without privilege, not lower its own).
+const commandOOMScoreAdj = "1000"
+
+// preferForOOM marks the command as the OOM killer's first choice. It is
+// written right after the exec, before a shell is up to fork; a failure
+// (a /proc that hides it) leaves the sandbox's own score.
+func (t *tree) preferForOOM() {
+	_ = os.WriteFile("/proc/"+strconv.Itoa(t.pid)+"/oom_score_adj", []byte(commandOOMScoreAdj), 0)
+}

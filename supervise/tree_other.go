@@ -23,3 +23,6 @@ func (t *tree) kill(sig syscall.Signal) int {
 
 // treeEnv: no tag to find the tree by here.
 func treeEnv(env []string) ([]string, string) { return env, "" }
+
+// preferForOOM: only Linux has a per-process OOM score.
+func (t *tree) preferForOOM() {}

@@ -71,10 +71,10 @@ func TestResourceAbuseStaysInside(t *testing.T) {
 		// command's own end after the sleep, ended it.
 		// exec: the shell becomes the sleep without a fork, which the full
 		// process table would refuse (dash then exits 2 before the timeout).
-		res, _, _ := runCaptured(t, f, "agent", 4*time.Second, "sh", "-c", "b() { b | b & }; b; exec sleep 10")
+		res, _, stderr := runCaptured(t, f, "agent", 4*time.Second, "sh", "-c", "b() { b | b & }; b; exec sleep 10")
 		<-done
 		if !res.TimedOut || time.Since(start) > 45*time.Second {
-			t.Errorf("fork bomb: exit %d timed out %v after %v; want the timeout to end it", res.ExitCode, res.TimedOut, time.Since(start))
+			t.Errorf("fork bomb: exit %d timed out %v after %v; want the timeout to end it; stderr: %.3000s", res.ExitCode, res.TimedOut, time.Since(start), stderr.String())
 		}
 		if worst > 2*time.Second {
 			t.Errorf("host needed %v to run a process during the bomb", worst)

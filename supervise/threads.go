@@ -1,0 +1,40 @@
+package supervise
+
+import (
+	"runtime"
+	"sync"
+)
+
+// spareThreads is how many OS threads beyond GOMAXPROCS the supervisor
+// keeps ready: one per blocking call it may sit in at once (the wait for
+// the command, the lifeline or stdin, stdout and stderr to a slow reader,
+// the export, signals), with room to spare. Measured: a supervisor under a
+// fork bomb writing to a stalled reader peaked at 7 threads.
+const spareThreads = 12
+
+// reserveThreads makes the Go runtime start n OS threads now, which it
+// then keeps idle for reuse. A command that fills the process table (a
+// fork bomb at the pids limit) would otherwise make the runtime's next
+// thread creation fail, and a Go program dies of that ("fatal error:
+// newosproc", exit 2): the supervisor gone, the tree left without its
+// timeout. Each goroutine holds its own thread until all n are up.
+func reserveThreads(n int) {
+	var up, done sync.WaitGroup
+	release := make(chan struct{})
+	up.Add(n)
+	done.Add(n)
+	for range n {
+		go func() {
+			defer done.Done()
+			runtime.LockOSThread()
+			up.Done()
+			<-release
+			// Unlocked before the goroutine ends, the thread returns to the
+			// runtime's idle list instead of exiting with it.
+			runtime.UnlockOSThread()
+		}()
+	}
+	up.Wait()
+	close(release)
+	done.Wait()
+}
