@@ -191,6 +191,9 @@ func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) 
 		if out.LineWith(stage.ReadyLine) != "" {
 			return nil
 		}
+		if line := out.LineWith(stage.HolderFailedLine); line != "" {
+			return fmt.Errorf("the sandbox's holder: %s", strings.TrimPrefix(line, stage.HolderFailedLine))
+		}
 		if line := out.LineWith(stage.FailedLine); line != "" {
 			return fmt.Errorf("copying the writable paths into the sandbox: %s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)",
 				strings.TrimPrefix(line, stage.FailedLine))
@@ -200,7 +203,7 @@ func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) 
 			return ctx.Err()
 		case <-exited:
 			// Its last words may have come with its end.
-			if out.LineWith(stage.FailedLine) != "" || out.LineWith(stage.ReadyLine) != "" {
+			if out.LineWith(stage.FailedLine) != "" || out.LineWith(stage.ReadyLine) != "" || out.LineWith(stage.HolderFailedLine) != "" {
 				continue
 			}
 			return ErrHolderEnded

@@ -71,6 +71,10 @@ type HoldOptions struct {
 	// the only subcommands of it the channel may start.
 	Helper            string
 	HelperSubcommands []string
+	// SweepLeftovers: the holder kills what a command leaves behind when
+	// its supervisor died first (see warden). The sandbox's holders set
+	// it; a holder that cannot do it refuses to hold.
+	SweepLeftovers bool
 }
 
 // Hold waits until the sandbox must end and kills everything in it. It
@@ -79,6 +83,30 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	killAll := o.KillAll
 	if killAll == nil {
 		killAll = killEveryone
+	}
+	var w *warden
+	if o.SweepLeftovers {
+		var err error
+		if w, err = newWarden(); err != nil {
+			out := o.Stdout
+			if out == nil {
+				out = o.Stderr
+			}
+			fmt.Fprintln(out, stage.HolderFailedLine+"it cannot collect what commands leave behind: "+err.Error())
+			return 125
+		}
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go w.watch(wctx)
+		// From the thread that started every child: under Landlock without
+		// thread sync only that thread's kills reach them (see warden).
+		kill := killAll
+		killAll = func() { w.onThread(kill) }
+		defer func() {
+			if n := w.killedSoFar(); n > 0 {
+				fmt.Fprintf(o.Stderr, "triage-sandbox: killed %d process(es) a command left behind when its supervisor died\n", n)
+			}
+		}()
 	}
 	if len(o.Stage) > 0 {
 		if o.Lifeline == nil {
@@ -97,7 +125,7 @@ func Hold(ctx context.Context, o HoldOptions) int {
 		fmt.Fprintln(o.Stdout, stage.ReadyLine)
 	}
 	if o.Control != nil || o.ControlConn != nil {
-		go serveControl(ctx, o)
+		go serveControl(ctx, o, w)
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
@@ -138,7 +166,7 @@ func Hold(ctx context.Context, o HoldOptions) int {
 // serveControl starts the host's commands until the channel ends. The
 // holder makes itself undumpable first: a command running as the same
 // identity must not take the channel's descriptor from it.
-func serveControl(ctx context.Context, o HoldOptions) {
+func serveControl(ctx context.Context, o HoldOptions, w *warden) {
 	if err := undumpable(); err != nil {
 		fmt.Fprintf(o.Stderr, "triage-sandbox: the control channel stays closed: %v\n", err)
 		if o.Control != nil {
@@ -154,9 +182,13 @@ func serveControl(ctx context.Context, o HoldOptions) {
 		}
 		return fmt.Errorf("the holder starts only %s %s", o.Helper, strings.Join(o.HelperSubcommands, "|"))
 	}
-	serve := func() error { return control.Serve(ctx, o.Control, control.ServeOptions{Allowed: allowed}) }
+	so := control.ServeOptions{Allowed: allowed}
+	if w != nil {
+		so.Children = w
+	}
+	serve := func() error { return control.Serve(ctx, o.Control, so) }
 	if o.ControlConn != nil {
-		serve = func() error { return control.ServeConn(ctx, o.ControlConn, control.ServeOptions{Allowed: allowed}) }
+		serve = func() error { return control.ServeConn(ctx, o.ControlConn, so) }
 	}
 	if err := serve(); err != nil {
 		fmt.Fprintf(o.Stderr, "triage-sandbox: %v\n", err)

@@ -20,10 +20,12 @@ import (
 )
 
 // The lines the sandbox's holder prints once the staged copy is in place
-// (ReadyLine), or that start its reason when it could not be (FailedLine).
+// (ReadyLine), or that start its reason when it could not be (FailedLine),
+// or when it cannot hold the sandbox at all (HolderFailedLine).
 const (
-	ReadyLine  = "triage-sandbox: staged"
-	FailedLine = "triage-sandbox: staging failed: "
+	ReadyLine        = "triage-sandbox: staged"
+	FailedLine       = "triage-sandbox: staging failed: "
+	HolderFailedLine = "triage-sandbox: the holder cannot run: "
 )
 
 // Kinds of staged path.

@@ -21,6 +21,19 @@ type ServeOptions struct {
 	// Allowed says whether the holder may start argv: it starts only its
 	// own helpers, never an arbitrary program, whatever the channel asks.
 	Allowed func(argv []string) error
+	// Children, when set, starts each process the holder starts and is
+	// told of each one's end.
+	Children Children
+}
+
+// Children tracks the processes the holder started.
+type Children interface {
+	// Start calls start, which starts one process and returns its pid,
+	// and records it: a scan for processes nobody started never sees one
+	// half-started.
+	Start(start func() (pid int, err error)) error
+	// Exited is told after the process was reaped, before its end is.
+	Exited(pid int)
 }
 
 // Serve answers requests on f (the holder's end) until the host closes it
@@ -111,7 +124,7 @@ func (s *server) handle(msg []byte, files []*os.File, ferr error) {
 	if req.Env == nil {
 		cmd.Env = os.Environ()
 	}
-	if err := cmd.Start(); err != nil {
+	if err := s.start(cmd); err != nil {
 		s.send(reply{ID: req.ID, Error: err.Error()})
 		return
 	}
@@ -120,6 +133,11 @@ func (s *server) handle(msg []byte, files []*os.File, ferr error) {
 	go func() {
 		defer s.wg.Done()
 		_ = cmd.Wait()
+		if s.o.Children != nil {
+			// Before the reply: the host learns of the end once what the
+			// process left behind is gone too.
+			s.o.Children.Exited(cmd.Process.Pid)
+		}
 		r := reply{ID: req.ID, Exited: true}
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			r.Signal = int(ws.Signal())
@@ -129,6 +147,19 @@ func (s *server) handle(msg []byte, files []*os.File, ferr error) {
 		}
 		s.send(r)
 	}()
+}
+
+// start starts cmd, registered with Children when they are tracked.
+func (s *server) start(cmd *exec.Cmd) error {
+	if s.o.Children == nil {
+		return cmd.Start()
+	}
+	return s.o.Children.Start(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
 }
 
 // receivedFiles are the descriptors of one message, close-on-exec.

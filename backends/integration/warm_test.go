@@ -256,3 +256,38 @@ func (k *kit) waitNoLeftovers(t *testing.T, id string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestSessionCommandKillingItsSupervisorLeavesNothing: a command runs as
+// the same identity as its supervisor and can kill it; the tree it leaves
+// must not outlive the command in the session (before the holder swept
+// leftovers, the background job below wrote its file seconds later).
+func TestSessionCommandKillingItsSupervisorLeavesNothing(t *testing.T) {
+	// gVisor: its supervisors come by runtime exec and its kernel has no
+	// subreapers; the holder, pid 1 there, finds the orphans by looking.
+	for _, name := range append(backendNames, gvisor) {
+		t.Run(name, func(t *testing.T) { killedSupervisorLeavesNothing(t, newKit(t, name)) })
+	}
+}
+
+func killedSupervisorLeavesNothing(t *testing.T, k *kit) {
+	{
+		f := newFixture(t)
+		p := k.build(t, f, "agent", currentHost(t))
+		p.Warm = policy.Warm{Session: "orphan", Idle: time.Minute}
+		wb := k.warm(t)
+		t.Cleanup(func() {
+			_, _ = warm.End(wb.Dir, p)
+			waitKeepersGone(t, wb.Dir)
+		})
+		res, out := warmRun(t, wb, p, 30*time.Second, "sh", "-c",
+			"(sleep 2; echo left > $HOME/leftover) & sleep 0.3; kill -KILL $PPID; sleep 1")
+		if res.TimedOut {
+			t.Fatalf("the command should end when its supervisor is killed: %+v %q", res.Result, out)
+		}
+		time.Sleep(3 * time.Second)
+		res, out = warmRun(t, wb, p, 0, "sh", "-c", "cat $HOME/leftover 2>/dev/null || echo absent; ps -eo comm")
+		if res.ExitCode != 0 || !strings.Contains(out, "absent") || strings.Contains(out, "sleep") {
+			t.Fatalf("the killed supervisor's command lived on in the session: %+v %q", res.Result, out)
+		}
+	}
+}

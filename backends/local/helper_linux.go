@@ -38,7 +38,7 @@ func RunHelper(ctx context.Context, o HelperOptions) int {
 	}
 	ho := sandboxinit.HoldOptions{TTL: o.TTL, Stage: o.Stage, Stdout: o.Stdout, Stderr: o.Stderr,
 		Control: os.NewFile(uintptr(o.ControlFD), "control"), Helper: backends.InitPath,
-		HelperSubcommands: []string{backends.ExecSubcommand, backends.ExportSubcommand}}
+		HelperSubcommands: []string{backends.ExecSubcommand, backends.ExportSubcommand}, SweepLeftovers: true}
 	if o.Lifeline {
 		ho.Lifeline = o.Stdin
 	}

@@ -63,6 +63,7 @@ func newInitCmds() []*cobra.Command {
 					_ = conn.Close()
 				}
 			}
+			o.SweepLeftovers = true
 			return exitCode(sandboxinit.Hold(context.Background(), o))
 		},
 	}

@@ -1,0 +1,122 @@
+package sandboxinit
+
+import (
+	"runtime"
+	"sync"
+	"time"
+)
+
+// warden kills what a command leaves behind once its supervisor is gone.
+// A supervisor kills its command's whole tree before it ends; one that
+// died first (killed by its own command, which runs as the same identity,
+// or starved) leaves the tree behind, and in an agent session that tree
+// would outlive its command and its timeout. Orphans come to the holder:
+// it is a child subreaper (or the sandbox's pid 1), so any child it did
+// not start is such a leftover, and so is any child of the sandbox's pid 1
+// other than the holder when pid 1 is an init above it (docker-init).
+//
+// The warden starts the holder's children and kills leftovers from one
+// OS thread of its own: where Landlock confines the holder (the local
+// backend) without thread sync, each thread that was running at the
+// restriction got a domain of its own, and signal scoping refuses a kill
+// into another thread's domain (seen: EPERM for every leftover when the
+// supervisor had been started from a different thread).
+type warden struct {
+	self int
+	// jobs run on the warden's thread (see onThread).
+	jobs chan func()
+	// initAbove: the holder's parent is the sandbox's pid 1, an init that
+	// gets the orphans of supervisors a runtime exec started.
+	initAbove bool
+	mu        sync.Mutex
+	started   map[int]bool
+	// killed counts the leftovers killed, for the holder's log.
+	killed int
+}
+
+// wardenPoll is how often the warden looks without being told a child
+// ended: supervisors a runtime exec started are not the holder's children.
+const wardenPoll = 250 * time.Millisecond
+
+// Start starts a child of the holder on the warden's thread and records it.
+func (w *warden) Start(start func() (int, error)) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var pid int
+	var err error
+	w.onThread(func() { pid, err = start() })
+	if err == nil {
+		w.started[pid] = true
+	}
+	return err
+}
+
+// onThread runs f on the warden's own locked OS thread and waits for it.
+func (w *warden) onThread(f func()) {
+	done := make(chan struct{})
+	w.jobs <- func() { defer close(done); f() }
+	<-done
+}
+
+// serve runs the warden's jobs; its thread stays locked (and so is never
+// reused by other goroutines) for the holder's life.
+func (w *warden) serve() {
+	runtime.LockOSThread()
+	for f := range w.jobs {
+		f()
+	}
+}
+
+// Exited forgets a child that ended and sweeps what it left behind.
+func (w *warden) Exited(pid int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.started, pid)
+	w.sweepLocked()
+}
+
+// sweep looks for leftovers and kills them.
+func (w *warden) sweep() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sweepLocked()
+}
+
+func (w *warden) killedSoFar() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.killed
+}
+
+// leftovers are the processes (pid -> parent) that nobody started and
+// that came to the holder or to the init above it, with all their
+// descendants.
+func (w *warden) leftovers(procs map[int]proc) []int {
+	children := map[int][]int{}
+	for pid, p := range procs {
+		children[p.ppid] = append(children[p.ppid], pid)
+	}
+	var out []int
+	var add func(pid int)
+	add = func(pid int) {
+		out = append(out, pid)
+		for _, c := range children[pid] {
+			add(c)
+		}
+	}
+	for pid, p := range procs {
+		if pid == w.self || w.started[pid] {
+			continue
+		}
+		if p.ppid == w.self || (w.initAbove && p.ppid == 1) {
+			add(pid)
+		}
+	}
+	return out
+}
+
+// proc is what the warden reads of a process.
+type proc struct {
+	ppid   int
+	zombie bool
+}

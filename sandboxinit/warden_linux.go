@@ -1,0 +1,113 @@
+//go:build linux
+
+package sandboxinit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// newWarden makes the holder a child subreaper, so that the orphans of a
+// dead supervisor come to it, and returns its warden. A kernel without
+// subreapers (gVisor's) will do when orphans come to the sandbox's pid 1
+// anyway: the holder itself, or the init right above it.
+func newWarden() (*warden, error) {
+	w := &warden{self: os.Getpid(), initAbove: os.Getppid() == 1 && os.Getpid() != 1, started: map[int]bool{},
+		jobs: make(chan func())}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil && w.self != 1 && !w.initAbove {
+		return nil, fmt.Errorf("making the holder a child subreaper: %w", err)
+	}
+	go w.serve()
+	return w, nil
+}
+
+// watch sweeps every wardenPoll until ctx ends. Only in a sandbox with a
+// process namespace of its own (the holder is pid 1 or its child): a scan
+// of the host's whole process table is not for polling.
+func (w *warden) watch(ctx context.Context) {
+	if w.self != 1 && !w.initAbove {
+		return
+	}
+	t := time.NewTicker(wardenPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.sweep()
+		}
+	}
+}
+
+// sweepLocked kills the leftovers, their descendants first-found-first, and
+// reaps those that are the holder's children; it repeats while killing
+// reparents more to the holder (bounded).
+func (w *warden) sweepLocked() {
+	for range 20 {
+		procs := readProcs()
+		left := w.leftovers(procs)
+		alive := 0
+		w.onThread(func() {
+			for _, pid := range left {
+				if !procs[pid].zombie {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					alive++
+				}
+			}
+		})
+		w.killed += alive
+		for _, pid := range left {
+			if procs[pid].ppid == w.self {
+				var ws syscall.WaitStatus
+				_, _ = syscall.Wait4(pid, &ws, 0, nil)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+	}
+}
+
+// readProcs reads every process's parent and state from /proc.
+func readProcs() map[int]proc {
+	procs := map[int]proc{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return procs
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The command name may hold spaces and parentheses: the fields
+		// follow the last ')'.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, err := strconv.Atoi(f[1])
+		if err != nil {
+			continue
+		}
+		procs[pid] = proc{ppid: ppid, zombie: f[0] == "Z" || f[0] == "X"}
+	}
+	return procs
+}
