@@ -84,6 +84,9 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	if killAll == nil {
 		killAll = killEveryone
 	}
+	// A command may fill the process table; the holder needing a thread
+	// then would die of it and take the sandbox (a session) with it.
+	supervise.ReserveThreads()
 	var w *warden
 	if o.SweepLeftovers {
 		var err error
@@ -240,6 +243,9 @@ func Exec(ctx context.Context, o ExecOptions) int {
 	spec := supervise.Spec{
 		Argv: o.Argv, Stdout: o.Stdout, Stderr: o.Stderr,
 		Timeout: o.Timeout, Grace: o.Grace,
+		// A parent of 0 is outside this pid namespace: a runtime exec into a
+		// sandbox of its own, whose pid 1 is the holder or the init above it.
+		SweepStrays: os.Getppid() == 0,
 	}
 	if o.Lifeline {
 		spec.Lifeline = o.Stdin

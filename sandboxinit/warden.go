@@ -28,8 +28,12 @@ type warden struct {
 	// initAbove: the holder's parent is the sandbox's pid 1, an init that
 	// gets the orphans of supervisors a runtime exec started.
 	initAbove bool
-	mu        sync.Mutex
-	started   map[int]bool
+	// noSubreaper: the kernel has no child subreapers (gVisor's), so the
+	// orphans of a live supervisor's tree come to pid 1 too: leftovers are
+	// told apart only while no supervisor runs.
+	noSubreaper bool
+	mu          sync.Mutex
+	started     map[int]bool
 	// killed counts the leftovers killed, for the holder's log.
 	killed int
 }
@@ -97,6 +101,15 @@ func (w *warden) leftovers(procs map[int]proc) []int {
 		children[p.ppid] = append(children[p.ppid], pid)
 	}
 	var out []int
+	if w.noSubreaper && supervisorRunning(procs) {
+		// Orphans now may be a running command's: only reap the dead.
+		for pid, p := range procs {
+			if p.ppid == w.self && p.zombie && !w.started[pid] {
+				out = append(out, pid)
+			}
+		}
+		return out
+	}
 	var add func(pid int)
 	add = func(pid int) {
 		out = append(out, pid)
@@ -113,6 +126,17 @@ func (w *warden) leftovers(procs map[int]proc) []int {
 		}
 	}
 	return out
+}
+
+// supervisorRunning: a process a runtime exec started (its parent is
+// outside the sandbox: 0) other than the sandbox's pid 1 is alive.
+func supervisorRunning(procs map[int]proc) bool {
+	for pid, p := range procs {
+		if pid != 1 && p.ppid == 0 && !p.zombie {
+			return true
+		}
+	}
+	return false
 }
 
 // proc is what the warden reads of a process.

@@ -21,8 +21,11 @@ import (
 func newWarden() (*warden, error) {
 	w := &warden{self: os.Getpid(), initAbove: os.Getppid() == 1 && os.Getpid() != 1, started: map[int]bool{},
 		jobs: make(chan func())}
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil && w.self != 1 && !w.initAbove {
-		return nil, fmt.Errorf("making the holder a child subreaper: %w", err)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		if w.self != 1 && !w.initAbove {
+			return nil, fmt.Errorf("making the holder a child subreaper: %w", err)
+		}
+		w.noSubreaper = true
 	}
 	go w.serve()
 	return w, nil

@@ -48,6 +48,13 @@ type Spec struct {
 	// the whole tree is SIGKILLed at once. Read and discard its data.
 	// Run does not wait for it: the goroutine reading it ends at its EOF.
 	Lifeline io.Reader
+	// SweepStrays: this supervisor runs in a sandbox whose pid 1 is its
+	// holder or an init above it. Where the kernel has no subreapers
+	// (gVisor), a command's orphans go to pid 1 and out of reach of the
+	// tree; then, when no other supervisor runs, everything in the sandbox
+	// but pid 1, the holder and this supervisor is killed before the
+	// command starts and after its tree is gone.
+	SweepStrays bool
 }
 
 // Result is how it ended.
@@ -117,8 +124,14 @@ func Run(ctx context.Context, s Spec) Result {
 		return startFailed(s, ExitNotFound, argv0+": command not found in the sandbox")
 	}
 
-	becomeSubreaper()
-	reserveThreads(runtime.GOMAXPROCS(0) + spareThreads)
+	// Always a subreaper where the kernel has them: orphans of the tree
+	// must come here, not to the holder that would take them for leftovers.
+	subreaper := becomeSubreaper()
+	strays := s.SweepStrays && !subreaper
+	if strays {
+		sweepStrays()
+	}
+	ReserveThreads()
 	sio, err := newStdio(s)
 	if err != nil {
 		return startFailed(s, ExitNotExec, argv0+": cannot execute: "+err.Error())
@@ -186,6 +199,9 @@ func Run(ctx context.Context, s Spec) Result {
 		}
 	}
 	r.killAll()
+	if strays {
+		sweepStrays()
+	}
 
 	ws, status := r.collect()
 	switch {

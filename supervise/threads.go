@@ -12,6 +12,12 @@ import (
 // fork bomb writing to a stalled reader peaked at 7 threads.
 const spareThreads = 12
 
+// ReserveThreads keeps GOMAXPROCS plus spareThreads OS threads ready, as
+// Run does before it starts a command: for a long-lived process in the same
+// process table as the commands (the sandbox's holder), which must not die
+// when one of them fills it.
+func ReserveThreads() { reserveThreads(runtime.GOMAXPROCS(0) + spareThreads) }
+
 // reserveThreads makes the Go runtime start n OS threads now, which it
 // then keeps idle for reuse. A command that fills the process table (a
 // fork bomb at the pids limit) would otherwise make the runtime's next

@@ -12,12 +12,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var subreaperOnce sync.Once
+var (
+	subreaperOnce sync.Once
+	subreaperOK   bool
+)
 
 // becomeSubreaper makes orphans of the tree (setsid'd, double-forked)
-// re-parent to this process instead of pid 1, so they stay findable.
-func becomeSubreaper() {
-	subreaperOnce.Do(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) })
+// re-parent to this process instead of pid 1, so they stay findable. It
+// reports whether the kernel has subreapers (gVisor's has not).
+func becomeSubreaper() bool {
+	subreaperOnce.Do(func() { subreaperOK = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == nil })
+	return subreaperOK
 }
 
 // sysProcAttr puts the command in its own process group (the tree's first
@@ -90,18 +95,17 @@ func (t *tree) kill(sig syscall.Signal) int {
 type proc struct {
 	pid, ppid, pgrp int
 	state           byte
+	start           uint64 // clock ticks after boot
 }
 
 // descendants lists every process below this one, from the ppid links in
 // /proc/*/stat. Without /proc it finds nothing and only the process group
 // is signalled.
 func (t *tree) descendants() []proc {
-	d, err := os.Open("/proc")
+	names, err := readDirNames("/proc")
 	if err != nil {
 		return nil
 	}
-	names, _ := d.Readdirnames(-1)
-	_ = d.Close()
 	children := make(map[int][]proc)
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
@@ -142,15 +146,16 @@ func readStat(pid int) (proc, bool) {
 		return proc{}, false
 	}
 	f := bytes.Fields(b[i+1:])
-	if len(f) < 3 || len(f[0]) != 1 {
+	if len(f) < 20 || len(f[0]) != 1 {
 		return proc{}, false
 	}
 	ppid, err1 := strconv.Atoi(string(f[1]))
 	pgrp, err2 := strconv.Atoi(string(f[2]))
-	if err1 != nil || err2 != nil {
+	start, err3 := strconv.ParseUint(string(f[19]), 10, 64) // field 22
+	if err1 != nil || err2 != nil || err3 != nil {
 		return proc{}, false
 	}
-	return proc{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0]}, true
+	return proc{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0], start: start}, true
 }
 
 // treeEnv: the subreaper finds the whole tree; no tag is needed.

@@ -6,7 +6,10 @@ import "syscall"
 
 // becomeSubreaper does nothing: without a subreaper (macOS has none) the
 // tree's handles are its process group (and, on macOS, its tag).
-func becomeSubreaper() {}
+func becomeSubreaper() bool { return false }
+
+// sweepStrays needs Linux's /proc.
+func sweepStrays() {}
 
 // sysProcAttr puts the command in its own process group.
 func sysProcAttr() *syscall.SysProcAttr {

@@ -210,7 +210,7 @@ func TestKilledRunEndsItsCommandOnly(t *testing.T) {
 		_ = cli.Wait()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			res, out := warmRun(t, wb, p, 0, "ps", "-eo", "comm")
+			res, out := warmRun(t, wb, p, 0, "ps", "-eo", "pid,ppid,stat,comm,args")
 			if res.ExitCode == 0 && !strings.Contains(out, "sleep") {
 				break
 			}
@@ -257,37 +257,57 @@ func (k *kit) waitNoLeftovers(t *testing.T, id string) {
 	}
 }
 
-// TestSessionCommandKillingItsSupervisorLeavesNothing: a command runs as
-// the same identity as its supervisor and can kill it; the tree it leaves
-// must not outlive the command in the session (before the holder swept
-// leftovers, the background job below wrote its file seconds later).
-func TestSessionCommandKillingItsSupervisorLeavesNothing(t *testing.T) {
-	// gVisor: its supervisors come by runtime exec and its kernel has no
-	// subreapers; the holder, pid 1 there, finds the orphans by looking.
+// TestSessionCommandLeavesNothing: what a command leaves running must not
+// outlive it in the session: a daemon (setsid, its parent gone), and the
+// tree of a command that killed its own supervisor (it runs as the same
+// identity). Before the holder swept leftovers the second one wrote its
+// file seconds later; under gVisor (no subreapers) the daemon escaped its
+// supervisor's tree and Chromium's crash handler, an orphan too, was taken
+// for a leftover while Chromium ran.
+func TestSessionCommandLeavesNothing(t *testing.T) {
 	for _, name := range append(backendNames, gvisor) {
-		t.Run(name, func(t *testing.T) { killedSupervisorLeavesNothing(t, newKit(t, name)) })
+		t.Run(name, func(t *testing.T) { sessionLeavesNothing(t, newKit(t, name)) })
 	}
 }
 
-func killedSupervisorLeavesNothing(t *testing.T, k *kit) {
-	{
-		f := newFixture(t)
-		p := k.build(t, f, "agent", currentHost(t))
-		p.Warm = policy.Warm{Session: "orphan", Idle: time.Minute}
-		wb := k.warm(t)
-		t.Cleanup(func() {
-			_, _ = warm.End(wb.Dir, p)
-			waitKeepersGone(t, wb.Dir)
-		})
-		res, out := warmRun(t, wb, p, 30*time.Second, "sh", "-c",
-			"(sleep 2; echo left > $HOME/leftover) & sleep 0.3; kill -KILL $PPID; sleep 1")
+// liveProcesses lists the sandbox's processes that are not zombies: a
+// killed process whose new parent (pid 1 under gVisor) has yet to reap it is
+// gone for every purpose but its pid.
+const liveProcesses = "ps -eo stat=,comm= | grep -v '^Z'"
+
+func sessionLeavesNothing(t *testing.T, k *kit) {
+	f := newFixture(t)
+	p := k.build(t, f, "agent", currentHost(t))
+	p.Warm = policy.Warm{Session: "orphan", Idle: time.Minute}
+	wb := k.warm(t)
+	t.Cleanup(func() {
+		_, _ = warm.End(wb.Dir, p)
+		waitKeepersGone(t, wb.Dir)
+	})
+	// An orphan lives as long as its command runs (Chromium's crash handler).
+	res, out := warmRun(t, wb, p, 30*time.Second, "sh", "-c",
+		"(setsid sh -c 'sleep 0.8; echo alive > $HOME/orphan' &); sleep 1.5; cat $HOME/orphan; rm -f $HOME/orphan")
+	if res.ExitCode != 0 || !strings.Contains(out, "alive") {
+		t.Fatalf("an orphan was killed while its command ran: %+v %q", res.Result, out)
+	}
+	for _, tc := range []struct{ name, script string }{
+		{"daemon", "(setsid sh -c 'sleep 2; echo left > $HOME/leftover' &); sleep 0.3; echo started"},
+		{"killed supervisor", "(sleep 2; echo left > $HOME/leftover) & sleep 0.3; kill -KILL $PPID; sleep 1"},
+	} {
+		res, out := warmRun(t, wb, p, 30*time.Second, "sh", "-c", tc.script)
 		if res.TimedOut {
-			t.Fatalf("the command should end when its supervisor is killed: %+v %q", res.Result, out)
+			t.Fatalf("%s: the command should end by itself: %+v %q", tc.name, res.Result, out)
+		}
+		if tc.name == "daemon" {
+			// Gone before the end is told, not some time after.
+			if res, out = warmRun(t, wb, p, 0, "sh", "-c", liveProcesses); strings.Contains(out, "sleep") {
+				t.Fatalf("daemon: still running when the next command started: %+v %q", res.Result, out)
+			}
 		}
 		time.Sleep(3 * time.Second)
-		res, out = warmRun(t, wb, p, 0, "sh", "-c", "cat $HOME/leftover 2>/dev/null || echo absent; ps -eo comm")
+		res, out = warmRun(t, wb, p, 0, "sh", "-c", "cat $HOME/leftover 2>/dev/null || echo absent; rm -f $HOME/leftover; "+liveProcesses)
 		if res.ExitCode != 0 || !strings.Contains(out, "absent") || strings.Contains(out, "sleep") {
-			t.Fatalf("the killed supervisor's command lived on in the session: %+v %q", res.Result, out)
+			t.Fatalf("%s: what the command left lived on in the session: %+v %q", tc.name, res.Result, out)
 		}
 	}
 }
