@@ -42,13 +42,21 @@ func TestSupervisorOutlivesAFullProcessTable(t *testing.T) {
 	}
 	for try := range 4 {
 		superviseBomb(t, cg, try)
+		// The supervisor is gone: so must be every process of its tree, or
+		// the next try starts in a full table.
+		if live := liveTasks(cg); len(live) > 0 {
+			t.Fatalf("try %d: the supervisor ended with %d processes of its tree alive: %v", try, len(live), live)
+		}
 	}
 }
 
 func superviseBomb(t *testing.T, cg string, try int) {
 	t.Helper()
 	// The shell moves itself into the cgroup, then becomes the supervisor.
-	cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" __exec --timeout 2s --grace 200ms -- sh -c 'b() { b | b & }; b; exec sleep 30'`,
+	// The command's shell forks once, before the bomb exists, and then
+	// execs: a second fork of its own could fail in the full table and end
+	// it (dash's "Cannot fork", exit 2) before its timeout.
+	cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" __exec --timeout 2s --grace 200ms -- sh -c 'b() { b | b & }; b & exec sleep 30'`,
 		"sh", cg, testenv.Binary(t))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -74,6 +82,23 @@ func superviseBomb(t *testing.T, cg string, try int) {
 	if code != supervise.ExitTimeout || len(said) > 0 {
 		t.Fatalf("try %d: the supervisor ended with %d, want %d from its timeout; it said %q", try, code, supervise.ExitTimeout, said)
 	}
+}
+
+// liveTasks lists the processes in cg that are not zombies (a zombie is
+// on its way out, reaped by its new parent).
+func liveTasks(cg string) []string {
+	b, _ := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
+	var live []string
+	for _, p := range strings.Fields(string(b)) {
+		stat, err := os.ReadFile("/proc/" + p + "/stat")
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] != 'Z' {
+			live = append(live, p)
+		}
+	}
+	return live
 }
 
 // removeCgroup kills what is left in cg and removes it.

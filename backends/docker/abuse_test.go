@@ -69,9 +69,10 @@ func TestResourceAbuseStaysInside(t *testing.T) {
 		// The bound is loose (a loaded machine starts and removes
 		// containers slowly); what matters is that the timeout, not the
 		// command's own end after the sleep, ended it.
-		// exec: the shell becomes the sleep without a fork, which the full
-		// process table would refuse (dash then exits 2 before the timeout).
-		res, _, stderr := runCaptured(t, f, "agent", 4*time.Second, "sh", "-c", "b() { b | b & }; b; exec sleep 10")
+		// The shell forks once, before the bomb exists, then becomes the
+		// sleep: a fork of its own in the full process table would fail
+		// (dash then exits 2 before the timeout).
+		res, _, stderr := runCaptured(t, f, "agent", 4*time.Second, "sh", "-c", "b() { b | b & }; b & exec sleep 10")
 		<-done
 		if !res.TimedOut || time.Since(start) > 45*time.Second {
 			t.Errorf("fork bomb: exit %d timed out %v after %v; want the timeout to end it; stderr: %.3000s", res.ExitCode, res.TimedOut, time.Since(start), stderr.String())
