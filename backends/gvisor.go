@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
 
 // gVisor (runtime runsc) runs every task of the sandbox as threads of its
@@ -19,6 +20,10 @@ const gvisorHostPidsFactor, gvisorHostPidsSlack = 4, 256
 // gvisorTaskCost is what one task costs gVisor in host memory, measured
 // here (ptrace platform): 580 paused tasks held 969 MiB.
 const gvisorTaskCost = 2 << 20
+
+// gvisorHelpers are the helpers that run beside a command under gVisor:
+// the holder and the command's supervisor.
+const gvisorHelpers = 2
 
 // GVisorLimits are the process limits a sandbox of p gets under runtime
 // when that is runsc: the RLIMIT_NPROC inside gVisor's kernel and the host
@@ -37,5 +42,9 @@ func GVisorLimits(runtime string, p *policy.Policy) (nproc, hostPids int64, ok b
 	if p.Limits.Memory > 0 {
 		nproc = min(nproc, p.Limits.Memory/4/gvisorTaskCost)
 	}
+	// The sandbox's own helpers run as the same identity there, each with
+	// its threads reserved: the holder and the command's supervisor must
+	// not take the command's share (nor fail to start under a small one).
+	nproc += gvisorHelpers * supervise.HelperTasks
 	return nproc, p.Limits.Pids*gvisorHostPidsFactor + gvisorHostPidsSlack, true
 }

@@ -12,11 +12,27 @@ import (
 // fork bomb writing to a stalled reader peaked at 7 threads.
 const spareThreads = 12
 
-// ReserveThreads keeps GOMAXPROCS plus spareThreads OS threads ready, as
-// Run does before it starts a command: for a long-lived process in the same
-// process table as the commands (the sandbox's holder), which must not die
-// when one of them fills it.
-func ReserveThreads() { reserveThreads(runtime.GOMAXPROCS(0) + spareThreads) }
+// helperProcs bounds GOMAXPROCS in the sandbox's helpers (the holder, the
+// supervisor): they wait and copy streams, and every P is one more thread
+// the reserve holds out of the sandbox's process budget (on a 64-core host
+// a reserve scaled by GOMAXPROCS would be 76 threads a helper).
+const helperProcs = 2
+
+// HelperTasks is the most tasks (threads) one helper holds once its threads
+// are reserved: its Ps, the spares and the runtime's own (sysmon, the
+// signal and template threads, and a margin). A process limit counted in
+// tasks (gVisor's RLIMIT_NPROC) must leave this much per helper.
+const HelperTasks = helperProcs + spareThreads + 6
+
+// ReserveThreads keeps the helper's Ps plus spareThreads OS threads ready,
+// as Run does before it starts a command: also for a long-lived process in
+// the same process table as the commands (the sandbox's holder), which must
+// not die when one of them fills it.
+func ReserveThreads() {
+	n := min(runtime.GOMAXPROCS(0), helperProcs)
+	runtime.GOMAXPROCS(n)
+	reserveThreads(n + spareThreads)
+}
 
 // reserveThreads makes the Go runtime start n OS threads now, which it
 // then keeps idle for reuse. A command that fills the process table (a

@@ -285,8 +285,11 @@ func sessionLeavesNothing(t *testing.T, k *kit) {
 		waitKeepersGone(t, wb.Dir)
 	})
 	// An orphan lives as long as its command runs (Chromium's crash handler).
+	// It marks its start and, a second later, that it still lives; the
+	// command waits up to 10 s for that (gVisor under load is slow to start).
 	res, out := warmRun(t, wb, p, 30*time.Second, "sh", "-c",
-		"(setsid sh -c 'sleep 0.8; echo alive > $HOME/orphan' &); sleep 1.5; cat $HOME/orphan; rm -f $HOME/orphan")
+		"(setsid sh -c 'echo started > $HOME/orphan; sleep 1; echo alive >> $HOME/orphan' &); "+
+			"for i in $(seq 100); do grep -q alive $HOME/orphan 2>/dev/null && break; sleep 0.1; done; cat $HOME/orphan; rm -f $HOME/orphan")
 	if res.ExitCode != 0 || !strings.Contains(out, "alive") {
 		t.Fatalf("an orphan was killed while its command ran: %+v %q", res.Result, out)
 	}
