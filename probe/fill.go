@@ -56,11 +56,9 @@ func opFill(s Step, _ string) Observation {
 			return Observation{OK: true, Values: map[string]string{"files": strconv.Itoa(want)},
 				Detail: fmt.Sprintf("made %d of %d files; the filesystem reports free inodes for the other %d", n, want, want-n)}
 		}
-		var f *os.File
-		if f, err = os.OpenFile(filepath.Join(dir, strconv.Itoa(n)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err != nil {
+		if err = createEmpty(filepath.Join(dir, strconv.Itoa(n))); err != nil {
 			break
 		}
-		f.Close()
 	}
 	o := Observation{OK: n >= want, Values: map[string]string{"files": strconv.Itoa(n)}, Detail: fmt.Sprintf("made %d of %d files", n, want)}
 	keep = o.OK && s.Args["keep_unbounded"] == "true"

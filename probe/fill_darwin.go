@@ -23,3 +23,13 @@ func reserve(f *os.File, off, n int64) error {
 	}
 	return err
 }
+
+// createEmpty makes an empty regular file (macOS's mknod is for devices and
+// needs root).
+func createEmpty(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}

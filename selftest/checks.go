@@ -184,6 +184,10 @@ func writeJudge(id string, targets func(e *Env) []string) func(*Env, *Evidence) 
 func okJudge(id string) func(*Env, *Evidence) (bool, string) {
 	return func(_ *Env, ev *Evidence) (bool, string) {
 		o := ev.Obs[id]
+		if !o.OK && o.Errno != "" && o.Detail != "" {
+			// What failed, not only how: a control that fails says why.
+			return false, o.Errno + ": " + o.Detail
+		}
 		return o.OK, errnoEvidence(o)
 	}
 }
