@@ -6,12 +6,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
 
 // newWarden makes the holder a child subreaper, so that the orphans of a
@@ -82,35 +82,8 @@ func (w *warden) sweepLocked() {
 // readProcs reads every process's parent and state from /proc.
 func readProcs() map[int]proc {
 	procs := map[int]proc{}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return procs
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The command name may hold spaces and parentheses: the fields
-		// follow the last ')'.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, err := strconv.Atoi(f[1])
-		if err != nil {
-			continue
-		}
-		procs[pid] = proc{ppid: ppid, zombie: f[0] == "Z" || f[0] == "X"}
+	for _, p := range supervise.Processes() {
+		procs[p.PID] = proc{ppid: p.PPID, zombie: p.Zombie}
 	}
 	return procs
 }

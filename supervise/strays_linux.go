@@ -54,6 +54,22 @@ func strays(procs []proc, self int, pid1IsHolder bool) []int {
 	return out
 }
 
+// Process is what /proc/PID/stat tells of a process.
+type Process struct {
+	PID, PPID int
+	Zombie    bool // exited (or being reaped), not yet gone
+}
+
+// Processes lists every process in /proc (of this pid namespace).
+func Processes() []Process {
+	procs := allProcs()
+	out := make([]Process, 0, len(procs))
+	for _, p := range procs {
+		out = append(out, Process{PID: p.pid, PPID: p.ppid, Zombie: p.state == 'Z' || p.state == 'X'})
+	}
+	return out
+}
+
 // allProcs reads every process in /proc.
 func allProcs() []proc {
 	names, err := readDirNames("/proc")
