@@ -127,8 +127,17 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	if o.Stdout != nil {
 		fmt.Fprintln(o.Stdout, stage.ReadyLine)
 	}
+	// The channel closes before the holder kills everything: what that
+	// kill does to a supervisor is the sandbox's end, not the command's
+	// exit, and the host must learn it as such (not as a plain 137).
+	ctlCtx, endControl := context.WithCancel(ctx)
+	defer endControl()
 	if o.Control != nil || o.ControlConn != nil {
-		go serveControl(ctx, o, w)
+		go serveControl(ctlCtx, o, w)
+	}
+	stop := func() {
+		endControl()
+		killAll()
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
@@ -148,20 +157,20 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	}
 	select {
 	case <-cut:
-		killAll()
+		stop()
 		return ExitLifelineCut
 	case <-ttl:
 		fmt.Fprintln(o.Stderr, "triage-sandbox: sandbox lifetime exceeded; killed")
-		killAll()
+		stop()
 		return ExitTTL
 	case s := <-sigs:
 		// triage-sandbox closes a sandbox with SIGKILL or the lifeline, never
 		// a catchable signal: this came from outside.
 		fmt.Fprintf(o.Stderr, "%s (%v)\n", StoppedOutsideMessage, s)
-		killAll()
+		stop()
 		return ExitStoppedOutside
 	case <-ctx.Done():
-		killAll()
+		stop()
 		return ExitLifelineCut
 	}
 }

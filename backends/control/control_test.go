@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -162,6 +163,35 @@ func TestHolderGoneEndsWaiters(t *testing.T) {
 	}
 	if _, err := c.Start(context.Background(), []string{"/bin/sh"}, "", nil, []*os.File{devnull, devnull, devnull}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Start after the holder went: %v, want ErrClosed", err)
+	}
+	<-served
+}
+
+// TestEndingHolderTellsNoExit: a holder that ends the sandbox stops
+// serving before it kills what runs; the host must not take that kill for
+// the commands' own end (a plain 137), only learn that the channel closed.
+// Many processes at once: a reply that slips out before the channel closes
+// would be one of them.
+func TestEndingHolderTellsNoExit(t *testing.T) {
+	c, cancel, served := startServer(t, nil)
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	var procs []*Process
+	for range 20 {
+		p, err := c.Start(context.Background(), []string{"/bin/sh", "-c", "sleep 30"}, "", nil, []*os.File{devnull, devnull, devnull})
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	cancel() // the holder ends the sandbox, then kills everything
+	for _, p := range procs {
+		_ = syscall.Kill(p.PID, syscall.SIGKILL)
+	}
+	for _, p := range procs {
+		if e, err := p.Wait(); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Wait after the holder ended the sandbox: %+v %v, want ErrClosed", e, err)
+		}
 	}
 	<-served
 }

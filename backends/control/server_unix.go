@@ -73,7 +73,7 @@ func ServeConn(ctx context.Context, conn *net.UnixConn, o ServeOptions) error {
 			return fmt.Errorf("reading the control channel: %w", err)
 		}
 		files, ferr := receivedFiles(oob[:oobn])
-		s.handle(buf[:n], files, ferr)
+		s.handle(ctx, buf[:n], files, ferr)
 	}
 }
 
@@ -94,7 +94,7 @@ func (s *server) send(r reply) {
 	_, _, _ = s.conn.WriteMsgUnix(b, nil, nil)
 }
 
-func (s *server) handle(msg []byte, files []*os.File, ferr error) {
+func (s *server) handle(ctx context.Context, msg []byte, files []*os.File, ferr error) {
 	defer closeAll(files)
 	var req request
 	if err := json.Unmarshal(msg, &req); err != nil {
@@ -133,6 +133,11 @@ func (s *server) handle(msg []byte, files []*os.File, ferr error) {
 	go func() {
 		defer s.wg.Done()
 		_ = cmd.Wait()
+		if ctx.Err() != nil {
+			// The holder is ending the sandbox: this end is its doing, not
+			// the process's; the host learns it from the channel's close.
+			return
+		}
 		if s.o.Children != nil {
 			// Before the reply: the host learns of the end once what the
 			// process left behind is gone too.
