@@ -185,8 +185,10 @@ func StageIn(ctx context.Context, w io.Writer, p *policy.Policy) (stage.Manifest
 // its staged copy in place, says why it could not be, or the holder ended
 // (ErrHolderEnded) or ctx did.
 func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) error {
-	tick := time.NewTicker(5 * time.Millisecond)
+	// The buffer tells of each write; the tick is only a backstop.
+	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	changed := out.Changed()
 	for {
 		if out.LineWith(stage.ReadyLine) != "" {
 			return nil
@@ -207,6 +209,7 @@ func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) 
 				continue
 			}
 			return ErrHolderEnded
+		case <-changed:
 		case <-tick.C:
 		}
 	}

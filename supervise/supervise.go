@@ -273,14 +273,16 @@ func (r *run) graceWait(grace time.Duration) (cut bool) {
 // scan of /proc is not an atomic snapshot.
 func (r *run) killAll() {
 	deadline := time.Now().Add(killBound)
-	pause := 2 * time.Millisecond
-	for empty := 0; empty < 2; {
+	pause := 500 * time.Microsecond
+	for empty := 0; ; {
 		if r.t.kill(syscall.SIGKILL) == 0 {
 			empty++
 		} else {
 			empty = 0
 		}
-		if time.Now().After(deadline) {
+		// Every command pays for the pause before the second scan: it is
+		// short, and none follows the last one.
+		if empty == 2 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(pause)
