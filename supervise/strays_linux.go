@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // sweepStrays kills every process in the sandbox but pid 1, the holder and
@@ -13,15 +14,19 @@ import (
 // behind: orphans re-parented to pid 1, out of reach of the tree.
 func sweepStrays() {
 	self := os.Getpid()
-	for range 10 {
-		procs := allProcs()
-		pids := strays(procs, self, sameComm(1, self))
+	pid1IsHolder := sameComm(1, self)
+	// Until a scan finds none alive: a process SIGKILLed a moment ago may
+	// still show as running (bounded, as the tree's own kill is).
+	deadline := time.Now().Add(killBound)
+	for pause := 500 * time.Microsecond; time.Now().Before(deadline); pause = min(2*pause, 50*time.Millisecond) {
+		pids := strays(allProcs(), self, pid1IsHolder)
 		if len(pids) == 0 {
 			return
 		}
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+		time.Sleep(pause)
 	}
 }
 
@@ -43,7 +48,7 @@ func strays(procs []proc, self int, pid1IsHolder bool) []int {
 	}
 	var out []int
 	for _, p := range procs {
-		if p.pid == 1 || p.pid == self || p.pid == holder || p.state == 'Z' {
+		if p.pid == 1 || p.pid == self || p.pid == holder || p.dead() {
 			continue
 		}
 		if p.ppid == 0 {
@@ -65,7 +70,7 @@ func Processes() []Process {
 	procs := allProcs()
 	out := make([]Process, 0, len(procs))
 	for _, p := range procs {
-		out = append(out, Process{PID: p.pid, PPID: p.ppid, Zombie: p.state == 'Z' || p.state == 'X'})
+		out = append(out, Process{PID: p.pid, PPID: p.ppid, Zombie: p.dead()})
 	}
 	return out
 }

@@ -98,22 +98,16 @@ type proc struct {
 	start           uint64 // clock ticks after boot
 }
 
+// dead: exited (a zombie) or being reaped, not yet gone.
+func (p proc) dead() bool { return p.state == 'Z' || p.state == 'X' }
+
 // descendants lists every process below this one, from the ppid links in
 // /proc/*/stat. Without /proc it finds nothing and only the process group
 // is signalled.
 func (t *tree) descendants() []proc {
-	names, err := readDirNames("/proc")
-	if err != nil {
-		return nil
-	}
 	children := make(map[int][]proc)
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid == t.self {
-			continue
-		}
-		p, ok := readStat(pid)
-		if ok {
+	for _, p := range allProcs() {
+		if p.pid != t.self {
 			children[p.ppid] = append(children[p.ppid], p)
 		}
 	}
