@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/moby/moby/api/types/mount"
@@ -14,15 +13,11 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // ControlSockPath is where the host's control socket is bound in.
 const ControlSockPath = "/.triage-sandbox/control.sock"
-
-// ControlUnavailable starts the line the holder prints when it cannot dial
-// the control socket (a daemon in a VM, a remote one): commands are then
-// docker execs, as before.
-const ControlUnavailable = "triage-sandbox: control: unavailable"
 
 // controlWait bounds how long a start waits for the holder to dial in.
 const controlWait = 20 * time.Second
@@ -46,13 +41,17 @@ func withControl(p *policy.Policy, req *CreateRequest) *control.Listener {
 	if filepath.Base(p.Runtime) == "runsc" {
 		return nil
 	}
+	cmd, err := protocol.EditHold(req.Config.Cmd, func(h *protocol.Hold) { h.ControlSock = ControlSockPath })
+	if err != nil {
+		return nil
+	}
 	ln, err := control.Listen(controlDir(), p.User.UID, p.User.GID)
 	if err != nil {
 		return nil
 	}
 	req.HostConfig.Mounts = append(req.HostConfig.Mounts, mount.Mount{
 		Type: mount.TypeBind, Source: ln.Path, Target: ControlSockPath, ReadOnly: true})
-	req.Config.Cmd = append(req.Config.Cmd, "--control-sock", ControlSockPath)
+	req.Config.Cmd = cmd
 	return ln
 }
 
@@ -73,7 +72,7 @@ func (s *sandbox) awaitControl(ctx context.Context, ln *control.Listener) {
 				cancel()
 				return
 			case <-t.C:
-				if strings.Contains(s.holdOut.String(), ControlUnavailable) {
+				if _, ok := protocol.First(s.holdOut.Bytes(), protocol.StateControlUnavailable); ok {
 					cancel()
 					return
 				}
@@ -121,4 +120,4 @@ func (h *holderView) ID() string              { return h.id }
 func (h *holderView) Exited() <-chan struct{} { return h.exited }
 func (h *holderView) Kill()                   { (*sandbox)(h).kill() }
 func (h *holderView) Killed() bool            { return h.killed.Load() }
-func (h *holderView) Said() string            { return holderexec.SaidLine(h.holdOut.String()) }
+func (h *holderView) Said() string            { return holderexec.SaidLine(h.holdOut.Bytes()) }

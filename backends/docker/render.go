@@ -67,7 +67,7 @@ func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, err
 	if !info.ExpiresAt.IsZero() {
 		ttl = max(time.Until(info.ExpiresAt), time.Second)
 	}
-	holdArgs := backends.HoldArgv(p, ttl)
+	holdArgs := backends.HoldArgv(backends.HoldSpec(p, ttl))
 	network, err := networkMode(p.Network.Mode)
 	if err != nil {
 		return nil, err
@@ -142,11 +142,11 @@ func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, err
 // bundle's), so under runsc the supervisor loads the sandbox's filter on
 // itself and its command inherits it.
 func execArgv(p *policy.Policy, cmd backends.Command) []string {
-	argv := backends.ExecArgv(p, cmd)
-	if filepath.Base(p.Runtime) != "runsc" {
-		return argv
+	spec := backends.ExecSpec(p, cmd)
+	if filepath.Base(p.Runtime) == "runsc" {
+		spec.Seccomp = confine.SeccompSets()[0]
 	}
-	return backends.WithSupervisorFlags(argv, "--seccomp", confine.SeccompSets()[0])
+	return backends.ExecArgv(spec)
 }
 
 // RenderExec is the exec request one command becomes: the supervisor runs

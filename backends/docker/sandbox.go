@@ -17,7 +17,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
@@ -410,9 +410,8 @@ func (s *sandbox) endedErr() error {
 	if s.waitErr != nil {
 		return daemonLost(s.waitErr)
 	}
-	if line := s.holdOut.LineWith(sandboxinit.StoppedOutsideMessage); line != "" {
-		return fmt.Errorf("%s, e.g. by the Docker daemon shutting down or `docker stop`; the result is unknown, run it again",
-			strings.TrimPrefix(line, "triage-sandbox: "))
+	if st, ok := protocol.First(s.holdOut.Bytes(), protocol.StateStoppedOutside); ok {
+		return fmt.Errorf("%s, e.g. by the Docker daemon shutting down or `docker stop`; the result is unknown, run it again", st)
 	}
 	if !s.b.answers(context.Background()) {
 		return fmt.Errorf("the Docker daemon stopped during the run and killed the sandbox (exit %d); the result is unknown, run it again once the daemon is back", s.exitStatus)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
@@ -56,9 +57,9 @@ type ExitStatus struct{ Code int }
 
 func (e *ExitStatus) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
-// Starter starts the supervisor argv with stdout and stderr going to the
-// gate, and exportW (when not nil) as its descriptor 3.
-type Starter func(ctx context.Context, argv []string, gate *backends.StartGate, exportW *os.File) (*Started, error)
+// Starter starts the supervisor with spec, its stdout and stderr going to
+// the gate, and exportW (when not nil) as its descriptor 3.
+type Starter func(ctx context.Context, spec protocol.Exec, gate *backends.StartGate, exportW *os.File) (*Started, error)
 
 // Run is one command's run.
 type Run struct {
@@ -70,8 +71,9 @@ type Run struct {
 	// them, updated by the copy back.
 	ExportOnFD bool
 	Manifest   *stage.Manifest
-	// SupervisorFlags go to the supervisor before the command.
-	SupervisorFlags []string
+	// Seccomp names a filter set the supervisor loads before the command,
+	// for runtimes whose exec loads none.
+	Seccomp string
 	// OOMKills counts OOM kills in the sandbox's memory cgroup (nil:
 	// unknown), waiting up to settle for news once the cgroup is gone.
 	OOMKills func(settle time.Duration) uint64
@@ -90,7 +92,8 @@ func (r Run) ended() bool {
 func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 	res := backends.Result{Sandbox: r.Sandbox.ID()}
 	_, staged := backends.StagePaths(r.Policy)
-	argv := backends.ExecArgv(r.Policy, cmd)
+	spec := backends.ExecSpec(r.Policy, cmd)
+	spec.Seccomp = r.Seccomp
 	var exportR, exportW *os.File
 	if len(staged) > 0 && r.ExportOnFD {
 		var err error
@@ -98,9 +101,8 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 			return res, err
 		}
 		defer exportR.Close()
-		argv = backends.ExecArgvExporting(r.Policy, cmd, 3)
+		spec = backends.WithExport(spec, r.Policy, 3)
 	}
-	argv = backends.WithSupervisorFlags(argv, r.SupervisorFlags...)
 	gate := backends.NewStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
 	var oomBefore uint64
 	if r.OOMKills != nil {
@@ -110,7 +112,7 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 	// timeout no later than the supervisor enforces it.
 	deadline := backends.StartDeadline(cmd.Timeout)
 	defer deadline.Stop()
-	proc, err := r.Start(ctx, argv, gate, exportW)
+	proc, err := r.Start(ctx, spec, gate, exportW)
 	if exportW != nil {
 		exportW.Close() // the supervisor's copy is the only writer now
 	}

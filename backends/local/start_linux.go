@@ -23,6 +23,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/backends/oomwatch"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
@@ -123,8 +124,13 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration)
 		planW.Close()
 		return err
 	}
-	args := append([]string{s.b.selfExe, HelperSubcommand, "--plan-fd", fmt.Sprint(planFD), "--control-fd", fmt.Sprint(controlFD)},
-		backends.HoldArgv(s.p, ttl)[2:]...)
+	hold := backends.HoldSpec(s.p, ttl)
+	hold.ControlFD = controlFD
+	args, err := protocol.Argv(s.b.selfExe, protocol.EntryLocal, protocol.Local{PlanFD: planFD, Hold: hold})
+	if err != nil {
+		planW.Close()
+		return err
+	}
 	// The holder's environment is the one its commands inherit.
 	s.helper = &exec.Cmd{Path: s.b.selfExe, Args: args, Dir: "/", Env: s.p.EnvList(ScratchPaths),
 		ExtraFiles: []*os.File{planR, holder}, SysProcAttr: attr}

@@ -22,6 +22,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/netup"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // Name is the backend's registry name.
@@ -200,7 +201,12 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	}
 	if passesFDs(rt) {
 		// The holder serves commands on the channel the runtime passes as fd 3.
-		spec.Process.Args = append(spec.Process.Args, "--control-fd", "3")
+		args, err := protocol.EditHold(spec.Process.Args, func(h *protocol.Hold) { h.ControlFD = 3 })
+		if err != nil {
+			release()
+			return nil, err
+		}
+		spec.Process.Args = args
 	}
 	id := newID()
 	dir := filepath.Join(b.bundles(), id)

@@ -191,7 +191,7 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 		// runsc exec loads no seccomp filter in gVisor's kernel (only the
 		// bundle's own process gets one): the supervisor loads the
 		// sandbox's filter on itself, and its command inherits it.
-		run.SupervisorFlags = []string{"--seccomp", confine.SeccompSets()[0]}
+		run.Seccomp = confine.SeccompSets()[0]
 	}
 	return run.Exec(ctx, cmd, out)
 }

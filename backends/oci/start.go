@@ -9,16 +9,17 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // startByRuntime runs the supervisor with a runtime exec (runsc, which
 // cannot pass the holder a channel).
-func (s *sandbox) startByRuntime(_ context.Context, argv []string, gate *backends.StartGate, exportW *os.File) (*holderexec.Started, error) {
+func (s *sandbox) startByRuntime(_ context.Context, spec protocol.Exec, gate *backends.StartGate, exportW *os.File) (*holderexec.Started, error) {
 	rtArgs := []string{"exec"}
 	if exportW != nil {
 		rtArgs = append(rtArgs, "--preserve-fds", "1")
 	}
-	procPath, err := s.processFile("exec.json", argv)
+	procPath, err := s.processFile("exec.json", backends.ExecArgv(spec))
 	if err != nil {
 		return nil, err
 	}

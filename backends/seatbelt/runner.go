@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // The runner is plain Unix process handling; only Start (start_darwin.go)
@@ -170,25 +170,28 @@ func (s *box) Exec(ctx context.Context, cmd backends.Command, out backends.Strea
 	return holderexec.Run{Policy: s.p, Sandbox: s, Start: s.start}.Exec(ctx, cmd, out)
 }
 
-// start implements holderexec.Starter. argv is the in-sandbox supervisor's
-// (backends.ExecArgv: the container init path, its flags, "--", the
-// command); here the supervisor is this binary on the host and the
-// command is sandbox-exec with the profile rendered for it now.
-func (s *box) start(ctx context.Context, argv []string, gate *backends.StartGate, exportW *os.File) (*holderexec.Started, error) {
-	sep := slices.Index(argv, "--")
-	if exportW != nil || len(argv) == 0 || argv[0] != backends.InitPath || sep < 0 {
-		return nil, fmt.Errorf("seatbelt: unexpected supervisor argv %q", argv)
+// start implements holderexec.Starter: the supervisor is this binary on
+// the host and its command is sandbox-exec with the profile rendered for
+// the spec's command now.
+func (s *box) start(ctx context.Context, spec protocol.Exec, gate *backends.StartGate, exportW *os.File) (*holderexec.Started, error) {
+	if exportW != nil || spec.ExportFD != 0 {
+		return nil, fmt.Errorf("seatbelt: the supervisor exports nothing here (no staged paths)")
 	}
 	s.n++
 	profilePath := filepath.Join(s.dir, fmt.Sprintf("profile-%d.sb", s.n))
-	art, err := s.render(ctx, backends.Command{Argv: argv[sep+1:]}, profilePath)
+	art, err := s.render(ctx, backends.Command{Argv: spec.Argv}, profilePath)
 	if err != nil {
 		return nil, err
 	}
 	if err := writeProfile(profilePath, art.Profile); err != nil {
 		return nil, err
 	}
-	x := exec.Command(s.b.selfExe, append(append([]string(nil), argv[1:sep+1]...), art.Argv...)...)
+	spec.Argv = art.Argv
+	argv, err := protocol.Argv(s.b.selfExe, protocol.EntryExec, spec)
+	if err != nil {
+		return nil, err
+	}
+	x := exec.Command(argv[0], argv[1:]...)
 	x.Env, x.Dir = s.p.EnvList(s.scratch), s.p.Workdir
 	x.Stdout, x.Stderr = gate.Stdout(), gate.Stderr()
 	// Its own process group: a Ctrl-C at the terminal reaches triage-sandbox,

@@ -32,6 +32,11 @@ func (e *exitError) Error() string {
 func refuse(err error) error { return &exitError{code: 125, err: err} }
 
 func main() {
+	if len(os.Args) > 1 {
+		if code, ok := runSandboxEntry(os.Args[1], os.Args[2:]); ok {
+			os.Exit(code)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := newRootCmd()
 	err := root.ExecuteContext(ctx)
@@ -70,7 +75,6 @@ func newRootCmd() *cobra.Command {
 	})
 	root.AddCommand(newRunCmd(), newCheckCmd(), newRenderCmd(), newPolicyCmd(), newDoctorCmd(),
 		newImageCmd(), newVersionCmd())
-	root.AddCommand(newInitCmds()...)
 	root.AddCommand(newProbeCmds()...)
 	root.AddCommand(newSelftestCmd(), newGCCmd(), newSessionCmd(), newKeeperCmd())
 	return root
