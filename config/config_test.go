@@ -324,29 +324,31 @@ min_safe = 0
 max_risk = 1
 `,
 			check: func(t *testing.T, f *File) {
-				s := f.Sandbox
-				if *s.Backend != "docker" || !*s.Network || *s.Image != "img:1" || *s.AllowAll ||
-					*s.Timeout != 30 || *s.Memory != 2<<30 || *s.CPUs != 1.5 || *s.Pids != 256 ||
-					*s.TmpfsSize != 64<<20 || *s.ShmSize != 64<<10 || *s.Runtime != "runsc" ||
-					*s.User != "1000:1000" || *s.OutputLimit != 1<<20 || *s.AuditLog != ".triage/audit.jsonl" ||
-					s.SetEnv["LLMFORMAT"] != "1" || len(s.Deny) != 1 || len(s.Secrets) != 1 ||
-					len(s.Env) != 3 || len(s.Writable) != 3 {
-					t.Errorf("Sandbox = %+v", s)
+				want := Sandbox{
+					Backend: ptr("docker"), Network: ptr(true), Image: ptr("img:1"),
+					Env: []string{"A", "B_*", "LC_[A-Z]?"}, Secrets: []string{"~/.ssh"}, Writable: []string{"out", "./a/b", "."},
+					AllowAll: ptr(false), SetEnv: map[string]string{"LLMFORMAT": "1"}, Timeout: ptr(30),
+					Memory: ptr[int64](2 << 30), CPUs: ptr(1.5), Pids: ptr[int64](256), TmpfsSize: ptr[int64](64 << 20),
+					ShmSize: ptr[int64](64 << 10), Runtime: ptr("runsc"), User: ptr("1000:1000"), OutputLimit: ptr[int64](1 << 20),
+					Deny: []string{"rm -rf *"}, AuditLog: ptr(".triage/audit.jsonl"),
 				}
-				if *f.Agent.CPUs != 2 || f.Agent.SetEnv["X"] != "y" {
-					t.Errorf("Agent = %+v", f.Agent)
+				if !reflect.DeepEqual(f.Sandbox, want) {
+					t.Errorf("Sandbox = %+v, want %+v", f.Sandbox, want)
 				}
-				if *f.Guard.URL != "http://127.0.0.1:8080" || *f.Guard.Timeout != 5 || *f.Guard.MinSafe != 0 || *f.Guard.MaxRisk != 1 {
-					t.Errorf("Guard = %+v", f.Guard)
+				if want := (Sandbox{CPUs: ptr(2.0), SetEnv: map[string]string{"X": "y"}}); !reflect.DeepEqual(f.Agent, want) {
+					t.Errorf("Agent = %+v, want %+v", f.Agent, want)
+				}
+				if want := (Guard{URL: ptr("http://127.0.0.1:8080"), Timeout: ptr(5), MinSafe: ptr(0.0), MaxRisk: ptr(1.0)}); !reflect.DeepEqual(f.Guard, want) {
+					t.Errorf("Guard = %+v, want %+v", f.Guard, want)
 				}
 			},
 		},
 		{
 			name: "empty arrays are set, not unset",
-			toml: "[sandbox.agent]\nwritable = []\nset_env = {}\n",
+			toml: "[sandbox.agent]\nwritable = []\nset_env = {}\naccept_weaker = []\n",
 			check: func(t *testing.T, f *File) {
-				if f.Agent.Writable == nil || len(f.Agent.Writable) != 0 || f.Agent.SetEnv == nil {
-					t.Errorf("Agent = %+v, want empty but set Writable and SetEnv", f.Agent)
+				if f.Agent.Writable == nil || len(f.Agent.Writable) != 0 || f.Agent.SetEnv == nil || f.Agent.AcceptWeaker == nil {
+					t.Errorf("Agent = %+v, want empty but set Writable, SetEnv and AcceptWeaker", f.Agent)
 				}
 			},
 		},
@@ -510,3 +512,5 @@ func TestDefault(t *testing.T) {
 }
 
 func isZero(s Sandbox) bool { return reflect.DeepEqual(s, Sandbox{}) }
+
+func ptr[T any](v T) *T { return &v }
