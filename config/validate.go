@@ -132,6 +132,7 @@ func (c *checker) notSandboxKey(base []string, k string, v any, role bool) {
 	case role && isTable:
 		c.nestedTable(base, k)
 	case !role && slices.Contains(sandboxTables, k):
+		// read by sandboxSection
 	case role:
 		c.add(concat(base, []string{k}), "unknown key", unknownKeyHint(k, keyNames(sandboxKeys)))
 	default:
