@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/triage-sandbox/triage-sandbox/internal/fdclean"
 )
 
 // exitError carries a specific exit code out of a subcommand.
@@ -32,6 +33,12 @@ func (e *exitError) Error() string {
 func refuse(err error) error { return &exitError{code: 125, err: err} }
 
 func main() {
+	// Nothing of the caller's crosses by inheritance: no process started
+	// from here (helper, holder, supervisor, command) gets a descriptor
+	// that was not passed to it on purpose.
+	if err := fdclean.CloseOnExecAbove(2); err != nil {
+		os.Exit(report(refuse(err)))
+	}
 	if len(os.Args) > 1 {
 		if code, ok := runSandboxEntry(os.Args[1], os.Args[2:]); ok {
 			os.Exit(code)
