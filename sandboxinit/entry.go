@@ -20,6 +20,10 @@ type Stdio struct {
 // RunHold is the holder's entry point: it holds the sandbox as spec says
 // and returns the exit code.
 func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
+	if err := guardFromCommand(); err != nil {
+		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: err.Error()})
+		return exitcodeRefused
+	}
 	o := HoldOptions{TTL: spec.TTL.D(), Stderr: io.Err, Stdout: io.Out, Stage: spec.Stage, SweepLeftovers: true}
 	if spec.Lifeline {
 		o.Lifeline = io.In
@@ -53,6 +57,10 @@ func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
 // RunExec is the supervisor's entry point: it runs one command as spec
 // says and returns the exit code.
 func RunExec(ctx context.Context, spec protocol.Exec, io Stdio) int {
+	if err := guardFromCommand(); err != nil {
+		fmt.Fprintf(io.Err, "triage-sandbox: %v\n", err)
+		return exitcodeRefused
+	}
 	o := ExecOptions{Argv: spec.Argv, Timeout: spec.Timeout.D(), Grace: spec.Grace.D(), Lifeline: spec.Lifeline,
 		Stdin: io.In, Stdout: io.Out, Stderr: io.Err, Seccomp: spec.Seccomp}
 	if spec.ExportFD != 0 {
@@ -67,6 +75,10 @@ func RunExec(ctx context.Context, spec protocol.Exec, io Stdio) int {
 
 // RunExport is the exporter's entry point.
 func RunExport(spec protocol.Export, out, errOut io.Writer) int {
+	if err := guardFromCommand(); err != nil {
+		fmt.Fprintf(errOut, "triage-sandbox: %v\n", err)
+		return exitcodeRefused
+	}
 	if err := Export(out, spec.Stage, spec.MaxEntries); err != nil {
 		fmt.Fprintf(errOut, "triage-sandbox: %v\n", err)
 		return exitcodeRefused
