@@ -95,8 +95,10 @@ func (b *Backend) Sweep(context.Context) ([]string, error) { return nil, nil }
 // SelfPath implements backends.Backend.
 func (b *Backend) SelfPath() string { return backends.InitPath }
 
-// Describe implements backends.Backend.
-func (b *Backend) Describe(context.Context, *policy.Policy) map[string]string { return nil }
+// Describe implements backends.Backend: a map callers may add to.
+func (b *Backend) Describe(context.Context, *policy.Policy) map[string]string {
+	return map[string]string{"backend": b.Name()}
+}
 
 // Render implements backends.Backend: the fake renders nothing.
 func (b *Backend) Render(*policy.Policy, backends.Command) (backends.Artifact, error) {

@@ -1,6 +1,13 @@
 // Package testenv gives integration tests what they share: a static
-// triage-sandbox binary built once per test process, and a rule for when a
-// missing Docker daemon is a failure (CI) rather than a skip (a laptop).
+// triage-sandbox binary built once per test process, and the rules of the
+// two test tiers.
+//
+// The quick tier, `go test -short ./...`, needs no Docker daemon, no root
+// and no runc: every test that needs one of them (or builds the binary,
+// or takes long) skips under -short, through RequireDocker, RequireRoot or
+// SkipShort, saying why. The full tier, scripts/test.sh, runs everything;
+// there a missing Docker daemon is a failure (CI or
+// TRIAGE_SANDBOX_REQUIRE_DOCKER set) rather than a skip (a laptop).
 package testenv
 
 import (
@@ -50,10 +57,32 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// RequireDocker skips the test when no daemon answers, unless CI or
-// TRIAGE_SANDBOX_REQUIRE_DOCKER is set: there a missing daemon fails.
+// SkipShort skips the test in the quick tier (-short), saying why it
+// belongs to the full one.
+func SkipShort(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("full tier only (-short): %s", why)
+	}
+}
+
+// RequireRoot skips the test in the quick tier and when not run as root:
+// the quick tier must pass the same for root and for anyone else.
+func RequireRoot(t testing.TB, why string) {
+	t.Helper()
+	SkipShort(t, "needs root: "+why)
+	if os.Geteuid() != 0 {
+		t.Skipf("needs root: %s", why)
+	}
+}
+
+// RequireDocker skips the test in the quick tier (-short) and when no
+// daemon answers, unless CI or TRIAGE_SANDBOX_REQUIRE_DOCKER is set: there
+// a missing daemon fails (but -short still skips: the quick tier never
+// needs a daemon).
 func RequireDocker(t testing.TB) {
 	t.Helper()
+	SkipShort(t, "needs a Docker daemon")
 	cli, err := client.New(client.FromEnv)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
