@@ -296,7 +296,9 @@ func TestKeeperExpiresAndClosesEverything(t *testing.T) {
 				b.StartGate = gate
 			}
 			done := make(chan error, 1)
-			go func() { done <- Keep(context.Background(), KeeperOptions{Dir: dir, Policy: p, Backend: b, Log: io.Discard}) }()
+			go func() {
+				done <- Keep(context.Background(), KeeperOptions{Dir: dir, Policy: p, Backend: b, Log: io.Discard})
+			}()
 			select {
 			case err := <-done:
 				if err != nil {
