@@ -12,6 +12,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,26 +31,48 @@ var (
 	buildOut  []byte
 )
 
-// Binary builds ./cmd/triage-sandbox with CGO_ENABLED=0 (once) and returns
-// its path.
+// Binary builds ./cmd/triage-sandbox with CGO_ENABLED=0 (once per test
+// process) and returns its path. Every test process links it afresh (go
+// build's cache keeps that short) and renames it into BinaryCache, so one
+// copy stays between runs, not one per test process.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "triage-sandbox-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "triage-sandbox")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/triage-sandbox")
-		cmd.Dir = repoRoot()
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		buildOut, buildErr = cmd.CombinedOutput()
+		binPath, buildOut, buildErr = build(BinaryCache())
 	})
 	if buildErr != nil {
 		t.Fatalf("building triage-sandbox: %v\n%s", buildErr, buildOut)
 	}
 	return binPath
+}
+
+// BinaryCache is the directory where Binary keeps the static binary: a
+// cache the tests declare, the one file of theirs left in the temporary
+// directory.
+func BinaryCache() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("triage-sandbox-test-bin-%d", os.Geteuid()))
+}
+
+// build links the binary beside its final name and renames it there: a
+// test process of another package may be running the one it replaces.
+func build(dir string) (path string, out []byte, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, err
+	}
+	tmp, err := os.CreateTemp(dir, "triage-sandbox.tmp-*")
+	if err != nil {
+		return "", nil, err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	cmd := exec.Command("go", "build", "-o", tmp.Name(), "./cmd/triage-sandbox")
+	cmd.Dir = repoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", out, err
+	}
+	path = filepath.Join(dir, "triage-sandbox")
+	return path, nil, os.Rename(tmp.Name(), path)
 }
 
 func repoRoot() string {
