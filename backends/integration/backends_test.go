@@ -63,6 +63,7 @@ func forEachBackend(t *testing.T, test func(t *testing.T, k *kit)) {
 // here.
 func newKit(t testing.TB, name string) *kit {
 	t.Helper()
+	testenv.SkipShort(t, "runs commands in real sandboxes of every backend")
 	ctx := context.Background()
 	var b backends.Backend
 	var err error

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -46,6 +47,7 @@ var helperOnce sync.Once
 // runnerRig starts a box with the fake sandbox-exec and the test helper.
 func runnerRig(t *testing.T) (*box, string) {
 	t.Helper()
+	testenv.SkipShort(t, "builds the exec helper with go build")
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

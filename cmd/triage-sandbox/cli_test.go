@@ -134,9 +134,7 @@ func TestBadInput(t *testing.T) {
 			}
 		}, args: []string{"run", "--config", "cfg.toml", "--", "true"}, want: []string{"cfg.toml", "is a directory"}},
 		{name: "workspace disk full", setup: func(t *testing.T, root string) {
-			if os.Getuid() != 0 {
-				t.Skip("mounting a tiny tmpfs needs root")
-			}
+			testenv.RequireRoot(t, "mounting a tiny tmpfs")
 			// Room for the root, triage.toml and one more inode: the
 			// writable paths cannot all be created.
 			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,nr_inodes=4", "tmpfs", root).CombinedOutput(); err != nil {
