@@ -26,9 +26,8 @@ import (
 // timeout. Whether it needs that thread depends on timing: before its
 // threads were reserved, 4 of 6 runs died, so the test makes several.
 func TestSupervisorOutlivesAFullProcessTable(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make a pids cgroup")
-	}
+	testenv.SkipShort(t, "runs a fork bomb for seconds")
+	testenv.RequireRoot(t, "to make a pids cgroup")
 	dir, err := cgroupfs.ControllerDir(os.Getpid(), "pids")
 	if err != nil {
 		t.Skipf("no pids cgroup here: %v", err)

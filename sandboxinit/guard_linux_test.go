@@ -18,9 +18,7 @@ import (
 // through /proc (nor attach to it: the same dumpable flag guards both).
 // The control is the command's own /proc entry, which it can read.
 func TestCommandCannotReachItsSupervisor(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the supervisor as another identity")
-	}
+	testenv.RequireRoot(t, "to run the supervisor as another identity")
 	argv := protocol.MustArgv(readableBinary(t), protocol.EntryExec, protocol.Exec{
 		Argv: []string{"sh", "-c", `ls /proc/$$/fd >/dev/null && echo control-ok; ls /proc/$PPID/fd && echo reached-supervisor; true`}})
 	cmd := exec.Command(argv[0], argv[1:]...)

@@ -17,9 +17,7 @@ import (
 // the sandboxed command, on any backend. The control run is the same
 // command outside the sandbox, which must reach both.
 func TestCallersDescriptorsDoNotReachTheCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs sandboxes")
-	}
+	testenv.SkipShort(t, "runs sandboxes")
 	const secret = "canary-key-6f1d2c9e"
 	script := `cat <&8 2>/dev/null; echo wrote >&7 2>/dev/null; ls /proc/self/fd`
 	for _, backend := range runnableBackends(t) {
