@@ -3,15 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
-	"github.com/triage-sandbox/triage-sandbox/backends/oci"
-	"github.com/triage-sandbox/triage-sandbox/backends/oci/rootfs"
-	"github.com/triage-sandbox/triage-sandbox/backends/seatbelt"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
@@ -30,7 +29,47 @@ type policyFlags struct {
 func (f *policyFlags) register(cmd *cobra.Command, defaultRole string) {
 	cmd.Flags().StringVar(&f.config, "config", "", "triage.toml to read (default: nearest triage.toml from the current directory up)")
 	cmd.Flags().StringVar(&f.role, "role", defaultRole, "agent or reproducer")
-	cmd.Flags().StringVar(&f.backend, "backend", "", "docker, seatbelt or local (default: TRIAGE_SANDBOX, the config, then the OS default)")
+	addBackendFlag(cmd, &f.backend, "")
+}
+
+// addBackendFlag adds --backend to cmd, its help naming every registered
+// backend (purpose, when given, says what the chosen one is for), and
+// lists them with their summaries in cmd's long help.
+func addBackendFlag(cmd *cobra.Command, backend *string, purpose string) {
+	reg := builtin.Registry()
+	usage := orList(reg.Names()) + " (default: TRIAGE_SANDBOX, the config, then the OS default)"
+	if purpose != "" {
+		usage = purpose + ": " + usage
+	}
+	cmd.Flags().StringVar(backend, "backend", "", usage)
+	addBackendsHelp(cmd, reg)
+}
+
+// addBackendsHelp appends every registered backend and its summary to
+// cmd's long help.
+func addBackendsHelp(cmd *cobra.Command, reg *backends.Registry) {
+	long := cmd.Long
+	if long == "" {
+		long = cmd.Short
+	}
+	width := 0
+	for _, n := range reg.Names() {
+		width = max(width, len(n))
+	}
+	var b strings.Builder
+	b.WriteString(long + "\n\nBackends:")
+	for _, n := range reg.Names() {
+		fmt.Fprintf(&b, "\n  %-*s  %s", width, n, reg.Summary(n))
+	}
+	cmd.Long = b.String()
+}
+
+// orList joins names as prose: "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func (f *policyFlags) compile() (*policy.Policy, error) {
@@ -48,20 +87,8 @@ func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 	if err != nil {
 		return nil, host, err
 	}
-	p, err := sandbox.Compile(registry(), f.config, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir, Session: f.session})
+	p, err := sandbox.Compile(builtin.Registry(), f.config, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir, Session: f.session})
 	return p, host, err
-}
-
-func registry() *backends.Registry {
-	r := backends.NewRegistry()
-	r.Register(docker.Name, docker.New, docker.Capabilities())
-	r.Register(oci.Name, func(env backends.Env) (backends.Backend, error) {
-		home, _ := os.UserHomeDir()
-		return oci.New(env, &oci.CachedRoots{Cache: rootfs.Cache{Dir: rootfs.DefaultDir(home, os.LookupEnv)}})
-	}, oci.Capabilities())
-	r.Register(seatbelt.Name, seatbelt.New, seatbelt.Capabilities())
-	r.Register(local.Name, local.New, local.Capabilities())
-	return r
 }
 
 // printWarnings shows what the library returned for the user.
@@ -77,7 +104,7 @@ func newBackendWith(p *policy.Policy, self string) (backends.Backend, error) {
 	if p.AllowAll {
 		return local.NewUnconfined(backends.Env{})
 	}
-	b, err := registry().New(p.Backend, backendEnv(self))
+	b, err := builtin.Registry().New(p.Backend, backendEnv(self))
 	if err != nil || (p.Warm.Session == "" && p.Warm.Pool == 0) {
 		return b, err
 	}
