@@ -13,8 +13,10 @@ import (
 // before the backend exists are the ones the made backend declares.
 func TestRegistry(t *testing.T) {
 	r := builtin.Registry()
-	if got, want := r.Names(), []string{"docker", "local", "oci", "seatbelt"}; !slices.Equal(got, want) {
-		t.Fatalf("Names() = %v, want %v", got, want)
+	for _, want := range []string{"docker", "oci", "seatbelt", "local"} {
+		if !slices.Contains(r.Names(), want) {
+			t.Errorf("Names() = %v, lacks %s", r.Names(), want)
+		}
 	}
 	for _, name := range r.Names() {
 		t.Run(name, func(t *testing.T) {
