@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -30,46 +29,6 @@ func (f *policyFlags) register(cmd *cobra.Command, defaultRole string) {
 	cmd.Flags().StringVar(&f.config, "config", "", "triage.toml to read (default: nearest triage.toml from the current directory up)")
 	cmd.Flags().StringVar(&f.role, "role", defaultRole, "agent or reproducer")
 	addBackendFlag(cmd, &f.backend, "")
-}
-
-// addBackendFlag adds --backend to cmd, its help naming every registered
-// backend (purpose, when given, says what the chosen one is for), and
-// lists them with their summaries in cmd's long help.
-func addBackendFlag(cmd *cobra.Command, backend *string, purpose string) {
-	reg := builtin.Registry()
-	usage := orList(reg.Names()) + " (default: TRIAGE_SANDBOX, the config, then the OS default)"
-	if purpose != "" {
-		usage = purpose + ": " + usage
-	}
-	cmd.Flags().StringVar(backend, "backend", "", usage)
-	addBackendsHelp(cmd, reg)
-}
-
-// addBackendsHelp appends every registered backend and its summary to
-// cmd's long help.
-func addBackendsHelp(cmd *cobra.Command, reg *backends.Registry) {
-	long := cmd.Long
-	if long == "" {
-		long = cmd.Short
-	}
-	width := 0
-	for _, n := range reg.Names() {
-		width = max(width, len(n))
-	}
-	var b strings.Builder
-	b.WriteString(long + "\n\nBackends:")
-	for _, n := range reg.Names() {
-		fmt.Fprintf(&b, "\n  %-*s  %s", width, n, reg.Summary(n))
-	}
-	cmd.Long = b.String()
-}
-
-// orList joins names as prose: "a, b or c".
-func orList(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func (f *policyFlags) compile() (*policy.Policy, error) {
