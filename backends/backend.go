@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -197,58 +195,4 @@ func CheckArgv(argv []string) error {
 // TTL is the lifetime a sandbox gets for one command with timeout t.
 func TTL(p *policy.Policy, t time.Duration) time.Duration {
 	return max(p.Timeout(), t) + p.Lifetime.TTLMargin
-}
-
-// Env is what a backend factory may use from the outside world.
-type Env struct {
-	// SelfExe is a static triage-sandbox binary that backends mount (read-only)
-	// into the sandbox as its init and probe.
-	SelfExe string
-}
-
-// Factory makes a backend.
-type Factory func(env Env) (Backend, error)
-
-// Registry maps backend names to factories. It is built by the caller (no
-// package-level state), so tests can register fakes.
-type Registry struct {
-	factories map[string]Factory
-	caps      map[string][]policy.Capability
-}
-
-// NewRegistry returns an empty registry.
-func NewRegistry() *Registry {
-	return &Registry{factories: map[string]Factory{}, caps: map[string][]policy.Capability{}}
-}
-
-// Register adds a backend and what it enforces (known before it is made,
-// so a policy can be built for it without a daemon).
-func (r *Registry) Register(name string, f Factory, caps []policy.Capability) {
-	r.factories[name] = f
-	r.caps[name] = caps
-}
-
-// Capabilities returns what the named backend enforces.
-func (r *Registry) Capabilities(name string) ([]policy.Capability, bool) {
-	c, ok := r.caps[name]
-	return c, ok
-}
-
-// Names lists the registered backends.
-func (r *Registry) Names() []string {
-	var out []string
-	for n := range r.factories {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// New makes the named backend.
-func (r *Registry) New(name string, env Env) (Backend, error) {
-	f, ok := r.factories[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown backend %q: choose one of %s", name, strings.Join(r.Names(), ", "))
-	}
-	return f(env)
 }

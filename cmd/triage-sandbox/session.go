@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/warm"
@@ -94,7 +95,7 @@ func newKeeperCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, err := registry().New(p.Backend, backendEnv(self))
+			b, err := builtin.Registry().New(p.Backend, backendEnv(self))
 			if err != nil {
 				return err
 			}
