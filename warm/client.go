@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,10 +17,8 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
-
-// KeeperSubcommand is the hidden subcommand a keeper runs as.
-const KeeperSubcommand = "__warm"
 
 // keeperStart bounds how long a new keeper may take to start its sandbox.
 const keeperStart = 60 * time.Second
@@ -149,7 +148,15 @@ func (b *Backend) spawn(ctx context.Context, p *policy.Policy, pp paths) error {
 		return fmt.Errorf("warm: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(b.SelfExe, KeeperSubcommand, "--dir", b.Dir)
+	dir, err := filepath.Abs(b.Dir)
+	if err != nil {
+		return fmt.Errorf("warm: %w", err)
+	}
+	argv, err := protocol.Argv(b.SelfExe, protocol.EntryKeeper, protocol.Keeper{Dir: dir})
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin = strings.NewReader(string(raw))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = "/"

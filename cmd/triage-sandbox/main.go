@@ -83,6 +83,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRunCmd(), newCheckCmd(), newRenderCmd(), newPolicyCmd(), newDoctorCmd(),
 		newImageCmd(), newVersionCmd())
 	root.AddCommand(newProbeCmds()...)
-	root.AddCommand(newSelftestCmd(), newGCCmd(), newSessionCmd(), newKeeperCmd())
+	root.AddCommand(newSelftestCmd(), newGCCmd(), newSessionCmd())
 	return root
 }

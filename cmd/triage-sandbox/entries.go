@@ -2,16 +2,22 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 
+	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
+	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
+	"github.com/triage-sandbox/triage-sandbox/warm"
 )
 
 // sandboxEntries are the entry points the binary runs inside (or beside) a
-// sandbox. They are dispatched before any CLI is built: each takes one
+// sandbox, and the keeper that holds sandboxes for sessions and pools. They are dispatched before any CLI is built: each takes one
 // typed spec (package protocol) and nothing else.
 func sandboxEntries() map[protocol.Entry]func(args []string) int {
 	stdio := sandboxinit.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
@@ -45,7 +51,34 @@ func sandboxEntries() map[protocol.Entry]func(args []string) int {
 			}
 			return local.RunHelper(ctx, spec, stdio)
 		},
+		protocol.EntryKeeper: func(args []string) int {
+			spec, err := protocol.DecodeKeeper(args)
+			if err != nil {
+				return entryRefused(err)
+			}
+			return report(keep(spec))
+		},
 	}
+}
+
+// keep is a keeper's entry point: its policy arrives as JSON on stdin.
+func keep(spec protocol.Keeper) error {
+	var p policy.Policy
+	if err := json.NewDecoder(io.LimitReader(os.Stdin, 16<<20)).Decode(&p); err != nil {
+		return fmt.Errorf("the keeper's policy: %w", err)
+	}
+	if p.AllowAll {
+		return errors.New("allow_all has no sandbox to keep")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	b, err := builtin.Registry().New(p.Backend, backendEnv(self))
+	if err != nil {
+		return err
+	}
+	return warm.Keep(context.Background(), warm.KeeperOptions{Dir: spec.Dir, Policy: &p, Backend: b, Log: os.Stderr})
 }
 
 // runSandboxEntry runs entry e when it is one of sandboxEntries.
