@@ -165,8 +165,6 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if err := b.Ready(ctx, p); err != nil {
 		return nil, err
 	}
-	// Best effort, off the critical path: clear what crashed runs left.
-	go func() { _, _ = b.Sweep(context.WithoutCancel(ctx)) }()
 	ttl := opts.TTL
 	if ttl <= 0 {
 		ttl = backends.TTL(p, 0)
