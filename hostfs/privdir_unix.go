@@ -125,11 +125,11 @@ func checkDir(fd int, path string, last bool, forbidden uint32) error {
 	case last && st.Uid != euid:
 		return refuse(path, fmt.Sprintf("is owned by uid %d, not by you (uid %d)", st.Uid, euid))
 	case last && mode&forbidden != 0:
-		fix := "chmod 700"
+		want := "mode 0700 (yours alone): chmod 700"
 		if forbidden == 0o022 {
-			fix = "chmod go-w"
+			want = "writable by you alone: chmod go-w"
 		}
-		return fmt.Errorf("%s has mode %#o: others could plant files in it; if you made it, %s %s, otherwise remove it", path, mode&0o7777, fix, path)
+		return fmt.Errorf("%s has mode %#o, so others could plant files in it; it must be %s %s if you made it, otherwise remove it", path, mode&0o7777, want, path)
 	case !last && !trustedOwner(st.Uid):
 		return refuse(path, fmt.Sprintf("is owned by uid %d, not by you or root", st.Uid))
 	case !last && mode&0o022 != 0 && mode&unix.S_ISVTX == 0:
