@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
@@ -46,8 +47,8 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if p.Warm.Session == "" && p.Warm.Pool == 0 {
 		return b.Backend.Start(ctx, p, opts)
 	}
-	if err := os.MkdirAll(b.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("warm: %w", err)
+	if err := hostfs.PrivateDir(b.Dir); err != nil {
+		return nil, fmt.Errorf("warm: the keepers' directory: %w", err)
 	}
 	pp := paths{b.Dir, key(p)}
 	unlock, err := lockFile(pp.lock())
@@ -143,7 +144,7 @@ func (b *Backend) spawn(ctx context.Context, p *policy.Policy, pp paths) error {
 	if err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(pp.log(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	logf, err := hostfs.OpenNoFollow(pp.log(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("warm: %w", err)
 	}
@@ -196,7 +197,7 @@ func logTail(path string) string {
 }
 
 func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := hostfs.OpenNoFollow(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("warm: %w", err)
 	}

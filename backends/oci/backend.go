@@ -20,6 +20,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/netup"
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
@@ -169,6 +170,21 @@ type owner struct {
 func (b *Backend) runtimeRoot() string { return filepath.Join(b.stateDir, "runtime") }
 func (b *Backend) bundles() string     { return filepath.Join(b.stateDir, "bundles") }
 
+// newBundleDir makes a new bundle directory, once the bundles' and the
+// runtime's state directories are the caller's alone.
+func (b *Backend) newBundleDir(id string) (string, error) {
+	for _, d := range []string{b.bundles(), b.runtimeRoot()} {
+		if err := hostfs.PrivateDir(d); err != nil {
+			return "", fmt.Errorf("the oci backend's state: %w", err)
+		}
+	}
+	dir := filepath.Join(b.bundles(), id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("making the bundle: %w", err)
+	}
+	return dir, nil
+}
+
 // Start implements backends.Backend.
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
 	if err := b.Available(ctx); err != nil {
@@ -209,10 +225,10 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		spec.Process.Args = args
 	}
 	id := newID()
-	dir := filepath.Join(b.bundles(), id)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir, err := b.newBundleDir(id)
+	if err != nil {
 		release()
-		return nil, fmt.Errorf("making the bundle: %w", err)
+		return nil, err
 	}
 	adaptToRuntime(spec.Process, spec.Linux.Resources, rt, p)
 	if err := joinOwnLoopback(spec, rt, dir); err != nil {
@@ -340,15 +356,16 @@ func (b *Backend) runtimeSpecVersion(ctx context.Context, rt string) string {
 	}
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", rt, fi.Size(), fi.ModTime().UnixNano()))
 	cache := filepath.Join(b.stateDir, "spec-version", hex.EncodeToString(sum[:8]))
-	if v, err := os.ReadFile(cache); err == nil {
-		return strings.TrimSpace(string(v))
+	// The cache is trusted only in a directory of the caller's alone.
+	cached := hostfs.PrivateDir(filepath.Dir(cache)) == nil
+	if cached {
+		if v, err := os.ReadFile(cache); err == nil {
+			return strings.TrimSpace(string(v))
+		}
 	}
 	v := askSpecVersion(ctx, rt)
-	if v != "" && os.MkdirAll(filepath.Dir(cache), 0o700) == nil {
-		tmp := fmt.Sprintf("%s.%d", cache, os.Getpid())
-		if os.WriteFile(tmp, []byte(v+"\n"), 0o600) == nil {
-			_ = os.Rename(tmp, cache)
-		}
+	if v != "" && cached {
+		_ = hostfs.WriteFileReplace(cache, []byte(v+"\n"))
 	}
 	return v
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
@@ -60,16 +61,8 @@ func (b *Backend) startBox(ctx context.Context, p *policy.Policy, opts backends.
 // ensureStateDir makes the directory of per-run directories, refusing one
 // another user owns or others can write (a planted /tmp path).
 func ensureStateDir(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("making %s: %w", dir, err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return "", err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%s must be a directory of yours with mode 0700 (it holds the sandboxes' HOME and TMPDIR); remove it or set another state directory", dir)
+	if err := hostfs.PrivateDir(dir); err != nil {
+		return "", fmt.Errorf("%w (it holds the sandboxes' HOME and TMPDIR)", err)
 	}
 	return dir, nil
 }

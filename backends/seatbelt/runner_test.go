@@ -153,6 +153,24 @@ func TestEnsureStateDirRefusesOpenDirectories(t *testing.T) {
 	}
 }
 
+// A state directory below one other users can write but not sticky is
+// refused too: they could replace it between runs (issue 22, #3's class).
+func TestEnsureStateDirRefusesReplaceableParents(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ensureStateDir(filepath.Join(shared, "state")); err == nil || !strings.Contains(err.Error(), shared) {
+		t.Errorf("a state directory others can replace was accepted: %v", err)
+	}
+	if _, err := ensureStateDir(filepath.Join(t.TempDir(), "state")); err != nil {
+		t.Errorf("the caller's own: %v", err)
+	}
+}
+
 // TestRunnerCloseEndsTheCommand: closing a sandbox while a command runs
 // ends the command and returns, rather than waiting for its timeout.
 func TestRunnerCloseEndsTheCommand(t *testing.T) {
