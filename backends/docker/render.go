@@ -1,7 +1,8 @@
 // Package docker renders a policy as a hardened container and runs commands
 // in it through the Docker Engine API (github.com/moby/moby/client): the
-// container holds the sandbox (its lifeline and TTL), and each command is a
-// `docker exec` of the mounted triage-sandbox binary's supervisor.
+// container holds the sandbox (its lifeline and TTL), and each command runs
+// under the mounted triage-sandbox binary's supervisor, started by the
+// holder over its control socket or, without one, by a `docker exec`.
 package docker
 
 import (
