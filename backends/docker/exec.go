@@ -130,9 +130,10 @@ func (s *sandbox) byExec(input bool) holderexec.Starter {
 // says it.
 func (s *sandbox) execEnd(ctx context.Context, execID string) error {
 	code, err := s.execExit(context.WithoutCancel(ctx), execID)
-	if (err != nil || code > supervise.ExitSignalBase) && (ctx.Err() == nil || s.killed.Load()) {
+	if (err != nil || code > supervise.ExitSignalBase) && ctx.Err() == nil && !s.killed.Load() {
 		// A signal or a lost exec may mean the container is going away
-		// under the command (a daemon shutting down): its exit trails.
+		// under the command (a daemon shutting down): its exit trails. (A
+		// cancel's end, or the host's kill, is not news.)
 		select {
 		case <-s.exited:
 		case <-time.After(2 * time.Second):

@@ -242,10 +242,10 @@ func (r Run) judgeOOM(res *backends.Result, code int, oomBefore uint64) int {
 	if r.OOMKills == nil || code < signalBase && !r.ended() {
 		return code
 	}
-	// News still on its way can only matter for an end by SIGKILL (not a
-	// cancel's own) or the sandbox's.
+	// News still on its way can only matter for an end by SIGKILL or the
+	// sandbox's, and not after a cancel (its own SIGKILL, its own end).
 	var settle time.Duration
-	if r.ended() || code == ExitKilled && !res.Canceled {
+	if !res.Canceled && (r.ended() || code == ExitKilled) {
 		settle = oomSettle
 	}
 	if r.OOMKills(settle) <= oomBefore {

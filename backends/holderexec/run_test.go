@@ -15,14 +15,19 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
-// fakeProc is a supervisor the tests script: whether it starts the
-// command, how it ends, and what reached its stdin.
-type fakeProc struct {
+// script is what a fake supervisor does: whether it starts the command
+// and how it ends.
+type script struct {
 	started bool
 	failure string // what a supervisor that did not start said
 	end     error
 	// hold keeps it running until the run stops it (stdin closed, Stop).
 	hold bool
+}
+
+// fakeProc is a scripted supervisor, with what reached its stdin.
+type fakeProc struct {
+	script
 
 	mu      sync.Mutex
 	input   strings.Builder
@@ -96,7 +101,7 @@ func endedSandbox() fakeSandbox {
 func TestRunEnds(t *testing.T) {
 	tests := []struct {
 		name    string
-		proc    fakeProc
+		proc    script
 		ended   bool
 		oomNews uint64
 		// want
@@ -107,25 +112,25 @@ func TestRunEnds(t *testing.T) {
 		errEndedUnder bool
 		errRunning    bool
 	}{
-		{name: "own code", proc: fakeProc{started: true, end: &ExitStatus{Code: 3}}, code: 3},
-		{name: "success", proc: fakeProc{started: true}, code: 0},
-		{name: "signal, no wait for oom news", proc: fakeProc{started: true, end: &ExitStatus{Code: 143}},
+		{name: "own code", proc: script{started: true, end: &ExitStatus{Code: 3}}, code: 3},
+		{name: "success", proc: script{started: true}, code: 0},
+		{name: "signal, no wait for oom news", proc: script{started: true, end: &ExitStatus{Code: 143}},
 			code: 143, signal: 15, settles: []time.Duration{0, 0}},
-		{name: "SIGKILL, no oom", proc: fakeProc{started: true, end: &ExitStatus{Code: 137}},
+		{name: "SIGKILL, no oom", proc: script{started: true, end: &ExitStatus{Code: 137}},
 			code: 137, signal: 9, settles: []time.Duration{0, oomSettle}},
-		{name: "oom kill", proc: fakeProc{started: true, end: &ExitStatus{Code: 137}}, oomNews: 1,
+		{name: "oom kill", proc: script{started: true, end: &ExitStatus{Code: 137}}, oomNews: 1,
 			code: 137, signal: 9, oom: true, settles: []time.Duration{0, oomSettle}},
-		{name: "own code below the signals: no oom asked", proc: fakeProc{started: true, end: &ExitStatus{Code: 1}}, oomNews: 1,
+		{name: "own code below the signals: no oom asked", proc: script{started: true, end: &ExitStatus{Code: 1}}, oomNews: 1,
 			code: 1, settles: []time.Duration{0}},
-		{name: "whole sandbox oom, SIGKILL", proc: fakeProc{started: true, end: &ExitStatus{Code: 137}}, ended: true, oomNews: 1,
+		{name: "whole sandbox oom, SIGKILL", proc: script{started: true, end: &ExitStatus{Code: 137}}, ended: true, oomNews: 1,
 			code: 137, signal: 9, oom: true, wholeOOM: true},
-		{name: "whole sandbox oom, other code", proc: fakeProc{started: true, end: &ExitStatus{Code: 255}}, ended: true, oomNews: 1,
+		{name: "whole sandbox oom, other code", proc: script{started: true, end: &ExitStatus{Code: 255}}, ended: true, oomNews: 1,
 			code: 137, signal: 9, oom: true, wholeOOM: true},
-		{name: "sandbox ended, no oom", proc: fakeProc{started: true, end: &ExitStatus{Code: 137}}, ended: true,
+		{name: "sandbox ended, no oom", proc: script{started: true, end: &ExitStatus{Code: 137}}, ended: true,
 			errEndedUnder: true},
-		{name: "not started", proc: fakeProc{failure: "OCI runtime exec failed", end: &ExitStatus{Code: 126}},
+		{name: "not started", proc: script{failure: "OCI runtime exec failed", end: &ExitStatus{Code: 126}},
 			errNotStarted: true},
-		{name: "end unknown", proc: fakeProc{started: true, end: errors.New("lost")}, errRunning: true},
+		{name: "end unknown", proc: script{started: true, end: errors.New("lost")}, errRunning: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,7 +139,7 @@ func TestRunEnds(t *testing.T) {
 				sb = endedSandbox()
 			}
 			oom := &oomCount{news: tt.oomNews}
-			proc := tt.proc
+			proc := &fakeProc{script: tt.proc}
 			r := Run{Policy: &policy.Policy{}, Sandbox: sb, Start: proc.start, OOMKills: oom.kills}
 			res, err := r.Exec(context.Background(), backends.Command{Argv: []string{"true"}}, backends.Streams{})
 			var ns *NotStarted
@@ -186,7 +191,7 @@ func equalDurations(a, b []time.Duration) bool {
 func TestRunCancel(t *testing.T) {
 	for _, withStop := range []bool{false, true} {
 		t.Run(map[bool]string{false: "lifeline", true: "stop"}[withStop], func(t *testing.T) {
-			proc := &fakeProc{started: true, hold: true, end: &ExitStatus{Code: 137}}
+			proc := &fakeProc{script: script{started: true, hold: true, end: &ExitStatus{Code: 137}}}
 			start := func(ctx context.Context, argv []string, gate *backends.StartGate, exportW *os.File) (*Started, error) {
 				s, err := proc.start(ctx, argv, gate, exportW)
 				if withStop {
@@ -217,7 +222,7 @@ func TestRunCancel(t *testing.T) {
 // ended, not when the sandbox does.
 func TestRunInputOnlyToAStartedCommand(t *testing.T) {
 	in := strings.NewReader("the input")
-	proc := &fakeProc{failure: "exec failed", end: &ExitStatus{Code: 126}}
+	proc := &fakeProc{script: script{failure: "exec failed", end: &ExitStatus{Code: 126}}}
 	r := Run{Policy: &policy.Policy{}, Sandbox: fakeSandbox{exited: make(chan struct{})}, Start: proc.start}
 	_, err := r.Exec(context.Background(), backends.Command{Argv: []string{"cat"}, Stdin: in}, backends.Streams{})
 	var ns *NotStarted
@@ -242,7 +247,7 @@ func TestRunInputOnlyToAStartedCommand(t *testing.T) {
 	}
 
 	in = strings.NewReader("the input")
-	proc = &fakeProc{started: true, hold: true}
+	proc = &fakeProc{script: script{started: true, hold: true}}
 	r.Start = proc.start
 	if _, err := r.Exec(context.Background(), backends.Command{Argv: []string{"cat"}, Stdin: in}, backends.Streams{}); err != nil {
 		t.Fatal(err)
