@@ -14,6 +14,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
@@ -269,7 +270,7 @@ func TestRenderUnderGVisor(t *testing.T) {
 				t.Errorf("nproc ulimit at %d, exec --seccomp %v, pids limit %d (policy %d); want all gVisor's: %v",
 					nproc, seccompFlag, *req.HostConfig.PidsLimit, p.Limits.Pids, gvisor)
 			}
-			ln := withControl(p, req)
+			ln := withControl(runtimes.Of(p.Runtime), p, req)
 			if ln != nil {
 				defer ln.Close()
 			}

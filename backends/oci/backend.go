@@ -20,6 +20,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/netup"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -215,7 +216,8 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if v := b.runtimeSpecVersion(ctx, rt); v != "" {
 		spec.Version = v
 	}
-	if passesFDs(rt) {
+	traits := runtimes.Of(rt)
+	if traits.PassesFDs {
 		// The holder serves commands on the channel the runtime passes as fd 3.
 		args, err := protocol.EditHold(spec.Process.Args, func(h *protocol.Hold) { h.ControlFD = 3 })
 		if err != nil {
@@ -230,8 +232,8 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		release()
 		return nil, err
 	}
-	adaptToRuntime(spec.Process, spec.Linux.Resources, rt, p)
-	if err := joinOwnLoopback(spec, rt, dir); err != nil {
+	adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p)
+	if err := joinOwnLoopback(spec, traits, dir); err != nil {
 		release()
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -246,7 +248,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		_ = removeBundle(dir)
 		return nil, fmt.Errorf("writing the bundle: %w", err)
 	}
-	s := &sandbox{b: b, p: p, id: id, dir: dir, runtime: rt, release: release, Holder: holderexec.NewHolder()}
+	s := &sandbox{b: b, p: p, id: id, dir: dir, runtime: rt, traits: traits, release: release, Holder: holderexec.NewHolder()}
 	if err := s.start(ctx); err != nil {
 		_ = s.Close(context.WithoutCancel(ctx))
 		return nil, err
@@ -257,7 +259,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 // adaptToRuntime changes what a runtime enforces differently (proc may be
 // the holder's or an exec's process; res nil for an exec): under gVisor,
 // the process limits of backends.GVisorLimits.
-func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt string, p *policy.Policy) {
+func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt runtimes.Traits, p *policy.Policy) {
 	nproc, host, ok := backends.GVisorLimits(rt, p)
 	if !ok {
 		return
@@ -274,10 +276,10 @@ const netnsFile = "netns"
 
 // joinOwnLoopback gives the container a network namespace made beforehand
 // with lo up (runc leaves a new one's lo down, and the sandbox cannot raise
-// it). gVisor's runsc keeps its own network stack (--network=none) and
-// needs nothing.
-func joinOwnLoopback(spec *specs.Spec, rt, dir string) error {
-	if filepath.Base(rt) == "runsc" {
+// it). A runtime with its own network stack (gVisor's, with
+// --network=none) needs nothing.
+func joinOwnLoopback(spec *specs.Spec, rt runtimes.Traits, dir string) error {
+	if rt.OwnNetworkStack {
 		return nil
 	}
 	path := filepath.Join(dir, netnsFile)
@@ -382,15 +384,4 @@ func askSpecVersion(ctx context.Context, rt string) string {
 		}
 	}
 	return ""
-}
-
-// runtimeFlags are the global flags a runtime needs for this backend's
-// bundles: gVisor's runsc keeps its own network stack, and with
-// --network=none that stack holds only its own loopback (a namespace it
-// would otherwise expect the caller to have configured).
-func runtimeFlags(rt string) []string {
-	if filepath.Base(rt) == "runsc" {
-		return []string{"--network=none", "--oci-seccomp"}
-	}
-	return nil
 }

@@ -2,9 +2,7 @@ package oci
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"syscall"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
@@ -38,17 +36,6 @@ func (s *sandbox) startByRuntime(_ context.Context, spec protocol.Exec, gate *ba
 	if err := x.Start(); err != nil {
 		return nil, err
 	}
-	wait := func() error {
-		err := x.Wait()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code := ee.ExitCode()
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				code = 128 + int(ws.Signal())
-			}
-			return &holderexec.ExitStatus{Code: code}
-		}
-		return err
-	}
+	wait := func() error { return holderexec.ExitOf(x.Wait()) }
 	return &holderexec.Started{Stdin: stdin, Wait: wait}, nil
 }

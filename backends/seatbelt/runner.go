@@ -207,14 +207,7 @@ func (s *box) start(ctx context.Context, spec protocol.Exec, gate *backends.Star
 		s.helperMu.Lock()
 		s.helper = nil
 		s.helperMu.Unlock()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				return &holderexec.ExitStatus{Code: 128 + int(ws.Signal())}
-			}
-			return &holderexec.ExitStatus{Code: ee.ExitCode()}
-		}
-		return err
+		return holderexec.ExitOf(err)
 	}
 	return &holderexec.Started{Stdin: stdin, Wait: wait}, nil
 }
