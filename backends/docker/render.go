@@ -79,7 +79,10 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 		return nil, err
 	}
 	pids := p.Limits.Pids
-	initTrue := true
+	// The holder is the sandbox's pid 1 (as on oci): no docker-init, which
+	// runs as the sandbox identity, stays dumpable, and a command could
+	// attach to it and keep the container alive past its owner.
+	noInit := false
 	stop := 2
 	cfg := &container.Config{
 		User:         user(p),
@@ -113,7 +116,7 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 		SecurityOpt:    securityOpt(),
 		ReadonlyRootfs: true,
 		Privileged:     false,
-		Init:           &initTrue,
+		Init:           &noInit,
 		IpcMode:        container.IPCModePrivate,
 		CgroupnsMode:   container.CgroupnsModePrivate,
 		ShmSize:        p.Limits.ShmSize,

@@ -74,7 +74,7 @@ func TestRenderCISSection5(t *testing.T) {
 				{"5.29 pids limited", hc.PidsLimit != nil && *hc.PidsLimit > 0},
 				{"5.31 user namespace not host", hc.UsernsMode == ""},
 				{"5.32 no docker.sock", !slices.ContainsFunc(hc.Mounts, func(m mountT) bool { return strings.Contains(m.Source, "docker.sock") })},
-				{"init", hc.Init != nil && *hc.Init},
+				{"the holder is pid 1 (no docker-init)", hc.Init != nil && !*hc.Init},
 				{"non-root user", cfg.User != "" && !strings.HasPrefix(cfg.User, "0:") && cfg.User != "0"},
 				{"labels", cfg.Labels["io.triage-sandbox.owner"] == "triage-sandbox"},
 				{"no image entrypoint", cfg.Entrypoint != nil && len(cfg.Entrypoint) == 0},
