@@ -248,12 +248,24 @@ func (s *Session) inspectOutputs(out *Outcome) {
 	ins, err := hostfs.InspectOutputs(s.policy.WorkspaceRoot, rels, profiles.ToolConfigNames(), s.policy.AllowToolConfig)
 	ins.Leftovers = append(out.Outputs.Leftovers, ins.Leftovers...)
 	out.Outputs = ins
-	if err != nil {
-		out.Warnings = append(out.Warnings, "inspecting the outputs: "+err.Error())
+	// One warning per entry: a tool config removed, or still live.
+	for _, e := range unjoin(err) {
+		out.Warnings = append(out.Warnings, "inspecting the outputs: "+e.Error())
 	}
 	if ins.Incomplete != "" {
 		out.Warnings = append(out.Warnings, "the outputs were not fully inspected ("+ins.Incomplete+"); do not follow symlinks or run tools in them")
 	}
+}
+
+// unjoin lists the errors errors.Join put together (err alone otherwise).
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
 
 // audit writes the record. A failure to audit keeps a refusal to one line,

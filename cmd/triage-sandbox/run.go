@@ -47,6 +47,8 @@ type runJSON struct {
 	SpecialFiles []hostfs.Leftover `json:"special_files"`
 	// Hints say which sandbox restriction a failure points to.
 	Hints []string `json:"hints,omitempty"`
+	// Warnings are the run's warnings, as printed on stderr.
+	Warnings []string `json:"warnings,omitempty"`
 	// OutputsIncomplete says the outputs were too large to inspect fully.
 	OutputsIncomplete string `json:"outputs_incomplete,omitempty"`
 	// Weakened are requirements the backend does not enforce and the config accepted.
@@ -114,7 +116,7 @@ func newRunCmd() *cobra.Command {
 			}
 			res, err := sandbox.Run(cmd.Context(), b, req)
 			printWarnings(res.Warnings)
-			out.Gate = res.Gate
+			out.Gate, out.Warnings = res.Gate, res.Warnings
 			if err != nil {
 				return fail(err)
 			}
