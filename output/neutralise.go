@@ -41,8 +41,16 @@ const workflowPrefix = "[workflow command neutralised] "
 // or when it holds '#', '#', '[' (ignorables between); the prefix makes the
 // line start with '['. Since a prefix cannot stop a search anywhere in the
 // line, every such '[' is also written as `\[`. The Azure Pipelines form
-// "##vso[" is treated the same way. Both steps are idempotent: a marked,
-// defused line matches neither rule. Lines are judged one by one and each
+// "##vso[" is treated the same way.
+//
+// A line start is not only where one stream has a newline: a CI log that
+// merges stdout and stderr (GitHub Actions does) starts a line wherever the
+// other stream's newline lands, at any write boundary of ours or any byte a
+// pipe splits a write at. So the second ':' of every "::" (ignorables
+// between), at the start of a line or not, is written as `\:`: no "::"
+// is ever shown, and the runner needs one to start a command and another
+// to end its name. All steps are idempotent: a marked, defused line
+// matches no rule. Lines are judged one by one and each
 // one anew: the runner's ::stop-commands:: makes later lines inert to the
 // runner only, not to this rule.
 
@@ -179,6 +187,12 @@ func (n *neutraliser) clean(s string) string {
 				b.WriteByte('\\')
 			}
 			b.WriteByte('[')
+		case r == ':':
+			// A merged log can start a line anywhere: no "::" is shown.
+			if sigBefore(n.line.hist, s[seg:i])&0xff == ':' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(':')
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, "\\x%02x", s[i])
 		case r == '\n':
@@ -212,8 +226,8 @@ func (n *neutraliser) clean(s string) string {
 }
 
 // plain is the fast path: a chunk that starts a line and holds printable
-// ASCII, tabs and newlines only, no "##" and no line that starts (after
-// spaces and tabs) with ':'.
+// ASCII, tabs and newlines only, no "##", no "::" and no line that starts
+// (after spaces and tabs) with ':'.
 func (n *neutraliser) plain(s string) bool {
 	if n.midLine {
 		return false
@@ -223,7 +237,7 @@ func (n *neutraliser) plain(s string) bool {
 			return false
 		}
 	}
-	if strings.Contains(s, "##") {
+	if strings.Contains(s, "##") || strings.Contains(s, "::") {
 		return false
 	}
 	for i := 0; i < len(s); {
