@@ -186,6 +186,7 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 	if req.Timeout > 0 {
 		req.Command.Timeout = req.Timeout
 	}
+	defer neutraliseReport(&out) // last: after the reports below
 	defer s.inspectOutputs(&out)
 	defer copyBackReport(&out)
 	if req.Redactor == nil {
@@ -217,6 +218,23 @@ func teeTo(w io.Writer, also io.Writer) io.Writer {
 		return also
 	}
 	return io.MultiWriter(w, also)
+}
+
+// neutraliseReport makes what the outcome reports for the caller to show
+// safe to print: warnings, hints and the leftovers' fields name files the
+// sandbox chose (and the backend's own messages may quote them), so each
+// goes through the output pipeline's neutraliser, on one line.
+func neutraliseReport(out *Outcome) {
+	for _, ss := range [][]string{out.Warnings, out.Hints} {
+		for i := range ss {
+			ss[i] = output.Line(ss[i])
+		}
+	}
+	for i := range out.Outputs.Leftovers {
+		l := &out.Outputs.Leftovers[i]
+		l.Path, l.Kind, l.Detail, l.Action = output.Line(l.Path), output.Line(l.Kind), output.Line(l.Detail), output.Line(l.Action)
+	}
+	out.Outputs.Incomplete = output.Line(out.Outputs.Incomplete)
 }
 
 // copyBackReport shows what copying the staged outputs back refused or
@@ -293,7 +311,8 @@ func withAuditFailure(refusal, aerr error) error {
 
 // Run is the one-shot path: Start, Exec, Close. It returns only once the
 // sandbox is gone.
-func Run(ctx context.Context, backend backends.Backend, req Request) (Outcome, error) {
+func Run(ctx context.Context, backend backends.Backend, req Request) (out Outcome, err error) {
+	defer func() { neutraliseReport(&out) }()
 	if err := backends.CheckArgv(req.Command.Argv); err != nil {
 		return Outcome{}, RecordRefusal(req, err)
 	}
@@ -330,7 +349,7 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (Outcome, e
 	if req.Started != nil {
 		req.Started()
 	}
-	out, err := sess.exec(ctx, req, judged)
+	out, err = sess.exec(ctx, req, judged)
 	out.Warnings = append(gateWarnings, out.Warnings...)
 	cerr := sess.Close(ctx)
 	out.Warnings = append(out.Warnings, sess.sandbox.Warnings()...)

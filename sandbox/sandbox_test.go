@@ -88,6 +88,8 @@ type fakeSandbox struct {
 	warnings       []string
 	// flood: Exec prints until ctx is done, then reports Canceled.
 	flood bool
+	// onExec, when set, runs as the command would (e.g. writes outputs).
+	onExec func()
 	// closeEntered is closed when Close is called; Close then waits for
 	// closeRelease (when set) before it returns.
 	closeEntered chan struct{}
@@ -112,6 +114,9 @@ func (s *fakeSandbox) Exec(ctx context.Context, cmd backends.Command, out backen
 	s.events = append(s.events, "exec")
 	s.execs = append(s.execs, cmd)
 	s.mu.Unlock()
+	if s.onExec != nil {
+		s.onExec()
+	}
 	if s.flood {
 		return s.floodUntilDone(ctx, out)
 	}

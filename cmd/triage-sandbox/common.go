@@ -12,6 +12,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/oci"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/rootfs"
 	"github.com/triage-sandbox/triage-sandbox/backends/seatbelt"
+	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
@@ -64,10 +65,11 @@ func registry() *backends.Registry {
 	return r
 }
 
-// printWarnings shows what the library returned for the user.
+// printWarnings shows what the library returned for the user, each on one
+// line and neutralised (a warning may name a file the sandbox chose).
 func printWarnings(ws []string) {
 	for _, w := range ws {
-		fmt.Fprintln(os.Stderr, "triage-sandbox: warning: "+w)
+		fmt.Fprintln(os.Stderr, "triage-sandbox: warning: "+output.Line(w))
 	}
 }
 

@@ -72,7 +72,7 @@ func newRunCmd() *cobra.Command {
 			out := &runJSON{}
 			fail := func(err error) error {
 				if asJSON {
-					out.ExitCode, out.Error = sandbox.ExitRefused, err.Error()
+					out.ExitCode, out.Error = sandbox.ExitRefused, output.Text(err.Error())
 					_ = json.NewEncoder(os.Stdout).Encode(out)
 				}
 				return refuse(err)
@@ -124,7 +124,7 @@ func newRunCmd() *cobra.Command {
 			out.SpecialFiles, out.OutputsIncomplete = res.Outputs.Leftovers, res.Outputs.Incomplete
 			out.Hints = res.Hints
 			for _, h := range res.Hints {
-				fmt.Fprintln(os.Stderr, "triage-sandbox: hint: "+h)
+				fmt.Fprintln(os.Stderr, "triage-sandbox: hint: "+output.Line(h))
 			}
 			if n := len(res.Outputs.Leftovers); n > 0 {
 				fmt.Fprintf(os.Stderr, "triage-sandbox: warning: the command left %d special file(s) in its outputs (%s); never follow or run them (see --json special_files)\n",
