@@ -167,32 +167,15 @@ func (n *neutraliser) clean(s string) string {
 	seg := 0 // where the current line's part in s starts
 	for i := 0; i < len(s); {
 		if i == seg {
-			end := strings.IndexByte(s[i:], '\n')
-			if end < 0 {
-				end = len(s) - i
-			}
-			// Mid-line (a line longer than a chunk) the prefix still goes
-			// before the "::" it breaks; a "##[" is only defused there, as
-			// the prefix could complete a "##" shown before.
-			lineStart := i > 0 || !n.midLine
-			if command, legacy := n.line.needsMark(s[i : i+end]); !n.line.marked && (command || lineStart && legacy) {
-				b.WriteString(workflowPrefix)
-				n.line.marked = true
-			}
+			n.markLine(&b, s, i)
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
-		case r == '[':
-			if legacyBefore(sigBefore(n.line.hist, s[seg:i])) {
+		case r == '[' || r == ':':
+			if n.breaks(r, s[seg:i]) {
 				b.WriteByte('\\')
 			}
-			b.WriteByte('[')
-		case r == ':':
-			// A merged log can start a line anywhere: no "::" is shown.
-			if sigBefore(n.line.hist, s[seg:i])&0xff == ':' {
-				b.WriteByte('\\')
-			}
-			b.WriteByte(':')
+			b.WriteRune(r)
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, "\\x%02x", s[i])
 		case r == '\n':
@@ -223,6 +206,34 @@ func (n *neutraliser) clean(s string) string {
 		n.carry(s[seg:])
 	}
 	return b.String()
+}
+
+// markLine writes the prefix before the line whose part in this chunk
+// starts at s[i] when that part makes it a workflow command.
+func (n *neutraliser) markLine(b *strings.Builder, s string, i int) {
+	end := strings.IndexByte(s[i:], '\n')
+	if end < 0 {
+		end = len(s) - i
+	}
+	// Mid-line (a line longer than a chunk) the prefix still goes before
+	// the "::" it breaks; a "##[" is only defused there, as the prefix
+	// could complete a "##" shown before.
+	lineStart := i > 0 || !n.midLine
+	if command, legacy := n.line.needsMark(s[i : i+end]); !n.line.marked && (command || lineStart && legacy) {
+		b.WriteString(workflowPrefix)
+		n.line.marked = true
+	}
+}
+
+// breaks reports whether r, after before on the current line, completes a
+// "##[" or "##vso[" (r is '[') or a "::" (r is ':'; a merged log can start
+// a line anywhere, so none is shown): r is then written after a backslash.
+func (n *neutraliser) breaks(r rune, before string) bool {
+	h := sigBefore(n.line.hist, before)
+	if r == '[' {
+		return legacyBefore(h)
+	}
+	return h&0xff == ':'
 }
 
 // plain is the fast path: a chunk that starts a line and holds printable
