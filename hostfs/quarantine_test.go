@@ -114,10 +114,16 @@ func TestQuarantineFailsClosed(t *testing.T) {
 	refuse := func(int, string, int, string) error { return unix.EXDEV }
 	t.Run("removed", func(t *testing.T) {
 		root := t.TempDir()
+		t.Cleanup(func() { writableAgain(root) })
 		issues := filepath.Join(root, "issues")
 		leaveGit(t, filepath.Join(issues, "a"))
-		if err := os.MkdirAll(filepath.Join(issues, "a", ".git", "hooks", "deep"), 0o555); err != nil {
-			t.Fatal(err)
+		// Left read-only inside, as a run can.
+		deep := filepath.Join(issues, "a", ".git", "hooks", "deep")
+		plant(t, filepath.Join(deep, "f"), "file", "")
+		for _, d := range []string{deep, filepath.Dir(deep)} {
+			if err := os.Chmod(d, 0o555); err != nil {
+				t.Fatal(err)
+			}
 		}
 		plant(t, filepath.Join(issues, "b", ".envrc"), "file", "")
 		suid := filepath.Join(issues, "c", "suid")
@@ -158,5 +164,48 @@ func TestQuarantineFailsClosed(t *testing.T) {
 		if !errors.Is(err, unix.EBUSY) {
 			t.Errorf("the cause is lost: %v", err)
 		}
+	})
+}
+
+// A run that leaves the directory holding a tool config read-only (it is
+// the caller's own) does not keep the tool config in place.
+func TestQuarantineReadOnlyParent(t *testing.T) {
+	root := t.TempDir()
+	sub := filepath.Join(root, "issues", "sub")
+	leaveGit(t, sub)
+	plant(t, filepath.Join(sub, ".git", "locked", "f"), "file", "")
+	for _, d := range []string{filepath.Join(sub, ".git", "locked"), sub} {
+		if err := os.Chmod(d, 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { writableAgain(root) })
+	if _, err := InspectOutputs(root, []string{"issues"}, testToolNames, nil); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, sub, ".git")
+	// Removal too, when the move is refused.
+	leaveGit(t, filepath.Join(root, "issues", "sub2"))
+	sub2 := filepath.Join(root, "issues", "sub2")
+	if err := os.Chmod(filepath.Join(sub2, ".git"), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sub2, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	w := walker{rename: func(int, string, int, string) error { return unix.EXDEV }, remove: removeAll}
+	if _, err := w.inspect(root, []string{"issues"}, testToolNames, nil); err == nil || !strings.Contains(err.Error(), "removed it") {
+		t.Errorf("want the removal reported: %v", err)
+	}
+	assertGone(t, sub2, ".git")
+}
+
+// writableAgain lets t.TempDir's cleanup remove what a test left read-only.
+func writableAgain(root string) {
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o755)
+		}
+		return nil
 	})
 }
