@@ -17,10 +17,12 @@ import (
 //   - set-id bits are removed from files and directories,
 //   - names that make a tool run code when a person or a program later opens
 //     the outputs (a nested .git, .envrc, editor and devcontainer settings)
-//     are renamed out of the tools' way unless the config allows them there,
+//     are renamed out of the tools' way unless the config allows them there
+//     (removed when they cannot be moved: never left live),
 //   - symlinks, FIFOs, sockets, devices and hard-linked files are listed.
 
-// QuarantineSuffix is appended to a renamed tool-config entry.
+// QuarantineSuffix starts what is appended to a renamed tool-config entry:
+// NAME.quarantined-by-triage-sandbox-STAMP-RANDOM (see quarantine_unix.go).
 const QuarantineSuffix = ".quarantined-by-triage-sandbox"
 
 // Bounds of one inspection: a run that leaves more is reported as not
@@ -52,10 +54,28 @@ type Inspection struct {
 
 // InspectOutputs walks each writable path rel (below root: a directory or
 // a file) and neutralises what a run left: toolNames are moved aside except
-// in the writable paths allowTools lists.
+// in the writable paths allowTools lists. A problem with one entry does not
+// stop the walk; the error joins them all, one per entry, each saying what
+// was done instead.
 func InspectOutputs(root string, writable, toolNames, allowTools []string) (Inspection, error) {
+	w := walker{rename: renameNoReplace, remove: removeAll}
+	return w.inspect(root, writable, toolNames, allowTools)
+}
+
+// walker is one inspection; rename and remove are the filesystem
+// operations the quarantine uses (tests make them fail).
+type walker struct {
+	ins        *Inspection
+	toolNames  []string
+	allowTools bool
+	errs       []error
+	rename     func(olddirfd int, from string, newdirfd int, to string) error
+	remove     func(dirfd int, name string) error
+}
+
+func (w walker) inspect(root string, writable, toolNames, allowTools []string) (Inspection, error) {
 	var ins Inspection
-	var errs []error
+	w.ins, w.toolNames = &ins, toolNames
 	for _, rel := range writable {
 		parts := splitRel(rel)
 		if len(parts) == 0 {
@@ -66,26 +86,24 @@ func InspectOutputs(root string, writable, toolNames, allowTools []string) (Insp
 			continue
 		}
 		if err != nil {
-			errs = append(errs, err)
+			w.fail(err)
 			continue
 		}
-		w := walker{ins: &ins, toolNames: toolNames, allowTools: slices.Contains(allowTools, rel)}
-		err = w.entry(parent, parts[len(parts)-1], filepath.Join(root, rel), 0, true)
+		w.allowTools = slices.Contains(allowTools, rel)
+		w.fail(w.entry(parent, parts[len(parts)-1], filepath.Join(root, rel), 0, true))
 		unix.Close(parent)
-		if err != nil {
-			errs = append(errs, err)
-		}
 	}
-	return ins, errors.Join(errs...)
-}
-
-type walker struct {
-	ins        *Inspection
-	toolNames  []string
-	allowTools bool
+	return ins, errors.Join(w.errs...)
 }
 
 func (w *walker) add(l Leftover) { w.ins.Leftovers = append(w.ins.Leftovers, l) }
+
+// fail records a problem; the walk goes on.
+func (w *walker) fail(err error) {
+	if err != nil {
+		w.errs = append(w.errs, err)
+	}
+}
 
 func (w *walker) dir(fd int, path string, depth int) error {
 	if depth > maxDepth {
@@ -101,8 +119,9 @@ func (w *walker) dir(fd int, path string, depth int) error {
 			w.ins.Incomplete = fmt.Sprintf("more than %d entries", maxEntries)
 			return nil
 		}
-		if err := w.entry(fd, name, filepath.Join(path, name), depth, false); err != nil || w.ins.Incomplete != "" {
-			return err
+		w.fail(w.entry(fd, name, filepath.Join(path, name), depth, false))
+		if w.ins.Incomplete != "" {
+			return nil
 		}
 	}
 	return nil
@@ -117,11 +136,7 @@ func (w *walker) entry(fd int, name, child string, depth int, top bool) error {
 	}
 	mode := uint32(st.Mode)
 	if !top && !w.allowTools && slices.Contains(w.toolNames, name) {
-		to := name + QuarantineSuffix
-		if err := unix.Renameat(fd, name, fd, to); err != nil {
-			return fmt.Errorf("moving %s out of the tools' way: %w", child, err)
-		}
-		w.add(Leftover{Path: child, Kind: "tool-config", Detail: typeName(mode), Action: "renamed to " + to})
+		w.quarantine(fd, name, child, mode)
 		return nil
 	}
 	switch mode & unix.S_IFMT {
@@ -139,7 +154,12 @@ func (w *walker) entry(fd int, name, child string, depth int, top bool) error {
 			w.add(Leftover{Path: child, Kind: "hardlink", Detail: fmt.Sprintf("%d links", st.Nlink), Action: "listed"})
 		}
 		if err := w.clearSetID(fd, name, child, mode, unix.O_RDONLY|unix.O_NONBLOCK); err != nil {
-			return err
+			// A set-id program that keeps its bits is not left behind.
+			if rerr := w.remove(fd, name); rerr != nil {
+				return fmt.Errorf("%w; nor could it be removed (%w): do not run it", err, rerr)
+			}
+			w.add(Leftover{Path: child, Kind: setIDKind(mode), Detail: fmt.Sprintf("mode %04o", mode&0o7777), Action: "removed: its set-id bits could not be removed"})
+			return fmt.Errorf("%w; removed it", err)
 		}
 	case unix.S_IFDIR:
 		if err := w.clearSetID(fd, name, child, mode, unix.O_RDONLY|unix.O_DIRECTORY); err != nil {
@@ -170,12 +190,16 @@ func (w *walker) clearSetID(dirfd int, name, path string, mode uint32, flags int
 	if err := unix.Fchmod(fd, mode&0o1777); err != nil {
 		return fmt.Errorf("removing the set-id bits of %s: %w", path, err)
 	}
-	kind := "setuid"
-	if bits == unix.S_ISGID {
-		kind = "setgid"
-	}
-	w.add(Leftover{Path: path, Kind: kind, Detail: fmt.Sprintf("mode %04o", mode&0o7777), Action: "set-id bits removed"})
+	w.add(Leftover{Path: path, Kind: setIDKind(mode), Detail: fmt.Sprintf("mode %04o", mode&0o7777), Action: "set-id bits removed"})
 	return nil
+}
+
+// setIDKind names the set-id bits of mode: setgid alone, else setuid.
+func setIDKind(mode uint32) string {
+	if mode&(unix.S_ISUID|unix.S_ISGID) == unix.S_ISGID {
+		return "setgid"
+	}
+	return "setuid"
 }
 
 // ReadDirNames lists the directory open at fd (through a new descriptor,

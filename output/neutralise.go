@@ -41,8 +41,16 @@ const workflowPrefix = "[workflow command neutralised] "
 // or when it holds '#', '#', '[' (ignorables between); the prefix makes the
 // line start with '['. Since a prefix cannot stop a search anywhere in the
 // line, every such '[' is also written as `\[`. The Azure Pipelines form
-// "##vso[" is treated the same way. Both steps are idempotent: a marked,
-// defused line matches neither rule. Lines are judged one by one and each
+// "##vso[" is treated the same way.
+//
+// A line start is not only where one stream has a newline: a CI log that
+// merges stdout and stderr (GitHub Actions does) starts a line wherever the
+// other stream's newline lands, at any write boundary of ours or any byte a
+// pipe splits a write at. So the second ':' of every "::" (ignorables
+// between), at the start of a line or not, is written as `\:`: no "::"
+// is ever shown, and the runner needs one to start a command and another
+// to end its name. All steps are idempotent: a marked, defused line
+// matches no rule. Lines are judged one by one and each
 // one anew: the runner's ::stop-commands:: makes later lines inert to the
 // runner only, not to this rule.
 
@@ -159,26 +167,15 @@ func (n *neutraliser) clean(s string) string {
 	seg := 0 // where the current line's part in s starts
 	for i := 0; i < len(s); {
 		if i == seg {
-			end := strings.IndexByte(s[i:], '\n')
-			if end < 0 {
-				end = len(s) - i
-			}
-			// Mid-line (a line longer than a chunk) the prefix still goes
-			// before the "::" it breaks; a "##[" is only defused there, as
-			// the prefix could complete a "##" shown before.
-			lineStart := i > 0 || !n.midLine
-			if command, legacy := n.line.needsMark(s[i : i+end]); !n.line.marked && (command || lineStart && legacy) {
-				b.WriteString(workflowPrefix)
-				n.line.marked = true
-			}
+			n.markLine(&b, s, i)
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
-		case r == '[':
-			if legacyBefore(sigBefore(n.line.hist, s[seg:i])) {
+		case r == '[' || r == ':':
+			if n.breaks(r, s[seg:i]) {
 				b.WriteByte('\\')
 			}
-			b.WriteByte('[')
+			b.WriteRune(r)
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, "\\x%02x", s[i])
 		case r == '\n':
@@ -211,9 +208,37 @@ func (n *neutraliser) clean(s string) string {
 	return b.String()
 }
 
+// markLine writes the prefix before the line whose part in this chunk
+// starts at s[i] when that part makes it a workflow command.
+func (n *neutraliser) markLine(b *strings.Builder, s string, i int) {
+	end := strings.IndexByte(s[i:], '\n')
+	if end < 0 {
+		end = len(s) - i
+	}
+	// Mid-line (a line longer than a chunk) the prefix still goes before
+	// the "::" it breaks; a "##[" is only defused there, as the prefix
+	// could complete a "##" shown before.
+	lineStart := i > 0 || !n.midLine
+	if command, legacy := n.line.needsMark(s[i : i+end]); !n.line.marked && (command || lineStart && legacy) {
+		b.WriteString(workflowPrefix)
+		n.line.marked = true
+	}
+}
+
+// breaks reports whether r, after before on the current line, completes a
+// "##[" or "##vso[" (r is '[') or a "::" (r is ':'; a merged log can start
+// a line anywhere, so none is shown): r is then written after a backslash.
+func (n *neutraliser) breaks(r rune, before string) bool {
+	h := sigBefore(n.line.hist, before)
+	if r == '[' {
+		return legacyBefore(h)
+	}
+	return h&0xff == ':'
+}
+
 // plain is the fast path: a chunk that starts a line and holds printable
-// ASCII, tabs and newlines only, no "##" and no line that starts (after
-// spaces and tabs) with ':'.
+// ASCII, tabs and newlines only, no "##", no "::" and no line that starts
+// (after spaces and tabs) with ':'.
 func (n *neutraliser) plain(s string) bool {
 	if n.midLine {
 		return false
@@ -223,7 +248,7 @@ func (n *neutraliser) plain(s string) bool {
 			return false
 		}
 	}
-	if strings.Contains(s, "##") {
+	if strings.Contains(s, "##") || strings.Contains(s, "::") {
 		return false
 	}
 	for i := 0; i < len(s); {

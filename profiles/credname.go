@@ -23,7 +23,7 @@ import (
 //
 // unless the whole part is a known benign word (benignParts: TOKENIZER,
 // MONKEY, AUTHOR, COMPAT, ...). Some credentials take two parts
-// (credentialPhrases: DATABASE_URL, CONN_STR). Whole parts, prefixes and
+// (credentialPhrases: DATABASE_URL, CONN_STR, HOOK_URL). Whole parts, prefixes and
 // suffixes, never bare substrings, decide for short words such as KEY and
 // PAT, so KEYBOARD_LAYOUT, XDG_RUNTIME_DIR and PATH pass.
 
@@ -35,20 +35,25 @@ var credentialWords = map[string]bool{
 	"CREDS": true, "PRIVATE": true, "COOKIE": true, "COOKIES": true, "PAT": true,
 	"AUTH": true, "OAUTH": true, "BEARER": true, "SESSION": true, "DSN": true,
 	"SIGNATURE": true, "CERT": true,
+	// A webhook URL is a credential; so are signing material, tokens named
+	// by their format, and private key and certificate files.
+	"WEBHOOK": true, "WEBHOOKS": true, "SIGNING": true, "HMAC": true, "JWT": true,
+	"PEM": true, "P12": true, "PKCS12": true, "PFX": true, "KEYSTORE": true,
+	"CERTIFICATE": true,
 }
 
 // credentialSubstrings mark a part that contains them anywhere. Longer and
 // more specific first: the first match names the reason.
 var credentialSubstrings = []string{
 	"PRIVATEKEY", "PRIVKEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD",
-	"PASSPHRASE", "CREDENTIAL", "COOKIE", "SESSION", "BEARER",
+	"PASSPHRASE", "CREDENTIAL", "COOKIE", "SESSION", "BEARER", "WEBHOOK", "KEYSTORE",
 }
 
 // credentialPrefixes mark a part that starts with them.
 var credentialPrefixes = []string{"OAUTH", "AUTH"}
 
 // credentialSuffixes mark a part that ends with them (trailing digits aside).
-var credentialSuffixes = []string{"KEYS", "KEY", "PAT", "DSN", "AUTH", "PASS", "CREDS"}
+var credentialSuffixes = []string{"KEYS", "KEY", "PAT", "DSN", "AUTH", "PASS", "CREDS", "JWT", "PEM", "CERT"}
 
 // benignParts are whole parts that contain a credential substring, prefix or
 // suffix by accident of spelling.
@@ -67,6 +72,8 @@ var benignParts = map[string]bool{
 	"HOTKEY": true, "HOTKEYS": true, "LESSKEY": true,
 	// *PAT
 	"COMPAT": true,
+	// *CERT
+	"CONCERT": true,
 	// *PASS
 	"BYPASS": true, "COMPASS": true, "SURPASS": true, "TRESPASS": true,
 	"OVERPASS": true, "UNDERPASS": true, "ENCOMPASS": true,
@@ -77,6 +84,8 @@ var benignParts = map[string]bool{
 var credentialPhrases = [][]string{
 	{"DATABASE", "URL"}, {"DATABASE", "URI"}, {"DB", "URL"}, {"DB", "URI"},
 	{"CONNECTION", "STRING"}, {"CONN", "STRING"}, {"CONN", "STR"},
+	{"HOOK", "URL"}, {"HOOK", "URI"}, {"HOOKS", "URL"},
+	{"SIGNED", "URL"}, {"PRESIGNED", "URL"},
 }
 
 // LooksLikeCredential reports whether an environment variable name looks like
@@ -111,6 +120,10 @@ func partReason(p string) string {
 	stem := strings.TrimRight(p, "0123456789")
 	if stem == "" {
 		return ""
+	}
+	// P12, PKCS12: words whose digits are part of them.
+	if credentialWords[p] {
+		return fmt.Sprintf("name part %s is the credential word %s", p, p)
 	}
 	if credentialWords[stem] {
 		return fmt.Sprintf("name part %s is the credential word %s", p, stem)

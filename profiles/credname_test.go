@@ -36,7 +36,8 @@ func TestLooksLikeCredential(t *testing.T) {
 		{"GCP_SACREDS", "name part SACREDS ends with CREDS"},
 		{"OPENAI_APIKEY", "name part APIKEY is the credential word APIKEY"},
 		{"X_MYAPIKEY", "name part MYAPIKEY contains APIKEY"},
-		{"JWT_PRIVATEKEY", "name part PRIVATEKEY contains PRIVATEKEY"},
+		{"JWT_PRIVATEKEY", "name part JWT is the credential word JWT"},
+		{"APP_PRIVATEKEY", "name part PRIVATEKEY contains PRIVATEKEY"},
 		{"DEPLOY_SSHKEY", "name part SSHKEY ends with KEY"},
 		{"STRIPE_APIKEYS", "name part APIKEYS contains APIKEY"},
 		{"BROWSER_COOKIEJAR", "name part COOKIEJAR contains COOKIE"},
@@ -51,6 +52,33 @@ func TestLooksLikeCredential(t *testing.T) {
 		{"GIT_ASKPASS", "name part ASKPASS ends with PASS"},
 		{"TOKENIZER_TOKEN", "name part TOKEN is the credential word TOKEN"},
 		{"npm_config_//registry.npmjs.org/:_authToken", "name part AUTHTOKEN contains TOKEN"},
+		// A webhook URL is a credential, and so are its kin: signing
+		// material, tokens by their format, private key and certificate files.
+		{"TRIAGE_SLACK_WEBHOOK", "name part WEBHOOK is the credential word WEBHOOK"},
+		{"SLACK_WEBHOOK_URL", "name part WEBHOOK is the credential word WEBHOOK"},
+		{"DISCORDWEBHOOK", "name part DISCORDWEBHOOK contains WEBHOOK"},
+		{"TEAMS_WEBHOOKS", "name part WEBHOOKS is the credential word WEBHOOKS"},
+		{"ALERT_HOOK_URL", "name contains HOOK_URL"},
+		{"ALERT_HOOKURL", "name contains HOOK_URL"},
+		{"PAGER_HOOK_URI", "name contains HOOK_URI"},
+		{"S3_PRESIGNED_URL", "name contains PRESIGNED_URL"},
+		{"GPG_SIGNING", "name part SIGNING is the credential word SIGNING"},
+		{"SIGNING2", "name part SIGNING2 is the credential word SIGNING"},
+		{"WEBHOOK_HMAC", "name part WEBHOOK is the credential word WEBHOOK"},
+		{"GITHUB_HMAC", "name part HMAC is the credential word HMAC"},
+		{"TRIAGE_JWT", "name part JWT is the credential word JWT"},
+		{"SERVICEJWT", "name part SERVICEJWT ends with JWT"},
+		{"X_BEARER", "name part BEARER is the credential word BEARER"},
+		{"SITE_COOKIE", "name part COOKIE is the credential word COOKIE"},
+		{"TLS_PEM", "name part PEM is the credential word PEM"},
+		{"SERVERPEM", "name part SERVERPEM ends with PEM"},
+		{"CLIENT_P12", "name part P12 is the credential word P12"},
+		{"CLIENT_PKCS12", "name part PKCS12 is the credential word PKCS12"},
+		{"CODESIGN_PFX", "name part PFX is the credential word PFX"},
+		{"ANDROID_KEYSTORE", "name part KEYSTORE is the credential word KEYSTORE"},
+		{"RELEASEKEYSTORE", "name part RELEASEKEYSTORE contains KEYSTORE"},
+		{"CLIENT_CERTIFICATE", "name part CERTIFICATE is the credential word CERTIFICATE"},
+		{"TLS_CLIENTCERT", "name part CLIENTCERT ends with CERT"},
 	}
 	for _, tc := range caught {
 		ok, reason := LooksLikeCredential(tc.name)
@@ -68,6 +96,10 @@ func TestLooksLikeCredential(t *testing.T) {
 		"PGPASSFILE", "DATABASE_NAME", "DB_HOST", "REDIS_URL", "CONNECTION_TIMEOUT",
 		"PATCH_LEVEL", "PATTERN", "COMPASS_HOME", "BYPASS_CACHE", "KEYID", "PASSTHROUGH",
 		"TRIAGE_", "_", "", "2", "__",
+		// Kin of the webhook and signing words that hold no secret.
+		"GIT_HOOKS_PATH", "PRE_COMMIT_HOOK", "HOOK_NAME", "HOOKS_DIR", "HOOK_TIMEOUT",
+		"CONCERT_HALL", "PEMBROKE", "SIGNED_OFF_BY", "DESIGNER", "KEYSTONE_REGION",
+		"TRIAGE_REPO_URL", "PRESIGN_EXPIRY",
 	}
 	for _, n := range passed {
 		if ok, reason := LooksLikeCredential(n); ok {

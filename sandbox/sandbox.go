@@ -216,6 +216,7 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 	if req.Timeout > 0 {
 		req.Command.Timeout = req.Timeout
 	}
+	defer neutraliseReport(&out) // last: after the reports below
 	defer s.inspectOutputs(&out)
 	defer copyBackReport(&out)
 	if req.Redactor == nil {
@@ -249,6 +250,23 @@ func teeTo(w io.Writer, also io.Writer) io.Writer {
 	return io.MultiWriter(w, also)
 }
 
+// neutraliseReport makes what the outcome reports for the caller to show
+// safe to print: warnings, hints and the leftovers' fields name files the
+// sandbox chose (and the backend's own messages may quote them), so each
+// goes through the output pipeline's neutraliser, on one line.
+func neutraliseReport(out *Outcome) {
+	for _, ss := range [][]string{out.Warnings, out.Hints} {
+		for i := range ss {
+			ss[i] = output.Line(ss[i])
+		}
+	}
+	for i := range out.Outputs.Leftovers {
+		l := &out.Outputs.Leftovers[i]
+		l.Path, l.Kind, l.Detail, l.Action = output.Line(l.Path), output.Line(l.Kind), output.Line(l.Detail), output.Line(l.Action)
+	}
+	out.Outputs.Incomplete = output.Line(out.Outputs.Incomplete)
+}
+
 // copyBackReport shows what copying the staged outputs back refused or
 // could not do.
 func copyBackReport(out *Outcome) {
@@ -278,12 +296,24 @@ func (s *Session) inspectOutputs(out *Outcome) {
 	ins, err := hostfs.InspectOutputs(s.policy.WorkspaceRoot, rels, profiles.ToolConfigNames(), s.policy.AllowToolConfig)
 	ins.Leftovers = append(out.Outputs.Leftovers, ins.Leftovers...)
 	out.Outputs = ins
-	if err != nil {
-		out.Warnings = append(out.Warnings, "inspecting the outputs: "+err.Error())
+	// One warning per entry: a tool config removed, or still live.
+	for _, e := range unjoin(err) {
+		out.Warnings = append(out.Warnings, "inspecting the outputs: "+e.Error())
 	}
 	if ins.Incomplete != "" {
 		out.Warnings = append(out.Warnings, "the outputs were not fully inspected ("+ins.Incomplete+"); do not follow symlinks or run tools in them")
 	}
+}
+
+// unjoin lists the errors errors.Join put together (err alone otherwise).
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
 
 // audit writes the record. A failure to audit keeps a refusal to one line,
@@ -311,7 +341,8 @@ func withAuditFailure(refusal, aerr error) error {
 
 // Run is the one-shot path: Start, Exec, Close. It returns only once the
 // sandbox is gone.
-func Run(ctx context.Context, backend backends.Backend, req Request) (Outcome, error) {
+func Run(ctx context.Context, backend backends.Backend, req Request) (out Outcome, err error) {
+	defer func() { neutraliseReport(&out) }()
 	if err := backends.CheckArgv(req.Command.Argv); err != nil {
 		return Outcome{}, RecordRefusal(req, err)
 	}
@@ -348,7 +379,7 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (Outcome, e
 	if req.Started != nil {
 		req.Started()
 	}
-	out, err := sess.exec(ctx, req, judged)
+	out, err = sess.exec(ctx, req, judged)
 	out.Warnings = append(gateWarnings, out.Warnings...)
 	cerr := sess.Close(ctx)
 	out.Warnings = append(out.Warnings, sess.sandbox.Warnings()...)

@@ -10,6 +10,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
+	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
@@ -50,10 +51,11 @@ func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 	return p, host, err
 }
 
-// printWarnings shows what the library returned for the user.
+// printWarnings shows what the library returned for the user, each on one
+// line and neutralised (a warning may name a file the sandbox chose).
 func printWarnings(ws []string) {
 	for _, w := range ws {
-		fmt.Fprintln(os.Stderr, "triage-sandbox: warning: "+w)
+		fmt.Fprintln(os.Stderr, "triage-sandbox: warning: "+output.Line(w))
 	}
 }
 

@@ -13,7 +13,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
 	"github.com/triage-sandbox/triage-sandbox/internal/fdclean"
+	"github.com/triage-sandbox/triage-sandbox/output"
 )
 
 // exitError carries a specific exit code out of a subcommand.
@@ -63,8 +65,9 @@ func report(err error) int {
 		err = ee.err
 	}
 	if err != nil {
+		// Neutralised: an error may quote a name the sandbox chose.
 		for _, line := range strings.Split(strings.TrimSpace(err.Error()), "\n") {
-			fmt.Fprintln(os.Stderr, "triage-sandbox: "+line)
+			fmt.Fprintln(os.Stderr, "triage-sandbox: "+output.Line(line))
 		}
 	}
 	return code

@@ -47,6 +47,8 @@ type runJSON struct {
 	SpecialFiles []hostfs.Leftover `json:"special_files"`
 	// Hints say which sandbox restriction a failure points to.
 	Hints []string `json:"hints,omitempty"`
+	// Warnings are the run's warnings, as printed on stderr.
+	Warnings []string `json:"warnings,omitempty"`
 	// OutputsIncomplete says the outputs were too large to inspect fully.
 	OutputsIncomplete string `json:"outputs_incomplete,omitempty"`
 	// Weakened are requirements the backend does not enforce and the config accepted.
@@ -70,7 +72,7 @@ func newRunCmd() *cobra.Command {
 			out := &runJSON{}
 			fail := func(err error) error {
 				if asJSON {
-					out.ExitCode, out.Error = sandbox.ExitRefused, err.Error()
+					out.ExitCode, out.Error = sandbox.ExitRefused, output.Text(err.Error())
 					_ = json.NewEncoder(os.Stdout).Encode(out)
 				}
 				return refuse(err)
@@ -114,7 +116,7 @@ func newRunCmd() *cobra.Command {
 			}
 			res, err := sandbox.Run(cmd.Context(), b, req)
 			printWarnings(res.Warnings)
-			out.Gate = res.Gate
+			out.Gate, out.Warnings = res.Gate, res.Warnings
 			if err != nil {
 				return fail(err)
 			}
@@ -122,7 +124,7 @@ func newRunCmd() *cobra.Command {
 			out.SpecialFiles, out.OutputsIncomplete = res.Outputs.Leftovers, res.Outputs.Incomplete
 			out.Hints = res.Hints
 			for _, h := range res.Hints {
-				fmt.Fprintln(os.Stderr, "triage-sandbox: hint: "+h)
+				fmt.Fprintln(os.Stderr, "triage-sandbox: hint: "+output.Line(h))
 			}
 			if n := len(res.Outputs.Leftovers); n > 0 {
 				fmt.Fprintf(os.Stderr, "triage-sandbox: warning: the command left %d special file(s) in its outputs (%s); never follow or run them (see --json special_files)\n",
