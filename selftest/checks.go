@@ -60,9 +60,9 @@ const (
 type Env struct {
 	C *Canaries
 	P *policy.Policy
-	// Outputs are the configured writable paths: the only host paths a
+	// Writable are the configured writable paths: the only host paths a
 	// sandboxed command may change.
-	Outputs []string
+	Writable []string
 	// Scratch is where the phase's sandbox put HOME and TMPDIR.
 	Scratch policy.ScratchPaths
 }
@@ -136,7 +136,7 @@ func (e *Env) home(rel ...string) []string {
 func (e *Env) checkout(rel string) string { return filepath.Join(e.C.Checkout, rel) }
 
 func (e *Env) repros(name string) string {
-	for _, w := range e.Outputs {
+	for _, w := range e.Writable {
 		if fi, err := os.Stat(w); err == nil && fi.IsDir() {
 			return filepath.Join(w, name)
 		}

@@ -208,7 +208,7 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 	if o.AfterPlant != nil {
 		o.AfterPlant(c)
 	}
-	p, outputs, err := buildPolicy(o, c, role)
+	p, writable, err := buildPolicy(o, c, role)
 	if err != nil {
 		return fail(err)
 	}
@@ -242,7 +242,7 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 	if err := policy.Prepare(p); err != nil {
 		return fail(err)
 	}
-	e := &Env{C: c, P: p, Outputs: outputs}
+	e := &Env{C: c, P: p, Writable: writable}
 	var phaseMu sync.Mutex
 	rr.Phases = map[string]time.Duration{}
 	timed := func(name string, since time.Time) {
@@ -317,8 +317,8 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 
 // buildPolicy compiles the user's config for role, rooted in the canary
 // workspace and checkout, against the canary home and environment. It also
-// returns the configured outputs (writable paths) before any test mutation:
-// host-side change detection skips those and nothing else.
+// returns the configured writable paths before any test mutation: host-side
+// change detection skips those and nothing else.
 func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, []string, error) {
 	cfg := *o.Config
 	cfg.Root = c.Root
@@ -348,11 +348,11 @@ func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, []string,
 	if err != nil {
 		return nil, nil, err
 	}
-	outputs := p.Writable()
+	writable := p.Writable()
 	if o.Mutate != nil {
 		o.Mutate(p)
 	}
-	return p, outputs, nil
+	return p, writable, nil
 }
 
 func plantWorkspaceConfig(cfg *config.File, root string) (string, error) {
@@ -455,7 +455,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	var before map[string]string
 	var err error
 	if observeHost {
-		if before, err = e.C.Snapshot(e.Outputs); err != nil {
+		if before, err = e.C.Snapshot(e.Writable); err != nil {
 			return nil, err
 		}
 		e.C.ResetHits()
@@ -482,7 +482,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	ev.Survivors = append(ev.Survivors, Survivors("survivor-"+e.C.Token)...)
 	KillByToken("survivor-" + e.C.Token)
 	ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
-	after, err := e.C.Snapshot(e.Outputs)
+	after, err := e.C.Snapshot(e.Writable)
 	if err != nil {
 		return ev, err
 	}
@@ -619,7 +619,7 @@ func runControls(ctx context.Context, o Options, e *Env, checks []Check) (map[st
 			steps = append(steps, ch.Steps(e)...)
 		}
 	}
-	before, err := e.C.Snapshot(e.Outputs)
+	before, err := e.C.Snapshot(e.Writable)
 	e.C.ResetHits()
 	ev := &Evidence{Host: true}
 	if err == nil {
@@ -629,7 +629,7 @@ func runControls(ctx context.Context, o Options, e *Env, checks []Check) (map[st
 		ev.Survivors = Survivors("survivor-" + e.C.Token)
 		ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
 		var after map[string]string
-		if after, err = e.C.Snapshot(e.Outputs); err == nil {
+		if after, err = e.C.Snapshot(e.Writable); err == nil {
 			ev.Changed = Changed(before, after)
 		}
 	}
