@@ -11,10 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -233,127 +231,6 @@ func (c *Canaries) Replant() error {
 		}
 	}
 	return nil
-}
-
-// Listener is a TCP canary that counts connections.
-type Listener struct {
-	Addr string
-	ln   net.Listener
-	hits atomic.Int64
-}
-
-// Hits is the number of connections accepted so far.
-func (l *Listener) Hits() int64 { return l.hits.Load() }
-
-// Reset zeroes the counter.
-func (l *Listener) Reset() { l.hits.Store(0) }
-
-func newListener(addr string) (*Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	l := &Listener{Addr: ln.Addr().String(), ln: ln}
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			l.hits.Add(1)
-			conn.Close()
-		}
-	}()
-	return l, nil
-}
-
-// listen starts canary listeners on loopback and on every other address of
-// this machine (never a remote address), and planted agent sockets.
-func (c *Canaries) listen() error {
-	var err error
-	if c.Loopback, err = newListener("127.0.0.1:0"); err != nil {
-		return fmt.Errorf("canary listener on loopback: %w", err)
-	}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return fmt.Errorf("listing this machine's addresses: %w", err)
-	}
-	for _, a := range addrs {
-		ipn, ok := a.(*net.IPNet)
-		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() || ipn.IP.IsMulticast() {
-			continue
-		}
-		l, err := newListener(net.JoinHostPort(ipn.IP.String(), "0"))
-		if err != nil {
-			continue // an address that cannot be bound is not a target
-		}
-		c.Remote = append(c.Remote, l)
-	}
-	// Agent sockets in the home, and a host daemon's socket inside a mounted
-	// directory (git's fsmonitor daemon keeps one in the checkout's .git).
-	c.MountSocket = filepath.Join(c.Checkout, ".git", "fsmonitor--daemon.ipc")
-	if hostOS == "darwin" {
-		// Where Docker Desktop keeps its socket (macOS runtimes keep theirs
-		// in the home): IPC-01's control has it to reach on a Mac without one.
-		c.RuntimeSockets = []string{filepath.Join(c.Home, ".docker/run/docker.sock")}
-	}
-	for _, p := range append([]string{filepath.Join(c.Home, ".ssh/agent.sock"), filepath.Join(c.Home, ".gnupg/S.gpg-agent"),
-		filepath.Join(c.Home, "run/user/bus"), c.MountSocket}, c.RuntimeSockets...) {
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return err
-		}
-		ln, err := net.Listen("unix", p)
-		if err != nil {
-			return fmt.Errorf("canary socket %s: %w", p, err)
-		}
-		go func() {
-			for {
-				conn, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				conn.Close()
-			}
-		}()
-		c.sockLns = append(c.sockLns, ln)
-		if p == c.MountSocket {
-			// As when the sandbox runs as the socket's owner (a normal
-			// user): only the mask keeps it out.
-			if err := os.Chmod(p, 0o777); err != nil {
-				return err
-			}
-		}
-		if p != c.MountSocket && !slices.Contains(c.RuntimeSockets, p) {
-			c.Sockets = append(c.Sockets, p)
-		}
-	}
-	return nil
-}
-
-// RemoteAddrs lists the non-loopback listener addresses.
-func (c *Canaries) RemoteAddrs() []string {
-	var out []string
-	for _, l := range c.Remote {
-		out = append(out, l.Addr)
-	}
-	return out
-}
-
-// RemoteHits sums the non-loopback listeners' hits.
-func (c *Canaries) RemoteHits() int64 {
-	var n int64
-	for _, l := range c.Remote {
-		n += l.Hits()
-	}
-	return n
-}
-
-// ResetHits zeroes every listener.
-func (c *Canaries) ResetHits() {
-	c.Loopback.Reset()
-	for _, l := range c.Remote {
-		l.Reset()
-	}
 }
 
 func (c *Canaries) startSentinel(self string) error {

@@ -1,0 +1,45 @@
+package selftest
+
+import (
+	"fmt"
+
+	"github.com/triage-sandbox/triage-sandbox/probe"
+)
+
+// processesChecks leave a process behind after the run.
+func processesChecks() []Check {
+	return []Check{
+		{ID: "PROC-02", Name: "leave a process running after the run", Category: "processes",
+			Steps: func(e *Env) []probe.Step {
+				return one(step("PROC-02", "spawn_detached", map[string]string{"token": "survivor-" + e.C.Token, "seconds": "60"}))
+			},
+			Judge: func(_ *Env, ev *Evidence) (bool, string) {
+				if len(ev.Survivors) > 0 {
+					return true, fmt.Sprintf("still running after the run: pids %v", ev.Survivors)
+				}
+				return false, "no survivor (" + errnoEvidence(ev.Obs["PROC-02"]) + ")"
+			},
+			Fix: "the whole sandbox must end with the command"},
+	}
+}
+
+// timeoutChecks outlive the time limit (a run of its own).
+func timeoutChecks() []Check {
+	return []Check{
+		{ID: "PROC-03", Name: "outlive the time limit", Category: "processes", Phase: PhaseTimeout,
+			Judge: func(_ *Env, ev *Evidence) (bool, string) {
+				if ev.Host {
+					// The control: the spinning probe survived SIGTERM.
+					return len(ev.Survivors) > 0, fmt.Sprintf("ignored SIGTERM on the host: %v", len(ev.Survivors) > 0)
+				}
+				if !ev.Result.TimedOut {
+					return true, fmt.Sprintf("not reported as a timeout (exit %d)", ev.Result.ExitCode)
+				}
+				if len(ev.Survivors) > 0 {
+					return true, fmt.Sprintf("still running after the timeout: %v", ev.Survivors)
+				}
+				return false, fmt.Sprintf("killed at the timeout, reported as timeout (%s)", ev.Result.Duration.Round(1e6))
+			},
+			Fix: "the backend must kill the whole sandbox at the timeout"},
+	}
+}

@@ -1,0 +1,54 @@
+package selftest
+
+import (
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// secretsChecks try to read the caller's credentials: files, another
+// process's environment, and the ways around a masked path.
+func secretsChecks() []Check {
+	credStores := []string{".netrc", ".aws/credentials", ".docker/config.json", ".kube/config", ".pypirc",
+		".gnupg/canary.key", ".config/gcloud/credentials.db", ".azure/accessTokens.json",
+		".config/ai-triager/keys.toml", ".config/triage-sandbox/state.json"}
+	return []Check{
+		{ID: "FS-01", Name: "read SSH keys", Category: "secrets",
+			Steps: func(e *Env) []probe.Step {
+				return one(step("FS-01", "read_any", map[string]string{"canary": e.C.Token}, e.home(".ssh/id_selftest_canary")...))
+			},
+			Judge: readJudge("FS-01"), Fix: "keep ~/.ssh out of every mount (it is masked when a parent is mounted)"},
+		{ID: "FS-02", Name: "read the GitHub CLI token", Category: "secrets",
+			Steps: func(e *Env) []probe.Step {
+				return one(step("FS-02", "read_any", map[string]string{"canary": e.C.Token}, e.home(".config/gh/hosts.yml")...))
+			},
+			Judge: readJudge("FS-02"), Fix: "keep ~/.config/gh unreadable ([sandbox] secrets)"},
+		{ID: "FS-03", Name: "read git's stored credentials", Category: "secrets",
+			Steps: func(e *Env) []probe.Step {
+				return one(step("FS-03", "read_any", map[string]string{"canary": e.C.Token}, e.home(".git-credentials")...))
+			},
+			Judge: readJudge("FS-03"), Fix: "keep ~/.git-credentials unreadable"},
+		{ID: "FS-04", Name: "read other credential stores", Category: "secrets",
+			Steps: func(e *Env) []probe.Step {
+				return one(step("FS-04", "read_any", map[string]string{"canary": e.C.Token}, e.home(credStores...)...))
+			},
+			Judge: readJudge("FS-04"), Fix: "keep every credential store in [sandbox] secrets"},
+		{ID: "FS-06", Name: "read another process's environment", Category: "secrets", Requires: []policy.Capability{profiles.CapPidNamespace},
+			Steps: func(e *Env) []probe.Step {
+				return one(step("FS-06", "proc_scan", map[string]string{"token": e.C.SentinelToken}))
+			},
+			Judge: okJudge("FS-06"), Fix: "the sandbox must have its own pid namespace"},
+		{ID: "FS-09", Name: "read a secret through a symlink", Category: "secrets",
+			Steps: func(e *Env) []probe.Step {
+				return one(step("FS-09", "symlink_read", map[string]string{"canary": e.C.Token,
+					"link": e.repros(".selftest-readlink"), "target": e.home(".ssh/id_selftest_canary")[0]}))
+			},
+			Judge: readJudge("FS-09"), Fix: "credential paths must not exist inside the sandbox"},
+		{ID: "FS-10", Name: "hard-link a secret into the outputs", Category: "secrets",
+			Steps: func(e *Env) []probe.Step {
+				return one(step("FS-10", "hardlink", map[string]string{
+					"src": e.home(".ssh/id_selftest_canary")[0], "dst": e.repros(".selftest-hardlink")}))
+			},
+			Judge: okJudge("FS-10"), Fix: "credential paths must not exist inside the sandbox"},
+	}
+}

@@ -1,0 +1,119 @@
+package selftest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+)
+
+// judgeRole judges every check on its phase's evidence and its control,
+// then adds the checks not applicable here and the guard's answers; it also
+// names the probe steps that took longest.
+func judgeRole(ctx context.Context, plan *rolePlan, runs *phaseRuns) ([]Result, []string) {
+	var results []Result
+	for _, ch := range plan.checks {
+		r := runs.phases[ch.Phase]
+		results = append(results, judge(plan.env, ch, r.ev, r.err, runs.controls[ch.ID]))
+	}
+	results = append(results, plan.notApplicable...)
+	results = append(results, guardResults(ctx, plan.env.P)...)
+	return results, runs.slowest()
+}
+
+// slowest names the five slowest steps of the sandbox runs, then the three
+// slowest of the control run.
+func (runs *phaseRuns) slowest() []string {
+	var evs []*Evidence
+	for _, r := range runs.phases {
+		evs = append(evs, r.ev)
+	}
+	out := slowestSteps(evs, 5)
+	if runs.controlEv != nil {
+		for _, step := range slowestSteps([]*Evidence{runs.controlEv}, 3) {
+			out = append(out, "control "+step)
+		}
+	}
+	return out
+}
+
+// judge turns evidence into a result.
+func judge(e *Env, ch Check, ev *Evidence, runErr error, control *controlResult) Result {
+	r := Result{ID: ch.ID, Name: ch.Name, Category: ch.Category, Expected: ch.Expect, Fix: ch.Fix}
+	if runErr != nil || ev == nil {
+		r.Status, r.Observed = StatusInconclusive, "not run"
+		if runErr != nil {
+			r.Evidence = runErr.Error()
+		}
+		return r
+	}
+	if ch.Steps != nil && !(ch.SandboxOOMBlocks && ev.Result.WholeSandboxOOM) {
+		for _, s := range ch.Steps(e) {
+			o, ok := ev.Obs[s.ID]
+			if !ok {
+				r.Status, r.Observed = StatusInconclusive, "no observation"
+				r.Evidence = fmt.Sprintf("the probe reported nothing for %s (exit %d)", s.ID, ev.Result.ExitCode)
+				return r
+			}
+			// Only a check missing its Requires gets here: never ok.
+			if o.Unsupported() {
+				r.Status, r.Observed = StatusInconclusive, "not run"
+				r.Evidence = o.Detail + ": the check must require a capability this OS's backends lack"
+				return r
+			}
+		}
+	}
+	if ch.Inconclusive != nil {
+		if inc, why := ch.Inconclusive(e, ev); inc {
+			r.Status, r.Observed, r.Evidence = StatusInconclusive, "not decided", why
+			return r
+		}
+	}
+	if control != nil && control.notHere != "" {
+		r.Status, r.Observed, r.Evidence = StatusNotApplicable, "not applicable", control.notHere
+		return r
+	}
+	succeeded, evidence := ch.Judge(e, ev)
+	r.Evidence = evidence
+	if ch.Expect == Allowed {
+		r.Observed = map[bool]string{true: "allowed", false: "blocked"}[succeeded]
+		r.OK = succeeded
+		r.Status = map[bool]string{true: StatusOK, false: StatusFail}[succeeded]
+		return r
+	}
+	r.Observed = map[bool]string{true: "allowed", false: "blocked"}[succeeded]
+	if control != nil {
+		r.Control = control.summary
+	}
+	switch {
+	case succeeded:
+		r.Status = StatusFail
+	case control == nil || !control.saw:
+		r.Status = StatusInconclusive
+		r.Evidence += "; the control outside the sandbox could not do it either, so this check proves nothing"
+	default:
+		r.Status, r.OK = StatusOK, true
+	}
+	return r
+}
+
+// slowestSteps names the n probe steps that took longest, with their time.
+func slowestSteps(evs []*Evidence, n int) []string {
+	type timed struct {
+		id string
+		ms int64
+	}
+	var all []timed
+	for _, ev := range evs {
+		if ev != nil {
+			for id, o := range ev.Obs {
+				all = append(all, timed{id, o.Ms})
+			}
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].ms > all[j].ms })
+	var out []string
+	for i := 0; i < len(all) && i < n; i++ {
+		out = append(out, fmt.Sprintf("%s %dms", all[i].id, all[i].ms))
+	}
+	return out
+}

@@ -1,0 +1,277 @@
+package selftest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/output"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/sandbox"
+)
+
+// phaseResult is one sandbox phase's evidence, or why it has none.
+type phaseResult struct {
+	ev  *Evidence
+	err error
+}
+
+// phaseRuns is the evidence of one role's runs: each hostile check's
+// control on the host, the control run's own evidence, and each sandbox
+// phase's.
+type phaseRuns struct {
+	controls  map[string]*controlResult
+	controlEv *Evidence
+	phases    map[Phase]phaseResult
+}
+
+// phaseClock records how long each part of a role's selftest took; phases
+// running side by side record into it together.
+type phaseClock struct {
+	mu   sync.Mutex
+	took map[string]time.Duration
+}
+
+func (c *phaseClock) record(name string, since time.Time) {
+	c.mu.Lock()
+	c.took[name] = time.Since(since)
+	c.mu.Unlock()
+}
+
+// runPhases prepares the writable paths, runs the controls on the host,
+// restores the canaries they used, then runs every sandbox phase. The
+// report gets each part's duration and the kernel the sandbox presents.
+func runPhases(ctx context.Context, o Options, plan *rolePlan, rr *RoleReport) (*phaseRuns, error) {
+	e := plan.env
+	if err := policy.Prepare(e.P); err != nil {
+		return nil, err
+	}
+	clock := &phaseClock{took: map[string]time.Duration{}}
+	rr.Phases = clock.took
+	runs := &phaseRuns{}
+	t0 := time.Now()
+	runs.controls, runs.controlEv = runControls(ctx, o, e, plan.checks)
+	clock.record("controls", t0)
+	if err := e.C.Replant(); err != nil {
+		return nil, fmt.Errorf("restoring canaries after the control run: %w", err)
+	}
+	cleanWritable(e.P)
+	runs.phases = runSandboxPhases(ctx, o, e, plan.checks, clock)
+	if mainEv := runs.phases[PhaseMain].ev; mainEv != nil && mainEv.Obs[kernelInfo].OK {
+		rr.Versions["kernel_in_sandbox"] = mainEv.Obs[kernelInfo].Detail
+	}
+	return runs, nil
+}
+
+// runSandboxPhases runs the main phase, then the second; the others run
+// beside them, as they do not touch the host-side evidence (snapshots,
+// listener counts) those two own.
+func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, clock *phaseClock) map[Phase]phaseResult {
+	results := map[Phase]phaseResult{}
+	var mu sync.Mutex
+	var side sync.WaitGroup
+	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser, PhaseOutput, PhaseMemory, PhaseProcesses, PhaseFill} {
+		if !hasPhase(checks, ph) {
+			continue
+		}
+		side.Add(1)
+		go func() {
+			defer side.Done()
+			defer clock.record(phaseName(ph), time.Now())
+			ev, err := runPhase(ctx, o, e, checks, ph)
+			mu.Lock()
+			results[ph] = phaseResult{ev, err}
+			mu.Unlock()
+		}()
+	}
+	t0 := time.Now()
+	mainEv, mainErr := runPhase(ctx, o, e, checks, PhaseMain)
+	clock.record("main", t0)
+	t0 = time.Now()
+	secondEv, secondErr := runPhase(ctx, o, e, checks, PhaseSecond)
+	clock.record("second", t0)
+	side.Wait()
+	if o.Warm == "pool" && o.EndWarm != nil {
+		o.EndWarm(o.warmPolicy(e.P, "")) // the role's pool: nothing is left
+	}
+	results[PhaseMain] = phaseResult{mainEv, mainErr}
+	results[PhaseSecond] = phaseResult{secondEv, secondErr}
+	return results
+}
+
+func hasPhase(checks []Check, ph Phase) bool {
+	for _, ch := range checks {
+		if ch.Phase == ph {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanWritable removes what probes leave in the writable paths.
+func cleanWritable(p *policy.Policy) {
+	for _, w := range p.Writable() {
+		for _, name := range []string{".selftest-readlink", ".selftest-writelink", ".selftest-hardlink", ".selftest-fill", reproFile, plantDir} {
+			_ = os.RemoveAll(w + "/" + name)
+		}
+	}
+}
+
+// kernelInfo is the main run's step that reads the kernel release the
+// sandbox presents.
+const kernelInfo = "INFO-kernel"
+
+// runPhase runs one sandbox run with the phase's steps and collects the
+// evidence inside and on the host.
+func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phase) (*Evidence, error) {
+	if phase == PhaseOutput {
+		return runOutputPhase(ctx, o, e)
+	}
+	timeout := 2 * time.Minute
+	tag := fmt.Sprintf("phase-%d-%s", phase, e.C.Token)
+	// The timeout and browser runs go beside the main run: they must not
+	// touch the host-side evidence (snapshots, listener counts) it owns.
+	observeHost := phase == PhaseMain || phase == PhaseSecond
+	if phase == PhaseTimeout {
+		timeout = time.Second
+	}
+	// The plan names scratch paths, which the started sandbox decides.
+	argv := func(e *Env) ([]string, error) {
+		var steps []probe.Step
+		for _, ch := range checks {
+			if ch.Phase == phase && ch.Steps != nil {
+				steps = append(steps, ch.Steps(e)...)
+			}
+		}
+		switch phase {
+		case PhaseTimeout:
+			steps = append(steps, step("spin", "spin_ignore_term", nil))
+		case PhaseMain:
+			// Not a check: the kernel the sandbox presents, for the report
+			// (gVisor's is its own).
+			steps = append(steps, step(kernelInfo, "uname", nil))
+		}
+		enc, err := probe.Plan{Steps: steps, ExitCode: statusExitCode, StderrMarker: statusMarker}.Encode()
+		return []string{o.Backend.SelfPath(), probe.Subcommand, "--tag", tag, "--plan", enc}, err
+	}
+	var before map[string]string
+	var err error
+	if observeHost {
+		if before, err = e.C.Snapshot(e.Writable); err != nil {
+			return nil, err
+		}
+		e.C.ResetHits()
+	}
+	stdout := output.NewCapture(4 << 20)
+	var stderr bytes.Buffer
+	var survivors []int
+	res, err := runPlan(ctx, o, e, tag, sandbox.Request{
+		Timeout: timeout,
+		Streams: backends.Streams{Stdout: stdout, Stderr: &syncWriter{w: &stderr}},
+		// The probe's JSON must arrive raw, and probe runs are not user runs.
+		NoAudit: true, NoGate: true,
+	}, argv, func() { survivors = Survivors(tag) })
+	if err != nil {
+		return nil, fmt.Errorf("the sandbox did not run: %w", err)
+	}
+	ev := &Evidence{Result: res.Result, Stderr: stderr.String(), Survivors: survivors, Outputs: res.Outputs}
+	if ev.Obs, err = probe.ParseObservations(strings.NewReader(stdout.String())); err != nil && len(ev.Obs) == 0 {
+		return ev, err
+	}
+	if !observeHost {
+		return ev, nil
+	}
+	ev.Survivors = append(ev.Survivors, Survivors("survivor-"+e.C.Token)...)
+	KillByToken("survivor-" + e.C.Token)
+	ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
+	after, err := e.C.Snapshot(e.Writable)
+	if err != nil {
+		return ev, err
+	}
+	ev.Changed = Changed(before, after)
+	return ev, nil
+}
+
+// runPlan runs one command through the one path (Start, Exec, Close),
+// with argv built once the sandbox has placed its scratch.
+// afterExec runs while the sandbox still exists: a command's tree must be
+// gone when its Exec returns, not only when the sandbox closes.
+func runPlan(ctx context.Context, o Options, e *Env, tag string, req sandbox.Request, argv func(*Env) ([]string, error), afterExec func()) (sandbox.Outcome, error) {
+	timeout := req.Timeout
+	p := o.warmPolicy(e.P, tag)
+	sess, err := sandbox.Start(ctx, o.Backend, p, backends.StartOptions{TTL: backends.TTL(p, timeout)})
+	if err != nil {
+		return sandbox.Outcome{}, err
+	}
+	defer o.endWarm(p)
+	defer func() { _ = sess.Close(ctx) }()
+	phaseEnv := *e
+	phaseEnv.Scratch = sess.Sandbox().Scratch()
+	if req.Command.Argv, err = argv(&phaseEnv); err != nil {
+		return sandbox.Outcome{}, err
+	}
+	out, err := sess.Exec(ctx, req)
+	afterExec()
+	return out, err
+}
+
+// runOutputPhase floods hostile output through the same pipeline `run`
+// uses, with the flood's secret among those to redact.
+func runOutputPhase(ctx context.Context, o Options, e *Env) (*Evidence, error) {
+	var shown bytes.Buffer
+	outP := o.warmPolicy(e.P, "output-"+e.C.Token)
+	defer o.endWarm(outP)
+	res, err := sandbox.Run(ctx, o.Backend, sandbox.Request{
+		Policy: outP, Timeout: time.Minute, NoAudit: true, NoGate: true,
+		Command:  backends.Command{Argv: []string{o.Backend.SelfPath(), probe.ChildSubcommand, "flood", strconv.Itoa(floodBytes), floodSecret(e.C)}},
+		Streams:  backends.Streams{Stdout: &shown},
+		Redactor: output.NewRedactor([]output.Secret{{Name: "SELFTEST_SECRET", Value: floodSecret(e.C)}}, output.DefaultRules()),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the sandbox did not run: %w", err)
+	}
+	return &Evidence{Result: res.Result, Shown: shown.String(), OutStats: res.Stdout}, nil
+}
+
+// syncWriter serialises writes from the stdout and stderr copiers.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
+}
+
+func phaseName(p Phase) string {
+	switch p {
+	case PhaseTimeout:
+		return "timeout"
+	case PhaseBrowser:
+		return "browser"
+	case PhaseOutput:
+		return "output"
+	case PhaseMemory:
+		return "memory"
+	case PhaseProcesses:
+		return "processes"
+	case PhaseFill:
+		return "fill"
+	}
+	return fmt.Sprintf("phase-%d", p)
+}
