@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 type cliResult struct {
@@ -359,8 +360,11 @@ func TestRenderAndPolicy(t *testing.T) {
 			} `json:"exec"`
 		}
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &art) != nil || art.Create.HostConfig["NetworkMode"] != "none" ||
-			!slices.Contains(art.Exec.Cmd, "/bin/sh") || !slices.Contains(art.Exec.Cmd, "--timeout") {
+			len(art.Exec.Cmd) != 3 || art.Exec.Cmd[1] != string(protocol.EntryExec) {
 			t.Fatalf("render %s: %+v", role, r)
+		}
+		if x, err := protocol.DecodeExec(art.Exec.Cmd[2:]); err != nil || x.Argv[0] != "/bin/sh" || x.Timeout == 0 {
+			t.Fatalf("render %s: the supervisor's spec %s: %+v, %v", role, art.Exec.Cmd[2], x, err)
 		}
 		r = runCLI(t, root, nil, "render", "--role", role, "--backend", "oci")
 		var spec struct {
