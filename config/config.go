@@ -62,21 +62,18 @@ func FindAll(dir string) ([]string, error) {
 // Options are what Load and Parse need from their caller.
 type Options struct {
 	// Backends are the names [sandbox] backend accepts, in the order a
-	// problem lists them: the backend registry's names. Empty means
-	// fallbackBackends.
+	// problem lists them: the backend registry's names. Empty means the
+	// caller does not know them (a test of something else): any name
+	// passes here, and the registry refuses an unknown one when the
+	// backend is made.
 	Backends []string
 }
 
-// fallbackBackends stand in for the registry's names when a caller passes
-// none (Load, Parse, Options{}): the backend registry supplies the real
-// list, and config keeps no list of its own once every caller passes it.
-var fallbackBackends = []string{"docker", "oci", "seatbelt", "local"}
-
-// Load reads and validates the file at path, knowing the fallback backend
+// Load reads and validates the file at path without knowing the backend
 // names; see Options.Load.
 func Load(path string) (*File, error) { return Options{}.Load(path) }
 
-// Parse is Options.Parse knowing the fallback backend names.
+// Parse is Options.Parse without knowing the backend names.
 func Parse(name string, data []byte, root string) (*File, error) {
 	return Options{}.Parse(name, data, root)
 }
@@ -112,11 +109,7 @@ func (o Options) Parse(name string, data []byte, root string) (*File, error) {
 	if _, err := toml.Decode(string(data), &raw); err != nil {
 		return nil, joinProblems([]*Problem{syntaxProblem(name, data, err)})
 	}
-	backends := o.Backends
-	if len(backends) == 0 {
-		backends = fallbackBackends
-	}
-	c := &checker{file: name, lines: indexLines(string(data)), backends: backends}
+	c := &checker{file: name, lines: indexLines(string(data)), backends: o.Backends}
 	f := Default(root)
 	f.Path = name
 	c.document(f, raw)

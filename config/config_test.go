@@ -259,7 +259,7 @@ var problemTests = []struct {
 func TestProblems(t *testing.T) {
 	for _, tt := range problemTests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := Parse("triage.toml", []byte(tt.toml), "/ws")
+			f, err := Options{Backends: []string{"docker", "oci", "seatbelt", "local"}}.Parse("triage.toml", []byte(tt.toml), "/ws")
 			if err == nil {
 				t.Fatalf("Parse succeeded (%+v), want %d problems", f, len(tt.want))
 			}

@@ -174,7 +174,7 @@ func (c *checker) backend(p []string, v any) *string {
 	if !ok {
 		return nil
 	}
-	if !slices.Contains(c.backends, s) {
+	if len(c.backends) > 0 && !slices.Contains(c.backends, s) {
 		c.add(p, fmt.Sprintf("unknown backend %q", s), "use one of "+quoteList(c.backends))
 		return nil
 	}

@@ -13,9 +13,11 @@ import (
 // LoadConfig reads the config named by flag, or the nearest triage.toml from
 // cwd upwards, or returns the built-in defaults rooted at cwd. A discovered
 // file is refused when a sandbox could have written it (see trusted).
-func LoadConfig(flag, cwd string) (*config.File, error) {
+// backendNames are the names [sandbox] backend accepts (the registry's).
+func LoadConfig(flag, cwd string, backendNames []string) (*config.File, error) {
+	load := config.Options{Backends: backendNames}.Load
 	if flag != "" {
-		return config.Load(flag)
+		return load(flag)
 	}
 	found, err := config.FindAll(cwd)
 	if err != nil {
@@ -24,10 +26,10 @@ func LoadConfig(flag, cwd string) (*config.File, error) {
 	if len(found) == 0 {
 		return config.Default(cwd), nil
 	}
-	if err := trusted(found); err != nil {
+	if err := trusted(found, load); err != nil {
 		return nil, err
 	}
-	return config.Load(found[0])
+	return load(found[0])
 }
 
 // trusted refuses a discovered config that lies inside a writable path:
@@ -35,14 +37,14 @@ func LoadConfig(flag, cwd string) (*config.File, error) {
 // workspace above that runs on the built-in defaults. Otherwise a file a
 // sandbox planted in its outputs would become the policy of any later run
 // started below it.
-func trusted(found []string) error {
+func trusted(found []string, load func(string) (*config.File, error)) error {
 	nearest := found[0]
 	refuse := func(owner, rel string) error {
 		return fmt.Errorf("%s lies in the writable path %q of %s, so a sandbox could have written it; refusing to use it (pass --config with the file you mean)",
 			nearest, rel, owner)
 	}
 	for _, outer := range found[1:] {
-		cfg, err := config.Load(outer)
+		cfg, err := load(outer)
 		if err != nil {
 			return fmt.Errorf("the enclosing %s cannot be read, so whether %s is writable by a sandbox cannot be decided: %w", outer, nearest, err)
 		}

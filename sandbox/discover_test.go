@@ -65,7 +65,7 @@ func TestPlantedConfigIsNotDiscovered(t *testing.T) {
 			if err := os.MkdirAll(cwd, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := LoadConfig("", cwd)
+			cfg, err := LoadConfig("", cwd, nil)
 			if tt.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 					t.Fatalf("err = %v, want one line with %q", err, tt.want)

@@ -37,7 +37,7 @@ const (
 // names, with that backend's capabilities (a backend the registry does not
 // have is refused when it is made).
 func Compile(reg *backends.Registry, configFlag, role string, host policy.Host, opts policy.Options) (*policy.Policy, error) {
-	cfg, err := LoadConfig(configFlag, host.Cwd)
+	cfg, err := LoadConfig(configFlag, host.Cwd, reg.Names())
 	if err != nil {
 		return nil, err
 	}

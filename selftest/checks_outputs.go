@@ -78,7 +78,7 @@ func outputsChecks() []Check {
 					found, err := config.Find(dir)
 					return err == nil && found == cfgPath, "nearest triage.toml from " + dir + ": " + found
 				}
-				cfg, err := sandbox.LoadConfig("", dir)
+				cfg, err := sandbox.LoadConfig("", dir, nil)
 				if err == nil && cfg.Path == cfgPath {
 					return true, "a run started in " + dir + " would use the planted config"
 				}

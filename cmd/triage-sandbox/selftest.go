@@ -43,12 +43,13 @@ func newSelftestCmd() *cobra.Command {
 			if err != nil {
 				return unavailable(err)
 			}
-			cfg, err := sandbox.LoadConfig(pf.config, host.Cwd)
+			reg := builtin.Registry()
+			cfg, err := sandbox.LoadConfig(pf.config, host.Cwd, reg.Names())
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			// Built for what the chosen backend enforces (its readable base).
-			p, err := sandbox.Build(builtin.Registry(), cfg, roles[0], host, policy.Options{Backend: pf.backend})
+			p, err := sandbox.Build(reg, cfg, roles[0], host, policy.Options{Backend: pf.backend})
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
