@@ -11,16 +11,12 @@ import (
 	"slices"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // FileName is the name Find looks for.
 const FileName = "triage.toml"
-
-// Roles that have a per-role table under [sandbox].
-const (
-	RoleAgent      = "agent"
-	RoleReproducer = "reproducer"
-)
 
 // Find returns the path of triage.toml in dir or the nearest parent, or "" if none.
 func Find(dir string) (string, error) {
@@ -138,12 +134,12 @@ func Default(root string) *File {
 // [sandbox.reproducer]) applied on top: shallow override, any field set in the
 // role table replaces the [sandbox] one. role is "agent" or "reproducer"; any
 // other role gets [sandbox] alone. The result shares no memory with f.
-func (f *File) Resolve(role string) Sandbox {
+func (f *File) Resolve(role profiles.Role) Sandbox {
 	var o Sandbox
 	switch role {
-	case RoleAgent:
+	case profiles.RoleAgent:
 		o = f.Agent
-	case RoleReproducer:
+	case profiles.RoleReproducer:
 		o = f.Reproducer
 	}
 	b := f.Sandbox

@@ -25,7 +25,7 @@ var sandboxKeys = []string{
 }
 
 // Tables [sandbox] may hold besides its keys.
-var sandboxTables = []string{"agent", "reproducer", "guard"}
+var sandboxTables = []string{string(profiles.RoleAgent), string(profiles.RoleReproducer), "guard"}
 
 // Keys accepted in [sandbox.guard].
 var guardKeys = []string{"enabled", "model", "min_safe", "max_risk", "url", "timeout", "command", "api_key_env"}
@@ -91,9 +91,9 @@ func (c *checker) document(f *File, root map[string]any) {
 			continue
 		}
 		switch name {
-		case "agent":
+		case string(profiles.RoleAgent):
 			f.Agent = c.sandbox(p, m, true)
-		case "reproducer":
+		case string(profiles.RoleReproducer):
 			f.Reproducer = c.sandbox(p, m, true)
 		case "guard":
 			f.Guard = c.guard(p, m)

@@ -9,6 +9,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // RecordConfigRefusal audits a run refused before any policy existed (a
@@ -17,7 +18,7 @@ import (
 // of the caller's environment that may be a secret redacted from the argv
 // and the error. It returns the refusal, extended when the record could
 // not be written.
-func RecordConfigRefusal(host policy.Host, configFlag, role string, argv []string, refusal error) error {
+func RecordConfigRefusal(host policy.Host, configFlag string, role profiles.Role, argv []string, refusal error) error {
 	cfgPath, root := configFlag, host.Cwd
 	if cfgPath == "" {
 		if found, err := config.FindAll(host.Cwd); err == nil && len(found) > 0 {

@@ -36,7 +36,7 @@ const (
 // Compile loads the config and builds the role's policy for the backend it
 // names, with that backend's capabilities (a backend the registry does not
 // have is refused when it is made).
-func Compile(reg *backends.Registry, configFlag, role string, host policy.Host, opts policy.Options) (*policy.Policy, error) {
+func Compile(reg *backends.Registry, configFlag string, role profiles.Role, host policy.Host, opts policy.Options) (*policy.Policy, error) {
 	cfg, err := LoadConfig(configFlag, host.Cwd)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func Compile(reg *backends.Registry, configFlag, role string, host policy.Host, 
 
 // Build builds the role's policy with the capabilities of the backend the
 // config and options choose.
-func Build(reg *backends.Registry, cfg *config.File, role string, host policy.Host, opts policy.Options) (*policy.Policy, error) {
+func Build(reg *backends.Registry, cfg *config.File, role profiles.Role, host policy.Host, opts policy.Options) (*policy.Policy, error) {
 	name := policy.ChooseBackend(cfg, role, host, opts)
 	if caps, ok := reg.Capabilities(name); ok {
 		opts.Capabilities = caps

@@ -174,7 +174,7 @@ func testHost(t *testing.T, root string) policy.Host {
 }
 
 // newPolicy builds role's default policy for the fake backend on a fresh workspace.
-func newPolicy(t *testing.T, role string) *policy.Policy {
+func newPolicy(t *testing.T, role profiles.Role) *policy.Policy {
 	t.Helper()
 	root := t.TempDir()
 	p, err := policy.Build(config.Default(root), role, testHost(t, root), policy.Options{Backend: "fake"})
@@ -447,7 +447,7 @@ func TestRunCapabilities(t *testing.T) {
 func TestRunTimeout(t *testing.T) {
 	cases := []struct {
 		name     string
-		role     string
+		role     profiles.Role
 		override time.Duration
 	}{
 		{"agent default", profiles.RoleAgent, 0},

@@ -96,7 +96,7 @@ type Check struct {
 	Name     string
 	Category string
 	Expect   Expectation
-	Roles    []string // nil: both
+	Roles    []profiles.Role // nil: both
 	// Requires are what a backend must enforce for the check to mean
 	// anything; where one is missing the check is reported not applicable.
 	Requires []policy.Capability

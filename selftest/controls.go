@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // reproFile is the file the "write a reproducer" control writes and the host
@@ -83,7 +84,7 @@ func controlChecks() []Check {
 			},
 			Judge: okJudge("C-05"), Fix: "loopback must stay up (network none keeps lo)"},
 		{ID: "C-06", Name: "serve on localhost and load it in headless Chromium", Category: "controls",
-			Roles: []string{"reproducer"}, Phase: PhaseBrowser,
+			Roles: []profiles.Role{profiles.RoleReproducer}, Phase: PhaseBrowser,
 			Steps: func(e *Env) []probe.Step { return one(step("C-06", "browser", nil)) },
 			Judge: okJudge("C-06"),
 			Inconclusive: func(_ *Env, ev *Evidence) (bool, string) {

@@ -44,7 +44,7 @@ const (
 // Options configure a selftest.
 type Options struct {
 	Config  *config.File
-	Roles   []string
+	Roles   []profiles.Role
 	Backend backends.Backend
 	// SelfHost is the static triage-sandbox binary on the host: it runs the
 	// controls and the sentinel.
@@ -106,9 +106,9 @@ type Result struct {
 
 // RoleReport is one role's block of the report.
 type RoleReport struct {
-	Role       string `json:"role"`
-	Backend    string `json:"backend"`
-	PolicyHash string `json:"policy_hash"`
+	Role       profiles.Role `json:"role"`
+	Backend    string        `json:"backend"`
+	PolicyHash string        `json:"policy_hash"`
 	// ProductionHash is the hash of the same config compiled for the real
 	// workspace and caller: the selftest's own policy differs only in
 	// paths (the canary home, workspace and checkout) and environment.
@@ -192,7 +192,7 @@ func Run(ctx context.Context, o Options) *Report {
 	return rep
 }
 
-func runRole(ctx context.Context, o Options, role string) *RoleReport {
+func runRole(ctx context.Context, o Options, role profiles.Role) *RoleReport {
 	start := time.Now()
 	rr := &RoleReport{Role: role, Backend: o.Backend.Name()}
 	defer func() { rr.Duration = time.Since(start) }()
@@ -319,7 +319,7 @@ func runRole(ctx context.Context, o Options, role string) *RoleReport {
 // workspace and checkout, against the canary home and environment. It also
 // returns the configured outputs (writable paths) before any test mutation:
 // host-side change detection skips those and nothing else.
-func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, []string, error) {
+func buildPolicy(o Options, c *Canaries, role profiles.Role) (*policy.Policy, []string, error) {
 	cfg := *o.Config
 	cfg.Root = c.Root
 	cfg.Project.Checkout = c.Checkout
@@ -382,7 +382,7 @@ func hasPhase(checks []Check, ph Phase) bool {
 
 // applicable splits the role's checks into those to run and those the
 // backend cannot run, each reported not applicable with the reason.
-func applicable(all []Check, role string, b backends.Backend) ([]Check, []Result) {
+func applicable(all []Check, role profiles.Role, b backends.Backend) ([]Check, []Result) {
 	var run []Check
 	var na []Result
 	caps := b.Capabilities()

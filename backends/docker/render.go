@@ -91,7 +91,7 @@ func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, err
 		StopTimeout:  &stop,
 		Labels: map[string]string{
 			profiles.LabelOwner:      "triage-sandbox",
-			profiles.LabelRole:       p.Role,
+			profiles.LabelRole:       string(p.Role),
 			profiles.LabelPolicyHash: p.ShortHash(),
 			profiles.LabelParentPID:  strconv.Itoa(info.ParentPID),
 			profiles.LabelParentBoot: info.ParentStart,

@@ -11,6 +11,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/gate"
 	"github.com/triage-sandbox/triage-sandbox/gate/confirm"
 	"github.com/triage-sandbox/triage-sandbox/output"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
@@ -87,7 +88,7 @@ func newCheckCmd() *cobra.Command {
 			return &exitError{code: code}
 		},
 	}
-	pf.register(cmd, "agent")
+	pf.register(cmd, profiles.RoleAgent)
 	cmd.Flags().StringVar(&task, "task", "", "what the agent is working on (shown to the guard)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdict as one JSON object")
 	return cmd

@@ -49,10 +49,10 @@ func newDoctorCmd() *cobra.Command {
 				pf.role = role
 				p, err := pf.compile()
 				if err != nil {
-					rep.fail(role+" policy", err.Error())
+					rep.fail(string(role)+" policy", err.Error())
 					continue
 				}
-				rep.ok(role+" policy", p.Hash()+" (backend "+p.Backend+")")
+				rep.ok(string(role)+" policy", p.Hash()+" (backend "+p.Backend+")")
 				policies[p.Backend] = append(policies[p.Backend], p)
 				for _, w := range p.Warnings {
 					if !warned[w] {
@@ -120,7 +120,7 @@ func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry
 		return
 	}
 	for _, p := range ps {
-		what := name + " for " + p.Role
+		what := name + " for " + string(p.Role)
 		if err := b.Ready(cmd.Context(), p); err != nil {
 			rep.fail(what, err.Error())
 			continue
@@ -143,7 +143,7 @@ func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry
 // doctorPython runs the configured interpreter inside the sandbox, as a
 // reproducer would, and reports what fails with the fix.
 func doctorPython(cmd *cobra.Command, rep *doctorReport, b backends.Backend, p *policy.Policy) {
-	what := "python for " + p.Role
+	what := "python for " + string(p.Role)
 	var stdout, stderr bytes.Buffer
 	res, err := sandbox.Run(cmd.Context(), b, sandbox.Request{
 		Policy: p, Timeout: time.Minute, NoAudit: true, NoGate: true,

@@ -16,6 +16,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
@@ -27,7 +28,7 @@ type runJSON struct {
 	OutputCeiling bool                `json:"output_ceiling"`
 	Signal        int                 `json:"signal,omitempty"`
 	DurationMS    float64             `json:"duration_ms"`
-	Role          string              `json:"role,omitempty"`
+	Role          profiles.Role       `json:"role,omitempty"`
 	Backend       string              `json:"backend,omitempty"`
 	Config        string              `json:"config"`
 	PolicyHash    string              `json:"policy_hash,omitempty"`
@@ -161,7 +162,7 @@ func newRunCmd() *cobra.Command {
 			return &exitError{code: code}
 		},
 	}
-	pf.register(cmd, "agent")
+	pf.register(cmd, profiles.RoleAgent)
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command after this long (default: the role's timeout)")
 	cmd.Flags().StringVar(&pf.workdir, "workdir", "", "directory to start in; must be visible in the sandbox")
 	cmd.Flags().StringVar(&pf.session, "session", "", "run in the named agent session's sandbox (started on first use; scratch persists between its commands)")

@@ -28,7 +28,7 @@ func newSelftestCmd() *cobra.Command {
 			switch pf.role {
 			case "all", "":
 			case profiles.RoleAgent, profiles.RoleReproducer:
-				roles = []string{pf.role}
+				roles = []profiles.Role{pf.role}
 			default:
 				return &exitError{code: 2, err: fmt.Errorf("--role %q: use agent, reproducer or all", pf.role)}
 			}
@@ -107,7 +107,7 @@ func newSelftestCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&pf.config, "config", "", "triage.toml to read (default: nearest from the current directory up)")
-	cmd.Flags().StringVar(&pf.role, "role", "all", "agent, reproducer or all")
+	cmd.Flags().StringVar((*string)(&pf.role), "role", "all", "agent, reproducer or all")
 	cmd.Flags().StringVar(&pf.backend, "backend", "", "backend to test (default: TRIAGE_SANDBOX, the config, then the OS default)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	cmd.Flags().StringVar(&warmMode, "warm", "", "run every phase through a warm sandbox: session (each phase its own agent session) or pool")
