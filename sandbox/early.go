@@ -7,6 +7,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/audit"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -46,6 +47,6 @@ func RecordConfigRefusal(host policy.Host, configFlag string, role profiles.Role
 		redacted[i] = red.Redact(a)
 	}
 	rec := audit.Record{Time: time.Now().UTC(), Role: role, Config: cfgPath, Argv: redacted,
-		Gate: "none (refused before a policy existed)", ExitCode: ExitRefused, Error: red.Redact(refusal.Error())}
+		Gate: "none (refused before a policy existed)", ExitCode: exitcode.Refused, Error: red.Redact(refusal.Error())}
 	return withAuditFailure(refusal, audit.Append(policy.DefaultAuditLog(host, root), rec))
 }

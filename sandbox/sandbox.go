@@ -17,20 +17,12 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/audit"
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/hints"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
-)
-
-// Exit codes of `run` that are triage-sandbox's own (see the README).
-const (
-	ExitTimeout    = 124
-	ExitRefused    = 125
-	ExitNotExec    = 126
-	ExitNotFound   = 127
-	ExitSignalBase = 128
 )
 
 // Compile loads the config and builds the role's policy for the backend it
@@ -204,7 +196,7 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 	out.Stdout, out.Stderr = stdout.Close(), stderr.Close()
 	if ceiling.Hit() {
 		out.OutputCeiling, out.Canceled = true, false
-		out.ExitCode, out.Signal = ExitSignalBase+9, 9
+		out.ExitCode, out.Signal = exitcode.Killed, 9
 	}
 	if err == nil && !out.TimedOut && !out.Canceled {
 		out.Hints = hints.From(s.policy, shown.String(), ExitCode(out.Result), hints.Host{})
@@ -347,7 +339,7 @@ func recordRun(req Request, out Outcome, runErr error) error {
 		Sandbox: out.Sandbox,
 	}
 	if runErr != nil {
-		rec.ExitCode = ExitRefused
+		rec.ExitCode = exitcode.Refused
 		rec.Error = runErr.Error()
 		if req.Redactor != nil {
 			rec.Error = req.Redactor.Redact(rec.Error)
@@ -359,7 +351,7 @@ func recordRun(req Request, out Outcome, runErr error) error {
 // ExitCode maps a result to `run`'s exit code.
 func ExitCode(res backends.Result) int {
 	if res.TimedOut {
-		return ExitTimeout
+		return exitcode.Timeout
 	}
 	return res.ExitCode
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -92,7 +93,7 @@ func (s *sandbox) execByHolder(ctx context.Context, cmd backends.Command, out ba
 	run := holderexec.Run{Policy: s.p, Sandbox: (*holderView)(s), Start: holderexec.ByHolder(s.ctl),
 		ExportOnFD: true, Manifest: &s.manifest}
 	res, err := run.Exec(ctx, cmd, out)
-	if err == nil && res.ExitCode == 137 && !res.TimedOut {
+	if err == nil && res.ExitCode == exitcode.Killed && !res.TimedOut {
 		// The oom event can trail the exit by a moment.
 		for i := 0; i < 20 && s.oomEvents.Load() == oomBefore; i++ {
 			time.Sleep(50 * time.Millisecond)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
@@ -19,7 +20,7 @@ func RunHelper(ctx context.Context, o HelperOptions) int {
 	fail := func(err error) int {
 		// One line: the host shows it as the reason the start failed.
 		fmt.Fprintln(o.Stdout, stage.FailedLine+strings.ReplaceAll(err.Error(), "\n", " "))
-		return 125
+		return exitcode.Refused
 	}
 	if o.PlanFD < 3 || o.ControlFD < 3 {
 		return fail(fmt.Errorf("--plan-fd %d and --control-fd %d must be inherited descriptors above stderr", o.PlanFD, o.ControlFD))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 )
 
 // startByRuntime runs the supervisor with a runtime exec (runsc, which
@@ -43,7 +44,7 @@ func (s *sandbox) startByRuntime(_ context.Context, argv []string, gate *backend
 		if errors.As(err, &ee) {
 			code := ee.ExitCode()
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				code = 128 + int(ws.Signal())
+				code = exitcode.Signaled(int(ws.Signal()))
 			}
 			return &holderexec.ExitStatus{Code: code}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -214,7 +215,7 @@ func (s *box) start(ctx context.Context, argv []string, gate *backends.StartGate
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				return &holderexec.ExitStatus{Code: 128 + int(ws.Signal())}
+				return &holderexec.ExitStatus{Code: exitcode.Signaled(int(ws.Signal()))}
 			}
 			return &holderexec.ExitStatus{Code: ee.ExitCode()}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
@@ -76,7 +77,7 @@ func newDoctorCmd() *cobra.Command {
 				}
 			}
 			if rep.bad > 0 {
-				return &exitError{code: 1}
+				return &exitError{code: exitcode.Failed}
 			}
 			return nil
 		},

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 )
 
 // exitError carries a specific exit code out of a subcommand.
@@ -29,7 +31,7 @@ func (e *exitError) Error() string {
 }
 
 // refuse is triage-sandbox's own failure before the command ran: exit 125.
-func refuse(err error) error { return &exitError{code: 125, err: err} }
+func refuse(err error) error { return &exitError{code: exitcode.Refused, err: err} }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -44,7 +46,7 @@ func report(err error) int {
 	if err == nil {
 		return 0
 	}
-	code := 125
+	code := exitcode.Refused
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code

@@ -12,6 +12,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/gate/confirm"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/output"
@@ -65,13 +66,14 @@ func newRunCmd() *cobra.Command {
 		Short: "Run one command (an argv, no shell) in the sandbox",
 		Long: "Run one command in the sandbox. The argv is executed with no shell; ask for one\n" +
 			"explicitly (-- sh -c '...'). Output is redacted, neutralised and capped (head and tail).\n" +
-			"Exit codes: the command's own; 124 timeout; 125 refused or failed before running;\n" +
-			"126 not executable; 127 not found; 128+N killed by signal N.",
+			fmt.Sprintf("Exit codes: the command's own; %d timeout; %d refused or failed before running;\n"+
+				"%d not executable; %d not found; %d+N killed by signal N.",
+				exitcode.Timeout, exitcode.Refused, exitcode.NotExecutable, exitcode.NotFound, exitcode.SignalBase),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := &runJSON{}
 			fail := func(err error) error {
 				if asJSON {
-					out.ExitCode, out.Error = sandbox.ExitRefused, err.Error()
+					out.ExitCode, out.Error = exitcode.Refused, err.Error()
 					_ = json.NewEncoder(os.Stdout).Encode(out)
 				}
 				return refuse(err)
