@@ -21,7 +21,7 @@ func CredentialPaths() []string {
 		"~/.config/Bitwarden", "~/.config/Bitwarden CLI", "~/.config/sops", "~/.config/age", "~/.vault-token",
 		// Git and forges.
 		"~/.git-credentials", "~/.config/git/credentials", "~/.config/gh", "~/.config/hub",
-		"~/.config/glab-cli", "~/.netrc",
+		"~/.config/glab-cli", "~/.netrc", "~/_netrc",
 		// Package registries: npm, yarn, pip, cargo, gem, maven, gradle, composer, nuget, bundler.
 		"~/.npmrc", "~/.yarnrc", "~/.yarnrc.yml", "~/.config/yarn", "~/.pypirc", "~/.pip/pip.conf",
 		"~/.config/pip", "~/.config/pypoetry", "~/.cargo/credentials", "~/.cargo/credentials.toml",
