@@ -6,7 +6,6 @@ package docker
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -60,7 +59,7 @@ type RunInfo struct {
 // mounted as its init and exec helper. No command is in it: commands reach
 // the started sandbox through Exec.
 func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, error) {
-	if err := renderable(p); err != nil {
+	if err := backends.CheckImageRoot(p, "the docker backend"); err != nil {
 		return nil, err
 	}
 	var ttl time.Duration
@@ -159,19 +158,6 @@ func RenderExec(p *policy.Policy, cmd backends.Command) (client.ExecCreateOption
 		User: user(p), Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: execArgv(p, cmd),
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	}, nil
-}
-
-func renderable(p *policy.Policy) error {
-	if p.AllowAll {
-		return errors.New("allow_all has no container to render: it runs unconfined on the host")
-	}
-	if p.User.UID == 0 {
-		return errors.New("refusing to run as uid 0 inside the sandbox")
-	}
-	if p.Base.Kind != policy.BaseImage {
-		return fmt.Errorf("the docker backend needs an image as the root filesystem, the policy has %q", p.Base.Kind)
-	}
-	return nil
 }
 
 // securityOpt: no new privileges, and the sandbox's own seccomp profile,
