@@ -8,27 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 // InitPath is where container backends mount the static triage-sandbox
-// binary: it is the sandbox's init and its per-command exec helper.
-const InitPath = "/.triage-sandbox/triage-sandbox"
-
-// Hidden subcommands of the mounted binary.
-const (
-	// HoldSubcommand keeps a started sandbox alive, holding the lifeline and
-	// the TTL, until it is closed.
-	HoldSubcommand = "__init"
-	// ExecSubcommand runs one command under the supervisor (timeout, whole
-	// tree killed, exit codes 126/127).
-	ExecSubcommand = "__exec"
-)
+// binary: the sandbox's holder and its per-command supervisor.
+const InitPath = protocol.InitPath
 
 // Command is what to run: an argv, executed with no shell.
 type Command struct {
@@ -144,31 +133,29 @@ type Sandbox interface {
 	Warnings() []string
 }
 
-// ExecArgv is the in-sandbox exec helper's argv for cmd: the supervisor
-// with the policy's grace, the command's timeout and, when the command has
-// no input, its stdin as a lifeline. Every container renderer uses it.
-func ExecArgv(p *policy.Policy, cmd Command) []string {
-	args := []string{InitPath, ExecSubcommand, "--grace", p.Lifetime.KillGrace.String()}
-	if cmd.Timeout > 0 {
-		args = append(args, "--timeout", cmd.Timeout.String())
-	}
-	if cmd.Stdin == nil {
-		args = append(args, "--lifeline")
-	}
-	return append(append(args, "--"), cmd.Argv...)
+// ExecSpec is the in-sandbox supervisor's spec for cmd: the policy's
+// grace, the command's timeout and, when the command has no input, its
+// stdin as a lifeline. Every backend with a supervisor uses it.
+func ExecSpec(p *policy.Policy, cmd Command) protocol.Exec {
+	return protocol.Exec{Argv: cmd.Argv, Timeout: protocol.Duration(cmd.Timeout),
+		Grace: protocol.Duration(p.Lifetime.KillGrace), Lifeline: cmd.Stdin == nil}
 }
 
-// HoldArgv is the holder's argv: the sandbox's lifeline and its TTL.
-func HoldArgv(p *policy.Policy, ttl time.Duration) []string {
-	args := []string{InitPath, HoldSubcommand}
-	if p.Lifetime.Lifeline {
-		args = append(args, "--lifeline")
-	}
-	if ttl > 0 {
-		args = append(args, "--ttl", ttl.Round(time.Second).String())
-	}
+// ExecArgv is the supervisor's argv for spec, at InitPath.
+func ExecArgv(spec protocol.Exec) []string {
+	return protocol.MustArgv(InitPath, protocol.EntryExec, spec)
+}
+
+// HoldSpec is the holder's spec: the sandbox's lifeline, its TTL and the
+// staged paths it unpacks first.
+func HoldSpec(p *policy.Policy, ttl time.Duration) protocol.Hold {
 	in, _ := StagePaths(p)
-	return append(args, StageArgs(in)...)
+	return protocol.Hold{Lifeline: p.Lifetime.Lifeline, TTL: protocol.Duration(ttl.Round(time.Second)), Stage: in}
+}
+
+// HoldArgv is the holder's argv for spec, at InitPath.
+func HoldArgv(spec protocol.Hold) []string {
+	return protocol.MustArgv(InitPath, protocol.EntryHold, spec)
 }
 
 // ScratchMountOptions are the tmpfs options of the policy's scratch, the
@@ -208,58 +195,4 @@ func CheckArgv(argv []string) error {
 // TTL is the lifetime a sandbox gets for one command with timeout t.
 func TTL(p *policy.Policy, t time.Duration) time.Duration {
 	return max(p.Timeout(), t) + p.Lifetime.TTLMargin
-}
-
-// Env is what a backend factory may use from the outside world.
-type Env struct {
-	// SelfExe is a static triage-sandbox binary that backends mount (read-only)
-	// into the sandbox as its init and probe.
-	SelfExe string
-}
-
-// Factory makes a backend.
-type Factory func(env Env) (Backend, error)
-
-// Registry maps backend names to factories. It is built by the caller (no
-// package-level state), so tests can register fakes.
-type Registry struct {
-	factories map[string]Factory
-	caps      map[string][]policy.Capability
-}
-
-// NewRegistry returns an empty registry.
-func NewRegistry() *Registry {
-	return &Registry{factories: map[string]Factory{}, caps: map[string][]policy.Capability{}}
-}
-
-// Register adds a backend and what it enforces (known before it is made,
-// so a policy can be built for it without a daemon).
-func (r *Registry) Register(name string, f Factory, caps []policy.Capability) {
-	r.factories[name] = f
-	r.caps[name] = caps
-}
-
-// Capabilities returns what the named backend enforces.
-func (r *Registry) Capabilities(name string) ([]policy.Capability, bool) {
-	c, ok := r.caps[name]
-	return c, ok
-}
-
-// Names lists the registered backends.
-func (r *Registry) Names() []string {
-	var out []string
-	for n := range r.factories {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// New makes the named backend.
-func (r *Registry) New(name string, env Env) (Backend, error) {
-	f, ok := r.factories[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown backend %q: choose one of %s", name, strings.Join(r.Names(), ", "))
-	}
-	return f(env)
 }

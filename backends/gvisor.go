@@ -1,8 +1,7 @@
 package backends
 
 import (
-	"path/filepath"
-
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
@@ -25,12 +24,12 @@ const gvisorTaskCost = 2 << 20
 // the holder and the command's supervisor.
 const gvisorHelpers = 2
 
-// GVisorLimits are the process limits a sandbox of p gets under runtime
-// when that is runsc: the RLIMIT_NPROC inside gVisor's kernel and the host
-// pids cgroup's bound. ok is false for any other runtime or without a pids
-// limit.
-func GVisorLimits(runtime string, p *policy.Policy) (nproc, hostPids int64, ok bool) {
-	if filepath.Base(runtime) != "runsc" || p.Limits.Pids <= 0 {
+// GVisorLimits are the process limits a sandbox of p gets under a runtime
+// whose host pids cgroup counts its threads (runsc): the RLIMIT_NPROC
+// inside gVisor's kernel and the host pids cgroup's bound. ok is false for
+// any other runtime or without a pids limit.
+func GVisorLimits(rt runtimes.Traits, p *policy.Policy) (nproc, hostPids int64, ok bool) {
+	if !rt.PidsCountThreads || p.Limits.Pids <= 0 {
 		return 0, 0, false
 	}
 	nproc = p.Limits.Pids

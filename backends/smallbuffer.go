@@ -2,7 +2,6 @@ package backends
 
 import (
 	"bytes"
-	"strings"
 	"sync"
 )
 
@@ -49,12 +48,9 @@ func (l *SmallBuffer) String() string {
 	return l.buf.String()
 }
 
-// LineWith returns the first line containing marker, trimmed, or "".
-func (l *SmallBuffer) LineWith(marker string) string {
-	for _, line := range strings.Split(l.String(), "\n") {
-		if strings.Contains(line, marker) {
-			return strings.TrimSpace(line)
-		}
-	}
-	return ""
+// Bytes is a copy of what was kept.
+func (l *SmallBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.buf.Bytes()...)
 }

@@ -15,8 +15,8 @@ func TestSmallBufferTellsOfWrites(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no word of the write")
 	}
-	if got := b.LineWith("ready"); got != "triage-sandbox: ready" {
-		t.Fatalf("LineWith = %q", got)
+	if got := string(b.Bytes()); got != "starting\ntriage-sandbox: ready\n" {
+		t.Fatalf("Bytes = %q", got)
 	}
 	// Past its 4 KiB it keeps nothing more, and says nothing more.
 	_, _ = b.Write([]byte(strings.Repeat("x", 8192)))

@@ -11,12 +11,9 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
-
-// ExportSubcommand writes the staged writable paths as a tar stream to
-// stdout, for the host to copy back after each command.
-const ExportSubcommand = "__export"
 
 // StagePaths are the policy's staged paths: in is what the holder
 // unpacks (symlinks found in skeletons included), out what each export
@@ -62,42 +59,17 @@ func StageSpec(p *policy.Policy, paths []stage.Path) stage.Spec {
 	}
 }
 
-// StageArgs are the --stage flags naming paths for the holder and the
-// export helper.
-func StageArgs(paths []stage.Path) []string {
-	var args []string
-	for _, sp := range paths {
-		args = append(args, "--stage", sp.Kind+":"+sp.Path)
-	}
-	return args
-}
-
-// ParseStagePaths reads StageArgs' values back.
-func ParseStagePaths(values []string) ([]stage.Path, error) {
-	var out []stage.Path
-	for _, v := range values {
-		kind, path, ok := strings.Cut(v, ":")
-		if !ok || !strings.HasPrefix(path, "/") || (kind != stage.KindDir && kind != stage.KindFile && kind != stage.KindLink && kind != stage.KindSkeleton) {
-			return nil, fmt.Errorf("bad --stage %q: want dir:/PATH, file:/PATH, link:/PATH or skeleton:/PATH", v)
-		}
-		out = append(out, stage.Path{Path: path, Kind: kind})
-	}
-	return out, nil
-}
-
-// ExportArgv is the export helper's argv: the writable paths, then the
-// skeletons whose other writes it names.
-func ExportArgv(p *policy.Policy) []string {
+// ExportSpec is what the exporter sends back for p: the writable paths,
+// then the skeletons whose other writes it names, each staged directory
+// bounded by the staged filesystems' inode bound.
+func ExportSpec(p *policy.Policy) protocol.Export {
 	_, out := StagePaths(p)
-	return append(append([]string{InitPath, ExportSubcommand}, maxEntriesArgs(p)...), StageArgs(ExportPaths(p, out))...)
+	return protocol.Export{Stage: ExportPaths(p, out), MaxEntries: max(int(p.Staging.Inodes), 0)}
 }
 
-// maxEntriesArgs pass the staged filesystems' inode bound to the exporter.
-func maxEntriesArgs(p *policy.Policy) []string {
-	if p.Staging.Inodes <= 0 {
-		return nil
-	}
-	return []string{"--max-entries", fmt.Sprint(p.Staging.Inodes)}
+// ExportArgv is the exporter's argv for p, at InitPath.
+func ExportArgv(p *policy.Policy) []string {
+	return protocol.MustArgv(InitPath, protocol.EntryExport, ExportSpec(p))
 }
 
 // ExportPaths are the writable paths plus the skeleton directories: what
@@ -132,31 +104,17 @@ func StagedMounts(p *policy.Policy) map[string]string {
 	return out
 }
 
-// ExecArgvExporting is ExecArgv for a runtime that can pass the exec an
-// extra descriptor (runc exec --preserve-fds): the supervisor writes the
-// staged paths there once the command's tree is gone, so the copy back
-// needs no second exec.
-func ExecArgvExporting(p *policy.Policy, cmd Command, fd int) []string {
-	argv := ExecArgv(p, cmd)
-	_, out := StagePaths(p)
-	if len(out) == 0 {
-		return argv
+// WithExport is spec for a runtime that can pass the exec an extra
+// descriptor (runc exec --preserve-fds): the supervisor writes the staged
+// paths to fd once the command's tree is gone, so the copy back needs no
+// second exec. Nothing staged, nothing changed.
+func WithExport(spec protocol.Exec, p *policy.Policy, fd int) protocol.Exec {
+	if _, out := StagePaths(p); len(out) == 0 {
+		return spec
 	}
-	flags := append(append([]string{"--export-fd", fmt.Sprint(fd)}, maxEntriesArgs(p)...), StageArgs(ExportPaths(p, out))...)
-	return WithSupervisorFlags(argv, flags...)
-}
-
-// WithSupervisorFlags puts flags before the "--" that starts the command.
-func WithSupervisorFlags(argv []string, flags ...string) []string {
-	if len(flags) == 0 {
-		return argv
-	}
-	for i, a := range argv {
-		if a == "--" {
-			return append(append(append([]string(nil), argv[:i]...), flags...), argv[i:]...)
-		}
-	}
-	return argv
+	e := ExportSpec(p)
+	spec.ExportFD, spec.Export = fd, &e
+	return spec
 }
 
 // ErrHolderEnded: the holder ended before it said it was ready.
@@ -181,7 +139,7 @@ func StageIn(ctx context.Context, w io.Writer, p *policy.Policy) (stage.Manifest
 	return m, nil
 }
 
-// AwaitHolder waits until the holder's output (out) says it is ready with
+// AwaitHolder waits until the holder's status (out) says it is ready with
 // its staged copy in place, says why it could not be, or the holder ended
 // (ErrHolderEnded) or ctx did.
 func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) error {
@@ -190,27 +148,32 @@ func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) 
 	defer tick.Stop()
 	changed := out.Changed()
 	for {
-		if out.LineWith(stage.ReadyLine) != "" {
-			return nil
-		}
-		if line := out.LineWith(stage.HolderFailedLine); line != "" {
-			return fmt.Errorf("the sandbox's holder: %s", strings.TrimPrefix(line, stage.HolderFailedLine))
-		}
-		if line := out.LineWith(stage.FailedLine); line != "" {
-			return fmt.Errorf("copying the writable paths into the sandbox: %s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)",
-				strings.TrimPrefix(line, stage.FailedLine))
+		if s, ok := protocol.First(out.Bytes(), protocol.StateReady, protocol.StateHolderFailed, protocol.StateStagingFailed); ok {
+			return holderStatusErr(s)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-exited:
 			// Its last words may have come with its end.
-			if out.LineWith(stage.FailedLine) != "" || out.LineWith(stage.ReadyLine) != "" || out.LineWith(stage.HolderFailedLine) != "" {
-				continue
+			if s, ok := protocol.First(out.Bytes(), protocol.StateReady, protocol.StateHolderFailed, protocol.StateStagingFailed); ok {
+				return holderStatusErr(s)
 			}
 			return ErrHolderEnded
 		case <-changed:
 		case <-tick.C:
 		}
+	}
+}
+
+// holderStatusErr is what a holder's first start status means to Start.
+func holderStatusErr(s protocol.Status) error {
+	switch s.State {
+	case protocol.StateReady:
+		return nil
+	case protocol.StateStagingFailed:
+		return fmt.Errorf("copying the writable paths into the sandbox: %s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)", s.Detail)
+	default:
+		return fmt.Errorf("the sandbox's holder: %s", s.Detail)
 	}
 }

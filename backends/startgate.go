@@ -6,12 +6,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
-// StartMarker is the first byte the in-sandbox exec helper writes to
+// StartMarker is the first byte the in-sandbox supervisor writes to
 // stdout, before the command starts.
-const StartMarker = sandboxinit.StartMarker
+const StartMarker = protocol.ExecStarted
 
 // StartGate holds the exec's output back until the supervisor's start
 // marker arrives: what comes before it is the runtime's own failure text.

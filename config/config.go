@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/BurntSushi/toml"
 
@@ -57,10 +55,32 @@ func FindAll(dir string) ([]string, error) {
 	}
 }
 
+// Options are what Load and Parse need from their caller.
+type Options struct {
+	// Backends are the names [sandbox] backend accepts, in the order a
+	// problem lists them: the backend registry's names. Empty means
+	// fallbackBackends.
+	Backends []string
+}
+
+// fallbackBackends stand in for the registry's names when a caller passes
+// none (Load, Parse, Options{}): the backend registry supplies the real
+// list, and config keeps no list of its own once every caller passes it.
+var fallbackBackends = []string{"docker", "oci", "seatbelt", "local"}
+
+// Load reads and validates the file at path, knowing the fallback backend
+// names; see Options.Load.
+func Load(path string) (*File, error) { return Options{}.Load(path) }
+
+// Parse is Options.Parse knowing the fallback backend names.
+func Parse(name string, data []byte, root string) (*File, error) {
+	return Options{}.Parse(name, data, root)
+}
+
 // Load reads and validates the file at path. All problems in the file are
 // reported together in one error (errors.Join of *Problem values), not only
 // the first. Messages name path as given; File.Path is made absolute.
-func Load(path string) (*File, error) {
+func (o Options) Load(path string) (*File, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, joinProblems([]*Problem{{File: path, Msg: err.Error(), Err: err}})
@@ -73,7 +93,7 @@ func Load(path string) (*File, error) {
 		}
 		return nil, joinProblems([]*Problem{p})
 	}
-	f, err := Parse(path, data, filepath.Dir(abs))
+	f, err := o.Parse(path, data, filepath.Dir(abs))
 	if err != nil {
 		return nil, err
 	}
@@ -83,12 +103,16 @@ func Load(path string) (*File, error) {
 
 // Parse is Load on bytes already read; name is used in messages (usually the
 // path) and becomes File.Path, root is the workspace root.
-func Parse(name string, data []byte, root string) (*File, error) {
+func (o Options) Parse(name string, data []byte, root string) (*File, error) {
 	var raw map[string]any
 	if _, err := toml.Decode(string(data), &raw); err != nil {
 		return nil, joinProblems([]*Problem{syntaxProblem(name, data, err)})
 	}
-	c := &checker{file: name, lines: indexLines(string(data))}
+	backends := o.Backends
+	if len(backends) == 0 {
+		backends = fallbackBackends
+	}
+	c := &checker{file: name, lines: indexLines(string(data)), backends: backends}
 	f := Default(root)
 	f.Path = name
 	c.document(f, raw)
@@ -131,78 +155,21 @@ func Default(root string) *File {
 }
 
 // Resolve returns [sandbox] with the role's table ([sandbox.agent] or
-// [sandbox.reproducer]) applied on top: shallow override, any field set in the
-// role table replaces the [sandbox] one. role is "agent" or "reproducer"; any
-// other role gets [sandbox] alone. The result shares no memory with f.
+// [sandbox.reproducer]) applied on top: shallow override, any key set in the
+// role table replaces the [sandbox] one (each key's merge in sandboxKeys).
+// role is "agent" or "reproducer"; any other role gets [sandbox] alone. The
+// result shares no memory with f.
 func (f *File) Resolve(role profiles.Role) Sandbox {
-	var o Sandbox
+	var over Sandbox
 	switch role {
 	case profiles.RoleAgent:
-		o = f.Agent
+		over = f.Agent
 	case profiles.RoleReproducer:
-		o = f.Reproducer
+		over = f.Reproducer
 	}
-	b := f.Sandbox
-	return Sandbox{
-		Backend:         pick(o.Backend, b.Backend),
-		Network:         pick(o.Network, b.Network),
-		Image:           pick(o.Image, b.Image),
-		Env:             pickSlice(o.Env, b.Env),
-		Secrets:         pickSlice(o.Secrets, b.Secrets),
-		Writable:        pickSlice(o.Writable, b.Writable),
-		AllowAll:        pick(o.AllowAll, b.AllowAll),
-		SetEnv:          pickMap(o.SetEnv, b.SetEnv),
-		Timeout:         pick(o.Timeout, b.Timeout),
-		Memory:          pick(o.Memory, b.Memory),
-		CPUs:            pick(o.CPUs, b.CPUs),
-		Pids:            pick(o.Pids, b.Pids),
-		TmpfsSize:       pick(o.TmpfsSize, b.TmpfsSize),
-		WritableSize:    pick(o.WritableSize, b.WritableSize),
-		WritableInodes:  pick(o.WritableInodes, b.WritableInodes),
-		FileSize:        pick(o.FileSize, b.FileSize),
-		ShmSize:         pick(o.ShmSize, b.ShmSize),
-		Runtime:         pick(o.Runtime, b.Runtime),
-		Pool:            pick(o.Pool, b.Pool),
-		WarmIdle:        pick(o.WarmIdle, b.WarmIdle),
-		User:            pick(o.User, b.User),
-		OutputLimit:     pick(o.OutputLimit, b.OutputLimit),
-		OutputCeiling:   pick(o.OutputCeiling, b.OutputCeiling),
-		Deny:            pickSlice(o.Deny, b.Deny),
-		Confirm:         pickSlice(o.Confirm, b.Confirm),
-		GateDisable:     pickSlice(o.GateDisable, b.GateDisable),
-		GateConfirm:     pickSlice(o.GateConfirm, b.GateConfirm),
-		AllowDynamic:    pick(o.AllowDynamic, b.AllowDynamic),
-		AuditLog:        pick(o.AuditLog, b.AuditLog),
-		AcceptWeaker:    pickSlice(o.AcceptWeaker, b.AcceptWeaker),
-		AllowToolConfig: pickSlice(o.AllowToolConfig, b.AllowToolConfig),
-		ReadOnly:        pickSlice(o.ReadOnly, b.ReadOnly),
+	var out Sandbox
+	for _, k := range sandboxKeys {
+		k.merge(&out, &over, &f.Sandbox)
 	}
-}
-
-// pick returns a copy of the override when set, else of the base.
-func pick[T any](override, base *T) *T {
-	p := override
-	if p == nil {
-		p = base
-	}
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
-}
-
-// pickSlice treats a nil slice as unset; an empty one is set and overrides.
-func pickSlice[T any](override, base []T) []T {
-	if override != nil {
-		return slices.Clone(override)
-	}
-	return slices.Clone(base)
-}
-
-func pickMap(override, base map[string]string) map[string]string {
-	if override != nil {
-		return maps.Clone(override)
-	}
-	return maps.Clone(base)
+	return out
 }

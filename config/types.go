@@ -36,9 +36,10 @@ type Repro struct {
 }
 
 // Sandbox holds the keys of [sandbox] (and of a per-role table). A nil field
-// (or nil slice/map) means "not set here".
+// (or nil slice/map) means "not set here". Each field has its key in
+// sandboxKeys (keys.go), which reads it and merges it per role.
 type Sandbox struct {
-	Backend   *string           // docker | oci | seatbelt | local
+	Backend   *string           // one of Options.Backends
 	Network   *bool             // false = loopback only
 	Image     *string           // docker image
 	Env       []string          // extra variable names, shell wildcards allowed
@@ -87,7 +88,7 @@ type Sandbox struct {
 	AllowToolConfig []string
 }
 
-// Guard is [sandbox.guard].
+// Guard is [sandbox.guard]; each field has its key in guardKeys (keys.go).
 type Guard struct {
 	Enabled *bool
 	Model   *string

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"path"
 	"path/filepath"
 	"slices"
@@ -16,31 +15,13 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
-// Keys accepted in [sandbox] and in each per-role table.
-var sandboxKeys = []string{
-	"backend", "network", "image", "env", "secrets", "writable", "allow_all", "set_env",
-	"timeout", "memory", "cpus", "pids", "tmpfs_size", "shm_size", "file_size", "writable_size", "writable_inodes", "runtime", "user",
-	"output_limit", "output_ceiling", "deny", "confirm", "gate_disable", "gate_confirm", "allow_dynamic", "audit_log", "accept_weaker", "allow_tool_config", "read_only",
-	"pool", "warm_idle",
-}
-
-// Tables [sandbox] may hold besides its keys.
-var sandboxTables = []string{string(profiles.RoleAgent), string(profiles.RoleReproducer), "guard"}
-
-// Keys accepted in [sandbox.guard].
-var guardKeys = []string{"enabled", "model", "min_safe", "max_risk", "url", "timeout", "command", "api_key_env"}
-
-// maxPool bounds [sandbox] pool: each warm sandbox holds its memory.
-const maxPool = 16
-
-// Values [sandbox] backend accepts.
-var backends = []string{"docker", "oci", "seatbelt", "local"}
-
 // checker validates the decoded document and collects every problem.
 type checker struct {
 	file  string
 	lines lineIndex
-	probs []*Problem
+	// backends are the names [sandbox] backend accepts (Options.Backends).
+	backends []string
+	probs    []*Problem
 }
 
 func (c *checker) add(path []string, msg, hint string) {
@@ -59,26 +40,53 @@ func (c *checker) wrongType(path []string, want string, v any) {
 
 // document fills f from the decoded root table.
 func (c *checker) document(f *File, root map[string]any) {
-	if v, ok := root["project"]; ok {
-		if m, ok := c.table([]string{"project"}, v); ok {
-			f.Project = c.project(m)
+	if m, ok := c.section(root, "project"); ok {
+		f.Project = c.project(m)
+	}
+	if m, ok := c.section(root, "repro"); ok {
+		f.Repro = c.repro(m)
+	}
+	if m, ok := c.section(root, "sandbox"); ok {
+		c.sandboxSection(f, m)
+	}
+}
+
+// section returns the top-level table name when the document has it.
+func (c *checker) section(root map[string]any, name string) (map[string]any, bool) {
+	v, ok := root[name]
+	if !ok {
+		return nil, false
+	}
+	return c.table([]string{name}, v)
+}
+
+// project reads the two keys of [project] the sandbox needs; the harness owns the rest.
+func (c *checker) project(m map[string]any) Project {
+	var p Project
+	if v, ok := m["checkout"]; ok {
+		if s, ok := c.str([]string{"project", "checkout"}, v); ok {
+			p.Checkout = s
 		}
 	}
-	if v, ok := root["repro"]; ok {
-		if m, ok := c.table([]string{"repro"}, v); ok {
-			if t, ok := m["timeout"]; ok {
-				f.Repro.Timeout = c.timeout([]string{"repro", "timeout"}, t)
-			}
+	if v, ok := m["python"]; ok {
+		if s, ok := c.str([]string{"project", "python"}, v); ok {
+			p.Python = s
 		}
 	}
-	v, ok := root["sandbox"]
-	if !ok {
-		return
+	return p
+}
+
+// repro reads the one key of [repro] the sandbox needs.
+func (c *checker) repro(m map[string]any) Repro {
+	var r Repro
+	if v, ok := m["timeout"]; ok {
+		r.Timeout = c.timeout([]string{"repro", "timeout"}, v)
 	}
-	sb, ok := c.table([]string{"sandbox"}, v)
-	if !ok {
-		return
-	}
+	return r
+}
+
+// sandboxSection reads [sandbox], then its per-role tables and [sandbox.guard].
+func (c *checker) sandboxSection(f *File, sb map[string]any) {
 	f.Sandbox = c.sandbox([]string{"sandbox"}, sb, false)
 	for _, name := range sandboxTables {
 		v, ok := sb[name]
@@ -101,170 +109,35 @@ func (c *checker) document(f *File, root map[string]any) {
 	}
 }
 
-// project reads the two keys of [project] the sandbox needs; the harness owns the rest.
-func (c *checker) project(m map[string]any) Project {
-	var p Project
-	if v, ok := m["checkout"]; ok {
-		if s, ok := c.str([]string{"project", "checkout"}, v); ok {
-			p.Checkout = s
-		}
-	}
-	if v, ok := m["python"]; ok {
-		if s, ok := c.str([]string{"project", "python"}, v); ok {
-			p.Python = s
-		}
-	}
-	return p
-}
-
 // sandbox reads [sandbox] (role false) or a per-role table (role true).
 // Every key must be known; a bad key or value leaves its field unset.
 func (c *checker) sandbox(base []string, m map[string]any, role bool) Sandbox {
 	var sb Sandbox
 	for _, k := range sortedKeys(m) {
-		v := m[k]
-		p := concat(base, []string{k})
-		switch k {
-		case "backend":
-			if s, ok := c.str(p, v); ok {
-				if slices.Contains(backends, s) {
-					sb.Backend = &s
-				} else {
-					c.add(p, fmt.Sprintf("unknown backend %q", s), "use one of "+quoteList(backends))
-				}
-			}
-		case "network":
-			sb.Network = c.boolean(p, v)
-		case "image":
-			if s, ok := c.str(p, v); ok {
-				if strings.TrimSpace(s) == "" {
-					c.add(p, "must not be empty", "name a docker image or remove the key")
-				} else {
-					sb.Image = &s
-				}
-			}
-		case "env":
-			sb.Env = c.stringList(p, v, checkEnvPattern)
-		case "secrets", "deny", "confirm", "gate_disable", "gate_confirm":
-			l := c.stringList(p, v, checkNonEmpty)
-			switch k {
-			case "secrets":
-				sb.Secrets = l
-			case "deny":
-				sb.Deny = l
-			case "confirm":
-				sb.Confirm = l
-			case "gate_disable":
-				sb.GateDisable = l
-			case "gate_confirm":
-				sb.GateConfirm = l
-			}
-		case "allow_dynamic":
-			sb.AllowDynamic = c.boolean(p, v)
-		case "writable":
-			sb.Writable = c.stringList(p, v, checkRelative)
-		case "read_only":
-			sb.ReadOnly = c.stringList(p, v, checkNonEmpty)
-		case "allow_tool_config":
-			sb.AllowToolConfig = c.stringList(p, v, checkRelative)
-		case "accept_weaker":
-			for _, name := range c.stringList(p, v, checkCapability) {
-				sb.AcceptWeaker = append(sb.AcceptWeaker, profiles.Capability(name))
-			}
-		case "allow_all":
-			sb.AllowAll = c.boolean(p, v)
-		case "set_env":
-			sb.SetEnv = c.setEnv(p, v)
-		case "timeout":
-			sb.Timeout = c.timeout(p, v)
-		case "memory":
-			sb.Memory = c.size(p, v)
-		case "file_size":
-			sb.FileSize = c.size(p, v)
-		case "tmpfs_size":
-			sb.TmpfsSize = c.size(p, v)
-		case "writable_size":
-			sb.WritableSize = c.size(p, v)
-		case "writable_inodes":
-			if n, ok := c.integer(p, v); ok {
-				if n >= 64 && n <= 1<<24 {
-					sb.WritableInodes = &n
-				} else {
-					c.add(p, fmt.Sprintf("must be between 64 and %d, got %d", 1<<24, n), "e.g. writable_inodes = 32768")
-				}
-			}
-		case "shm_size":
-			sb.ShmSize = c.size(p, v)
-		case "output_limit":
-			sb.OutputLimit = c.size(p, v)
-		case "output_ceiling":
-			sb.OutputCeiling = c.size(p, v)
-		case "cpus":
-			if f, ok := c.number(p, v); ok {
-				// Runtimes apply no CPU quota below 0.01 (dockerd refuses it,
-				// runc reads a zero quota as no limit).
-				if f >= 0.01 && f <= 4096 && !math.IsInf(f, 0) {
-					sb.CPUs = &f
-				} else {
-					c.add(p, fmt.Sprintf("must be between 0.01 and 4096, got %v", f), `e.g. cpus = 1.5`)
-				}
-			}
-		case "pids":
-			if n, ok := c.integer(p, v); ok {
-				if n > 0 {
-					sb.Pids = &n
-				} else {
-					c.add(p, fmt.Sprintf("must be greater than zero, got %d", n), "")
-				}
-			}
-		case "runtime":
-			if s, ok := c.str(p, v); ok {
-				sb.Runtime = &s
-			}
-		case "pool":
-			if n, ok := c.integer(p, v); ok {
-				if n >= 1 && n <= maxPool {
-					sb.Pool = &n
-				} else {
-					c.add(p, fmt.Sprintf("must be between 1 and %d, got %d", maxPool, n), "e.g. pool = 2 keeps two reproducer sandboxes ready")
-				}
-			}
-		case "warm_idle":
-			if n, ok := c.integer(p, v); ok {
-				if n >= 10 && n <= 86400 {
-					i := int(n)
-					sb.WarmIdle = &i
-				} else {
-					c.add(p, fmt.Sprintf("must be between 10 and 86400 seconds, got %d", n), "e.g. warm_idle = 600")
-				}
-			}
-		case "audit_log":
-			if s, ok := c.str(p, v); ok {
-				sb.AuditLog = &s
-			}
-		case "user":
-			if s, ok := c.str(p, v); ok {
-				if msg := checkUser(s); msg != "" {
-					c.add(p, msg, `write it as "uid:gid" with a non-root uid, e.g. "1000:1000"`)
-				} else {
-					sb.User = &s
-				}
-			}
-		default:
-			_, isTable := v.(map[string]any)
-			switch {
-			case role && isTable:
-				c.nestedTable(base, k)
-			case !role && slices.Contains(sandboxTables, k):
-				// read by the caller
-			case role:
-				c.add(p, "unknown key", unknownKeyHint(k, sandboxKeys))
-			default:
-				c.add(p, "unknown key", unknownKeyHint(k, append(slices.Clip(sandboxKeys), sandboxTables...)))
-			}
+		if key, ok := lookup(sandboxKeys, k); ok {
+			key.read(c, concat(base, []string{k}), m[k], &sb)
+		} else {
+			c.notSandboxKey(base, k, m[k], role)
 		}
 	}
 	return sb
+}
+
+// notSandboxKey reports an entry of [sandbox] or a per-role table that is
+// not a key: a table [sandbox] holds is read by its caller, anything else is
+// unknown.
+func (c *checker) notSandboxKey(base []string, k string, v any, role bool) {
+	_, isTable := v.(map[string]any)
+	switch {
+	case role && isTable:
+		c.nestedTable(base, k)
+	case !role && slices.Contains(sandboxTables, k):
+		// read by sandboxSection
+	case role:
+		c.add(concat(base, []string{k}), "unknown key", unknownKeyHint(k, keyNames(sandboxKeys)))
+	default:
+		c.add(concat(base, []string{k}), "unknown key", unknownKeyHint(k, append(keyNames(sandboxKeys), sandboxTables...)))
+	}
 }
 
 // nestedTable reports a table inside a per-role table: roles only override
@@ -273,7 +146,7 @@ func (c *checker) nestedTable(base []string, k string) {
 	hint := "a per-role table only overrides [sandbox] keys"
 	if slices.Contains(sandboxTables, k) {
 		hint = fmt.Sprintf("move it to [sandbox.%s]", k)
-	} else if s := suggest(k, sandboxKeys); s != "" {
+	} else if s := suggest(k, keyNames(sandboxKeys)); s != "" {
 		hint = fmt.Sprintf("did you mean %q?", s)
 	}
 	c.add(concat(base, []string{k}), fmt.Sprintf("nested table not allowed in [%s]", toml.Key(base)), hint)
@@ -283,46 +156,118 @@ func (c *checker) nestedTable(base []string, k string) {
 func (c *checker) guard(base []string, m map[string]any) Guard {
 	var g Guard
 	for _, k := range sortedKeys(m) {
-		v := m[k]
 		p := concat(base, []string{k})
-		switch k {
-		case "enabled":
-			g.Enabled = c.boolean(p, v)
-		case "model":
-			if s, ok := c.str(p, v); ok {
-				g.Model = &s
-			}
-		case "url":
-			if s, ok := c.str(p, v); ok {
-				g.URL = &s
-			}
-		case "min_safe", "max_risk":
-			f, ok := c.number(p, v)
-			if !ok {
-				continue
-			}
-			if !(f >= 0 && f <= 1) {
-				c.add(p, fmt.Sprintf("must be between 0 and 1, got %v", f), "")
-				continue
-			}
-			if k == "min_safe" {
-				g.MinSafe = &f
-			} else {
-				g.MaxRisk = &f
-			}
-		case "timeout":
-			g.Timeout = c.timeout(p, v)
-		case "command":
-			g.Command = c.stringList(p, v, checkNonEmpty)
-		case "api_key_env":
-			if s, ok := c.str(p, v); ok {
-				g.APIKeyEnv = &s
-			}
-		default:
-			c.add(p, "unknown key", unknownKeyHint(k, guardKeys))
+		if key, ok := lookup(guardKeys, k); ok {
+			key.read(c, p, m[k], &g)
+		} else {
+			c.add(p, "unknown key", unknownKeyHint(k, keyNames(guardKeys)))
 		}
 	}
 	return g
+}
+
+// Parsers of the key table: each reports what is wrong and returns nil.
+
+// backend reads a backend name the caller knows.
+func (c *checker) backend(p []string, v any) *string {
+	s, ok := c.str(p, v)
+	if !ok {
+		return nil
+	}
+	if !slices.Contains(c.backends, s) {
+		c.add(p, fmt.Sprintf("unknown backend %q", s), "use one of "+quoteList(c.backends))
+		return nil
+	}
+	return &s
+}
+
+// positive reads an integer greater than zero.
+func (c *checker) positive(p []string, v any) *int64 {
+	n, ok := c.integer(p, v)
+	if !ok {
+		return nil
+	}
+	if n <= 0 {
+		c.add(p, fmt.Sprintf("must be greater than zero, got %d", n), "")
+		return nil
+	}
+	return &n
+}
+
+// intIn reads an integer within lo..hi; unit follows the bounds in the message.
+func intIn(lo, hi int64, unit, hint string) parser[*int64] {
+	return func(c *checker, p []string, v any) *int64 {
+		n, ok := c.integer(p, v)
+		if !ok {
+			return nil
+		}
+		if n < lo || n > hi {
+			c.add(p, fmt.Sprintf("must be between %d and %d%s, got %d", lo, hi, unit, n), hint)
+			return nil
+		}
+		return &n
+	}
+}
+
+// asInt stores what parse accepts as an int (its range fits any int).
+func asInt(parse parser[*int64]) parser[*int] {
+	return func(c *checker, p []string, v any) *int {
+		n := parse(c, p, v)
+		if n == nil {
+			return nil
+		}
+		i := int(*n)
+		return &i
+	}
+}
+
+// numberIn reads an integer or float within lo..hi (NaN is outside).
+func numberIn(lo, hi float64, hint string) parser[*float64] {
+	return func(c *checker, p []string, v any) *float64 {
+		f, ok := c.number(p, v)
+		if !ok {
+			return nil
+		}
+		if !(f >= lo && f <= hi) {
+			c.add(p, fmt.Sprintf("must be between %v and %v, got %v", lo, hi, f), hint)
+			return nil
+		}
+		return &f
+	}
+}
+
+// stringWhere reads a string that check accepts (check returns "" or what
+// is wrong and what to do).
+func stringWhere(check func(string) (msg, hint string)) parser[*string] {
+	return func(c *checker, p []string, v any) *string {
+		s, ok := c.str(p, v)
+		if !ok {
+			return nil
+		}
+		if msg, hint := check(s); msg != "" {
+			c.add(p, msg, hint)
+			return nil
+		}
+		return &s
+	}
+}
+
+// stringsWhere reads an array of strings, each of which check accepts.
+func stringsWhere(check func(string) (msg, hint string)) parser[[]string] {
+	return func(c *checker, p []string, v any) []string { return c.stringList(p, v, check) }
+}
+
+// capabilities reads names of capabilities a backend may lack.
+func capabilities(c *checker, p []string, v any) []profiles.Capability {
+	names := c.stringList(p, v, checkCapability)
+	if names == nil {
+		return nil
+	}
+	out := make([]profiles.Capability, len(names))
+	for i, n := range names {
+		out[i] = profiles.Capability(n)
+	}
+	return out
 }
 
 // Typed accessors: each reports a wrong type and returns ok=false (or nil).
@@ -452,6 +397,22 @@ func (c *checker) setEnv(p []string, v any) map[string]string {
 	return out
 }
 
+func anyString(string) (string, string) { return "", "" }
+
+func checkImage(s string) (string, string) {
+	if strings.TrimSpace(s) == "" {
+		return "must not be empty", "name a docker image or remove the key"
+	}
+	return "", ""
+}
+
+func checkUserKey(s string) (string, string) {
+	if msg := checkUser(s); msg != "" {
+		return msg, `write it as "uid:gid" with a non-root uid, e.g. "1000:1000"`
+	}
+	return "", ""
+}
+
 func checkNonEmpty(s string) (string, string) {
 	if s == "" {
 		return "must not be empty", ""
@@ -459,8 +420,6 @@ func checkNonEmpty(s string) (string, string) {
 	return "", ""
 }
 
-// checkRelative accepts a path inside the workspace root. Whether it resolves
-// inside once symlinks are followed is for policy to check on the real tree.
 // checkCapability accepts the name of a capability a backend may lack.
 func checkCapability(s string) (string, string) {
 	for _, c := range profiles.Capabilities() {
@@ -475,6 +434,8 @@ func checkCapability(s string) (string, string) {
 	return fmt.Sprintf("unknown capability %s", quoteShort(s)), "use one of " + quoteList(names)
 }
 
+// checkRelative accepts a path inside the workspace root. Whether it resolves
+// inside once symlinks are followed is for policy to check on the real tree.
 func checkRelative(s string) (string, string) {
 	switch {
 	case s == "":

@@ -89,8 +89,8 @@ func TestGateRefusesBeforeAnySandbox(t *testing.T) {
 			res, err := Run(context.Background(), b, Request{Policy: p, Command: backends.Command{Argv: c.argv},
 				Streams: backends.Streams{Stdout: &out, Stderr: &out}, Redactor: newRedactor(), Confirm: c.confirm})
 			if c.runs {
-				if err != nil || b.startCount() != 1 {
-					t.Fatalf("err %v, starts %d; want it to run", err, b.startCount())
+				if err != nil || b.Starts() != 1 {
+					t.Fatalf("err %v, starts %d; want it to run", err, b.Starts())
 				}
 				if res.Gate.Verdict != "allow" {
 					t.Errorf("verdict %+v", res.Gate)
@@ -101,7 +101,7 @@ func TestGateRefusesBeforeAnySandbox(t *testing.T) {
 			if !ok {
 				t.Fatalf("err = %v, want a DeniedError", err)
 			}
-			if b.startCount() != 0 {
+			if b.Starts() != 0 {
 				t.Errorf("a sandbox was started for a refused command")
 			}
 			if !strings.Contains(d.Message, c.want) || !strings.Contains(d.Message, "Do not retry it in another form.") {
@@ -131,7 +131,7 @@ func TestSessionJudgesEveryCommand(t *testing.T) {
 	if _, ok := Denied(err); !ok {
 		t.Fatalf("err = %v, want denied", err)
 	}
-	if n := len(b.sb.execs); n != 1 {
+	if n := len(b.Shared.Execs()); n != 1 {
 		t.Errorf("%d commands reached the sandbox, want 1", n)
 	}
 }

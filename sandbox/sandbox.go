@@ -108,6 +108,23 @@ type Session struct {
 	sandbox  backends.Sandbox
 	weakened []policy.Capability
 	gate     *Gatekeeper
+	// swept is closed once the sweep this start began has ended.
+	swept <-chan struct{}
+}
+
+// sweepWait bounds how long Close waits for the start's sweep.
+const sweepWait = 10 * time.Second
+
+// sweep removes what dead owners left on backend (their sandboxes,
+// bundles, mounts, namespaces, records), beside a start, so nothing of
+// ours outlives its owner for longer than until the next start.
+func sweep(ctx context.Context, backend backends.Backend) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = backend.Sweep(context.WithoutCancel(ctx))
+	}()
+	return done
 }
 
 // Start checks that backend can enforce p (or that the config accepted the
@@ -133,18 +150,31 @@ func start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 	if err := policy.Prepare(p); err != nil {
 		return nil, err
 	}
+	swept := sweep(ctx, backend)
 	sb, err := backend.Start(ctx, p, opts)
 	if err != nil {
+		<-swept
 		return nil, err
 	}
-	return &Session{backend: backend, policy: p, sandbox: sb, weakened: weakened, gate: gk}, nil
+	return &Session{backend: backend, policy: p, sandbox: sb, weakened: weakened, gate: gk, swept: swept}, nil
 }
 
 // Sandbox is the started sandbox (its id and scratch).
 func (s *Session) Sandbox() backends.Sandbox { return s.sandbox }
 
 // Close ends the sandbox and returns once it is gone.
-func (s *Session) Close(ctx context.Context) error { return s.sandbox.Close(ctx) }
+// It also waits (a bounded time) for the sweep its start began, so a
+// one-shot run finishes what it started.
+func (s *Session) Close(ctx context.Context) error {
+	err := s.sandbox.Close(ctx)
+	if s.swept != nil {
+		select {
+		case <-s.swept:
+		case <-time.After(sweepWait):
+		}
+	}
+	return err
+}
 
 // Exec runs one command in the session. It returns an error only when the
 // command could not be run at all (exit 125). Every command, refused or

@@ -12,12 +12,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/audit"
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/backendtest"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/output"
@@ -28,141 +28,9 @@ import (
 // secretValue is the caller's secret every redaction test plants.
 const secretValue = "tok-1234567890abcdef"
 
-// fakeBackend stands in for a container backend in unit tests of Run: it
-// hands out one scripted fakeSandbox and counts what it was asked to do.
-type fakeBackend struct {
-	caps     []policy.Capability
-	startErr error
-	sb       *fakeSandbox
-
-	mu        sync.Mutex
-	starts    int
-	startOpts []backends.StartOptions
-}
-
-func newFake() *fakeBackend {
-	return &fakeBackend{caps: profiles.Capabilities(), sb: &fakeSandbox{id: "fake-0123456789ab"}}
-}
-
-// without drops capabilities from what the fake claims to enforce.
-func (b *fakeBackend) without(drop ...policy.Capability) *fakeBackend {
-	b.caps = slices.DeleteFunc(slices.Clone(b.caps), func(c policy.Capability) bool { return slices.Contains(drop, c) })
-	return b
-}
-
-func (b *fakeBackend) Name() string                                               { return "fake" }
-func (b *fakeBackend) Capabilities() []policy.Capability                          { return b.caps }
-func (b *fakeBackend) Available(context.Context) error                            { return nil }
-func (b *fakeBackend) Ready(context.Context, *policy.Policy) error                { return nil }
-func (b *fakeBackend) Sweep(context.Context) ([]string, error)                    { return nil, nil }
-func (b *fakeBackend) SelfPath() string                                           { return backends.InitPath }
-func (b *fakeBackend) Describe(context.Context, *policy.Policy) map[string]string { return nil }
-func (b *fakeBackend) Render(*policy.Policy, backends.Command) (backends.Artifact, error) {
-	return nil, errors.New("the fake backend renders nothing")
-}
-
-func (b *fakeBackend) Start(_ context.Context, _ *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.starts++
-	b.startOpts = append(b.startOpts, opts)
-	if b.startErr != nil {
-		return nil, b.startErr
-	}
-	return b.sb, nil
-}
-
-func (b *fakeBackend) startCount() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.starts
-}
-
-// fakeSandbox runs no command: Exec prints the scripted output and returns
-// the scripted result.
-type fakeSandbox struct {
-	id             string
-	stdout, stderr string
-	result         backends.Result
-	execErr        error
-	closeErr       error
-	warnings       []string
-	// flood: Exec prints until ctx is done, then reports Canceled.
-	flood bool
-	// closeEntered is closed when Close is called; Close then waits for
-	// closeRelease (when set) before it returns.
-	closeEntered chan struct{}
-	closeRelease chan struct{}
-
-	mu       sync.Mutex
-	events   []string // "exec", "close", in order
-	execs    []backends.Command
-	closes   int
-	floodCtx error // context.Cause seen by a flood when it stopped
-	flooded  int64
-}
-
-func (s *fakeSandbox) ID() string { return s.id }
-func (s *fakeSandbox) Scratch() policy.ScratchPaths {
-	return policy.ScratchPaths{Home: "/home/sandbox", Tmp: "/tmp"}
-}
-func (s *fakeSandbox) Warnings() []string { return s.warnings }
-
-func (s *fakeSandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
-	s.mu.Lock()
-	s.events = append(s.events, "exec")
-	s.execs = append(s.execs, cmd)
-	s.mu.Unlock()
-	if s.flood {
-		return s.floodUntilDone(ctx, out)
-	}
-	if s.stdout != "" {
-		io.WriteString(out.Stdout, s.stdout) //nolint:errcheck // a test sink
-	}
-	if s.stderr != "" {
-		io.WriteString(out.Stderr, s.stderr) //nolint:errcheck // a test sink
-	}
-	return s.result, s.execErr
-}
-
-// floodUntilDone prints 64 KiB lines until ctx is cancelled (as a real
-// backend kills the command); past 64 MiB it gives up so a broken ceiling
-// fails the test instead of hanging it.
-func (s *fakeSandbox) floodUntilDone(ctx context.Context, out backends.Streams) (backends.Result, error) {
-	line := append(bytes.Repeat([]byte("x"), 64<<10-1), '\n')
-	var n int64
-	for n < 64<<20 {
-		if ctx.Err() != nil {
-			s.mu.Lock()
-			s.floodCtx, s.flooded = context.Cause(ctx), n
-			s.mu.Unlock()
-			return backends.Result{Canceled: true, ExitCode: 130, Sandbox: s.id, Duration: time.Millisecond}, nil
-		}
-		out.Stdout.Write(line) //nolint:errcheck // the stream never fails
-		n += int64(len(line))
-	}
-	return backends.Result{Sandbox: s.id}, errors.New("flood: the context was never cancelled")
-}
-
-func (s *fakeSandbox) Close(context.Context) error {
-	s.mu.Lock()
-	s.events = append(s.events, "close")
-	s.closes++
-	entered, release := s.closeEntered, s.closeRelease
-	s.mu.Unlock()
-	if entered != nil {
-		close(entered)
-	}
-	if release != nil {
-		<-release
-	}
-	return s.closeErr
-}
-
-func (s *fakeSandbox) record() (events []string, execs []backends.Command, closes int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.events), slices.Clone(s.execs), s.closes
+// newFake is the fake backend handing out one scripted sandbox.
+func newFake() *backendtest.Backend {
+	return backendtest.NewShared(&backendtest.Sandbox{Name: "fake-0123456789ab"})
 }
 
 // testHost is a caller with a home of its own and a secret in its environment.
@@ -249,8 +117,8 @@ func TestRunExitCodes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPolicy(t, profiles.RoleReproducer)
 			b := newFake()
-			b.sb.result = tc.res
-			b.sb.result.Sandbox = b.sb.id
+			b.Shared.Result = tc.res
+			b.Shared.Result.Sandbox = b.Shared.Name
 			out, err := Run(context.Background(), b, request(p, "python3", "repro.py"))
 			if err != nil {
 				t.Fatal(err)
@@ -272,23 +140,23 @@ func TestRunExitCodes(t *testing.T) {
 func TestRunClosesOnce(t *testing.T) {
 	cases := []struct {
 		name    string
-		setup   func(*fakeSandbox)
+		setup   func(*backendtest.Sandbox)
 		wantErr string
 	}{
-		{"success", func(*fakeSandbox) {}, ""},
-		{"non-zero exit", func(s *fakeSandbox) { s.result.ExitCode = 1 }, ""},
-		{"exec error", func(s *fakeSandbox) { s.execErr = errors.New("the sandbox container ended under the command") }, "ended under the command"},
-		{"exec error and close error", func(s *fakeSandbox) {
-			s.execErr = errors.New("exec broke")
-			s.closeErr = errors.New("removing container: gone")
+		{"success", func(*backendtest.Sandbox) {}, ""},
+		{"non-zero exit", func(s *backendtest.Sandbox) { s.Result.ExitCode = 1 }, ""},
+		{"exec error", func(s *backendtest.Sandbox) { s.ExecErr = errors.New("the sandbox container ended under the command") }, "ended under the command"},
+		{"exec error and close error", func(s *backendtest.Sandbox) {
+			s.ExecErr = errors.New("exec broke")
+			s.CloseErr = errors.New("removing container: gone")
 		}, "exec broke"},
-		{"close error", func(s *fakeSandbox) { s.closeErr = errors.New("removing container: daemon busy") }, ""},
+		{"close error", func(s *backendtest.Sandbox) { s.CloseErr = errors.New("removing container: daemon busy") }, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPolicy(t, profiles.RoleAgent)
 			b := newFake()
-			tc.setup(b.sb)
+			tc.setup(b.Shared)
 			_, err := Run(context.Background(), b, request(p, "ls", "-la"))
 			if tc.wantErr == "" && err != nil {
 				t.Fatalf("unexpected error: %v", err)
@@ -296,9 +164,9 @@ func TestRunClosesOnce(t *testing.T) {
 			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
 			}
-			events, execs, closes := b.sb.record()
-			if b.startCount() != 1 || len(execs) != 1 || closes != 1 {
-				t.Errorf("starts %d, execs %d, closes %d; want 1 each", b.startCount(), len(execs), closes)
+			events, execs, closes := b.Shared.Record()
+			if b.Starts() != 1 || len(execs) != 1 || closes != 1 {
+				t.Errorf("starts %d, execs %d, closes %d; want 1 each", b.Starts(), len(execs), closes)
 			}
 			if !slices.Equal(events, []string{"exec", "close"}) {
 				t.Errorf("events %v, want exec then close", events)
@@ -314,15 +182,15 @@ func TestRunReturnsAfterClose(t *testing.T) {
 		t.Run(fmt.Sprint("exec error ", execErr != nil), func(t *testing.T) {
 			p := newPolicy(t, profiles.RoleAgent)
 			b := newFake()
-			b.sb.execErr = execErr
-			b.sb.closeEntered, b.sb.closeRelease = make(chan struct{}), make(chan struct{})
+			b.Shared.ExecErr = execErr
+			b.Shared.CloseEntered, b.Shared.CloseRelease = make(chan struct{}), make(chan struct{})
 			done := make(chan error, 1)
 			go func() {
 				_, err := Run(context.Background(), b, request(p, "true"))
 				done <- err
 			}()
 			select {
-			case <-b.sb.closeEntered:
+			case <-b.Shared.CloseEntered:
 			case <-time.After(10 * time.Second):
 				t.Fatal("Close was never called")
 			}
@@ -331,7 +199,7 @@ func TestRunReturnsAfterClose(t *testing.T) {
 				t.Fatalf("Run returned (err %v) while Close was still blocked", err)
 			case <-time.After(100 * time.Millisecond):
 			}
-			close(b.sb.closeRelease)
+			close(b.Shared.CloseRelease)
 			select {
 			case err := <-done:
 				if (err != nil) != (execErr != nil) {
@@ -349,12 +217,14 @@ func TestRunReturnsAfterClose(t *testing.T) {
 func TestRunFailureAudited(t *testing.T) {
 	cases := []struct {
 		name       string
-		setup      func(*fakeBackend)
+		setup      func(*backendtest.Backend)
 		wantErr    string
 		wantCloses int
 	}{
-		{"start fails", func(b *fakeBackend) { b.startErr = errors.New("creating the sandbox container: no such image") }, "no such image", 0},
-		{"exec fails", func(b *fakeBackend) { b.sb.execErr = errors.New("creating the command in the sandbox: daemon gone") }, "daemon gone", 1},
+		{"start fails", func(b *backendtest.Backend) { b.StartErr = errors.New("creating the sandbox container: no such image") }, "no such image", 0},
+		{"exec fails", func(b *backendtest.Backend) {
+			b.Shared.ExecErr = errors.New("creating the command in the sandbox: daemon gone")
+		}, "daemon gone", 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -365,7 +235,7 @@ func TestRunFailureAudited(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
 			}
-			if _, _, closes := b.sb.record(); closes != tc.wantCloses {
+			if _, _, closes := b.Shared.Record(); closes != tc.wantCloses {
 				t.Errorf("closes = %d, want %d", closes, tc.wantCloses)
 			}
 			rec := oneRecord(t, p)
@@ -388,8 +258,8 @@ func TestRunEmptyArgv(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "empty command") {
 				t.Fatalf("error %v, want an empty-command refusal", err)
 			}
-			if b.startCount() != 0 {
-				t.Errorf("the backend was started %d times for an empty command", b.startCount())
+			if b.Starts() != 0 {
+				t.Errorf("the backend was started %d times for an empty command", b.Starts())
 			}
 			if rec := oneRecord(t, p); rec.ExitCode != exitcode.Refused || !strings.Contains(rec.Error, "empty command") {
 				t.Errorf("audit record %+v, want exit_code 125 and the refusal", rec)
@@ -401,7 +271,7 @@ func TestRunEmptyArgv(t *testing.T) {
 func TestRunCapabilities(t *testing.T) {
 	t.Run("missing is refused", func(t *testing.T) {
 		p := newPolicy(t, profiles.RoleAgent)
-		b := newFake().without(profiles.CapOwnLoopback)
+		b := newFake().Without(profiles.CapOwnLoopback)
 		_, err := Run(context.Background(), b, request(p, "true"))
 		if err == nil {
 			t.Fatal("a backend lacking own_loopback ran a loopback-only policy")
@@ -411,8 +281,8 @@ func TestRunCapabilities(t *testing.T) {
 				t.Errorf("error %q does not mention %q", err, want)
 			}
 		}
-		if b.startCount() != 0 {
-			t.Errorf("Start called %d times", b.startCount())
+		if b.Starts() != 0 {
+			t.Errorf("Start called %d times", b.Starts())
 		}
 		if rec := oneRecord(t, p); rec.ExitCode != exitcode.Refused || !strings.Contains(rec.Error, "own_loopback") {
 			t.Errorf("audit record %+v, want the refusal", rec)
@@ -421,13 +291,13 @@ func TestRunCapabilities(t *testing.T) {
 	t.Run("accepted is weakened", func(t *testing.T) {
 		p := newPolicy(t, profiles.RoleAgent)
 		p.Accepted = []policy.Capability{profiles.CapOwnLoopback}
-		b := newFake().without(profiles.CapOwnLoopback)
+		b := newFake().Without(profiles.CapOwnLoopback)
 		out, err := Run(context.Background(), b, request(p, "true"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b.startCount() != 1 {
-			t.Errorf("Start called %d times, want 1", b.startCount())
+		if b.Starts() != 1 {
+			t.Errorf("Start called %d times, want 1", b.Starts())
 		}
 		if !slices.Equal(out.Weakened, []policy.Capability{profiles.CapOwnLoopback}) {
 			t.Errorf("Weakened = %v, want [own_loopback]", out.Weakened)
@@ -473,18 +343,18 @@ func TestRunTimeout(t *testing.T) {
 			if tc.override > 0 {
 				want = tc.override
 			}
-			_, execs, _ := b.sb.record()
+			_, execs, _ := b.Shared.Record()
 			if len(execs) != 1 || execs[0].Timeout != want {
 				t.Fatalf("the backend saw %+v, want Timeout %s", execs, want)
 			}
 			if !slices.Equal(execs[0].Argv, []string{"sleep", "1"}) {
 				t.Errorf("argv %q", execs[0].Argv)
 			}
-			if len(b.startOpts) != 1 || b.startOpts[0].TTL != backends.TTL(p, want) {
-				t.Errorf("StartOptions %+v, want TTL %s", b.startOpts, backends.TTL(p, want))
+			if len(b.StartOptions()) != 1 || b.StartOptions()[0].TTL != backends.TTL(p, want) {
+				t.Errorf("StartOptions %+v, want TTL %s", b.StartOptions(), backends.TTL(p, want))
 			}
-			if b.startOpts[0].TTL < want {
-				t.Errorf("TTL %s is shorter than the command's timeout %s", b.startOpts[0].TTL, want)
+			if b.StartOptions()[0].TTL < want {
+				t.Errorf("TTL %s is shorter than the command's timeout %s", b.StartOptions()[0].TTL, want)
 			}
 		})
 	}
@@ -494,7 +364,7 @@ func TestRunOutputCeiling(t *testing.T) {
 	p := newPolicy(t, profiles.RoleReproducer)
 	p.Output.Ceiling = 1 << 20
 	b := newFake()
-	b.sb.flood = true
+	b.Shared.Flood = true
 	var stdout bytes.Buffer
 	req := request(p, "yes")
 	req.Streams.Stdout = &stdout
@@ -509,9 +379,7 @@ func TestRunOutputCeiling(t *testing.T) {
 	if ExitCode(out.Result) != 137 || out.Signal != 9 {
 		t.Errorf("exit %d signal %d, want 137 and 9", ExitCode(out.Result), out.Signal)
 	}
-	b.sb.mu.Lock()
-	cause, flooded := b.sb.floodCtx, b.sb.flooded
-	b.sb.mu.Unlock()
+	cause, flooded := b.Shared.Flooded()
 	if !errors.Is(cause, ErrOutputCeiling) {
 		t.Errorf("the command was stopped with cause %v, want ErrOutputCeiling", cause)
 	}
@@ -533,9 +401,9 @@ func TestRunOutputCeiling(t *testing.T) {
 func TestRunRedaction(t *testing.T) {
 	p := newPolicy(t, profiles.RoleAgent)
 	b := newFake()
-	b.sb.stdout = "the token is " + secretValue + "\n"
-	b.sb.stderr = "error: bad token " + secretValue + " rejected\n"
-	b.sb.result = backends.Result{ExitCode: 1, Sandbox: b.sb.id}
+	b.Shared.Stdout = "the token is " + secretValue + "\n"
+	b.Shared.Stderr = "error: bad token " + secretValue + " rejected\n"
+	b.Shared.Result = backends.Result{ExitCode: 1, Sandbox: b.Shared.Name}
 	var stdout, stderr bytes.Buffer
 	req := request(p, "curl", "-H", "Authorization: "+secretValue, "http://127.0.0.1/")
 	req.Streams = backends.Streams{Stdout: &stdout, Stderr: &stderr}
@@ -552,11 +420,11 @@ func TestRunRedaction(t *testing.T) {
 			t.Errorf("%s = %q, want the redaction marker", name, got)
 		}
 	}
-	if out.Stdout.BytesIn != int64(len(b.sb.stdout)) || out.Stderr.BytesIn != int64(len(b.sb.stderr)) {
-		t.Errorf("stats count %d/%d bytes, the command printed %d/%d", out.Stdout.BytesIn, out.Stderr.BytesIn, len(b.sb.stdout), len(b.sb.stderr))
+	if out.Stdout.BytesIn != int64(len(b.Shared.Stdout)) || out.Stderr.BytesIn != int64(len(b.Shared.Stderr)) {
+		t.Errorf("stats count %d/%d bytes, the command printed %d/%d", out.Stdout.BytesIn, out.Stderr.BytesIn, len(b.Shared.Stdout), len(b.Shared.Stderr))
 	}
 	// The backend itself gets the real argv: only what is shown or kept is redacted.
-	if _, execs, _ := b.sb.record(); len(execs) != 1 || !slices.Contains(execs[0].Argv, "Authorization: "+secretValue) {
+	if _, execs, _ := b.Shared.Record(); len(execs) != 1 || !slices.Contains(execs[0].Argv, "Authorization: "+secretValue) {
 		t.Errorf("the backend saw %+v, want the argv unchanged", execs)
 	}
 	raw, err := os.ReadFile(p.AuditLog)
@@ -574,7 +442,7 @@ func TestRunRedaction(t *testing.T) {
 	t.Run("error text", func(t *testing.T) {
 		p := newPolicy(t, profiles.RoleAgent)
 		b := newFake()
-		b.sb.execErr = errors.New("exec " + secretValue + ": refused")
+		b.Shared.ExecErr = errors.New("exec " + secretValue + ": refused")
 		req := request(p, "echo", secretValue)
 		req.Redactor = newRedactor()
 		if _, err := Run(context.Background(), b, req); err == nil {
@@ -589,15 +457,15 @@ func TestRunRedaction(t *testing.T) {
 	t.Run("no redactor, raw output", func(t *testing.T) {
 		p := newPolicy(t, profiles.RoleAgent)
 		b := newFake()
-		b.sb.stdout = "probe " + secretValue + "\n"
+		b.Shared.Stdout = "probe " + secretValue + "\n"
 		var stdout bytes.Buffer
 		req := request(p, "probe")
 		req.Streams.Stdout = &stdout
 		if _, err := Run(context.Background(), b, req); err != nil {
 			t.Fatal(err)
 		}
-		if stdout.String() != b.sb.stdout {
-			t.Errorf("without a redactor the stream is raw: got %q, want %q", stdout.String(), b.sb.stdout)
+		if stdout.String() != b.Shared.Stdout {
+			t.Errorf("without a redactor the stream is raw: got %q, want %q", stdout.String(), b.Shared.Stdout)
 		}
 	})
 }
@@ -605,9 +473,9 @@ func TestRunRedaction(t *testing.T) {
 func TestRunAuditRecord(t *testing.T) {
 	p := newPolicy(t, profiles.RoleReproducer)
 	b := newFake()
-	b.sb.stdout = "hello\n"
-	b.sb.stderr = "warn\n"
-	b.sb.result = backends.Result{ExitCode: 2, Duration: 1500 * time.Millisecond, Sandbox: "container-abc"}
+	b.Shared.Stdout = "hello\n"
+	b.Shared.Stderr = "warn\n"
+	b.Shared.Result = backends.Result{ExitCode: 2, Duration: 1500 * time.Millisecond, Sandbox: "container-abc"}
 	req := request(p, "python3", "-c", "print('hello')")
 	req.Redactor = newRedactor()
 	before := time.Now().UTC().Add(-time.Second)
@@ -665,11 +533,11 @@ func TestRunAuditRecord(t *testing.T) {
 	})
 
 	t.Run("NoAudit", func(t *testing.T) {
-		for name, setup := range map[string]func(*fakeBackend, *Request){
-			"ran":     func(*fakeBackend, *Request) {},
-			"refused": func(b *fakeBackend, _ *Request) { b.startErr = errors.New("no") },
-			"empty":   func(_ *fakeBackend, r *Request) { r.Command.Argv = nil },
-			"exec":    func(b *fakeBackend, _ *Request) { b.sb.execErr = errors.New("no") },
+		for name, setup := range map[string]func(*backendtest.Backend, *Request){
+			"ran":     func(*backendtest.Backend, *Request) {},
+			"refused": func(b *backendtest.Backend, _ *Request) { b.StartErr = errors.New("no") },
+			"empty":   func(_ *backendtest.Backend, r *Request) { r.Command.Argv = nil },
+			"exec":    func(b *backendtest.Backend, _ *Request) { b.Shared.ExecErr = errors.New("no") },
 		} {
 			p := newPolicy(t, profiles.RoleAgent)
 			b := newFake()
@@ -697,7 +565,7 @@ func TestRunAuditFailure(t *testing.T) {
 		p := newPolicy(t, profiles.RoleAgent)
 		unwritable(t, p)
 		b := newFake()
-		b.sb.result.ExitCode = 4
+		b.Shared.Result.ExitCode = 4
 		out, err := Run(context.Background(), b, request(p, "true"))
 		if err != nil {
 			t.Fatalf("a failed audit changed the outcome: %v", err)
@@ -709,11 +577,11 @@ func TestRunAuditFailure(t *testing.T) {
 			t.Errorf("Warnings = %q, want one about the audit log", out.Warnings)
 		}
 	})
-	for name, setup := range map[string]func(*fakeBackend, *Request){
-		"start fails":  func(b *fakeBackend, _ *Request) { b.startErr = errors.New("the daemon said no") },
-		"exec fails":   func(b *fakeBackend, _ *Request) { b.sb.execErr = errors.New("the daemon said no") },
-		"empty argv":   func(_ *fakeBackend, r *Request) { r.Command.Argv = []string{""} },
-		"capabilities": func(b *fakeBackend, _ *Request) { b.without(profiles.CapPidNamespace) },
+	for name, setup := range map[string]func(*backendtest.Backend, *Request){
+		"start fails":  func(b *backendtest.Backend, _ *Request) { b.StartErr = errors.New("the daemon said no") },
+		"exec fails":   func(b *backendtest.Backend, _ *Request) { b.Shared.ExecErr = errors.New("the daemon said no") },
+		"empty argv":   func(_ *backendtest.Backend, r *Request) { r.Command.Argv = []string{""} },
+		"capabilities": func(b *backendtest.Backend, _ *Request) { b.Without(profiles.CapPidNamespace) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := newPolicy(t, profiles.RoleAgent)
@@ -744,7 +612,7 @@ func TestRunCloseError(t *testing.T) {
 	t.Run("becomes a warning", func(t *testing.T) {
 		p := newPolicy(t, profiles.RoleAgent)
 		b := newFake()
-		b.sb.closeErr = closeErr
+		b.Shared.CloseErr = closeErr
 		out, err := Run(context.Background(), b, request(p, "true"))
 		if err != nil {
 			t.Fatalf("a failed removal after the command ran is not an error: %v", err)
@@ -756,8 +624,8 @@ func TestRunCloseError(t *testing.T) {
 	t.Run("not twice when the sandbox warns of it too", func(t *testing.T) {
 		p := newPolicy(t, profiles.RoleAgent)
 		b := newFake()
-		b.sb.closeErr = closeErr
-		b.sb.warnings = []string{closeErr.Error()}
+		b.Shared.CloseErr = closeErr
+		b.Shared.Warns = []string{closeErr.Error()}
 		out, err := Run(context.Background(), b, request(p, "true"))
 		if err != nil {
 			t.Fatal(err)
@@ -769,7 +637,7 @@ func TestRunCloseError(t *testing.T) {
 	t.Run("sandbox warnings pass", func(t *testing.T) {
 		p := newPolicy(t, profiles.RoleAgent)
 		b := newFake()
-		b.sb.warnings = []string{"something for gc"}
+		b.Shared.Warns = []string{"something for gc"}
 		out, err := Run(context.Background(), b, request(p, "true"))
 		if err != nil {
 			t.Fatal(err)
@@ -789,7 +657,7 @@ func TestSessionCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sess.Sandbox().ID() != b.sb.id {
+	if sess.Sandbox().ID() != b.Shared.Name {
 		t.Errorf("session sandbox %q", sess.Sandbox().ID())
 	}
 	for i, argv := range [][]string{{"git", "status"}, {"ls"}, {""}} {
@@ -803,7 +671,7 @@ func TestSessionCommands(t *testing.T) {
 	if err := sess.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	_, execs, closes := b.sb.record()
+	_, execs, closes := b.Shared.Record()
 	if len(execs) != 2 || execs[0].Timeout != time.Second || execs[1].Timeout != 2*time.Second || closes != 1 {
 		t.Errorf("execs %+v closes %d", execs, closes)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/internal/cgroupfs"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
 
@@ -25,9 +26,8 @@ import (
 // timeout. Whether it needs that thread depends on timing: before its
 // threads were reserved, 4 of 6 runs died, so the test makes several.
 func TestSupervisorOutlivesAFullProcessTable(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make a pids cgroup")
-	}
+	testenv.SkipShort(t, "runs a fork bomb for seconds")
+	testenv.RequireRoot(t, "to make a pids cgroup")
 	dir, err := cgroupfs.ControllerDir(os.Getpid(), "pids")
 	if err != nil {
 		t.Skipf("no pids cgroup here: %v", err)
@@ -56,8 +56,10 @@ func superviseBomb(t *testing.T, cg string, try int) {
 	// The command's shell forks once, before the bomb exists, and then
 	// execs: a second fork of its own could fail in the full table and end
 	// it (dash's "Cannot fork", exit 2) before its timeout.
-	cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" __exec --timeout 2s --grace 200ms -- sh -c 'b() { b | b & }; b & exec sleep 30'`,
-		"sh", cg, testenv.Binary(t))
+	argv := protocol.MustArgv(testenv.Binary(t), protocol.EntryExec, protocol.Exec{
+		Argv:    []string{"sh", "-c", "b() { b | b & }; b & exec sleep 30"},
+		Timeout: protocol.Duration(2 * time.Second), Grace: protocol.Duration(200 * time.Millisecond)})
+	cmd := exec.Command("sh", append([]string{"-c", `echo $$ > "$1/cgroup.procs" && shift && exec "$@"`, "sh", cg}, argv...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

@@ -15,12 +15,12 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
@@ -32,6 +32,8 @@ func Export(w io.Writer, paths []stage.Path, maxEntries int) error {
 
 // Exit codes of Hold.
 const (
+	// exitcodeRefused: the holder or supervisor could not do its job.
+	exitcodeRefused = 125
 	// ExitLifelineCut: the owner is gone; everything was killed.
 	ExitLifelineCut = 137
 	// ExitTTL: the sandbox outlived its lifetime; everything was killed.
@@ -39,11 +41,6 @@ const (
 	// ExitStoppedOutside: a signal nobody in triage-sandbox sends.
 	ExitStoppedOutside = 143
 )
-
-// StoppedOutsideMessage starts the line Hold prints when a signal from
-// outside (a daemon shutting down, `docker stop`) stops the sandbox; the
-// backend shows it only when that is what ended a command.
-const StoppedOutsideMessage = "triage-sandbox: the sandbox was stopped from outside"
 
 // HoldOptions configure the holder.
 type HoldOptions struct {
@@ -67,10 +64,10 @@ type HoldOptions struct {
 	// the same when the holder dialled the host's socket itself.
 	Control     *os.File
 	ControlConn *net.UnixConn
-	// Helper is this binary's path in the sandbox, and HelperSubcommands
+	// Helper is this binary's path in the sandbox, and HelperEntries
 	// the only subcommands of it the channel may start.
-	Helper            string
-	HelperSubcommands []string
+	Helper        string
+	HelperEntries []protocol.Entry
 	// SweepLeftovers: the holder kills what a command leaves behind when
 	// its supervisor died first (see warden). The sandbox's holders set
 	// it; a holder that cannot do it refuses to hold.
@@ -91,12 +88,9 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	if o.SweepLeftovers {
 		var err error
 		if w, err = newWarden(); err != nil {
-			out := o.Stdout
-			if out == nil {
-				out = o.Stderr
-			}
-			fmt.Fprintln(out, stage.HolderFailedLine+"it cannot collect what commands leave behind: "+err.Error())
-			return 125
+			_ = protocol.WriteStatus(statusOut(o), protocol.Status{State: protocol.StateHolderFailed,
+				Detail: "it cannot collect what commands leave behind: " + err.Error()})
+			return exitcodeRefused
 		}
 		wctx, stop := context.WithCancel(ctx)
 		defer stop()
@@ -113,20 +107,19 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	}
 	if len(o.Stage) > 0 {
 		if o.Lifeline == nil {
-			fmt.Fprintln(o.Stdout, stage.FailedLine+"no stream to read the staged copy from")
-			return 125
+			_ = protocol.WriteStatus(o.Stdout, protocol.Status{State: protocol.StateStagingFailed,
+				Detail: "no stream to read the staged copy from"})
+			return exitcodeRefused
 		}
 		if err := stage.Unpack(o.Lifeline, o.Stage); err != nil {
-			// One line: the host shows it as the reason the start failed.
-			fmt.Fprintln(o.Stdout, stage.FailedLine+strings.ReplaceAll(err.Error(), "\n", " "))
-			return 125
+			// The host shows it as the reason the start failed.
+			_ = protocol.WriteStatus(o.Stdout, protocol.Status{State: protocol.StateStagingFailed, Detail: err.Error()})
+			return exitcodeRefused
 		}
 	}
 	// Ready (and the staged copy in place): a runtime that cannot say when
-	// the holder runs learns it from this line.
-	if o.Stdout != nil {
-		fmt.Fprintln(o.Stdout, stage.ReadyLine)
-	}
+	// the holder runs learns it from this status.
+	_ = protocol.WriteStatus(o.Stdout, protocol.Status{State: protocol.StateReady})
 	// The channel closes before the holder kills everything: what that
 	// kill does to a supervisor is the sandbox's end, not the command's
 	// exit, and the host must learn it as such (not as a plain 137).
@@ -166,7 +159,7 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	case s := <-sigs:
 		// triage-sandbox closes a sandbox with SIGKILL or the lifeline, never
 		// a catchable signal: this came from outside.
-		fmt.Fprintf(o.Stderr, "%s (%v)\n", StoppedOutsideMessage, s)
+		_ = protocol.WriteStatus(statusOut(o), protocol.Status{State: protocol.StateStoppedOutside, Detail: s.String()})
 		stop()
 		return ExitStoppedOutside
 	case <-ctx.Done():
@@ -189,10 +182,12 @@ func serveControl(ctx context.Context, o HoldOptions, w *warden) {
 		return
 	}
 	allowed := func(argv []string) error {
-		if len(argv) >= 2 && argv[0] == o.Helper && slices.Contains(o.HelperSubcommands, argv[1]) {
+		// Exactly BINARY ENTRY SPEC (protocol.Argv); the helper decodes
+		// the spec itself.
+		if len(argv) == 3 && argv[0] == o.Helper && slices.Contains(o.HelperEntries, protocol.Entry(argv[1])) {
 			return nil
 		}
-		return fmt.Errorf("the holder starts only %s %s", o.Helper, strings.Join(o.HelperSubcommands, "|"))
+		return fmt.Errorf("the holder starts only %s %v with a spec", o.Helper, o.HelperEntries)
 	}
 	so := control.ServeOptions{Allowed: allowed}
 	if w != nil {
@@ -207,14 +202,17 @@ func serveControl(ctx context.Context, o HoldOptions, w *warden) {
 	}
 }
 
+// statusOut is where the holder's status lines go.
+func statusOut(o HoldOptions) io.Writer {
+	if o.Stdout != nil {
+		return o.Stdout
+	}
+	return o.Stderr
+}
+
 // killEveryone sends SIGKILL to every process this uid may signal: inside a
 // sandbox that is every process of the sandbox, setsid'd or not.
 func killEveryone() { _ = syscall.Kill(-1, syscall.SIGKILL) }
-
-// StartMarker is the first byte the exec helper writes to stdout, before
-// the command starts: the host passes on nothing that came before it (a
-// runtime's own "exec failed" text) and knows the command ran.
-const StartMarker byte = 0
 
 // ExecOptions configure one supervised command.
 type ExecOptions struct {
@@ -241,12 +239,12 @@ type ExecOptions struct {
 func Exec(ctx context.Context, o ExecOptions) int {
 	if len(o.Argv) == 0 {
 		fmt.Fprintln(o.Stderr, "triage-sandbox: empty command")
-		return 125
+		return exitcodeRefused
 	}
 	if o.Seccomp != "" {
 		if err := confine.ApplySeccomp(o.Seccomp); err != nil {
 			fmt.Fprintf(o.Stderr, "triage-sandbox: %v\n", err)
-			return 125
+			return exitcodeRefused
 		}
 	}
 	spec := supervise.Spec{
@@ -264,9 +262,9 @@ func Exec(ctx context.Context, o ExecOptions) int {
 	// Forward an outside SIGTERM/SIGINT to the command's tree via ctx.
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	if _, err := o.Stdout.Write([]byte{StartMarker}); err != nil {
+	if _, err := o.Stdout.Write([]byte{protocol.ExecStarted}); err != nil {
 		fmt.Fprintf(o.Stderr, "triage-sandbox: cannot write to stdout: %v\n", err)
-		return 125
+		return exitcodeRefused
 	}
 	code := supervise.Run(ctx, spec).ExitCode
 	if o.ExportTo != nil {

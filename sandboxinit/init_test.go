@@ -32,7 +32,7 @@ func TestHold(t *testing.T) {
 		}, wantCode: ExitTTL, wantLine: "lifetime exceeded"},
 		{name: "signal from outside", setup: func(o *HoldOptions) func() {
 			return func() { _ = syscall.Kill(os.Getpid(), syscall.SIGTERM) }
-		}, wantCode: ExitStoppedOutside, wantLine: StoppedOutsideMessage + " (terminated)"},
+		}, wantCode: ExitStoppedOutside, wantLine: `triage-sandbox-status {"state":"stopped_outside","detail":"terminated"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

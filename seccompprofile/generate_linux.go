@@ -16,8 +16,9 @@ var socketSyscalls = []string{"socket", "socketpair"}
 
 // Generate derives the profile from moby/profiles' DefaultProfile and
 // returns it and the default itself, as the JSON embedded in this package
-// (`go generate` writes them). Only the socket rules and the 32-bit x86 ABI
-// change; every other rule is Docker's. It fails, rather than guess, when
+// (`go generate` writes them). Only the socket rules, the 32-bit x86 ABI
+// and the names of Refused (taken out of every allow rule) change; every
+// other rule is Docker's. It fails, rather than guess, when
 // the default's socket rules are not of the shape it knows (an
 // unconditional socket(2) allow, or one conditioned on anything but the
 // family), and when a family AllowedFamilies lists is one Docker's default
@@ -41,6 +42,10 @@ func Generate() (profile, dockerDefault []byte, err error) {
 	for _, sc := range p.Syscalls {
 		if sc.Name != "" {
 			return nil, nil, fmt.Errorf("default profile rule %q uses the old name field", sc.Name)
+		}
+		sc = withoutRefused(sc)
+		if sc == nil {
+			continue
 		}
 		if !slices.ContainsFunc(sc.Names, func(n string) bool { return slices.Contains(socketSyscalls, n) }) {
 			kept = append(kept, sc)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/backendtest"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/seatbelt"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -106,7 +107,7 @@ func TestSeatbeltCatalogueOnMacOS(t *testing.T) {
 // check applies and the OS-dependent pieces are as before.
 func TestLinuxCatalogueUnchanged(t *testing.T) {
 	viewAs(t, "linux")
-	b := capsOnly{name: "docker", caps: docker.Capabilities()}
+	b := &backendtest.Backend{BackendName: "docker", Caps: docker.Capabilities()}
 	for _, role := range profiles.Roles() {
 		if _, na := applicable(Catalogue(), role, b); len(na) != 0 {
 			t.Errorf("%s: not applicable on docker: %+v", role, na)
@@ -123,16 +124,6 @@ func TestLinuxCatalogueUnchanged(t *testing.T) {
 		t.Errorf("IPC-01 on Linux probes %v, want %v", l, want)
 	}
 }
-
-// capsOnly is a backend as applicable sees it: a name and capabilities.
-type capsOnly struct {
-	backends.Backend
-	name string
-	caps []policy.Capability
-}
-
-func (b capsOnly) Name() string                      { return b.name }
-func (b capsOnly) Capabilities() []policy.Capability { return b.caps }
 
 func find(t *testing.T, id string) Check {
 	t.Helper()

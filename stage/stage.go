@@ -19,15 +19,6 @@ import (
 	"time"
 )
 
-// The lines the sandbox's holder prints once the staged copy is in place
-// (ReadyLine), or that start its reason when it could not be (FailedLine),
-// or when it cannot hold the sandbox at all (HolderFailedLine).
-const (
-	ReadyLine        = "triage-sandbox: staged"
-	FailedLine       = "triage-sandbox: staging failed: "
-	HolderFailedLine = "triage-sandbox: the holder cannot run: "
-)
-
 // Kinds of staged path.
 const (
 	KindDir  = "dir"

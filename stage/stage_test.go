@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 )
 
 // roundTrip plays one run: pack the host paths, give the sandbox a fresh
@@ -243,9 +245,7 @@ func TestWritableFileNeverBecomesALink(t *testing.T) {
 }
 
 func TestUnreadableOnTheHostStaysOut(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to own a file the sandbox identity cannot read")
-	}
+	testenv.RequireRoot(t, "to own a file the sandbox identity cannot read")
 	root := t.TempDir()
 	repros := filepath.Join(root, "repros")
 	write(t, filepath.Join(repros, "private"), "root only", 0o600)

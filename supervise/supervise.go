@@ -27,9 +27,12 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 )
 
-// ExitTimeout is exitcode.Timeout, named here only while sandboxinit's
-// tests still spell it so; use exitcode.
-const ExitTimeout = exitcode.Timeout
+// Exit codes under the names holderexec and sandboxinit's tests still
+// spell; exitcode defines them, use it.
+const (
+	ExitTimeout    = exitcode.Timeout
+	ExitSignalBase = exitcode.SignalBase
+)
 
 // Spec is one command to supervise.
 type Spec struct {

@@ -9,17 +9,17 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
-
-// KeeperSubcommand is the hidden subcommand a keeper runs as.
-const KeeperSubcommand = "__warm"
 
 // keeperStart bounds how long a new keeper may take to start its sandbox.
 const keeperStart = 60 * time.Second
@@ -47,8 +47,8 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if p.Warm.Session == "" && p.Warm.Pool == 0 {
 		return b.Backend.Start(ctx, p, opts)
 	}
-	if err := os.MkdirAll(b.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("warm: %w", err)
+	if err := hostfs.PrivateDir(b.Dir); err != nil {
+		return nil, fmt.Errorf("warm: the keepers' directory: %w", err)
 	}
 	pp := paths{b.Dir, key(p)}
 	unlock, err := lockFile(pp.lock())
@@ -144,12 +144,20 @@ func (b *Backend) spawn(ctx context.Context, p *policy.Policy, pp paths) error {
 	if err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(pp.log(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	logf, err := hostfs.OpenNoFollow(pp.log(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("warm: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(b.SelfExe, KeeperSubcommand, "--dir", b.Dir)
+	dir, err := filepath.Abs(b.Dir)
+	if err != nil {
+		return fmt.Errorf("warm: %w", err)
+	}
+	argv, err := protocol.Argv(b.SelfExe, protocol.EntryKeeper, protocol.Keeper{Dir: dir})
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin = strings.NewReader(string(raw))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = "/"
@@ -189,7 +197,7 @@ func logTail(path string) string {
 }
 
 func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := hostfs.OpenNoFollow(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("warm: %w", err)
 	}

@@ -65,8 +65,7 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	k := &keeper{o: o, p: p, paths: paths{o.Dir, key(p)}, logger: log.New(o.Log, "", log.LstdFlags), stop: cancel}
-	k.lastUsed.Store(time.Now().UnixNano())
+	k := newKeeper(o, cancel)
 	if p.Warm.Session != "" {
 		sb, err := o.Backend.Start(ctx, p, backends.StartOptions{TTL: sessionLifetime})
 		if err != nil {
@@ -75,11 +74,19 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 		k.session = sb
 		defer func() { _ = sb.Close(context.WithoutCancel(ctx)) }()
 	} else {
-		k.ready = make(chan backends.Sandbox, p.Warm.Pool)
-		k.slots = make(chan struct{}, 2*p.Warm.Pool)
-		k.refilled = make(chan struct{}, 1)
-		defer k.drainPool(context.WithoutCancel(ctx))
-		go k.fill(ctx)
+		// The pool is drained once fill has stopped: a start still under
+		// way when the keeper ends puts its sandbox in the pool first.
+		var filling sync.WaitGroup
+		defer func() {
+			cancel()
+			filling.Wait()
+			k.drainPool(context.WithoutCancel(ctx))
+		}()
+		filling.Add(1)
+		go func() {
+			defer filling.Done()
+			k.fill(ctx)
+		}()
 	}
 	_ = os.Remove(k.paths.socket()) // a dead keeper's
 	ln, err := net.Listen("unix", k.paths.socket())
@@ -135,6 +142,25 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 	}
 }
 
+// newKeeper is a keeper for o's policy, not started: a pool's channels
+// are made, its sandboxes are not.
+func newKeeper(o KeeperOptions, stop context.CancelFunc) *keeper {
+	p := o.Policy
+	k := &keeper{o: o, p: p, paths: paths{o.Dir, key(p)}, logger: log.New(o.Log, "", log.LstdFlags), stop: stop}
+	k.lastUsed.Store(time.Now().UnixNano())
+	if p.Warm.Session == "" {
+		k.ready = make(chan backends.Sandbox, p.Warm.Pool)
+		k.slots = make(chan struct{}, 2*p.Warm.Pool)
+		k.refilled = make(chan struct{}, 1)
+	}
+	return k
+}
+
+// idle: no connection is attached and none was for the policy's idle time.
+func (k *keeper) idle(now time.Time) bool {
+	return k.active.Load() == 0 && now.Sub(time.Unix(0, k.lastUsed.Load())) > k.p.Warm.Idle
+}
+
 // expire ends the keeper once nothing used it for the policy's idle time.
 func (k *keeper) expire(ctx context.Context) {
 	t := time.NewTicker(time.Second)
@@ -144,7 +170,7 @@ func (k *keeper) expire(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if k.active.Load() == 0 && time.Since(time.Unix(0, k.lastUsed.Load())) > k.p.Warm.Idle {
+			if k.idle(time.Now()) {
 				k.logger.Printf("idle for %s: ending", k.p.Warm.Idle)
 				k.stop()
 				return

@@ -21,6 +21,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 const selfExe = "/opt/triage-sandbox/bin/triage-sandbox"
@@ -557,10 +558,10 @@ func (r *rendered) processes(t *testing.T) {
 	if !slices.Equal(r.dExec.Cmd, r.oExec.Args) {
 		t.Errorf("exec: docker %q, oci %q", r.dExec.Cmd, r.oExec.Args)
 	}
-	n := len(r.cmd.Argv)
-	if a := r.oExec.Args; len(a) < n+1 || a[len(a)-n-1] != "--" || !slices.Equal(a[len(a)-n:], r.cmd.Argv) ||
-		!slices.Contains(a, "--timeout") || !slices.Contains(a, r.cmd.Timeout.String()) {
-		t.Errorf("exec args %q, want --timeout %s ... -- %q", a, r.cmd.Timeout, r.cmd.Argv)
+	if a := r.oExec.Args; len(a) != 3 || a[1] != string(protocol.EntryExec) {
+		t.Errorf("exec args %q, want the supervisor with its spec", a)
+	} else if x, err := protocol.DecodeExec(a[2:]); err != nil || !slices.Equal(x.Argv, r.cmd.Argv) || x.Timeout.D() != r.cmd.Timeout {
+		t.Errorf("exec spec %s (%v), want timeout %s and the command %q", a[2], err, r.cmd.Timeout, r.cmd.Argv)
 	}
 	for name, nnp := range map[string]bool{
 		"docker": slices.Contains(r.dCreate.HostConfig.SecurityOpt, "no-new-privileges:true"),

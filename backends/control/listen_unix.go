@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 )
 
 // Listener is a host socket a holder dials into when no descriptor can be
@@ -25,7 +27,7 @@ type Listener struct {
 // (the sandbox identity, which the holder runs as). The directories are
 // this user's alone: the socket is reachable only where it is bound in.
 func Listen(parent string, uid, gid int) (*Listener, error) {
-	if err := os.MkdirAll(parent, 0o700); err != nil {
+	if err := hostfs.PrivateDir(parent); err != nil {
 		return nil, fmt.Errorf("the control socket's directory: %w", err)
 	}
 	dir, err := os.MkdirTemp(parent, "ctl-")

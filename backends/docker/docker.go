@@ -13,6 +13,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -165,21 +166,20 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if err := b.Ready(ctx, p); err != nil {
 		return nil, err
 	}
-	// Best effort, off the critical path: clear what crashed runs left.
-	go func() { _, _ = b.Sweep(context.WithoutCancel(ctx)) }()
 	ttl := opts.TTL
 	if ttl <= 0 {
 		ttl = backends.TTL(p, 0)
 	}
-	req, err := Render(p, b.selfExe, b.runInfo(p, ttl))
+	rt := runtimes.Of(p.Runtime)
+	req, err := render(p, rt, b.selfExe, b.runInfo(p, ttl))
 	if err != nil {
 		return nil, err
 	}
-	ln := withControl(p, req)
+	ln := withControl(rt, p, req)
 	if b.Adjust != nil {
 		b.Adjust(req)
 	}
-	return b.start(context.WithoutCancel(ctx), p, req, ln)
+	return b.start(context.WithoutCancel(ctx), p, rt, req, ln)
 }
 
 // remove force-removes the container and returns once the daemon no longer

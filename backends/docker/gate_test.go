@@ -2,10 +2,10 @@ package docker
 
 import (
 	"bytes"
-	"github.com/triage-sandbox/triage-sandbox/backends"
 	"testing"
 
-	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // TestStartGate: output reaches the caller only after the supervisor's
@@ -30,7 +30,7 @@ func TestStartGate(t *testing.T) {
 			stderr bool
 			data   string
 		}{
-			{false, string([]byte{sandboxinit.StartMarker}) + "hello\n"}, {true, "warn\n"}, {false, "\x00bye\n"}},
+			{false, string([]byte{protocol.ExecStarted}) + "hello\n"}, {true, "warn\n"}, {false, "\x00bye\n"}},
 			opened: true, out: "hello\n\x00bye\n", err: "warn\n"},
 		// The runtime copies stdout and stderr apart: the command's first
 		// stderr can overtake the marker. Once the marker comes (the
@@ -39,7 +39,7 @@ func TestStartGate(t *testing.T) {
 			stderr bool
 			data   string
 		}{
-			{true, "err\n"}, {false, string([]byte{sandboxinit.StartMarker}) + "out\n"}, {true, "more\n"}},
+			{true, "err\n"}, {false, string([]byte{protocol.ExecStarted}) + "out\n"}, {true, "more\n"}},
 			opened: true, out: "out\n", err: "err\nmore\n"},
 		{name: "a failed start keeps stderr back", writes: []struct {
 			stderr bool

@@ -121,9 +121,7 @@ func currentHost(t *testing.T, env ...string) policy.Host {
 // A non-root caller's files come out owned by that caller; this exercises
 // the ACL path when the workspace belongs to someone else.
 func TestNonRootCallerOwnsItsFiles(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to pretend to be another caller")
-	}
+	testenv.RequireRoot(t, "to pretend to be another caller")
 	f := newFixture(t)
 	h := currentHost(t)
 	h.UID, h.GID = 4242, 4242

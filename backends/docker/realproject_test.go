@@ -30,9 +30,7 @@ const debianPackages = "/usr/lib/python3/dist-packages"
 // its own server serves on localhost.
 func TestRealProject(t *testing.T) {
 	testenv.RequireDocker(t)
-	if os.Getuid() != 0 {
-		t.Skip("needs root: the workspace is root-owned, as in CI")
-	}
+	testenv.RequireRoot(t, "the workspace is root-owned, as in CI")
 	bases, _ := filepath.Glob("/root/.pyenv/versions/3.1[1-3]*/bin/python3")
 	if len(bases) == 0 {
 		t.Skip("no pyenv CPython 3.11-3.13 under /root/.pyenv/versions (the base interpreter outside the venv)")

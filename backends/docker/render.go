@@ -1,13 +1,13 @@
 // Package docker renders a policy as a hardened container and runs commands
 // in it through the Docker Engine API (github.com/moby/moby/client): the
-// container holds the sandbox (its lifeline and TTL), and each command is a
-// `docker exec` of the mounted triage-sandbox binary's supervisor.
+// container holds the sandbox (its lifeline and TTL), and each command runs
+// under the mounted triage-sandbox binary's supervisor, started by the
+// holder over its control socket or, without one, by a `docker exec`.
 package docker
 
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +17,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
@@ -59,6 +60,11 @@ type RunInfo struct {
 // mounted as its init and exec helper. No command is in it: commands reach
 // the started sandbox through Exec.
 func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, error) {
+	return render(p, runtimes.Of(p.Runtime), selfExe, info)
+}
+
+// render is Render under runtime rt, the runtime p names.
+func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) (*CreateRequest, error) {
 	if err := backends.CheckImageRoot(p, "the docker backend"); err != nil {
 		return nil, err
 	}
@@ -66,7 +72,7 @@ func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, err
 	if !info.ExpiresAt.IsZero() {
 		ttl = max(time.Until(info.ExpiresAt), time.Second)
 	}
-	holdArgs := backends.HoldArgv(p, ttl)
+	holdArgs := backends.HoldArgv(backends.HoldSpec(p, ttl))
 	network, err := networkMode(p.Network.Mode)
 	if err != nil {
 		return nil, err
@@ -129,23 +135,11 @@ func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, err
 			},
 		},
 	}
-	if nproc, hostPids, ok := backends.GVisorLimits(p.Runtime, p); ok {
+	if nproc, hostPids, ok := backends.GVisorLimits(rt, p); ok {
 		host.Resources.PidsLimit = &hostPids
 		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: nproc, Hard: nproc})
 	}
 	return &CreateRequest{Name: info.Name, Config: cfg, HostConfig: host}, nil
-}
-
-// execArgv is the supervisor's argv for cmd. A runsc exec loads no seccomp
-// filter in gVisor's kernel (only the container's first process gets the
-// bundle's), so under runsc the supervisor loads the sandbox's filter on
-// itself and its command inherits it.
-func execArgv(p *policy.Policy, cmd backends.Command) []string {
-	argv := backends.ExecArgv(p, cmd)
-	if filepath.Base(p.Runtime) != "runsc" {
-		return argv
-	}
-	return backends.WithSupervisorFlags(argv, "--seccomp", confine.SeccompSets()[0])
 }
 
 // RenderExec is the exec request one command becomes: the supervisor runs
@@ -154,10 +148,17 @@ func RenderExec(p *policy.Policy, cmd backends.Command) (client.ExecCreateOption
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
 		return client.ExecCreateOptions{}, err
 	}
+	spec := backends.ExecSpec(p, cmd)
+	spec.Seccomp = holderexec.SeccompFor(runtimes.Of(p.Runtime))
+	return execOptions(p, backends.ExecArgv(spec)), nil
+}
+
+// execOptions is the exec request of the supervisor argv.
+func execOptions(p *policy.Policy, argv []string) client.ExecCreateOptions {
 	return client.ExecCreateOptions{
-		User: user(p), Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: execArgv(p, cmd),
+		User: user(p), Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: argv,
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
-	}, nil
+	}
 }
 
 // securityOpt: no new privileges, and the sandbox's own seccomp profile,

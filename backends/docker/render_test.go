@@ -14,9 +14,11 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
 )
 
@@ -259,13 +261,17 @@ func TestRenderUnderGVisor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			seccompFlag := slices.Contains(exec.Cmd, "--seccomp")
+			x, err := protocol.DecodeExec(exec.Cmd[2:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			seccompFlag := x.Seccomp != ""
 			gvisor := runtime == "runsc"
 			if gvisor != (nproc >= 0) || gvisor != seccompFlag || gvisor != (*req.HostConfig.PidsLimit > p.Limits.Pids) {
 				t.Errorf("nproc ulimit at %d, exec --seccomp %v, pids limit %d (policy %d); want all gVisor's: %v",
 					nproc, seccompFlag, *req.HostConfig.PidsLimit, p.Limits.Pids, gvisor)
 			}
-			ln := withControl(p, req)
+			ln := withControl(runtimes.Of(p.Runtime), p, req)
 			if ln != nil {
 				defer ln.Close()
 			}

@@ -16,19 +16,23 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
+	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 // afterKillWait bounds how long a command may take to end once its tree
-// was told to die, before the whole container is killed instead.
-const afterKillWait = 5 * time.Second
+// was told to die, and how long the daemon's word on a container's end may
+// trail the end of a command.
+const afterKillWait = holderexec.AfterKillWait
 
 // sandbox is a started holder container that takes commands by exec.
 type sandbox struct {
 	b  *Backend
 	p  *policy.Policy
+	rt runtimes.Traits
 	id string
 	// att is the holder's attach stream; its stdin is the lifeline.
 	att client.HijackedResponse
@@ -59,7 +63,7 @@ type sandbox struct {
 
 // start creates, attaches to and starts the holder. ctx is not cancelled
 // by Ctrl-C (the caller strips that), so set-up is never cut half-way.
-func (b *Backend) start(ctx context.Context, p *policy.Policy, req *CreateRequest, ln *control.Listener) (backends.Sandbox, error) {
+func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener) (backends.Sandbox, error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	created, err := b.cli.ContainerCreate(setupCtx, client.ContainerCreateOptions{
@@ -71,7 +75,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, req *CreateReques
 		}
 		return nil, b.stageErr(ctx, "creating the sandbox container", err)
 	}
-	s := &sandbox{b: b, p: p, id: created.ID, exited: make(chan struct{}), ctlReady: make(chan struct{})}
+	s := &sandbox{b: b, p: p, rt: rt, id: created.ID, exited: make(chan struct{}), ctlReady: make(chan struct{})}
 	if ln == nil {
 		close(s.ctlReady)
 	}
@@ -142,7 +146,7 @@ func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 	_, out := backends.StagePaths(s.p)
 	if len(out) == 0 || s.ended() || s.killed.Load() {
 		if len(out) > 0 {
-			res.CopyBackError = "the sandbox ended before its writable paths could be copied back; this command's outputs are lost"
+			res.CopyBackError = holderexec.LostOutputs
 		}
 		return
 	}
@@ -198,175 +202,6 @@ func (s *sandbox) Warnings() []string {
 	return append([]string(nil), s.warnings...)
 }
 
-// Exec runs one command through the in-sandbox supervisor. The supervisor
-// enforces the timeout on the command's whole tree; the host keeps its own
-// clock as the judge of "timed out" and kills the whole container if the
-// tree does not end soon after. An exec the runtime failed to start (seen
-// on a loaded daemon: "OCI runtime exec failed") ran nothing, so it is
-// tried again, and never passed off as the command's output.
-func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
-	res := backends.Result{Sandbox: s.id}
-	if s.ended() {
-		return res, s.endedErr()
-	}
-	<-s.ctlReady
-	if s.ctl != nil {
-		if err := backends.CheckArgv(cmd.Argv); err != nil {
-			return res, err
-		}
-		return s.execByHolder(ctx, cmd, out)
-	}
-	opts, err := RenderExec(s.p, cmd)
-	if err != nil {
-		return res, err
-	}
-	for attempt := 1; ; attempt++ {
-		res, failed, err := s.execOnce(ctx, cmd, out, opts)
-		if err != nil || failed == "" {
-			if err == nil {
-				s.copyBack(ctx, &res)
-			}
-			return res, err
-		}
-		if attempt == execAttempts || ctx.Err() != nil {
-			return res, fmt.Errorf("the sandbox could not start the command (%d tries): %s", attempt, failed)
-		}
-		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
-	}
-}
-
-// execAttempts bounds the tries of an exec that failed to start.
-const execAttempts = 3
-
-// execOnce is one exec; failed is the runtime's message when the
-// supervisor never started (nothing ran, no output was passed on).
-func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backends.Streams, opts client.ExecCreateOptions) (res backends.Result, failed string, err error) {
-	res.Sandbox = s.id
-	setupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
-	defer cancel()
-	created, err := s.b.cli.ExecCreate(setupCtx, s.id, opts)
-	if err != nil {
-		return res, "", s.execErr(ctx, "creating the command in the sandbox", err)
-	}
-	oomBefore := s.oomEvents.Load()
-	// The host's clock starts first, so it judges a timeout no later than
-	// the supervisor enforces it.
-	deadline := backends.StartDeadline(cmd.Timeout)
-	defer deadline.Stop()
-	att, err := s.b.cli.ExecAttach(setupCtx, created.ID, client.ExecAttachOptions{})
-	if err != nil {
-		return res, "", s.execErr(ctx, "starting the command in the sandbox", err)
-	}
-	defer att.Close()
-	gate := backends.NewStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		_, _ = stdcopy.StdCopy(gate.Stdout(), gate.Stderr(), att.Reader)
-	}()
-	if cmd.Stdin != nil {
-		go func() {
-			// Input goes only to a supervisor that started: a failed try
-			// must not eat what the next one needs.
-			select {
-			case <-gate.Started:
-				_, _ = io.Copy(att.Conn, cmd.Stdin)
-			case <-copied:
-			}
-			_ = att.CloseWrite()
-		}()
-	}
-	// stopTree asks the supervisor to kill the command's tree: closing its
-	// lifeline does that; with --stdin there is none, so the container goes.
-	stopTree := func() {
-		if cmd.Stdin == nil {
-			_ = att.CloseWrite()
-		} else {
-			s.kill()
-		}
-	}
-	select {
-	case <-copied:
-		// The supervisor's own 124 can win the race on a busy host.
-		res.TimedOut = deadline.Passed()
-	case <-deadline.C:
-		res.TimedOut = true
-		s.awaitOrKill(copied, s.p.Lifetime.KillGrace+afterKillWait)
-	case <-ctx.Done():
-		res.Canceled = true
-		stopTree()
-		s.awaitOrKill(copied, afterKillWait)
-	case <-s.exited:
-		s.awaitOrKill(copied, time.Second)
-	}
-	res.Duration = gate.Since()
-	code, ierr := s.execExit(context.WithoutCancel(ctx), created.ID)
-	if (ierr != nil || code > 128) && !res.TimedOut && !res.Canceled {
-		// A signal or a lost exec may mean the container is going away
-		// under the command (a daemon shutting down): its exit trails.
-		select {
-		case <-s.exited:
-		case <-time.After(2 * time.Second):
-		}
-	}
-	if s.ended() && !res.TimedOut && !res.Canceled {
-		// The oom event can trail the exit by a moment.
-		for i := 0; i < 20 && s.oomEvents.Load() == oomBefore; i++ {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if s.oomEvents.Load() > oomBefore {
-			// The memory limit took the whole container (gVisor's kernel is
-			// charged for the command's memory): the command ended with it.
-			res.ExitCode, res.Signal, res.OOMKilled, res.WholeSandboxOOM = 137, 9, true, true
-			return res, "", nil
-		}
-		// The container went away under the command: not its own doing.
-		return res, "", s.endedErr()
-	}
-	if !gate.Opened() && !res.TimedOut && !res.Canceled {
-		msg := strings.TrimSpace(gate.Failure())
-		if msg == "" {
-			msg = fmt.Sprintf("the exec ended with %d before the supervisor started", code)
-		}
-		return res, msg, nil
-	}
-	if ierr != nil && !res.TimedOut && !res.Canceled {
-		return res, "", s.execErr(ctx, "reading the command's exit status", ierr)
-	}
-	res.ExitCode = code
-	switch {
-	case res.Canceled:
-		res.ExitCode = 130
-	case res.TimedOut:
-		res.ExitCode = 124
-	case res.ExitCode == 137:
-		// The oom event can trail the exit by a moment.
-		for i := 0; i < 20 && s.oomEvents.Load() == oomBefore; i++ {
-			time.Sleep(50 * time.Millisecond)
-		}
-		res.OOMKilled = s.oomEvents.Load() > oomBefore
-	}
-	if res.ExitCode > 128 && res.ExitCode < 160 && !res.TimedOut {
-		res.Signal = res.ExitCode - 128
-	}
-	return res, "", nil
-}
-
-// awaitOrKill waits for the command's streams to end; past d the whole
-// container is killed, which ends them for certain.
-func (s *sandbox) awaitOrKill(done <-chan struct{}, d time.Duration) {
-	select {
-	case <-done:
-		return
-	case <-time.After(d):
-	}
-	s.kill()
-	select {
-	case <-done:
-	case <-time.After(afterKillWait):
-	}
-}
-
 // execExit reads the exit code once the daemon has recorded it.
 func (s *sandbox) execExit(ctx context.Context, execID string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, afterKillWait)
@@ -410,9 +245,8 @@ func (s *sandbox) endedErr() error {
 	if s.waitErr != nil {
 		return daemonLost(s.waitErr)
 	}
-	if line := s.holdOut.LineWith(sandboxinit.StoppedOutsideMessage); line != "" {
-		return fmt.Errorf("%s, e.g. by the Docker daemon shutting down or `docker stop`; the result is unknown, run it again",
-			strings.TrimPrefix(line, "triage-sandbox: "))
+	if st, ok := protocol.First(s.holdOut.Bytes(), protocol.StateStoppedOutside); ok {
+		return fmt.Errorf("%s, e.g. by the Docker daemon shutting down or `docker stop`; the result is unknown, run it again", st)
 	}
 	if !s.b.answers(context.Background()) {
 		return fmt.Errorf("the Docker daemon stopped during the run and killed the sandbox (exit %d); the result is unknown, run it again once the daemon is back", s.exitStatus)
@@ -484,13 +318,6 @@ func (s *sandbox) watchOOM(ctx context.Context) {
 // daemonLost explains a wait that broke off: the daemon died or restarted.
 func daemonLost(err error) error {
 	return fmt.Errorf("lost the Docker daemon during the run (%v); the result is unknown. Once the daemon is back it stops and removes the sandbox; `triage-sandbox gc` removes anything left", err)
-}
-
-func orDiscard(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
 }
 
 func containsAny(s string, subs ...string) bool {

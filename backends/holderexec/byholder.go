@@ -9,6 +9,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // outputDrain bounds how long the output pipes may stay open after the
@@ -19,8 +20,8 @@ const outputDrain = 2 * time.Second
 // the holder forks it with our pipes as its stdio and the export pipe as
 // its descriptor 3.
 func ByHolder(ctl *control.Client) Starter {
-	return func(ctx context.Context, argv []string, gate *backends.StartGate, exportW *os.File) (*Started, error) {
-		return byHolder(ctx, ctl, argv, gate, exportW)
+	return func(ctx context.Context, spec protocol.Exec, gate *backends.StartGate, exportW *os.File) (*Started, error) {
+		return byHolder(ctx, ctl, backends.ExecArgv(spec), gate, exportW)
 	}
 }
 

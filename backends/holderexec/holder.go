@@ -1,10 +1,10 @@
 package holderexec
 
 import (
-	"strings"
 	"sync"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // Holder is the host's side of a sandbox's holder process, the same for
@@ -38,16 +38,15 @@ func (h *Holder) Ended() bool {
 
 // Said is what the holder printed, on one line for an error message ("" or
 // ": ...").
-func (h *Holder) Said() string { return SaidLine(h.Out.String()) }
+func (h *Holder) Said() string { return SaidLine(h.Out.Bytes()) }
 
 // SaidLine is what a holder printed, out, as one line to end an error
-// message with: "" or ": ...".
-func SaidLine(out string) string {
-	t := strings.TrimSpace(out)
-	if t == "" {
-		return ""
+// message with: "" or ": ...", its status lines as a person reads them.
+func SaidLine(out []byte) string {
+	if t := protocol.Human(out); t != "" {
+		return ": " + t
 	}
-	return ": " + strings.Join(strings.Fields(t), " ")
+	return ""
 }
 
 // Warn adds a warning for the caller.

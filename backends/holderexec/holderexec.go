@@ -17,7 +17,10 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
@@ -49,16 +52,15 @@ type Started struct {
 	Stdin io.WriteCloser
 	// Wait returns nil, an *ExitStatus, or why the end is unknown.
 	Wait func() error
+	// Stop, when set, ends the command's tree at once when the run is
+	// cancelled; without it closing Stdin does (the lifeline), or the
+	// sandbox is killed AfterKillWait later.
+	Stop func()
 }
 
-// ExitStatus is a supervisor that ended with a non-zero shell-style code.
-type ExitStatus struct{ Code int }
-
-func (e *ExitStatus) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
-
-// Starter starts the supervisor argv with stdout and stderr going to the
-// gate, and exportW (when not nil) as its descriptor 3.
-type Starter func(ctx context.Context, argv []string, gate *backends.StartGate, exportW *os.File) (*Started, error)
+// Starter starts the supervisor with spec, its stdout and stderr going to
+// the gate, and exportW (when not nil) as its descriptor 3.
+type Starter func(ctx context.Context, spec protocol.Exec, gate *backends.StartGate, exportW *os.File) (*Started, error)
 
 // Run is one command's run.
 type Run struct {
@@ -70,11 +72,29 @@ type Run struct {
 	// them, updated by the copy back.
 	ExportOnFD bool
 	Manifest   *stage.Manifest
-	// SupervisorFlags go to the supervisor before the command.
-	SupervisorFlags []string
-	// OOMKills counts OOM kills in the sandbox's memory cgroup (nil:
-	// unknown), waiting up to settle for news once the cgroup is gone.
+	// Seccomp names a filter set the supervisor loads before the command,
+	// for runtimes whose exec loads none.
+	Seccomp string
+	// OOMKills counts OOM kills in the sandbox (nil: unknown), waiting up
+	// to settle for news still on its way (a cgroup gone, an event that
+	// trails the kill). Exec asks it once before the command and once
+	// after, with a settle only when the end could be an OOM kill.
 	OOMKills func(settle time.Duration) uint64
+}
+
+// oomSettle bounds the wait for news of an OOM kill after the command.
+const oomSettle = 2 * time.Second
+
+// SeccompFor is the filter set the supervisor loads on itself under
+// runtime rt: a runtime whose exec loads no seccomp filter (gVisor's
+// kernel gives one only to the container's first process) has the
+// supervisor load the sandbox's, and its command inherits it; "" for the
+// rest.
+func SeccompFor(rt runtimes.Traits) string {
+	if rt.SeccompOnExec {
+		return ""
+	}
+	return confine.SeccompSets()[0]
 }
 
 func (r Run) ended() bool {
@@ -86,11 +106,13 @@ func (r Run) ended() bool {
 	}
 }
 
-// Exec runs cmd and returns how it ended.
+// Exec runs cmd and returns how it ended. A supervisor that ended before
+// it started the command gives a *NotStarted error: nothing ran.
 func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 	res := backends.Result{Sandbox: r.Sandbox.ID()}
 	_, staged := backends.StagePaths(r.Policy)
-	argv := backends.ExecArgv(r.Policy, cmd)
+	spec := backends.ExecSpec(r.Policy, cmd)
+	spec.Seccomp = r.Seccomp
 	var exportR, exportW *os.File
 	if len(staged) > 0 && r.ExportOnFD {
 		var err error
@@ -98,9 +120,8 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 			return res, err
 		}
 		defer exportR.Close()
-		argv = backends.ExecArgvExporting(r.Policy, cmd, 3)
+		spec = backends.WithExport(spec, r.Policy, 3)
 	}
-	argv = backends.WithSupervisorFlags(argv, r.SupervisorFlags...)
 	gate := backends.NewStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
 	var oomBefore uint64
 	if r.OOMKills != nil {
@@ -110,31 +131,55 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 	// timeout no later than the supervisor enforces it.
 	deadline := backends.StartDeadline(cmd.Timeout)
 	defer deadline.Stop()
-	proc, err := r.Start(ctx, argv, gate, exportW)
+	proc, err := r.Start(ctx, spec, gate, exportW)
 	if exportW != nil {
 		exportW.Close() // the supervisor's copy is the only writer now
 	}
 	if err != nil {
 		return res, fmt.Errorf("starting the command: %w", err)
 	}
-	stdin := proc.Stdin
 	var applied chan applyResult
 	if exportW != nil {
 		applied = make(chan applyResult, 1)
 		go func() { applied <- r.apply(ctx, exportR, staged) }()
 	}
+	werr := r.await(ctx, cmd, proc, gate, deadline, &res)
+	res.Duration = gate.Since()
+	if err := r.judge(&res, werr, gate, oomBefore); err != nil {
+		return res, err
+	}
+	if applied != nil {
+		r.finishCopyBack(&res, applied, exportR)
+	}
+	if !res.TimedOut {
+		res.Signal = signalOf(res.ExitCode)
+	}
+	return res, nil
+}
+
+// await feeds the command its input and waits for the supervisor's end,
+// enforcing the timeout and a cancel.
+func (r Run) await(ctx context.Context, cmd backends.Command, proc *Started, gate *backends.StartGate, deadline *backends.Deadline, res *backends.Result) error {
+	stdin := proc.Stdin
+	done := make(chan error, 1)
+	waited := make(chan struct{})
+	go func() {
+		done <- proc.Wait()
+		close(waited)
+	}()
 	if cmd.Stdin != nil {
 		go func() {
+			// Input goes only to a supervisor that started: one that did
+			// not must leave it for the next try.
 			select {
 			case <-gate.Started:
 				_, _ = io.Copy(stdin, cmd.Stdin)
+			case <-waited:
 			case <-r.Sandbox.Exited():
 			}
 			_ = stdin.Close()
 		}()
 	}
-	done := make(chan error, 1)
-	go func() { done <- proc.Wait() }()
 	var werr error
 	select {
 	case werr = <-done:
@@ -145,7 +190,11 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 		werr = r.awaitOrKill(done, r.Policy.Lifetime.KillGrace+AfterKillWait)
 	case <-ctx.Done():
 		res.Canceled = true
-		_ = stdin.Close()
+		if proc.Stop != nil {
+			proc.Stop()
+		} else {
+			_ = stdin.Close()
+		}
 		werr = r.awaitOrKill(done, AfterKillWait)
 	case <-r.Sandbox.Exited():
 		werr = r.awaitOrKill(done, time.Second)
@@ -153,7 +202,12 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 	if cmd.Stdin == nil {
 		_ = stdin.Close()
 	}
-	res.Duration = gate.Since()
+	return werr
+}
+
+// judge reads the supervisor's end, werr, into res: the command's code,
+// an OOM kill, the sandbox's end under it.
+func (r Run) judge(res *backends.Result, werr error, gate *backends.StartGate, oomBefore uint64) error {
 	code := 0
 	var ee *ExitStatus
 	switch {
@@ -161,41 +215,53 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 	case errors.As(werr, &ee):
 		code = ee.Code
 	default:
-		return res, fmt.Errorf("running the command: %w", werr)
+		return fmt.Errorf("running the command: %w", werr)
 	}
 	if !gate.Opened() && !res.TimedOut && !res.Canceled {
 		msg := strings.TrimSpace(gate.Failure())
 		if msg == "" {
 			msg = fmt.Sprintf("the supervisor ended with %d before it started the command", code)
 		}
-		return res, fmt.Errorf("the sandbox could not start the command: %s", msg)
+		return &NotStarted{Why: msg}
 	}
-	if r.OOMKills != nil && (code >= 128 || r.ended()) && r.OOMKills(2*time.Second) > oomBefore {
-		res.OOMKilled = true
-		if code != 128+9 && r.endsSoon(10*time.Second) {
-			// The memory limit took the whole sandbox (gVisor's kernel
-			// runs in the sandbox's cgroup): the command ended with it.
-			code = 128 + 9
-			res.WholeSandboxOOM = true
-		}
-	}
+	code = r.judgeOOM(res, code, oomBefore)
 	if r.ended() && !res.TimedOut && !res.Canceled && !res.WholeSandboxOOM {
-		return res, errors.New("the sandbox ended under the command; the result is unknown" + r.Sandbox.Said())
+		return errors.New("the sandbox ended under the command; the result is unknown" + r.Sandbox.Said())
 	}
 	res.ExitCode = code
 	switch {
 	case res.Canceled:
-		res.ExitCode = 130
+		res.ExitCode = exitCanceled
 	case res.TimedOut:
-		res.ExitCode = 124
+		res.ExitCode = exitTimedOut
 	}
-	if applied != nil {
-		r.finishCopyBack(&res, applied, exportR)
+	return nil
+}
+
+// judgeOOM marks res OOM-killed when the sandbox counted an OOM kill
+// during the command, and returns the command's code: the sandbox's
+// SIGKILL when the memory limit took the whole sandbox.
+func (r Run) judgeOOM(res *backends.Result, code int, oomBefore uint64) int {
+	if r.OOMKills == nil || code < signalBase && !r.ended() {
+		return code
 	}
-	if res.ExitCode > 128 && res.ExitCode < 160 && !res.TimedOut {
-		res.Signal = res.ExitCode - 128
+	// News still on its way can only matter for an end by SIGKILL or the
+	// sandbox's, and not after a cancel (its own SIGKILL, its own end).
+	var settle time.Duration
+	if !res.Canceled && (r.ended() || code == ExitKilled) {
+		settle = oomSettle
 	}
-	return res, nil
+	if r.OOMKills(settle) <= oomBefore {
+		return code
+	}
+	res.OOMKilled = true
+	if (code != ExitKilled || r.ended()) && r.endsSoon(10*time.Second) {
+		// The memory limit took the whole sandbox (gVisor's kernel runs
+		// in the sandbox's cgroup): the command ended with it.
+		res.WholeSandboxOOM = true
+		return ExitKilled
+	}
+	return code
 }
 
 // endsSoon: the sandbox is gone, or goes within d.

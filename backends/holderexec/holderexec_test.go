@@ -3,45 +3,22 @@ package holderexec
 import (
 	"context"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
-
-func TestWithFlags(t *testing.T) {
-	tests := []struct {
-		name        string
-		argv, flags []string
-		want        []string
-	}{
-		{"before the command", []string{"x", "__exec", "--lifeline", "--", "sh", "-c", "--"}, []string{"--seccomp", "default"},
-			[]string{"x", "__exec", "--lifeline", "--seccomp", "default", "--", "sh", "-c", "--"}},
-		{"no flags", []string{"x", "--", "true"}, nil, []string{"x", "--", "true"}},
-		{"no separator", []string{"x"}, []string{"--a"}, []string{"x"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in := slices.Clone(tt.argv)
-			if got := backends.WithSupervisorFlags(in, tt.flags...); !slices.Equal(got, tt.want) {
-				t.Fatalf("WithSupervisorFlags = %q, want %q", got, tt.want)
-			}
-			if !slices.Equal(in, tt.argv) {
-				t.Fatalf("WithSupervisorFlags changed its input: %q", in)
-			}
-		})
-	}
-}
 
 func TestSaidLine(t *testing.T) {
 	for in, want := range map[string]string{
 		"":                       "",
 		"  \n ":                  "",
 		"runc: oops\n  second  ": ": runc: oops second",
+		"triage-sandbox-status {\"state\":\"staging_failed\",\"detail\":\"full\"}\n": ": staging failed: full",
 	} {
-		if got := SaidLine(in); got != want {
+		if got := SaidLine([]byte(in)); got != want {
 			t.Errorf("SaidLine(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -73,7 +50,7 @@ func TestSupervisorTimeoutWinningTheRace(t *testing.T) {
 		r := Run{
 			Policy:  &policy.Policy{},
 			Sandbox: fakeSandbox{exited: make(chan struct{})},
-			Start: func(ctx context.Context, argv []string, gate *backends.StartGate, exportW *os.File) (*Started, error) {
+			Start: func(ctx context.Context, _ protocol.Exec, gate *backends.StartGate, exportW *os.File) (*Started, error) {
 				_, _ = gate.Stdout().Write([]byte{backends.StartMarker})
 				time.Sleep(timeout + 10*time.Millisecond)
 				return &Started{Stdin: nopWriteCloser{}, Wait: func() error { return &ExitStatus{Code: 124} }}, nil

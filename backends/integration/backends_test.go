@@ -20,10 +20,10 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci"
-	"github.com/triage-sandbox/triage-sandbox/backends/oci/rootfs"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/output"
@@ -32,14 +32,16 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
-// backendNames are the Linux backends every test here runs against.
-var backendNames = []string{docker.Name, oci.Name, local.Name}
+// backendNames are the backends every test here runs against: every
+// registered one; one that cannot run here (seatbelt on Linux, oci
+// without root) is skipped with the reason.
+var backendNames = builtin.Registry().Names()
 
 // gvisor is the oci backend with gVisor's runsc as its runtime, for the
 // tests that also run there.
 const gvisor = "oci/runsc"
 
-// kit is one backend under test, made as the CLI's registry makes it.
+// kit is one backend under test, made by the CLI's registry.
 type kit struct {
 	name string
 	b    backends.Backend
@@ -59,56 +61,39 @@ func forEachBackend(t *testing.T, test func(t *testing.T, k *kit)) {
 	}
 }
 
-// newKit makes the named backend the way cmd/triage-sandbox's registry()
-// does, with the static binary as its init, or skips when it cannot run
-// here.
+// newKit makes the named backend from the CLI's registry, with the static
+// binary as its init, or skips when it cannot run here. Whether it can is
+// asked before the binary is built.
 func newKit(t testing.TB, name string) *kit {
 	t.Helper()
+	testenv.SkipShort(t, "runs commands in real sandboxes of every backend")
 	ctx := context.Background()
-	var b backends.Backend
-	var err error
-	switch name {
-	case docker.Name:
-		testenv.RequireDocker(t)
-		b, err = docker.New(backends.Env{SelfExe: testenv.Binary(t)})
-	case oci.Name, gvisor:
-		if name == gvisor {
-			if _, err := exec.LookPath("runsc"); err != nil {
-				t.Skip("runsc (gVisor) is not installed: TRIAGE_SANDBOX_GVISOR=1 scripts/setup.sh installs it")
-			}
+	k := &kit{name: name}
+	if name == gvisor {
+		if _, err := exec.LookPath("runsc"); err != nil {
+			t.Skip("runsc (gVisor) is not installed: TRIAGE_SANDBOX_GVISOR=1 scripts/setup.sh installs it")
 		}
-		home, _ := os.UserHomeDir()
-		roots := &oci.CachedRoots{Cache: rootfs.Cache{Dir: rootfs.DefaultDir(home, os.LookupEnv)}}
-		var ob *oci.Backend
-		if ob, err = oci.New(backends.Env{}, roots); err == nil {
-			if aerr := ob.Available(ctx); aerr != nil {
-				t.Skipf("the oci backend cannot run here: %v", aerr)
-			}
-			// The image's root is unpacked from the Docker daemon's image.
-			testenv.RequireDocker(t)
-			ob, err = oci.New(backends.Env{SelfExe: testenv.Binary(t)}, roots)
-		}
-		b = ob
-	case local.Name:
-		if b, err = local.New(backends.Env{}); err == nil {
-			if aerr := b.Available(ctx); aerr != nil {
-				t.Skipf("the local backend cannot run here: %v", aerr)
-			}
-			b, err = local.New(backends.Env{SelfExe: testenv.Binary(t)})
-		}
-	default:
-		t.Fatalf("unknown backend %q", name)
+		k.name, k.runtime = oci.Name, "runsc"
 	}
+	if k.name == docker.Name {
+		testenv.RequireDocker(t) // fails, not skips, where the daemon is required
+	}
+	reg := builtin.Registry()
+	b, err := reg.New(k.name, backends.Env{})
 	if err != nil {
-		t.Fatalf("making the %s backend: %v", name, err)
+		t.Fatalf("making the %s backend: %v", k.name, err)
 	}
 	if err := b.Available(ctx); err != nil {
-		t.Skipf("the %s backend cannot run here: %v", name, err)
+		t.Skipf("the %s backend cannot run here: %v", k.name, err)
 	}
-	if name == gvisor {
-		return &kit{name: oci.Name, b: b, runtime: "runsc"}
+	if k.name == oci.Name {
+		// The image's root is unpacked from the Docker daemon's image.
+		testenv.RequireDocker(t)
 	}
-	return &kit{name: name, b: b}
+	if k.b, err = reg.New(k.name, backends.Env{SelfExe: testenv.Binary(t)}); err != nil {
+		t.Fatalf("making the %s backend: %v", k.name, err)
+	}
+	return k
 }
 
 // fixture is a workspace with a checkout beside it, as ai-triager lays out.

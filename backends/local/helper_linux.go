@@ -4,28 +4,23 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
-	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 // RunHelper is the helper: it reads its plan, builds the sandbox's root,
 // restricts itself for good and then holds the sandbox, starting the
 // host's commands as they come. It returns the exit code.
-func RunHelper(ctx context.Context, o HelperOptions) int {
+func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) int {
 	fail := func(err error) int {
-		// One line: the host shows it as the reason the start failed.
-		fmt.Fprintln(o.Stdout, stage.FailedLine+strings.ReplaceAll(err.Error(), "\n", " "))
+		// The host shows it as the reason the start failed.
+		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: err.Error()})
 		return exitcode.Refused
 	}
-	if o.PlanFD < 3 || o.ControlFD < 3 {
-		return fail(fmt.Errorf("--plan-fd %d and --control-fd %d must be inherited descriptors above stderr", o.PlanFD, o.ControlFD))
-	}
-	planFile := os.NewFile(uintptr(o.PlanFD), "plan")
+	planFile := os.NewFile(uintptr(spec.PlanFD), "plan")
 	plan, err := confine.ReadPlan(planFile)
 	_ = planFile.Close()
 	if err != nil {
@@ -37,11 +32,14 @@ func RunHelper(ctx context.Context, o HelperOptions) int {
 	if err := confine.Restrict(plan); err != nil {
 		return fail(err)
 	}
-	ho := sandboxinit.HoldOptions{TTL: o.TTL, Stage: o.Stage, Stdout: o.Stdout, Stderr: o.Stderr,
-		Control: os.NewFile(uintptr(o.ControlFD), "control"), Helper: backends.InitPath,
-		HelperSubcommands: []string{backends.ExecSubcommand, backends.ExportSubcommand}, SweepLeftovers: true}
-	if o.Lifeline {
-		ho.Lifeline = o.Stdin
+	ho := sandboxinit.HoldOptions{TTL: spec.Hold.TTL.D(), Stage: spec.Hold.Stage, Stdout: io.Out, Stderr: io.Err,
+		Control: os.NewFile(uintptr(spec.Hold.ControlFD), "control"), Helper: protocol.InitPath,
+		HelperEntries: []protocol.Entry{protocol.EntryExec, protocol.EntryExport}, SweepLeftovers: true}
+	if spec.Hold.Lifeline {
+		ho.Lifeline = io.In
+	}
+	if ho.Control == nil {
+		return fail(fmt.Errorf("control descriptor %d is not open", spec.Hold.ControlFD))
 	}
 	return sandboxinit.Hold(ctx, ho)
 }

@@ -4,14 +4,15 @@ package local
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
-	"github.com/triage-sandbox/triage-sandbox/stage"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 )
 
 // RunHelper refuses: the confinement is Linux's.
-func RunHelper(ctx context.Context, o HelperOptions) int {
-	fmt.Fprintln(o.Stdout, stage.FailedLine+"the local backend's helper runs on Linux only")
+func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) int {
+	_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed,
+		Detail: "the local backend's helper runs on Linux only"})
 	return exitcode.Refused
 }

@@ -27,9 +27,6 @@ import (
 // Name is the backend's registry name.
 const Name = "local"
 
-// HelperSubcommand is the hidden subcommand the helper runs.
-const HelperSubcommand = "__local"
-
 // Capabilities are what the local backend enforces for this caller: root
 // switches identity and makes a cgroup (memory, pids and CPU limits); any
 // other user runs the sandbox as itself, with rlimits only.
@@ -122,7 +119,7 @@ func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artif
 	return Artifact{
 		Namespaces: []string{"user", "mount", "pid", "network", "ipc", "uts", "cgroup"},
 		Plan:       pl, Seccomp: filter, Limits: limitsPlan(p),
-		Command: backends.ExecArgv(p, cmd),
+		Command: backends.ExecArgv(backends.ExecSpec(p, cmd)),
 	}, nil
 }
 

@@ -22,7 +22,9 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/backends/oomwatch"
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
@@ -75,10 +77,11 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		ttl = backends.TTL(p, p.Timeout())
 	}
 	id := newID()
-	s := &sandbox{b: b, p: p, id: id, dir: filepath.Join(b.stateDir, id), Holder: holderexec.NewHolder()}
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("the local sandbox's state: %w", err)
+	dir, err := b.newStateDir(id)
+	if err != nil {
+		return nil, err
 	}
+	s := &sandbox{b: b, p: p, id: id, dir: dir, Holder: holderexec.NewHolder()}
 	if os.Geteuid() == 0 && cgroupsUsable() == nil {
 		if s.cg, err = newCgroup(id, p.Limits); err != nil {
 			_ = os.RemoveAll(s.dir)
@@ -92,6 +95,19 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, err
 	}
 	return s, nil
+}
+
+// newStateDir makes the sandbox's own directory of records, a new one in
+// the backend's state directory (which must be the caller's alone).
+func (b *Backend) newStateDir(id string) (string, error) {
+	if err := hostfs.PrivateDir(b.stateDir); err != nil {
+		return "", fmt.Errorf("the local sandboxes' state: %w", err)
+	}
+	dir := filepath.Join(b.stateDir, id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("the local sandbox's state: %w", err)
+	}
+	return dir, nil
 }
 
 func newID() string {
@@ -123,8 +139,13 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration)
 		planW.Close()
 		return err
 	}
-	args := append([]string{s.b.selfExe, HelperSubcommand, "--plan-fd", fmt.Sprint(planFD), "--control-fd", fmt.Sprint(controlFD)},
-		backends.HoldArgv(s.p, ttl)[2:]...)
+	hold := backends.HoldSpec(s.p, ttl)
+	hold.ControlFD = controlFD
+	args, err := protocol.Argv(s.b.selfExe, protocol.EntryLocal, protocol.Local{PlanFD: planFD, Hold: hold})
+	if err != nil {
+		planW.Close()
+		return err
+	}
 	// The holder's environment is the one its commands inherit.
 	s.helper = &exec.Cmd{Path: s.b.selfExe, Args: args, Dir: "/", Env: s.p.EnvList(ScratchPaths),
 		ExtraFiles: []*os.File{planR, holder}, SysProcAttr: attr}

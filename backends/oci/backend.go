@@ -20,8 +20,11 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/netup"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // Name is the backend's registry name.
@@ -168,6 +171,21 @@ type owner struct {
 func (b *Backend) runtimeRoot() string { return filepath.Join(b.stateDir, "runtime") }
 func (b *Backend) bundles() string     { return filepath.Join(b.stateDir, "bundles") }
 
+// newBundleDir makes a new bundle directory, once the bundles' and the
+// runtime's state directories are the caller's alone.
+func (b *Backend) newBundleDir(id string) (string, error) {
+	for _, d := range []string{b.bundles(), b.runtimeRoot()} {
+		if err := hostfs.PrivateDir(d); err != nil {
+			return "", fmt.Errorf("the oci backend's state: %w", err)
+		}
+	}
+	dir := filepath.Join(b.bundles(), id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("making the bundle: %w", err)
+	}
+	return dir, nil
+}
+
 // Start implements backends.Backend.
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
 	if err := b.Available(ctx); err != nil {
@@ -198,18 +216,24 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if v := b.runtimeSpecVersion(ctx, rt); v != "" {
 		spec.Version = v
 	}
-	if passesFDs(rt) {
+	traits := runtimes.Of(rt)
+	if traits.PassesFDs {
 		// The holder serves commands on the channel the runtime passes as fd 3.
-		spec.Process.Args = append(spec.Process.Args, "--control-fd", "3")
+		args, err := protocol.EditHold(spec.Process.Args, func(h *protocol.Hold) { h.ControlFD = 3 })
+		if err != nil {
+			release()
+			return nil, err
+		}
+		spec.Process.Args = args
 	}
 	id := newID()
-	dir := filepath.Join(b.bundles(), id)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir, err := b.newBundleDir(id)
+	if err != nil {
 		release()
-		return nil, fmt.Errorf("making the bundle: %w", err)
+		return nil, err
 	}
-	adaptToRuntime(spec.Process, spec.Linux.Resources, rt, p)
-	if err := joinOwnLoopback(spec, rt, dir); err != nil {
+	adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p)
+	if err := joinOwnLoopback(spec, traits, dir); err != nil {
 		release()
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -224,7 +248,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		_ = removeBundle(dir)
 		return nil, fmt.Errorf("writing the bundle: %w", err)
 	}
-	s := &sandbox{b: b, p: p, id: id, dir: dir, runtime: rt, release: release, Holder: holderexec.NewHolder()}
+	s := &sandbox{b: b, p: p, id: id, dir: dir, runtime: rt, traits: traits, release: release, Holder: holderexec.NewHolder()}
 	if err := s.start(ctx); err != nil {
 		_ = s.Close(context.WithoutCancel(ctx))
 		return nil, err
@@ -235,7 +259,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 // adaptToRuntime changes what a runtime enforces differently (proc may be
 // the holder's or an exec's process; res nil for an exec): under gVisor,
 // the process limits of backends.GVisorLimits.
-func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt string, p *policy.Policy) {
+func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt runtimes.Traits, p *policy.Policy) {
 	nproc, host, ok := backends.GVisorLimits(rt, p)
 	if !ok {
 		return
@@ -252,10 +276,10 @@ const netnsFile = "netns"
 
 // joinOwnLoopback gives the container a network namespace made beforehand
 // with lo up (runc leaves a new one's lo down, and the sandbox cannot raise
-// it). gVisor's runsc keeps its own network stack (--network=none) and
-// needs nothing.
-func joinOwnLoopback(spec *specs.Spec, rt, dir string) error {
-	if filepath.Base(rt) == "runsc" {
+// it). A runtime with its own network stack (gVisor's, with
+// --network=none) needs nothing.
+func joinOwnLoopback(spec *specs.Spec, rt runtimes.Traits, dir string) error {
+	if rt.OwnNetworkStack {
 		return nil
 	}
 	path := filepath.Join(dir, netnsFile)
@@ -334,15 +358,16 @@ func (b *Backend) runtimeSpecVersion(ctx context.Context, rt string) string {
 	}
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", rt, fi.Size(), fi.ModTime().UnixNano()))
 	cache := filepath.Join(b.stateDir, "spec-version", hex.EncodeToString(sum[:8]))
-	if v, err := os.ReadFile(cache); err == nil {
-		return strings.TrimSpace(string(v))
+	// The cache is trusted only in a directory of the caller's alone.
+	cached := hostfs.PrivateDir(filepath.Dir(cache)) == nil
+	if cached {
+		if v, err := os.ReadFile(cache); err == nil {
+			return strings.TrimSpace(string(v))
+		}
 	}
 	v := askSpecVersion(ctx, rt)
-	if v != "" && os.MkdirAll(filepath.Dir(cache), 0o700) == nil {
-		tmp := fmt.Sprintf("%s.%d", cache, os.Getpid())
-		if os.WriteFile(tmp, []byte(v+"\n"), 0o600) == nil {
-			_ = os.Rename(tmp, cache)
-		}
+	if v != "" && cached {
+		_ = hostfs.WriteFileReplace(cache, []byte(v+"\n"))
 	}
 	return v
 }
@@ -359,15 +384,4 @@ func askSpecVersion(ctx context.Context, rt string) string {
 		}
 	}
 	return ""
-}
-
-// runtimeFlags are the global flags a runtime needs for this backend's
-// bundles: gVisor's runsc keeps its own network stack, and with
-// --network=none that stack holds only its own loopback (a namespace it
-// would otherwise expect the caller to have configured).
-func runtimeFlags(rt string) []string {
-	if filepath.Base(rt) == "runsc" {
-		return []string{"--network=none", "--oci-seccomp"}
-	}
-	return nil
 }

@@ -26,9 +26,7 @@ import (
 func newBackend(t *testing.T) *oci.Backend {
 	t.Helper()
 	testenv.RequireDocker(t) // the image's root comes from the daemon's image
-	if os.Geteuid() != 0 {
-		t.Skip("the oci backend needs root here")
-	}
+	testenv.RequireRoot(t, "the oci backend runs runc as root here")
 	if _, err := exec.LookPath("runc"); err != nil {
 		t.Skip("no runc")
 	}

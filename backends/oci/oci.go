@@ -42,7 +42,7 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 	if err != nil {
 		return Spec{}, err
 	}
-	execJSON, err := json.Marshal(process(p, backends.ExecArgv(p, cmd)))
+	execJSON, err := json.Marshal(process(p, backends.ExecArgv(backends.ExecSpec(p, cmd))))
 	if err != nil {
 		return Spec{}, err
 	}
@@ -61,7 +61,7 @@ func Bundle(p *policy.Policy, selfExe string, ttl time.Duration) (*specs.Spec, e
 	if err != nil {
 		return nil, err
 	}
-	hold := backends.HoldArgv(p, ttl)
+	hold := backends.HoldArgv(backends.HoldSpec(p, ttl))
 	memory := p.Limits.Memory
 	pids := p.Limits.Pids
 	period := uint64(100000)

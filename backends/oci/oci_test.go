@@ -18,6 +18,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
 )
 
@@ -137,8 +138,11 @@ func TestRenderRoles(t *testing.T) {
 			// The bundle's process is the holder, not the command.
 			checkProcess(t, "holder", p, s.Process)
 			args := s.Process.Args
-			if len(args) < 2 || args[0] != backends.InitPath || args[1] != backends.HoldSubcommand || !slices.Contains(args, "--lifeline") {
-				t.Errorf("holder args %q, want %s %s ... --lifeline", args, backends.InitPath, backends.HoldSubcommand)
+			if len(args) != 3 || args[0] != backends.InitPath || args[1] != string(protocol.EntryHold) {
+				t.Fatalf("holder args %q, want %s %s SPEC", args, backends.InitPath, protocol.EntryHold)
+			}
+			if h, err := protocol.DecodeHold(args[2:]); err != nil || !h.Lifeline {
+				t.Errorf("holder spec %s: %+v, %v; want a lifeline", args[2], h, err)
 			}
 			if slices.Contains(args, "python3") {
 				t.Errorf("the holder runs the command: %q", args)
@@ -326,23 +330,18 @@ func checkExec(t *testing.T, p *policy.Policy, s Spec, cmd backends.Command) {
 	}
 	checkProcess(t, "exec", p, proc)
 	args := proc.Args
-	if len(args) < 2 || args[0] != backends.InitPath || args[1] != backends.ExecSubcommand {
+	if len(args) != 3 || args[0] != backends.InitPath || args[1] != string(protocol.EntryExec) {
 		t.Fatalf("exec args %q, want the supervisor", args)
 	}
-	n := len(cmd.Argv)
-	if len(args) < n+1 || args[len(args)-n-1] != "--" || !slices.Equal(args[len(args)-n:], cmd.Argv) {
-		t.Errorf("exec args %q do not end with -- %q", args, cmd.Argv)
+	x, err := protocol.DecodeExec(args[2:])
+	if err != nil || !slices.Equal(x.Argv, cmd.Argv) {
+		t.Fatalf("exec spec %s: %+v, %v; want the command %q", args[2], x, err, cmd.Argv)
 	}
-	flags := args[:len(args)-n-1]
-	if i := slices.Index(flags, "--grace"); i < 0 || i+1 >= len(flags) || flags[i+1] != p.Lifetime.KillGrace.String() {
-		t.Errorf("exec flags %q, want --grace %s", flags, p.Lifetime.KillGrace)
+	if x.Grace.D() != p.Lifetime.KillGrace {
+		t.Errorf("exec spec %s, want grace %s", args[2], p.Lifetime.KillGrace)
 	}
-	i := slices.Index(flags, "--timeout")
-	switch {
-	case cmd.Timeout > 0 && (i < 0 || i+1 >= len(flags) || flags[i+1] != cmd.Timeout.String()):
-		t.Errorf("exec flags %q, want --timeout %s", flags, cmd.Timeout)
-	case cmd.Timeout <= 0 && i >= 0:
-		t.Errorf("exec flags %q carry a timeout the command does not have", flags)
+	if x.Timeout.D() != max(cmd.Timeout, 0) {
+		t.Errorf("exec spec %s, want timeout %s", args[2], cmd.Timeout)
 	}
 	if proc.Terminal {
 		t.Error("exec process allocates a terminal")

@@ -18,8 +18,8 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
-	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/backends/oomwatch"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
@@ -39,7 +39,9 @@ type sandbox struct {
 	b       *Backend
 	p       *policy.Policy
 	id, dir string
+	// runtime is the runtime's path; traits what it is.
 	runtime string
+	traits  runtimes.Traits
 	release func()
 
 	run      *exec.Cmd
@@ -65,7 +67,7 @@ func (s *sandbox) rt(args ...string) *exec.Cmd {
 }
 
 func (s *sandbox) rtArgs(args ...string) []string {
-	return append(append([]string{"--root", s.b.runtimeRoot()}, runtimeFlags(s.runtime)...), args...)
+	return append(append([]string{"--root", s.b.runtimeRoot()}, s.traits.Flags...), args...)
 }
 
 // start runs the bundle and waits until the holder is up (and, with
@@ -77,7 +79,7 @@ func (s *sandbox) start(ctx context.Context) error {
 	// its kernel), whose memory cgroup is the sandbox's.
 	args := []string{"run", "--bundle", s.dir, "--pid-file", filepath.Join(s.dir, "pid")}
 	var holderEnd *os.File
-	if passesFDs(s.runtime) {
+	if s.traits.PassesFDs {
 		// The holder's end of the control channel is its fd 3.
 		host, holder, err := control.Pair()
 		if err != nil {
@@ -160,38 +162,29 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 		return res, err
 	}
 	res, err := s.execOnce(ctx, cmd, out)
-	if err == nil && !passesFDs(s.runtime) {
+	if err == nil && !s.traits.PassesFDs {
 		s.copyBack(ctx, &res)
 	}
 	return res, err
 }
 
-// passesFDs: the runtime can pass the container extra descriptors (runc
-// and crun: --preserve-fds; gVisor's runsc cannot), so the holder gets a
-// control channel and the copy back rides on the command's own start.
-func passesFDs(rt string) bool { return filepath.Base(rt) != "runsc" }
-
 func (s *sandbox) processFile(name string, argv []string) (string, error) {
 	path := filepath.Join(s.dir, name)
 	proc := process(s.p, argv)
-	adaptToRuntime(proc, nil, s.runtime, s.p)
+	adaptToRuntime(proc, nil, s.traits, s.p)
 	return path, writeJSON(path, proc)
 }
 
 func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+	// A runtime that passes descriptors gives the holder a control channel
+	// (s.ctl), and the copy back rides on the command's own start.
 	run := holderexec.Run{Policy: s.p, Sandbox: (*ociSandbox)(s), Start: s.startByRuntime,
-		ExportOnFD: passesFDs(s.runtime), Manifest: &s.manifest}
+		ExportOnFD: s.traits.PassesFDs, Manifest: &s.manifest, Seccomp: holderexec.SeccompFor(s.traits)}
 	if s.oom != nil {
 		run.OOMKills = s.oom.Kills
 	}
 	if s.ctl != nil {
 		run.Start = holderexec.ByHolder(s.ctl)
-	}
-	if filepath.Base(s.runtime) == "runsc" {
-		// runsc exec loads no seccomp filter in gVisor's kernel (only the
-		// bundle's own process gets one): the supervisor loads the
-		// sandbox's filter on itself, and its command inherits it.
-		run.SupervisorFlags = []string{"--seccomp", confine.SeccompSets()[0]}
 	}
 	return run.Exec(ctx, cmd, out)
 }

@@ -2,24 +2,22 @@ package oci
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"syscall"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
-	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // startByRuntime runs the supervisor with a runtime exec (runsc, which
 // cannot pass the holder a channel).
-func (s *sandbox) startByRuntime(_ context.Context, argv []string, gate *backends.StartGate, exportW *os.File) (*holderexec.Started, error) {
+func (s *sandbox) startByRuntime(_ context.Context, spec protocol.Exec, gate *backends.StartGate, exportW *os.File) (*holderexec.Started, error) {
 	rtArgs := []string{"exec"}
 	if exportW != nil {
 		rtArgs = append(rtArgs, "--preserve-fds", "1")
 	}
-	procPath, err := s.processFile("exec.json", argv)
+	procPath, err := s.processFile("exec.json", backends.ExecArgv(spec))
 	if err != nil {
 		return nil, err
 	}
@@ -38,17 +36,6 @@ func (s *sandbox) startByRuntime(_ context.Context, argv []string, gate *backend
 	if err := x.Start(); err != nil {
 		return nil, err
 	}
-	wait := func() error {
-		err := x.Wait()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code := ee.ExitCode()
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				code = exitcode.Signaled(int(ws.Signal()))
-			}
-			return &holderexec.ExitStatus{Code: code}
-		}
-		return err
-	}
+	wait := func() error { return holderexec.ExitOf(x.Wait()) }
 	return &holderexec.Started{Stdin: stdin, Wait: wait}, nil
 }

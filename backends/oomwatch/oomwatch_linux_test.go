@@ -11,15 +11,14 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/internal/cgroupfs"
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 )
 
 // memoryCgroup makes a child of this process's memory cgroup limited to
 // 32 MiB, removed at the end of the test.
 func memoryCgroup(t *testing.T) cgroupfs.Dir {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make a memory cgroup")
-	}
+	testenv.RequireRoot(t, "to make a memory cgroup")
 	own, err := cgroupfs.ControllerDir(os.Getpid(), "memory")
 	if err != nil {
 		t.Skip(err)

@@ -62,9 +62,11 @@ func workspace(t *testing.T, extra string) string {
 	return root
 }
 
+// registry holds seatbelt alone: backends/builtin imports this package,
+// so its tests here cannot import builtin.
 func registry() *backends.Registry {
 	r := backends.NewRegistry()
-	r.Register(Name, New, Capabilities())
+	r.Register(backends.Entry{Name: Name, Capabilities: Capabilities(), New: New})
 	return r
 }
 

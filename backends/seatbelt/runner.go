@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,8 +16,9 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
-	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // The runner is plain Unix process handling; only Start (start_darwin.go)
@@ -61,16 +61,8 @@ func (b *Backend) startBox(ctx context.Context, p *policy.Policy, opts backends.
 // ensureStateDir makes the directory of per-run directories, refusing one
 // another user owns or others can write (a planted /tmp path).
 func ensureStateDir(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("making %s: %w", dir, err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return "", err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%s must be a directory of yours with mode 0700 (it holds the sandboxes' HOME and TMPDIR); remove it or set another state directory", dir)
+	if err := hostfs.PrivateDir(dir); err != nil {
+		return "", fmt.Errorf("%w (it holds the sandboxes' HOME and TMPDIR)", err)
 	}
 	return dir, nil
 }
@@ -171,25 +163,28 @@ func (s *box) Exec(ctx context.Context, cmd backends.Command, out backends.Strea
 	return holderexec.Run{Policy: s.p, Sandbox: s, Start: s.start}.Exec(ctx, cmd, out)
 }
 
-// start implements holderexec.Starter. argv is the in-sandbox supervisor's
-// (backends.ExecArgv: the container init path, its flags, "--", the
-// command); here the supervisor is this binary on the host and the
-// command is sandbox-exec with the profile rendered for it now.
-func (s *box) start(ctx context.Context, argv []string, gate *backends.StartGate, exportW *os.File) (*holderexec.Started, error) {
-	sep := slices.Index(argv, "--")
-	if exportW != nil || len(argv) == 0 || argv[0] != backends.InitPath || sep < 0 {
-		return nil, fmt.Errorf("seatbelt: unexpected supervisor argv %q", argv)
+// start implements holderexec.Starter: the supervisor is this binary on
+// the host and its command is sandbox-exec with the profile rendered for
+// the spec's command now.
+func (s *box) start(ctx context.Context, spec protocol.Exec, gate *backends.StartGate, exportW *os.File) (*holderexec.Started, error) {
+	if exportW != nil || spec.ExportFD != 0 {
+		return nil, fmt.Errorf("seatbelt: the supervisor exports nothing here (no staged paths)")
 	}
 	s.n++
 	profilePath := filepath.Join(s.dir, fmt.Sprintf("profile-%d.sb", s.n))
-	art, err := s.render(ctx, backends.Command{Argv: argv[sep+1:]}, profilePath)
+	art, err := s.render(ctx, backends.Command{Argv: spec.Argv}, profilePath)
 	if err != nil {
 		return nil, err
 	}
 	if err := writeProfile(profilePath, art.Profile); err != nil {
 		return nil, err
 	}
-	x := exec.Command(s.b.selfExe, append(append([]string(nil), argv[1:sep+1]...), art.Argv...)...)
+	spec.Argv = art.Argv
+	argv, err := protocol.Argv(s.b.selfExe, protocol.EntryExec, spec)
+	if err != nil {
+		return nil, err
+	}
+	x := exec.Command(argv[0], argv[1:]...)
 	x.Env, x.Dir = s.p.EnvList(s.scratch), s.p.Workdir
 	x.Stdout, x.Stderr = gate.Stdout(), gate.Stderr()
 	// Its own process group: a Ctrl-C at the terminal reaches triage-sandbox,
@@ -212,14 +207,7 @@ func (s *box) start(ctx context.Context, argv []string, gate *backends.StartGate
 		s.helperMu.Lock()
 		s.helper = nil
 		s.helperMu.Unlock()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				return &holderexec.ExitStatus{Code: exitcode.Signaled(int(ws.Signal()))}
-			}
-			return &holderexec.ExitStatus{Code: ee.ExitCode()}
-		}
-		return err
+		return holderexec.ExitOf(err)
 	}
 	return &holderexec.Started{Stdin: stdin, Wait: wait}, nil
 }

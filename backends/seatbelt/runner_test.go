@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -46,6 +47,7 @@ var helperOnce sync.Once
 // runnerRig starts a box with the fake sandbox-exec and the test helper.
 func runnerRig(t *testing.T) (*box, string) {
 	t.Helper()
+	testenv.SkipShort(t, "builds the exec helper with go build")
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +150,24 @@ func TestEnsureStateDirRefusesOpenDirectories(t *testing.T) {
 	}
 	if _, err := ensureStateDir(dir); err == nil || !strings.Contains(err.Error(), "mode 0700") {
 		t.Errorf("a world-writable state directory was accepted: %v", err)
+	}
+}
+
+// A state directory below one other users can write but not sticky is
+// refused too: they could replace it between runs (issue 22, #3's class).
+func TestEnsureStateDirRefusesReplaceableParents(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ensureStateDir(filepath.Join(shared, "state")); err == nil || !strings.Contains(err.Error(), shared) {
+		t.Errorf("a state directory others can replace was accepted: %v", err)
+	}
+	if _, err := ensureStateDir(filepath.Join(t.TempDir(), "state")); err != nil {
+		t.Errorf("the caller's own: %v", err)
 	}
 }
 

@@ -134,9 +134,7 @@ func TestBadInput(t *testing.T) {
 			}
 		}, args: []string{"run", "--config", "cfg.toml", "--", "true"}, want: []string{"cfg.toml", "is a directory"}},
 		{name: "workspace disk full", setup: func(t *testing.T, root string) {
-			if os.Getuid() != 0 {
-				t.Skip("mounting a tiny tmpfs needs root")
-			}
+			testenv.RequireRoot(t, "mounting a tiny tmpfs")
 			// Room for the root, triage.toml and one more inode: the
 			// writable paths cannot all be created.
 			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,nr_inodes=4", "tmpfs", root).CombinedOutput(); err != nil {
@@ -372,14 +370,21 @@ func TestRenderAndPolicy(t *testing.T) {
 				User            struct {
 					UID int `json:"uid"`
 				} `json:"user"`
+				Env []string `json:"env"`
 			} `json:"process"`
 			Linux struct {
 				Seccomp map[string]any `json:"seccomp"`
 			} `json:"linux"`
+			Annotations map[string]string `json:"annotations"`
 		}
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &spec) != nil || spec.OCIVersion == "" ||
-			!spec.Process.NoNewPrivileges || spec.Process.User.UID == 0 || spec.Linux.Seccomp == nil {
+			!spec.Process.NoNewPrivileges || spec.Process.User.UID == 0 || spec.Linux.Seccomp == nil ||
+			!strings.Contains(spec.Annotations["io.triage-sandbox.exec-process"], "/bin/sh") {
 			t.Fatalf("render oci %s: %+v", role, r)
+		}
+		// The policy is built for oci (its own capabilities), not for docker.
+		if !slices.Contains(spec.Process.Env, "TRIAGE_SANDBOX_BACKEND=oci") {
+			t.Errorf("render oci %s: env %v, want the policy built for oci", role, spec.Process.Env)
 		}
 		r = runCLI(t, root, []string{"GITHUB_TOKEN=canary-xyz"}, "policy", "--role", role)
 		for _, want := range []string{"readable", "writable", "unreadable", ".ssh", "GITHUB_TOKEN", "loopback only"} {
@@ -390,6 +395,20 @@ func TestRenderAndPolicy(t *testing.T) {
 		if strings.Contains(r.stdout, "canary-xyz") {
 			t.Errorf("policy output shows a withheld value")
 		}
+	}
+}
+
+// TestRenderForItsBackend: render builds the policy for the chosen backend,
+// so what that backend cannot enforce is refused as run would refuse it:
+// network = true on oci (no NAT'd namespace) names the missing capability.
+func TestRenderForItsBackend(t *testing.T) {
+	root := workspace(t, "[project]\ncheckout = \"../widgets\"\n[sandbox]\nnetwork = true\n")
+	r := runCLI(t, root, nil, "render", "--role", "reproducer", "--backend", "oci")
+	if r.code != 125 || r.stdout != "" || !strings.Contains(r.stderr, "oci backend cannot enforce outbound_nat") {
+		t.Fatalf("render oci with network = true: %+v", r)
+	}
+	if r = runCLI(t, root, nil, "render", "--role", "reproducer", "--backend", "docker"); r.code != 0 {
+		t.Fatalf("render docker with network = true: %+v", r)
 	}
 }
 

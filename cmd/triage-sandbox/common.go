@@ -7,11 +7,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
-	"github.com/triage-sandbox/triage-sandbox/backends/oci"
-	"github.com/triage-sandbox/triage-sandbox/backends/oci/rootfs"
-	"github.com/triage-sandbox/triage-sandbox/backends/seatbelt"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
@@ -30,7 +28,7 @@ type policyFlags struct {
 func (f *policyFlags) register(cmd *cobra.Command, defaultRole profiles.Role) {
 	cmd.Flags().StringVar(&f.config, "config", "", "triage.toml to read (default: nearest triage.toml from the current directory up)")
 	cmd.Flags().StringVar((*string)(&f.role), "role", string(defaultRole), "agent or reproducer")
-	cmd.Flags().StringVar(&f.backend, "backend", "", "docker, seatbelt or local (default: TRIAGE_SANDBOX, the config, then the OS default)")
+	addBackendFlag(cmd, &f.backend, "")
 }
 
 func (f *policyFlags) compile() (*policy.Policy, error) {
@@ -48,20 +46,8 @@ func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 	if err != nil {
 		return nil, host, err
 	}
-	p, err := sandbox.Compile(registry(), f.config, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir, Session: f.session})
+	p, err := sandbox.Compile(builtin.Registry(), f.config, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir, Session: f.session})
 	return p, host, err
-}
-
-func registry() *backends.Registry {
-	r := backends.NewRegistry()
-	r.Register(docker.Name, docker.New, docker.Capabilities())
-	r.Register(oci.Name, func(env backends.Env) (backends.Backend, error) {
-		home, _ := os.UserHomeDir()
-		return oci.New(env, &oci.CachedRoots{Cache: rootfs.Cache{Dir: rootfs.DefaultDir(home, os.LookupEnv)}})
-	}, oci.Capabilities())
-	r.Register(seatbelt.Name, seatbelt.New, seatbelt.Capabilities())
-	r.Register(local.Name, local.New, local.Capabilities())
-	return r
 }
 
 // printWarnings shows what the library returned for the user.
@@ -77,7 +63,7 @@ func newBackendWith(p *policy.Policy, self string) (backends.Backend, error) {
 	if p.AllowAll {
 		return local.NewUnconfined(backends.Env{})
 	}
-	b, err := registry().New(p.Backend, backendEnv(self))
+	b, err := builtin.Registry().New(p.Backend, backendEnv(self))
 	if err != nil || (p.Warm.Session == "" && p.Warm.Pool == 0) {
 		return b, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -42,7 +43,7 @@ func newDoctorCmd() *cobra.Command {
 		Short: "Say whether each backend can run here, and why not",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep := &doctorReport{w: os.Stdout}
-			reg := registry()
+			reg := builtin.Registry()
 			// Each role's policy, checked against its backend exactly as run would.
 			policies := map[string][]*policy.Policy{}
 			warned := map[string]bool{}
@@ -83,6 +84,7 @@ func newDoctorCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&pf.config, "config", "", "triage.toml to read")
+	addBackendsHelp(cmd, builtin.Registry())
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/warm"
 )
@@ -17,7 +18,7 @@ func newGCCmd() *cobra.Command {
 		Use:   "gc",
 		Short: "Remove leftover sandboxes of every backend (owner process gone or lifetime passed)",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reg := registry()
+			reg := builtin.Registry()
 			var errs []error
 			total, reached := 0, 0
 			for _, name := range reg.Names() {

@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -97,6 +101,105 @@ func TestInterruptAndKillLeaveNothing(t *testing.T) {
 				t.Fatalf("left behind after %v: containers %v, processes %v", sig, containersOf(t, cli, pid), processesWith(token, pid))
 			}
 			worst = max(worst, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// ownedDirs are the state directories (bundles, local sandboxes) whose
+// ownership record names pid, with the cgroups the record lists.
+func ownedDirs(t *testing.T, pid int) (dirs, cgroups []string) {
+	t.Helper()
+	for _, parent := range []string{"/run/triage-sandbox/oci/bundles", "/run/triage-sandbox/local"} {
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			dir := filepath.Join(parent, e.Name())
+			raw, err := os.ReadFile(filepath.Join(dir, "owner.json"))
+			if err != nil {
+				continue
+			}
+			var rec struct {
+				PID     int      `json:"pid"`
+				Cgroups []string `json:"cgroups"`
+			}
+			if json.Unmarshal(raw, &rec) == nil && rec.PID == pid {
+				dirs = append(dirs, dir)
+				cgroups = append(cgroups, rec.Cgroups...)
+			}
+		}
+	}
+	return dirs, cgroups
+}
+
+// leftOf lists what of dirs and cgroups still exists: the directories,
+// mounts below them (a network namespace's nsfs bind mount), the cgroups.
+func leftOf(dirs, cgroups []string) []string {
+	var left []string
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, d := range dirs {
+		if _, err := os.Lstat(d); err == nil {
+			left = append(left, d)
+		}
+		if strings.Contains(string(mounts), " "+d+"/") {
+			left = append(left, "mount under "+d)
+		}
+	}
+	for _, c := range cgroups {
+		if _, err := os.Lstat(c); err == nil {
+			left = append(left, c)
+		}
+	}
+	return left
+}
+
+// TestKillLeavesNothingOnEveryBackend: after kill -9 of triage-sandbox
+// mid-run on oci and local, the next run's start sweeps what the dead
+// owner left: processes, bundles, mounts (network namespaces), cgroups and
+// records. (Docker's container is removed by its lifeline; see above.)
+func TestKillLeavesNothingOnEveryBackend(t *testing.T) {
+	testenv.SkipShort(t, "runs sandboxes")
+	testenv.RequireRoot(t, "the oci and local backends' state lives under /run as root")
+	root := workspace(t, "")
+	for _, backend := range []string{"oci", "local"} {
+		if backend == "oci" {
+			if _, err := exec.LookPath("runc"); err != nil {
+				t.Log("oci: runc is not installed")
+				continue
+			}
+		}
+		t.Run(backend, func(t *testing.T) {
+			token := "killed-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			cmd := exec.Command(testenv.Binary(t), "run", "--backend", backend, "--", "sh", "-c",
+				"sleep 300 & setsid sleep 301 & sleep 302; : "+token)
+			cmd.Dir = root
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := cmd.Process.Pid
+			// A forked child shows its parent's argv until it execs: the
+			// command runs once its sandbox's record exists too.
+			var dirs, cgroups []string
+			if !testenv.Eventually(60*time.Second, func() bool {
+				dirs, cgroups = ownedDirs(t, pid)
+				return len(processesWith(token, pid)) > 0 && len(dirs) > 0
+			}) {
+				_ = cmd.Process.Kill()
+				t.Fatal("the command never started")
+			}
+			if len(dirs) != 1 {
+				t.Fatalf("want one state directory owned by %d, got %v", pid, dirs)
+			}
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			// The next start, of any command, sweeps.
+			if r := runCLI(t, root, nil, "run", "--backend", backend, "--", "true"); r.code != 0 {
+				t.Fatalf("the next run: exit %d: %s", r.code, r.stderr)
+			}
+			if !testenv.Eventually(20*time.Second, func() bool {
+				return len(processesWith(token, pid)) == 0 && len(leftOf(dirs, cgroups)) == 0
+			}) {
+				t.Fatalf("left behind after kill -9 and the next run: processes %v, state %v",
+					processesWith(token, pid), leftOf(dirs, cgroups))
+			}
 		})
 	}
 }

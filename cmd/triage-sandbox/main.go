@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/internal/fdclean"
 )
 
 // exitError carries a specific exit code out of a subcommand.
@@ -34,6 +35,17 @@ func (e *exitError) Error() string {
 func refuse(err error) error { return &exitError{code: exitcode.Refused, err: err} }
 
 func main() {
+	// Nothing of the caller's crosses by inheritance: no process started
+	// from here (helper, holder, supervisor, command) gets a descriptor
+	// that was not passed to it on purpose.
+	if err := fdclean.CloseOnExecAbove(2); err != nil {
+		os.Exit(report(refuse(err)))
+	}
+	if len(os.Args) > 1 {
+		if code, ok := runSandboxEntry(os.Args[1], os.Args[2:]); ok {
+			os.Exit(code)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := newRootCmd()
 	err := root.ExecuteContext(ctx)
@@ -72,8 +84,7 @@ func newRootCmd() *cobra.Command {
 	})
 	root.AddCommand(newRunCmd(), newCheckCmd(), newRenderCmd(), newPolicyCmd(), newDoctorCmd(),
 		newImageCmd(), newVersionCmd())
-	root.AddCommand(newInitCmds()...)
 	root.AddCommand(newProbeCmds()...)
-	root.AddCommand(newSelftestCmd(), newGCCmd(), newSessionCmd(), newKeeperCmd())
+	root.AddCommand(newSelftestCmd(), newGCCmd(), newSessionCmd())
 	return root
 }

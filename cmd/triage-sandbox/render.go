@@ -7,36 +7,29 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/oci"
 )
 
 func newRenderCmd() *cobra.Command {
 	var pf policyFlags
 	cmd := &cobra.Command{
-		Use:   "render --role R [--backend docker|oci|seatbelt] [-- CMD...]",
-		Short: "Print exactly what would run: the container create request, an OCI config.json, or a Seatbelt profile with its parameters",
+		Use:   "render --role R [--backend B] [-- CMD...]",
+		Short: "Print exactly what would run: the policy built for the backend, as that backend renders it",
+		Long: "Print exactly what would run: the policy built for the backend (its own capabilities),\n" +
+			"as that backend renders it: docker's container create and exec requests, an OCI\n" +
+			"config.json, a Seatbelt profile with its parameters, the local backend's plan.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				args = []string{"/bin/sh"}
-			}
-			format := pf.backend
-			if format == "oci" {
-				pf.backend = "docker"
 			}
 			p, err := pf.compile()
 			if err != nil {
 				return refuse(err)
 			}
-			var art backends.Artifact
-			if format == "oci" {
-				art, err = oci.Render(p, backends.Command{Argv: args, Timeout: p.Timeout()}, selfPathForRender())
-			} else {
-				var b backends.Backend
-				if b, err = newBackend(p, false); err != nil {
-					return refuse(err)
-				}
-				art, err = b.Render(p, backends.Command{Argv: args, Timeout: p.Timeout()})
+			b, err := newBackend(p, false)
+			if err != nil {
+				return refuse(err)
 			}
+			art, err := b.Render(p, backends.Command{Argv: args, Timeout: p.Timeout()})
 			if err != nil {
 				return refuse(err)
 			}
@@ -51,12 +44,4 @@ func newRenderCmd() *cobra.Command {
 	pf.register(cmd, "")
 	_ = cmd.MarkFlagRequired("role")
 	return cmd
-}
-
-func selfPathForRender() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return "/usr/local/bin/triage-sandbox"
-	}
-	return exe
 }

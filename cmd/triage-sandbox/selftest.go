@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -48,12 +49,8 @@ func newSelftestCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{code: exitcode.SelftestUnavailable, err: err}
 			}
-			p, err := policy.Build(cfg, roles[0], host, policy.Options{Backend: pf.backend})
-			if err == nil {
-				// Again, for what the chosen backend enforces (its readable base).
-				caps, _ := registry().Capabilities(p.Backend)
-				p, err = policy.Build(cfg, roles[0], host, policy.Options{Backend: p.Backend, Capabilities: caps})
-			}
+			// Built for what the chosen backend enforces (its readable base).
+			p, err := sandbox.Build(builtin.Registry(), cfg, roles[0], host, policy.Options{Backend: pf.backend})
 			if err != nil {
 				return &exitError{code: exitcode.SelftestUnavailable, err: err}
 			}
@@ -110,7 +107,7 @@ func newSelftestCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&pf.config, "config", "", "triage.toml to read (default: nearest from the current directory up)")
 	cmd.Flags().StringVar((*string)(&pf.role), "role", "all", "agent, reproducer or all")
-	cmd.Flags().StringVar(&pf.backend, "backend", "", "backend to test (default: TRIAGE_SANDBOX, the config, then the OS default)")
+	addBackendFlag(cmd, &pf.backend, "backend to test")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	cmd.Flags().StringVar(&warmMode, "warm", "", "run every phase through a warm sandbox: session (each phase its own agent session) or pool")
 	cmd.Flags().StringVar(&junit, "junit", "", "also write JUnit XML to FILE")

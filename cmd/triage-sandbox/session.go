@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
-	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/warm"
 )
@@ -77,34 +74,4 @@ func printRecords(w io.Writer, recs []warm.Record) {
 			r.Since.Local().Format(time.DateTime), r.Idle, r.Workspace, r.Alive())
 	}
 	_ = tw.Flush()
-}
-
-// newKeeperCmd is the hidden keeper process behind a session or a pool:
-// its policy arrives as JSON on stdin.
-func newKeeperCmd() *cobra.Command {
-	var dir string
-	c := &cobra.Command{
-		Use:    warm.KeeperSubcommand + " --dir DIR",
-		Hidden: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var p policy.Policy
-			if err := json.NewDecoder(io.LimitReader(os.Stdin, 16<<20)).Decode(&p); err != nil {
-				return fmt.Errorf("the keeper's policy: %w", err)
-			}
-			self, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			b, err := registry().New(p.Backend, backendEnv(self))
-			if err != nil {
-				return err
-			}
-			if p.AllowAll {
-				return errors.New("allow_all has no sandbox to keep")
-			}
-			return warm.Keep(context.Background(), warm.KeeperOptions{Dir: dir, Policy: &p, Backend: b, Log: os.Stderr})
-		},
-	}
-	c.Flags().StringVar(&dir, "dir", warm.DefaultDir(), "where keepers keep their sockets and records")
-	return c
 }

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,10 +15,22 @@ import (
 	"github.com/moby/moby/client"
 )
 
+// Where the private daemon keeps its state. Nothing of it outlives the
+// test: its data root (the base image loaded into it, a few hundred MB),
+// its exec root and the bind mounts dockerd makes of them are removed when
+// the test ends, and before it starts (a run that was killed). The log
+// stays only when the test failed. The tests' one declared cache is the
+// oci backend's image roots (rootfs.DefaultDir: /var/cache/triage-sandbox
+// for root), not anything here: the image is copied in again each run.
+const (
+	daemonDataDir = "/var/lib/triage-sandbox-testd"
+	daemonExecDir = "/run/triage-sandbox-testd"
+	daemonLog     = "/tmp/triage-sandbox-testd.log"
+)
+
 // Daemon is a private dockerd that fault tests may stop, kill and restart
 // without disturbing the daemon every other test uses. It has no bridge,
-// no iptables and no registry; its data root is kept between test runs so
-// the base image is loaded once.
+// no iptables and no registry, and leaves nothing on the host.
 type Daemon struct {
 	Host    string // DOCKER_HOST value
 	Image   string // an image loaded into it
@@ -38,25 +51,50 @@ func StartDaemon(t testing.TB, image string) *Daemon {
 	if _, err := exec.LookPath("dockerd"); err != nil {
 		t.Fatalf("dockerd not installed: %v", err)
 	}
-	d := &Daemon{
-		dataDir: "/var/lib/triage-sandbox-testd", execDir: "/run/triage-sandbox-testd",
-		logPath: "/tmp/triage-sandbox-testd.log", Image: image,
-	}
+	d := &Daemon{dataDir: daemonDataDir, execDir: daemonExecDir, logPath: daemonLog, Image: image}
 	d.Host = "unix://" + d.execDir + "/docker.sock"
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
+	if err := d.removeState(); err != nil {
+		t.Fatalf("removing a previous run's private daemon: %v", err)
 	}
+	_ = os.Remove(d.logPath)
 	t.Cleanup(func() {
 		d.Stop(syscall.SIGTERM)
 		if d.ctrd != nil && d.ctrd.Process != nil {
 			_ = d.ctrd.Process.Signal(syscall.SIGTERM)
 			_ = d.ctrd.Wait()
 		}
+		if err := d.removeState(); err != nil {
+			t.Errorf("the private daemon's state is left on the host: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("the private daemon's log: %s", d.logPath)
+		} else {
+			_ = os.Remove(d.logPath)
+		}
 	})
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
 	if err := d.ensureImage(image); err != nil {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// removeState unmounts and removes the daemon's data and exec roots; the
+// daemon must not run.
+func (d *Daemon) removeState() error {
+	var errs []error
+	for _, dir := range []string{d.execDir, d.dataDir} {
+		if err := unmountUnder(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Start launches dockerd and waits until it answers.

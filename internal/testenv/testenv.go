@@ -1,10 +1,18 @@
 // Package testenv gives integration tests what they share: a static
-// triage-sandbox binary built once per test process, and a rule for when a
-// missing Docker daemon is a failure (CI) rather than a skip (a laptop).
+// triage-sandbox binary built once per test process, and the rules of the
+// two test tiers.
+//
+// The quick tier, `go test -short ./...`, needs no Docker daemon, no root
+// and no runc: every test that needs one of them (or builds the binary,
+// or takes long) skips under -short, through RequireDocker, RequireRoot or
+// SkipShort, saying why. The full tier, scripts/test.sh, runs everything;
+// there a missing Docker daemon is a failure (CI or
+// TRIAGE_SANDBOX_REQUIRE_DOCKER set) rather than a skip (a laptop).
 package testenv
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,21 +31,14 @@ var (
 	buildOut  []byte
 )
 
-// Binary builds ./cmd/triage-sandbox with CGO_ENABLED=0 (once) and returns
-// its path.
+// Binary builds ./cmd/triage-sandbox with CGO_ENABLED=0 (once per test
+// process) and returns its path. Every test process links it afresh (go
+// build's cache keeps that short) and renames it into BinaryCache, so one
+// copy stays between runs, not one per test process.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "triage-sandbox-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "triage-sandbox")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/triage-sandbox")
-		cmd.Dir = repoRoot()
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		buildOut, buildErr = cmd.CombinedOutput()
+		binPath, buildOut, buildErr = build(BinaryCache())
 	})
 	if buildErr != nil {
 		t.Fatalf("building triage-sandbox: %v\n%s", buildErr, buildOut)
@@ -45,15 +46,66 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
+// BinaryCache is the directory where Binary keeps the static binary: a
+// cache the tests declare, the one file of theirs left in the temporary
+// directory.
+func BinaryCache() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("triage-sandbox-test-bin-%d", os.Geteuid()))
+}
+
+// build links the binary beside its final name and renames it there: a
+// test process of another package may be running the one it replaces.
+func build(dir string) (path string, out []byte, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, err
+	}
+	tmp, err := os.CreateTemp(dir, "triage-sandbox.tmp-*")
+	if err != nil {
+		return "", nil, err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	cmd := exec.Command("go", "build", "-o", tmp.Name(), "./cmd/triage-sandbox")
+	cmd.Dir = repoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", out, err
+	}
+	path = filepath.Join(dir, "triage-sandbox")
+	return path, nil, os.Rename(tmp.Name(), path)
+}
+
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// RequireDocker skips the test when no daemon answers, unless CI or
-// TRIAGE_SANDBOX_REQUIRE_DOCKER is set: there a missing daemon fails.
+// SkipShort skips the test in the quick tier (-short), saying why it
+// belongs to the full one.
+func SkipShort(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("full tier only (-short): %s", why)
+	}
+}
+
+// RequireRoot skips the test in the quick tier and when not run as root:
+// the quick tier must pass the same for root and for anyone else.
+func RequireRoot(t testing.TB, why string) {
+	t.Helper()
+	SkipShort(t, "needs root: "+why)
+	if os.Geteuid() != 0 {
+		t.Skipf("needs root: %s", why)
+	}
+}
+
+// RequireDocker skips the test in the quick tier (-short) and when no
+// daemon answers, unless CI or TRIAGE_SANDBOX_REQUIRE_DOCKER is set: there
+// a missing daemon fails (but -short still skips: the quick tier never
+// needs a daemon).
 func RequireDocker(t testing.TB) {
 	t.Helper()
+	SkipShort(t, "needs a Docker daemon")
 	cli, err := client.New(client.FromEnv)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

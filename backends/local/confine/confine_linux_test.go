@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -240,9 +241,7 @@ func launchMain() {
 }
 
 func TestHelperConfinement(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: maps the sandbox's nobody to the host's")
-	}
+	testenv.RequireRoot(t, "maps the sandbox's nobody to the host's")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -253,9 +252,7 @@ func TestHelperConfinement(t *testing.T) {
 // TestHelperConfinementUnprivileged runs the same checks with the helper
 // started by an unprivileged user (nobody), who can map only its own ids.
 func TestHelperConfinementUnprivileged(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to become nobody")
-	}
+	testenv.RequireRoot(t, "to become nobody")
 	if l := Probe().UnprivilegedUserNS; !l.Available {
 		t.Skipf("unprivileged user namespaces: %s", l.Detail)
 	}

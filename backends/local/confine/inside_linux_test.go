@@ -9,12 +9,15 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
 )
 
 // Helper-process modes of the test binary (TestMain reads them).
@@ -301,6 +304,20 @@ func holderChecks() []check {
 	)
 }
 
+// refusedSyscallsEPERM calls each syscall of seccompprofile.Refused.
+func refusedSyscallsEPERM(spec) error {
+	for _, name := range seccompprofile.RefusedNames() {
+		nr := syscallNumbers[runtime.GOARCH][name]
+		// Zero arguments: the kernel itself would answer 0,
+		// ESRCH, EINVAL, EFAULT or EBADF, never EPERM.
+		_, _, e := unix.Syscall6(uintptr(nr), 0, 0, 0, 0, 0, 0)
+		if err := wantErrno(rawErr(e), syscall.EPERM); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // inheritedChecks hold in the holder and in every command it starts.
 func inheritedChecks() []check {
 	return []check{
@@ -409,6 +426,7 @@ func inheritedChecks() []check {
 			_, _, e := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, 0, 0)
 			return wantErrno(rawErr(e), syscall.EPERM)
 		}},
+		{"seccomp: the list every backend refuses EPERM (process_vm_*, name_to_handle_at, pkey_*, mbind, move_pages, process_madvise)", refusedSyscallsEPERM},
 		{"seccomp: personality(ADDR_NO_RANDOMIZE) EPERM", func(spec) error {
 			_, _, e := unix.Syscall(unix.SYS_PERSONALITY, 0x0040000, 0, 0)
 			return wantErrno(rawErr(e), syscall.EPERM)

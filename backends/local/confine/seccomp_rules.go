@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
 )
 
 // SeccompRule denies one syscall, always or when its arguments match. The
@@ -127,7 +129,7 @@ func defaultRules() []SeccompRule {
 	}
 
 	deny("EPERM", "reads or changes another process's memory or file descriptors",
-		"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd")
+		"ptrace", "kcmp", "pidfd_getfd")
 	deny("EPERM", "io_uring: a large kernel surface whose operations seccomp never sees",
 		"io_uring_setup", "io_uring_enter", "io_uring_register")
 	deny("EPERM", "kernel keyrings are not namespaced: they hold the host user's keys",
@@ -148,7 +150,12 @@ func defaultRules() []SeccompRule {
 		"swapoff", "reboot", "acct", "quotactl", "quotactl_fd", "syslog", "settimeofday",
 		"clock_settime", "iopl", "ioperm", "lookup_dcookie", "uselib")
 	deny("EPERM", "file handles open files by inode, around the mount tree",
-		"name_to_handle_at", "open_by_handle_at")
+		"open_by_handle_at")
+	// What every backend refuses beyond Docker's default: the container
+	// profile is derived from the same list.
+	for _, r := range seccompprofile.Refused {
+		deny("EPERM", r.Why, r.Names...)
+	}
 	when("personality", "EPERM", "only PER_LINUX, PER_LINUX32, UNAME26 and the query; others turn off ASLR",
 		ArgCond{Arg: 0, Op: "not_in", Values: []uint32{perLinux, perLinux32, perUname26, perBoth, perQuery}})
 	when("socket", "EAFNOSUPPORT",

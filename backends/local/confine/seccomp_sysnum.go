@@ -29,6 +29,8 @@ var syscallNumbers = map[string]map[string]uint32{
 		"quotactl": 179, "quotactl_fd": 443, "syslog": 103, "settimeofday": 164, "clock_settime": 227,
 		"iopl": 172, "ioperm": 173, "lookup_dcookie": 212, "uselib": 134,
 		"name_to_handle_at": 303, "open_by_handle_at": 304,
+		"pkey_mprotect": 329, "pkey_alloc": 330, "pkey_free": 331,
+		"mbind": 237, "move_pages": 279, "process_madvise": 440,
 		"personality": 135, "socket": 41, "socketpair": 53, "ioctl": 16,
 	},
 	"arm64": {
@@ -45,6 +47,8 @@ var syscallNumbers = map[string]map[string]uint32{
 		"quotactl": 60, "quotactl_fd": 443, "syslog": 116, "settimeofday": 170, "clock_settime": 112,
 		"lookup_dcookie":    18,
 		"name_to_handle_at": 264, "open_by_handle_at": 265,
+		"pkey_mprotect": 288, "pkey_alloc": 289, "pkey_free": 290,
+		"mbind": 235, "move_pages": 239, "process_madvise": 440,
 		"personality": 92, "socket": 198, "socketpair": 199, "ioctl": 29,
 	},
 }

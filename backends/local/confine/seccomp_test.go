@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"golang.org/x/net/bpf"
+
+	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
 )
 
 // call is one syscall as the filter sees it.
@@ -68,6 +70,28 @@ func TestSeccompUnconditionalRulesDeny(t *testing.T) {
 			}
 			if got, want := runFilter(t, prog, auditArches[arch], nr, [6]uint64{}), errnoRet(r.Errno); got != want {
 				t.Errorf("%s %s: got %#x, want %#x (%s)", arch, r.Syscall, got, want, r.Errno)
+			}
+		}
+	}
+}
+
+// TestSeccompRefusesTheSharedList: the local filter refuses every syscall
+// the container profile refuses beyond Docker's default (issue 22,
+// finding 10: mbind, move_pages and process_madvise were allowed).
+func TestSeccompRefusesTheSharedList(t *testing.T) {
+	for arch := range auditArches {
+		prog, err := SeccompProgram("default", arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range seccompprofile.RefusedNames() {
+			nr, ok := syscallNumbers[arch][name]
+			if !ok {
+				t.Errorf("%s %s: not in the syscall table, so not in the filter", arch, name)
+				continue
+			}
+			if got := runFilter(t, prog, auditArches[arch], nr, [6]uint64{}); got != errnoRet("EPERM") {
+				t.Errorf("%s %s: got %#x, want EPERM", arch, name, got)
 			}
 		}
 	}

@@ -90,9 +90,7 @@ type netns struct {
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creating a network namespace and joining another need CAP_SYS_ADMIN")
-	}
+	testenv.RequireRoot(t, "creating a network namespace and joining another need CAP_SYS_ADMIN")
 }
 
 func startNetns(t *testing.T) *netns {
@@ -255,9 +253,7 @@ func TestThrowawayThreadIsNeverMain(t *testing.T) {
 }
 
 func TestCreateAndRemove(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creating a network namespace needs CAP_SYS_ADMIN")
-	}
+	testenv.RequireRoot(t, "creating a network namespace needs CAP_SYS_ADMIN")
 	path := filepath.Join(t.TempDir(), "netns")
 	if err := Create(path); err != nil {
 		t.Fatal(err)

@@ -144,6 +144,30 @@ func TestPrepareRefusesSharedDir(t *testing.T) {
 	}
 }
 
+// A cache below a directory other users can write, or a symlink to one,
+// is refused (issue 22, #3's class): a root there could be swapped.
+func TestPrepareRefusesCacheOthersCanReplace(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	own := t.TempDir()
+	if err := os.Symlink(own, filepath.Join(shared, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{filepath.Join(shared, "cache"), filepath.Join(shared, "link")} {
+		if _, err := (&Cache{Dir: dir}).prepare(); err == nil || !strings.Contains(err.Error(), shared) {
+			t.Errorf("%s: accepted: %v", dir, err)
+		}
+	}
+	if _, err := (&Cache{Dir: filepath.Join(own, "cache")}).prepare(); err != nil {
+		t.Errorf("the caller's own cache: %v", err)
+	}
+}
+
 func TestEnsureWithoutDaemon(t *testing.T) {
 	c := &Cache{Dir: t.TempDir()}
 	_, err := c.Ensure(context.Background(), nil, "triage-sandbox:latest")

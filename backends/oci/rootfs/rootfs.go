@@ -37,6 +37,7 @@ import (
 	"github.com/moby/moby/client"
 	"golang.org/x/sys/unix"
 
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -355,16 +356,8 @@ func (c *Cache) prepare() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("rootfs: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("rootfs: creating the cache: %w", err)
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(dir, &st); err != nil {
-		return "", fmt.Errorf("rootfs: %w", err)
-	}
-	if int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
-		return "", fmt.Errorf("rootfs: cache directory %s is owned by uid %d with mode %#o: it must be yours and not group- or world-writable",
-			dir, st.Uid, st.Mode&0o7777)
+	if err := hostfs.OwnedDir(dir); err != nil {
+		return "", fmt.Errorf("rootfs: the cache: %w", err)
 	}
 	return dir, nil
 }

@@ -1,0 +1,186 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
+)
+
+// execAttempts bounds the tries of a docker exec that failed to start the
+// supervisor (seen on a loaded daemon: "OCI runtime exec failed"): it ran
+// nothing, so it is tried again, and never passed off as the command's
+// output.
+const execAttempts = 3
+
+// oomEventLag bounds how long the daemon's oom event may trail the kill.
+const oomEventLag = time.Second
+
+// Exec runs one command through the in-sandbox supervisor, started by the
+// holder over its control channel or, without one, by a docker exec; the
+// rest is holderexec.Run's. The supervisor enforces the timeout on the
+// command's whole tree; the host keeps its own clock as the judge of
+// "timed out" and kills the whole container if the tree does not end soon
+// after.
+func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+	if s.ended() {
+		return backends.Result{Sandbox: s.id}, s.endedErr()
+	}
+	if err := backends.CheckArgv(cmd.Argv); err != nil {
+		return backends.Result{Sandbox: s.id}, err
+	}
+	<-s.ctlReady
+	run := holderexec.Run{Policy: s.p, Sandbox: (*holderView)(s), Start: s.byExec(cmd.Stdin != nil),
+		Manifest: &s.manifest, Seccomp: holderexec.SeccompFor(s.rt), OOMKills: s.oomKills()}
+	tries := execAttempts
+	if s.ctl != nil {
+		// The copy back rides on the command's own start: no docker exec
+		// for it either.
+		run.Start, run.ExportOnFD, tries = holderexec.ByHolder(s.ctl), true, 1
+	}
+	res, err := s.execTrying(ctx, run, tries, cmd, out)
+	if err == nil && !run.ExportOnFD {
+		s.copyBack(ctx, &res)
+	}
+	return res, err
+}
+
+// execTrying runs the command, up to tries times while the supervisor
+// fails to start it.
+func (s *sandbox) execTrying(ctx context.Context, run holderexec.Run, tries int, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := run.Exec(ctx, cmd, out)
+		var ns *holderexec.NotStarted
+		switch {
+		case !errors.As(err, &ns):
+			return res, s.explain(ctx, err)
+		case s.ended():
+			return res, s.endedErr()
+		case tries == 1:
+			return res, err
+		case attempt == tries || ctx.Err() != nil:
+			return res, fmt.Errorf("the sandbox could not start the command (%d tries): %s", attempt, ns.Why)
+		}
+		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+	}
+}
+
+// explain says why a command's run broke off (nil for none). A control
+// channel or an exec ends with its container a moment before the daemon
+// tells why (stopped, gone, stopped from outside), so that is awaited; a
+// daemon that stopped answering is said as such.
+func (s *sandbox) explain(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	select {
+	case <-s.exited:
+		return s.endedErr()
+	case <-time.After(afterKillWait):
+	}
+	if !s.b.answers(context.WithoutCancel(ctx)) {
+		return fmt.Errorf("the Docker daemon stopped answering during the run (%v); the result is unknown, run it again once the daemon is back", err)
+	}
+	return err
+}
+
+// byExec starts the supervisor with a docker exec, for a holder without a
+// control channel (a runtime that cannot bind the socket in, a daemon that
+// cannot reach it). input: the command reads the exec's stdin, so it has
+// no lifeline and a cancel ends the whole container.
+func (s *sandbox) byExec(input bool) holderexec.Starter {
+	return func(ctx context.Context, spec protocol.Exec, gate *backends.StartGate, _ *os.File) (*holderexec.Started, error) {
+		setupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
+		defer cancel()
+		created, err := s.b.cli.ExecCreate(setupCtx, s.id, execOptions(s.p, backends.ExecArgv(spec)))
+		if err != nil {
+			return nil, s.execErr(ctx, "creating the command in the sandbox", err)
+		}
+		att, err := s.b.cli.ExecAttach(setupCtx, created.ID, client.ExecAttachOptions{})
+		if err != nil {
+			return nil, s.execErr(ctx, "starting the command in the sandbox", err)
+		}
+		copied := make(chan struct{})
+		go func() {
+			defer close(copied)
+			_, _ = stdcopy.StdCopy(gate.Stdout(), gate.Stderr(), att.Reader)
+		}()
+		wait := func() error {
+			<-copied
+			defer att.Close()
+			return s.execEnd(ctx, created.ID)
+		}
+		started := &holderexec.Started{Stdin: execStdin{att.HijackedResponse}, Wait: wait}
+		if input {
+			started.Stop = s.kill
+		}
+		return started, nil
+	}
+}
+
+// execEnd is how an exec whose streams closed ended, as a Starter's Wait
+// says it.
+func (s *sandbox) execEnd(ctx context.Context, execID string) error {
+	code, err := s.execExit(context.WithoutCancel(ctx), execID)
+	if (err != nil || code > exitcode.SignalBase) && ctx.Err() == nil && !s.killed.Load() {
+		// A signal or a lost exec may mean the container is going away
+		// under the command (a daemon shutting down): its exit trails. (A
+		// cancel's end, or the host's kill, is not news.)
+		select {
+		case <-s.exited:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	switch {
+	case err != nil && (s.ended() || s.killed.Load()):
+		// The exec went with its container, killed.
+		return &holderexec.ExitStatus{Code: holderexec.ExitKilled}
+	case err != nil:
+		return s.execErr(ctx, "reading the command's exit status", err)
+	case code != 0:
+		return &holderexec.ExitStatus{Code: code}
+	}
+	return nil
+}
+
+// execStdin is an exec's input: closing it half-closes the connection (the
+// supervisor's lifeline, or its command's end of input) and leaves the
+// output flowing.
+type execStdin struct{ att client.HijackedResponse }
+
+func (w execStdin) Write(p []byte) (int, error) { return w.att.Conn.Write(p) }
+func (w execStdin) Close() error                { return w.att.CloseWrite() }
+
+// oomKills is one command's view of the container's oom events, for
+// holderexec.Run.OOMKills: the daemon tells of an OOM kill a moment after
+// it, so a count asked with a settle waits up to oomEventLag for news past
+// the count it gave before.
+func (s *sandbox) oomKills() func(settle time.Duration) uint64 {
+	var last int64
+	return func(settle time.Duration) uint64 {
+		n := s.oomEvents.Load()
+		for end := time.Now().Add(min(settle, oomEventLag)); n == last && time.Now().Before(end); n = s.oomEvents.Load() {
+			time.Sleep(50 * time.Millisecond)
+		}
+		last = n
+		return uint64(n)
+	}
+}
+
+// holderView is the sandbox as holderexec sees it.
+type holderView sandbox
+
+func (h *holderView) ID() string              { return h.id }
+func (h *holderView) Exited() <-chan struct{} { return h.exited }
+func (h *holderView) Kill()                   { (*sandbox)(h).kill() }
+func (h *holderView) Killed() bool            { return h.killed.Load() }
+func (h *holderView) Said() string            { return holderexec.SaidLine(h.holdOut.Bytes()) }

@@ -1,0 +1,41 @@
+package docker
+
+import (
+	"testing"
+	"time"
+)
+
+// The daemon's oom event trails the kill: a count asked with a settle
+// waits for news past the count given before, up to oomEventLag, and one
+// asked without waits for nothing.
+func TestOOMKillsWaitsForTrailingNews(t *testing.T) {
+	s := &sandbox{}
+	s.oomEvents.Store(2)
+	kills := s.oomKills()
+	start := time.Now()
+	if got := kills(0); got != 2 || time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("before: %d after %v, want 2 at once", got, time.Since(start))
+	}
+
+	start = time.Now()
+	if got := kills(0); got != 2 || time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("no settle: %d after %v, want 2 at once", got, time.Since(start))
+	}
+
+	time.AfterFunc(150*time.Millisecond, func() { s.oomEvents.Add(1) })
+	start = time.Now()
+	if got := kills(2 * time.Second); got != 3 {
+		t.Fatalf("trailing news: %d, want 3", got)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond || d > oomEventLag {
+		t.Fatalf("trailing news came after %v, want about 150ms", d)
+	}
+
+	start = time.Now()
+	if got := kills(2 * time.Second); got != 3 {
+		t.Fatalf("no news: %d, want 3", got)
+	}
+	if d := time.Since(start); d < oomEventLag-100*time.Millisecond || d > oomEventLag+500*time.Millisecond {
+		t.Fatalf("no news: waited %v, want about %v", d, oomEventLag)
+	}
+}

@@ -1,0 +1,79 @@
+package backends
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/policy"
+)
+
+// Env is what a backend factory may use from the outside world.
+type Env struct {
+	// SelfExe is a static triage-sandbox binary that backends mount (read-only)
+	// into the sandbox as its init and probe.
+	SelfExe string
+}
+
+// Factory makes a backend.
+type Factory func(env Env) (Backend, error)
+
+// Entry is one backend a registry can make.
+type Entry struct {
+	Name string
+	// Summary is one line for help texts: what the backend runs sandboxes
+	// with and where it fits.
+	Summary string
+	// Capabilities are what the backend enforces, known before it is made
+	// so a policy can be built for it without a daemon.
+	Capabilities []policy.Capability
+	New          Factory
+}
+
+// Registry maps backend names to their entries. It is built by the caller
+// (no package-level state), so tests can register fakes; backends/builtin
+// returns the one with every backend this module ships.
+type Registry struct {
+	entries map[string]Entry
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{entries: map[string]Entry{}}
+}
+
+// Register adds a backend; a later entry of the same name replaces it.
+func (r *Registry) Register(e Entry) {
+	r.entries[e.Name] = e
+}
+
+// Capabilities returns what the named backend enforces.
+func (r *Registry) Capabilities(name string) ([]policy.Capability, bool) {
+	e, ok := r.entries[name]
+	return e.Capabilities, ok
+}
+
+// Summary returns the named backend's one-line description ("" when it
+// has none or is not registered).
+func (r *Registry) Summary(name string) string {
+	return r.entries[name].Summary
+}
+
+// Names lists the registered backends, sorted.
+func (r *Registry) Names() []string {
+	out := make([]string, 0, len(r.entries))
+	for n := range r.entries {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New makes the named backend.
+func (r *Registry) New(name string, env Env) (Backend, error) {
+	e, ok := r.entries[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown backend %q: choose one of %s", name, strings.Join(r.Names(), ", "))
+	}
+	return e.New(env)
+}

@@ -1,0 +1,72 @@
+// Package runtimes says what a container runtime is, as data: the traits
+// the backends act on (does it pass descriptors, is its kernel its own),
+// looked up once per sandbox by the runtime's name. No other code branches
+// on a runtime's name.
+package runtimes
+
+import (
+	"path/filepath"
+	"slices"
+)
+
+// Traits is what a runtime is, as far as the backends care. The zero
+// value is a runtime that does nothing the host must allow for (none is).
+type Traits struct {
+	// Name is the runtime's binary name ("runc"); "" is the daemon's
+	// default.
+	Name string
+	// UserSpaceKernel: the sandbox's processes run on the runtime's own
+	// kernel, a user-space process on the host (gVisor), which is charged
+	// to the sandbox's cgroup and keeps its own network stack.
+	UserSpaceKernel bool
+	// PassesFDs: the runtime hands the container extra descriptors
+	// (--preserve-fds), so the holder gets its control channel as fd 3.
+	PassesFDs bool
+	// BindsSocketFile: a Unix socket file bound into the container can be
+	// dialled from inside it.
+	BindsSocketFile bool
+	// PidsCountThreads: the host's pids cgroup counts the runtime's own
+	// threads, not the sandbox's processes, so the policy's process limit
+	// must be enforced inside (backends.GVisorLimits).
+	PidsCountThreads bool
+	// SeccompOnExec: a process started by an exec gets the container's
+	// seccomp filter; without it the supervisor loads the filter itself.
+	SeccompOnExec bool
+	// OwnNetworkStack: the runtime makes the container's network itself,
+	// so no network namespace is made for it beforehand.
+	OwnNetworkStack bool
+	// Flags are the global flags the oci backend gives the runtime.
+	Flags []string
+}
+
+// native is a runtime whose container is a set of the host kernel's
+// namespaces and cgroups (runc, crun, and any runtime not in the table).
+var native = Traits{PassesFDs: true, BindsSocketFile: true, SeccompOnExec: true}
+
+// table holds the runtimes that differ from a native one.
+var table = map[string]Traits{
+	// gVisor. It keeps its own network stack, and with --network=none
+	// that stack holds only its own loopback (not a namespace it would
+	// expect the caller to have configured); --oci-seccomp has it apply
+	// the bundle's seccomp filter to the container's first process.
+	"runsc": {
+		UserSpaceKernel: true, PidsCountThreads: true, OwnNetworkStack: true,
+		Flags: []string{"--network=none", "--oci-seccomp"},
+	},
+}
+
+// Of returns the traits of the runtime at path (or named so); a runtime
+// not in the table is a native one.
+func Of(path string) Traits {
+	name := ""
+	if path != "" {
+		name = filepath.Base(path)
+	}
+	t, ok := table[name]
+	if !ok {
+		t = native
+	}
+	t.Name = name
+	t.Flags = slices.Clone(t.Flags)
+	return t
+}

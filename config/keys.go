@@ -1,0 +1,209 @@
+package config
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// keySpec is one key of a table whose every key is known ([sandbox], a
+// per-role table, [sandbox.guard]): how its value is read and checked, where
+// it is stored in S, how a per-role table overrides it, and what it means.
+// The validator, Resolve and the README's key table all follow the lists
+// below (keys_test.go checks the struct and the README against them), so a
+// new key is one line here plus the code that uses its value.
+type keySpec[S any] struct {
+	name string
+	// doc is what the key means, exactly as the README's key table states it.
+	doc string
+	// example is a valid TOML value for the key, for the tests.
+	example string
+	// read checks v (at path p) and stores it in s; a bad value leaves the
+	// field unset and adds a problem.
+	read func(c *checker, p []string, v any, s *S)
+	// merge sets dst's field to a copy of over's when it is set there, else
+	// of base's: the shallow override of a per-role table.
+	merge func(dst, over, base *S)
+	// field returns the address of the field in s (for the tests).
+	field func(s *S) any
+}
+
+// parser reads one value; the zero T (nil) means it was not accepted.
+type parser[T any] func(c *checker, p []string, v any) T
+
+// scalar is a key stored as a pointer; nil is unset.
+func scalar[S, T any](name, doc, example string, at func(*S) **T, parse parser[*T]) keySpec[S] {
+	return keySpec[S]{
+		name: name, doc: doc, example: example,
+		read:  func(c *checker, p []string, v any, s *S) { *at(s) = parse(c, p, v) },
+		merge: func(dst, over, base *S) { *at(dst) = pick(*at(over), *at(base)) },
+		field: func(s *S) any { return at(s) },
+	}
+}
+
+// list is a key stored as a slice; nil is unset, an empty list is set (and
+// overrides [sandbox] with nothing).
+func list[S, T any](name, doc, example string, at func(*S) *[]T, parse parser[[]T]) keySpec[S] {
+	return keySpec[S]{
+		name: name, doc: doc, example: example,
+		read:  func(c *checker, p []string, v any, s *S) { *at(s) = parse(c, p, v) },
+		merge: func(dst, over, base *S) { *at(dst) = pickSlice(*at(over), *at(base)) },
+		field: func(s *S) any { return at(s) },
+	}
+}
+
+// table is a key stored as a map; nil is unset. A role's table replaces
+// [sandbox]'s whole, it is not merged entry by entry.
+func table[S any](name, doc, example string, at func(*S) *map[string]string, parse parser[map[string]string]) keySpec[S] {
+	return keySpec[S]{
+		name: name, doc: doc, example: example,
+		read:  func(c *checker, p []string, v any, s *S) { *at(s) = parse(c, p, v) },
+		merge: func(dst, over, base *S) { *at(dst) = pickMap(*at(over), *at(base)) },
+		field: func(s *S) any { return at(s) },
+	}
+}
+
+// maxPool bounds [sandbox] pool: each warm sandbox holds its memory.
+const maxPool = 16
+
+// sandboxKeys are the keys of [sandbox] and of each per-role table, in the
+// order a problem lists them.
+var sandboxKeys = []keySpec[Sandbox]{
+	scalar("backend", `the backend that runs commands (see "Which backend")`, `"docker"`,
+		func(s *Sandbox) **string { return &s.Backend }, (*checker).backend),
+	scalar("network", "`false` = loopback only; `true` = network on", `true`,
+		func(s *Sandbox) **bool { return &s.Network }, (*checker).boolean),
+	scalar("image", "docker image with the project's environment at the same paths", `"img:1"`,
+		func(s *Sandbox) **string { return &s.Image }, stringWhere(checkImage)),
+	list("env", "extra variables to pass; shell wildcards allowed (`PIXI_*`)", `["PIXI_*"]`,
+		func(s *Sandbox) *[]string { return &s.Env }, stringsWhere(checkEnvPattern)),
+	list("secrets", "replaces the unreadable-path list (runtime sockets stay unreadable regardless)", `["~/.ssh"]`,
+		func(s *Sandbox) *[]string { return &s.Secrets }, stringsWhere(checkNonEmpty)),
+	list("writable", "writable paths, relative to the workspace root", `["out"]`,
+		func(s *Sandbox) *[]string { return &s.Writable }, stringsWhere(checkRelative)),
+	scalar("allow_all", "no isolation, full environment, guard off; every report warns and the selftest fails", `true`,
+		func(s *Sandbox) **bool { return &s.AllowAll }, (*checker).boolean),
+	table("set_env", "fixed variables set inside, e.g. `{ LLMFORMAT = \"1\" }`", `{ LLMFORMAT = "1" }`,
+		func(s *Sandbox) *map[string]string { return &s.SetEnv }, (*checker).setEnv),
+	scalar("timeout", "role timeout in seconds (overrides `[repro] timeout`)", `30`,
+		func(s *Sandbox) **int { return &s.Timeout }, (*checker).timeout),
+	scalar("memory", "memory limit (`\"2g\"`, `\"512m\"`, bytes); swap is set equal, so there is none", `"2g"`,
+		func(s *Sandbox) **int64 { return &s.Memory }, (*checker).size),
+	// Runtimes apply no CPU quota below 0.01 (dockerd refuses it, runc
+	// reads a zero quota as no limit).
+	scalar("cpus", "CPU limit", `1.5`,
+		func(s *Sandbox) **float64 { return &s.CPUs }, numberIn(0.01, 4096, "e.g. cpus = 1.5")),
+	scalar("pids", "process (task) limit", `256`,
+		func(s *Sandbox) **int64 { return &s.Pids }, (*checker).positive),
+	scalar("tmpfs_size", "size of each scratch tmpfs (HOME, TMPDIR)", `"256m"`,
+		func(s *Sandbox) **int64 { return &s.TmpfsSize }, (*checker).size),
+	scalar("shm_size", "`/dev/shm` size", `"64m"`,
+		func(s *Sandbox) **int64 { return &s.ShmSize }, (*checker).size),
+	scalar("file_size", "largest file a command may write (`RLIMIT_FSIZE`; a bigger or sparse one ends in EFBIG)", `"1g"`,
+		func(s *Sandbox) **int64 { return &s.FileSize }, (*checker).size),
+	scalar("writable_size", "bytes of each staged writable path (and of a directory holding writable files)", `"256m"`,
+		func(s *Sandbox) **int64 { return &s.WritableSize }, (*checker).size),
+	scalar("writable_inodes", "files in each staged writable path (and in a directory holding writable files)", `32768`,
+		func(s *Sandbox) **int64 { return &s.WritableInodes }, intIn(64, 1<<24, "", "e.g. writable_inodes = 32768")),
+	scalar("runtime", "docker: the daemon's runtime, e.g. `runsc`; oci: `runc`, `crun` or `runsc`", `"runsc"`,
+		func(s *Sandbox) **string { return &s.Runtime }, stringWhere(anyString)),
+	scalar("user", "`uid:gid` inside when triage-sandbox runs as root (never 0)", `"1000:1000"`,
+		func(s *Sandbox) **string { return &s.User }, stringWhere(checkUserKey)),
+	scalar("output_limit", "bytes of each stream shown (head + tail)", `"64k"`,
+		func(s *Sandbox) **int64 { return &s.OutputLimit }, (*checker).size),
+	scalar("output_ceiling", "a command that prints more than this is stopped (exit 137, `output_ceiling`)", `"1g"`,
+		func(s *Sandbox) **int64 { return &s.OutputCeiling }, (*checker).size),
+	list("deny", "extra gate patterns (ai-triager's fnmatch globs, e.g. `\"gh issue close*\"`) matched against each parsed, normalised command: a match denies", `["gh issue close*"]`,
+		func(s *Sandbox) *[]string { return &s.Deny }, stringsWhere(checkNonEmpty)),
+	list("confirm", "extra gate patterns, as `deny`: a match asks the operator", `["git push*"]`,
+		func(s *Sandbox) *[]string { return &s.Confirm }, stringsWhere(checkNonEmpty)),
+	list("gate_disable", "default gate rules (see `triage-sandbox check`, below) that do not apply", `["rule"]`,
+		func(s *Sandbox) *[]string { return &s.GateDisable }, stringsWhere(checkNonEmpty)),
+	list("gate_confirm", "default gate rules that ask the operator instead of denying", `["rule"]`,
+		func(s *Sandbox) *[]string { return &s.GateConfirm }, stringsWhere(checkNonEmpty)),
+	scalar("allow_dynamic", "the agent role may run commands the gate cannot judge statically (`eval`, a program name from a variable)", `true`,
+		func(s *Sandbox) **bool { return &s.AllowDynamic }, (*checker).boolean),
+	scalar("audit_log", "JSONL audit log, relative to the workspace root; may not lie in a writable path", `".triage/audit.jsonl"`,
+		func(s *Sandbox) **string { return &s.AuditLog }, stringWhere(anyString)),
+	list("accept_weaker", "requirements the backend may lack without refusal (e.g. `[\"own_loopback\"]` for a backend that shares the host's loopback); see \"Capabilities\"", `["own_loopback"]`,
+		func(s *Sandbox) *[]profiles.Capability { return &s.AcceptWeaker }, capabilities),
+	list("allow_tool_config", "writable paths where a run may leave `.git`, `.envrc`, editor settings (see \"What a run leaves in its outputs\")", `["issues"]`,
+		func(s *Sandbox) *[]string { return &s.AllowToolConfig }, stringsWhere(checkRelative)),
+	list("read_only", "extra host directories mounted read-only at the same path (absolute, `~/…` or relative to the workspace root); one inside an unreadable path is refused", `["~/.cache/pip"]`,
+		func(s *Sandbox) *[]string { return &s.ReadOnly }, stringsWhere(checkNonEmpty)),
+	scalar("pool", "(reproducer) keep this many started sandboxes ready, 1–16; each runs exactly one command", `2`,
+		func(s *Sandbox) **int64 { return &s.Pool }, intIn(1, maxPool, "", "e.g. pool = 2 keeps two reproducer sandboxes ready")),
+	scalar("warm_idle", "seconds after which an unused session or pool ends, 10–86400", `600`,
+		func(s *Sandbox) **int { return &s.WarmIdle }, asInt(intIn(10, 86400, " seconds", "e.g. warm_idle = 600"))),
+}
+
+// guardKeys are the keys of [sandbox.guard], in the order a problem lists
+// them. The guard has no per-role tables; merge is unused.
+var guardKeys = []keySpec[Guard]{
+	scalar("enabled", "ask a decision model about each command before it runs (see \"The command gate\")", `true`,
+		func(g *Guard) **bool { return &g.Enabled }, (*checker).boolean),
+	scalar("model", "the model's name, sent with each question", `"jev:jev-latest"`,
+		func(g *Guard) **string { return &g.Model }, stringWhere(anyString)),
+	scalar("min_safe", "a command runs only if the model's safe score is at least this", `0.5`,
+		func(g *Guard) **float64 { return &g.MinSafe }, numberIn(0, 1, "")),
+	scalar("max_risk", "a command runs only if every risk score (exfiltration, destructive, injection) is at most this", `0.7`,
+		func(g *Guard) **float64 { return &g.MaxRisk }, numberIn(0, 1, "")),
+	scalar("url", "the model's OpenAI-compatible endpoint, e.g. `http://127.0.0.1:8080/v1`", `"http://127.0.0.1:8080/v1"`,
+		func(g *Guard) **string { return &g.URL }, stringWhere(anyString)),
+	scalar("timeout", "seconds to wait for the model's answer", `60`,
+		func(g *Guard) **int { return &g.Timeout }, (*checker).timeout),
+	list("command", "instead of `url`: an argv that reads the request JSON on stdin and prints the scores JSON", `["judge", "--json"]`,
+		func(g *Guard) *[]string { return &g.Command }, stringsWhere(checkNonEmpty)),
+	scalar("api_key_env", "the variable holding the key for `url`", `"JUDGE_KEY"`,
+		func(g *Guard) **string { return &g.APIKeyEnv }, stringWhere(anyString)),
+}
+
+// sandboxTables are the tables [sandbox] may hold besides its keys.
+var sandboxTables = []string{string(profiles.RoleAgent), string(profiles.RoleReproducer), "guard"}
+
+// keyNames lists the names of keys, in order.
+func keyNames[S any](keys []keySpec[S]) []string {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.name
+	}
+	return names
+}
+
+// lookup returns the key called name.
+func lookup[S any](keys []keySpec[S], name string) (keySpec[S], bool) {
+	i := slices.IndexFunc(keys, func(k keySpec[S]) bool { return k.name == name })
+	if i < 0 {
+		return keySpec[S]{}, false
+	}
+	return keys[i], true
+}
+
+// pick returns a copy of the override when set, else of the base.
+func pick[T any](override, base *T) *T {
+	p := override
+	if p == nil {
+		p = base
+	}
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// pickSlice treats a nil slice as unset; an empty one is set and overrides.
+func pickSlice[T any](override, base []T) []T {
+	if override != nil {
+		return slices.Clone(override)
+	}
+	return slices.Clone(base)
+}
+
+func pickMap(override, base map[string]string) map[string]string {
+	if override != nil {
+		return maps.Clone(override)
+	}
+	return maps.Clone(base)
+}

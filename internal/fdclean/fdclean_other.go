@@ -1,0 +1,5 @@
+//go:build !linux
+
+package fdclean
+
+func closeOnExecAbove(fd int) error { return eachOpen("/dev/fd", fd) }

@@ -1,0 +1,149 @@
+// Package protocol is everything that crosses between triage-sandbox on the
+// host and its own binary started inside (or beside) a sandbox: which entry
+// point runs, the typed spec it runs with, and the typed frames it answers
+// with. The host side (backends, warm, selftest) encodes; the sandbox side
+// (cmd's entry dispatch, sandboxinit, the local helper) decodes. Neither
+// side imports the other; both import this.
+//
+// The wire is plain: an entry point is started as `BINARY ENTRY SPEC`, where
+// SPEC is one argv element holding the spec as JSON. Decoding is strict
+// (unknown fields, trailing data, bad paths and descriptors are errors),
+// because on the host side some of what is decoded was written by the
+// sandbox, and on the sandbox side a bad spec must refuse, not guess.
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Entry names a hidden entry point of the triage-sandbox binary.
+type Entry string
+
+// The entry points. Each takes exactly one argument, its spec, except
+// ProbeChild, whose arguments are the probe's own (see package probe).
+const (
+	// EntryHold keeps a started container sandbox alive (the holder).
+	EntryHold Entry = "__hold"
+	// EntryExec runs one command under the supervisor.
+	EntryExec Entry = "__exec"
+	// EntryExport writes the staged writable paths for the copy back.
+	EntryExport Entry = "__export"
+	// EntryLocal is the local backend's helper: confine, then hold.
+	EntryLocal Entry = "__local"
+	// EntryKeeper is a session's or pool's keeper on the host.
+	EntryKeeper Entry = "__warm"
+	// EntryProbe runs a selftest probe plan.
+	EntryProbe Entry = "__probe"
+	// EntryProbeChild is a probe's helper process (positional arguments).
+	EntryProbeChild Entry = "__probe-child"
+)
+
+// Entries lists every entry point, for the dispatcher and its tests.
+func Entries() []Entry {
+	return []Entry{EntryHold, EntryExec, EntryExport, EntryLocal, EntryKeeper, EntryProbe, EntryProbeChild}
+}
+
+// IsEntry reports whether arg names an entry point.
+func IsEntry(arg string) bool {
+	for _, e := range Entries() {
+		if string(e) == arg {
+			return true
+		}
+	}
+	return false
+}
+
+// maxSpec bounds one encoded spec (an argv with its arguments, the staged
+// paths): well under the kernel's argument limits.
+const maxSpec = 1 << 20
+
+// Argv is the argv that starts entry e of the binary at bin with spec.
+func Argv(bin string, e Entry, spec any) ([]string, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the %s spec: %w", e, err)
+	}
+	if len(b) > maxSpec {
+		return nil, fmt.Errorf("the %s spec is %d bytes, over the %d-byte bound", e, len(b), maxSpec)
+	}
+	return []string{bin, string(e), string(b)}, nil
+}
+
+// MustArgv is Argv for specs that always encode (no channels, no funcs, a
+// bounded size); it panics otherwise, which is a programming error.
+func MustArgv(bin string, e Entry, spec any) []string {
+	argv, err := Argv(bin, e, spec)
+	if err != nil {
+		panic(err)
+	}
+	return argv
+}
+
+// decode reads one spec argument strictly into v.
+func decode(e Entry, args []string, v interface{ validate() error }) error {
+	if len(args) != 1 {
+		return fmt.Errorf("%s takes one argument, its spec as JSON; got %d", e, len(args))
+	}
+	if len(args[0]) > maxSpec {
+		return fmt.Errorf("%s: spec of %d bytes is over the %d-byte bound", e, len(args[0]), maxSpec)
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(args[0])))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s: bad spec: %w", e, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%s: bad spec: data after the JSON object", e)
+	}
+	if err := v.validate(); err != nil {
+		return fmt.Errorf("%s: %w", e, err)
+	}
+	return nil
+}
+
+// Duration is a time.Duration written as Go writes it ("1m30s"), so a
+// rendered spec reads as a person would write it.
+type Duration time.Duration
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"90s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("negative duration %q", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D is the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// checkFD accepts 0 (none) or an inherited descriptor above stderr.
+func checkFD(name string, fd int) error {
+	if fd != 0 && fd < 3 {
+		return fmt.Errorf("%s %d: must be an inherited descriptor above stderr", name, fd)
+	}
+	return nil
+}
+
+var errNoArgv = errors.New("empty command")
+
+// InitPath is where container backends mount the static triage-sandbox
+// binary: the sandbox's holder, supervisor and exporter.
+const InitPath = "/.triage-sandbox/triage-sandbox"

@@ -1,0 +1,184 @@
+package protocol
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/stage"
+)
+
+var paths = []stage.Path{
+	{Path: "/ws/repros", Kind: stage.KindDir},
+	{Path: "/ws/NOTES.md", Kind: stage.KindFile},
+	{Path: "/ws/link", Kind: stage.KindLink},
+	{Path: "/ws", Kind: stage.KindSkeleton},
+}
+
+// roundTrip encodes spec for entry e and decodes it with decode.
+func roundTrip[T any](t *testing.T, e Entry, spec T, decode func([]string) (T, error)) {
+	t.Helper()
+	argv, err := Argv("/bin/ts", e, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(argv) != 3 || argv[0] != "/bin/ts" || argv[1] != string(e) {
+		t.Fatalf("argv = %q", argv)
+	}
+	got, err := decode(argv[2:])
+	if err != nil {
+		t.Fatalf("decoding %s: %v", argv[2], err)
+	}
+	if !reflect.DeepEqual(got, spec) {
+		t.Fatalf("round trip of %s:\n got %+v\nwant %+v", e, got, spec)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	t.Run("hold", func(t *testing.T) {
+		for _, h := range []Hold{
+			{},
+			{Lifeline: true, TTL: Duration(90 * time.Second), Stage: paths},
+			{ControlFD: 3},
+			{ControlSock: "/.triage-sandbox/control.sock", Lifeline: true},
+		} {
+			roundTrip(t, EntryHold, h, DecodeHold)
+		}
+	})
+	t.Run("exec", func(t *testing.T) {
+		for _, x := range []Exec{
+			{Argv: []string{"true"}},
+			{Argv: []string{"sh", "-c", "echo -- --lifeline"}, Timeout: Duration(time.Minute), Grace: Duration(time.Second), Lifeline: true},
+			{Argv: []string{"x"}, Seccomp: "default", ExportFD: 3, Export: &Export{Stage: paths, MaxEntries: 32768}},
+		} {
+			roundTrip(t, EntryExec, x, DecodeExec)
+		}
+	})
+	t.Run("export", func(t *testing.T) {
+		roundTrip(t, EntryExport, Export{Stage: paths, MaxEntries: 10}, DecodeExport)
+	})
+	t.Run("local", func(t *testing.T) {
+		roundTrip(t, EntryLocal, Local{PlanFD: 3, Hold: Hold{ControlFD: 4, Lifeline: true, Stage: paths}}, DecodeLocal)
+	})
+	t.Run("keeper", func(t *testing.T) {
+		roundTrip(t, EntryKeeper, Keeper{Dir: "/run/user/0/triage-sandbox/warm"}, DecodeKeeper)
+	})
+	t.Run("probe", func(t *testing.T) {
+		roundTrip(t, EntryProbe, Probe{Tag: "t1", Plan: "eyJ4IjoxfQ"}, DecodeProbe)
+	})
+}
+
+func TestDecodeRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		dec  func([]string) error
+		args []string
+		want string
+	}{
+		{"no spec", decodeErr(DecodeHold), nil, "one argument"},
+		{"two specs", decodeErr(DecodeHold), []string{"{}", "{}"}, "one argument"},
+		{"unknown field", decodeErr(DecodeHold), []string{`{"lifeline":true,"ttl2":"1s"}`}, "unknown field"},
+		{"trailing data", decodeErr(DecodeHold), []string{`{} {}`}, "data after"},
+		{"negative ttl", decodeErr(DecodeHold), []string{`{"ttl":"-1s"}`}, "negative"},
+		{"numeric ttl", decodeErr(DecodeHold), []string{`{"ttl":5}`}, "duration"},
+		{"stdin as control", decodeErr(DecodeHold), []string{`{"control_fd":1}`}, "above stderr"},
+		{"two channels", decodeErr(DecodeHold), []string{`{"control_fd":3,"control_sock":"/s"}`}, "not two"},
+		{"relative socket", decodeErr(DecodeHold), []string{`{"control_sock":"s"}`}, "absolute"},
+		{"relative stage", decodeErr(DecodeHold), []string{`{"stage":[{"path":"ws","kind":"dir"}]}`}, "absolute"},
+		{"unknown kind", decodeErr(DecodeHold), []string{`{"stage":[{"path":"/ws","kind":"fifo"}]}`}, "unknown kind"},
+		{"empty argv", decodeErr(DecodeExec), []string{`{"argv":[]}`}, "empty command"},
+		{"export without fd", decodeErr(DecodeExec), []string{`{"argv":["x"],"export":{"stage":[]}}`}, "both or neither"},
+		{"fd without export", decodeErr(DecodeExec), []string{`{"argv":["x"],"export_fd":3}`}, "both or neither"},
+		{"negative max", decodeErr(DecodeExport), []string{`{"stage":[],"max_entries":-1}`}, "negative"},
+		{"local without plan", decodeErr(DecodeLocal), []string{`{"hold":{"control_fd":4}}`}, "required"},
+		{"local same fds", decodeErr(DecodeLocal), []string{`{"plan_fd":4,"hold":{"control_fd":4}}`}, "both 4"},
+		{"keeper relative", decodeErr(DecodeKeeper), []string{`{"dir":"warm"}`}, "absolute"},
+		{"probe without plan", decodeErr(DecodeProbe), []string{`{"tag":"x"}`}, "required"},
+		{"not json", decodeErr(DecodeExec), []string{`--lifeline`}, "bad spec"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.dec(tt.args)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func decodeErr[T any](d func([]string) (T, error)) func([]string) error {
+	return func(a []string) error { _, err := d(a); return err }
+}
+
+func TestEntriesAreDistinctAndHidden(t *testing.T) {
+	seen := map[Entry]bool{}
+	for _, e := range Entries() {
+		if seen[e] || !strings.HasPrefix(string(e), "__") || !IsEntry(string(e)) {
+			t.Errorf("entry %q: duplicate or not hidden", e)
+		}
+		seen[e] = true
+	}
+	if IsEntry("run") || IsEntry("__init") {
+		t.Error("IsEntry accepts a name that is no entry")
+	}
+}
+
+func TestStatusRoundTrip(t *testing.T) {
+	for _, s := range []Status{
+		{State: StateReady},
+		{State: StateStagingFailed, Detail: "repros: 40000 entries, over 32768\nsecond line"},
+		{State: StateHolderFailed, Detail: "no /proc"},
+		{State: StateControlUnavailable, Detail: "dial unix /s: permission denied"},
+		{State: StateStoppedOutside, Detail: "terminated"},
+	} {
+		var b bytes.Buffer
+		if err := WriteStatus(&b, s); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Count(b.String(), "\n") != 1 {
+			t.Fatalf("status %+v written as %d lines", s, strings.Count(b.String(), "\n"))
+		}
+		got := Statuses(b.Bytes())
+		if len(got) != 1 || got[0] != s {
+			t.Fatalf("Statuses(%q) = %+v, want %+v", b.String(), got, s)
+		}
+	}
+}
+
+func TestStatusesAreWholeLinesOnly(t *testing.T) {
+	var ready bytes.Buffer
+	_ = WriteStatus(&ready, Status{State: StateReady})
+	line := strings.TrimSuffix(ready.String(), "\n")
+	tests := []struct {
+		name string
+		out  string
+		want int
+	}{
+		{"alone", line + "\n", 1},
+		{"after other output", "tini: hello\n" + line + "\n", 1},
+		{"not yet ended", line, 0},
+		{"inside another line", "echo " + line + "\n", 0},
+		{"indented", " " + line + "\n", 0},
+		{"unknown state", `triage-sandbox-status {"state":"pwned"}` + "\n", 0},
+		{"extra field", `triage-sandbox-status {"state":"ready","x":1}` + "\n", 0},
+		{"old text", "triage-sandbox: staged\n", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Statuses([]byte(tt.out)); len(got) != tt.want {
+				t.Fatalf("Statuses(%q) = %+v, want %d", tt.out, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHuman(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString("runc: something\n")
+	_ = WriteStatus(&b, Status{State: StateStagingFailed, Detail: "too big"})
+	if got, want := Human(b.Bytes()), "runc: something staging failed: too big"; got != want {
+		t.Fatalf("Human = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,211 @@
+package protocol
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/stage"
+)
+
+// Hold is the holder's spec: how it learns that its owner is gone, how long
+// it may live, what it unpacks before it says it is ready, and where the
+// host's commands come from.
+type Hold struct {
+	// Lifeline: stdin is the lifeline; its EOF (the owner died, even by
+	// SIGKILL) kills everything in the sandbox.
+	Lifeline bool `json:"lifeline,omitempty"`
+	// TTL is the backstop: past it everything is killed whatever else
+	// happens. Zero means none.
+	TTL Duration `json:"ttl,omitempty"`
+	// Stage are the staged paths, unpacked from stdin (a tar stream ahead
+	// of the lifeline) before the holder says it is ready.
+	Stage []stage.Path `json:"stage,omitempty"`
+	// ControlFD is an inherited control socket to serve (0: none).
+	ControlFD int `json:"control_fd,omitempty"`
+	// ControlSock is a control socket to dial and serve ("" : none); a
+	// holder that cannot dial says so with StateControlUnavailable.
+	ControlSock string `json:"control_sock,omitempty"`
+}
+
+func (h *Hold) validate() error {
+	if h.ControlFD != 0 && h.ControlSock != "" {
+		return fmt.Errorf("control_fd and control_sock: one control channel, not two")
+	}
+	if h.ControlSock != "" && !strings.HasPrefix(h.ControlSock, "/") {
+		return fmt.Errorf("control_sock %q: must be absolute", h.ControlSock)
+	}
+	if err := checkFD("control_fd", h.ControlFD); err != nil {
+		return err
+	}
+	return checkPaths(h.Stage)
+}
+
+// DecodeHold reads a holder's spec from its arguments.
+func DecodeHold(args []string) (Hold, error) {
+	var h Hold
+	err := decode(EntryHold, args, &h)
+	return h, err
+}
+
+// Exec is one supervised command's spec.
+type Exec struct {
+	// Argv is the command, executed with no shell.
+	Argv []string `json:"argv"`
+	// Timeout kills the command's whole tree (zero: none); Grace is the
+	// time between SIGTERM and SIGKILL then.
+	Timeout Duration `json:"timeout,omitempty"`
+	Grace   Duration `json:"grace,omitempty"`
+	// Lifeline: stdin is a lifeline (its EOF kills the tree), not input.
+	Lifeline bool `json:"lifeline,omitempty"`
+	// Seccomp names a filter set the supervisor loads on itself before it
+	// starts the command, for runtimes whose exec loads none.
+	Seccomp string `json:"seccomp,omitempty"`
+	// ExportFD, when set, is an inherited descriptor the supervisor writes
+	// Export's paths to once the command's whole tree is gone: the copy
+	// back without a second exec.
+	ExportFD int     `json:"export_fd,omitempty"`
+	Export   *Export `json:"export,omitempty"`
+}
+
+func (x *Exec) validate() error {
+	if len(x.Argv) == 0 || x.Argv[0] == "" {
+		return errNoArgv
+	}
+	if err := checkFD("export_fd", x.ExportFD); err != nil {
+		return err
+	}
+	if (x.ExportFD != 0) != (x.Export != nil) {
+		return fmt.Errorf("export_fd and export: both or neither")
+	}
+	if x.Export != nil {
+		return x.Export.validate()
+	}
+	return nil
+}
+
+// DecodeExec reads a supervisor's spec from its arguments.
+func DecodeExec(args []string) (Exec, error) {
+	var x Exec
+	err := decode(EntryExec, args, &x)
+	return x, err
+}
+
+// Export is what an export sends back: the staged paths, and the bound
+// past which a staged directory is not exported at all.
+type Export struct {
+	Stage      []stage.Path `json:"stage"`
+	MaxEntries int          `json:"max_entries,omitempty"`
+}
+
+func (e *Export) validate() error {
+	if e.MaxEntries < 0 {
+		return fmt.Errorf("max_entries %d: must not be negative", e.MaxEntries)
+	}
+	return checkPaths(e.Stage)
+}
+
+// DecodeExport reads an exporter's spec from its arguments.
+func DecodeExport(args []string) (Export, error) {
+	var e Export
+	err := decode(EntryExport, args, &e)
+	return e, err
+}
+
+// Local is the local backend's helper's spec: its confinement plan comes
+// on PlanFD (JSON, see backends/local/confine), then it holds the sandbox
+// as Hold says, serving the control channel on Hold.ControlFD.
+type Local struct {
+	PlanFD int  `json:"plan_fd"`
+	Hold   Hold `json:"hold"`
+}
+
+func (l *Local) validate() error {
+	if l.PlanFD == 0 || l.Hold.ControlFD == 0 {
+		return fmt.Errorf("plan_fd and hold.control_fd are both required")
+	}
+	if err := checkFD("plan_fd", l.PlanFD); err != nil {
+		return err
+	}
+	if l.PlanFD == l.Hold.ControlFD {
+		return fmt.Errorf("plan_fd and hold.control_fd are both %d", l.PlanFD)
+	}
+	return l.Hold.validate()
+}
+
+// DecodeLocal reads the local helper's spec from its arguments.
+func DecodeLocal(args []string) (Local, error) {
+	var l Local
+	err := decode(EntryLocal, args, &l)
+	return l, err
+}
+
+// Keeper is a warm keeper's spec: the directory of its socket and record.
+// The policy it keeps sandboxes for comes on its stdin.
+type Keeper struct {
+	Dir string `json:"dir"`
+}
+
+func (k *Keeper) validate() error {
+	if !strings.HasPrefix(k.Dir, "/") {
+		return fmt.Errorf("dir %q: must be absolute", k.Dir)
+	}
+	return nil
+}
+
+// DecodeKeeper reads a keeper's spec from its arguments.
+func DecodeKeeper(args []string) (Keeper, error) {
+	var k Keeper
+	err := decode(EntryKeeper, args, &k)
+	return k, err
+}
+
+// Probe is a selftest probe's spec: its marker for the host and its
+// encoded plan (package probe decodes the plan).
+type Probe struct {
+	Tag  string `json:"tag"`
+	Plan string `json:"plan"`
+}
+
+func (p *Probe) validate() error {
+	if p.Plan == "" {
+		return fmt.Errorf("plan is required")
+	}
+	return nil
+}
+
+// DecodeProbe reads a probe's spec from its arguments.
+func DecodeProbe(args []string) (Probe, error) {
+	var p Probe
+	err := decode(EntryProbe, args, &p)
+	return p, err
+}
+
+// checkPaths accepts staged paths that are absolute and of a known kind.
+func checkPaths(paths []stage.Path) error {
+	for _, p := range paths {
+		if !strings.HasPrefix(p.Path, "/") || strings.ContainsRune(p.Path, 0) {
+			return fmt.Errorf("staged path %q: must be absolute", p.Path)
+		}
+		switch p.Kind {
+		case stage.KindDir, stage.KindFile, stage.KindLink, stage.KindSkeleton:
+		default:
+			return fmt.Errorf("staged path %q: unknown kind %q (want %s, %s, %s or %s)",
+				p.Path, p.Kind, stage.KindDir, stage.KindFile, stage.KindLink, stage.KindSkeleton)
+		}
+	}
+	return nil
+}
+
+// EditHold changes the holder's spec in a holder argv (BINARY ENTRY SPEC):
+// a renderer builds the argv before the backend knows its control channel.
+func EditHold(argv []string, edit func(*Hold)) ([]string, error) {
+	if len(argv) != 3 || argv[1] != string(EntryHold) {
+		return nil, fmt.Errorf("not a holder argv: %q", argv)
+	}
+	h, err := DecodeHold(argv[2:])
+	if err != nil {
+		return nil, err
+	}
+	edit(&h)
+	return Argv(argv[0], EntryHold, h)
+}

@@ -1,0 +1,87 @@
+package sandboxinit
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/triage-sandbox/triage-sandbox/backends/control"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
+)
+
+// Stdio are an entry point's standard streams.
+type Stdio struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// RunHold is the holder's entry point: it holds the sandbox as spec says
+// and returns the exit code.
+func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
+	if err := guardFromCommand(); err != nil {
+		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: err.Error()})
+		return exitcodeRefused
+	}
+	o := HoldOptions{TTL: spec.TTL.D(), Stderr: io.Err, Stdout: io.Out, Stage: spec.Stage, SweepLeftovers: true}
+	if spec.Lifeline {
+		o.Lifeline = io.In
+	}
+	self, err := os.Executable()
+	if err != nil {
+		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: err.Error()})
+		return exitcodeRefused
+	}
+	helper := func() { o.Helper, o.HelperEntries = self, []protocol.Entry{protocol.EntryExec, protocol.EntryExport} }
+	switch {
+	case spec.ControlFD != 0:
+		syscall.CloseOnExec(spec.ControlFD)
+		o.Control = os.NewFile(uintptr(spec.ControlFD), "control")
+		helper()
+	case spec.ControlSock != "":
+		// Dialled before anything else runs here: the host accepts only
+		// the first connection. One that fails leaves the host on its
+		// runtime's exec, told by this status.
+		conn, err := control.Dial(spec.ControlSock)
+		if err != nil {
+			_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateControlUnavailable, Detail: err.Error()})
+			break
+		}
+		o.ControlConn = conn
+		helper()
+	}
+	return Hold(ctx, o)
+}
+
+// RunExec is the supervisor's entry point: it runs one command as spec
+// says and returns the exit code.
+func RunExec(ctx context.Context, spec protocol.Exec, io Stdio) int {
+	if err := guardFromCommand(); err != nil {
+		fmt.Fprintf(io.Err, "triage-sandbox: %v\n", err)
+		return exitcodeRefused
+	}
+	o := ExecOptions{Argv: spec.Argv, Timeout: spec.Timeout.D(), Grace: spec.Grace.D(), Lifeline: spec.Lifeline,
+		Stdin: io.In, Stdout: io.Out, Stderr: io.Err, Seccomp: spec.Seccomp}
+	if spec.ExportFD != 0 {
+		// The runtime passed it (runc exec --preserve-fds): close-on-exec at
+		// once, so the command never inherits it.
+		syscall.CloseOnExec(spec.ExportFD)
+		o.ExportTo = os.NewFile(uintptr(spec.ExportFD), "export")
+		o.Stage, o.MaxEntries = spec.Export.Stage, spec.Export.MaxEntries
+	}
+	return Exec(ctx, o)
+}
+
+// RunExport is the exporter's entry point.
+func RunExport(spec protocol.Export, out, errOut io.Writer) int {
+	if err := guardFromCommand(); err != nil {
+		fmt.Fprintf(errOut, "triage-sandbox: %v\n", err)
+		return exitcodeRefused
+	}
+	if err := Export(out, spec.Stage, spec.MaxEntries); err != nil {
+		fmt.Fprintf(errOut, "triage-sandbox: %v\n", err)
+		return exitcodeRefused
+	}
+	return 0
+}
