@@ -11,29 +11,30 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // Record is one run. It never holds a secret value: argv is redacted by the
 // caller and output is not recorded, only counted.
 type Record struct {
-	Time          time.Time `json:"time"`
-	Role          string    `json:"role"`
-	Backend       string    `json:"backend"`
-	Config        string    `json:"config,omitempty"`
-	Argv          []string  `json:"argv"`
-	PolicyHash    string    `json:"policy_hash"`
-	Gate          string    `json:"gate"`
-	ExitCode      int       `json:"exit_code"`
-	DurationMS    float64   `json:"duration_ms"`
-	TimedOut      bool      `json:"timed_out"`
-	OOMKilled     bool      `json:"oom_killed"`
-	Canceled      bool      `json:"canceled,omitempty"`
-	OutputCeiling bool      `json:"output_ceiling,omitempty"`
-	Truncated     bool      `json:"truncated"`
-	StdoutBytes   int64     `json:"stdout_bytes"`
-	StderrBytes   int64     `json:"stderr_bytes"`
-	Sandbox       string    `json:"sandbox,omitempty"`
-	Error         string    `json:"error,omitempty"`
+	Time          time.Time     `json:"time"`
+	Role          profiles.Role `json:"role"`
+	Backend       string        `json:"backend"`
+	Config        string        `json:"config,omitempty"`
+	Argv          []string      `json:"argv"`
+	PolicyHash    string        `json:"policy_hash"`
+	Gate          string        `json:"gate"`
+	ExitCode      int           `json:"exit_code"`
+	DurationMS    float64       `json:"duration_ms"`
+	TimedOut      bool          `json:"timed_out"`
+	OOMKilled     bool          `json:"oom_killed"`
+	Canceled      bool          `json:"canceled,omitempty"`
+	OutputCeiling bool          `json:"output_ceiling,omitempty"`
+	Truncated     bool          `json:"truncated"`
+	StdoutBytes   int64         `json:"stdout_bytes"`
+	StderrBytes   int64         `json:"stderr_bytes"`
+	Sandbox       string        `json:"sandbox,omitempty"`
+	Error         string        `json:"error,omitempty"`
 }
 
 // Append writes rec as one line to path, creating the file (0600) and its

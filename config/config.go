@@ -9,16 +9,12 @@ import (
 	"path/filepath"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // FileName is the name Find looks for.
 const FileName = "triage.toml"
-
-// Roles that have a per-role table under [sandbox].
-const (
-	RoleAgent      = "agent"
-	RoleReproducer = "reproducer"
-)
 
 // Find returns the path of triage.toml in dir or the nearest parent, or "" if none.
 func Find(dir string) (string, error) {
@@ -156,12 +152,12 @@ func Default(root string) *File {
 // role table replaces the [sandbox] one (each key's merge in sandboxKeys).
 // role is "agent" or "reproducer"; any other role gets [sandbox] alone. The
 // result shares no memory with f.
-func (f *File) Resolve(role string) Sandbox {
+func (f *File) Resolve(role profiles.Role) Sandbox {
 	var over Sandbox
 	switch role {
-	case RoleAgent:
+	case profiles.RoleAgent:
 		over = f.Agent
-	case RoleReproducer:
+	case profiles.RoleReproducer:
 		over = f.Reproducer
 	}
 	var out Sandbox

@@ -160,7 +160,7 @@ var guardKeys = []keySpec[Guard]{
 }
 
 // sandboxTables are the tables [sandbox] may hold besides its keys.
-var sandboxTables = []string{RoleAgent, RoleReproducer, "guard"}
+var sandboxTables = []string{string(profiles.RoleAgent), string(profiles.RoleReproducer), "guard"}
 
 // keyNames lists the names of keys, in order.
 func keyNames[S any](keys []keySpec[S]) []string {

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // fieldOf returns the name of the struct field a key stores its value in.
@@ -76,10 +78,10 @@ func TestEveryKeyParsedAndResolved(t *testing.T) {
 			if reflect.ValueOf(k.field(&f.Agent)).Elem().IsZero() {
 				t.Fatalf("%s = %s left %s unset", k.name, k.example, fieldOf(t, k))
 			}
-			if got, want := f.Resolve(RoleAgent), only(k, &f.Agent); !reflect.DeepEqual(got, want) {
+			if got, want := f.Resolve(profiles.RoleAgent), only(k, &f.Agent); !reflect.DeepEqual(got, want) {
 				t.Errorf("Resolve(agent) differs from the agent table's %s in %v", k.name, differ(got, want))
 			}
-			if got := f.Resolve(RoleReproducer); !isZero(got) {
+			if got := f.Resolve(profiles.RoleReproducer); !isZero(got) {
 				t.Errorf("Resolve(reproducer) sets %v, want nothing", differ(got, Sandbox{}))
 			}
 
@@ -87,7 +89,7 @@ func TestEveryKeyParsedAndResolved(t *testing.T) {
 			if err != nil {
 				t.Fatalf("example %s in [sandbox]: %v", k.example, err)
 			}
-			for _, role := range []string{RoleAgent, RoleReproducer, "other"} {
+			for _, role := range []profiles.Role{profiles.RoleAgent, profiles.RoleReproducer, "other"} {
 				if got, want := f.Resolve(role), only(k, &f.Sandbox); isZero(got) || !reflect.DeepEqual(got, want) {
 					t.Errorf("Resolve(%s) differs from [sandbox]'s %s in %v", role, k.name, differ(got, want))
 				}
@@ -181,12 +183,12 @@ func TestResolveEveryField(t *testing.T) {
 	f := &File{}
 	fill(&f.Sandbox, 1)
 	fill(&f.Agent, 2)
-	if got := f.Resolve(RoleAgent); !reflect.DeepEqual(got, f.Agent) {
+	if got := f.Resolve(profiles.RoleAgent); !reflect.DeepEqual(got, f.Agent) {
 		t.Errorf("Resolve(agent) differs from the agent table in %v", differ(got, f.Agent))
 	} else if s := sharesMemory(&got, &f.Agent); len(s) > 0 {
 		t.Errorf("Resolve(agent) shares %v with the agent table", s)
 	}
-	for _, role := range []string{RoleReproducer, "other"} {
+	for _, role := range []profiles.Role{profiles.RoleReproducer, "other"} {
 		got := f.Resolve(role)
 		if !reflect.DeepEqual(got, f.Sandbox) {
 			t.Errorf("Resolve(%s) differs from [sandbox] in %v", role, differ(got, f.Sandbox))

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"testing"
+
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 func TestResolve(t *testing.T) {
@@ -28,7 +30,7 @@ env = ["B", "C"]
 		t.Fatal(err)
 	}
 	tests := []struct {
-		role     string
+		role     profiles.Role
 		network  bool
 		memory   int64
 		writable []string
@@ -43,7 +45,7 @@ env = ["B", "C"]
 		{"other", false, 1 << 30, []string{"base"}, []string{"A"}, map[string]string{"K": "base"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.role, func(t *testing.T) {
+		t.Run(string(tt.role), func(t *testing.T) {
 			r := f.Resolve(tt.role)
 			if r.Network == nil || *r.Network != tt.network {
 				t.Errorf("Network = %v, want %v", r.Network, tt.network)

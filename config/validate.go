@@ -99,9 +99,9 @@ func (c *checker) sandboxSection(f *File, sb map[string]any) {
 			continue
 		}
 		switch name {
-		case RoleAgent:
+		case string(profiles.RoleAgent):
 			f.Agent = c.sandbox(p, m, true)
-		case RoleReproducer:
+		case string(profiles.RoleReproducer):
 			f.Reproducer = c.sandbox(p, m, true)
 		case "guard":
 			f.Guard = c.guard(p, m)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // Verdict is what the gate says about a command.
@@ -28,16 +30,11 @@ func (v Verdict) severity() int {
 	return 0
 }
 
-// Roles a gate can judge for.
-const (
-	RoleAgent      = "agent"      // the triage agent's own shell
-	RoleReproducer = "reproducer" // a reproducer's commands
-)
-
 // Config is what the policy compiles in (from triage.toml [sandbox] keys).
 type Config struct {
-	// Role is RoleAgent or RoleReproducer; "" means RoleAgent, the stricter.
-	Role string
+	// Role is profiles.RoleAgent or profiles.RoleReproducer; "" means
+	// the agent's, the stricter.
+	Role profiles.Role
 	// Deny are extra patterns, ai-triager style fnmatch globs (e.g.
 	// "gh issue close*", "*git push*"), matched against each normalised
 	// simple command (see Normalise), each wrapper level of it, and the raw
@@ -75,12 +72,12 @@ type Gate struct {
 func New(cfg Config) (*Gate, error) {
 	g := &Gate{verdicts: map[string]Verdict{}}
 	switch cfg.Role {
-	case "", RoleAgent:
+	case "", profiles.RoleAgent:
 		g.dynamicAllowed = cfg.AllowDynamic
-	case RoleReproducer:
+	case profiles.RoleReproducer:
 		g.dynamicAllowed = true
 	default:
-		return nil, fmt.Errorf("gate: unknown role %q (known: %s, %s)", cfg.Role, RoleAgent, RoleReproducer)
+		return nil, fmt.Errorf("gate: unknown role %q (known: %s, %s)", cfg.Role, profiles.RoleAgent, profiles.RoleReproducer)
 	}
 	for _, r := range DefaultRules() {
 		g.verdicts[r.Name] = r.Verdict

@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // testConfig is the configuration the table runs under.
 func testConfig() Config {
-	return Config{Role: RoleAgent, Workspace: "/ws", Writable: []string{"/ws/repros", "/ws/issues"}}
+	return Config{Role: profiles.RoleAgent, Workspace: "/ws", Writable: []string{"/ws/repros", "/ws/issues"}}
 }
 
 func mustGate(t testing.TB, cfg Config) *Gate {
@@ -539,7 +541,7 @@ func TestRoles(t *testing.T) {
 	cfg.AllowDynamic = true
 	dynamic := mustGate(t, cfg)
 	cfg = testConfig()
-	cfg.Role = RoleReproducer
+	cfg.Role = profiles.RoleReproducer
 	reproducer := mustGate(t, cfg)
 	for _, c := range cases {
 		for _, r := range []struct {

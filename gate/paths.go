@@ -2,7 +2,10 @@ package gate
 
 import (
 	"path"
+	"slices"
 	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // scratchDirs hold temporary files that may be deleted without harm:
@@ -72,14 +75,53 @@ func isDiskDevice(p string) bool {
 	return dev == "mem" || dev == "kmem" || dev == "port"
 }
 
-// secretPaths are credential files and directories (ai-triager's
-// SECRET_PATHS), as path components to look for.
-func secretPaths() [][]string {
-	return [][]string{
-		{".ssh"}, {".gnupg"}, {".aws"}, {".azure"}, {".config", "gcloud"}, {".config", "gh"},
-		{".config", "ai-triager"}, {".netrc"}, {"_netrc"}, {".pypirc"}, {".docker"}, {".kube"},
-		{".git-credentials"}, {"Library", "Keychains"},
+// credentialPath is one of the credential paths under a home directory, as
+// the path components an argument is split into.
+type credentialPath struct {
+	path  string   // as the list names it: "~/.ssh"
+	parts []string // ".ssh"
+}
+
+// credentials are the home-relative entries of profiles.CredentialPaths,
+// the list the policy makes unreadable, and markers are strings one of
+// which an argument must contain to name any of them (a cheap first test).
+// Computed once; never changed.
+var credentials, credentialMarkers = credentialTable(profiles.CredentialPaths())
+
+func credentialTable(list []string) ([]credentialPath, []string) {
+	var table []credentialPath
+	var markers []string
+	for _, p := range list {
+		rel, ok := strings.CutPrefix(p, "~/")
+		if !ok {
+			continue // not under a home directory: the gate does not look for it
+		}
+		parts := splitPathArg(rel)
+		table = append(table, credentialPath{path: p, parts: parts})
+		marker := parts[0]
+		if strings.HasPrefix(marker, ".") {
+			marker = "."
+		}
+		if !slices.Contains(markers, marker) {
+			markers = append(markers, marker)
+		}
 	}
+	return table, markers
+}
+
+// homeCredentialPaths are the credential paths the gate looks for, without
+// their "~/", for the rule's description.
+func homeCredentialPaths() []string {
+	out := make([]string, len(credentials))
+	for i, c := range credentials {
+		out[i] = strings.TrimPrefix(c.path, "~/")
+	}
+	return out
+}
+
+// splitPathArg splits an argument into the components secretPath compares.
+func splitPathArg(text string) []string {
+	return strings.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune("/=:@ \t\n\"'{}", r) })
 }
 
 // secretPath returns the credential path an argument names, or "". It
@@ -87,17 +129,17 @@ func secretPaths() [][]string {
 // /root, /home/user, /Users/user), so --key=~/.ssh/id_rsa and $HOME/.aws
 // count while a project's own .docker/ directory does not.
 func secretPath(text string) string {
-	if !strings.Contains(text, ".") && !strings.Contains(text, "_netrc") && !strings.Contains(text, "Keychains") {
+	if !slices.ContainsFunc(credentialMarkers, func(m string) bool { return strings.Contains(text, m) }) {
 		return "" // the common case, cheaply
 	}
-	parts := strings.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune("/=:@ \t\n\"'{}", r) })
+	parts := splitPathArg(text)
 	for i := 1; i < len(parts); i++ {
 		if !homeAt(parts, i) {
 			continue
 		}
-		for _, secret := range secretPaths() {
-			if i+len(secret) <= len(parts) && equalParts(parts[i:i+len(secret)], secret) {
-				return "~/" + strings.Join(secret, "/")
+		for _, c := range credentials {
+			if i+len(c.parts) <= len(parts) && equalParts(parts[i:i+len(c.parts)], c.parts) {
+				return c.path
 			}
 		}
 	}

@@ -1,5 +1,7 @@
 package gate
 
+import "strings"
+
 // Default rule names. The checks that report them live in the check_*.go files.
 const (
 	ruleGhWrite          = "gh-write"
@@ -74,8 +76,7 @@ func DefaultRules() []RuleInfo {
 			"systemctl poweroff/reboot/halt/kexec/suspend/hibernate/rescue/emergency, kill of pid 1 or -1, killall5"},
 		{ruleForkBomb, Deny, "a shell function that starts itself more than once or in the background, such as :(){ :|:& };:"},
 		{ruleSecretRead, Deny, "naming a credential file or directory under a home directory (~, $HOME, /root, /home/*, /Users/*) in an argument or redirection: " +
-			".ssh, .gnupg, .aws, .azure, .config/gcloud, .config/gh, .config/ai-triager, .netrc, .pypirc, .docker, .kube, .git-credentials, " +
-			"Library/Keychains (echo and printf are exempt: their arguments are data)"},
+			strings.Join(homeCredentialPaths(), ", ") + " (the built-in credential list, which the policy makes unreadable; echo and printf are exempt: their arguments are data)"},
 	}
 }
 

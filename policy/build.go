@@ -37,9 +37,9 @@ type Options struct {
 
 // Build compiles cfg for role on host. It only reads the filesystem; creating
 // missing writable paths is Prepare's job.
-func Build(cfg *config.File, role string, host Host, opts Options) (*Policy, error) {
-	if role != profiles.RoleAgent && role != profiles.RoleReproducer {
-		return nil, fmt.Errorf("unknown role %q: use agent or reproducer", role)
+func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Policy, error) {
+	if err := role.Validate(); err != nil {
+		return nil, err
 	}
 	sb := cfg.Resolve(role)
 	root, err := canonicalDir(cfg.Root)
@@ -226,7 +226,7 @@ func outOfReach(cfg *config.File, root string, p *Policy) error {
 // names when the role passes that variable (the browsers live there). A
 // path inside an unreadable one is refused; unreadable paths below one are
 // masked like under any mount.
-func neededDirs(cfg *config.File, sb config.Sandbox, role string, host Host) ([]Mount, []error) {
+func neededDirs(cfg *config.File, sb config.Sandbox, role profiles.Role, host Host) ([]Mount, []error) {
 	var out []Mount
 	var errs []error
 	unreadable := unreadableList(sb, host)
@@ -264,7 +264,7 @@ func neededDirs(cfg *config.File, sb config.Sandbox, role string, host Host) ([]
 }
 
 // ChooseBackend says which backend Build will pick for role.
-func ChooseBackend(cfg *config.File, role string, host Host, opts Options) string {
+func ChooseBackend(cfg *config.File, role profiles.Role, host Host, opts Options) string {
 	return chooseBackend(opts.Backend, host, cfg.Resolve(role))
 }
 
@@ -323,7 +323,7 @@ func base(sb config.Sandbox, caps []Capability) Base {
 	return b
 }
 
-func writableList(sb config.Sandbox, role string) []string {
+func writableList(sb config.Sandbox, role profiles.Role) []string {
 	if sb.Writable != nil {
 		return sb.Writable
 	}
@@ -509,7 +509,7 @@ func within(dir, p string) bool {
 	return strings.HasPrefix(p, dir+"/")
 }
 
-func limits(cfg *config.File, sb config.Sandbox, role string) profiles.Limits {
+func limits(cfg *config.File, sb config.Sandbox, role profiles.Role) profiles.Limits {
 	l := profiles.DefaultLimits(role)
 	if role == profiles.RoleReproducer && cfg.Repro.Timeout != nil {
 		l.Timeout = config.TimeoutDuration(*cfg.Repro.Timeout)
@@ -633,7 +633,7 @@ const DefaultWarmIdle = 10 * time.Minute
 // agent role only: a reproducer's sandbox must not carry anything from one
 // reproducer into the next), or a pool of started sandboxes, each used
 // once.
-func warm(sb config.Sandbox, role, session string, allowAll bool) (Warm, error) {
+func warm(sb config.Sandbox, role profiles.Role, session string, allowAll bool) (Warm, error) {
 	w := Warm{Session: session, Idle: DefaultWarmIdle}
 	if sb.WarmIdle != nil {
 		w.Idle = time.Duration(*sb.WarmIdle) * time.Second

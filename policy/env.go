@@ -17,7 +17,7 @@ import (
 // (profiles.LooksLikeSecretValue). A screened variable passes only when
 // [sandbox] env names it exactly (with a warning). HOME and TMPDIR point at
 // the fresh scratch; TRIAGE_SANDBOX_BACKEND and set_env are added.
-func filterEnv(role string, sb config.Sandbox, host Host, p *Policy) ([]EnvVar, []EnvDecision, []string) {
+func filterEnv(role profiles.Role, sb config.Sandbox, host Host, p *Policy) ([]EnvVar, []EnvDecision, []string) {
 	var env []EnvVar
 	var dropped []EnvDecision
 	var warnings []string
@@ -116,17 +116,17 @@ func screen(name, value string, roleExact bool) (bool, string) {
 // matchAllow returns the pattern that passes name and where it comes from,
 // for `policy` output: an exact name before a wildcard, the role's
 // allow-list before [sandbox] env. pattern is "" when nothing matches.
-func matchAllow(role string, allow, extra []string, name string) (pattern, source string) {
+func matchAllow(role profiles.Role, allow, extra []string, name string) (pattern, source string) {
 	for _, l := range []struct {
 		pats []string
 		what string
-	}{{allow, role + " allow-list"}, {extra, "[sandbox] env"}} {
+	}{{allow, string(role) + " allow-list"}, {extra, "[sandbox] env"}} {
 		if slices.Contains(l.pats, name) {
 			return name, l.what + " " + name
 		}
 	}
 	if p := matchAny(allow, name); p != "" {
-		return p, role + " allow-list " + p
+		return p, string(role) + " allow-list " + p
 	}
 	if p := matchAny(extra, name); p != "" {
 		return p, "[sandbox] env " + p

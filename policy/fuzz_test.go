@@ -32,9 +32,10 @@ func FuzzBuild(f *testing.F) {
 	if err := os.Symlink("/etc", filepath.Join(root, "ws", "link")); err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, writable, pattern, name, value, role string) {
-		if role != profiles.RoleAgent {
-			role = profiles.RoleReproducer
+	f.Fuzz(func(t *testing.T, writable, pattern, name, value, roleName string) {
+		role := profiles.RoleReproducer
+		if profiles.Role(roleName) == profiles.RoleAgent {
+			role = profiles.RoleAgent
 		}
 		cfg := config.Default(filepath.Join(root, "ws"))
 		cfg.Sandbox.Writable = []string{writable}

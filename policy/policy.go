@@ -15,8 +15,8 @@ import (
 // Policy is the resolved, backend-neutral sandbox policy for one role. Every
 // path in it is absolute and canonical; Env is already filtered.
 type Policy struct {
-	Role    string `json:"role"`
-	Backend string `json:"backend"`
+	Role    profiles.Role `json:"role"`
+	Backend string        `json:"backend"`
 	// AllowAll means no isolation at all; every report says so loudly.
 	AllowAll bool `json:"allow_all"`
 
@@ -284,7 +284,7 @@ func (p *Policy) Hash() string {
 		AllowToolConfig              []string
 		Warm                         Warm
 	}{
-		Role: p.Role, Backend: p.Backend, Root: p.WorkspaceRoot, Workdir: p.Workdir,
+		Role: string(p.Role), Backend: p.Backend, Root: p.WorkspaceRoot, Workdir: p.Workdir,
 		AllowAll: p.AllowAll, Unreadable: p.Unreadable, Masked: p.Masked, Traversable: p.Traversable,
 		Network: p.Network, Scratch: p.Scratch, Limits: p.Limits, Lifetime: p.Lifetime,
 		UID: p.User.UID, GID: p.User.GID, Base: p.Base, Runtime: p.Runtime, Accepted: p.Accepted,

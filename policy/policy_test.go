@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // workspace makes a temp workspace with a checkout beside it and returns the
@@ -43,7 +44,7 @@ func TestDefaultsPerRole(t *testing.T) {
 	cfg := workspace(t, "[project]\ncheckout = \"../widgets\"\n[repro]\ntimeout = 90\n")
 	root := cfg.Root
 	tests := []struct {
-		role     string
+		role     profiles.Role
 		writable []string
 		timeout  string
 	}{
@@ -51,7 +52,7 @@ func TestDefaultsPerRole(t *testing.T) {
 		{"reproducer", []string{"repros"}, "1m30s"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.role, func(t *testing.T) {
+		t.Run(string(tt.role), func(t *testing.T) {
 			p, err := Build(cfg, tt.role, fakeHost(t), Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -184,7 +185,7 @@ func TestEnvFiltering(t *testing.T) {
 		"AWS_SECRET_ACCESS_KEY=canary", "AUTHORIZATION=canary", "RANDOM_THING=1",
 	)
 	tests := []struct {
-		role    string
+		role    profiles.Role
 		pass    []string
 		blocked []string
 	}{
@@ -196,7 +197,7 @@ func TestEnvFiltering(t *testing.T) {
 			[]string{"USER", "TERM", "TRIAGE_ISSUE", "GITHUB_TOKEN", "TRIAGE_GITHUB_TOKEN", "PIXI_AUTH_TOKEN"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.role, func(t *testing.T) {
+		t.Run(string(tt.role), func(t *testing.T) {
 			p, err := Build(cfg, tt.role, host, Options{})
 			must(t, err)
 			got := map[string]string{}

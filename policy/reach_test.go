@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // TestWritableOutOfReach: no writable path may hand the sandbox what
@@ -34,7 +35,7 @@ func TestWritableOutOfReach(t *testing.T) {
 			if tt.home != nil {
 				host.Home = tt.home(cfg.Root)
 			}
-			for _, role := range []string{"agent", "reproducer"} {
+			for _, role := range profiles.Roles() {
 				_, err := Build(cfg, role, host, Options{})
 				if tt.want == "" {
 					must(t, err)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // TestToolEnv: PATH is built for the sandbox, git trusts exactly the
@@ -80,7 +82,7 @@ func TestNeededDirsMounted(t *testing.T) {
 	host := fakeHost(t, "PLAYWRIGHT_BROWSERS_PATH="+browsers)
 	host.Home = home
 	for _, tt := range []struct {
-		role string
+		role profiles.Role
 		want []string
 	}{{"reproducer", []string{tools, browsers}}, {"agent", []string{tools}}} {
 		p, err := Build(cfg, tt.role, host, Options{})

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 )
 
 // Step is one action to try.
@@ -87,7 +89,7 @@ func Execute(p Plan, self string, out, errOut io.Writer) int {
 		obs.Detail = excerpt(obs.Detail)
 		if err := enc.Encode(obs); err != nil {
 			fmt.Fprintf(errOut, "probe: writing observation: %v\n", err)
-			return 125
+			return exitcode.Refused
 		}
 	}
 	if p.StderrMarker != "" {

@@ -6,15 +6,6 @@ package profiles
 
 import "time"
 
-// Roles are the two kinds of command triage-sandbox runs.
-const (
-	RoleAgent      = "agent"
-	RoleReproducer = "reproducer"
-)
-
-// Roles lists the roles in report order.
-func Roles() []string { return []string{RoleAgent, RoleReproducer} }
-
 // CredentialPaths are unreadable in every role. "~" is the caller's home.
 // ai-triager's SECRET_PATHS plus our own state, and every store of
 // credentials (or of what was typed: histories) known to live in a home
@@ -30,7 +21,7 @@ func CredentialPaths() []string {
 		"~/.config/Bitwarden", "~/.config/Bitwarden CLI", "~/.config/sops", "~/.config/age", "~/.vault-token",
 		// Git and forges.
 		"~/.git-credentials", "~/.config/git/credentials", "~/.config/gh", "~/.config/hub",
-		"~/.config/glab-cli", "~/.netrc",
+		"~/.config/glab-cli", "~/.netrc", "~/_netrc",
 		// Package registries: npm, yarn, pip, cargo, gem, maven, gradle, composer, nuget, bundler.
 		"~/.npmrc", "~/.yarnrc", "~/.yarnrc.yml", "~/.config/yarn", "~/.pypirc", "~/.pip/pip.conf",
 		"~/.config/pip", "~/.config/pypoetry", "~/.cargo/credentials", "~/.cargo/credentials.toml",
@@ -73,7 +64,7 @@ func RuntimeSockets() []string {
 }
 
 // EnvAllow is the environment allow-list per role; entries may be shell wildcards.
-func EnvAllow(role string) []string {
+func EnvAllow(role Role) []string {
 	if role == RoleAgent {
 		return []string{"PATH", "HOME", "LANG", "LC_*"}
 	}
@@ -82,7 +73,7 @@ func EnvAllow(role string) []string {
 }
 
 // Writable is the default writable list per role, relative to the workspace root.
-func Writable(role string) []string {
+func Writable(role Role) []string {
 	if role == RoleAgent {
 		return []string{"issues", "repros", "NOTES.md", "INDEX.md", ".triage"}
 	}
@@ -115,7 +106,7 @@ type Limits struct {
 
 // DefaultLimits returns the per-role resource defaults. Reproducers get more
 // room because headless Chromium needs it (pids, /dev/shm, memory).
-func DefaultLimits(role string) Limits {
+func DefaultLimits(role Role) Limits {
 	const mib = 1 << 20
 	if role == RoleAgent {
 		return Limits{Timeout: 300 * time.Second, Memory: 1024 * mib, CPUs: 1, Pids: 512,

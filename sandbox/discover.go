@@ -72,7 +72,7 @@ func trusted(found []string, load func(string) (*config.File, error)) error {
 	}
 }
 
-func writableOf(cfg *config.File, role string) []string {
+func writableOf(cfg *config.File, role profiles.Role) []string {
 	if w := cfg.Resolve(role).Writable; w != nil {
 		return w
 	}

@@ -7,8 +7,10 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/audit"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // RecordConfigRefusal audits a run refused before any policy existed (a
@@ -17,7 +19,7 @@ import (
 // of the caller's environment that may be a secret redacted from the argv
 // and the error. It returns the refusal, extended when the record could
 // not be written.
-func RecordConfigRefusal(host policy.Host, configFlag, role string, argv []string, refusal error) error {
+func RecordConfigRefusal(host policy.Host, configFlag string, role profiles.Role, argv []string, refusal error) error {
 	cfgPath, root := configFlag, host.Cwd
 	if cfgPath == "" {
 		if found, err := config.FindAll(host.Cwd); err == nil && len(found) > 0 {
@@ -45,6 +47,6 @@ func RecordConfigRefusal(host policy.Host, configFlag, role string, argv []strin
 		redacted[i] = red.Redact(a)
 	}
 	rec := audit.Record{Time: time.Now().UTC(), Role: role, Config: cfgPath, Argv: redacted,
-		Gate: "none (refused before a policy existed)", ExitCode: ExitRefused, Error: red.Redact(refusal.Error())}
+		Gate: "none (refused before a policy existed)", ExitCode: exitcode.Refused, Error: red.Redact(refusal.Error())}
 	return withAuditFailure(refusal, audit.Append(policy.DefaultAuditLog(host, root), rec))
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/gate/confirm"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
@@ -107,7 +108,7 @@ func TestGateRefusesBeforeAnySandbox(t *testing.T) {
 				t.Errorf("message %q lacks %q", d.Message, c.want)
 			}
 			recs := readAudit(t, p.AuditLog)
-			if len(recs) != 1 || !strings.HasPrefix(recs[0].Gate, "deny") || recs[0].ExitCode != ExitRefused {
+			if len(recs) != 1 || !strings.HasPrefix(recs[0].Gate, "deny") || recs[0].ExitCode != exitcode.Refused {
 				t.Errorf("audit %+v", recs)
 			}
 		})

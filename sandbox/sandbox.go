@@ -17,6 +17,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/audit"
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/hints"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/output"
@@ -24,19 +25,10 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
-// Exit codes of `run` that are triage-sandbox's own (see the README).
-const (
-	ExitTimeout    = 124
-	ExitRefused    = 125
-	ExitNotExec    = 126
-	ExitNotFound   = 127
-	ExitSignalBase = 128
-)
-
 // Compile loads the config and builds the role's policy for the backend it
 // names, with that backend's capabilities (a backend the registry does not
 // have is refused when it is made).
-func Compile(reg *backends.Registry, configFlag, role string, host policy.Host, opts policy.Options) (*policy.Policy, error) {
+func Compile(reg *backends.Registry, configFlag string, role profiles.Role, host policy.Host, opts policy.Options) (*policy.Policy, error) {
 	cfg, err := LoadConfig(configFlag, host.Cwd, reg.Names())
 	if err != nil {
 		return nil, err
@@ -46,7 +38,7 @@ func Compile(reg *backends.Registry, configFlag, role string, host policy.Host, 
 
 // Build builds the role's policy with the capabilities of the backend the
 // config and options choose.
-func Build(reg *backends.Registry, cfg *config.File, role string, host policy.Host, opts policy.Options) (*policy.Policy, error) {
+func Build(reg *backends.Registry, cfg *config.File, role profiles.Role, host policy.Host, opts policy.Options) (*policy.Policy, error) {
 	name := policy.ChooseBackend(cfg, role, host, opts)
 	if caps, ok := reg.Capabilities(name); ok {
 		opts.Capabilities = caps
@@ -235,7 +227,7 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 	out.Stdout, out.Stderr = stdout.Close(), stderr.Close()
 	if ceiling.Hit() {
 		out.OutputCeiling, out.Canceled = true, false
-		out.ExitCode, out.Signal = ExitSignalBase+9, 9
+		out.ExitCode, out.Signal = exitcode.Killed, 9
 	}
 	if err == nil && !out.TimedOut && !out.Canceled {
 		out.Hints = hints.From(s.policy, shown.String(), ExitCode(out.Result), hints.Host{})
@@ -408,7 +400,7 @@ func recordRun(req Request, out Outcome, runErr error) error {
 		Sandbox: out.Sandbox,
 	}
 	if runErr != nil {
-		rec.ExitCode = ExitRefused
+		rec.ExitCode = exitcode.Refused
 		rec.Error = runErr.Error()
 		if req.Redactor != nil {
 			rec.Error = req.Redactor.Redact(rec.Error)
@@ -420,7 +412,7 @@ func recordRun(req Request, out Outcome, runErr error) error {
 // ExitCode maps a result to `run`'s exit code.
 func ExitCode(res backends.Result) int {
 	if res.TimedOut {
-		return ExitTimeout
+		return exitcode.Timeout
 	}
 	return res.ExitCode
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/backendtest"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -42,7 +43,7 @@ func testHost(t *testing.T, root string) policy.Host {
 }
 
 // newPolicy builds role's default policy for the fake backend on a fresh workspace.
-func newPolicy(t *testing.T, role string) *policy.Policy {
+func newPolicy(t *testing.T, role profiles.Role) *policy.Policy {
 	t.Helper()
 	root := t.TempDir()
 	p, err := policy.Build(config.Default(root), role, testHost(t, root), policy.Options{Backend: "fake"})
@@ -105,11 +106,11 @@ func TestRunExitCodes(t *testing.T) {
 	}{
 		{"success", backends.Result{ExitCode: 0}, 0, 0},
 		{"own code", backends.Result{ExitCode: 3}, 3, 0},
-		{"not found", backends.Result{ExitCode: ExitNotFound}, ExitNotFound, 0},
-		{"timed out", backends.Result{TimedOut: true, ExitCode: 137, Signal: 9}, ExitTimeout, 9},
-		{"timed out without a code", backends.Result{TimedOut: true}, ExitTimeout, 0},
-		{"killed by SIGKILL", backends.Result{ExitCode: ExitSignalBase + 9, Signal: 9}, 137, 9},
-		{"killed by SIGSEGV", backends.Result{ExitCode: ExitSignalBase + 11, Signal: 11}, 139, 11},
+		{"not found", backends.Result{ExitCode: exitcode.NotFound}, exitcode.NotFound, 0},
+		{"timed out", backends.Result{TimedOut: true, ExitCode: 137, Signal: 9}, exitcode.Timeout, 9},
+		{"timed out without a code", backends.Result{TimedOut: true}, exitcode.Timeout, 0},
+		{"killed by SIGKILL", backends.Result{ExitCode: exitcode.SignalBase + 9, Signal: 9}, 137, 9},
+		{"killed by SIGSEGV", backends.Result{ExitCode: exitcode.SignalBase + 11, Signal: 11}, 139, 11},
 		{"out of memory", backends.Result{ExitCode: 137, Signal: 9, OOMKilled: true}, 137, 9},
 	}
 	for _, tc := range cases {
@@ -238,8 +239,8 @@ func TestRunFailureAudited(t *testing.T) {
 				t.Errorf("closes = %d, want %d", closes, tc.wantCloses)
 			}
 			rec := oneRecord(t, p)
-			if rec.ExitCode != ExitRefused || !strings.Contains(rec.Error, tc.wantErr) {
-				t.Errorf("audit record exit_code %d error %q, want %d and the error text", rec.ExitCode, rec.Error, ExitRefused)
+			if rec.ExitCode != exitcode.Refused || !strings.Contains(rec.Error, tc.wantErr) {
+				t.Errorf("audit record exit_code %d error %q, want %d and the error text", rec.ExitCode, rec.Error, exitcode.Refused)
 			}
 			if !slices.Equal(rec.Argv, []string{"node", "repro.js"}) || rec.Role != p.Role || rec.PolicyHash != p.Hash() {
 				t.Errorf("audit record %+v does not describe the refused run", rec)
@@ -260,7 +261,7 @@ func TestRunEmptyArgv(t *testing.T) {
 			if b.Starts() != 0 {
 				t.Errorf("the backend was started %d times for an empty command", b.Starts())
 			}
-			if rec := oneRecord(t, p); rec.ExitCode != ExitRefused || !strings.Contains(rec.Error, "empty command") {
+			if rec := oneRecord(t, p); rec.ExitCode != exitcode.Refused || !strings.Contains(rec.Error, "empty command") {
 				t.Errorf("audit record %+v, want exit_code 125 and the refusal", rec)
 			}
 		})
@@ -283,7 +284,7 @@ func TestRunCapabilities(t *testing.T) {
 		if b.Starts() != 0 {
 			t.Errorf("Start called %d times", b.Starts())
 		}
-		if rec := oneRecord(t, p); rec.ExitCode != ExitRefused || !strings.Contains(rec.Error, "own_loopback") {
+		if rec := oneRecord(t, p); rec.ExitCode != exitcode.Refused || !strings.Contains(rec.Error, "own_loopback") {
 			t.Errorf("audit record %+v, want the refusal", rec)
 		}
 	})
@@ -317,7 +318,7 @@ func TestRunCapabilities(t *testing.T) {
 func TestRunTimeout(t *testing.T) {
 	cases := []struct {
 		name     string
-		role     string
+		role     profiles.Role
 		override time.Duration
 	}{
 		{"agent default", profiles.RoleAgent, 0},
@@ -675,7 +676,7 @@ func TestSessionCommands(t *testing.T) {
 		t.Errorf("execs %+v closes %d", execs, closes)
 	}
 	recs := readAudit(t, p.AuditLog)
-	if len(recs) != 3 || recs[2].ExitCode != ExitRefused {
+	if len(recs) != 3 || recs[2].ExitCode != exitcode.Refused {
 		t.Errorf("want 3 records, the last refused: %+v", recs)
 	}
 	if _, err := Start(context.Background(), b, nil, backends.StartOptions{}); err == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // hostOS is the OS the catalogue and the canaries are made for; a test
@@ -94,7 +95,7 @@ type Check struct {
 	Name     string
 	Category string
 	Expect   Expectation
-	Roles    []string // nil: both
+	Roles    []profiles.Role // nil: both
 	// Requires are what a backend must enforce for the check to mean
 	// anything; where one is missing the check is reported not applicable.
 	Requires []policy.Capability

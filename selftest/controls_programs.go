@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // programControls: what a reproducer's programs need: localhost, a
@@ -18,7 +19,7 @@ func programControls() []Check {
 			},
 			Judge: okJudge("C-05"), Fix: "loopback must stay up (network none keeps lo)"},
 		{ID: "C-06", Name: "serve on localhost and load it in headless Chromium", Category: "controls",
-			Roles: []string{"reproducer"}, Phase: PhaseBrowser,
+			Roles: []profiles.Role{profiles.RoleReproducer}, Phase: PhaseBrowser,
 			Steps: func(e *Env) []probe.Step { return one(step("C-06", "browser", nil)) },
 			Judge: okJudge("C-06"),
 			Inconclusive: func(_ *Env, ev *Evidence) (bool, string) {

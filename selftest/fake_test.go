@@ -9,6 +9,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/backendtest"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // TestBackendThatRunsNothingNeverPasses: a backend whose sandboxes run no
@@ -23,7 +24,7 @@ func TestBackendThatRunsNothingNeverPasses(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(base) })
 	b := backendtest.New()
-	rep := Run(context.Background(), Options{Config: config.Default(t.TempDir()), Roles: []string{"agent"}, Backend: b,
+	rep := Run(context.Background(), Options{Config: config.Default(t.TempDir()), Roles: []profiles.Role{profiles.RoleAgent}, Backend: b,
 		SelfHost: testenv.Binary(t), CanaryBase: base})
 	if rep.Passed() {
 		t.Fatal("the selftest passed on a backend that runs nothing")

@@ -27,7 +27,7 @@ type rolePlan struct {
 // planRole plants the canaries, builds the role's policy on them and
 // chooses the checks; it fills the report's header. The caller closes the
 // canaries once the plan is made.
-func planRole(ctx context.Context, o Options, role string, rr *RoleReport) (_ *rolePlan, err error) {
+func planRole(ctx context.Context, o Options, role profiles.Role, rr *RoleReport) (_ *rolePlan, err error) {
 	c, err := Plant(o.CanaryBase, o.SelfHost)
 	if err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func planRole(ctx context.Context, o Options, role string, rr *RoleReport) (_ *r
 // describeRole fills the report's header: the policy's hash and the one the
 // same config has for the real workspace and caller, the network, and the
 // versions of what runs the sandbox.
-func describeRole(ctx context.Context, o Options, role string, p *policy.Policy, rr *RoleReport) {
+func describeRole(ctx context.Context, o Options, role profiles.Role, p *policy.Policy, rr *RoleReport) {
 	rr.PolicyHash = p.Hash()
 	if host, err := policy.CurrentHost(); err == nil {
 		if prod, err := policy.Build(o.Config, role, host, policy.Options{Backend: o.Backend.Name(), Capabilities: o.Backend.Capabilities()}); err == nil {
@@ -76,7 +76,7 @@ func describeRole(ctx context.Context, o Options, role string, p *policy.Policy,
 // workspace and checkout, against the canary home and environment. It also
 // returns the configured writable paths before any test mutation: host-side
 // change detection skips those and nothing else.
-func buildPolicy(o Options, c *Canaries, role string) (*policy.Policy, []string, error) {
+func buildPolicy(o Options, c *Canaries, role profiles.Role) (*policy.Policy, []string, error) {
 	cfg := *o.Config
 	cfg.Root = c.Root
 	cfg.Project.Checkout = c.Checkout
@@ -130,7 +130,7 @@ func plantWorkspaceConfig(cfg *config.File, root string) (string, error) {
 
 // applicable splits the role's checks into those to run and those the
 // backend cannot run, each reported not applicable with the reason.
-func applicable(all []Check, role string, b backends.Backend) ([]Check, []Result) {
+func applicable(all []Check, role profiles.Role, b backends.Backend) ([]Check, []Result) {
 	var run []Check
 	var na []Result
 	caps := b.Capabilities()

@@ -133,14 +133,14 @@ type junitFailure struct {
 func WriteJUnit(w io.Writer, r *Report) error {
 	var out junitSuites
 	for _, rr := range r.Roles {
-		s := junitSuite{Name: "triage-sandbox selftest " + rr.Role + " (" + rr.Backend + ")", Time: rr.Duration.Seconds()}
+		s := junitSuite{Name: "triage-sandbox selftest " + string(rr.Role) + " (" + rr.Backend + ")", Time: rr.Duration.Seconds()}
 		if rr.Error != "" {
-			s.Cases = append(s.Cases, junitCase{Name: "selftest runs", Classname: rr.Role,
+			s.Cases = append(s.Cases, junitCase{Name: "selftest runs", Classname: string(rr.Role),
 				Error: &junitFailure{Message: rr.Error}})
 			s.Errors++
 		}
 		for _, res := range rr.Results {
-			c := junitCase{Name: res.ID + " " + res.Name, Classname: rr.Role + "." + res.Category,
+			c := junitCase{Name: res.ID + " " + res.Name, Classname: string(rr.Role) + "." + res.Category,
 				SystemOut: "expected " + string(res.Expected) + ", observed " + res.Observed + ": " + res.Evidence}
 			msg := res.Evidence
 			if res.Control != "" {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // Status of one check.
@@ -32,9 +33,9 @@ type Result struct {
 
 // RoleReport is one role's block of the report.
 type RoleReport struct {
-	Role       string `json:"role"`
-	Backend    string `json:"backend"`
-	PolicyHash string `json:"policy_hash"`
+	Role       profiles.Role `json:"role"`
+	Backend    string        `json:"backend"`
+	PolicyHash string        `json:"policy_hash"`
 	// ProductionHash is the hash of the same config compiled for the real
 	// workspace and caller: the selftest's own policy differs only in
 	// paths (the canary home, workspace and checkout) and environment.

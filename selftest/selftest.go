@@ -13,12 +13,13 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // Options configure a selftest.
 type Options struct {
 	Config  *config.File
-	Roles   []string
+	Roles   []profiles.Role
 	Backend backends.Backend
 	// SelfHost is the static triage-sandbox binary on the host: it runs the
 	// controls and the sentinel.
@@ -85,7 +86,7 @@ func Run(ctx context.Context, o Options) *Report {
 // canaries, build the policy on them, choose the checks), run the phases
 // (the controls on the host, then every sandbox run) and judge (each check
 // on its evidence and its control).
-func runRole(ctx context.Context, o Options, role string) *RoleReport {
+func runRole(ctx context.Context, o Options, role profiles.Role) *RoleReport {
 	start := time.Now()
 	rr := &RoleReport{Role: role, Backend: o.Backend.Name()}
 	defer func() { rr.Duration = time.Since(start) }()

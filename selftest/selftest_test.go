@@ -13,6 +13,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/selftest"
 )
 
@@ -26,7 +27,7 @@ func newBackend(t *testing.T) *docker.Backend {
 	return b.(*docker.Backend)
 }
 
-func runSelftest(t *testing.T, b *docker.Backend, roles []string, mutate func(*policy.Policy), afterPlant func(*selftest.Canaries)) *selftest.Report {
+func runSelftest(t *testing.T, b *docker.Backend, roles []profiles.Role, mutate func(*policy.Policy), afterPlant func(*selftest.Canaries)) *selftest.Report {
 	t.Helper()
 	return selftest.Run(context.Background(), selftest.Options{
 		Config: config.Default(t.TempDir()), Roles: roles, Backend: b, SelfHost: testenv.Binary(t),
@@ -47,7 +48,7 @@ func statuses(r *selftest.Report) map[string]string {
 // TestSelftestPassesBothRoles is the gate itself on the real daemon.
 func TestSelftestPassesBothRoles(t *testing.T) {
 	b := newBackend(t)
-	rep := runSelftest(t, b, []string{"agent", "reproducer"}, nil, nil)
+	rep := runSelftest(t, b, profiles.Roles(), nil, nil)
 	var sb strings.Builder
 	selftest.WriteHuman(&sb, rep)
 	if !rep.Passed() {
@@ -136,7 +137,7 @@ func TestWeakenedPoliciesFail(t *testing.T) {
 					}
 				}
 			}
-			rep := runSelftest(t, b, []string{"reproducer"}, mutate, tt.afterPlant)
+			rep := runSelftest(t, b, []profiles.Role{profiles.RoleReproducer}, mutate, tt.afterPlant)
 			if rep.Passed() {
 				t.Fatal("a weakened sandbox passed the gate")
 			}

@@ -23,14 +23,15 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 )
 
-// Exit codes shared with the CLI.
+// Exit codes under the names holderexec and sandboxinit's tests still
+// spell; exitcode defines them, use it.
 const (
-	ExitTimeout    = 124
-	ExitNotExec    = 126
-	ExitNotFound   = 127
-	ExitSignalBase = 128
+	ExitTimeout    = exitcode.Timeout
+	ExitSignalBase = exitcode.SignalBase
 )
 
 // Spec is one command to supervise.
@@ -93,7 +94,7 @@ func Run(ctx context.Context, s Spec) Result {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	cutResult := Result{ExitCode: ExitSignalBase + int(syscall.SIGKILL), Signal: int(syscall.SIGKILL), LifelineCut: true}
+	cutResult := Result{ExitCode: exitcode.Signaled(int(syscall.SIGKILL)), Signal: int(syscall.SIGKILL), LifelineCut: true}
 	select {
 	case runSlot <- struct{}{}:
 	case <-ctx.Done():
@@ -104,7 +105,7 @@ func Run(ctx context.Context, s Spec) Result {
 		return cutResult
 	}
 	if len(s.Argv) == 0 {
-		return startFailed(s, ExitNotExec, "cannot execute: empty command")
+		return startFailed(s, exitcode.NotExecutable, "cannot execute: empty command")
 	}
 	argv0 := s.Argv[0]
 	env := s.Env
@@ -114,14 +115,14 @@ func Run(ctx context.Context, s Spec) Result {
 	env, tag := treeEnv(env)
 	if s.Dir != "" {
 		if fi, err := os.Stat(s.Dir); err != nil {
-			return startFailed(s, ExitNotExec, argv0+": cannot execute: "+err.Error())
+			return startFailed(s, exitcode.NotExecutable, argv0+": cannot execute: "+err.Error())
 		} else if !fi.IsDir() {
-			return startFailed(s, ExitNotExec, argv0+": cannot execute: chdir "+s.Dir+": not a directory")
+			return startFailed(s, exitcode.NotExecutable, argv0+": cannot execute: chdir "+s.Dir+": not a directory")
 		}
 	}
 	path, ok := lookPath(argv0, env, s.Dir)
 	if !ok {
-		return startFailed(s, ExitNotFound, argv0+": command not found in the sandbox")
+		return startFailed(s, exitcode.NotFound, argv0+": command not found in the sandbox")
 	}
 
 	// Always a subreaper where the kernel has them: orphans of the tree
@@ -134,7 +135,7 @@ func Run(ctx context.Context, s Spec) Result {
 	ReserveThreads()
 	sio, err := newStdio(s)
 	if err != nil {
-		return startFailed(s, ExitNotExec, argv0+": cannot execute: "+err.Error())
+		return startFailed(s, exitcode.NotExecutable, argv0+": cannot execute: "+err.Error())
 	}
 	// Fd puts the files in blocking mode, as the child expects.
 	fds := []uintptr{sio.child[0].Fd(), sio.child[1].Fd(), sio.child[2].Fd()}
@@ -208,20 +209,20 @@ func Run(ctx context.Context, s Spec) Result {
 	case !status:
 		// The command outlived SIGKILL and killBound; it was SIGKILLed.
 		res.Duration = time.Since(start)
-		res.ExitCode, res.Signal = ExitSignalBase+int(syscall.SIGKILL), int(syscall.SIGKILL)
+		res.ExitCode, res.Signal = exitcode.Signaled(int(syscall.SIGKILL)), int(syscall.SIGKILL)
 	case ws.Signaled():
 		res.Duration = r.exitedAt.Sub(start)
 		res.Signal = int(ws.Signal())
-		res.ExitCode = ExitSignalBase + res.Signal
+		res.ExitCode = exitcode.Signaled(res.Signal)
 	default:
 		res.Duration = r.exitedAt.Sub(start)
 		res.ExitCode = ws.ExitStatus()
 	}
 	if res.TimedOut {
-		res.ExitCode = ExitTimeout
+		res.ExitCode = exitcode.Timeout
 	}
 	if res.LifelineCut {
-		res.ExitCode, res.Signal = ExitSignalBase+int(syscall.SIGKILL), int(syscall.SIGKILL)
+		res.ExitCode, res.Signal = exitcode.Signaled(int(syscall.SIGKILL)), int(syscall.SIGKILL)
 	}
 	sio.finish()
 	return res
@@ -331,12 +332,12 @@ func startErr(argv0, path, dir string, err error) (int, string) {
 			p = filepath.Join(dir, p)
 		}
 		if _, serr := os.Stat(p); serr != nil {
-			return ExitNotFound, argv0 + ": command not found in the sandbox"
+			return exitcode.NotFound, argv0 + ": command not found in the sandbox"
 		}
 		// The file is there: its #! interpreter or ELF loader is not.
-		return ExitNotExec, argv0 + ": cannot execute: " + err.Error() + " (missing interpreter or loader)"
+		return exitcode.NotExecutable, argv0 + ": cannot execute: " + err.Error() + " (missing interpreter or loader)"
 	}
-	return ExitNotExec, argv0 + ": cannot execute: " + err.Error()
+	return exitcode.NotExecutable, argv0 + ": cannot execute: " + err.Error()
 }
 
 // lookPath resolves argv0 like execvp against env's PATH. A name with a

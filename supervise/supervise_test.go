@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 )
 
 func runSpec(t *testing.T, s Spec) (Result, string, string, time.Duration) {
@@ -97,14 +99,14 @@ func TestStartErrors(t *testing.T) {
 		code int
 		msg  string // StartError prefix
 	}{
-		{name: "not found in PATH", argv: []string{"triage-no-such-command"}, code: ExitNotFound, msg: "triage-no-such-command: command not found in the sandbox"},
-		{name: "not found by path", argv: []string{filepath.Join(dir, "missing")}, code: ExitNotFound, msg: filepath.Join(dir, "missing") + ": command not found in the sandbox"},
-		{name: "empty PATH", argv: []string{"sh"}, spec: Spec{Env: []string{"PATH="}}, code: ExitNotFound, msg: "sh: command not found in the sandbox"},
-		{name: "not executable", argv: []string{plain}, code: ExitNotExec, msg: plain + ": cannot execute: permission denied"},
-		{name: "directory", argv: []string{dir}, code: ExitNotExec, msg: dir + ": cannot execute: "},
-		{name: "missing interpreter", argv: []string{badInterp}, code: ExitNotExec, msg: badInterp + ": cannot execute: "},
-		{name: "missing Dir", argv: []string{"true"}, spec: Spec{Dir: filepath.Join(dir, "nodir")}, code: ExitNotExec, msg: "true: cannot execute: "},
-		{name: "empty argv", code: ExitNotExec, msg: "cannot execute: empty command"},
+		{name: "not found in PATH", argv: []string{"triage-no-such-command"}, code: exitcode.NotFound, msg: "triage-no-such-command: command not found in the sandbox"},
+		{name: "not found by path", argv: []string{filepath.Join(dir, "missing")}, code: exitcode.NotFound, msg: filepath.Join(dir, "missing") + ": command not found in the sandbox"},
+		{name: "empty PATH", argv: []string{"sh"}, spec: Spec{Env: []string{"PATH="}}, code: exitcode.NotFound, msg: "sh: command not found in the sandbox"},
+		{name: "not executable", argv: []string{plain}, code: exitcode.NotExecutable, msg: plain + ": cannot execute: permission denied"},
+		{name: "directory", argv: []string{dir}, code: exitcode.NotExecutable, msg: dir + ": cannot execute: "},
+		{name: "missing interpreter", argv: []string{badInterp}, code: exitcode.NotExecutable, msg: badInterp + ": cannot execute: "},
+		{name: "missing Dir", argv: []string{"true"}, spec: Spec{Dir: filepath.Join(dir, "nodir")}, code: exitcode.NotExecutable, msg: "true: cannot execute: "},
+		{name: "empty argv", code: exitcode.NotExecutable, msg: "cannot execute: empty command"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,7 +137,7 @@ func TestTimeout(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res, _, _, took := runSpec(t, Spec{Argv: sh(tc.script), Timeout: timeout, Grace: grace})
-			if !res.TimedOut || res.ExitCode != ExitTimeout || res.Signal != int(tc.sig) || res.LifelineCut {
+			if !res.TimedOut || res.ExitCode != exitcode.Timeout || res.Signal != int(tc.sig) || res.LifelineCut {
 				t.Errorf("result %+v, want timeout killed by %v", res, tc.sig)
 			}
 			if took > timeout+grace+5*time.Second {
@@ -174,8 +176,8 @@ func TestTreeIsKilled(t *testing.T) {
 		{name: "exit 0 leaves setsid child and daemon", rest: "exit 0"},
 		{name: "exit 4 leaves TERM-ignoring setsid child and daemon", trap: `trap "" TERM`, rest: "exit 4", code: 4},
 		// Long enough for the tree to start on a loaded machine.
-		{name: "timeout", rest: "sleep %s", timeout: 5 * time.Second, code: ExitTimeout, timedOut: true},
-		{name: "timeout, TERM ignored", trap: `trap "" TERM`, rest: "sleep %s", timeout: 5 * time.Second, code: ExitTimeout, timedOut: true},
+		{name: "timeout", rest: "sleep %s", timeout: 5 * time.Second, code: exitcode.Timeout, timedOut: true},
+		{name: "timeout, TERM ignored", trap: `trap "" TERM`, rest: "sleep %s", timeout: 5 * time.Second, code: exitcode.Timeout, timedOut: true},
 	}
 	const grace = 300 * time.Millisecond
 	for _, tc := range tests {

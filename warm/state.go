@@ -15,6 +15,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // DirEnv overrides DefaultDir (tests, several independent installations).
@@ -43,17 +44,17 @@ const (
 
 // Record describes a running keeper, beside its socket.
 type Record struct {
-	Kind      string    `json:"kind"`
-	Name      string    `json:"name,omitempty"` // the session's name
-	Workspace string    `json:"workspace"`
-	Role      string    `json:"role"`
-	Backend   string    `json:"backend"`
-	Policy    string    `json:"policy_hash"`
-	PID       int       `json:"pid"`
-	Start     string    `json:"start"`
-	Since     time.Time `json:"since"`
-	Idle      string    `json:"idle"`
-	Pool      int       `json:"pool,omitempty"`
+	Kind      string        `json:"kind"`
+	Name      string        `json:"name,omitempty"` // the session's name
+	Workspace string        `json:"workspace"`
+	Role      profiles.Role `json:"role"`
+	Backend   string        `json:"backend"`
+	Policy    string        `json:"policy_hash"`
+	PID       int           `json:"pid"`
+	Start     string        `json:"start"`
+	Since     time.Time     `json:"since"`
+	Idle      string        `json:"idle"`
+	Pool      int           `json:"pool,omitempty"`
 }
 
 // Alive: the recorded keeper process still runs.
@@ -66,9 +67,9 @@ func (r Record) Alive() bool {
 func key(p *policy.Policy) string {
 	var id string
 	if p.Warm.Session != "" {
-		id = strings.Join([]string{KindSession, p.WorkspaceRoot, p.Role, p.Warm.Session}, "\x00")
+		id = strings.Join([]string{KindSession, p.WorkspaceRoot, string(p.Role), p.Warm.Session}, "\x00")
 	} else {
-		id = strings.Join([]string{KindPool, p.Role, p.Hash(), p.Base.Image, p.Backend}, "\x00")
+		id = strings.Join([]string{KindPool, string(p.Role), p.Hash(), p.Base.Image, p.Backend}, "\x00")
 	}
 	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:8])

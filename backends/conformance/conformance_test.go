@@ -47,7 +47,7 @@ const (
 
 type policyCase struct {
 	name   string
-	role   string
+	role   profiles.Role
 	layout layout
 	// toml is the workspace's triage.toml; "" means the built-in defaults.
 	toml string

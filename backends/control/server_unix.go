@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 )
 
 // ServeOptions configure the holder's end.
@@ -146,7 +148,7 @@ func (s *server) handle(ctx context.Context, msg []byte, files []*os.File, ferr 
 		r := reply{ID: req.ID, Exited: true}
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			r.Signal = int(ws.Signal())
-			r.Code = 128 + r.Signal
+			r.Code = exitcode.Signaled(r.Signal)
 		} else {
 			r.Code = cmd.ProcessState.ExitCode()
 		}

@@ -15,11 +15,12 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/output"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
 // runCaptured runs argv with bounded capture (as `run --json` does).
-func runCaptured(t *testing.T, f fixture, role string, timeout time.Duration, argv ...string) (backends.Result, *output.Capture, *output.Capture) {
+func runCaptured(t *testing.T, f fixture, role profiles.Role, timeout time.Duration, argv ...string) (backends.Result, *output.Capture, *output.Capture) {
 	t.Helper()
 	testenv.RequireDocker(t)
 	b, err := docker.New(backends.Env{SelfExe: testenv.Binary(t)})

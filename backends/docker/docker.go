@@ -148,7 +148,7 @@ func (b *Backend) runInfo(p *policy.Policy, ttl time.Duration) RunInfo {
 	_, _ = rand.Read(id[:])
 	pid := os.Getpid()
 	return RunInfo{
-		Name:        "triage-sandbox-" + p.Role + "-" + hex.EncodeToString(id[:]),
+		Name:        "triage-sandbox-" + string(p.Role) + "-" + hex.EncodeToString(id[:]),
 		ParentPID:   pid,
 		ParentStart: backends.ProcessStart(pid),
 		Host:        b.host,

@@ -12,8 +12,8 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
-	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
 
 // execAttempts bounds the tries of a docker exec that failed to start the
@@ -131,7 +131,7 @@ func (s *sandbox) byExec(input bool) holderexec.Starter {
 // says it.
 func (s *sandbox) execEnd(ctx context.Context, execID string) error {
 	code, err := s.execExit(context.WithoutCancel(ctx), execID)
-	if (err != nil || code > supervise.ExitSignalBase) && ctx.Err() == nil && !s.killed.Load() {
+	if (err != nil || code > exitcode.SignalBase) && ctx.Err() == nil && !s.killed.Load() {
 		// A signal or a lost exec may mean the container is going away
 		// under the command (a daemon shutting down): its exit trails. (A
 		// cancel's end, or the host's kill, is not news.)

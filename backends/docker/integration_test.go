@@ -18,6 +18,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
@@ -97,7 +98,7 @@ func assertGone(t *testing.T, cli *client.Client, id string) {
 	}
 }
 
-func build(t *testing.T, f fixture, role string, host policy.Host) *policy.Policy {
+func build(t *testing.T, f fixture, role profiles.Role, host policy.Host) *policy.Policy {
 	t.Helper()
 	p, err := policy.Build(f.cfg, role, host, policy.Options{})
 	if err != nil {

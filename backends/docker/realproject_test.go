@@ -11,6 +11,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // pytestModules are what Debian's python3-pytest imports (pure Python);
@@ -75,7 +76,7 @@ func TestRealProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := currentHost(t)
-	build := func(role, workdir string) *policy.Policy {
+	build := func(role profiles.Role, workdir string) *policy.Policy {
 		p, err := policy.Build(cfg, role, host, policy.Options{Workdir: workdir})
 		if err != nil {
 			t.Fatal(err)

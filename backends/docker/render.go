@@ -7,7 +7,6 @@ package docker
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -66,7 +65,7 @@ func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, err
 
 // render is Render under runtime rt, the runtime p names.
 func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) (*CreateRequest, error) {
-	if err := renderable(p); err != nil {
+	if err := backends.CheckImageRoot(p, "the docker backend"); err != nil {
 		return nil, err
 	}
 	var ttl time.Duration
@@ -100,7 +99,7 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 		StopTimeout:  &stop,
 		Labels: map[string]string{
 			profiles.LabelOwner:      "triage-sandbox",
-			profiles.LabelRole:       p.Role,
+			profiles.LabelRole:       string(p.Role),
 			profiles.LabelPolicyHash: p.ShortHash(),
 			profiles.LabelParentPID:  strconv.Itoa(info.ParentPID),
 			profiles.LabelParentBoot: info.ParentStart,
@@ -163,19 +162,6 @@ func execOptions(p *policy.Policy, argv []string) client.ExecCreateOptions {
 		User: user(p), Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: argv,
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	}
-}
-
-func renderable(p *policy.Policy) error {
-	if p.AllowAll {
-		return errors.New("allow_all has no container to render: it runs unconfined on the host")
-	}
-	if p.User.UID == 0 {
-		return errors.New("refusing to run as uid 0 inside the sandbox")
-	}
-	if p.Base.Kind != policy.BaseImage {
-		return fmt.Errorf("the docker backend needs an image as the root filesystem, the policy has %q", p.Base.Kind)
-	}
-	return nil
 }
 
 // securityOpt: no new privileges, and the sandbox's own seccomp profile,

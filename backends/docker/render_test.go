@@ -17,11 +17,12 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
 )
 
-func renderRole(t *testing.T, role string, host policy.Host) (*policy.Policy, *CreateRequest) {
+func renderRole(t *testing.T, role profiles.Role, host policy.Host) (*policy.Policy, *CreateRequest) {
 	t.Helper()
 	root := t.TempDir()
 	if host.Home == "" {
@@ -42,8 +43,8 @@ func renderRole(t *testing.T, role string, host policy.Host) (*policy.Policy, *C
 // apply to one container (research/docker.md §4), for both roles.
 func TestRenderCISSection5(t *testing.T) {
 	sensitive := []string{"/", "/boot", "/dev", "/etc", "/lib", "/proc", "/sys", "/usr"}
-	for _, role := range []string{"agent", "reproducer"} {
-		t.Run(role, func(t *testing.T) {
+	for _, role := range profiles.Roles() {
+		t.Run(string(role), func(t *testing.T) {
 			_, req := renderRole(t, role, policy.Host{UID: 1000, GID: 1000, OS: "linux"})
 			hc, cfg := req.HostConfig, req.Config
 			checks := []struct {

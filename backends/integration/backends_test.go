@@ -28,6 +28,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
@@ -146,7 +147,7 @@ func currentHost(t testing.TB, env ...string) policy.Host {
 
 // build compiles the role's policy for this backend, with its capabilities
 // (the local backend's then has host roots as its base, not an image).
-func (k *kit) build(t testing.TB, f fixture, role string, host policy.Host) *policy.Policy {
+func (k *kit) build(t testing.TB, f fixture, role profiles.Role, host policy.Host) *policy.Policy {
 	t.Helper()
 	p, err := policy.Build(f.cfg, role, host, policy.Options{Backend: k.name, Capabilities: k.b.Capabilities()})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
@@ -98,8 +99,8 @@ func TestCanaryEnvironmentNotVisible(t *testing.T) {
 	}
 	forEachBackend(t, func(t *testing.T, k *kit) {
 		f := newFixture(t)
-		for _, role := range []string{"agent", "reproducer"} {
-			t.Run(role, func(t *testing.T) {
+		for _, role := range profiles.Roles() {
+			t.Run(string(role), func(t *testing.T) {
 				p := k.build(t, f, role, currentHost(t, append([]string{"TRIAGE_ISSUE=42"}, canaries...)...))
 				out := k.run(t, p, 0, "sh", "-c", "env; cat /proc/1/environ 2>/dev/null | tr '\\0' '\\n'")
 				if strings.Contains(out.stdout, "canary") {
@@ -116,8 +117,8 @@ func TestCanaryEnvironmentNotVisible(t *testing.T) {
 func TestOnlyLoopbackNoCapsNonRoot(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, k *kit) {
 		f := newFixture(t)
-		for _, role := range []string{"agent", "reproducer"} {
-			t.Run(role, func(t *testing.T) {
+		for _, role := range profiles.Roles() {
+			t.Run(string(role), func(t *testing.T) {
 				p := k.build(t, f, role, currentHost(t))
 				out := k.run(t, p, 0, "sh", "-c", "ls /sys/class/net; grep -E '^(Uid|Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status")
 				if out.res.ExitCode != 0 {

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 )
@@ -17,7 +18,7 @@ func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) i
 	fail := func(err error) int {
 		// The host shows it as the reason the start failed.
 		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: err.Error()})
-		return 125
+		return exitcode.Refused
 	}
 	planFile := os.NewFile(uintptr(spec.PlanFD), "plan")
 	plan, err := confine.ReadPlan(planFile)

@@ -5,6 +5,7 @@ package local
 import (
 	"context"
 
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 )
@@ -13,5 +14,5 @@ import (
 func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) int {
 	_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed,
 		Detail: "the local backend's helper runs on Linux only"})
-	return 125
+	return exitcode.Refused
 }

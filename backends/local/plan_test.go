@@ -10,11 +10,12 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // buildPolicy compiles the default config for a workspace with the given
 // outputs, for this backend's capabilities.
-func buildPolicy(t *testing.T, role string, mutate func(*policy.Policy)) *policy.Policy {
+func buildPolicy(t *testing.T, role profiles.Role, mutate func(*policy.Policy)) *policy.Policy {
 	t.Helper()
 	root := t.TempDir()
 	for _, d := range []string{"repros", "issues", ".triage"} {

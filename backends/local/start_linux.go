@@ -213,7 +213,7 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration)
 func (s *sandbox) record(ttl time.Duration) error {
 	rec := owner{PID: os.Getpid(), Start: backends.ProcessStart(os.Getpid()),
 		Helper: s.helper.Process.Pid, HelperAt: backends.ProcessStart(s.helper.Process.Pid),
-		ExpiresAt: time.Now().Add(ttl).UTC(), Role: s.p.Role, Policy: s.p.ShortHash()}
+		ExpiresAt: time.Now().Add(ttl).UTC(), Role: string(s.p.Role), Policy: s.p.ShortHash()}
 	if s.cg != nil {
 		rec.Cgroups = s.cg.dirs
 	}

@@ -239,7 +239,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, err
 	}
 	rec := owner{PID: os.Getpid(), Start: backends.ProcessStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(),
-		Runtime: rt, Role: p.Role, Policy: p.ShortHash()}
+		Runtime: rt, Role: string(p.Role), Policy: p.ShortHash()}
 	if err := writeJSON(filepath.Join(dir, "owner.json"), rec); err == nil {
 		err = writeJSON(filepath.Join(dir, "config.json"), spec)
 	}

@@ -40,7 +40,7 @@ func newBackend(t *testing.T) *oci.Backend {
 	return b
 }
 
-func workspacePolicy(t *testing.T, role string) (*policy.Policy, string) {
+func workspacePolicy(t *testing.T, role profiles.Role) (*policy.Policy, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {

@@ -54,14 +54,8 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 // ttl when > 0, the staged paths) as its process, the image's root at
 // ./rootfs (the backend points Root.Path at its cache).
 func Bundle(p *policy.Policy, selfExe string, ttl time.Duration) (*specs.Spec, error) {
-	if p.AllowAll {
-		return nil, errors.New("allow_all has no container to render: it runs unconfined on the host")
-	}
-	if p.User.UID == 0 {
-		return nil, errors.New("refusing to run as uid 0 inside the sandbox")
-	}
-	if p.Base.Kind != policy.BaseImage {
-		return nil, fmt.Errorf("the oci renderer needs an image as the root filesystem, the policy has %q", p.Base.Kind)
+	if err := backends.CheckImageRoot(p, "the oci renderer"); err != nil {
+		return nil, err
 	}
 	ns, err := namespaces(p.Network.Mode)
 	if err != nil {

@@ -27,7 +27,7 @@ const selfExe = "/usr/local/libexec/triage-sandbox-static"
 // buildPolicy builds role's policy for a workspace that is also the
 // caller's home, with ~/.ssh present so the policy must mask it. toml, when
 // not empty, is written as the workspace's triage.toml.
-func buildPolicy(t *testing.T, role, toml string) *policy.Policy {
+func buildPolicy(t *testing.T, role profiles.Role, toml string) *policy.Policy {
 	t.Helper()
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, ".ssh"), 0o700); err != nil {
@@ -123,7 +123,7 @@ func checkProcess(t *testing.T, what string, p *policy.Policy, proc *specs.Proce
 
 func TestRenderRoles(t *testing.T) {
 	for _, role := range profiles.Roles() {
-		t.Run(role, func(t *testing.T) {
+		t.Run(string(role), func(t *testing.T) {
 			p := buildPolicy(t, role, "")
 			cmd := backends.Command{Argv: []string{"python3", "-c", "print(1)"}, Timeout: 90 * time.Second}
 			s := render(t, p, cmd)

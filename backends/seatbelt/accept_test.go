@@ -24,7 +24,7 @@ var _ backends.Backend = (*Backend)(nil)
 
 // lacking is what role's policy from cfg needs that seatbelt does not
 // enforce: exactly what the config must name in accept_weaker.
-func lacking(t *testing.T, cfg *config.File, role string, host policy.Host) []string {
+func lacking(t *testing.T, cfg *config.File, role profiles.Role, host policy.Host) []string {
 	t.Helper()
 	// Built as for a host-root backend that enforces everything, so it is
 	// not refused and has seatbelt's readable base.
@@ -180,7 +180,7 @@ func TestRenderCommand(t *testing.T) {
 	self := buildSelf(t)
 	for _, role := range profiles.Roles() {
 		root := workspace(t, "")
-		cmd := exec.Command(self, "render", "--backend", Name, "--role", role)
+		cmd := exec.Command(self, "render", "--backend", Name, "--role", string(role))
 		cmd.Dir = root
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
@@ -201,7 +201,7 @@ func TestRenderCommand(t *testing.T) {
 		}
 		accept := acceptList(lacking(t, cfg, role, host))
 		mustWrite(t, filepath.Join(root, "triage.toml"), "[sandbox]\naccept_weaker = "+accept+"\n")
-		cmd = exec.Command(self, "render", "--backend", Name, "--role", role)
+		cmd = exec.Command(self, "render", "--backend", Name, "--role", string(role))
 		cmd.Dir = root
 		stdout, err := cmd.Output()
 		if err != nil {

@@ -25,8 +25,8 @@ func goldenCases() []struct {
 	home := "/Users/me"
 	canon := macFS(map[string]string{home + "/.ssh": "/Volumes/keys/ssh"},
 		home+"/work", home+"/Work Space", "/Volumes/keys/ssh", "/private/tmp/checkout (copy)", "/private/var/folders/xy/T")
-	in := func(role string, opts ...string) Input {
-		return Input{Canon: canon, RunID: role + "-1", RunDir: "/var/folders/xy/T/triage-sandbox-seatbelt-501/run-1",
+	in := func(role profiles.Role, opts ...string) Input {
+		return Input{Canon: canon, RunID: string(role) + "-1", RunDir: "/var/folders/xy/T/triage-sandbox-seatbelt-501/run-1",
 			Self: "/opt/homebrew/bin/triage-sandbox", HostPorts: []int{5432, 6379, 8080}, OptIns: opts}
 	}
 	agent := handPolicy(profiles.RoleAgent, home, home+"/work/triage", home+"/src/project", policy.NetworkLoopback)

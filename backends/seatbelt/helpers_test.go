@@ -78,7 +78,7 @@ var macHostRoots = []string{"/bin", "/sbin", "/usr", "/etc", "/opt/homebrew", "/
 
 // handPolicy is a policy for role as policy.Build would make it on a Mac
 // for a workspace at root and a caller whose home is home.
-func handPolicy(role, home, root, checkout string, mode policy.NetworkMode) *policy.Policy {
+func handPolicy(role profiles.Role, home, root, checkout string, mode policy.NetworkMode) *policy.Policy {
 	p := &policy.Policy{
 		Role: role, Backend: Name, WorkspaceRoot: root, Workdir: root,
 		Base:     policy.Base{Kind: policy.BaseHost, HostRoots: macHostRoots},

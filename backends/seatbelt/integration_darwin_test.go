@@ -48,7 +48,7 @@ func skipIfNested(t *testing.T) {
 // newRig builds the probe, plants canaries in a fake home and starts a
 // sandbox for role; layout "in-home" puts the workspace in the home,
 // "is-home" makes the home the workspace.
-func newRig(t *testing.T, role, layout string) *rig {
+func newRig(t *testing.T, role profiles.Role, layout string) *rig {
 	t.Helper()
 	skipIfNested(t)
 	base, err := filepath.EvalSymlinks(t.TempDir())
@@ -146,7 +146,7 @@ func (r *rig) control(action, arg string) {
 func TestDarwinCredentialCanaries(t *testing.T) {
 	for _, role := range profiles.Roles() {
 		for _, layout := range []string{"in-home", "is-home"} {
-			t.Run(role+"/"+layout, func(t *testing.T) {
+			t.Run(string(role)+"/"+layout, func(t *testing.T) {
 				r := newRig(t, role, layout)
 				secrets := []string{".ssh/id_canary", ".config/gh/hosts.yml"}
 				if layout == "in-home" {

@@ -335,7 +335,7 @@ func TestPropertiesHandPolicies(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, role := range profiles.Roles() {
-			t.Run(tc.name+"/"+role, func(t *testing.T) {
+			t.Run(tc.name+"/"+string(role), func(t *testing.T) {
 				p := handPolicy(role, home, tc.root, tc.checkout, tc.mode)
 				// The workspace's own socket and a credential under the checkout are masked.
 				p.Masked = []string{tc.root + "/s.sock", tc.checkout + "/.git/fsmonitor--daemon.ipc"}
@@ -353,7 +353,7 @@ func TestPropertiesHandPolicies(t *testing.T) {
 func TestPropertiesBuiltPolicies(t *testing.T) {
 	for _, layout := range []string{"workspace in home", "workspace is home"} {
 		for _, role := range profiles.Roles() {
-			t.Run(layout+"/"+role, func(t *testing.T) {
+			t.Run(layout+"/"+string(role), func(t *testing.T) {
 				base := filepath.Join(t.TempDir(), `odd [dir] "q" ünï (1)`)
 				home := filepath.Join(base, "home dir")
 				root := filepath.Join(home, "work space")

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 )
 
 // resolve finds argv0 as the sandbox would (PATH of env, relative to dir),
@@ -20,9 +22,9 @@ func resolve(argv0 string, env []string, dir string) (int, string) {
 		fi, err := os.Stat(abs(argv0))
 		switch {
 		case err != nil:
-			return 127, argv0 + ": command not found in the sandbox"
+			return exitcode.NotFound, argv0 + ": command not found in the sandbox"
 		case fi.IsDir() || fi.Mode()&0o111 == 0:
-			return 126, argv0 + ": cannot execute: permission denied"
+			return exitcode.NotExecutable, argv0 + ": cannot execute: permission denied"
 		}
 		return 0, ""
 	}
@@ -48,7 +50,7 @@ func resolve(argv0 string, env []string, dir string) (int, string) {
 		notExec = true
 	}
 	if notExec {
-		return 126, argv0 + ": cannot execute: permission denied"
+		return exitcode.NotExecutable, argv0 + ": cannot execute: permission denied"
 	}
-	return 127, argv0 + ": command not found in the sandbox"
+	return exitcode.NotFound, argv0 + ": command not found in the sandbox"
 }

@@ -50,7 +50,7 @@ func (b *Backend) startBox(ctx context.Context, p *policy.Policy, opts backends.
 		return nil, fmt.Errorf("making the run directory: %w", err)
 	}
 	s := &box{b: b, p: p, h: h, dir: dir, id: strings.TrimPrefix(filepath.Base(dir), runPrefix)}
-	rec := owner{PID: os.Getpid(), Start: processStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(), Role: p.Role, Policy: p.ShortHash()}
+	rec := owner{PID: os.Getpid(), Start: processStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(), Role: string(p.Role), Policy: p.ShortHash()}
 	if err := s.prepare(ctx, rec); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err

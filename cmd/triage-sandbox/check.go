@@ -8,17 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/gate"
 	"github.com/triage-sandbox/triage-sandbox/gate/confirm"
 	"github.com/triage-sandbox/triage-sandbox/output"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
-)
-
-// Exit codes of `check`.
-const (
-	checkAllowed = 0
-	checkDenied  = 1
-	checkConfirm = 3
 )
 
 func newCheckCmd() *cobra.Command {
@@ -31,7 +26,8 @@ func newCheckCmd() *cobra.Command {
 		Long: "Judge a command as `run` would, without running it: the deny list over the parsed\n" +
 			"shell, then the guard when [sandbox.guard] is enabled. One argument containing\n" +
 			"spaces is read as a shell command line (as `sh -c` would run it).\n" +
-			"Exit codes: 0 allowed; 1 denied; 3 a confirm rule would ask the operator; 125 usage error.",
+			fmt.Sprintf("Exit codes: %d allowed; %d denied; %d a confirm rule would ask the operator; %d usage error.",
+				exitcode.CheckAllowed, exitcode.CheckDenied, exitcode.CheckConfirm, exitcode.Refused),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() < 0 && len(args) > 0 {
 				return refuse(fmt.Errorf("put the command after --, e.g. triage-sandbox check -- %s", args[0]))
@@ -53,12 +49,12 @@ func newCheckCmd() *cobra.Command {
 			}
 			d := gk.Rules(argv)
 			v := sandbox.GateVerdict{Verdict: string(d.Verdict), Rule: d.Rule, Reason: d.Reason}
-			code := checkAllowed
+			code := exitcode.CheckAllowed
 			switch d.Verdict {
 			case gate.Deny:
-				code = checkDenied
+				code = exitcode.CheckDenied
 			case gate.Confirm:
-				code = checkConfirm
+				code = exitcode.CheckConfirm
 			default:
 				if gk.GuardEnabled() {
 					red := output.NewRedactor(sandbox.Secrets(p, host), output.DefaultRules())
@@ -68,7 +64,7 @@ func newCheckCmd() *cobra.Command {
 					printWarnings(warns)
 					v = gv
 					if err != nil {
-						code = checkDenied
+						code = exitcode.CheckDenied
 					}
 				}
 			}
@@ -81,13 +77,13 @@ func newCheckCmd() *cobra.Command {
 			} else {
 				fmt.Println(checkMessage(code, d, v))
 			}
-			if code == checkAllowed {
+			if code == exitcode.CheckAllowed {
 				return nil
 			}
 			return &exitError{code: code}
 		},
 	}
-	pf.register(cmd, "agent")
+	pf.register(cmd, profiles.RoleAgent)
 	cmd.Flags().StringVar(&task, "task", "", "what the agent is working on (shown to the guard)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdict as one JSON object")
 	return cmd
@@ -95,11 +91,11 @@ func newCheckCmd() *cobra.Command {
 
 func checkMessage(code int, d gate.Decision, v sandbox.GateVerdict) string {
 	switch {
-	case code == checkConfirm:
+	case code == exitcode.CheckConfirm:
 		return fmt.Sprintf("CONFIRM: %s (rule %s): `%s` runs only if the operator says yes", d.Reason, d.Rule, d.Command)
-	case code == checkDenied && v.Guard != nil:
+	case code == exitcode.CheckDenied && v.Guard != nil:
 		return "DENIED: " + v.Guard.Reason
-	case code == checkDenied:
+	case code == exitcode.CheckDenied:
 		return d.Message()
 	case v.Guard != nil:
 		return "ALLOWED: no rule matched; the guard allowed it"

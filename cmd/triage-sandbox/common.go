@@ -20,15 +20,15 @@ import (
 // policyFlags are shared by every subcommand that compiles a policy.
 type policyFlags struct {
 	config  string
-	role    string
+	role    profiles.Role
 	backend string
 	workdir string
 	session string
 }
 
-func (f *policyFlags) register(cmd *cobra.Command, defaultRole string) {
+func (f *policyFlags) register(cmd *cobra.Command, defaultRole profiles.Role) {
 	cmd.Flags().StringVar(&f.config, "config", "", "triage.toml to read (default: nearest triage.toml from the current directory up)")
-	cmd.Flags().StringVar(&f.role, "role", defaultRole, "agent or reproducer")
+	cmd.Flags().StringVar((*string)(&f.role), "role", string(defaultRole), "agent or reproducer")
 	addBackendFlag(cmd, &f.backend, "")
 }
 
@@ -40,8 +40,8 @@ func (f *policyFlags) compile() (*policy.Policy, error) {
 // compileWithHost also returns the host facts (the caller's environment),
 // which redaction needs.
 func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
-	if f.role != profiles.RoleAgent && f.role != profiles.RoleReproducer {
-		return nil, policy.Host{}, fmt.Errorf("--role %q: use agent or reproducer", f.role)
+	if f.role.Validate() != nil {
+		return nil, policy.Host{}, fmt.Errorf("--role %q: use %s or %s", string(f.role), profiles.RoleAgent, profiles.RoleReproducer)
 	}
 	host, err := policy.CurrentHost()
 	if err != nil {

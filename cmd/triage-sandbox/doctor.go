@@ -13,6 +13,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
@@ -50,10 +51,10 @@ func newDoctorCmd() *cobra.Command {
 				pf.role = role
 				p, err := pf.compile()
 				if err != nil {
-					rep.fail(role+" policy", err.Error())
+					rep.fail(string(role)+" policy", err.Error())
 					continue
 				}
-				rep.ok(role+" policy", p.Hash()+" (backend "+p.Backend+")")
+				rep.ok(string(role)+" policy", p.Hash()+" (backend "+p.Backend+")")
 				policies[p.Backend] = append(policies[p.Backend], p)
 				for _, w := range p.Warnings {
 					if !warned[w] {
@@ -77,7 +78,7 @@ func newDoctorCmd() *cobra.Command {
 				}
 			}
 			if rep.bad > 0 {
-				return &exitError{code: 1}
+				return &exitError{code: exitcode.Failed}
 			}
 			return nil
 		},
@@ -122,7 +123,7 @@ func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry
 		return
 	}
 	for _, p := range ps {
-		what := name + " for " + p.Role
+		what := name + " for " + string(p.Role)
 		if err := b.Ready(cmd.Context(), p); err != nil {
 			rep.fail(what, err.Error())
 			continue
@@ -145,7 +146,7 @@ func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry
 // doctorPython runs the configured interpreter inside the sandbox, as a
 // reproducer would, and reports what fails with the fix.
 func doctorPython(cmd *cobra.Command, rep *doctorReport, b backends.Backend, p *policy.Policy) {
-	what := "python for " + p.Role
+	what := "python for " + string(p.Role)
 	var stdout, stderr bytes.Buffer
 	res, err := sandbox.Run(cmd.Context(), b, sandbox.Request{
 		Policy: p, Timeout: time.Minute, NoAudit: true, NoGate: true,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
@@ -92,5 +93,5 @@ func runSandboxEntry(e string, args []string) (int, bool) {
 
 func entryRefused(err error) int {
 	fmt.Fprintf(os.Stderr, "triage-sandbox: %v\n", err)
-	return 125
+	return exitcode.Refused
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/warm"
 )
 
@@ -51,7 +52,7 @@ func newGCCmd() *cobra.Command {
 				return refuse(errors.New("gc: no backend can run here, so nothing could be checked"))
 			}
 			if err := errors.Join(errs...); err != nil {
-				return &exitError{code: 1, err: err}
+				return &exitError{code: exitcode.Failed, err: err}
 			}
 			return nil
 		},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/internal/fdclean"
 	"github.com/triage-sandbox/triage-sandbox/output"
 )
@@ -32,7 +33,7 @@ func (e *exitError) Error() string {
 }
 
 // refuse is triage-sandbox's own failure before the command ran: exit 125.
-func refuse(err error) error { return &exitError{code: 125, err: err} }
+func refuse(err error) error { return &exitError{code: exitcode.Refused, err: err} }
 
 func main() {
 	// Nothing of the caller's crosses by inheritance: no process started
@@ -58,7 +59,7 @@ func report(err error) int {
 	if err == nil {
 		return 0
 	}
-	code := 125
+	code := exitcode.Refused
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code

@@ -12,10 +12,12 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/gate/confirm"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
@@ -27,7 +29,7 @@ type runJSON struct {
 	OutputCeiling bool                `json:"output_ceiling"`
 	Signal        int                 `json:"signal,omitempty"`
 	DurationMS    float64             `json:"duration_ms"`
-	Role          string              `json:"role,omitempty"`
+	Role          profiles.Role       `json:"role,omitempty"`
 	Backend       string              `json:"backend,omitempty"`
 	Config        string              `json:"config"`
 	PolicyHash    string              `json:"policy_hash,omitempty"`
@@ -66,13 +68,14 @@ func newRunCmd() *cobra.Command {
 		Short: "Run one command (an argv, no shell) in the sandbox",
 		Long: "Run one command in the sandbox. The argv is executed with no shell; ask for one\n" +
 			"explicitly (-- sh -c '...'). Output is redacted, neutralised and capped (head and tail).\n" +
-			"Exit codes: the command's own; 124 timeout; 125 refused or failed before running;\n" +
-			"126 not executable; 127 not found; 128+N killed by signal N.",
+			fmt.Sprintf("Exit codes: the command's own; %d timeout; %d refused or failed before running;\n"+
+				"%d not executable; %d not found; %d+N killed by signal N.",
+				exitcode.Timeout, exitcode.Refused, exitcode.NotExecutable, exitcode.NotFound, exitcode.SignalBase),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := &runJSON{}
 			fail := func(err error) error {
 				if asJSON {
-					out.ExitCode, out.Error = sandbox.ExitRefused, output.Text(err.Error())
+					out.ExitCode, out.Error = exitcode.Refused, output.Text(err.Error())
 					_ = json.NewEncoder(os.Stdout).Encode(out)
 				}
 				return refuse(err)
@@ -163,7 +166,7 @@ func newRunCmd() *cobra.Command {
 			return &exitError{code: code}
 		},
 	}
-	pf.register(cmd, "agent")
+	pf.register(cmd, profiles.RoleAgent)
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command after this long (default: the role's timeout)")
 	cmd.Flags().StringVar(&pf.workdir, "workdir", "", "directory to start in; must be visible in the sandbox")
 	cmd.Flags().StringVar(&pf.session, "session", "", "run in the named agent session's sandbox (started on first use; scratch persists between its commands)")

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
@@ -22,22 +23,23 @@ func newSelftestCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "selftest [--config F] [--role agent|reproducer|all] [--backend B] [--warm session|pool] [--json] [--junit FILE]",
 		Short: "Try what a hostile reproducer would and check each attempt is blocked (the CI gate)",
-		Long: "Exit status: 0 every check passed; 1 a check failed or was inconclusive;\n" +
-			"2 the backend cannot run here (the report says why).",
+		Long: fmt.Sprintf("Exit status: %d every check passed; %d a check failed or was inconclusive;\n"+
+			"%d the backend cannot run here (the report says why).",
+			exitcode.SelftestPassed, exitcode.SelftestFailed, exitcode.SelftestUnavailable),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			roles := profiles.Roles()
 			switch pf.role {
 			case "all", "":
 			case profiles.RoleAgent, profiles.RoleReproducer:
-				roles = []string{pf.role}
+				roles = []profiles.Role{pf.role}
 			default:
-				return &exitError{code: 2, err: fmt.Errorf("--role %q: use agent, reproducer or all", pf.role)}
+				return &exitError{code: exitcode.SelftestUnavailable, err: fmt.Errorf("--role %q: use agent, reproducer or all", pf.role)}
 			}
 			unavailable := func(err error) error {
 				if asJSON {
 					_ = json.NewEncoder(os.Stdout).Encode(map[string]any{"passed": false, "error": err.Error(), "backend_unavailable": true})
 				}
-				return &exitError{code: 2, err: fmt.Errorf("selftest cannot run: %v", err)}
+				return &exitError{code: exitcode.SelftestUnavailable, err: fmt.Errorf("selftest cannot run: %v", err)}
 			}
 			host, err := policy.CurrentHost()
 			if err != nil {
@@ -46,12 +48,12 @@ func newSelftestCmd() *cobra.Command {
 			reg := builtin.Registry()
 			cfg, err := sandbox.LoadConfig(pf.config, host.Cwd, reg.Names())
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &exitError{code: exitcode.SelftestUnavailable, err: err}
 			}
 			// Built for what the chosen backend enforces (its readable base).
 			p, err := sandbox.Build(reg, cfg, roles[0], host, policy.Options{Backend: pf.backend})
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &exitError{code: exitcode.SelftestUnavailable, err: err}
 			}
 			self, err := sandbox.SelfExe()
 			if err != nil {
@@ -75,37 +77,37 @@ func newSelftestCmd() *cobra.Command {
 				opts.Warm, opts.Backend = warmMode, &warm.Backend{Backend: b, SelfExe: self, Dir: dir}
 				opts.EndWarm = func(p *policy.Policy) { _, _ = warm.End(dir, p) }
 			default:
-				return &exitError{code: 2, err: fmt.Errorf("--warm %q: use session or pool", warmMode)}
+				return &exitError{code: exitcode.SelftestUnavailable, err: fmt.Errorf("--warm %q: use session or pool", warmMode)}
 			}
 			rep := selftest.Run(cmd.Context(), opts)
 			if junit != "" {
 				f, err := os.Create(junit)
 				if err != nil {
-					return &exitError{code: 1, err: fmt.Errorf("--junit %s: %v", junit, err)}
+					return &exitError{code: exitcode.SelftestFailed, err: fmt.Errorf("--junit %s: %v", junit, err)}
 				}
 				werr := selftest.WriteJUnit(f, rep)
 				if cerr := f.Close(); werr == nil {
 					werr = cerr
 				}
 				if werr != nil {
-					return &exitError{code: 1, err: fmt.Errorf("--junit %s: %v", junit, werr)}
+					return &exitError{code: exitcode.SelftestFailed, err: fmt.Errorf("--junit %s: %v", junit, werr)}
 				}
 			}
 			if asJSON {
 				if err := selftest.WriteJSON(os.Stdout, rep); err != nil {
-					return &exitError{code: 1, err: err}
+					return &exitError{code: exitcode.SelftestFailed, err: err}
 				}
 			} else {
 				selftest.WriteHuman(os.Stdout, rep)
 			}
 			if !rep.Passed() {
-				return &exitError{code: 1}
+				return &exitError{code: exitcode.SelftestFailed}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&pf.config, "config", "", "triage.toml to read (default: nearest from the current directory up)")
-	cmd.Flags().StringVar(&pf.role, "role", "all", "agent, reproducer or all")
+	cmd.Flags().StringVar((*string)(&pf.role), "role", "all", "agent, reproducer or all")
 	addBackendFlag(cmd, &pf.backend, "backend to test")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	cmd.Flags().StringVar(&warmMode, "warm", "", "run every phase through a warm sandbox: session (each phase its own agent session) or pool")

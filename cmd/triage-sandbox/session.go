@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/warm"
 )
@@ -50,7 +51,7 @@ func newSessionCmd() *cobra.Command {
 				return err
 			}
 			if !ended {
-				return &exitError{code: 1, err: fmt.Errorf("no session %q is running for %s", args[0], p.WorkspaceRoot)}
+				return &exitError{code: exitcode.Failed, err: fmt.Errorf("no session %q is running for %s", args[0], p.WorkspaceRoot)}
 			}
 			fmt.Fprintf(os.Stderr, "triage-sandbox: session %s ended\n", args[0])
 			return nil
