@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/internal/cgroupfs"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
-	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
 
 // TestSupervisorOutlivesAFullProcessTable: the in-sandbox supervisor
@@ -81,8 +81,8 @@ func superviseBomb(t *testing.T, cg string, try int) {
 			said = append(said, l)
 		}
 	}
-	if code != supervise.ExitTimeout || len(said) > 0 {
-		t.Fatalf("try %d: the supervisor ended with %d, want %d from its timeout; it said %q", try, code, supervise.ExitTimeout, said)
+	if code != exitcode.Timeout || len(said) > 0 {
+		t.Fatalf("try %d: the supervisor ended with %d, want %d from its timeout; it said %q", try, code, exitcode.Timeout, said)
 	}
 }
 

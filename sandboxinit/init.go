@@ -20,6 +20,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 	"github.com/triage-sandbox/triage-sandbox/supervise"
@@ -33,13 +34,13 @@ func Export(w io.Writer, paths []stage.Path, maxEntries int) error {
 // Exit codes of Hold.
 const (
 	// exitcodeRefused: the holder or supervisor could not do its job.
-	exitcodeRefused = 125
+	exitcodeRefused = exitcode.Refused
 	// ExitLifelineCut: the owner is gone; everything was killed.
-	ExitLifelineCut = 137
+	ExitLifelineCut = exitcode.Killed
 	// ExitTTL: the sandbox outlived its lifetime; everything was killed.
-	ExitTTL = 137
+	ExitTTL = exitcode.Killed
 	// ExitStoppedOutside: a signal nobody in triage-sandbox sends.
-	ExitStoppedOutside = 143
+	ExitStoppedOutside = exitcode.SignalBase + int(syscall.SIGTERM)
 )
 
 // HoldOptions configure the holder.

@@ -27,13 +27,6 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 )
 
-// Exit codes under the names holderexec and sandboxinit's tests still
-// spell; exitcode defines them, use it.
-const (
-	ExitTimeout    = exitcode.Timeout
-	ExitSignalBase = exitcode.SignalBase
-)
-
 // Spec is one command to supervise.
 type Spec struct {
 	Argv           []string  // argv[0] looked up in PATH of Env (or of this process when Env is nil)

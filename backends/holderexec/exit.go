@@ -6,22 +6,22 @@ import (
 	"os/exec"
 	"syscall"
 
-	"github.com/triage-sandbox/triage-sandbox/supervise"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
 )
 
 // ExitKilled is the shell-style code of a process ended by SIGKILL: an OOM
 // kill, or its sandbox's end.
-const ExitKilled = supervise.ExitSignalBase + int(syscall.SIGKILL)
+const ExitKilled = exitcode.Killed
 
 // The other shell-style codes a run's result gives, the one table of them
 // for every backend's run.
 const (
-	exitTimedOut = supervise.ExitTimeout
-	exitCanceled = supervise.ExitSignalBase + int(syscall.SIGINT)
+	exitTimedOut = exitcode.Timeout
+	exitCanceled = exitcode.Interrupted
 	// Codes past signalBase and below signalEnd say the signal that ended
 	// the command.
-	signalBase = supervise.ExitSignalBase
-	signalEnd  = supervise.ExitSignalBase + 32
+	signalBase = exitcode.SignalBase
+	signalEnd  = exitcode.SignalBase + 32
 )
 
 // ExitStatus is a supervisor that ended with a non-zero shell-style code.
