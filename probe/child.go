@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // floodHostile is what flood prints before and after its filler.
@@ -47,11 +49,14 @@ func FloodTailToken(secret string) string {
 // FloodTailRepeat makes the run longer than any tail shown by default.
 const FloodTailRepeat = 4000
 
-// ChildSubcommand is the hidden CLI subcommand for the probe's helpers.
-const ChildSubcommand = "__probe-child"
+// ChildSubcommand is the entry point of the probe's helpers.
+const ChildSubcommand = string(protocol.EntryProbeChild)
 
-// Subcommand is the hidden CLI subcommand that executes a plan.
-const Subcommand = "__probe"
+// Argv is the argv that runs plan (encoded) with the binary at self; tag
+// only sits in argv, so the host can find the process.
+func Argv(self, tag, plan string) []string {
+	return protocol.MustArgv(self, protocol.EntryProbe, protocol.Probe{Tag: tag, Plan: plan})
+}
 
 // Child runs a helper: "true"; "sleep TOKEN SECONDS" (the token sits in
 // argv so the host can find a survivor); "alloc BYTES" (allocate and touch).

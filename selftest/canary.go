@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/probe"
 )
 
 // Canaries are the fakes a selftest plants for one role: a home with canary
@@ -234,7 +236,7 @@ func (c *Canaries) Replant() error {
 }
 
 func (c *Canaries) startSentinel(self string) error {
-	c.Sentinel = exec.Command(self, "__probe-child", "sleep", c.SentinelToken, "3600")
+	c.Sentinel = exec.Command(self, probe.ChildSubcommand, "sleep", c.SentinelToken, "3600")
 	c.Sentinel.Env = []string{"TRIAGE_SELFTEST_SENTINEL=" + c.SentinelToken}
 	c.Sentinel.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.Sentinel.Start(); err != nil {

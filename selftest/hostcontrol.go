@@ -104,7 +104,8 @@ func secondPhaseControl(ctx context.Context, o Options, e *Env, ch Check) *Evide
 		// The spinning probe survives SIGTERM on the host.
 		tag := "control-spin-" + e.C.Token
 		enc, _ := probe.Plan{Steps: one(step("spin", "spin_ignore_term", nil))}.Encode()
-		cmd := exec.Command(o.SelfHost, probe.Subcommand, "--tag", tag, "--plan", enc)
+		argv := probe.Argv(o.SelfHost, tag, enc)
+		cmd := exec.Command(argv[0], argv[1:]...)
 		if cmd.Start() == nil {
 			time.Sleep(300 * time.Millisecond)
 			_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -136,7 +137,8 @@ func runHostPlan(ctx context.Context, self string, e *Env, plan probe.Plan) (map
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, self, probe.Subcommand, "--tag", "control-"+e.C.Token, "--plan", enc)
+	argv := probe.Argv(self, "control-"+e.C.Token, enc)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = e.C.Root
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.C.Home}
 	for k, v := range e.C.Env {

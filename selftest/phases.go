@@ -159,7 +159,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 			steps = append(steps, step(kernelInfo, "uname", nil))
 		}
 		enc, err := probe.Plan{Steps: steps, ExitCode: statusExitCode, StderrMarker: statusMarker}.Encode()
-		return []string{o.Backend.SelfPath(), probe.Subcommand, "--tag", tag, "--plan", enc}, err
+		return probe.Argv(o.Backend.SelfPath(), tag, enc), err
 	}
 	var before map[string]string
 	var err error

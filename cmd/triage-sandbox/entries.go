@@ -12,6 +12,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/probe"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 	"github.com/triage-sandbox/triage-sandbox/warm"
@@ -52,6 +53,14 @@ func sandboxEntries() map[protocol.Entry]func(args []string) int {
 			}
 			return local.RunHelper(ctx, spec, stdio)
 		},
+		protocol.EntryProbe: func(args []string) int {
+			spec, err := protocol.DecodeProbe(args)
+			if err != nil {
+				return entryRefused(err)
+			}
+			return runProbe(spec)
+		},
+		protocol.EntryProbeChild: func(args []string) int { return probe.Child(args, os.Stderr) },
 		protocol.EntryKeeper: func(args []string) int {
 			spec, err := protocol.DecodeKeeper(args)
 			if err != nil {
@@ -60,6 +69,19 @@ func sandboxEntries() map[protocol.Entry]func(args []string) int {
 			return report(keep(spec))
 		},
 	}
+}
+
+// runProbe runs a selftest probe's plan.
+func runProbe(spec protocol.Probe) int {
+	p, err := probe.DecodePlan(spec.Plan)
+	if err != nil {
+		return entryRefused(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return entryRefused(err)
+	}
+	return probe.Execute(p, self, os.Stdout, os.Stderr)
 }
 
 // keep is a keeper's entry point: its policy arrives as JSON on stdin.

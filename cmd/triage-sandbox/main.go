@@ -86,7 +86,6 @@ func newRootCmd() *cobra.Command {
 	})
 	root.AddCommand(newRunCmd(), newCheckCmd(), newRenderCmd(), newPolicyCmd(), newDoctorCmd(),
 		newImageCmd(), newVersionCmd())
-	root.AddCommand(newProbeCmds()...)
 	root.AddCommand(newSelftestCmd(), newGCCmd(), newSessionCmd())
 	return root
 }
