@@ -6,18 +6,12 @@ package backends
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
-
-// InitPath is where container backends mount the static triage-sandbox
-// binary: the sandbox's holder and its per-command supervisor.
-const InitPath = protocol.InitPath
 
 // Command is what to run: an argv, executed with no shell.
 type Command struct {
@@ -131,57 +125,6 @@ type Sandbox interface {
 	// Warnings are things the caller should show (a removal that failed and
 	// left work for `gc`); they are never printed by the backend.
 	Warnings() []string
-}
-
-// ExecSpec is the in-sandbox supervisor's spec for cmd: the policy's
-// grace, the command's timeout and, when the command has no input, its
-// stdin as a lifeline. Every backend with a supervisor uses it.
-func ExecSpec(p *policy.Policy, cmd Command) protocol.Exec {
-	return protocol.Exec{Argv: cmd.Argv, Timeout: protocol.Duration(cmd.Timeout),
-		Grace: protocol.Duration(p.Lifetime.KillGrace), Lifeline: cmd.Stdin == nil}
-}
-
-// ExecArgv is the supervisor's argv for spec, at InitPath.
-func ExecArgv(spec protocol.Exec) []string {
-	return protocol.MustArgv(InitPath, protocol.EntryExec, spec)
-}
-
-// HoldSpec is the holder's spec: the sandbox's lifeline, its TTL and the
-// staged paths it unpacks first.
-func HoldSpec(p *policy.Policy, ttl time.Duration) protocol.Hold {
-	in, _ := StagePaths(p)
-	return protocol.Hold{Lifeline: p.Lifetime.Lifeline, TTL: protocol.Duration(ttl.Round(time.Second)), Stage: in}
-}
-
-// HoldArgv is the holder's argv for spec, at InitPath.
-func HoldArgv(spec protocol.Hold) []string {
-	return protocol.MustArgv(InitPath, protocol.EntryHold, spec)
-}
-
-// ScratchMountOptions are the tmpfs options of the policy's scratch, the
-// same for every container renderer: size, nosuid, nodev, exec or noexec.
-func ScratchMountOptions(s policy.Scratch) []string {
-	opts := []string{fmt.Sprintf("size=%d", s.Size)}
-	if s.NoSuid {
-		opts = append(opts, "nosuid")
-	}
-	if s.NoDev {
-		opts = append(opts, "nodev")
-	}
-	if s.Exec {
-		return append(opts, "exec")
-	}
-	return append(opts, "noexec")
-}
-
-// TraversableMountOptions are the tmpfs options that make a closed image
-// directory (policy.Traversable) searchable: empty, tiny, nothing
-// executable or set-id, owned by the sandbox identity (Docker keeps the
-// image directory's 0700 mode on a tmpfs mounted over it, so ownership is
-// what opens it).
-func TraversableMountOptions(p *policy.Policy) []string {
-	return []string{"mode=0755", "size=65536", "nosuid", "nodev", "noexec",
-		fmt.Sprintf("uid=%d", p.User.UID), fmt.Sprintf("gid=%d", p.User.GID)}
 }
 
 // CheckArgv refuses an argv with no program.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -112,7 +113,7 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 		return err
 	}
 	rec := Record{Kind: KindPool, Name: p.Warm.Session, Workspace: p.WorkspaceRoot, Role: p.Role, Backend: p.Backend,
-		Policy: p.Hash(), PID: os.Getpid(), Start: backends.ProcessStart(os.Getpid()), Since: time.Now().UTC(),
+		Policy: p.Hash(), PID: os.Getpid(), Start: ownership.ProcessStart(os.Getpid()), Since: time.Now().UTC(),
 		Idle: p.Warm.Idle.String(), Pool: p.Warm.Pool}
 	if p.Warm.Session != "" {
 		rec.Kind = KindSession

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -59,7 +59,7 @@ type Record struct {
 
 // Alive: the recorded keeper process still runs.
 func (r Record) Alive() bool {
-	return r.PID > 0 && r.Start != "" && backends.ProcessStart(r.PID) == r.Start
+	return r.PID > 0 && r.Start != "" && ownership.ProcessStart(r.PID) == r.Start
 }
 
 // key names the keeper a policy needs: a session by its name within its

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -111,7 +111,7 @@ func TestSweepRemovesOnlyDeadKeepers(t *testing.T) {
 
 func startOf(t *testing.T, pid int) string {
 	t.Helper()
-	s := backends.ProcessStart(pid)
+	s := ownership.ProcessStart(pid)
 	if s == "" {
 		t.Skip("no process start times here")
 	}

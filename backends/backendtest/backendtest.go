@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -93,7 +94,7 @@ func (b *Backend) Ready(context.Context, *policy.Policy) error { return nil }
 func (b *Backend) Sweep(context.Context) ([]string, error) { return nil, nil }
 
 // SelfPath implements backends.Backend.
-func (b *Backend) SelfPath() string { return backends.InitPath }
+func (b *Backend) SelfPath() string { return launch.InitPath }
 
 // Describe implements backends.Backend: a map callers may add to.
 func (b *Backend) Describe(context.Context, *policy.Policy) map[string]string {

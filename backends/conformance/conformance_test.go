@@ -17,6 +17,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -254,7 +255,7 @@ func dockerBinds(t *testing.T, ms []mount.Mount) map[string]bool {
 			t.Errorf("docker mount %+v is not a bind", m)
 			continue
 		}
-		if m.Target == backends.InitPath {
+		if m.Target == launch.InitPath {
 			if m.Source != selfExe || !m.ReadOnly {
 				t.Errorf("docker init binary mount %+v, want %s read-only", m, selfExe)
 			}
@@ -281,7 +282,7 @@ func ociBinds(t *testing.T, ms []specs.Mount) map[string]bool {
 		if ro == rw {
 			t.Errorf("oci bind %+v is neither clearly ro nor rw", m)
 		}
-		if m.Destination == backends.InitPath {
+		if m.Destination == launch.InitPath {
 			if m.Source != selfExe || !ro {
 				t.Errorf("oci init binary mount %+v, want %s read-only", m, selfExe)
 			}
@@ -313,8 +314,8 @@ func (r *rendered) mounts(t *testing.T) {
 	if !maps.Equal(d, want) {
 		t.Errorf("docker binds %v, policy mounts %v", d, want)
 	}
-	if !slices.ContainsFunc(r.dCreate.HostConfig.Mounts, func(m mount.Mount) bool { return m.Target == backends.InitPath }) ||
-		!slices.ContainsFunc(r.oSpec.Mounts, func(m specs.Mount) bool { return m.Destination == backends.InitPath }) {
+	if !slices.ContainsFunc(r.dCreate.HostConfig.Mounts, func(m mount.Mount) bool { return m.Target == launch.InitPath }) ||
+		!slices.ContainsFunc(r.oSpec.Mounts, func(m specs.Mount) bool { return m.Destination == launch.InitPath }) {
 		t.Error("the init binary is not mounted by both")
 	}
 	for _, u := range r.p.Unreadable {
@@ -461,7 +462,7 @@ func (r *rendered) scratch(t *testing.T) {
 		t.Fatalf("scratch paths differ: docker %+v, oci %+v", dockerScratch, oci.ScratchPaths)
 	}
 	tmpfs := r.dCreate.HostConfig.Tmpfs
-	if want := 2 + len(r.p.Traversable) + len(backends.StagedMounts(r.p)); len(tmpfs) != want {
+	if want := 2 + len(r.p.Traversable) + len(launch.StagedMounts(r.p)); len(tmpfs) != want {
 		t.Errorf("docker tmpfs %v, want HOME, TMPDIR, the traversable and the staged ones (%d)", tmpfs, want)
 	}
 	for _, dest := range []string{dockerScratch.Home, dockerScratch.Tmp} {
@@ -496,7 +497,7 @@ func (r *rendered) scratch(t *testing.T) {
 // staged: every writable directory and skeleton is a bounded tmpfs in
 // both, with the same options, and no writable path is a bind.
 func (r *rendered) staged(t *testing.T) {
-	staged := backends.StagedMounts(r.p)
+	staged := launch.StagedMounts(r.p)
 	if !r.p.AllowAll && len(r.p.Writable()) > 0 && len(staged) == 0 {
 		t.Fatalf("no staged mounts for %+v", r.p.Staging)
 	}

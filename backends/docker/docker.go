@@ -13,6 +13,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -66,7 +68,7 @@ func (b *Backend) Capabilities() []policy.Capability { return Capabilities() }
 func Capabilities() []policy.Capability { return append([]policy.Capability(nil), capabilities...) }
 
 // SelfPath implements backends.Backend: the binary is mounted at InitPath.
-func (b *Backend) SelfPath() string { return backends.InitPath }
+func (b *Backend) SelfPath() string { return launch.InitPath }
 
 // Describe implements backends.Backend.
 func (b *Backend) Describe(ctx context.Context, p *policy.Policy) map[string]string {
@@ -150,7 +152,7 @@ func (b *Backend) runInfo(p *policy.Policy, ttl time.Duration) RunInfo {
 	return RunInfo{
 		Name:        "triage-sandbox-" + string(p.Role) + "-" + hex.EncodeToString(id[:]),
 		ParentPID:   pid,
-		ParentStart: backends.ProcessStart(pid),
+		ParentStart: ownership.ProcessStart(pid),
 		Host:        b.host,
 		ExpiresAt:   time.Now().Add(ttl),
 	}

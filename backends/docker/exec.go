@@ -12,6 +12,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
@@ -98,10 +99,10 @@ func (s *sandbox) explain(ctx context.Context, err error) error {
 // cannot reach it). input: the command reads the exec's stdin, so it has
 // no lifeline and a cancel ends the whole container.
 func (s *sandbox) byExec(input bool) holderexec.Starter {
-	return func(ctx context.Context, spec protocol.Exec, gate *backends.StartGate, _ *os.File) (*holderexec.Started, error) {
+	return func(ctx context.Context, spec protocol.Exec, gate *holderexec.OutputHold, _ *os.File) (*holderexec.Started, error) {
 		setupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
 		defer cancel()
-		created, err := s.b.cli.ExecCreate(setupCtx, s.id, execOptions(s.p, backends.ExecArgv(spec)))
+		created, err := s.b.cli.ExecCreate(setupCtx, s.id, execOptions(s.p, launch.ExecArgv(spec)))
 		if err != nil {
 			return nil, s.execErr(ctx, "creating the command in the sandbox", err)
 		}

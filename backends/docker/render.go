@@ -18,6 +18,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -65,14 +66,14 @@ func Render(p *policy.Policy, selfExe string, info RunInfo) (*CreateRequest, err
 
 // render is Render under runtime rt, the runtime p names.
 func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) (*CreateRequest, error) {
-	if err := backends.CheckImageRoot(p, "the docker backend"); err != nil {
+	if err := launch.CheckImageRoot(p, "the docker backend"); err != nil {
 		return nil, err
 	}
 	var ttl time.Duration
 	if !info.ExpiresAt.IsZero() {
 		ttl = max(time.Until(info.ExpiresAt), time.Second)
 	}
-	holdArgs := backends.HoldArgv(backends.HoldSpec(p, ttl))
+	holdArgs := launch.HoldArgv(launch.HoldSpec(p, ttl))
 	network, err := networkMode(p.Network.Mode)
 	if err != nil {
 		return nil, err
@@ -138,7 +139,7 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 			},
 		},
 	}
-	if nproc, hostPids, ok := backends.GVisorLimits(rt, p); ok {
+	if nproc, hostPids, ok := runtimes.GVisorLimits(rt, p); ok {
 		host.Resources.PidsLimit = &hostPids
 		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: nproc, Hard: nproc})
 	}
@@ -151,9 +152,9 @@ func RenderExec(p *policy.Policy, cmd backends.Command) (client.ExecCreateOption
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
 		return client.ExecCreateOptions{}, err
 	}
-	spec := backends.ExecSpec(p, cmd)
+	spec := launch.ExecSpec(p, cmd)
 	spec.Seccomp = holderexec.SeccompFor(runtimes.Of(p.Runtime))
-	return execOptions(p, backends.ExecArgv(spec)), nil
+	return execOptions(p, launch.ExecArgv(spec)), nil
 }
 
 // execOptions is the exec request of the supervisor argv.
@@ -192,7 +193,7 @@ func networkMode(m policy.NetworkMode) (container.NetworkMode, error) {
 
 func mounts(p *policy.Policy, selfExe string) []mount.Mount {
 	out := []mount.Mount{{
-		Type: mount.TypeBind, Source: selfExe, Target: backends.InitPath, ReadOnly: true,
+		Type: mount.TypeBind, Source: selfExe, Target: launch.InitPath, ReadOnly: true,
 		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
 	}}
 	for _, m := range p.Mounts {
@@ -211,16 +212,16 @@ func mounts(p *policy.Policy, selfExe string) []mount.Mount {
 func scratchTmpfs(p *policy.Policy) map[string]string {
 	out := scratchOnly(p)
 	for _, dir := range p.Traversable {
-		out[dir] = strings.Join(append([]string{"rw"}, backends.TraversableMountOptions(p)...), ",")
+		out[dir] = strings.Join(append([]string{"rw"}, launch.TraversableMountOptions(p)...), ",")
 	}
-	for dir, opts := range backends.StagedMounts(p) {
+	for dir, opts := range launch.StagedMounts(p) {
 		out[dir] = opts
 	}
 	return out
 }
 
 func scratchOnly(p *policy.Policy) map[string]string {
-	base := strings.Join(append([]string{"rw"}, backends.ScratchMountOptions(p.Scratch)...), ",")
+	base := strings.Join(append([]string{"rw"}, launch.ScratchMountOptions(p.Scratch)...), ",")
 	return map[string]string{
 		scratchPaths.Tmp:  fmt.Sprintf("%s,mode=%o", base, p.Scratch.TmpMode),
 		scratchPaths.Home: fmt.Sprintf("%s,mode=%o,uid=%d,gid=%d", base, p.Scratch.HomeMode, p.User.UID, p.User.GID),

@@ -14,6 +14,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -174,7 +176,7 @@ func TestRenderMountsExactlyThePolicy(t *testing.T) {
 	p, req := renderRole(t, "agent", policy.Host{UID: 1000, GID: 1000, OS: "linux"})
 	var got []string
 	for _, m := range req.HostConfig.Mounts {
-		if m.Target == backends.InitPath {
+		if m.Target == launch.InitPath {
 			if !m.ReadOnly {
 				t.Error("init binary must be read-only")
 			}
@@ -237,7 +239,7 @@ func TestRenderNetworkOn(t *testing.T) {
 
 func TestProcStartTime(t *testing.T) {
 	line := "1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10"
-	if got := backends.StatStartTime(line); got != "987654" {
+	if got := ownership.StatStartTime(line); got != "987654" {
 		t.Errorf("got %q", got)
 	}
 }

@@ -17,7 +17,9 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
+	"github.com/triage-sandbox/triage-sandbox/backends/staging"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
@@ -37,7 +39,7 @@ type sandbox struct {
 	// att is the holder's attach stream; its stdin is the lifeline.
 	att client.HijackedResponse
 	// holdOut keeps what the holder printed (a stop from outside).
-	holdOut    backends.SmallBuffer
+	holdOut    holderexec.SmallBuffer
 	stopWatch  context.CancelFunc
 	exited     chan struct{} // closed when the container stopped
 	exitStatus int64
@@ -127,13 +129,13 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 // them before its lifeline starts, and waits until it says they are in
 // place.
 func (s *sandbox) stageIn(ctx context.Context) error {
-	m, err := backends.StageIn(ctx, s.att.Conn, s.p)
+	m, err := staging.StageIn(ctx, s.att.Conn, s.p)
 	if err != nil || m == nil {
 		return err
 	}
 	s.manifest = m
-	err = backends.AwaitHolder(ctx, &s.holdOut, s.exited)
-	if errors.Is(err, backends.ErrHolderEnded) {
+	err = holderexec.AwaitHolder(ctx, &s.holdOut, s.exited)
+	if errors.Is(err, holderexec.ErrHolderEnded) {
 		return fmt.Errorf("the sandbox ended before its writable paths were in place (exit %d)", s.exitStatus)
 	}
 	return err
@@ -143,7 +145,7 @@ func (s *sandbox) stageIn(ctx context.Context) error {
 // applies them to the host. It runs after every command, however the
 // command ended.
 func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
-	_, out := backends.StagePaths(s.p)
+	_, out := staging.StagePaths(s.p)
 	if len(out) == 0 || s.ended() || s.killed.Load() {
 		if len(out) > 0 {
 			res.CopyBackError = holderexec.LostOutputs
@@ -164,7 +166,7 @@ const copyBackTimeout = 2 * time.Minute
 
 func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, error) {
 	created, err := s.b.cli.ExecCreate(ctx, s.id, client.ExecCreateOptions{
-		User: user(s.p), Cmd: backends.ExportArgv(s.p), AttachStdout: true, AttachStderr: true,
+		User: user(s.p), Cmd: launch.ExportArgv(s.p), AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {
 		return nil, s.execErr(ctx, "copying the outputs back", err)
@@ -175,12 +177,12 @@ func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, 
 	}
 	defer att.Close()
 	pr, pw := io.Pipe()
-	var stderr backends.SmallBuffer
+	var stderr holderexec.SmallBuffer
 	go func() {
 		_, err := stdcopy.StdCopy(pw, &stderr, att.Reader)
 		pw.CloseWithError(err)
 	}()
-	m, rep, aerr := stage.Apply(ctx, pr, s.manifest, backends.StageSpec(s.p, backends.ExportPaths(s.p, out)))
+	m, rep, aerr := stage.Apply(ctx, pr, s.manifest, staging.StageSpec(s.p, staging.ExportPaths(s.p, out)))
 	_, _ = io.Copy(io.Discard, pr)
 	s.manifest = m
 	code, ierr := s.execExit(ctx, created.ID)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -61,6 +61,6 @@ func stale(labels map[string]string, host string, now time.Time) bool {
 // processAlive: pid exists and, when known, started when the label says
 // (a reused pid is a different process).
 func processAlive(pid int, start string) bool {
-	now := backends.ProcessStart(pid)
+	now := ownership.ProcessStart(pid)
 	return now != "" && (start == "" || now == start)
 }

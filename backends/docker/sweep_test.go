@@ -14,13 +14,14 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 func TestStale(t *testing.T) {
 	self := os.Getpid()
-	selfStart := backends.ProcessStart(self)
+	selfStart := ownership.ProcessStart(self)
 	now := time.Now()
 	future := now.Add(time.Hour).Format(time.RFC3339)
 	past := now.Add(-time.Minute).Format(time.RFC3339)
@@ -76,7 +77,7 @@ func TestSweepRemovesOnlyOrphans(t *testing.T) {
 		return res.ID
 	}
 	orphan := mk(dead.Process.Pid, "")
-	live := mk(os.Getpid(), backends.ProcessStart(os.Getpid()))
+	live := mk(os.Getpid(), ownership.ProcessStart(os.Getpid()))
 	removed, err := d.Sweep(context.Background())
 	if err != nil {
 		t.Fatal(err)

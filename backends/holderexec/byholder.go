@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
@@ -20,12 +20,12 @@ const outputDrain = 2 * time.Second
 // the holder forks it with our pipes as its stdio and the export pipe as
 // its descriptor 3.
 func ByHolder(ctl *control.Client) Starter {
-	return func(ctx context.Context, spec protocol.Exec, gate *backends.StartGate, exportW *os.File) (*Started, error) {
-		return byHolder(ctx, ctl, backends.ExecArgv(spec), gate, exportW)
+	return func(ctx context.Context, spec protocol.Exec, gate *OutputHold, exportW *os.File) (*Started, error) {
+		return byHolder(ctx, ctl, launch.ExecArgv(spec), gate, exportW)
 	}
 }
 
-func byHolder(ctx context.Context, ctl *control.Client, argv []string, gate *backends.StartGate, exportW *os.File) (*Started, error) {
+func byHolder(ctx context.Context, ctl *control.Client, argv []string, gate *OutputHold, exportW *os.File) (*Started, error) {
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
 			_ = f.Close()

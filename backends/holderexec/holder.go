@@ -3,7 +3,6 @@ package holderexec
 import (
 	"sync"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
@@ -12,7 +11,7 @@ import (
 // warnings for the caller.
 type Holder struct {
 	// Out is what the holder (or the runtime that ran it) printed.
-	Out backends.SmallBuffer
+	Out SmallBuffer
 	// Gone is closed once the holder has ended.
 	Gone chan struct{}
 

@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
+	"github.com/triage-sandbox/triage-sandbox/backends/staging"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
@@ -60,7 +62,7 @@ type Started struct {
 
 // Starter starts the supervisor with spec, its stdout and stderr going to
 // the gate, and exportW (when not nil) as its descriptor 3.
-type Starter func(ctx context.Context, spec protocol.Exec, gate *backends.StartGate, exportW *os.File) (*Started, error)
+type Starter func(ctx context.Context, spec protocol.Exec, gate *OutputHold, exportW *os.File) (*Started, error)
 
 // Run is one command's run.
 type Run struct {
@@ -110,8 +112,8 @@ func (r Run) ended() bool {
 // it started the command gives a *NotStarted error: nothing ran.
 func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 	res := backends.Result{Sandbox: r.Sandbox.ID()}
-	_, staged := backends.StagePaths(r.Policy)
-	spec := backends.ExecSpec(r.Policy, cmd)
+	_, staged := staging.StagePaths(r.Policy)
+	spec := launch.ExecSpec(r.Policy, cmd)
 	spec.Seccomp = r.Seccomp
 	var exportR, exportW *os.File
 	if len(staged) > 0 && r.ExportOnFD {
@@ -120,16 +122,16 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 			return res, err
 		}
 		defer exportR.Close()
-		spec = backends.WithExport(spec, r.Policy, 3)
+		spec = launch.WithExport(spec, r.Policy, 3)
 	}
-	gate := backends.NewStartGate(orDiscard(out.Stdout), orDiscard(out.Stderr))
+	gate := NewOutputHold(orDiscard(out.Stdout), orDiscard(out.Stderr))
 	var oomBefore uint64
 	if r.OOMKills != nil {
 		oomBefore = r.OOMKills(0)
 	}
 	// The host's clock starts before the supervisor's, so it judges a
 	// timeout no later than the supervisor enforces it.
-	deadline := backends.StartDeadline(cmd.Timeout)
+	deadline := StartDeadline(cmd.Timeout)
 	defer deadline.Stop()
 	proc, err := r.Start(ctx, spec, gate, exportW)
 	if exportW != nil {
@@ -159,7 +161,7 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 
 // await feeds the command its input and waits for the supervisor's end,
 // enforcing the timeout and a cancel.
-func (r Run) await(ctx context.Context, cmd backends.Command, proc *Started, gate *backends.StartGate, deadline *backends.Deadline, res *backends.Result) error {
+func (r Run) await(ctx context.Context, cmd backends.Command, proc *Started, gate *OutputHold, deadline *Deadline, res *backends.Result) error {
 	stdin := proc.Stdin
 	done := make(chan error, 1)
 	waited := make(chan struct{})
@@ -207,7 +209,7 @@ func (r Run) await(ctx context.Context, cmd backends.Command, proc *Started, gat
 
 // judge reads the supervisor's end, werr, into res: the command's code,
 // an OOM kill, the sandbox's end under it.
-func (r Run) judge(res *backends.Result, werr error, gate *backends.StartGate, oomBefore uint64) error {
+func (r Run) judge(res *backends.Result, werr error, gate *OutputHold, oomBefore uint64) error {
 	code := 0
 	var ee *ExitStatus
 	switch {
@@ -302,7 +304,7 @@ type applyResult struct {
 func (r Run) apply(ctx context.Context, rd io.Reader, staged []stage.Path) applyResult {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CopyBackTimeout)
 	defer cancel()
-	m, rep, err := stage.Apply(ctx, rd, *r.Manifest, backends.StageSpec(r.Policy, backends.ExportPaths(r.Policy, staged)))
+	m, rep, err := stage.Apply(ctx, rd, *r.Manifest, staging.StageSpec(r.Policy, staging.ExportPaths(r.Policy, staged)))
 	_, _ = io.Copy(io.Discard, rd)
 	return applyResult{m, rep, err}
 }

@@ -50,8 +50,8 @@ func TestSupervisorTimeoutWinningTheRace(t *testing.T) {
 		r := Run{
 			Policy:  &policy.Policy{},
 			Sandbox: fakeSandbox{exited: make(chan struct{})},
-			Start: func(ctx context.Context, _ protocol.Exec, gate *backends.StartGate, exportW *os.File) (*Started, error) {
-				_, _ = gate.Stdout().Write([]byte{backends.StartMarker})
+			Start: func(ctx context.Context, _ protocol.Exec, gate *OutputHold, exportW *os.File) (*Started, error) {
+				_, _ = gate.Stdout().Write([]byte{protocol.ExecStarted})
 				time.Sleep(timeout + 10*time.Millisecond)
 				return &Started{Stdin: nopWriteCloser{}, Wait: func() error { return &ExitStatus{Code: 124} }}, nil
 			},

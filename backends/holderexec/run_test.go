@@ -60,10 +60,10 @@ func (f *fakeProc) stop() {
 	_ = f.Close()
 }
 
-func (f *fakeProc) start(_ context.Context, _ protocol.Exec, gate *backends.StartGate, _ *os.File) (*Started, error) {
+func (f *fakeProc) start(_ context.Context, _ protocol.Exec, gate *OutputHold, _ *os.File) (*Started, error) {
 	f.release = make(chan struct{})
 	if f.started {
-		_, _ = gate.Stdout().Write([]byte{backends.StartMarker})
+		_, _ = gate.Stdout().Write([]byte{protocol.ExecStarted})
 	} else {
 		_, _ = gate.Stderr().Write([]byte(f.failure))
 	}
@@ -193,7 +193,7 @@ func TestRunCancel(t *testing.T) {
 	for _, withStop := range []bool{false, true} {
 		t.Run(map[bool]string{false: "lifeline", true: "stop"}[withStop], func(t *testing.T) {
 			proc := &fakeProc{script: script{started: true, hold: true, end: &ExitStatus{Code: 137}}}
-			start := func(ctx context.Context, spec protocol.Exec, gate *backends.StartGate, exportW *os.File) (*Started, error) {
+			start := func(ctx context.Context, spec protocol.Exec, gate *OutputHold, exportW *os.File) (*Started, error) {
 				s, err := proc.start(ctx, spec, gate, exportW)
 				if withStop {
 					s.Stop = proc.stop

@@ -24,6 +24,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/output"
@@ -344,7 +345,7 @@ func (k *kit) assertGone(t *testing.T, id string, w *watcher) {
 		if ok {
 			if rec.Helper <= 0 || rec.HelperAt == "" {
 				t.Errorf("the record of %s names no helper: %+v", id, rec)
-			} else if backends.ProcessStart(rec.Helper) == rec.HelperAt {
+			} else if ownership.ProcessStart(rec.Helper) == rec.HelperAt {
 				t.Errorf("the helper of %s (pid %d) still runs: %s", id, rec.Helper, cmdline(rec.Helper))
 			}
 			for _, cg := range rec.Cgroups {

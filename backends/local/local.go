@@ -19,6 +19,7 @@ import (
 	"runtime"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -69,7 +70,7 @@ func defaultStateDir() string {
 
 func (b *Backend) Name() string                      { return Name }
 func (b *Backend) Capabilities() []policy.Capability { return Capabilities() }
-func (b *Backend) SelfPath() string                  { return backends.InitPath }
+func (b *Backend) SelfPath() string                  { return launch.InitPath }
 
 // Available implements backends.Backend: every layer must be there; a
 // missing one is named with what it costs and what to change.
@@ -119,7 +120,7 @@ func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artif
 	return Artifact{
 		Namespaces: []string{"user", "mount", "pid", "network", "ipc", "uts", "cgroup"},
 		Plan:       pl, Seccomp: filter, Limits: limitsPlan(p),
-		Command: backends.ExecArgv(backends.ExecSpec(p, cmd)),
+		Command: launch.ExecArgv(launch.ExecSpec(p, cmd)),
 	}, nil
 }
 

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -28,7 +28,7 @@ const MinLandlockABI = 3
 // Plan translates p into the helper's confinement: the policy's readable
 // roots and mounts bound at the same paths (read-only unless writable),
 // staged writable paths and scratch on bounded tmpfs, credential paths
-// masked, this binary at backends.InitPath, Landlock granting exactly
+// masked, this binary at launch.InitPath, Landlock granting exactly
 // those paths, the default seccomp set and the policy's rlimits.
 // selfExe is the static binary on the host.
 func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
@@ -74,8 +74,8 @@ func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
 		}
 	}
 	if selfExe != "" {
-		pl.Binds = append(pl.Binds, confine.Bind{Source: selfExe, Target: backends.InitPath, Why: "the sandbox's holder and supervisor"})
-		pl.Landlock.ReadOnly = append(pl.Landlock.ReadOnly, backends.InitPath)
+		pl.Binds = append(pl.Binds, confine.Bind{Source: selfExe, Target: launch.InitPath, Why: "the sandbox's holder and supervisor"})
+		pl.Landlock.ReadOnly = append(pl.Landlock.ReadOnly, launch.InitPath)
 	}
 	for _, s := range []struct {
 		path string
@@ -87,7 +87,7 @@ func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
 	}
 	if p.Staged() {
 		var staged []string
-		for dir := range backends.StagedMounts(p) {
+		for dir := range launch.StagedMounts(p) {
 			staged = append(staged, dir)
 		}
 		sort.Strings(staged)

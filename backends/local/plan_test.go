@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -65,8 +65,8 @@ func TestPlanTranslatesThePolicy(t *testing.T) {
 	if w, ok := binds[filepath.Join(p.WorkspaceRoot, "triage.toml")]; ok && w {
 		t.Errorf("an entry of the skeleton is bound writable")
 	}
-	if w, ok := binds[backends.InitPath]; !ok || w {
-		t.Errorf("the binary is not bound read-only at %s", backends.InitPath)
+	if w, ok := binds[launch.InitPath]; !ok || w {
+		t.Errorf("the binary is not bound read-only at %s", launch.InitPath)
 	}
 	for _, out := range []string{"repros", "issues", ".triage"} {
 		path := filepath.Join(p.WorkspaceRoot, out)

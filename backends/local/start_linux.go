@@ -20,8 +20,11 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/backends/oomwatch"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
+	"github.com/triage-sandbox/triage-sandbox/backends/staging"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
@@ -139,7 +142,7 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration)
 		planW.Close()
 		return err
 	}
-	hold := backends.HoldSpec(s.p, ttl)
+	hold := launch.HoldSpec(s.p, ttl)
 	hold.ControlFD = controlFD
 	args, err := protocol.Argv(s.b.selfExe, protocol.EntryLocal, protocol.Local{PlanFD: planFD, Hold: hold})
 	if err != nil {
@@ -194,13 +197,13 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration)
 	if err != nil {
 		return fmt.Errorf("sending the plan to the helper: %w%s", err, s.Said())
 	}
-	m, err := backends.StageIn(ctx, stdin, s.p)
+	m, err := staging.StageIn(ctx, stdin, s.p)
 	if err != nil {
 		return fmt.Errorf("%w%s", err, s.Said())
 	}
 	s.manifest = m
-	switch err := backends.AwaitHolder(ctx, &s.Out, s.Gone); {
-	case errors.Is(err, backends.ErrHolderEnded):
+	switch err := holderexec.AwaitHolder(ctx, &s.Out, s.Gone); {
+	case errors.Is(err, holderexec.ErrHolderEnded):
 		return fmt.Errorf("the local sandbox ended while starting%s", s.Said())
 	case ctx.Err() != nil:
 		return fmt.Errorf("the local sandbox did not start within %s%s", startTimeout, s.Said())
@@ -211,8 +214,8 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration)
 
 // record writes the ownership record a sweep judges by.
 func (s *sandbox) record(ttl time.Duration) error {
-	rec := owner{PID: os.Getpid(), Start: backends.ProcessStart(os.Getpid()),
-		Helper: s.helper.Process.Pid, HelperAt: backends.ProcessStart(s.helper.Process.Pid),
+	rec := owner{PID: os.Getpid(), Start: ownership.ProcessStart(os.Getpid()),
+		Helper: s.helper.Process.Pid, HelperAt: ownership.ProcessStart(s.helper.Process.Pid),
 		ExpiresAt: time.Now().Add(ttl).UTC(), Role: string(s.p.Role), Policy: s.p.ShortHash()}
 	if s.cg != nil {
 		rec.Cgroups = s.cg.dirs

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 )
 
 // owner is the ownership record of one sandbox: a sweep judges by it alone.
@@ -25,8 +25,8 @@ type owner struct {
 // whose lifetime passed are killed (their helper, if it is still the
 // process recorded) and their cgroups and records removed.
 func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
-	stale, err := backends.StaleDirs(b.stateDir, "owner.json", nil, func(rec owner) bool {
-		return backends.OwnerAlive(rec.PID, rec.Start) && time.Now().Before(rec.ExpiresAt)
+	stale, err := ownership.StaleDirs(b.stateDir, "owner.json", nil, func(rec owner) bool {
+		return ownership.OwnerAlive(rec.PID, rec.Start) && time.Now().Before(rec.ExpiresAt)
 	})
 	if err != nil {
 		return nil, err
@@ -34,7 +34,7 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, s := range stale {
-		if backends.OwnerAlive(s.Record.Helper, s.Record.HelperAt) {
+		if ownership.OwnerAlive(s.Record.Helper, s.Record.HelperAt) {
 			_ = killPID(s.Record.Helper) // the pid namespace's init: everything in it goes
 		}
 		if err := removeCgroups(s.Record.Cgroups); err != nil {

@@ -19,7 +19,9 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/netup"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -82,7 +84,7 @@ func (b *Backend) Name() string { return Name }
 func (b *Backend) Capabilities() []policy.Capability { return Capabilities() }
 
 // SelfPath implements backends.Backend.
-func (b *Backend) SelfPath() string { return backends.InitPath }
+func (b *Backend) SelfPath() string { return launch.InitPath }
 
 // runtimePath finds the runtime the policy names (p.Runtime), or the
 // first one installed.
@@ -238,7 +240,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	rec := owner{PID: os.Getpid(), Start: backends.ProcessStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(),
+	rec := owner{PID: os.Getpid(), Start: ownership.ProcessStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(),
 		Runtime: rt, Role: string(p.Role), Policy: p.ShortHash()}
 	if err := writeJSON(filepath.Join(dir, "owner.json"), rec); err == nil {
 		err = writeJSON(filepath.Join(dir, "config.json"), spec)
@@ -258,9 +260,9 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 
 // adaptToRuntime changes what a runtime enforces differently (proc may be
 // the holder's or an exec's process; res nil for an exec): under gVisor,
-// the process limits of backends.GVisorLimits.
+// the process limits of runtimes.GVisorLimits.
 func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt runtimes.Traits, p *policy.Policy) {
-	nproc, host, ok := backends.GVisorLimits(rt, p)
+	nproc, host, ok := runtimes.GVisorLimits(rt, p)
 	if !ok {
 		return
 	}
@@ -321,8 +323,8 @@ func writeJSON(path string, v any) error {
 // Sweep implements backends.Backend: bundles whose owner is gone or whose
 // lifetime passed are killed and deleted, by their ownership record only.
 func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
-	stale, err := backends.StaleDirs(b.bundles(), "owner.json", nil, func(rec owner) bool {
-		return backends.OwnerAlive(rec.PID, rec.Start) && time.Now().Before(rec.ExpiresAt)
+	stale, err := ownership.StaleDirs(b.bundles(), "owner.json", nil, func(rec owner) bool {
+		return ownership.OwnerAlive(rec.PID, rec.Start) && time.Now().Before(rec.ExpiresAt)
 	})
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -42,7 +43,7 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 	if err != nil {
 		return Spec{}, err
 	}
-	execJSON, err := json.Marshal(process(p, backends.ExecArgv(backends.ExecSpec(p, cmd))))
+	execJSON, err := json.Marshal(process(p, launch.ExecArgv(launch.ExecSpec(p, cmd))))
 	if err != nil {
 		return Spec{}, err
 	}
@@ -54,14 +55,14 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 // ttl when > 0, the staged paths) as its process, the image's root at
 // ./rootfs (the backend points Root.Path at its cache).
 func Bundle(p *policy.Policy, selfExe string, ttl time.Duration) (*specs.Spec, error) {
-	if err := backends.CheckImageRoot(p, "the oci renderer"); err != nil {
+	if err := launch.CheckImageRoot(p, "the oci renderer"); err != nil {
 		return nil, err
 	}
 	ns, err := namespaces(p.Network.Mode)
 	if err != nil {
 		return nil, err
 	}
-	hold := backends.HoldArgv(backends.HoldSpec(p, ttl))
+	hold := launch.HoldArgv(launch.HoldSpec(p, ttl))
 	memory := p.Limits.Memory
 	pids := p.Limits.Pids
 	period := uint64(100000)
@@ -132,13 +133,13 @@ func mounts(p *policy.Policy, selfExe string) []specs.Mount {
 		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},
 		scratchMount(p, ScratchPaths.Tmp, p.Scratch.TmpMode),
 		scratchMount(p, ScratchPaths.Home, p.Scratch.HomeMode, fmt.Sprintf("uid=%d", p.User.UID), fmt.Sprintf("gid=%d", p.User.GID)),
-		{Destination: backends.InitPath, Type: "bind", Source: selfExe, Options: []string{"rbind", "ro", "rprivate"}},
+		{Destination: launch.InitPath, Type: "bind", Source: selfExe, Options: []string{"rbind", "ro", "rprivate"}},
 	}
 	for _, dir := range p.Traversable {
-		out = append(out, specs.Mount{Destination: dir, Type: "tmpfs", Source: "tmpfs", Options: backends.TraversableMountOptions(p)})
+		out = append(out, specs.Mount{Destination: dir, Type: "tmpfs", Source: "tmpfs", Options: launch.TraversableMountOptions(p)})
 	}
 	var tree []specs.Mount
-	for dir, opts := range backends.StagedMounts(p) {
+	for dir, opts := range launch.StagedMounts(p) {
 		tree = append(tree, specs.Mount{Destination: dir, Type: "tmpfs", Source: "tmpfs", Options: strings.Split(opts, ",")})
 	}
 	for _, m := range p.Mounts {
@@ -164,7 +165,7 @@ func mounts(p *policy.Policy, selfExe string) []specs.Mount {
 }
 
 func scratchMount(p *policy.Policy, dest string, mode uint32, extra ...string) specs.Mount {
-	opts := append([]string{fmt.Sprintf("mode=%04o", mode)}, backends.ScratchMountOptions(p.Scratch)...)
+	opts := append([]string{fmt.Sprintf("mode=%04o", mode)}, launch.ScratchMountOptions(p.Scratch)...)
 	return specs.Mount{Destination: dest, Type: "tmpfs", Source: "tmpfs", Options: append(opts, extra...)}
 }
 

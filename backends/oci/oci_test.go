@@ -15,6 +15,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -138,8 +139,8 @@ func TestRenderRoles(t *testing.T) {
 			// The bundle's process is the holder, not the command.
 			checkProcess(t, "holder", p, s.Process)
 			args := s.Process.Args
-			if len(args) != 3 || args[0] != backends.InitPath || args[1] != string(protocol.EntryHold) {
-				t.Fatalf("holder args %q, want %s %s SPEC", args, backends.InitPath, protocol.EntryHold)
+			if len(args) != 3 || args[0] != launch.InitPath || args[1] != string(protocol.EntryHold) {
+				t.Fatalf("holder args %q, want %s %s SPEC", args, launch.InitPath, protocol.EntryHold)
 			}
 			if h, err := protocol.DecodeHold(args[2:]); err != nil || !h.Lifeline {
 				t.Errorf("holder spec %s: %+v, %v; want a lifeline", args[2], h, err)
@@ -280,13 +281,13 @@ func checkMounts(t *testing.T, p *policy.Policy, s Spec) {
 			t.Errorf("mount %s: options %q, want read-only %v", pm.Path, m.Options, pm.ReadOnly)
 		}
 	}
-	init, ok := mountAt(s, backends.InitPath)
+	init, ok := mountAt(s, launch.InitPath)
 	if !ok || init.Source != selfExe || !hasOpt(init, "ro") || hasOpt(init, "rw") {
 		t.Errorf("init binary mount %+v (present %v), want %s read-only", init, ok, selfExe)
 	}
 	// Nothing besides the policy's mounts and the init binary comes from the host.
 	for _, m := range s.Mounts {
-		if m.Type == "bind" && m.Destination != backends.InitPath &&
+		if m.Type == "bind" && m.Destination != launch.InitPath &&
 			!slices.ContainsFunc(p.Mounts, func(pm policy.Mount) bool { return pm.Path == m.Destination }) {
 			t.Errorf("bind mount %+v is not in the policy", m)
 		}
@@ -330,7 +331,7 @@ func checkExec(t *testing.T, p *policy.Policy, s Spec, cmd backends.Command) {
 	}
 	checkProcess(t, "exec", p, proc)
 	args := proc.Args
-	if len(args) != 3 || args[0] != backends.InitPath || args[1] != string(protocol.EntryExec) {
+	if len(args) != 3 || args[0] != launch.InitPath || args[1] != string(protocol.EntryExec) {
 		t.Fatalf("exec args %q, want the supervisor", args)
 	}
 	x, err := protocol.DecodeExec(args[2:])

@@ -18,8 +18,10 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/oomwatch"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
+	"github.com/triage-sandbox/triage-sandbox/backends/staging"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
@@ -113,14 +115,14 @@ func (s *sandbox) start(ctx context.Context) error {
 		_ = s.run.Wait()
 		close(s.Gone)
 	}()
-	m, err := backends.StageIn(ctx, stdin, s.p)
+	m, err := staging.StageIn(ctx, stdin, s.p)
 	if err != nil {
 		return fmt.Errorf("%w%s", err, s.Said())
 	}
 	s.manifest = m
 	// The holder says when it runs (and the staged copy is in place).
-	switch err := backends.AwaitHolder(ctx, &s.Out, s.Gone); {
-	case errors.Is(err, backends.ErrHolderEnded):
+	switch err := holderexec.AwaitHolder(ctx, &s.Out, s.Gone); {
+	case errors.Is(err, holderexec.ErrHolderEnded):
 		return fmt.Errorf("the sandbox ended while starting%s", s.Said())
 	case ctx.Err() != nil:
 		return fmt.Errorf("the sandbox did not start within %s%s", startTimeout, s.Said())
@@ -203,7 +205,7 @@ func (s *sandbox) kill() {
 
 // copyBack exports the staged writable paths and applies them to the host.
 func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
-	_, out := backends.StagePaths(s.p)
+	_, out := staging.StagePaths(s.p)
 	if len(out) == 0 {
 		return
 	}
@@ -213,7 +215,7 @@ func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holderexec.CopyBackTimeout)
 	defer cancel()
-	procPath, err := s.processFile("export.json", backends.ExportArgv(s.p))
+	procPath, err := s.processFile("export.json", launch.ExportArgv(s.p))
 	if err != nil {
 		res.CopyBackError = err.Error()
 		return
@@ -224,13 +226,13 @@ func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 		res.CopyBackError = err.Error()
 		return
 	}
-	var stderr backends.SmallBuffer
+	var stderr holderexec.SmallBuffer
 	x.Stderr = &stderr
 	if err := x.Start(); err != nil {
 		res.CopyBackError = "copying the outputs back: " + err.Error()
 		return
 	}
-	m, rep, aerr := stage.Apply(ctx, stdout, s.manifest, backends.StageSpec(s.p, backends.ExportPaths(s.p, out)))
+	m, rep, aerr := stage.Apply(ctx, stdout, s.manifest, staging.StageSpec(s.p, staging.ExportPaths(s.p, out)))
 	_, _ = io.Copy(io.Discard, stdout)
 	werr := x.Wait()
 	s.manifest = m

@@ -5,19 +5,19 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // startByRuntime runs the supervisor with a runtime exec (runsc, which
 // cannot pass the holder a channel).
-func (s *sandbox) startByRuntime(_ context.Context, spec protocol.Exec, gate *backends.StartGate, exportW *os.File) (*holderexec.Started, error) {
+func (s *sandbox) startByRuntime(_ context.Context, spec protocol.Exec, gate *holderexec.OutputHold, exportW *os.File) (*holderexec.Started, error) {
 	rtArgs := []string{"exec"}
 	if exportW != nil {
 		rtArgs = append(rtArgs, "--preserve-fds", "1")
 	}
-	procPath, err := s.processFile("exec.json", backends.ExecArgv(spec))
+	procPath, err := s.processFile("exec.json", launch.ExecArgv(spec))
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ type Traits struct {
 	BindsSocketFile bool
 	// PidsCountThreads: the host's pids cgroup counts the runtime's own
 	// threads, not the sandbox's processes, so the policy's process limit
-	// must be enforced inside (backends.GVisorLimits).
+	// must be enforced inside (GVisorLimits).
 	PidsCountThreads bool
 	// SeccompOnExec: a process started by an exec gets the container's
 	// seccomp filter; without it the supervisor loads the filter itself.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 )
 
 // ownerFile is the ownership record in each per-run directory: a sweep
@@ -52,7 +52,7 @@ func (b *Backend) Sweep(_ context.Context) ([]string, error) {
 
 // sweep removes the stale run directories under state.
 func sweep(state string, now time.Time) ([]string, error) {
-	stale, err := backends.StaleDirs(state, ownerFile, func(name string) bool { return strings.HasPrefix(name, runPrefix) },
+	stale, err := ownership.StaleDirs(state, ownerFile, func(name string) bool { return strings.HasPrefix(name, runPrefix) },
 		func(o owner) bool { return o.alive() && now.Before(o.ExpiresAt) })
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", state, err)

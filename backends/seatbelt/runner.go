@@ -166,7 +166,7 @@ func (s *box) Exec(ctx context.Context, cmd backends.Command, out backends.Strea
 // start implements holderexec.Starter: the supervisor is this binary on
 // the host and its command is sandbox-exec with the profile rendered for
 // the spec's command now.
-func (s *box) start(ctx context.Context, spec protocol.Exec, gate *backends.StartGate, exportW *os.File) (*holderexec.Started, error) {
+func (s *box) start(ctx context.Context, spec protocol.Exec, gate *holderexec.OutputHold, exportW *os.File) (*holderexec.Started, error) {
 	if exportW != nil || spec.ExportFD != 0 {
 		return nil, fmt.Errorf("seatbelt: the supervisor exports nothing here (no staged paths)")
 	}

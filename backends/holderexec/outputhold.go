@@ -1,4 +1,4 @@
-package backends
+package holderexec
 
 import (
 	"bytes"
@@ -9,16 +9,13 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
-// StartMarker is the first byte the in-sandbox supervisor writes to
-// stdout, before the command starts.
-const StartMarker = protocol.ExecStarted
-
-// StartGate holds the exec's output back until the supervisor's start
-// marker arrives: what comes before it is the runtime's own failure text.
-// maxEarlyStderr bounds the stderr kept while the marker is on its way.
+// maxEarlyStderr bounds the stderr kept while the start marker is on its way.
 const maxEarlyStderr = 1 << 20
 
-type StartGate struct {
+// OutputHold holds a supervisor's output back until its start marker
+// (protocol.ExecStarted) arrives: what comes before it is the runtime's
+// own failure text. (Not the command gate: it judges nothing.)
+type OutputHold struct {
 	mu     sync.Mutex
 	out    io.Writer
 	errOut io.Writer
@@ -34,33 +31,33 @@ type StartGate struct {
 	Started chan struct{}
 }
 
-// NewStartGate passes output to out and errOut once the start marker came.
-func NewStartGate(out, errOut io.Writer) *StartGate {
-	return &StartGate{out: out, errOut: errOut, Started: make(chan struct{})}
+// NewOutputHold passes output to out and errOut once the start marker came.
+func NewOutputHold(out, errOut io.Writer) *OutputHold {
+	return &OutputHold{out: out, errOut: errOut, Started: make(chan struct{})}
 }
 
 // Stdout is the exec's stdout.
-func (g *StartGate) Stdout() io.Writer { return gateWriter{g, false} }
+func (g *OutputHold) Stdout() io.Writer { return gateWriter{g, false} }
 
 // Stderr is the exec's stderr.
-func (g *StartGate) Stderr() io.Writer { return gateWriter{g, true} }
+func (g *OutputHold) Stderr() io.Writer { return gateWriter{g, true} }
 
 // Opened reports whether the supervisor started.
-func (g *StartGate) Opened() bool {
+func (g *OutputHold) Opened() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.open
 }
 
 // Failure is what came before the marker (the runtime's own text).
-func (g *StartGate) Failure() string {
+func (g *OutputHold) Failure() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.before.String()
 }
 
 // Since is the command's run time: from the supervisor's start.
-func (g *StartGate) Since() time.Duration {
+func (g *OutputHold) Since() time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.open {
@@ -70,7 +67,7 @@ func (g *StartGate) Since() time.Duration {
 }
 
 type gateWriter struct {
-	g      *StartGate
+	g      *OutputHold
 	stderr bool
 }
 
@@ -78,7 +75,7 @@ func (w gateWriter) Write(p []byte) (int, error) {
 	g := w.g
 	g.mu.Lock()
 	if !g.open {
-		if !w.stderr && len(p) > 0 && p[0] == StartMarker {
+		if !w.stderr && len(p) > 0 && p[0] == protocol.ExecStarted {
 			// Under the lock, so later stderr cannot overtake it.
 			if g.beforeErr.Len() > 0 {
 				_, _ = g.errOut.Write(g.beforeErr.Bytes())

@@ -1,4 +1,4 @@
-package backends
+package ownership
 
 import (
 	"encoding/json"

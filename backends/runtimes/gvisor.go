@@ -1,7 +1,6 @@
-package backends
+package runtimes
 
 import (
-	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
@@ -28,7 +27,7 @@ const gvisorHelpers = 2
 // whose host pids cgroup counts its threads (runsc): the RLIMIT_NPROC
 // inside gVisor's kernel and the host pids cgroup's bound. ok is false for
 // any other runtime or without a pids limit.
-func GVisorLimits(rt runtimes.Traits, p *policy.Policy) (nproc, hostPids int64, ok bool) {
+func GVisorLimits(rt Traits, p *policy.Policy) (nproc, hostPids int64, ok bool) {
 	if !rt.PidsCountThreads || p.Limits.Pids <= 0 {
 		return 0, 0, false
 	}

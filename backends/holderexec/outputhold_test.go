@@ -1,16 +1,15 @@
-package docker
+package holderexec
 
 import (
 	"bytes"
 	"testing"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
-// TestStartGate: output reaches the caller only after the supervisor's
+// TestOutputHold: output reaches the caller only after the supervisor's
 // start marker; a runtime's failure text before it is kept aside.
-func TestStartGate(t *testing.T) {
+func TestOutputHold(t *testing.T) {
 	tests := []struct {
 		name   string
 		writes []struct {
@@ -51,7 +50,7 @@ func TestStartGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			g := backends.NewStartGate(&out, &errOut)
+			g := NewOutputHold(&out, &errOut)
 			for _, w := range tt.writes {
 				dst := g.Stdout()
 				if w.stderr {

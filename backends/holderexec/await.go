@@ -1,0 +1,52 @@
+package holderexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/protocol"
+)
+
+// ErrHolderEnded: the holder ended before it said it was ready.
+var ErrHolderEnded = errors.New("the sandbox ended before it was ready")
+
+// AwaitHolder waits until the holder's status (out) says it is ready with
+// its staged copy in place, says why it could not be, or the holder ended
+// (ErrHolderEnded) or ctx did.
+func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) error {
+	// The buffer tells of each write; the tick is only a backstop.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	changed := out.Changed()
+	for {
+		if s, ok := protocol.First(out.Bytes(), protocol.StateReady, protocol.StateHolderFailed, protocol.StateStagingFailed); ok {
+			return holderStatusErr(s)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-exited:
+			// Its last words may have come with its end.
+			if s, ok := protocol.First(out.Bytes(), protocol.StateReady, protocol.StateHolderFailed, protocol.StateStagingFailed); ok {
+				return holderStatusErr(s)
+			}
+			return ErrHolderEnded
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// holderStatusErr is what a holder's first start status means to Start.
+func holderStatusErr(s protocol.Status) error {
+	switch s.State {
+	case protocol.StateReady:
+		return nil
+	case protocol.StateStagingFailed:
+		return fmt.Errorf("copying the writable paths into the sandbox: %s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)", s.Detail)
+	default:
+		return fmt.Errorf("the sandbox's holder: %s", s.Detail)
+	}
+}

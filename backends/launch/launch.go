@@ -1,0 +1,121 @@
+// Package launch is how a backend lays out triage-sandbox's own machinery
+// in a container sandbox: where the static binary sits, the specs its
+// holder, supervisor and exporter are started with (package protocol), and
+// the mounts the machinery needs (scratch, traversable image directories,
+// staged writable paths). Every container renderer uses it, so docker, oci
+// and local start the same holder the same way.
+package launch
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/staging"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
+)
+
+// InitPath is where container backends mount the static triage-sandbox
+// binary: the sandbox's holder and its per-command supervisor.
+const InitPath = protocol.InitPath
+
+// ExecSpec is the in-sandbox supervisor's spec for cmd: the policy's
+// grace, the command's timeout and, when the command has no input, its
+// stdin as a lifeline. Every backend with a supervisor uses it.
+func ExecSpec(p *policy.Policy, cmd backends.Command) protocol.Exec {
+	return protocol.Exec{Argv: cmd.Argv, Timeout: protocol.Duration(cmd.Timeout),
+		Grace: protocol.Duration(p.Lifetime.KillGrace), Lifeline: cmd.Stdin == nil}
+}
+
+// ExecArgv is the supervisor's argv for spec, at InitPath.
+func ExecArgv(spec protocol.Exec) []string {
+	return protocol.MustArgv(InitPath, protocol.EntryExec, spec)
+}
+
+// HoldSpec is the holder's spec: the sandbox's lifeline, its backends.TTL and the
+// staged paths it unpacks first.
+func HoldSpec(p *policy.Policy, ttl time.Duration) protocol.Hold {
+	in, _ := staging.StagePaths(p)
+	return protocol.Hold{Lifeline: p.Lifetime.Lifeline, TTL: protocol.Duration(ttl.Round(time.Second)), Stage: in}
+}
+
+// HoldArgv is the holder's argv for spec, at InitPath.
+func HoldArgv(spec protocol.Hold) []string {
+	return protocol.MustArgv(InitPath, protocol.EntryHold, spec)
+}
+
+// ScratchMountOptions are the tmpfs options of the policy's scratch, the
+// same for every container renderer: size, nosuid, nodev, exec or noexec.
+func ScratchMountOptions(s policy.Scratch) []string {
+	opts := []string{fmt.Sprintf("size=%d", s.Size)}
+	if s.NoSuid {
+		opts = append(opts, "nosuid")
+	}
+	if s.NoDev {
+		opts = append(opts, "nodev")
+	}
+	if s.Exec {
+		return append(opts, "exec")
+	}
+	return append(opts, "noexec")
+}
+
+// TraversableMountOptions are the tmpfs options that make a closed image
+// directory (policy.Traversable) searchable: empty, tiny, nothing
+// executable or set-id, owned by the sandbox identity (Docker keeps the
+// image directory's 0700 mode on a tmpfs mounted over it, so ownership is
+// what opens it).
+func TraversableMountOptions(p *policy.Policy) []string {
+	return []string{"mode=0755", "size=65536", "nosuid", "nodev", "noexec",
+		fmt.Sprintf("uid=%d", p.User.UID), fmt.Sprintf("gid=%d", p.User.GID)}
+}
+
+// ExportSpec is what the exporter sends back for p: the writable paths,
+// then the skeletons whose other writes it names, each staged directory
+// bounded by the staged filesystems' inode bound.
+func ExportSpec(p *policy.Policy) protocol.Export {
+	_, out := staging.StagePaths(p)
+	return protocol.Export{Stage: staging.ExportPaths(p, out), MaxEntries: max(int(p.Staging.Inodes), 0)}
+}
+
+// ExportArgv is the exporter's argv for p, at InitPath.
+func ExportArgv(p *policy.Policy) []string {
+	return protocol.MustArgv(InitPath, protocol.EntryExport, ExportSpec(p))
+}
+
+// WithExport is spec for a runtime that can pass the exec an extra
+// descriptor (runc exec --preserve-fds): the supervisor writes the staged
+// paths to fd once the command's tree is gone, so the copy back needs no
+// second exec. Nothing staged, nothing changed.
+func WithExport(spec protocol.Exec, p *policy.Policy, fd int) protocol.Exec {
+	if _, out := staging.StagePaths(p); len(out) == 0 {
+		return spec
+	}
+	e := ExportSpec(p)
+	spec.ExportFD, spec.Export = fd, &e
+	return spec
+}
+
+// StagedMounts are the staged filesystems a container renderer mounts:
+// path to tmpfs options (size, inodes, nosuid, nodev, owned by the sandbox
+// identity). Writable directories and skeletons each get one.
+func StagedMounts(p *policy.Policy) map[string]string {
+	if !p.Staged() {
+		return nil
+	}
+	opts := strings.Join([]string{"rw", "nosuid", "nodev", "exec",
+		fmt.Sprintf("size=%d", p.Staging.Size), fmt.Sprintf("nr_inodes=%d", p.Staging.Inodes), "mode=0755",
+		fmt.Sprintf("uid=%d", p.User.UID), fmt.Sprintf("gid=%d", p.User.GID)}, ",")
+	out := map[string]string{}
+	for _, s := range p.Staging.Skeletons {
+		out[s] = opts
+	}
+	for _, m := range p.Mounts {
+		if !m.ReadOnly && m.Kind != "file" {
+			out[m.Path] = opts
+		}
+	}
+	return out
+}

@@ -1,0 +1,89 @@
+// Package staging is the host's side of a sandbox's staged writable
+// paths for every backend that stages them: which paths a policy stages,
+// the bounds the copy is packed and applied with (package stage), and the
+// copy sent in to a starting holder.
+package staging
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/stage"
+)
+
+// StagePaths are the policy's staged paths: in is what the holder
+// unpacks (symlinks found in skeletons included), out what each export
+// sends back (only the writable paths).
+func StagePaths(p *policy.Policy) (in, out []stage.Path) {
+	if !p.Staged() {
+		return nil, nil
+	}
+	for _, m := range p.Mounts {
+		if m.ReadOnly {
+			continue
+		}
+		kind := stage.KindDir
+		if m.Kind == "file" {
+			kind = stage.KindFile
+		}
+		out = append(out, stage.Path{Path: m.Path, Kind: kind})
+	}
+	in = append(in, out...)
+	for _, l := range p.Staging.Links {
+		in = append(in, stage.Path{Path: l, Kind: stage.KindLink})
+	}
+	return in, out
+}
+
+// StageSpec is what the host packs and applies for p.
+func StageSpec(p *policy.Policy, paths []stage.Path) stage.Spec {
+	dirs := 1
+	for _, sp := range paths {
+		if sp.Kind == stage.KindDir || sp.Kind == stage.KindSkeleton {
+			dirs++
+		}
+	}
+	return stage.Spec{
+		Paths: paths, Skip: p.Unreadable, UID: p.User.UID, GID: p.User.GID,
+		MaxBytes: int64(dirs) * p.Staging.Size,
+		// The staged filesystems' inode bound, again on the host: a backend
+		// whose tmpfs ignores nr_inodes (gVisor's) cannot make the host
+		// create more.
+		MaxEntries:        dirs * int(p.Staging.Inodes),
+		MaxEntriesPerPath: int(p.Staging.Inodes),
+		Chown:             os.Geteuid() == 0,
+	}
+}
+
+// ExportPaths are the writable paths plus the skeleton directories: what
+// an export sends and what Apply accepts.
+func ExportPaths(p *policy.Policy, out []stage.Path) []stage.Path {
+	paths := append([]stage.Path(nil), out...)
+	for _, s := range p.Staging.Skeletons {
+		paths = append(paths, stage.Path{Path: s, Kind: stage.KindSkeleton})
+	}
+	return paths
+}
+
+// StageIn sends the policy's staged paths to a just-started holder (w is
+// its stdin, ahead of the lifeline) and returns what was sent. Nothing
+// staged, nothing sent.
+func StageIn(ctx context.Context, w io.Writer, p *policy.Policy) (stage.Manifest, error) {
+	in, _ := StagePaths(p)
+	if len(in) == 0 {
+		return nil, nil
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	m, err := stage.Pack(ctx, bw, StageSpec(p, in))
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("copying the writable paths into the sandbox: %w", err)
+	}
+	return m, nil
+}
