@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/control"
-	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
@@ -243,7 +243,7 @@ func Exec(ctx context.Context, o ExecOptions) int {
 		return exitcodeRefused
 	}
 	if o.Seccomp != "" {
-		if err := confine.ApplySeccomp(o.Seccomp); err != nil {
+		if err := seccompfilter.Apply(o.Seccomp); err != nil {
 			fmt.Fprintf(o.Stderr, "triage-sandbox: %v\n", err)
 			return exitcodeRefused
 		}

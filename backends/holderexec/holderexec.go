@@ -18,11 +18,11 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
-	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
@@ -96,7 +96,7 @@ func SeccompFor(rt runtimes.Traits) string {
 	if rt.SeccompOnExec {
 		return ""
 	}
-	return confine.SeccompSets()[0]
+	return seccompfilter.Sets()[0]
 }
 
 func (r Run) ended() bool {

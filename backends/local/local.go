@@ -23,6 +23,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 )
 
 // Name is the backend's registry name.
@@ -98,7 +99,7 @@ func (b *Backend) Ready(ctx context.Context, p *policy.Policy) error {
 type Artifact struct {
 	Namespaces []string               `json:"namespaces"`
 	Plan       confine.Plan           `json:"plan"`
-	Seccomp    confine.SeccompFilter  `json:"seccomp"`
+	Seccomp    seccompfilter.Filter   `json:"seccomp"`
 	Limits     map[string]string      `json:"limits"`
 	Command    []string               `json:"command"`
 	Layers     map[string]interface{} `json:"layers_here,omitempty"`
@@ -113,7 +114,7 @@ func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artif
 	if err != nil {
 		return nil, err
 	}
-	filter, err := confine.Seccomp(pl.Seccomp.Set)
+	filter, err := seccompfilter.Lookup(pl.Seccomp.Set)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 )
 
 // ScratchPaths is where the local sandbox puts the policy's scratch: in its
@@ -50,7 +51,7 @@ func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
 		DevShmSize: p.Limits.ShmSize,
 		ReadOnly:   profiles.KernelReadonlyPaths(),
 		Landlock:   confine.LandlockPlan{MinABI: MinLandlockABI},
-		Seccomp:    confine.SeccompPlan{Set: confine.SeccompSets()[0]},
+		Seccomp:    confine.SeccompPlan{Set: seccompfilter.Sets()[0]},
 	}
 	for _, r := range p.Base.HostRoots {
 		// A merged-/usr host's /bin is a symlink: bound, it would be a

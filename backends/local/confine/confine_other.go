@@ -28,6 +28,3 @@ func Probe() Support {
 	return Support{UserNS: l(costUserNS), UnprivilegedUserNS: l(costUnprivUserNS), Landlock: l(costLandlock),
 		Seccomp: l(costSeccomp), Cgroup: l(costCgroup)}
 }
-
-// ApplySeccomp needs Linux.
-func ApplySeccomp(set string) error { return errNotLinux }

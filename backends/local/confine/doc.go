@@ -33,7 +33,7 @@
 //   - Landlock: defence in depth inside the new root (a bound path the plan
 //     does not list stays unreadable), plus signal and abstract-socket
 //     scoping from ABI 6;
-//   - seccomp (SeccompRule): kernel surface a sandbox has no use for.
+//   - seccomp (package seccompfilter): kernel surface a sandbox has no use for.
 //
 // Plans, the seccomp rules and their BPF build on every OS, so `render` can
 // print them anywhere; only Namespaces, Enter, Restrict and Probe need

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
 )
 
@@ -307,7 +308,10 @@ func holderChecks() []check {
 // refusedSyscallsEPERM calls each syscall of seccompprofile.Refused.
 func refusedSyscallsEPERM(spec) error {
 	for _, name := range seccompprofile.RefusedNames() {
-		nr := syscallNumbers[runtime.GOARCH][name]
+		nr, ok := seccompfilter.SyscallNumber(runtime.GOARCH, name)
+		if !ok {
+			return fmt.Errorf("%s: no syscall number on %s", name, runtime.GOARCH)
+		}
 		// Zero arguments: the kernel itself would answer 0,
 		// ESRCH, EINVAL, EFAULT or EBADF, never EPERM.
 		_, _, e := unix.Syscall6(uintptr(nr), 0, 0, 0, 0, 0, 0)

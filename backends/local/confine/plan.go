@@ -118,7 +118,7 @@ type LandlockPlan struct {
 
 // SeccompPlan names the seccomp filter Restrict loads.
 type SeccompPlan struct {
-	// Set names a rule set; see SeccompSets.
+	// Set names a rule set; see seccompfilter.Sets.
 	Set string `json:"set"`
 }
 

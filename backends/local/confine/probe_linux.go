@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/triage-sandbox/triage-sandbox/internal/cgroupfs"
+	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 )
 
 // Probe says what this kernel and machine support. It changes nothing: the
@@ -101,14 +102,11 @@ func landlockMissing(err error) string {
 // probeSeccomp asks the kernel whether it knows each action the filter
 // returns; that needs CONFIG_SECCOMP_FILTER.
 func probeSeccomp() Layer {
-	for _, a := range []struct {
-		name string
-		ret  uint32
-	}{{"kill_process", retKillProcess}, {"errno", retErrno}, {"allow", retAllow}} {
-		ret := a.ret
+	for _, a := range seccompfilter.Actions() {
+		ret := a.Ret
 		_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&ret)))
 		if errno != 0 {
-			return missing(fmt.Sprintf("seccomp action %s: %v", a.name, errno), costSeccomp)
+			return missing(fmt.Sprintf("seccomp action %s: %v", a.Name, errno), costSeccomp)
 		}
 	}
 	mode := statusFields(readTrim("/proc/self/status"))["Seccomp"]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,7 +43,7 @@ func restrict(p Plan) error {
 	if err != nil {
 		return err
 	}
-	filter, err := seccompFilter(p.Seccomp.Set)
+	filter, err := seccompfilter.Compile(p.Seccomp.Set)
 	if err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func restrict(p Plan) error {
 	if err := applyLandlock(p, abi); err != nil {
 		return err
 	}
-	if err := loadSeccomp(filter); err != nil {
+	if err := seccompfilter.Load(filter); err != nil {
 		return err
 	}
 	return verifyThreads(p.UID, p.GID)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 )
 
 // maxHostname is the kernel's limit (__NEW_UTS_LEN).
@@ -94,7 +96,7 @@ func (p Plan) Validate() error {
 		bad("uid/gid", "%d/%d out of range", p.UID, p.GID)
 	}
 	errs = append(errs, p.Landlock.validate()...)
-	if _, err := seccompSet(p.Seccomp.Set); err != nil {
+	if _, err := seccompfilter.RuleSet(p.Seccomp.Set); err != nil {
 		bad("seccomp.set", "%v", err)
 	}
 	errs = append(errs, validateRlimits(p.Rlimits)...)

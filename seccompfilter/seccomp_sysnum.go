@@ -1,4 +1,4 @@
-package confine
+package seccompfilter
 
 // auditArches are the AUDIT_ARCH_* values (include/uapi/linux/audit.h) of
 // the architectures the filter supports, by GOARCH.
@@ -51,4 +51,11 @@ var syscallNumbers = map[string]map[string]uint32{
 		"mbind": 235, "move_pages": 239, "process_madvise": 440,
 		"personality": 92, "socket": 198, "socketpair": 199, "ioctl": 29,
 	},
+}
+
+// SyscallNumber is the number of a syscall the rules name on arch (a
+// GOARCH), for tests that make the call.
+func SyscallNumber(arch, name string) (uint32, bool) {
+	nr, ok := syscallNumbers[arch][name]
+	return nr, ok
 }

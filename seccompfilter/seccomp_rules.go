@@ -1,4 +1,4 @@
-package confine
+package seccompfilter
 
 import (
 	"fmt"
@@ -9,12 +9,12 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
 )
 
-// SeccompRule denies one syscall, always or when its arguments match. The
+// Rule denies one syscall, always or when its arguments match. The
 // filter allows everything no rule denies: the namespaces, Landlock and the
 // dropped capabilities are the confinement, and the filter takes away kernel
 // surface a sandbox has no use for. A denied call fails with Errno, never a
 // kill, so programs can degrade.
-type SeccompRule struct {
+type Rule struct {
 	Syscall string `json:"syscall"`
 	// Errno is what a denied call returns: EPERM, or what a kernel
 	// without the feature would say (ENOSYS, EAFNOSUPPORT) where programs
@@ -40,8 +40,8 @@ type ArgCond struct {
 	Values []uint32 `json:"values"`
 }
 
-// SeccompFilter describes a whole filter, for `render` and reports.
-type SeccompFilter struct {
+// Filter describes a whole filter, for `render` and reports.
+type Filter struct {
 	Set string `json:"set"`
 	// Arches are the architectures the filter knows; a syscall made
 	// through any other ABI (32-bit x86 or arm compat, big-endian)
@@ -50,9 +50,9 @@ type SeccompFilter struct {
 	OtherArch string   `json:"other_arch"`
 	// X32 is what an amd64 syscall with the x32 bit (nr >= 0x40000000)
 	// gets: the x32 ABI has its own numbers for the same calls.
-	X32     string        `json:"x32"`
-	Default string        `json:"default"`
-	Rules   []SeccompRule `json:"rules"`
+	X32     string `json:"x32"`
+	Default string `json:"default"`
+	Rules   []Rule `json:"rules"`
 }
 
 // Linux's values for the constants the rules compare (uapi headers; the same
@@ -92,40 +92,40 @@ const seccompDflt = "default"
 // errnoNumbers are Linux's numbers for the errnos rules use.
 var errnoNumbers = map[string]uint16{"EPERM": 1, "ENOSYS": 38, "EPROTONOSUPPORT": 93, "EAFNOSUPPORT": 97}
 
-// SeccompSets names the rule sets a plan may ask for.
-func SeccompSets() []string { return []string{seccompDflt} }
+// Sets names the rule sets a plan may ask for.
+func Sets() []string { return []string{seccompDflt} }
 
 // Seccomp describes the named filter.
-func Seccomp(set string) (SeccompFilter, error) {
-	rules, err := seccompSet(set)
+func Lookup(set string) (Filter, error) {
+	rules, err := RuleSet(set)
 	if err != nil {
-		return SeccompFilter{}, err
+		return Filter{}, err
 	}
-	return SeccompFilter{
+	return Filter{
 		Set: set, Arches: slices.Sorted(maps.Keys(auditArches)), OtherArch: "kill_process",
 		X32: "EPERM", Default: "allow", Rules: rules,
 	}, nil
 }
 
-func seccompSet(name string) ([]SeccompRule, error) {
+func RuleSet(name string) ([]Rule, error) {
 	switch name {
 	case seccompDflt:
 		return defaultRules(), nil
 	}
-	return nil, fmt.Errorf("unknown seccomp set %q (known: %s)", name, strings.Join(SeccompSets(), ", "))
+	return nil, fmt.Errorf("unknown seccomp set %q (known: %s)", name, strings.Join(Sets(), ", "))
 }
 
 // defaultRules is the deny list: Codex's, sandbox-runtime's, flatpak's and
 // Docker's default, consolidated (research/hostile.md §4.2).
-func defaultRules() []SeccompRule {
-	var rs []SeccompRule
+func defaultRules() []Rule {
+	var rs []Rule
 	deny := func(errno, why string, names ...string) {
 		for _, n := range names {
-			rs = append(rs, SeccompRule{Syscall: n, Errno: errno, Why: why})
+			rs = append(rs, Rule{Syscall: n, Errno: errno, Why: why})
 		}
 	}
 	when := func(name, errno, why string, conds ...ArgCond) {
-		rs = append(rs, SeccompRule{Syscall: name, Errno: errno, When: conds, Why: why})
+		rs = append(rs, Rule{Syscall: name, Errno: errno, When: conds, Why: why})
 	}
 
 	deny("EPERM", "reads or changes another process's memory or file descriptors",

@@ -1,4 +1,4 @@
-package confine
+package seccompfilter
 
 import (
 	"encoding/binary"
@@ -59,7 +59,7 @@ var commonSyscalls = map[string]map[string]uint32{
 
 func TestSeccompUnconditionalRulesDeny(t *testing.T) {
 	for arch := range auditArches {
-		prog, err := SeccompProgram("default", arch)
+		prog, err := Program("default", arch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestSeccompUnconditionalRulesDeny(t *testing.T) {
 // finding 10: mbind, move_pages and process_madvise were allowed).
 func TestSeccompRefusesTheSharedList(t *testing.T) {
 	for arch := range auditArches {
-		prog, err := SeccompProgram("default", arch)
+		prog, err := Program("default", arch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestSeccompRefusesTheSharedList(t *testing.T) {
 
 func TestSeccompCommonSyscallsAllowed(t *testing.T) {
 	for arch, calls := range commonSyscalls {
-		prog, err := SeccompProgram("default", arch)
+		prog, err := Program("default", arch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func TestSeccompArgumentRules(t *testing.T) {
 		{"ptrace", "ptrace", [6]uint64{16, 1}, errnoRet("EPERM")},
 	}
 	for arch := range auditArches {
-		prog, err := SeccompProgram("default", arch)
+		prog, err := Program("default", arch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,11 +185,11 @@ func TestSeccompForeignABIKilled(t *testing.T) {
 		auditI386 = 0x40000003
 		auditARM  = 0x40000028
 	)
-	amd64, err := SeccompProgram("default", "amd64")
+	amd64, err := Program("default", "amd64")
 	if err != nil {
 		t.Fatal(err)
 	}
-	arm64, err := SeccompProgram("default", "arm64")
+	arm64, err := Program("default", "arm64")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,13 +238,13 @@ func TestSeccompRuleTables(t *testing.T) {
 			t.Errorf("%s: rule without a why", r.Syscall)
 		}
 	}
-	if _, err := SeccompProgram("default", "riscv64"); err == nil {
+	if _, err := Program("default", "riscv64"); err == nil {
 		t.Error("an architecture without a table must be refused")
 	}
-	if _, err := SeccompProgram("lenient", "amd64"); err == nil {
+	if _, err := Program("lenient", "amd64"); err == nil {
 		t.Error("an unknown set must be refused")
 	}
-	f, err := Seccomp("default")
+	f, err := Lookup("default")
 	if err != nil || len(f.Rules) == 0 || f.OtherArch != "kill_process" {
 		t.Errorf("Seccomp(default) = %+v, %v", f, err)
 	}

@@ -1,4 +1,4 @@
-package confine
+package seccompfilter
 
 import (
 	"fmt"
@@ -11,10 +11,10 @@ import (
 // bpfMaxInsns is the kernel's limit on a classic BPF program (BPF_MAXINSNS).
 const bpfMaxInsns = 4096
 
-// seccompFilter assembles the plan's filter for this machine, before
+// Compile assembles the plan's filter for this machine, before
 // anything is restricted, so an unsupported architecture fails early.
-func seccompFilter(set string) ([]unix.SockFilter, error) {
-	prog, err := SeccompProgram(set, runtime.GOARCH)
+func Compile(set string) ([]unix.SockFilter, error) {
+	prog, err := Program(set, runtime.GOARCH)
 	if err != nil {
 		return nil, err
 	}
@@ -28,9 +28,9 @@ func seccompFilter(set string) ([]unix.SockFilter, error) {
 	return filter, nil
 }
 
-// loadSeccomp installs the filter on every thread at once (TSYNC); it needs
+// Load installs the filter on every thread at once (TSYNC); it needs
 // no_new_privs, which Restrict has set on every thread.
-func loadSeccomp(filter []unix.SockFilter) error {
+func Load(filter []unix.SockFilter) error {
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	r1, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
 		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
@@ -44,12 +44,12 @@ func loadSeccomp(filter []unix.SockFilter) error {
 	return nil
 }
 
-// ApplySeccomp loads the named filter set on every thread of this process,
+// Apply loads the named filter set on every thread of this process,
 // for a process that already runs with no_new_privs but outside a plan:
 // the supervisor under a runtime whose exec path loads no filter of its
 // own (gVisor's `runsc exec`). Everything it starts inherits the filter.
-func ApplySeccomp(set string) error {
-	filter, err := seccompFilter(set)
+func Apply(set string) error {
+	filter, err := Compile(set)
 	if err != nil {
 		return err
 	}
@@ -57,5 +57,5 @@ func ApplySeccomp(set string) error {
 	if err != nil || nnp != 1 {
 		return fmt.Errorf("confine: seccomp: no_new_privs is not set (%d, %v); refusing to load a filter the process could outgrow", nnp, err)
 	}
-	return loadSeccomp(filter)
+	return Load(filter)
 }

@@ -1,4 +1,4 @@
-package confine
+package seccompfilter
 
 import (
 	"fmt"
@@ -14,6 +14,18 @@ const (
 	retAllow       = 0x7fff0000
 )
 
+// Action is one action a filter returns, for a probe that asks the kernel
+// whether it knows them (SECCOMP_GET_ACTION_AVAIL).
+type Action struct {
+	Name string
+	Ret  uint32
+}
+
+// Actions are the actions the filter returns.
+func Actions() []Action {
+	return []Action{{"kill_process", retKillProcess}, {"errno", retErrno}, {"allow", retAllow}}
+}
+
 // Offsets in struct seccomp_data. An argument's low 32 bits sit at its
 // offset on the little-endian ABIs the filter accepts.
 const (
@@ -22,14 +34,14 @@ const (
 	offArgs = 16
 )
 
-// SeccompProgram assembles the named filter for arch (a GOARCH: "amd64" or
+// Program assembles the named filter for arch (a GOARCH: "amd64" or
 // "arm64") into what the kernel loads. Tests run it through a BPF VM.
 //
 // Layout: check the architecture (kill on any other), on amd64 deny the x32
 // range, then one block per syscall that has rules, reached by comparing
 // the syscall number, and allow at the end.
-func SeccompProgram(set, arch string) ([]bpf.RawInstruction, error) {
-	rules, err := seccompSet(set)
+func Program(set, arch string) ([]bpf.RawInstruction, error) {
+	rules, err := RuleSet(set)
 	if err != nil {
 		return nil, fmt.Errorf("confine: seccomp: %w", err)
 	}
@@ -71,7 +83,7 @@ func SeccompProgram(set, arch string) ([]bpf.RawInstruction, error) {
 }
 
 // ruleOrder lists each syscall once, in the order rules first name it.
-func ruleOrder(rules []SeccompRule) []string {
+func ruleOrder(rules []Rule) []string {
 	var names []string
 	for _, r := range rules {
 		if !slices.Contains(names, r.Syscall) {
@@ -83,7 +95,7 @@ func ruleOrder(rules []SeccompRule) []string {
 
 // syscallBlock emits one syscall's rules in order; each ends in a return,
 // and the block ends by allowing the call no rule matched.
-func (a *assembler) syscallBlock(name string, rules []SeccompRule) error {
+func (a *assembler) syscallBlock(name string, rules []Rule) error {
 	for _, r := range rules {
 		if r.Syscall != name {
 			continue

@@ -1,13 +1,13 @@
-//go:build linux && arm64
+//go:build linux && amd64
 
-package confine
+package seccompfilter
 
 import "golang.org/x/sys/unix"
 
 // hostSyscalls are x/sys's numbers for the host architecture, to check the
 // hand-written tables against.
 func hostSyscalls() (arch string, rules, common map[string]uint32) {
-	return "arm64", map[string]uint32{
+	return "amd64", map[string]uint32{
 			"ptrace":            unix.SYS_PTRACE,
 			"process_vm_readv":  unix.SYS_PROCESS_VM_READV,
 			"process_vm_writev": unix.SYS_PROCESS_VM_WRITEV,
@@ -52,7 +52,10 @@ func hostSyscalls() (arch string, rules, common map[string]uint32) {
 			"syslog":            unix.SYS_SYSLOG,
 			"settimeofday":      unix.SYS_SETTIMEOFDAY,
 			"clock_settime":     unix.SYS_CLOCK_SETTIME,
+			"iopl":              unix.SYS_IOPL,
+			"ioperm":            unix.SYS_IOPERM,
 			"lookup_dcookie":    unix.SYS_LOOKUP_DCOOKIE,
+			"uselib":            unix.SYS_USELIB,
 			"name_to_handle_at": unix.SYS_NAME_TO_HANDLE_AT,
 			"open_by_handle_at": unix.SYS_OPEN_BY_HANDLE_AT,
 			"pkey_mprotect":     unix.SYS_PKEY_MPROTECT,
