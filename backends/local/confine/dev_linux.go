@@ -21,8 +21,8 @@ const devShmInodes = 16384
 // bounded /dev/shm and the usual symlinks; then /dev itself (not pts or
 // shm) becomes read-only.
 func (t *tree) buildDev(shmSize int64) error {
-	mfd, err := newFS("tmpfs", []fsOption{{"size", "65536"}, {"nr_inodes", "64"}, {"mode", "755"}},
-		attrsSafe|unix.MOUNT_ATTR_NOEXEC)
+	mfd, err := newFS("tmpfs", append(t.ownerOptions(), fsOption{"size", "65536"}, fsOption{"nr_inodes", "64"},
+		fsOption{"mode", "755"}), attrsSafe|unix.MOUNT_ATTR_NOEXEC)
 	if err != nil {
 		return fmt.Errorf("/dev: %w", err)
 	}

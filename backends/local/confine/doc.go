@@ -23,7 +23,8 @@
 //
 // What each layer covers (research/hostile.md §4.2):
 //   - namespaces: the network (lo only), host processes and signals (own
-//     pid namespace and fresh /proc), host IPC and hostname;
+//     pid namespace and fresh /proc), host IPC and hostname; the user
+//     namespace maps the sandbox's uid and gid alone (no host root inside);
 //   - the mount namespace: the filesystem view; only what the plan binds
 //     exists, read-only unless marked writable (which also stops chmod,
 //     utime and truncation that Landlock cannot), credentials masked, a

@@ -7,8 +7,10 @@ import (
 )
 
 // Enter builds the sandbox's filesystem and network view and moves the
-// calling process into it. It runs in the helper Namespaces starts, as root
-// of its user namespace, before Restrict; it refuses to run anywhere else.
+// calling process into it. It runs in the helper Namespaces starts, with the
+// capabilities it keeps in its user namespace, before Restrict; it refuses
+// to run anywhere else. What it creates belongs to the plan's uid and gid,
+// the only ids that namespace maps.
 //
 // In order:
 //  1. every mount becomes private, so nothing propagates to or from the host;
@@ -39,7 +41,7 @@ func enter(p Plan) error {
 	if err := makePrivate(); err != nil {
 		return err
 	}
-	t, err := pivotToScratch()
+	t, err := pivotToScratch(p.UID, p.GID)
 	if err != nil {
 		return err
 	}

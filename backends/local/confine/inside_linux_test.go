@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -332,6 +333,7 @@ func inheritedChecks() []check {
 			}
 			return nil
 		}},
+		{"user namespace maps only the sandbox's ids", mapsOnlySandboxIDs},
 		{"status: no caps, no_new_privs, seccomp", func(spec) error {
 			b, err := os.ReadFile("/proc/self/status")
 			if err != nil {
@@ -353,7 +355,7 @@ func inheritedChecks() []check {
 			if err != nil || len(b) != 0 {
 				return fmt.Errorf("read %q, %v", b, err)
 			}
-			// Read-only mount, mode 0444, owned by the namespace's root.
+			// Read-only mount, mode 0444: even its owner cannot write or chmod it.
 			err = os.WriteFile(s.RO+"/secret", []byte(s.Canary), 0)
 			if !errors.Is(err, syscall.EROFS) && !errors.Is(err, syscall.EACCES) {
 				return fmt.Errorf("writing the mask: %v", err)
@@ -477,4 +479,31 @@ func inheritedChecks() []check {
 				[]byte("written inside"), 0o644)
 		}},
 	}
+}
+
+// mapsOnlySandboxIDs fails unless uid_map and gid_map each map the
+// sandbox's id alone: no host root inside, whoever started the helper.
+func mapsOnlySandboxIDs(s spec) error {
+	for f, id := range map[string]int{"uid_map": s.UID, "gid_map": s.GID} {
+		if err := onlyMapping("/proc/self/"+f, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onlyMapping fails unless the id map file p (read from inside the
+// namespace, so relative to its parent: the host's) holds exactly one line,
+// mapping id to the same id, one id wide.
+func onlyMapping(p string, id int) error {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	want := []string{strconv.Itoa(id), strconv.Itoa(id), "1"}
+	if len(lines) != 1 || !slices.Equal(strings.Fields(lines[0]), want) {
+		return fmt.Errorf("%s holds %q, want the one line %q", p, b, strings.Join(want, " "))
+	}
+	return nil
 }

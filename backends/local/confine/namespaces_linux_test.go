@@ -16,14 +16,18 @@ func TestNamespaces(t *testing.T) {
 		setgroups, ambient bool
 		wantErr            bool
 	}{
-		{name: "root, sandbox as nobody", uid: 65534, gid: 65534,
-			uidMap:    []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: 65534, HostID: 65534, Size: 1}},
-			gidMap:    []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: 65534, HostID: 65534, Size: 1}},
-			setgroups: true},
+		{name: "root, sandbox as nobody: only nobody is mapped", uid: 65534, gid: 65534,
+			uidMap:    []syscall.SysProcIDMap{{ContainerID: 65534, HostID: 65534, Size: 1}},
+			gidMap:    []syscall.SysProcIDMap{{ContainerID: 65534, HostID: 65534, Size: 1}},
+			setgroups: true, ambient: true},
+		{name: "root, sandbox as 1000:100", uid: 1000, gid: 100,
+			uidMap:    []syscall.SysProcIDMap{{ContainerID: 1000, HostID: 1000, Size: 1}},
+			gidMap:    []syscall.SysProcIDMap{{ContainerID: 100, HostID: 100, Size: 1}},
+			setgroups: true, ambient: true},
 		{name: "root, sandbox as root", uid: 0, gid: 0,
 			uidMap:    []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}},
 			gidMap:    []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}},
-			setgroups: true},
+			setgroups: true, ambient: true},
 		{name: "unprivileged caller", uid: 1000, gid: 100, hu: 1000, hg: 100,
 			uidMap:  []syscall.SysProcIDMap{{ContainerID: 1000, HostID: 1000, Size: 1}},
 			gidMap:  []syscall.SysProcIDMap{{ContainerID: 100, HostID: 100, Size: 1}},

@@ -30,11 +30,12 @@ func makePrivate() error {
 
 // pivotToScratch mounts the scratch tmpfs, pivots into it and returns the
 // tree to build in: the new root's tmpfs at newRoot, the host's root, and
-// the empty file masks are bound from.
-func pivotToScratch() (*tree, error) {
-	t := &tree{root: -1, host: -1, empty: -1, own: map[uint64]bool{}}
-	scratch, err := newFS("tmpfs", []fsOption{{"size", "65536"}, {"nr_inodes", "16"}, {"mode", "700"}},
-		attrsSafe|unix.MOUNT_ATTR_NOEXEC)
+// the empty file masks are bound from. uid and gid (the sandbox's) own
+// what Enter creates.
+func pivotToScratch(uid, gid int) (*tree, error) {
+	t := &tree{root: -1, host: -1, empty: -1, own: map[uint64]bool{}, uid: uid, gid: gid}
+	scratch, err := newFS("tmpfs", append(t.ownerOptions(), fsOption{"size", "65536"}, fsOption{"nr_inodes", "16"},
+		fsOption{"mode", "700"}), attrsSafe|unix.MOUNT_ATTR_NOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("scratch root: %w", err)
 	}
@@ -52,7 +53,7 @@ func pivotToScratch() (*tree, error) {
 		return nil, fmt.Errorf("scratch root: chdir: %w", err)
 	}
 	for _, d := range []string{oldRoot, newRoot} {
-		if err := unix.Mkdir("."+d, 0o700); err != nil {
+		if err := t.asOwner(func() error { return unix.Mkdirat(scratch, "."+d, 0o700) }); err != nil {
 			return nil, fmt.Errorf("scratch root: mkdir %s: %w", d, err)
 		}
 	}
@@ -62,7 +63,7 @@ func pivotToScratch() (*tree, error) {
 	if err := unix.Chdir("/"); err != nil {
 		return nil, fmt.Errorf("chdir /: %w", err)
 	}
-	if t.empty, err = makeEmptyFile(); err != nil {
+	if t.empty, err = t.makeEmptyFile(); err != nil {
 		return nil, err
 	}
 	if t.host, err = openPath(unix.AT_FDCWD, oldRoot, resolveStrict&^unix.RESOLVE_BENEATH); err != nil {
@@ -77,12 +78,15 @@ func pivotToScratch() (*tree, error) {
 }
 
 // makeEmptyFile creates the empty, read-only file masks are bound from.
-func makeEmptyFile() (int, error) {
-	fd, err := unix.Open(emptyFile, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0)
-	if err == nil {
-		err = unix.Fchmod(fd, 0o444)
-		unix.Close(fd)
-	}
+func (t *tree) makeEmptyFile() (int, error) {
+	err := t.asOwner(func() error {
+		fd, err := unix.Open(emptyFile, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			err = unix.Fchmod(fd, 0o444)
+			unix.Close(fd)
+		}
+		return err
+	})
 	if err != nil {
 		return -1, fmt.Errorf("creating the empty mask file: %w", err)
 	}
@@ -96,7 +100,8 @@ func makeEmptyFile() (int, error) {
 // mountNewRoot mounts the tmpfs that becomes the sandbox's root. It holds
 // only mount points and symlinks, and becomes read-only at the end.
 func (t *tree) mountNewRoot() error {
-	mfd, err := newFS("tmpfs", []fsOption{{"size", "1048576"}, {"nr_inodes", "16384"}, {"mode", "755"}}, attrsSafe)
+	mfd, err := newFS("tmpfs", append(t.ownerOptions(), fsOption{"size", "1048576"}, fsOption{"nr_inodes", "16384"},
+		fsOption{"mode", "755"}), attrsSafe)
 	if err != nil {
 		return fmt.Errorf("new root: %w", err)
 	}

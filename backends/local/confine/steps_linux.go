@@ -106,7 +106,7 @@ func (t *tree) symlink(s Symlink) error {
 	if !t.own[id] {
 		return fmt.Errorf("symlink %s: its directory is the host's (a bind), where Enter creates nothing", s.Path)
 	}
-	if err := unix.Symlinkat(s.Target, parent, name); err != nil {
+	if err := t.asOwner(func() error { return unix.Symlinkat(s.Target, parent, name) }); err != nil {
 		return fmt.Errorf("symlink %s -> %s: %w", s.Path, s.Target, err)
 	}
 	return nil

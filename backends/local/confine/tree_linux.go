@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -20,6 +21,18 @@ type tree struct {
 	// empty is an O_PATH fd of an empty read-only file, bound over masked
 	// files.
 	empty int
+	// uid and gid are the sandbox's ids, which own every file Enter
+	// creates and the tmpfs mounts it creates them on.
+	uid, gid int
+}
+
+// asOwner runs fn with the sandbox's ids as its filesystem ids.
+func (t *tree) asOwner(fn func() error) error { return asOwner(t.uid, t.gid, fn) }
+
+// ownerOptions are the tmpfs options that give its root to the sandbox's
+// ids, so that Enter may create in it.
+func (t *tree) ownerOptions() []fsOption {
+	return []fsOption{{"uid", strconv.Itoa(t.uid)}, {"gid", strconv.Itoa(t.gid)}}
 }
 
 func (t *tree) close() {
@@ -90,6 +103,12 @@ func (t *tree) create(parent int, name string, dir bool, mode uint32, last bool)
 	if !last {
 		mode = 0o755
 	}
+	return t.asOwner(func() error { return makeNode(parent, name, dir, mode) })
+}
+
+// makeNode creates name in parent: a directory of mode, or an empty file of
+// mode 0444.
+func makeNode(parent int, name string, dir bool, mode uint32) error {
 	if dir {
 		if err := unix.Mkdirat(parent, name, 0o700); err != nil && err != unix.EEXIST {
 			return fmt.Errorf("mkdir: %w", err)
