@@ -7,7 +7,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/control"
+	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/moby/moby/api/types/mount"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/control"
+	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
