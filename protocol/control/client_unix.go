@@ -4,7 +4,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -78,8 +77,8 @@ func (c *Client) read() {
 			c.fail(err)
 			return
 		}
-		var r reply
-		if err := json.Unmarshal(buf[:n], &r); err != nil {
+		r, err := decodeReply(buf[:n])
+		if err != nil {
 			c.fail(fmt.Errorf("the holder sent an unreadable reply: %w", err))
 			return
 		}

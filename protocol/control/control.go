@@ -13,6 +13,7 @@
 package control
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,4 +64,28 @@ func encode(v any) ([]byte, error) {
 		return nil, fmt.Errorf("control message of %d bytes is over the %d-byte bound", len(b), maxMessage)
 	}
 	return b, nil
+}
+
+// decodeReply reads one reply the holder sent: strictly (no unknown
+// fields, nothing after it), with a shell-style code and a signal in
+// range, since a holder shares its sandbox with whatever ran there.
+func decodeReply(b []byte) (reply, error) {
+	var r reply
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return reply{}, err
+	}
+	if dec.More() {
+		return reply{}, errors.New("data after the reply")
+	}
+	switch {
+	case r.Code < 0 || r.Code > 255:
+		return reply{}, fmt.Errorf("exit code %d out of range", r.Code)
+	case r.Signal < 0 || r.Signal > 64:
+		return reply{}, fmt.Errorf("signal %d out of range", r.Signal)
+	case r.PID < 0:
+		return reply{}, fmt.Errorf("pid %d out of range", r.PID)
+	}
+	return r, nil
 }
