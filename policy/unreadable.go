@@ -33,23 +33,19 @@ import (
 //     write permission on it. A distinct uid protects only against another
 //     user's 0600 socket; the sandbox normally runs as the socket's owner
 //     (the caller, or the workspace owner when root runs triage-sandbox),
-//     so every socket found under a mount is masked: connect(2) then finds
-//     /dev/null, not a socket, and fails with ECONNREFUSED. Abstract
-//     sockets need nothing: they belong to the network namespace, and the
-//     sandbox has its own. Not masked: a socket created after the sandbox
-//     started, and one past the scan's bounds (it walks breadth first, so
-//     what it misses is deep in a large tree; a .git directory's own
-//     sockets are always looked at). A warning for a truncated scan would
-//     fire on every large checkout (node_modules alone passes the bound),
-//     so there is none.
+//     so every socket found under a mount is masked, however deep, .git
+//     directories included: connect(2) then finds /dev/null, not a socket,
+//     and fails with ECONNREFUSED. Abstract sockets need nothing: they
+//     belong to the network namespace, and the sandbox has its own. Not
+//     masked: a socket created after the sandbox started, and one past the
+//     scan's entry budget, which only a mount of a whole home directory or
+//     larger reaches; the policy then warns that the scan stopped.
 
-// Bounds of the socket scan, per mount: a workspace at the home directory,
-// or a checkout with its node_modules, must not make every run walk all of
-// it.
-var (
-	socketScanEntries = 20000
-	socketScanDepth   = 8
-)
+// The socket scan's budget, per mount: it walks every directory (no depth
+// bound: a depth bound is where finding #7's socket lived), reading at most
+// this many entries, so a mount of a whole home directory cannot make every
+// run walk all of it. A checkout with its node_modules stays well inside.
+var socketScanEntries = 1_000_000
 
 func unreadableList(sb config.Sandbox, host Host) []string {
 	list := profiles.CredentialPaths()
@@ -104,8 +100,12 @@ func maskUnderMounts(p *Policy, host Host) {
 		warnings = homeCovered(p.Mounts, masked, host)
 	}
 	for _, m := range p.Mounts {
-		socks, _ := socketsUnder(m)
+		socks, truncated := socketsUnder(m)
 		masked = append(masked, socks...)
+		if truncated {
+			warnings = append(warnings, fmt.Sprintf("the %s %s holds more than %d entries: the scan for host sockets "+
+				"to mask stopped there, so a socket deeper in it is reachable — mount a smaller directory", m.Why, m.Path, socketScanEntries))
+		}
 	}
 	p.Masked = dedupe(masked)
 	p.Warnings = append(p.Warnings, warnings...)
@@ -167,12 +167,11 @@ func homeCovered(mounts []Mount, masked []string, host Host) []string {
 	return out
 }
 
-// socketsUnder returns the unix sockets under a mount, breadth first
-// within the scan's bounds (truncated says it stopped there). Symlinks are
-// not followed. The immediate children of every .git directory met (and of
-// its worktrees/* and modules/* git directories) are always looked at,
-// where git's fsmonitor daemon keeps its socket, without descending into
-// the object store.
+// socketsUnder returns the unix sockets under a mount, however deep,
+// breadth first within the scan's entry budget (truncated says it ran
+// out). Symlinks are not followed; .git directories are walked like any
+// other. Out of budget, the .git directories of what is left in the queue
+// are still looked at (git's fsmonitor daemon keeps its socket there).
 func socketsUnder(m Mount) (socks []string, truncated bool) {
 	fi, err := os.Lstat(m.Path)
 	if err != nil {
@@ -184,39 +183,26 @@ func socketsUnder(m Mount) (socks []string, truncated bool) {
 	if !fi.IsDir() {
 		return nil, false
 	}
-	type dir struct {
-		path  string
-		depth int
-	}
-	queue := []dir{{m.Path, 0}}
+	queue := []string{m.Path}
 	budget := socketScanEntries
 	for len(queue) > 0 {
-		d := queue[0]
+		dir := queue[0]
 		queue = queue[1:]
 		if budget <= 0 {
-			// Out of budget: still look at the .git directories of what
-			// is left at the top (a checkout's own .git).
 			truncated = true
-			socks = append(socks, gitSockets(filepath.Join(d.path, ".git"), 0)...)
+			socks = append(socks, gitSockets(filepath.Join(dir, ".git"), 0)...)
 			continue
 		}
-		entries, more := readDir(d.path, budget)
+		entries, more := readDir(dir, budget)
 		budget -= len(entries)
-		if more {
-			truncated = true
-		}
+		truncated = truncated || more
 		for _, e := range entries {
-			p := filepath.Join(d.path, e.Name())
+			p := filepath.Join(dir, e.Name())
 			switch {
 			case e.Type()&fs.ModeSocket != 0:
 				socks = append(socks, p)
-			case e.IsDir() && e.Name() == ".git":
-				socks = append(socks, gitSockets(p, 0)...)
-			case e.IsDir() && d.depth+1 < socketScanDepth:
-				queue = append(queue, dir{p, d.depth + 1})
 			case e.IsDir():
-				truncated = true
-				socks = append(socks, gitSockets(filepath.Join(p, ".git"), 0)...)
+				queue = append(queue, p)
 			}
 		}
 	}

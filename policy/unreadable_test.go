@@ -174,26 +174,31 @@ func TestSocketsUnderMountsMasked(t *testing.T) {
 	}
 }
 
-// TestSocketScanBounds: the scan stops at its bounds and says so, but still
-// looks into the .git of a directory it stopped at.
+// TestSocketScanBounds: the scan has no depth bound and walks into .git
+// directories (finding #7: a socket deep under a checkout's .git, or past
+// the old depth bound, was reachable); it stops only at its entry budget,
+// says so, and still looks into the .git of a directory it stopped at.
 func TestSocketScanBounds(t *testing.T) {
-	defer func(e, d int) { socketScanEntries, socketScanDepth = e, d }(socketScanEntries, socketScanDepth)
-	socketScanEntries, socketScanDepth = 50, 3
+	defer func(e int) { socketScanEntries = e }(socketScanEntries)
 	root := t.TempDir()
 	shallow := filepath.Join(root, "a", "s.sock")
-	deep := filepath.Join(root, "a", "b", "c", "deep.sock")
+	deep := filepath.Join(root, "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "deep.sock")
 	deepGit := filepath.Join(root, "a", "b", "c", ".git", "fsmonitor--daemon.ipc")
-	for _, s := range []string{shallow, deep, deepGit} {
+	inGit := filepath.Join(root, ".git", "refs", "heads", "x", "in-git.sock")
+	for _, s := range []string{shallow, deep, deepGit, inGit} {
 		listen(t, s)
 	}
 	got, truncated := socketsUnder(Mount{Path: root, Kind: "dir"})
-	if !truncated || !slices.Contains(got, shallow) || slices.Contains(got, deep) || !slices.Contains(got, deepGit) {
-		t.Errorf("depth bound: got %q truncated %v", got, truncated)
+	slices.Sort(got)
+	want := []string{shallow, deep, deepGit, inGit}
+	slices.Sort(want)
+	if truncated || !slices.Equal(got, want) {
+		t.Errorf("no depth bound: got %q truncated %v, want %q", got, truncated, want)
 	}
 
 	// Out of entries after reading 5 of the root's 10 directories: the
 	// 5 queued ones are not read, but their .git directories are.
-	socketScanEntries, socketScanDepth = 5, 8
+	socketScanEntries = 5
 	root = t.TempDir()
 	for i := range 10 {
 		d := filepath.Join(root, "d"+string(rune('0'+i)))
@@ -211,5 +216,21 @@ func TestSocketScanBounds(t *testing.T) {
 	}
 	if !truncated || git != 5 || other != 0 {
 		t.Errorf("entry bound: got %q truncated %v; want the 5 queued directories' .git sockets only", got, truncated)
+	}
+}
+
+// TestSocketScanTruncatedWarns: a mount whose scan ran out of budget is
+// named in a warning, since a socket past it is not masked.
+func TestSocketScanTruncatedWarns(t *testing.T) {
+	defer func(e int) { socketScanEntries = e }(socketScanEntries)
+	socketScanEntries = 3
+	cfg := workspace(t, "")
+	for i := range 5 {
+		plant(t, cfg.Root, filepath.Join("many", "f"+string(rune('0'+i))))
+	}
+	p, err := Build(cfg, "agent", fakeHost(t), Options{})
+	must(t, err)
+	if !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "scan for host sockets") }) {
+		t.Errorf("no warning for a truncated socket scan: %q", p.Warnings)
 	}
 }

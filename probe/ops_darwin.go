@@ -15,6 +15,9 @@ func opProcScan(Step, string) Observation   { return unsupported("proc_scan") }
 func opProcMem(Step, string) Observation    { return unsupported("proc_mem") }
 func opProcStatus(Step, string) Observation { return unsupported("proc_status") }
 func opUnshare(Step, string) Observation    { return unsupported("unshare") }
+func opPtraceHelpers(Step, string) Observation {
+	return unsupported("ptrace_helpers")
+}
 
 // opTIOCSTI pushes a byte into the controlling terminal's input queue, the
 // keystroke-injection trick (CVE-2017-5226). Blocked means there is no

@@ -62,6 +62,8 @@ var ops = map[string]opFunc{
 	"plant_outputs":    opPlantOutputs,
 	"socket_family":    opSocketFamily,
 	"fill":             opFill,
+	"inherited_fds":    opInheritedFDs,
+	"ptrace_helpers":   opPtraceHelpers,
 }
 
 // eachTarget tries try on every target; the observation is OK when any
@@ -267,13 +269,20 @@ func opTCPConnect(s Step, _ string) Observation {
 	return o
 }
 
+// opUnixConnect connects to each socket; OK when any answered. With Args
+// await, it then waits (a second at most) for the listener to close the
+// connection, so a listener that counts has counted when the probe ends.
 func opUnixConnect(s Step, _ string) Observation {
 	return eachTarget(s.List, func(p string) (string, error) {
 		c, err := net.DialTimeout("unix", p, time.Second)
 		if err != nil {
 			return "", err
 		}
-		c.Close()
+		defer c.Close()
+		if s.Args["await"] == "true" {
+			_ = c.SetReadDeadline(time.Now().Add(time.Second))
+			_, _ = io.Copy(io.Discard, c)
+		}
 		return "connected to " + p, nil
 	})
 }

@@ -8,7 +8,7 @@ import (
 // linuxOnlyOps need Linux itself (/proc, namespaces, prctl). Elsewhere they
 // observe Unsupported, never a success or a denial: the checks using them
 // require a capability only Linux backends claim.
-var linuxOnlyOps = []string{"proc_scan", "proc_mem", "proc_status", "unshare"}
+var linuxOnlyOps = []string{"proc_scan", "proc_mem", "proc_status", "unshare", "ptrace_helpers"}
 
 // unsupportedKey marks an observation of an op this OS cannot perform.
 const unsupportedKey = "unsupported"

@@ -47,6 +47,11 @@ type Canaries struct {
 	RuntimeSockets []string
 	sockLns        []net.Listener
 	Sentinel       *exec.Cmd // a host process holding the token in its env and argv
+	// DeepSockets are counting unix listeners at several depths under the
+	// checkout (its top, deep in its .git, a nested directory).
+	DeepSockets []*UnixListener
+	// FD is the descriptor canary every process started from here inherits.
+	FD *FDCanary
 	// WorldReadable plants the home and credentials readable by anyone, as a
 	// caller's own files are to a sandbox running as that caller; tests use
 	// it so only the mount stands between the sandbox and the canary.
@@ -117,6 +122,12 @@ func Plant(base, self string) (*Canaries, error) {
 		return nil, err
 	}
 	if err := c.startSentinel(self); err != nil {
+		c.Close()
+		return nil, err
+	}
+	// Last, so the sentinel does not hold it: from here on every process
+	// this one starts inherits it, the sandbox's helpers included.
+	if err := c.openFDCanary(); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -259,6 +270,10 @@ func (c *Canaries) Close() {
 	for _, l := range c.sockLns {
 		l.Close()
 	}
+	for _, l := range c.DeepSockets {
+		l.ln.Close()
+	}
+	c.closeFDCanary()
 	if c.Sentinel != nil && c.Sentinel.Process != nil {
 		_ = c.Sentinel.Process.Kill()
 		_ = c.Sentinel.Wait()

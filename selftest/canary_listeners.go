@@ -101,7 +101,74 @@ func (c *Canaries) listen() error {
 			c.Sockets = append(c.Sockets, p)
 		}
 	}
+	return c.listenDeep()
+}
+
+// UnixListener is a unix socket canary that counts connections.
+type UnixListener struct {
+	Path string
+	ln   net.Listener
+	hits atomic.Int64
+}
+
+// deepSocketPaths are where a host daemon's sockets could sit under the
+// checkout: its top, deep in its .git (past .git's own children) and a
+// nested directory deeper than any bound a scan might have.
+func (c *Canaries) deepSocketPaths() []string {
+	return []string{
+		filepath.Join(c.Checkout, "daemon.sock"),
+		filepath.Join(c.Checkout, ".git", "selftest", "run", "daemon.sock"),
+		filepath.Join(c.Checkout, "n", "1", "2", "3", "4", "5", "6", "7", "8", "daemon.sock"),
+	}
+}
+
+// listenDeep starts a counting, world-writable unix listener at each of
+// deepSocketPaths: as when the sandbox runs as the sockets' owner, only
+// the mask keeps them out.
+func (c *Canaries) listenDeep() error {
+	for _, p := range c.deepSocketPaths() {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		ln, err := net.Listen("unix", p)
+		if err != nil {
+			return fmt.Errorf("canary socket %s: %w", p, err)
+		}
+		l := &UnixListener{Path: p, ln: ln}
+		c.DeepSockets = append(c.DeepSockets, l)
+		if err := os.Chmod(p, 0o777); err != nil {
+			return err
+		}
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				l.hits.Add(1)
+				conn.Close()
+			}
+		}()
+	}
 	return nil
+}
+
+// DeepSocketHits is each deep listener's connections since the last reset.
+func (c *Canaries) DeepSocketHits() map[string]int64 {
+	out := map[string]int64{}
+	for _, l := range c.DeepSockets {
+		out[l.Path] = l.hits.Load()
+	}
+	return out
+}
+
+// DeepSocketPaths lists the deep listeners' paths.
+func (c *Canaries) DeepSocketPaths() []string {
+	var out []string
+	for _, l := range c.DeepSockets {
+		out = append(out, l.Path)
+	}
+	return out
 }
 
 // RemoteAddrs lists the non-loopback listener addresses.
@@ -125,6 +192,9 @@ func (c *Canaries) RemoteHits() int64 {
 // ResetHits zeroes every listener.
 func (c *Canaries) ResetHits() {
 	c.Loopback.Reset()
+	for _, l := range c.DeepSockets {
+		l.hits.Store(0)
+	}
 	for _, l := range c.Remote {
 		l.Reset()
 	}

@@ -74,9 +74,11 @@ type Evidence struct {
 	Changed      []string // host paths changed outside the writable paths
 	LoopbackHits int64
 	RemoteHits   int64
-	Survivors    []int
-	Result       backends.Result
-	Stderr       string
+	// SocketHits are the deep unix listeners' connections, by path.
+	SocketHits map[string]int64
+	Survivors  []int
+	Result     backends.Result
+	Stderr     string
 	// Shown is what the output pipeline let through (PhaseOutput), and
 	// OutStats its counts; for the control, the raw output.
 	Shown    string

@@ -1,7 +1,10 @@
 package selftest
 
 import (
+	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/probe"
@@ -18,6 +21,7 @@ func ipcSessionChecks() []Check {
 		{ID: "IPC-06", Name: "reach a host socket inside a mounted directory", Category: "ipc",
 			Steps: func(e *Env) []probe.Step { return one(step("IPC-06", "unix_connect", nil, e.C.MountSocket)) },
 			Judge: okJudge("IPC-06"), Fix: "unix sockets under a mount must be masked"},
+		deepSocketsCheck(),
 		{ID: "TTY-01", Name: "inject keystrokes into the terminal", Category: "ipc",
 			Steps: func(e *Env) []probe.Step { return one(step("TTY-01", "tiocsti", nil)) },
 			Judge: okJudge("TTY-01"), Fix: "never give the sandbox the caller's terminal (no -t)"},
@@ -39,4 +43,40 @@ func ipcHostChecks() []Check {
 			},
 			Judge: okJudge("IPC-05"), Fix: "the sandbox must have its own pid namespace"},
 	}
+}
+
+// deepSocketsCheck: counting listeners at several depths under the
+// checkout; a connection any of them accepts from inside is an escape.
+// The control connects to each from the host.
+func deepSocketsCheck() Check {
+	return Check{ID: "IPC-07", Name: "reach a host socket deep under a mount", Category: "ipc",
+		Steps: func(e *Env) []probe.Step {
+			return one(step("IPC-07", "unix_connect", map[string]string{"await": "true"}, e.C.DeepSocketPaths()...))
+		},
+		Judge: deepSocketsJudge,
+		Fix:   "every unix socket under a mount, however deep, must be masked"}
+}
+
+// deepSocketsJudge: inside, escaped when any listener counted a
+// connection; on the host, the control worked when every one did.
+func deepSocketsJudge(e *Env, ev *Evidence) (bool, string) {
+	var hit, missed []string
+	for _, p := range e.C.DeepSocketPaths() {
+		if ev.SocketHits[p] > 0 {
+			hit = append(hit, strings.TrimPrefix(p, e.C.Checkout+"/"))
+		} else {
+			missed = append(missed, strings.TrimPrefix(p, e.C.Checkout+"/"))
+		}
+	}
+	sort.Strings(hit)
+	if ev.Host {
+		if len(missed) > 0 || len(hit) == 0 {
+			return false, fmt.Sprintf("not reached from the host: %v (%s)", missed, errnoEvidence(ev.Obs["IPC-07"]))
+		}
+		return true, fmt.Sprintf("the host reached all %d listeners", len(hit))
+	}
+	if len(hit) > 0 {
+		return true, "accepted from inside: " + strings.Join(hit, ", ")
+	}
+	return false, fmt.Sprintf("%s; host listeners hit 0 of %d", errnoEvidence(ev.Obs["IPC-07"]), len(missed))
 }

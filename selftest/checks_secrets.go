@@ -50,5 +50,18 @@ func secretsChecks() []Check {
 					"src": e.home(".ssh/id_selftest_canary")[0], "dst": e.repros(".selftest-hardlink")}))
 			},
 			Judge: okJudge("FS-10"), Fix: "credential paths must not exist inside the sandbox"},
+		inheritedFDCheck(),
 	}
+}
+
+// inheritedFDCheck: the selftest holds a canary descriptor without
+// close-on-exec while it starts the sandbox; the command must not hold or
+// read it. The control, a host process started the same way, does.
+func inheritedFDCheck() Check {
+	return Check{ID: "FS-11", Name: "read a descriptor the caller left open", Category: "secrets",
+		Steps: func(e *Env) []probe.Step {
+			return one(step("FS-11", "inherited_fds", e.C.FD.args(e.C.Token)))
+		},
+		Judge: okJudge("FS-11"),
+		Fix:   "every helper must close the descriptors above 2 it was not meant to pass before the command starts"}
 }

@@ -41,6 +41,7 @@ func runControls(ctx context.Context, o Options, e *Env, checks []Check) (map[st
 	if err == nil {
 		ev.Survivors = Survivors("survivor-" + e.C.Token)
 		ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
+		ev.SocketHits = e.C.DeepSocketHits()
 		var after map[string]string
 		if after, err = e.C.Snapshot(e.Writable); err == nil {
 			ev.Changed = Changed(before, after)

@@ -191,6 +191,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	ev.Survivors = append(ev.Survivors, Survivors("survivor-"+e.C.Token)...)
 	KillByToken("survivor-" + e.C.Token)
 	ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
+	ev.SocketHits = e.C.DeepSocketHits()
 	after, err := e.C.Snapshot(e.Writable)
 	if err != nil {
 		return ev, err

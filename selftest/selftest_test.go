@@ -112,6 +112,9 @@ func TestWeakenedPoliciesFail(t *testing.T) {
 		{name: "host socket under a mount left unmasked", mutate: func(p *policy.Policy) {
 			p.Masked = slices.DeleteFunc(p.Masked, func(m string) bool { return strings.HasSuffix(m, "fsmonitor--daemon.ipc") })
 		}, want: map[string]string{"IPC-06": "FAIL", "IPC-04": "ok"}},
+		{name: "host sockets deep under a mount left unmasked", mutate: func(p *policy.Policy) {
+			p.Masked = slices.DeleteFunc(p.Masked, func(m string) bool { return strings.HasSuffix(m, "/daemon.sock") })
+		}, want: map[string]string{"IPC-07": "FAIL", "IPC-06": "ok"}},
 		{name: "the engine's own seccomp default (AF_VSOCK open)", adjust: func(r *docker.CreateRequest) {
 			r.HostConfig.SecurityOpt = slices.DeleteFunc(r.HostConfig.SecurityOpt, func(o string) bool { return strings.HasPrefix(o, "seccomp=") })
 		}, want: map[string]string{"NET-13": "FAIL", "PRIV-03": "ok"}},
