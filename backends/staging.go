@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -143,12 +144,24 @@ func StageIn(ctx context.Context, w io.Writer, p *policy.Policy) (stage.Manifest
 // its staged copy in place, says why it could not be, or the holder ended
 // (ErrHolderEnded) or ctx did.
 func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) error {
+	return awaitStatus(ctx, out, exited, protocol.StateReady)
+}
+
+// AwaitHolderAwaiting is AwaitHolder for a holder whose staged copy is
+// deferred (StartOptions.DeferStaging): it waits until the holder says it
+// awaits its copy (or is ready, having nothing to stage).
+func AwaitHolderAwaiting(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) error {
+	return awaitStatus(ctx, out, exited, protocol.StateAwaitingStage, protocol.StateReady)
+}
+
+func awaitStatus(ctx context.Context, out *SmallBuffer, exited <-chan struct{}, want ...protocol.State) error {
+	states := append(want, protocol.StateHolderFailed, protocol.StateStagingFailed)
 	// The buffer tells of each write; the tick is only a backstop.
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	changed := out.Changed()
 	for {
-		if s, ok := protocol.First(out.Bytes(), protocol.StateReady, protocol.StateHolderFailed, protocol.StateStagingFailed); ok {
+		if s, ok := protocol.First(out.Bytes(), states...); ok {
 			return holderStatusErr(s)
 		}
 		select {
@@ -156,7 +169,7 @@ func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) 
 			return ctx.Err()
 		case <-exited:
 			// Its last words may have come with its end.
-			if s, ok := protocol.First(out.Bytes(), protocol.StateReady, protocol.StateHolderFailed, protocol.StateStagingFailed); ok {
+			if s, ok := protocol.First(out.Bytes(), states...); ok {
 				return holderStatusErr(s)
 			}
 			return ErrHolderEnded
@@ -166,10 +179,64 @@ func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) 
 	}
 }
 
+// DeferredStage is the host's side of a holder's staged copy that may
+// come after the start (StartOptions.DeferStaging): every backend with a
+// holder keeps one per sandbox. Its zero value is a sandbox staged at its
+// start.
+type DeferredStage struct {
+	state atomic.Int32
+}
+
+// The states of a DeferredStage.
+const (
+	stageInPlace int32 = iota
+	stagePending
+	stageSending
+	stageFailed
+)
+
+// Defer reports whether the start of a sandbox for p with opts leaves its
+// staged copy for later, and notes it if so.
+func (d *DeferredStage) Defer(p *policy.Policy, opts StartOptions) bool {
+	in, _ := StagePaths(p)
+	if !opts.DeferStaging || len(in) == 0 {
+		return false
+	}
+	d.state.Store(stagePending)
+	return true
+}
+
+// Stage runs send (StageIn and AwaitHolder on the backend's holder) if
+// the copy is still to come; once only: a copy that failed part way
+// leaves the sandbox unusable.
+func (d *DeferredStage) Stage(send func() error) error {
+	if !d.state.CompareAndSwap(stagePending, stageSending) {
+		return d.InPlace()
+	}
+	if err := send(); err != nil {
+		d.state.Store(stageFailed)
+		return err
+	}
+	d.state.Store(stageInPlace)
+	return nil
+}
+
+// InPlace says why no command may run yet (nil: the copy is in place).
+func (d *DeferredStage) InPlace() error {
+	switch d.state.Load() {
+	case stageInPlace:
+		return nil
+	case stageFailed:
+		return errors.New("the sandbox's writable paths could not be copied in; it runs no command")
+	default:
+		return errors.New("the sandbox's writable paths are not copied in yet; it runs no command before")
+	}
+}
+
 // holderStatusErr is what a holder's first start status means to Start.
 func holderStatusErr(s protocol.Status) error {
 	switch s.State {
-	case protocol.StateReady:
+	case protocol.StateReady, protocol.StateAwaitingStage:
 		return nil
 	case protocol.StateStagingFailed:
 		return fmt.Errorf("copying the writable paths into the sandbox: %s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)", s.Detail)

@@ -47,8 +47,10 @@ type sandbox struct {
 	// end); nothing can be copied back from it.
 	killed atomic.Bool
 
-	// manifest is what the host's staged paths held when last copied.
+	// manifest is what the host's staged paths held when last copied;
+	// staging says whether the first copy is in yet.
 	manifest stage.Manifest
+	staging  backends.DeferredStage
 	// ctl starts commands through the holder when it dialled the control
 	// socket bound into its container; nil means docker exec. ctlReady is
 	// closed once that is decided.
@@ -63,7 +65,7 @@ type sandbox struct {
 
 // start creates, attaches to and starts the holder. ctx is not cancelled
 // by Ctrl-C (the caller strips that), so set-up is never cut half-way.
-func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener) (backends.Sandbox, error) {
+func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, opts backends.StartOptions) (backends.Sandbox, error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	created, err := b.cli.ContainerCreate(setupCtx, client.ContainerCreateOptions{
@@ -117,10 +119,31 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		}
 		close(s.exited)
 	}()
+	if s.staging.Defer(p, opts) {
+		if err := s.awaitHolder(setupCtx, backends.AwaitHolderAwaiting); err != nil {
+			return fail("starting the sandbox container", err)
+		}
+		return s, nil
+	}
 	if err := s.stageIn(setupCtx); err != nil {
 		return fail("copying the writable paths into the sandbox", err)
 	}
 	return s, nil
+}
+
+var _ backends.Stager = (*sandbox)(nil)
+
+// Stage implements backends.Stager: the copy a start with DeferStaging
+// left for later, taken now.
+func (s *sandbox) Stage(ctx context.Context) error {
+	return s.staging.Stage(func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
+		defer cancel()
+		if err := s.stageIn(ctx); err != nil {
+			return s.b.stageErr(context.WithoutCancel(ctx), "copying the writable paths into the sandbox", err)
+		}
+		return nil
+	})
 }
 
 // stageIn sends the staged writable paths to the holder, which unpacks
@@ -132,7 +155,12 @@ func (s *sandbox) stageIn(ctx context.Context) error {
 		return err
 	}
 	s.manifest = m
-	err = backends.AwaitHolder(ctx, &s.holdOut, s.exited)
+	return s.awaitHolder(ctx, backends.AwaitHolder)
+}
+
+// awaitHolder waits for the holder's word with await.
+func (s *sandbox) awaitHolder(ctx context.Context, await func(context.Context, *backends.SmallBuffer, <-chan struct{}) error) error {
+	err := await(ctx, &s.holdOut, s.exited)
 	if errors.Is(err, backends.ErrHolderEnded) {
 		return fmt.Errorf("the sandbox ended before its writable paths were in place (exit %d)", s.exitStatus)
 	}
