@@ -108,6 +108,20 @@ type StartOptions struct {
 	// TTL bounds the sandbox's whole life (its commands' timeouts plus the
 	// policy's margin); zero means the policy's role timeout plus margin.
 	TTL time.Duration
+	// DeferStaging: Start returns once the sandbox runs and waits for its
+	// staged writable paths, and its Stager's Stage copies them in later
+	// (a pool's sandbox, when a run takes it, so the run sees the host as
+	// it is then). A backend that stages nothing ignores it.
+	DeferStaging bool
+}
+
+// Stager is a sandbox that can take its staged copy after Start: one
+// started with StartOptions.DeferStaging gets the writable paths as they
+// are when Stage is called, with the same bounds and the same copy back
+// as at a start. It runs no command before. On one whose copy is in place
+// (or that stages nothing) Stage does nothing.
+type Stager interface {
+	Stage(ctx context.Context) error
 }
 
 // Sandbox is a started sandbox.

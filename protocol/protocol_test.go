@@ -127,6 +127,7 @@ func TestEntriesAreDistinctAndHidden(t *testing.T) {
 
 func TestStatusRoundTrip(t *testing.T) {
 	for _, s := range []Status{
+		{State: StateAwaitingStage},
 		{State: StateReady},
 		{State: StateStagingFailed, Detail: "repros: 40000 entries, over 32768\nsecond line"},
 		{State: StateHolderFailed, Detail: "no /proc"},
@@ -177,6 +178,8 @@ func TestStatusesAreWholeLinesOnly(t *testing.T) {
 func TestHuman(t *testing.T) {
 	var b bytes.Buffer
 	b.WriteString("runc: something\n")
+	// Progress is no reason: it is left out.
+	_ = WriteStatus(&b, Status{State: StateAwaitingStage})
 	_ = WriteStatus(&b, Status{State: StateStagingFailed, Detail: "too big"})
 	if got, want := Human(b.Bytes()), "runc: something staging failed: too big"; got != want {
 		t.Fatalf("Human = %q, want %q", got, want)

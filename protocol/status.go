@@ -13,6 +13,10 @@ type State string
 
 // The states a holder reports, each on a status line of its stdout.
 const (
+	// StateAwaitingStage: the holder runs and waits for its staged copy
+	// on stdin; nothing else runs in the sandbox yet. A pooled sandbox
+	// waits so until a run takes it, and gets the copy then.
+	StateAwaitingStage State = "awaiting_stage"
 	// StateReady: the sandbox holds, its staged copy is in place, and it
 	// takes commands.
 	StateReady State = "ready"
@@ -30,7 +34,7 @@ const (
 	StateStoppedOutside State = "stopped_outside"
 )
 
-var knownStates = map[State]bool{StateReady: true, StateStagingFailed: true, StateHolderFailed: true,
+var knownStates = map[State]bool{StateAwaitingStage: true, StateReady: true, StateStagingFailed: true, StateHolderFailed: true,
 	StateControlUnavailable: true, StateStoppedOutside: true}
 
 // Status is one status line.
@@ -106,11 +110,15 @@ func First(out []byte, states ...State) (Status, bool) {
 }
 
 // Human is out with every status line written as a person reads it, on
-// one line: what a holder said, to end an error message with.
+// one line: what a holder said, to end an error message with. Progress
+// (awaiting the staged copy) is no reason for anything and is left out.
 func Human(out []byte) string {
 	var parts []string
 	for _, line := range strings.Split(string(out), "\n") {
 		if s, ok := ParseStatus(line); ok {
+			if s.State == StateAwaitingStage {
+				continue
+			}
 			line = s.String()
 		}
 		if t := strings.Join(strings.Fields(line), " "); t != "" {
@@ -123,6 +131,7 @@ func Human(out []byte) string {
 // String is the status as a person reads it.
 func (s Status) String() string {
 	what := map[State]string{
+		StateAwaitingStage:      "awaiting the staged copy",
 		StateReady:              "ready",
 		StateStagingFailed:      "staging failed",
 		StateHolderFailed:       "the holder cannot run",

@@ -106,16 +106,14 @@ func Hold(ctx context.Context, o HoldOptions) int {
 			}
 		}()
 	}
+	// The lifetime counts from the holder's start, not from its staged
+	// copy: a pooled sandbox waits for its copy until a run takes it, and
+	// its lifetime bounds that wait too.
+	ends := watchEnds(o.TTL)
+	defer ends.stop()
 	if len(o.Stage) > 0 {
-		if o.Lifeline == nil {
-			_ = protocol.WriteStatus(o.Stdout, protocol.Status{State: protocol.StateStagingFailed,
-				Detail: "no stream to read the staged copy from"})
-			return exitcodeRefused
-		}
-		if err := stage.Unpack(o.Lifeline, o.Stage); err != nil {
-			// The host shows it as the reason the start failed.
-			_ = protocol.WriteStatus(o.Stdout, protocol.Status{State: protocol.StateStagingFailed, Detail: err.Error()})
-			return exitcodeRefused
+		if code, ok := stageIn(ctx, o, ends, killAll); !ok {
+			return code
 		}
 	}
 	// Ready (and the staged copy in place): a runtime that cannot say when
@@ -133,15 +131,6 @@ func Hold(ctx context.Context, o HoldOptions) int {
 		endControl()
 		killAll()
 	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
-	var ttl <-chan time.Time
-	if o.TTL > 0 {
-		timer := time.NewTimer(o.TTL)
-		defer timer.Stop()
-		ttl = timer.C
-	}
 	cut := make(chan struct{})
 	if o.Lifeline != nil {
 		go func() {
@@ -153,20 +142,80 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	case <-cut:
 		stop()
 		return ExitLifelineCut
-	case <-ttl:
-		fmt.Fprintln(o.Stderr, "triage-sandbox: sandbox lifetime exceeded; killed")
-		stop()
-		return ExitTTL
-	case s := <-sigs:
-		// triage-sandbox closes a sandbox with SIGKILL or the lifeline, never
-		// a catchable signal: this came from outside.
-		_ = protocol.WriteStatus(statusOut(o), protocol.Status{State: protocol.StateStoppedOutside, Detail: s.String()})
-		stop()
-		return ExitStoppedOutside
+	case <-ends.ttl:
+		return ends.lifetimeExceeded(o, stop)
+	case s := <-ends.sigs:
+		return ends.stoppedOutside(o, s, stop)
 	case <-ctx.Done():
 		stop()
 		return ExitLifelineCut
 	}
+}
+
+// stageIn unpacks the staged copy that comes ahead of the lifeline on
+// stdin, however long it takes to come (a pooled sandbox's comes when a
+// run takes it); the sandbox's lifetime, a signal from outside or ctx end
+// the wait as they end the sandbox. It reports whether the holder goes
+// on, or the code it ends with.
+func stageIn(ctx context.Context, o HoldOptions, ends holdEnds, killAll func()) (int, bool) {
+	if o.Lifeline == nil {
+		_ = protocol.WriteStatus(o.Stdout, protocol.Status{State: protocol.StateStagingFailed,
+			Detail: "no stream to read the staged copy from"})
+		return exitcodeRefused, false
+	}
+	_ = protocol.WriteStatus(o.Stdout, protocol.Status{State: protocol.StateAwaitingStage})
+	unpacked := make(chan error, 1)
+	go func() { unpacked <- stage.Unpack(o.Lifeline, o.Stage) }()
+	select {
+	case err := <-unpacked:
+		if err != nil {
+			// The host shows it as the reason the start failed.
+			_ = protocol.WriteStatus(o.Stdout, protocol.Status{State: protocol.StateStagingFailed, Detail: err.Error()})
+			return exitcodeRefused, false
+		}
+		return 0, true
+	case <-ends.ttl:
+		return ends.lifetimeExceeded(o, killAll), false
+	case s := <-ends.sigs:
+		return ends.stoppedOutside(o, s, killAll), false
+	case <-ctx.Done():
+		killAll()
+		return ExitLifelineCut, false
+	}
+}
+
+// holdEnds are what ends a sandbox besides its lifeline: its lifetime, and
+// a signal nobody in triage-sandbox sends.
+type holdEnds struct {
+	ttl  <-chan time.Time
+	sigs chan os.Signal
+	stop func()
+}
+
+func watchEnds(ttl time.Duration) holdEnds {
+	e := holdEnds{sigs: make(chan os.Signal, 4)}
+	signal.Notify(e.sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	e.stop = func() { signal.Stop(e.sigs) }
+	if ttl > 0 {
+		timer := time.NewTimer(ttl)
+		e.ttl = timer.C
+		e.stop = func() { signal.Stop(e.sigs); timer.Stop() }
+	}
+	return e
+}
+
+func (holdEnds) lifetimeExceeded(o HoldOptions, stop func()) int {
+	fmt.Fprintln(o.Stderr, "triage-sandbox: sandbox lifetime exceeded; killed")
+	stop()
+	return ExitTTL
+}
+
+// stoppedOutside: triage-sandbox closes a sandbox with SIGKILL or the
+// lifeline, never a catchable signal, so s came from outside.
+func (holdEnds) stoppedOutside(o HoldOptions, s os.Signal, stop func()) int {
+	_ = protocol.WriteStatus(statusOut(o), protocol.Status{State: protocol.StateStoppedOutside, Detail: s.String()})
+	stop()
+	return ExitStoppedOutside
 }
 
 // serveControl starts the host's commands until the channel ends. The

@@ -1,15 +1,22 @@
 package sandboxinit
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 // TestHold: each way a sandbox must end kills everything once and ends
@@ -33,6 +40,17 @@ func TestHold(t *testing.T) {
 		{name: "signal from outside", setup: func(o *HoldOptions) func() {
 			return func() { _ = syscall.Kill(os.Getpid(), syscall.SIGTERM) }
 		}, wantCode: ExitStoppedOutside, wantLine: `triage-sandbox-status {"state":"stopped_outside","detail":"terminated"}`},
+		// A pooled sandbox waits for its staged copy until a run takes it:
+		// its lifetime and a signal end that wait as they end the sandbox.
+		{name: "ttl while awaiting the staged copy", setup: func(o *HoldOptions) func() {
+			awaitCopy(t, o)
+			o.TTL = 500 * time.Millisecond
+			return func() {}
+		}, wantCode: ExitTTL, wantLine: "lifetime exceeded"},
+		{name: "signal while awaiting the staged copy", setup: func(o *HoldOptions) func() {
+			awaitCopy(t, o)
+			return func() { _ = syscall.Kill(os.Getpid(), syscall.SIGTERM) }
+		}, wantCode: ExitStoppedOutside, wantLine: `"state":"stopped_outside"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,6 +86,77 @@ func TestHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// awaitCopy gives o a staged directory and a lifeline that never brings
+// its copy.
+func awaitCopy(t *testing.T, o *HoldOptions) {
+	r, w := io.Pipe()
+	t.Cleanup(func() { _ = w.Close() })
+	o.Lifeline = r
+	o.Stage = []stage.Path{{Path: t.TempDir(), Kind: stage.KindDir}}
+}
+
+// TestHoldStagesWhenTheCopyComes: the holder says it awaits its staged
+// copy, and is ready (taking commands) only once the copy, however late,
+// is in place.
+func TestHoldStagesWhenTheCopyComes(t *testing.T) {
+	dir := t.TempDir()
+	r, w := io.Pipe()
+	var out lockedBuffer
+	o := HoldOptions{Lifeline: r, Stage: []stage.Path{{Path: dir, Kind: stage.KindDir}}, Stdout: &out,
+		Stderr: io.Discard, KillAll: func() {}}
+	done := make(chan int, 1)
+	go func() { done <- Hold(context.Background(), o) }()
+	if !testenv.Eventually(5*time.Second, func() bool {
+		_, ok := protocol.First(out.Bytes(), protocol.StateAwaitingStage)
+		return ok
+	}) {
+		t.Fatalf("the holder did not say it awaits its copy: %q", out.Bytes())
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, ok := protocol.First(out.Bytes(), protocol.StateReady); ok {
+		t.Fatal("ready before its staged copy came")
+	}
+	tw := tar.NewWriter(w)
+	body := "v2\n"
+	if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(filepath.Join(dir, "r.txt"), "/"), Typeflag: tar.TypeReg,
+		Mode: 0o644, Size: int64(len(body))}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = tw.Write([]byte(body))
+	_ = tw.Close()
+	if !testenv.Eventually(5*time.Second, func() bool {
+		_, ok := protocol.First(out.Bytes(), protocol.StateReady)
+		return ok
+	}) {
+		t.Fatalf("not ready once its copy came: %q", out.Bytes())
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "r.txt")); err != nil || string(b) != body {
+		t.Errorf("the staged copy: %q %v", b, err)
+	}
+	_ = w.Close()
+	if code := <-done; code != ExitLifelineCut {
+		t.Errorf("exit %d, want %d", code, ExitLifelineCut)
+	}
+}
+
+// lockedBuffer is a buffer written and read at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
 }
 
 // TestExecMapsStartErrors: the helper's exit codes for what cannot start.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
+	"github.com/triage-sandbox/triage-sandbox/backends/staging"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -198,7 +199,9 @@ func (k *keeper) fill(ctx context.Context) {
 			}
 			continue
 		}
-		sb, err := k.o.Backend.Start(ctx, k.p, backends.StartOptions{TTL: k.pooledTTL()})
+		// The staged copy waits for the take: a run sees the writable
+		// paths as they are when it takes the sandbox, not as at the fill.
+		sb, err := k.o.Backend.Start(ctx, k.p, backends.StartOptions{TTL: k.pooledTTL(), DeferStaging: true})
 		if err != nil {
 			<-k.slots
 			k.logger.Printf("starting a pooled sandbox: %v (retrying in %s)", err, backoff)
@@ -221,19 +224,19 @@ func (k *keeper) pooledTTL() time.Duration {
 	return backends.TTL(k.p, k.p.Timeout()) + k.p.Warm.Idle
 }
 
-// take gives a connection a pooled sandbox of its own: a ready one, or
-// one started now when none is.
+// take gives a connection a pooled sandbox of its own: a ready one, its
+// staged copy taken now, or one started now when none is.
 func (k *keeper) take(ctx context.Context) (backends.Sandbox, error) {
 	select {
 	case sb := <-k.ready:
 		k.nudge()
-		return sb, nil
+		return k.stage(ctx, sb)
 	default:
 	}
 	select {
 	case sb := <-k.ready:
 		k.nudge()
-		return sb, nil
+		return k.stage(ctx, sb)
 	case k.slots <- struct{}{}:
 		sb, err := k.o.Backend.Start(ctx, k.p, backends.StartOptions{TTL: k.pooledTTL()})
 		if err != nil {
@@ -243,6 +246,25 @@ func (k *keeper) take(ctx context.Context) (backends.Sandbox, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// stage copies the writable paths into a ready sandbox as they are now;
+// one that cannot take them is removed.
+func (k *keeper) stage(ctx context.Context, sb backends.Sandbox) (backends.Sandbox, error) {
+	st, ok := sb.(backends.Stager)
+	if !ok {
+		if in, _ := staging.StagePaths(k.p); len(in) > 0 {
+			// Its copy is the fill's: stale, so not handed out.
+			k.discard(ctx, sb)
+			return nil, fmt.Errorf("the %s backend cannot copy the writable paths into a pooled sandbox when a run takes it", k.p.Backend)
+		}
+		return sb, nil
+	}
+	if err := st.Stage(ctx); err != nil {
+		k.discard(ctx, sb)
+		return nil, err
+	}
+	return sb, nil
 }
 
 func (k *keeper) nudge() {

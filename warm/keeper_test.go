@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +77,14 @@ func TestFillFillsThePoolToItsSize(t *testing.T) {
 				if opts.TTL != k.pooledTTL() {
 					t.Errorf("a pooled sandbox's TTL is %s, want %s", opts.TTL, k.pooledTTL())
 				}
+				if !opts.DeferStaging {
+					t.Error("a pooled sandbox was staged at the fill: a run would see the host as it was then")
+				}
+			}
+			for _, sb := range b.Started() {
+				if events, _, _ := sb.Record(); len(events) != 0 {
+					t.Errorf("%s was asked %v while it waited in the pool", sb.ID(), events)
+				}
 			}
 			stop()
 			k.drainPool(context.Background())
@@ -134,6 +143,11 @@ func TestTake(t *testing.T) {
 			if got := b.Starts() - before; got != tc.wantStarts {
 				t.Errorf("take started %d sandboxes, want %d", got, tc.wantStarts)
 			}
+			for _, opts := range b.StartOptions()[before:] {
+				if opts.DeferStaging {
+					t.Error("the take's own start deferred its staged copy: nothing would take it")
+				}
+			}
 			if pooled != nil && sb != pooled {
 				t.Errorf("take handed out %s, not the ready %s", sb.ID(), pooled.ID())
 			}
@@ -145,6 +159,77 @@ func TestTake(t *testing.T) {
 			if len(k.slots) != 0 {
 				t.Errorf("%d slots still taken after the discard", len(k.slots))
 			}
+			closedAll(t, b)
+		})
+	}
+}
+
+// TestTakeStagesTheReadySandbox: a run sees the writable paths as they
+// are when it takes a pooled sandbox (issue 22, finding 5): the fill
+// starts sandboxes with their staged copy deferred and the take has it
+// taken before it hands the sandbox out; one that cannot take it is
+// removed, and its slot freed, not handed out.
+func TestTakeStagesTheReadySandbox(t *testing.T) {
+	tests := []struct {
+		name      string
+		stageErr  error
+		hideStage bool // the sandbox is no Stager
+		staged    bool // the policy stages writable paths
+		wantErr   string
+	}{
+		{name: "staged at the take"},
+		{name: "staging fails", stageErr: errors.New("too big"), wantErr: "too big"},
+		{name: "no Stager, nothing staged", hideStage: true},
+		{name: "no Stager, writable paths staged", hideStage: true, staged: true, wantErr: "cannot copy the writable paths"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := backendtest.New()
+			b.NewSandbox = func(n int) *backendtest.Sandbox {
+				return &backendtest.Sandbox{Name: fmt.Sprintf("fake-%d", n), StageErr: tc.stageErr}
+			}
+			k, ctx, _ := poolKeeper(t, b, 1)
+			if tc.staged {
+				k.p.Staging = policy.Staging{Size: 1 << 20, Inodes: 100}
+				k.p.Mounts = []policy.Mount{{Path: "/w/repros", Kind: "dir"}}
+			}
+			k.slots <- struct{}{}
+			started, err := b.Start(ctx, k.p, backends.StartOptions{DeferStaging: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pooled backends.Sandbox = started
+			if tc.hideStage {
+				pooled = struct{ backends.Sandbox }{started}
+			}
+			k.ready <- pooled
+			sb, err := k.take(ctx)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || sb != nil {
+					t.Fatalf("take = %v, %v; want the error %q", sb, err, tc.wantErr)
+				}
+				k.drainPool(context.Background())
+				if len(k.slots) != 0 {
+					t.Errorf("%d slots still taken after the refused take", len(k.slots))
+				}
+				closedAll(t, b)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sb != pooled {
+				t.Fatalf("take handed out %s, not the ready %s", sb.ID(), pooled.ID())
+			}
+			want := []string{"stage"}
+			if tc.hideStage {
+				want = nil
+			}
+			if events, _, _ := started.(*backendtest.Sandbox).Record(); !slices.Equal(events, want) {
+				t.Errorf("the taken sandbox was asked %v, want %v", events, want)
+			}
+			k.discard(ctx, sb)
+			k.drainPool(context.Background())
 			closedAll(t, b)
 		})
 	}

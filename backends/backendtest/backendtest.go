@@ -191,13 +191,15 @@ type Sandbox struct {
 	Flood bool
 	// ExecFunc, when set, is what Exec does instead of the script.
 	ExecFunc func(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error)
+	// StageErr is what Stage returns.
+	StageErr error
 	// CloseEntered, when set, is closed when Close is first called; Close
 	// then waits for CloseRelease (when set) before it returns.
 	CloseEntered chan struct{}
 	CloseRelease chan struct{}
 
 	mu         sync.Mutex
-	events     []string // "exec", "close", in order
+	events     []string // "stage", "exec", "close", in order
 	execs      []backends.Command
 	closes     int
 	floodCause error // context.Cause seen by a flood when it stopped
@@ -234,6 +236,15 @@ func (s *Sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 		_, _ = out.Stderr.Write([]byte(s.Stderr))
 	}
 	return s.Result, s.ExecErr
+}
+
+// Stage implements backends.Stager: it copies nothing, and records that
+// it was asked.
+func (s *Sandbox) Stage(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, "stage")
+	return s.StageErr
 }
 
 // floodUntilDone prints 64 KiB lines until ctx is cancelled; past 64 MiB
@@ -276,8 +287,9 @@ func (s *Sandbox) Close(context.Context) error {
 	return s.CloseErr
 }
 
-// Record is what was asked of the sandbox: its events ("exec", "close") in
-// order, the commands it was given and how many times it was closed.
+// Record is what was asked of the sandbox: its events ("stage", "exec",
+// "close") in order, the commands it was given and how many times it was
+// closed.
 func (s *Sandbox) Record() (events []string, execs []backends.Command, closes int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

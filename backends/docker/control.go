@@ -9,10 +9,10 @@ import (
 
 	"github.com/moby/moby/api/types/mount"
 
-	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 )
 
 // ControlSockPath is where the host's control socket is bound in.

@@ -181,7 +181,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if b.Adjust != nil {
 		b.Adjust(req)
 	}
-	return b.start(context.WithoutCancel(ctx), p, rt, req, ln)
+	return b.start(context.WithoutCancel(ctx), p, rt, req, ln, opts)
 }
 
 // remove force-removes the container and returns once the daemon no longer

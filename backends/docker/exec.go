@@ -39,6 +39,9 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
 		return backends.Result{Sandbox: s.id}, err
 	}
+	if err := s.staging.InPlace(); err != nil {
+		return backends.Result{Sandbox: s.id}, err
+	}
 	<-s.ctlReady
 	run := holderexec.Run{Policy: s.p, Sandbox: (*holderView)(s), Start: s.byExec(cmd.Stdin != nil),
 		Manifest: &s.manifest, Seccomp: holderexec.SeccompFor(s.rt), OOMKills: s.oomKills()}

@@ -15,13 +15,13 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
@@ -49,8 +49,10 @@ type sandbox struct {
 	// end); nothing can be copied back from it.
 	killed atomic.Bool
 
-	// manifest is what the host's staged paths held when last copied.
+	// manifest is what the host's staged paths held when last copied;
+	// staging says whether the first copy is in yet.
 	manifest stage.Manifest
+	staging  staging.DeferredStage
 	// ctl starts commands through the holder when it dialled the control
 	// socket bound into its container; nil means docker exec. ctlReady is
 	// closed once that is decided.
@@ -65,7 +67,7 @@ type sandbox struct {
 
 // start creates, attaches to and starts the holder. ctx is not cancelled
 // by Ctrl-C (the caller strips that), so set-up is never cut half-way.
-func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener) (backends.Sandbox, error) {
+func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, opts backends.StartOptions) (backends.Sandbox, error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	created, err := b.cli.ContainerCreate(setupCtx, client.ContainerCreateOptions{
@@ -119,10 +121,31 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		}
 		close(s.exited)
 	}()
+	if s.staging.Defer(p, opts) {
+		if err := s.awaitHolder(setupCtx, holderexec.AwaitHolderAwaiting); err != nil {
+			return fail("starting the sandbox container", err)
+		}
+		return s, nil
+	}
 	if err := s.stageIn(setupCtx); err != nil {
 		return fail("copying the writable paths into the sandbox", err)
 	}
 	return s, nil
+}
+
+var _ backends.Stager = (*sandbox)(nil)
+
+// Stage implements backends.Stager: the copy a start with DeferStaging
+// left for later, taken now.
+func (s *sandbox) Stage(ctx context.Context) error {
+	return s.staging.Stage(func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
+		defer cancel()
+		if err := s.stageIn(ctx); err != nil {
+			return s.b.stageErr(context.WithoutCancel(ctx), "copying the writable paths into the sandbox", err)
+		}
+		return nil
+	})
 }
 
 // stageIn sends the staged writable paths to the holder, which unpacks
@@ -134,7 +157,12 @@ func (s *sandbox) stageIn(ctx context.Context) error {
 		return err
 	}
 	s.manifest = m
-	err = holderexec.AwaitHolder(ctx, &s.holdOut, s.exited)
+	return s.awaitHolder(ctx, holderexec.AwaitHolder)
+}
+
+// awaitHolder waits for the holder's word with await.
+func (s *sandbox) awaitHolder(ctx context.Context, await func(context.Context, *holderexec.SmallBuffer, <-chan struct{}) error) error {
+	err := await(ctx, &s.holdOut, s.exited)
 	if errors.Is(err, holderexec.ErrHolderEnded) {
 		return fmt.Errorf("the sandbox ended before its writable paths were in place (exit %d)", s.exitStatus)
 	}

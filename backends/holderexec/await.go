@@ -16,12 +16,24 @@ var ErrHolderEnded = errors.New("the sandbox ended before it was ready")
 // its staged copy in place, says why it could not be, or the holder ended
 // (ErrHolderEnded) or ctx did.
 func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) error {
+	return awaitStatus(ctx, out, exited, protocol.StateReady)
+}
+
+// AwaitHolderAwaiting is AwaitHolder for a holder whose staged copy is
+// deferred (backends.StartOptions.DeferStaging): it waits until the holder says it
+// awaits its copy (or is ready, having nothing to stage).
+func AwaitHolderAwaiting(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) error {
+	return awaitStatus(ctx, out, exited, protocol.StateAwaitingStage, protocol.StateReady)
+}
+
+func awaitStatus(ctx context.Context, out *SmallBuffer, exited <-chan struct{}, want ...protocol.State) error {
+	states := append(want, protocol.StateHolderFailed, protocol.StateStagingFailed)
 	// The buffer tells of each write; the tick is only a backstop.
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	changed := out.Changed()
 	for {
-		if s, ok := protocol.First(out.Bytes(), protocol.StateReady, protocol.StateHolderFailed, protocol.StateStagingFailed); ok {
+		if s, ok := protocol.First(out.Bytes(), states...); ok {
 			return holderStatusErr(s)
 		}
 		select {
@@ -29,7 +41,7 @@ func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) 
 			return ctx.Err()
 		case <-exited:
 			// Its last words may have come with its end.
-			if s, ok := protocol.First(out.Bytes(), protocol.StateReady, protocol.StateHolderFailed, protocol.StateStagingFailed); ok {
+			if s, ok := protocol.First(out.Bytes(), states...); ok {
 				return holderStatusErr(s)
 			}
 			return ErrHolderEnded
@@ -42,7 +54,7 @@ func AwaitHolder(ctx context.Context, out *SmallBuffer, exited <-chan struct{}) 
 // holderStatusErr is what a holder's first start status means to Start.
 func holderStatusErr(s protocol.Status) error {
 	switch s.State {
-	case protocol.StateReady:
+	case protocol.StateReady, protocol.StateAwaitingStage:
 		return nil
 	case protocol.StateStagingFailed:
 		return fmt.Errorf("copying the writable paths into the sandbox: %s (raise [sandbox] writable_size or writable_inodes, or clean up the writable paths)", s.Detail)

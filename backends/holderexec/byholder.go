@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 )
 
 // outputDrain bounds how long the output pipes may stay open after the

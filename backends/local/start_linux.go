@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
@@ -28,6 +27,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
@@ -54,8 +54,11 @@ type sandbox struct {
 	ctl      *control.Client
 	cg       *cgroup
 	// oom counts OOM kills in the sandbox's cgroup (nil: none to watch).
-	oom      oomwatch.Counter
+	oom oomwatch.Counter
+	// manifest is what the host's staged paths held when last copied;
+	// staging says whether the first copy is in yet.
 	manifest stage.Manifest
+	staging  staging.DeferredStage
 	killed   atomic.Bool
 
 	execMu    sync.Mutex
@@ -93,7 +96,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	} else if p.Limits.Pids > 0 {
 		pl.Rlimits = append(pl.Rlimits, confine.Rlimit{Name: "NPROC", Soft: uint64(p.Limits.Pids), Hard: uint64(p.Limits.Pids)})
 	}
-	if err := s.start(ctx, pl, ttl); err != nil {
+	if err := s.start(ctx, pl, ttl, opts); err != nil {
 		_ = s.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -119,8 +122,9 @@ func newID() string {
 	return "triage-sandbox-local-" + hex.EncodeToString(r[:])
 }
 
-// start runs the helper and waits until it holds the sandbox.
-func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration) error {
+// start runs the helper and waits until it holds the sandbox (with its
+// staged copy in place, or awaiting it when opts defer it).
+func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration, opts backends.StartOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	attr, err := confine.Namespaces(s.p.User.UID, s.p.User.GID, os.Geteuid(), os.Getegid())
@@ -197,12 +201,41 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration)
 	if err != nil {
 		return fmt.Errorf("sending the plan to the helper: %w%s", err, s.Said())
 	}
-	m, err := staging.StageIn(ctx, stdin, s.p)
+	if s.staging.Defer(s.p, opts) {
+		return s.awaitHolder(ctx, holderexec.AwaitHolderAwaiting)
+	}
+	return s.stageIn(ctx)
+}
+
+var _ backends.Stager = (*sandbox)(nil)
+
+// Stage implements backends.Stager: the copy a start with DeferStaging
+// left for later, taken now.
+func (s *sandbox) Stage(ctx context.Context) error {
+	s.execMu.Lock()
+	defer s.execMu.Unlock()
+	return s.staging.Stage(func() error {
+		ctx, cancel := context.WithTimeout(ctx, startTimeout)
+		defer cancel()
+		return s.stageIn(ctx)
+	})
+}
+
+// stageIn sends the staged copy to the helper (its stdin, ahead of the
+// lifeline) and waits until it says the copy is in place.
+func (s *sandbox) stageIn(ctx context.Context) error {
+	m, err := staging.StageIn(ctx, s.lifeline, s.p)
 	if err != nil {
 		return fmt.Errorf("%w%s", err, s.Said())
 	}
 	s.manifest = m
-	switch err := holderexec.AwaitHolder(ctx, &s.Out, s.Gone); {
+	return s.awaitHolder(ctx, holderexec.AwaitHolder)
+}
+
+// awaitHolder waits for the helper's word with await: it holds the
+// sandbox (and the staged copy is in place, or it awaits it).
+func (s *sandbox) awaitHolder(ctx context.Context, await func(context.Context, *holderexec.SmallBuffer, <-chan struct{}) error) error {
+	switch err := await(ctx, &s.Out, s.Gone); {
 	case errors.Is(err, holderexec.ErrHolderEnded):
 		return fmt.Errorf("the local sandbox ended while starting%s", s.Said())
 	case ctx.Err() != nil:
@@ -241,6 +274,9 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 		return backends.Result{Sandbox: s.id}, errors.New("the sandbox ended before the command" + s.Said())
 	}
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
+		return backends.Result{Sandbox: s.id}, err
+	}
+	if err := s.staging.InPlace(); err != nil {
 		return backends.Result{Sandbox: s.id}, err
 	}
 	run := holderexec.Run{Policy: s.p, Sandbox: (*localSandbox)(s), Start: holderexec.ByHolder(s.ctl),

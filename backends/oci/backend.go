@@ -251,7 +251,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, fmt.Errorf("writing the bundle: %w", err)
 	}
 	s := &sandbox{b: b, p: p, id: id, dir: dir, runtime: rt, traits: traits, release: release, Holder: holderexec.NewHolder()}
-	if err := s.start(ctx); err != nil {
+	if err := s.start(ctx, opts); err != nil {
 		_ = s.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}

@@ -16,13 +16,13 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/oomwatch"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
@@ -50,8 +50,11 @@ type sandbox struct {
 	lifeline io.WriteCloser
 	// ctl starts commands through the holder (runtimes that pass
 	// descriptors); nil means a runtime exec per command.
-	ctl      *control.Client
+	ctl *control.Client
+	// manifest is what the host's staged paths held when last copied;
+	// staging says whether the first copy is in yet.
 	manifest stage.Manifest
+	staging  staging.DeferredStage
 	// oom counts OOM kills in the container's memory cgroup (nil: unknown).
 	oom oomwatch.Counter
 	// killed: the host killed the container; nothing can be copied back.
@@ -73,8 +76,8 @@ func (s *sandbox) rtArgs(args ...string) []string {
 }
 
 // start runs the bundle and waits until the holder is up (and, with
-// staged paths, has unpacked them).
-func (s *sandbox) start(ctx context.Context) error {
+// staged paths, has unpacked them, or awaits them when opts defer them).
+func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	// The pid file names the container's first host process (under gVisor,
@@ -115,22 +118,54 @@ func (s *sandbox) start(ctx context.Context) error {
 		_ = s.run.Wait()
 		close(s.Gone)
 	}()
-	m, err := staging.StageIn(ctx, stdin, s.p)
-	if err != nil {
-		return fmt.Errorf("%w%s", err, s.Said())
+	if s.staging.Defer(s.p, opts) {
+		err = s.awaitHolder(ctx, holderexec.AwaitHolderAwaiting)
+	} else {
+		err = s.stageIn(ctx)
 	}
-	s.manifest = m
-	// The holder says when it runs (and the staged copy is in place).
-	switch err := holderexec.AwaitHolder(ctx, &s.Out, s.Gone); {
-	case errors.Is(err, holderexec.ErrHolderEnded):
-		return fmt.Errorf("the sandbox ended while starting%s", s.Said())
-	case ctx.Err() != nil:
-		return fmt.Errorf("the sandbox did not start within %s%s", startTimeout, s.Said())
-	case err != nil:
+	if err != nil {
 		return err
 	}
 	s.watchOOM()
 	return nil
+}
+
+var _ backends.Stager = (*sandbox)(nil)
+
+// Stage implements backends.Stager: the copy a start with DeferStaging
+// left for later, taken now.
+func (s *sandbox) Stage(ctx context.Context) error {
+	s.execMu.Lock()
+	defer s.execMu.Unlock()
+	return s.staging.Stage(func() error {
+		ctx, cancel := context.WithTimeout(ctx, startTimeout)
+		defer cancel()
+		return s.stageIn(ctx)
+	})
+}
+
+// stageIn sends the staged copy to the holder (its stdin, ahead of the
+// lifeline) and waits until it says the copy is in place.
+func (s *sandbox) stageIn(ctx context.Context) error {
+	m, err := staging.StageIn(ctx, s.lifeline, s.p)
+	if err != nil {
+		return fmt.Errorf("%w%s", err, s.Said())
+	}
+	s.manifest = m
+	return s.awaitHolder(ctx, holderexec.AwaitHolder)
+}
+
+// awaitHolder waits for the holder's word with await: it runs (and the
+// staged copy is in place, or it awaits it).
+func (s *sandbox) awaitHolder(ctx context.Context, await func(context.Context, *holderexec.SmallBuffer, <-chan struct{}) error) error {
+	switch err := await(ctx, &s.Out, s.Gone); {
+	case errors.Is(err, holderexec.ErrHolderEnded):
+		return fmt.Errorf("the sandbox ended while starting%s", s.Said())
+	case ctx.Err() != nil:
+		return fmt.Errorf("the sandbox did not start within %s%s", startTimeout, s.Said())
+	default:
+		return err
+	}
 }
 
 // watchOOM starts counting OOM kills in the container's memory cgroup.
@@ -161,6 +196,9 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 		return res, errors.New("the sandbox ended before the command" + s.Said())
 	}
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
+		return res, err
+	}
+	if err := s.staging.InPlace(); err != nil {
 		return res, err
 	}
 	res, err := s.execOnce(ctx, cmd, out)

@@ -7,10 +7,13 @@ package staging
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 
+	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
@@ -86,4 +89,58 @@ func StageIn(ctx context.Context, w io.Writer, p *policy.Policy) (stage.Manifest
 		return nil, fmt.Errorf("copying the writable paths into the sandbox: %w", err)
 	}
 	return m, nil
+}
+
+// DeferredStage is the host's side of a holder's staged copy that may
+// come after the start (backends.StartOptions.DeferStaging): every backend with a
+// holder keeps one per sandbox. Its zero value is a sandbox staged at its
+// start.
+type DeferredStage struct {
+	state atomic.Int32
+}
+
+// The states of a DeferredStage.
+const (
+	stageInPlace int32 = iota
+	stagePending
+	stageSending
+	stageFailed
+)
+
+// Defer reports whether the start of a sandbox for p with opts leaves its
+// staged copy for later, and notes it if so.
+func (d *DeferredStage) Defer(p *policy.Policy, opts backends.StartOptions) bool {
+	in, _ := StagePaths(p)
+	if !opts.DeferStaging || len(in) == 0 {
+		return false
+	}
+	d.state.Store(stagePending)
+	return true
+}
+
+// Stage runs send (StageIn and holderexec.AwaitHolder on the backend's holder) if
+// the copy is still to come; once only: a copy that failed part way
+// leaves the sandbox unusable.
+func (d *DeferredStage) Stage(send func() error) error {
+	if !d.state.CompareAndSwap(stagePending, stageSending) {
+		return d.InPlace()
+	}
+	if err := send(); err != nil {
+		d.state.Store(stageFailed)
+		return err
+	}
+	d.state.Store(stageInPlace)
+	return nil
+}
+
+// InPlace says why no command may run yet (nil: the copy is in place).
+func (d *DeferredStage) InPlace() error {
+	switch d.state.Load() {
+	case stageInPlace:
+		return nil
+	case stageFailed:
+		return errors.New("the sandbox's writable paths could not be copied in; it runs no command")
+	default:
+		return errors.New("the sandbox's writable paths are not copied in yet; it runs no command before")
+	}
 }
