@@ -20,7 +20,7 @@ func TestDeferredStage(t *testing.T) {
 	tests := []struct {
 		name     string
 		p        *policy.Policy
-		opts     StartOptions
+		opts     backends.StartOptions
 		sendErr  error
 		want     bool // deferred
 		wantSend int  // sends over two Stage calls
