@@ -23,7 +23,12 @@ func FuzzApply(f *testing.F) {
 	for _, seed := range applySeeds(f) {
 		f.Add(seed)
 	}
-	f.Fuzz(func(t *testing.T, stream []byte) {
+	f.Fuzz(applyOnce)
+}
+
+// applyOnce is one fuzz iteration.
+func applyOnce(t *testing.T, stream []byte) {
+	{
 		ws := t.TempDir()
 		repros := filepath.Join(ws, "repros")
 		notes := filepath.Join(ws, "NOTES.md")
@@ -70,7 +75,7 @@ func FuzzApply(f *testing.F) {
 		if total > spec.MaxBytes+64<<10 {
 			t.Fatalf("Apply wrote %d bytes, over the %d-byte bound", total, spec.MaxBytes)
 		}
-	})
+	}
 }
 
 // treeSum hashes every entry under root (names, types, contents, link
@@ -118,7 +123,9 @@ func mustWrite(t testing.TB, path, content string) {
 // applySeeds are a real export of a changed sandbox plus hand-made hostile
 // streams: escapes by name and through symlinks, special files, set-id
 // bits, a cut stream, an over-bound marker.
-func applySeeds(f *testing.F) [][]byte {
+func applySeeds(f *testing.F) [][]byte { return applySeedsT(f) }
+
+func applySeedsT(f testing.TB) [][]byte {
 	ws := f.TempDir()
 	repros := filepath.Join(ws, "repros")
 	notes := filepath.Join(ws, "NOTES.md")
