@@ -147,76 +147,151 @@ func gitKeyRunsCode(key string) bool {
 
 // gitVerb judges a git subcommand.
 func (j *judge) gitVerb(verb string, rest []arg, l layer) {
-	text := l.text()
-	opts, ops := scanOptions(rest, optionSpec{})
-	first := func(vals ...string) bool { return len(ops) > 0 && ops[0].is(vals...) }
-	history := func(reason string) { j.rule(ruleGitHistory, reason, text) }
+	// These two judge code git runs, and judging code leads back here: in
+	// the table they would make an initialization cycle.
 	switch verb {
-	case "push":
-		if forcePush(opts, ops, rest) {
-			j.rule(ruleGitForcePush, "git push --force rewrites or deletes history on the remote", text)
-		}
-		j.rule(ruleGitRemote, "git push publishes commits to a remote", text)
-	case "pull":
-		j.rule(ruleGitRemote, "git pull takes in and merges a remote's history", text)
-	case "send-email":
-		j.rule(ruleGitRemote, "git send-email mails patches out", text)
-	case "svn":
-		if first("dcommit", "set-tree") {
-			j.rule(ruleGitRemote, "git svn "+ops[0].text+" publishes commits to a remote", text)
-		}
-	case "p4":
-		if first("submit") {
-			j.rule(ruleGitRemote, "git p4 submit publishes commits to a remote", text)
-		}
-	case "commit", "am", "cherry-pick", "revert", "merge":
-		history("git " + verb + " adds to the branch's history")
-	case "reset":
-		history("git reset moves the branch and with --hard discards work")
-	case "rebase", "filter-branch", "filter-repo":
-		history("git " + verb + " rewrites history")
-	case "checkout", "switch", "restore":
-		history("git " + verb + " changes the checked-out files and can discard work")
-	case "update-ref", "replace":
-		history("git " + verb + " rewrites refs directly")
-	case "prune":
-		history("git prune deletes unreachable objects, the last copy of lost work")
-	case "stash":
-		if !first("list", "show") {
-			history("git stash sets work aside and changes the checked-out files")
-		}
-	case "clean":
-		if !has(opts, "-n", "--dry-run") {
-			history("git clean deletes untracked files")
-		}
-	case "branch":
-		if has(opts, "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force") {
-			history("git branch " + firstOption(opts, "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force") + " deletes, moves or overwrites branches")
-		}
-	case "tag":
-		if has(opts, "-d", "--delete", "-f", "--force") {
-			history("git tag -d/-f deletes or moves tags")
-		}
-	case "reflog":
-		if first("expire", "delete") {
-			history("git reflog " + ops[0].text + " drops the record of lost work")
-		}
-	case "gc":
-		if hasPrefixed(opts, "--prune") {
-			history("git gc --prune deletes unreachable objects, the last copy of lost work")
-		}
-	case "bisect":
-		if !first("log", "view", "visualize", "help", "terms") {
-			history("git bisect checks out other commits")
-		}
-	case "symbolic-ref":
-		if len(ops) >= 2 || has(opts, "-d", "--delete") {
-			history("git symbolic-ref rewrites HEAD")
-		}
 	case "submodule":
 		j.gitSubmodule(rest, l)
+		return
 	case "config":
 		j.gitConfigCommand(rest, l)
+		return
+	}
+	check, ok := gitVerbChecks[verb]
+	if !ok {
+		return
+	}
+	opts, ops := scanOptions(rest, optionSpec{})
+	check(j, gitArgs{verb: verb, rest: rest, opts: opts, ops: ops, text: l.text()})
+}
+
+// gitArgs is a git subcommand's command line as the checks read it.
+type gitArgs struct {
+	verb string
+	rest []arg    // the subcommand's arguments as given
+	opts []option // rest's options…
+	ops  []arg    // …and operands
+	text string
+}
+
+// first reports whether the first operand is one of vals.
+func (g gitArgs) first(vals ...string) bool { return len(g.ops) > 0 && g.ops[0].is(vals...) }
+
+// gitCheck judges one git subcommand.
+type gitCheck func(j *judge, g gitArgs)
+
+// gitVerbChecks are the subcommands that reach a remote or change
+// history, each with its check.
+var gitVerbChecks = map[string]gitCheck{
+	"push":          (*judge).gitPush,
+	"pull":          gitRemote("takes in and merges a remote's history"),
+	"send-email":    gitRemote("mails patches out"),
+	"svn":           (*judge).gitSvn,
+	"p4":            (*judge).gitP4,
+	"commit":        gitHistory("adds to the branch's history"),
+	"am":            gitHistory("adds to the branch's history"),
+	"cherry-pick":   gitHistory("adds to the branch's history"),
+	"revert":        gitHistory("adds to the branch's history"),
+	"merge":         gitHistory("adds to the branch's history"),
+	"reset":         gitHistory("moves the branch and with --hard discards work"),
+	"rebase":        gitHistory("rewrites history"),
+	"filter-branch": gitHistory("rewrites history"),
+	"filter-repo":   gitHistory("rewrites history"),
+	"checkout":      gitHistory("changes the checked-out files and can discard work"),
+	"switch":        gitHistory("changes the checked-out files and can discard work"),
+	"restore":       gitHistory("changes the checked-out files and can discard work"),
+	"update-ref":    gitHistory("rewrites refs directly"),
+	"replace":       gitHistory("rewrites refs directly"),
+	"prune":         gitHistory("deletes unreachable objects, the last copy of lost work"),
+	"stash":         (*judge).gitStash,
+	"clean":         (*judge).gitClean,
+	"branch":        (*judge).gitBranch,
+	"tag":           (*judge).gitTag,
+	"reflog":        (*judge).gitReflog,
+	"gc":            (*judge).gitGc,
+	"bisect":        (*judge).gitBisect,
+	"symbolic-ref":  (*judge).gitSymbolicRef,
+}
+
+// gitRemote is the check of a subcommand that always reaches a remote:
+// "git VERB what".
+func gitRemote(what string) gitCheck {
+	return func(j *judge, g gitArgs) { j.rule(ruleGitRemote, "git "+g.verb+" "+what, g.text) }
+}
+
+// gitHistory is the check of a subcommand that always changes history:
+// "git VERB what".
+func gitHistory(what string) gitCheck {
+	return func(j *judge, g gitArgs) { j.historyRule(g, "git "+g.verb+" "+what) }
+}
+
+// historyRule reports g under the git history rule.
+func (j *judge) historyRule(g gitArgs, reason string) { j.rule(ruleGitHistory, reason, g.text) }
+
+func (j *judge) gitPush(g gitArgs) {
+	if forcePush(g.opts, g.ops, g.rest) {
+		j.rule(ruleGitForcePush, "git push --force rewrites or deletes history on the remote", g.text)
+	}
+	j.rule(ruleGitRemote, "git push publishes commits to a remote", g.text)
+}
+
+func (j *judge) gitSvn(g gitArgs) {
+	if g.first("dcommit", "set-tree") {
+		j.rule(ruleGitRemote, "git svn "+g.ops[0].text+" publishes commits to a remote", g.text)
+	}
+}
+
+func (j *judge) gitP4(g gitArgs) {
+	if g.first("submit") {
+		j.rule(ruleGitRemote, "git p4 submit publishes commits to a remote", g.text)
+	}
+}
+
+func (j *judge) gitStash(g gitArgs) {
+	if !g.first("list", "show") {
+		j.historyRule(g, "git stash sets work aside and changes the checked-out files")
+	}
+}
+
+func (j *judge) gitClean(g gitArgs) {
+	if !has(g.opts, "-n", "--dry-run") {
+		j.historyRule(g, "git clean deletes untracked files")
+	}
+}
+
+func (j *judge) gitBranch(g gitArgs) {
+	if has(g.opts, "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force") {
+		j.historyRule(g, "git branch "+firstOption(g.opts, "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force")+" deletes, moves or overwrites branches")
+	}
+}
+
+func (j *judge) gitTag(g gitArgs) {
+	if has(g.opts, "-d", "--delete", "-f", "--force") {
+		j.historyRule(g, "git tag -d/-f deletes or moves tags")
+	}
+}
+
+func (j *judge) gitReflog(g gitArgs) {
+	if g.first("expire", "delete") {
+		j.historyRule(g, "git reflog "+g.ops[0].text+" drops the record of lost work")
+	}
+}
+
+func (j *judge) gitGc(g gitArgs) {
+	if hasPrefixed(g.opts, "--prune") {
+		j.historyRule(g, "git gc --prune deletes unreachable objects, the last copy of lost work")
+	}
+}
+
+func (j *judge) gitBisect(g gitArgs) {
+	if !g.first("log", "view", "visualize", "help", "terms") {
+		j.historyRule(g, "git bisect checks out other commits")
+	}
+}
+
+func (j *judge) gitSymbolicRef(g gitArgs) {
+	if len(g.ops) >= 2 || has(g.opts, "-d", "--delete") {
+		j.historyRule(g, "git symbolic-ref rewrites HEAD")
 	}
 }
 

@@ -90,49 +90,90 @@ func (j *judge) checkPackages(l layer) {
 	manager := family(l.name)
 	args := l.args[1:]
 	deny := func(reason string) { j.rule(rulePackageInstall, reason, l.text()) }
-	switch manager {
-	case "npx", "pnpx", "bunx", "uvx", "easy_install", "pip-sync", "cpanm":
-		if manager == "npx" && slices.ContainsFunc(args, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }) {
-			return
-		}
-		deny(manager + " installs (and runs) packages from a registry")
-		return
-	case "cpan":
-		if _, ops := scanOptions(args, optionSpec{}); len(ops) > 0 {
-			deny("cpan installs Perl modules")
-		}
-		return
-	case "uv":
-		j.checkUv(args, deny)
-		return
-	case "yarn":
-		if verb, _ := firstOperand(args, installValueFlags("yarn")); verb == nil {
-			deny("yarn with no command installs the project's packages")
-			return
-		}
-	case "dpkg":
-		if _, ok := findOption(args, "-i", "--install", "-r", "--remove", "-P", "--purge", "--unpack", "--configure"); ok {
-			deny("dpkg installs or removes packages")
-		}
-		return
-	case "rpm":
-		j.checkRpm(args, deny)
-		return
-	case "pacman", "yay", "paru":
-		for _, a := range args {
-			if !a.dynamic && (len(a.text) > 1 && a.text[0] == '-' && a.text[1] != '-' && strings.ContainsAny(a.text[1:2], "SRU") ||
-				a.is("--sync", "--remove", "--upgrade")) {
-				deny(manager + " " + a.text + " installs or removes packages")
-				return
-			}
-		}
-		return
-	case "nix-env":
-		if _, ok := findOption(args, "-i", "--install", "-e", "--uninstall", "-u", "--upgrade"); ok {
-			deny("nix-env installs or removes packages")
-		}
+	if check, ok := ownPackageChecks[manager]; ok && check(manager, args, deny) {
 		return
 	}
+	checkInstallVerb(manager, args, deny)
+}
+
+// packageCheck judges a package manager whose command line has rules of
+// its own. done false leaves it to checkInstallVerb.
+type packageCheck func(manager string, args []arg, deny func(string)) (done bool)
+
+// ownPackageChecks are the package managers not judged (or not only) by
+// their install verbs.
+var ownPackageChecks = map[string]packageCheck{
+	"npx": checkFetchAndRun, "pnpx": checkFetchAndRun, "bunx": checkFetchAndRun, "uvx": checkFetchAndRun,
+	"easy_install": checkFetchAndRun, "pip-sync": checkFetchAndRun, "cpanm": checkFetchAndRun,
+	"cpan":   checkCpan,
+	"uv":     func(_ string, args []arg, deny func(string)) bool { checkUv(args, deny); return true },
+	"yarn":   checkBareYarn,
+	"dpkg":   checkDpkg,
+	"rpm":    func(_ string, args []arg, deny func(string)) bool { checkRpm(args, deny); return true },
+	"pacman": checkPacman, "yay": checkPacman, "paru": checkPacman,
+	"nix-env": checkNixEnv,
+}
+
+// checkFetchAndRun judges the tools that install (and run) packages from a
+// registry whatever their arguments; only npx can be told not to.
+func checkFetchAndRun(manager string, args []arg, deny func(string)) bool {
+	if manager == "npx" && slices.ContainsFunc(args, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }) {
+		return true
+	}
+	deny(manager + " installs (and runs) packages from a registry")
+	return true
+}
+
+// checkCpan judges cpan: any operand is a module to install.
+func checkCpan(_ string, args []arg, deny func(string)) bool {
+	if _, ops := scanOptions(args, optionSpec{}); len(ops) > 0 {
+		deny("cpan installs Perl modules")
+	}
+	return true
+}
+
+// checkBareYarn judges yarn with no command; with one, its verb decides.
+func checkBareYarn(_ string, args []arg, deny func(string)) bool {
+	if verb, _ := firstOperand(args, installValueFlags("yarn")); verb == nil {
+		deny("yarn with no command installs the project's packages")
+		return true
+	}
+	return false
+}
+
+// checkDpkg judges dpkg's install and remove modes.
+func checkDpkg(_ string, args []arg, deny func(string)) bool {
+	if _, ok := findOption(args, "-i", "--install", "-r", "--remove", "-P", "--purge", "--unpack", "--configure"); ok {
+		deny("dpkg installs or removes packages")
+	}
+	return true
+}
+
+// checkPacman judges pacman and its helpers: -S, -R and -U, alone or in a
+// cluster, and their long forms.
+func checkPacman(manager string, args []arg, deny func(string)) bool {
+	for _, a := range args {
+		if !a.dynamic && (len(a.text) > 1 && a.text[0] == '-' && a.text[1] != '-' && strings.ContainsAny(a.text[1:2], "SRU") ||
+			a.is("--sync", "--remove", "--upgrade")) {
+			deny(manager + " " + a.text + " installs or removes packages")
+			return true
+		}
+	}
+	return true
+}
+
+// checkNixEnv judges nix-env's install, uninstall and upgrade modes.
+func checkNixEnv(_ string, args []arg, deny func(string)) bool {
+	if _, ok := findOption(args, "-i", "--install", "-e", "--uninstall", "-u", "--upgrade"); ok {
+		deny("nix-env installs or removes packages")
+	}
+	return true
+}
+
+// checkInstallVerb judges a package manager by its subcommand: one of its
+// install verbs (and, for a group, the second word) installs, upgrades or
+// removes software.
+func checkInstallVerb(manager string, args []arg, deny func(string)) {
 	verbs := installVerbs(manager)
 	if verbs == nil {
 		return
@@ -143,12 +184,7 @@ func (j *judge) checkPackages(l layer) {
 	case verb.dynamic:
 		deny(manager + "'s subcommand is only known at run time")
 	case manager == "go" && verb.is("run"):
-		for _, a := range rest {
-			if !a.dynamic && !strings.HasPrefix(a.text, "-") && strings.Contains(a.text, "@") {
-				deny("go run " + a.text + " fetches and runs a module")
-				return
-			}
-		}
+		checkGoRun(rest, deny)
 	case manager == "npm" && verb.is("exec", "x") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }):
 	case slices.Contains(verbs, verb.text):
 		if subs := installSubVerbs(manager, verb.text); subs != nil {
@@ -158,6 +194,16 @@ func (j *judge) checkPackages(l layer) {
 			}
 		}
 		deny(manager + " " + verb.text + " installs, upgrades or removes software")
+	}
+}
+
+// checkGoRun judges go run: a package@version is fetched and run.
+func checkGoRun(rest []arg, deny func(string)) {
+	for _, a := range rest {
+		if !a.dynamic && !strings.HasPrefix(a.text, "-") && strings.Contains(a.text, "@") {
+			deny("go run " + a.text + " fetches and runs a module")
+			return
+		}
 	}
 }
 
@@ -191,7 +237,7 @@ func installSubVerbs(manager, verb string) []string {
 // checkUv judges uv: uv pip install/sync/uninstall, add, remove, sync,
 // tool install/run/upgrade, self update, python install, and uv run with
 // --with (which installs what it names).
-func (j *judge) checkUv(args []arg, deny func(string)) {
+func checkUv(args []arg, deny func(string)) {
 	verb, rest := firstOperand(args, []string{"--directory", "--project", "--cache-dir", "--config-file", "--color"})
 	if verb == nil {
 		return
@@ -223,7 +269,7 @@ func (j *judge) checkUv(args []arg, deny func(string)) {
 
 // checkRpm judges rpm: install, upgrade, freshen and erase modes; -q
 // queries are allowed even with -i (info).
-func (j *judge) checkRpm(args []arg, deny func(string)) {
+func checkRpm(args []arg, deny func(string)) {
 	for _, a := range args {
 		if a.dynamic || !strings.HasPrefix(a.text, "-") {
 			continue

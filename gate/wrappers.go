@@ -93,104 +93,175 @@ type step struct {
 // unwrap recognises a wrapper and finds the command it runs; ok is false
 // when name is not a wrapper.
 func unwrap(name string, rest []arg) (s step, ok bool) {
-	switch name {
-	case "sudo":
-		opts, ops := scanOptions(rest, optionSpec{values: "ugCDhprtTU", posix: true, longValues: []string{
-			"user", "group", "close-from", "chdir", "host", "prompt", "role", "type", "command-timeout", "other-user"}})
-		if has(opts, "-e", "--edit", "-l", "--list", "-v", "--validate", "-k", "-K", "--reset-timestamp", "--remove-timestamp", "-V", "--version", "--help") {
-			return step{}, true
-		}
-		s.env, s.next = splitAssignments(ops)
-	case "doas":
-		_, s.next = scanOptions(rest, optionSpec{values: "uC", posix: true})
-	case "pkexec":
-		_, s.next = scanOptions(rest, optionSpec{posix: true, longValues: []string{"user"}})
-	case "run0":
-		_, s.next = scanOptions(rest, optionSpec{values: "ugD", posix: true, longValues: []string{
-			"user", "group", "chdir", "nice", "setenv", "unit", "property", "description", "slice", "machine", "background"}})
-	case "su", "runuser":
-		opts, _ := scanOptions(rest, optionSpec{values: "cgGsw", longValues: []string{
-			"command", "session-command", "group", "supp-group", "shell", "whitelist-environment"}})
-		if code := values(opts, "-c", "--command", "--session-command"); len(code) > 0 {
-			s.code = &code[len(code)-1]
-		}
-	case "env":
-		opts, ops := scanOptions(rest, optionSpec{values: "uCSPa", posix: true, longValues: []string{
-			"unset", "chdir", "split-string", "argv0"}})
-		s.env, s.next = splitAssignments(ops)
-		if split := values(opts, "-S", "--split-string"); len(split) > 0 {
-			code := splitStringCode(split[len(split)-1], s.next)
-			s.code, s.next = &code, nil
-		}
-	case "nice":
-		_, s.next = scanOptions(rest, optionSpec{values: "n", posix: true, longValues: []string{"adjustment"}})
-	case "nohup", "setsid", "unbuffer", "builtin":
-		_, s.next = scanOptions(rest, optionSpec{posix: true})
-	case "timeout":
-		_, ops := scanOptions(rest, optionSpec{values: "sk", posix: true, longValues: []string{"signal", "kill-after"}})
-		s.next = after(ops, 1)
-	case "time":
-		_, s.next = scanOptions(rest, optionSpec{values: "fo", posix: true, longValues: []string{"format", "output"}})
-	case "stdbuf":
-		_, s.next = scanOptions(rest, optionSpec{values: "ioe", posix: true, longValues: []string{"input", "output", "error"}})
-	case "ionice":
-		opts, ops := scanOptions(rest, optionSpec{values: "cnpPu", posix: true, longValues: []string{"class", "classdata", "pid", "pgid", "uid"}})
-		if !has(opts, "-p", "-P", "-u", "--pid", "--pgid", "--uid") {
-			s.next = ops
-		}
-	case "chrt":
-		opts, ops := scanOptions(rest, optionSpec{values: "TPD", posix: true, longValues: []string{"sched-runtime", "sched-period", "sched-deadline"}})
-		if !has(opts, "-p", "--pid", "-m", "--max") {
-			s.next = after(ops, 1)
-		}
-	case "taskset":
-		opts, ops := scanOptions(rest, optionSpec{posix: true})
-		if !has(opts, "-p", "--pid") {
-			s.next = after(ops, 1)
-		}
-	case "xargs":
-		s.next = xargsCommand(rest)
-	case "command":
-		opts, ops := scanOptions(rest, optionSpec{posix: true})
-		if !has(opts, "-v", "-V") {
-			s.next = ops
-		}
-	case "exec":
-		_, s.next = scanOptions(rest, optionSpec{values: "a", posix: true})
-	case "busybox":
-		_, s.next = scanOptions(rest, optionSpec{posix: true})
-	case "watch":
-		opts, ops := scanOptions(rest, optionSpec{values: "nq", attached: "d", posix: true, longValues: []string{"interval", "equexit"}})
-		if has(opts, "-x", "--exec") {
-			s.next = ops
-		} else if len(ops) > 0 {
-			code := joinCode(ops)
-			s.code = &code
-		}
-	case "flock":
-		_, ops := scanOptions(rest, optionSpec{values: "Ew", posix: true, longValues: []string{"conflict-exit-code", "wait", "timeout"}})
-		switch {
-		case len(ops) >= 3 && ops[1].is("-c", "--command"):
-			s.code = &ops[2]
-		case len(ops) >= 2:
-			s.next = ops[1:]
-		}
-	case "script":
-		opts, _ := scanOptions(rest, optionSpec{values: "cEIOBTmo", attached: "t", longValues: []string{
-			"command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit"}})
-		if code := values(opts, "-c", "--command"); len(code) > 0 {
-			s.code = &code[len(code)-1]
-		}
-	case "parallel":
-		if code, ok := parallelCode(rest); ok {
-			s.code = &code
-		}
-	case "sudoedit":
-		// Edits files; it runs no command. Listed so that the sudo rule sees it.
-	default:
+	w, ok := wrappers[name]
+	if !ok {
 		return step{}, false
 	}
-	return s, true
+	return w(rest), true
+}
+
+// wrappers finds, per wrapper, what it runs given its arguments.
+var wrappers = map[string]func(rest []arg) step{
+	"sudo":   unwrapSudo,
+	"doas":   afterOptions(optionSpec{values: "uC", posix: true}),
+	"pkexec": afterOptions(optionSpec{posix: true, longValues: []string{"user"}}),
+	"run0": afterOptions(optionSpec{values: "ugD", posix: true, longValues: []string{
+		"user", "group", "chdir", "nice", "setenv", "unit", "property", "description", "slice", "machine", "background"}}),
+	"su":       unwrapSu,
+	"runuser":  unwrapSu,
+	"env":      unwrapEnv,
+	"nice":     afterOptions(optionSpec{values: "n", posix: true, longValues: []string{"adjustment"}}),
+	"nohup":    afterOptions(optionSpec{posix: true}),
+	"setsid":   afterOptions(optionSpec{posix: true}),
+	"unbuffer": afterOptions(optionSpec{posix: true}),
+	"builtin":  afterOptions(optionSpec{posix: true}),
+	"timeout":  unwrapTimeout,
+	"time":     afterOptions(optionSpec{values: "fo", posix: true, longValues: []string{"format", "output"}}),
+	"stdbuf":   afterOptions(optionSpec{values: "ioe", posix: true, longValues: []string{"input", "output", "error"}}),
+	"ionice":   unwrapIonice,
+	"chrt":     unwrapChrt,
+	"taskset":  unwrapTaskset,
+	"xargs":    func(rest []arg) step { return step{next: xargsCommand(rest)} },
+	"command":  unwrapCommand,
+	"exec":     afterOptions(optionSpec{values: "a", posix: true}),
+	"busybox":  afterOptions(optionSpec{posix: true}),
+	"watch":    unwrapWatch,
+	"flock":    unwrapFlock,
+	"script":   unwrapScript,
+	"parallel": unwrapParallel,
+	// Edits files; it runs no command. Listed so that the sudo rule sees it.
+	"sudoedit": func([]arg) step { return step{} },
+}
+
+// afterOptions is a wrapper that runs its operands, its options (spec)
+// skipped.
+func afterOptions(spec optionSpec) func(rest []arg) step {
+	return func(rest []arg) step {
+		_, next := scanOptions(rest, spec)
+		return step{next: next}
+	}
+}
+
+// unwrapSudo: sudo runs its operands after NAME=value ones, unless an
+// option makes it edit, list, validate or print.
+func unwrapSudo(rest []arg) (s step) {
+	opts, ops := scanOptions(rest, optionSpec{values: "ugCDhprtTU", posix: true, longValues: []string{
+		"user", "group", "close-from", "chdir", "host", "prompt", "role", "type", "command-timeout", "other-user"}})
+	if has(opts, "-e", "--edit", "-l", "--list", "-v", "--validate", "-k", "-K", "--reset-timestamp", "--remove-timestamp", "-V", "--version", "--help") {
+		return step{}
+	}
+	s.env, s.next = splitAssignments(ops)
+	return s
+}
+
+// unwrapSu: su and runuser run the shell code of -c (the last one).
+func unwrapSu(rest []arg) (s step) {
+	opts, _ := scanOptions(rest, optionSpec{values: "cgGsw", longValues: []string{
+		"command", "session-command", "group", "supp-group", "shell", "whitelist-environment"}})
+	if code := values(opts, "-c", "--command", "--session-command"); len(code) > 0 {
+		s.code = &code[len(code)-1]
+	}
+	return s
+}
+
+// unwrapEnv: env runs its operands after NAME=value ones, or with -S the
+// string split like shell words.
+func unwrapEnv(rest []arg) (s step) {
+	opts, ops := scanOptions(rest, optionSpec{values: "uCSPa", posix: true, longValues: []string{
+		"unset", "chdir", "split-string", "argv0"}})
+	s.env, s.next = splitAssignments(ops)
+	if split := values(opts, "-S", "--split-string"); len(split) > 0 {
+		code := splitStringCode(split[len(split)-1], s.next)
+		s.code, s.next = &code, nil
+	}
+	return s
+}
+
+// unwrapTimeout: timeout runs what follows its duration.
+func unwrapTimeout(rest []arg) step {
+	_, ops := scanOptions(rest, optionSpec{values: "sk", posix: true, longValues: []string{"signal", "kill-after"}})
+	return step{next: after(ops, 1)}
+}
+
+// unwrapIonice: ionice runs its operands unless it changes a running process.
+func unwrapIonice(rest []arg) (s step) {
+	opts, ops := scanOptions(rest, optionSpec{values: "cnpPu", posix: true, longValues: []string{"class", "classdata", "pid", "pgid", "uid"}})
+	if !has(opts, "-p", "-P", "-u", "--pid", "--pgid", "--uid") {
+		s.next = ops
+	}
+	return s
+}
+
+// unwrapChrt: chrt runs what follows its priority unless it changes a
+// running process or prints the range.
+func unwrapChrt(rest []arg) (s step) {
+	opts, ops := scanOptions(rest, optionSpec{values: "TPD", posix: true, longValues: []string{"sched-runtime", "sched-period", "sched-deadline"}})
+	if !has(opts, "-p", "--pid", "-m", "--max") {
+		s.next = after(ops, 1)
+	}
+	return s
+}
+
+// unwrapTaskset: taskset runs what follows its mask unless it changes a
+// running process.
+func unwrapTaskset(rest []arg) (s step) {
+	opts, ops := scanOptions(rest, optionSpec{posix: true})
+	if !has(opts, "-p", "--pid") {
+		s.next = after(ops, 1)
+	}
+	return s
+}
+
+// unwrapCommand: command runs its operands unless -v or -V only describes them.
+func unwrapCommand(rest []arg) (s step) {
+	opts, ops := scanOptions(rest, optionSpec{posix: true})
+	if !has(opts, "-v", "-V") {
+		s.next = ops
+	}
+	return s
+}
+
+// unwrapWatch: watch runs its operands joined as shell code, or with -x
+// as an argv.
+func unwrapWatch(rest []arg) (s step) {
+	opts, ops := scanOptions(rest, optionSpec{values: "nq", attached: "d", posix: true, longValues: []string{"interval", "equexit"}})
+	if has(opts, "-x", "--exec") {
+		s.next = ops
+	} else if len(ops) > 0 {
+		code := joinCode(ops)
+		s.code = &code
+	}
+	return s
+}
+
+// unwrapFlock: flock FILE runs -c's shell code or the argv after the file.
+func unwrapFlock(rest []arg) (s step) {
+	_, ops := scanOptions(rest, optionSpec{values: "Ew", posix: true, longValues: []string{"conflict-exit-code", "wait", "timeout"}})
+	switch {
+	case len(ops) >= 3 && ops[1].is("-c", "--command"):
+		s.code = &ops[2]
+	case len(ops) >= 2:
+		s.next = ops[1:]
+	}
+	return s
+}
+
+// unwrapScript: script runs the shell code of -c (the last one).
+func unwrapScript(rest []arg) (s step) {
+	opts, _ := scanOptions(rest, optionSpec{values: "cEIOBTmo", attached: "t", longValues: []string{
+		"command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit"}})
+	if code := values(opts, "-c", "--command"); len(code) > 0 {
+		s.code = &code[len(code)-1]
+	}
+	return s
+}
+
+// unwrapParallel: parallel runs its command template as shell code.
+func unwrapParallel(rest []arg) (s step) {
+	if code, ok := parallelCode(rest); ok {
+		s.code = &code
+	}
+	return s
 }
 
 // after drops the first n operands (timeout's duration, taskset's mask).

@@ -53,51 +53,10 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		p.Warnings = append(p.Warnings, "allow_all = true: NO isolation, the full environment (secrets included) passes and the guard is off")
 	}
 
-	var errs []error
-	p.Mounts = append(p.Mounts, Mount{Path: root, ReadOnly: true, Kind: "dir", Why: "workspace root"})
-	var notCreated []string
-	for _, w := range writableList(sb, role) {
-		m, err := resolveWritable(root, w)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: [sandbox] writable %q: %w", configName(cfg), w, err))
-			continue
-		}
-		// Without a config nobody asked for the outputs: a missing one is
-		// left alone rather than created in whatever directory this is.
-		if _, err := os.Lstat(m.Path); cfg.Path == "" && errors.Is(err, os.ErrNotExist) {
-			notCreated = append(notCreated, w)
-			continue
-		}
-		p.Mounts = append(p.Mounts, m)
-	}
-	if cfg.Path == "" {
-		msg := "no triage.toml found: built-in defaults with " + root + " as the workspace root"
-		if len(notCreated) > 0 {
-			msg += "; outputs that do not exist are not created (" + strings.Join(notCreated, ", ") + "): create them or write a triage.toml"
-		}
-		p.Warnings = append(p.Warnings, msg)
-	}
-	if m, ok, err := checkoutMount(cfg, root); err != nil {
-		errs = append(errs, err)
-	} else if ok {
-		p.Mounts = append(p.Mounts, m)
-	}
-	pythonEnv := ""
-	if ms, warn := pythonMounts(cfg, root); len(ms) > 0 {
-		p.Mounts = append(p.Mounts, ms...)
-		pythonEnv = ms[0].Path
-		p.Python = filepath.Join(pythonEnv, "bin", filepath.Base(cfg.Project.Python))
-	} else if warn != "" {
-		p.Warnings = append(p.Warnings, warn)
-	}
-	extra, extraErrs := neededDirs(cfg, sb, role, host)
-	p.Mounts = append(p.Mounts, extra...)
-	errs = append(errs, extraErrs...)
-	if err := errors.Join(errs...); err != nil {
+	pythonEnv, err := mounts(p, cfg, sb, role, host)
+	if err != nil {
 		return nil, err
 	}
-	p.Mounts = dedupeMounts(p.Mounts)
-
 	p.Unreadable = unreadableList(sb, host)
 	maskUnderMounts(p, host)
 	p.Network = network(p.AllowAll, sb)
@@ -122,11 +81,8 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if p.Warm, err = warm(sb, role, opts.Session, p.AllowAll); err != nil {
 		return nil, fmt.Errorf("%s: %w", configName(cfg), err)
 	}
-	for _, a := range sb.AllowToolConfig {
-		if !slices.ContainsFunc(p.Mounts, func(m Mount) bool { return !m.ReadOnly && m.Path == filepath.Join(root, filepath.Clean(a)) }) {
-			return nil, fmt.Errorf("%s: [sandbox] allow_tool_config %q: not one of the role's writable paths; list a writable path", configName(cfg), a)
-		}
-		p.AllowToolConfig = append(p.AllowToolConfig, filepath.Clean(a))
+	if p.AllowToolConfig, err = allowedToolConfig(cfg, sb, root, p.Mounts); err != nil {
+		return nil, err
 	}
 	if opts.Capabilities != nil {
 		if _, err := Enforce(p, p.Backend, opts.Capabilities); err != nil {
@@ -136,29 +92,127 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if sb.Runtime != nil {
 		p.Runtime = *sb.Runtime
 	}
-	p.Output = OutputLimits{Limit: profiles.DefaultOutputLimit, Ceiling: profiles.DefaultOutputCeiling}
-	if sb.OutputLimit != nil {
-		p.Output.Limit = *sb.OutputLimit
-	}
-	if sb.OutputCeiling != nil {
-		p.Output.Ceiling = *sb.OutputCeiling
-	}
+	p.Output = outputLimits(sb)
 	if err := buildGate(cfg, sb, p, host); err != nil {
 		return nil, err
 	}
-	p.AuditLog = DefaultAuditLog(host, root)
-	if sb.AuditLog != nil {
-		p.AuditLog = filepath.Clean(*sb.AuditLog)
-		if !filepath.IsAbs(p.AuditLog) {
-			p.AuditLog = filepath.Join(root, p.AuditLog)
-		}
-	}
+	p.AuditLog = auditLog(sb, host, root)
 	if err := outOfReach(cfg, root, p); err != nil {
 		return nil, err
 	}
 	if p.Workdir, err = workdir(opts.Workdir, host.Cwd, p); err != nil {
 		return nil, err
 	}
+	environment(p, role, sb, host, pythonEnv)
+	return p, nil
+}
+
+// mounts sets p's mounts: the workspace root read-only, the role's
+// writable paths, the project's checkout and python environment, and the
+// other directories the role needs. It returns the python environment's
+// directory ("" without one).
+func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, host Host) (pythonEnv string, err error) {
+	root := p.WorkspaceRoot
+	p.Mounts = append(p.Mounts, Mount{Path: root, ReadOnly: true, Kind: "dir", Why: "workspace root"})
+	writable, notCreated, errs := writableMounts(cfg, sb, role, root)
+	p.Mounts = append(p.Mounts, writable...)
+	if cfg.Path == "" {
+		p.Warnings = append(p.Warnings, noConfigWarning(root, notCreated))
+	}
+	if m, ok, err := checkoutMount(cfg, root); err != nil {
+		errs = append(errs, err)
+	} else if ok {
+		p.Mounts = append(p.Mounts, m)
+	}
+	if ms, warn := pythonMounts(cfg, root); len(ms) > 0 {
+		p.Mounts = append(p.Mounts, ms...)
+		pythonEnv = ms[0].Path
+		p.Python = filepath.Join(pythonEnv, "bin", filepath.Base(cfg.Project.Python))
+	} else if warn != "" {
+		p.Warnings = append(p.Warnings, warn)
+	}
+	extra, extraErrs := neededDirs(cfg, sb, role, host)
+	p.Mounts = append(p.Mounts, extra...)
+	errs = append(errs, extraErrs...)
+	if err := errors.Join(errs...); err != nil {
+		return "", err
+	}
+	p.Mounts = dedupeMounts(p.Mounts)
+	return pythonEnv, nil
+}
+
+// writableMounts are the role's writable paths, checked. notCreated are
+// the missing ones left out because there is no config.
+func writableMounts(cfg *config.File, sb config.Sandbox, role profiles.Role, root string) (ms []Mount, notCreated []string, errs []error) {
+	for _, w := range writableList(sb, role) {
+		m, err := resolveWritable(root, w)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: [sandbox] writable %q: %w", configName(cfg), w, err))
+			continue
+		}
+		// Without a config nobody asked for the outputs: a missing one is
+		// left alone rather than created in whatever directory this is.
+		if _, err := os.Lstat(m.Path); cfg.Path == "" && errors.Is(err, os.ErrNotExist) {
+			notCreated = append(notCreated, w)
+			continue
+		}
+		ms = append(ms, m)
+	}
+	return ms, notCreated, errs
+}
+
+// noConfigWarning says the built-in defaults are in use, and which
+// outputs they leave uncreated.
+func noConfigWarning(root string, notCreated []string) string {
+	msg := "no triage.toml found: built-in defaults with " + root + " as the workspace root"
+	if len(notCreated) > 0 {
+		msg += "; outputs that do not exist are not created (" + strings.Join(notCreated, ", ") + "): create them or write a triage.toml"
+	}
+	return msg
+}
+
+// allowedToolConfig checks [sandbox] allow_tool_config: each entry must be
+// one of the role's writable paths.
+func allowedToolConfig(cfg *config.File, sb config.Sandbox, root string, mounts []Mount) ([]string, error) {
+	var out []string
+	for _, a := range sb.AllowToolConfig {
+		if !slices.ContainsFunc(mounts, func(m Mount) bool { return !m.ReadOnly && m.Path == filepath.Join(root, filepath.Clean(a)) }) {
+			return nil, fmt.Errorf("%s: [sandbox] allow_tool_config %q: not one of the role's writable paths; list a writable path", configName(cfg), a)
+		}
+		out = append(out, filepath.Clean(a))
+	}
+	return out, nil
+}
+
+// outputLimits are the default output limit and ceiling unless the config
+// sets them.
+func outputLimits(sb config.Sandbox) OutputLimits {
+	out := OutputLimits{Limit: profiles.DefaultOutputLimit, Ceiling: profiles.DefaultOutputCeiling}
+	if sb.OutputLimit != nil {
+		out.Limit = *sb.OutputLimit
+	}
+	if sb.OutputCeiling != nil {
+		out.Ceiling = *sb.OutputCeiling
+	}
+	return out
+}
+
+// auditLog is [sandbox] audit_log (relative to the workspace root), else
+// the default.
+func auditLog(sb config.Sandbox, host Host, root string) string {
+	if sb.AuditLog == nil {
+		return DefaultAuditLog(host, root)
+	}
+	log := filepath.Clean(*sb.AuditLog)
+	if !filepath.IsAbs(log) {
+		log = filepath.Join(root, log)
+	}
+	return log
+}
+
+// environment sets the command's environment: the host's, filtered for
+// the role, and outside allow_all the tools' variables, sorted.
+func environment(p *Policy, role profiles.Role, sb config.Sandbox, host Host, pythonEnv string) {
 	env, dropped, warnings := filterEnv(role, sb, host, p)
 	p.Env, p.Dropped = env, dropped
 	p.Warnings = append(p.Warnings, warnings...)
@@ -167,7 +221,6 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		toolEnv(p, pythonEnv, hostPath, sb.SetEnv)
 		p.Env = sortEnv(p.Env)
 	}
-	return p, nil
 }
 
 func configName(cfg *config.File) string {

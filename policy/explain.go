@@ -9,6 +9,27 @@ import (
 func Explain(p *Policy) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	for _, section := range []func(writef, *Policy){
+		explainHeader,
+		explainFiles,
+		explainUnreadable,
+		explainNetwork,
+		explainEnv,
+		explainLimits,
+		explainRoot,
+		explainGate,
+		explainFooter,
+	} {
+		section(w, p)
+	}
+	return b.String()
+}
+
+// writef writes one formatted piece of the explanation.
+type writef func(format string, a ...any)
+
+// explainHeader: the role, backend, config and audit log.
+func explainHeader(w writef, p *Policy) {
 	w("%s sandbox: backend %s, policy %s\n", p.Role, p.Backend, p.Hash())
 	if p.Config != "" {
 		w("config: %s\n", p.Config)
@@ -19,6 +40,10 @@ func Explain(p *Policy) string {
 	if p.AllowAll {
 		w("  WARNING: allow_all = true: no isolation at all; everything below is ignored\n")
 	}
+}
+
+// explainFiles: what is readable and what writable.
+func explainFiles(w writef, p *Policy) {
 	w("\nreadable (read-only, at the same path):\n")
 	for _, m := range p.Mounts {
 		if m.ReadOnly {
@@ -33,6 +58,10 @@ func Explain(p *Policy) string {
 	}
 	w("  %-50s fresh empty HOME and TMPDIR for each sandbox (%d MiB each, %s); the backend places them\n",
 		"(scratch)", p.Scratch.Size>>20, scratchFlags(p.Scratch))
+}
+
+// explainUnreadable: the unreadable paths and what is masked.
+func explainUnreadable(w writef, p *Policy) {
 	w("\nunreadable (never mounted; masked where a mount would expose them):\n")
 	masked := map[string]bool{}
 	for _, m := range p.Masked {
@@ -54,6 +83,10 @@ func Explain(p *Policy) string {
 			w("  %s  (masked: a host socket under a mount)\n", m)
 		}
 	}
+}
+
+// explainNetwork: the network mode.
+func explainNetwork(w writef, p *Policy) {
 	w("\nnetwork: ")
 	switch p.Network.Mode {
 	case NetworkLoopback:
@@ -63,6 +96,10 @@ func Explain(p *Policy) string {
 	default:
 		w("the host's own network (no isolation)\n")
 	}
+}
+
+// explainEnv: the environment passed and withheld.
+func explainEnv(w writef, p *Policy) {
 	// Every passed variable says which allow-list entry passed it, every
 	// withheld one why (the screening rule that fired, for a credential).
 	w("\nenvironment passed:\n")
@@ -77,6 +114,10 @@ func Explain(p *Policy) string {
 		}
 		w("  %-28s %s%s\n", d.Name, d.Why, mark)
 	}
+}
+
+// explainLimits: the identity, limits, lifetime and reuse.
+func explainLimits(w writef, p *Policy) {
 	w("\nruns as uid %d gid %d: %s\n", p.User.UID, p.User.GID, p.User.Why)
 	w("limits: timeout %s, memory %d MiB (no swap), %.2g CPUs, %d processes, %d open files\n",
 		p.Limits.Timeout, p.Limits.Memory>>20, p.Limits.CPUs, p.Limits.Pids, p.Limits.NoFile)
@@ -88,6 +129,10 @@ func Explain(p *Policy) string {
 	case p.Warm.Pool > 0:
 		w("pool: %d sandboxes are kept started; each runs exactly one command and is then removed; the pool ends after %s unused\n", p.Warm.Pool, p.Warm.Idle)
 	}
+}
+
+// explainRoot: the root filesystem and the staging of writable paths.
+func explainRoot(w writef, p *Policy) {
 	if p.Base.Kind == BaseImage {
 		w("root filesystem: image %s\n", p.Base.Image)
 	} else {
@@ -100,6 +145,10 @@ func Explain(p *Policy) string {
 			w("  %s holds writable files: its other entries are read-only, anything else written there is discarded\n", s)
 		}
 	}
+}
+
+// explainGate: the command gate and its guard.
+func explainGate(w writef, p *Policy) {
 	w("gate: the deny list over the parsed shell (%s)", gateSummary(p.Gate))
 	if g := p.Gate.Guard; g.Enabled {
 		where := g.URL
@@ -111,6 +160,10 @@ func Explain(p *Policy) string {
 	} else {
 		w("; guard off\n")
 	}
+}
+
+// explainFooter: the requirements, runtime, workdir and warnings.
+func explainFooter(w writef, p *Policy) {
 	w("requires: %s\n", joinCaps(p.Requirements()))
 	if len(p.Accepted) > 0 {
 		w("accepted weaker modes ([sandbox] accept_weaker): %s\n", joinCaps(p.Accepted))
@@ -122,7 +175,6 @@ func Explain(p *Policy) string {
 	for _, warn := range p.Warnings {
 		w("warning: %s\n", warn)
 	}
-	return b.String()
 }
 
 func scratchFlags(s Scratch) string {

@@ -116,53 +116,18 @@ func (a *applier) conflict(name, why string) {
 }
 
 func (a *applier) entry(hdr *tar.Header, body io.Reader) error {
-	name, ok := cleanName(hdr.Name)
-	if !ok {
-		return fmt.Errorf("the sandbox's export has a bad name %q", hdr.Name)
-	}
-	root, ok := rootOf(name, a.spec.Paths)
-	if !ok || (root.Kind == KindDir && name == tarName(root.Path)) {
-		return fmt.Errorf("the sandbox's export names %q, outside the staged paths", hdr.Name)
-	}
-	if a.perPath[root.Path]++; a.spec.MaxEntriesPerPath > 0 && a.perPath[root.Path] > a.spec.MaxEntriesPerPath {
-		return fmt.Errorf("the sandbox exported more than %d entries under %s, past its bound", a.spec.MaxEntriesPerPath, root.Path)
-	}
-	if root.Kind == KindSkeleton {
-		if hdr.Typeflag != typeDiscarded {
-			return fmt.Errorf("the sandbox's export names %q, outside the writable paths", hdr.Name)
-		}
-		a.rep.Discarded = append(a.rep.Discarded, "/"+name)
-		return nil
-	}
-	if skipped(name, a.spec.Skip) {
-		a.drop(name, "an unreadable path is never written from the sandbox")
-		return nil
-	}
-	if a.old.hiddenAt(name) {
-		a.drop(name, "not readable by the sandbox on the host, so not writable from it")
-		return nil
+	name, root, ok, err := a.admit(hdr)
+	if !ok || err != nil {
+		return err
 	}
 	a.seen[name] = true
-	want := State{Type: hdr.Typeflag, Size: hdr.Size, Mode: hdr.Mode & 0o777, MTime: hdr.ModTime, Link: hdr.Linkname}
-	switch hdr.Typeflag {
-	case tar.TypeReg, tar.TypeDir, tar.TypeSymlink:
-	case tar.TypeFifo:
-		a.drop(name, "a FIFO is not copied to the host")
-		return a.keepOld(name)
-	case tar.TypeChar, tar.TypeBlock:
-		a.drop(name, "a device is not copied to the host")
-		return a.keepOld(name)
-	default:
-		a.drop(name, "a socket is not copied to the host")
-		return a.keepOld(name)
-	}
-	if root.Kind == KindFile && hdr.Typeflag != tar.TypeReg {
-		a.drop(name, "a writable file must stay a regular file; the host's copy is unchanged")
+	if a.refused(name, root, hdr) {
 		return a.keepOld(name)
 	}
 	if hdr.Mode&0o6000 != 0 {
 		a.drop(name, "set-id bits dropped")
 	}
+	want := State{Type: hdr.Typeflag, Size: hdr.Size, Mode: hdr.Mode & 0o777, MTime: hdr.ModTime, Link: hdr.Linkname}
 	old, had := a.old[name]
 	if had && sameState(old, want) {
 		a.now[name] = old
@@ -179,16 +144,7 @@ func (a *applier) entry(hdr *tar.Header, body io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("/%s: %w", name, err)
 	}
-	switch {
-	case had && !exists && old.Type != tar.TypeDir:
-		a.conflict(name, "deleted on the host meanwhile; the sandbox's version is not written")
-		return nil
-	case had && exists && !sameState(old, cur):
-		a.conflict(name, "changed on the host meanwhile; the host's version stays")
-		a.now[name] = old
-		return nil
-	case !had && exists && !(cur.Type == tar.TypeDir && want.Type == tar.TypeDir):
-		a.conflict(name, "created on the host meanwhile (or not readable by the sandbox); the host's version stays")
+	if a.changedOnHost(name, want, old, had, cur, exists) {
 		return nil
 	}
 	if err := a.write(dfd, base, name, hdr, body, exists, cur); err != nil {
@@ -198,6 +154,80 @@ func (a *applier) entry(hdr *tar.Header, body io.Reader) error {
 		a.now[name] = st
 	}
 	return nil
+}
+
+// admit checks an entry's name against the staged paths and their bounds.
+// ok is false for an entry that is not to be copied (a discarded one in a
+// skeleton, an unreadable path), err set for one that must end the copy.
+func (a *applier) admit(hdr *tar.Header) (name string, root Path, ok bool, err error) {
+	name, ok = cleanName(hdr.Name)
+	if !ok {
+		return "", Path{}, false, fmt.Errorf("the sandbox's export has a bad name %q", hdr.Name)
+	}
+	root, ok = rootOf(name, a.spec.Paths)
+	if !ok || (root.Kind == KindDir && name == tarName(root.Path)) {
+		return "", Path{}, false, fmt.Errorf("the sandbox's export names %q, outside the staged paths", hdr.Name)
+	}
+	if a.perPath[root.Path]++; a.spec.MaxEntriesPerPath > 0 && a.perPath[root.Path] > a.spec.MaxEntriesPerPath {
+		return "", Path{}, false, fmt.Errorf("the sandbox exported more than %d entries under %s, past its bound", a.spec.MaxEntriesPerPath, root.Path)
+	}
+	if root.Kind == KindSkeleton {
+		if hdr.Typeflag != typeDiscarded {
+			return "", Path{}, false, fmt.Errorf("the sandbox's export names %q, outside the writable paths", hdr.Name)
+		}
+		a.rep.Discarded = append(a.rep.Discarded, "/"+name)
+		return "", Path{}, false, nil
+	}
+	if skipped(name, a.spec.Skip) {
+		a.drop(name, "an unreadable path is never written from the sandbox")
+		return "", Path{}, false, nil
+	}
+	if a.old.hiddenAt(name) {
+		a.drop(name, "not readable by the sandbox on the host, so not writable from it")
+		return "", Path{}, false, nil
+	}
+	return name, root, true, nil
+}
+
+// refused reports (and records as dropped) an entry of a type that is not
+// copied to the host: anything but a regular file, a directory or a
+// symlink, and anything but a regular file for a file-staged path.
+func (a *applier) refused(name string, root Path, hdr *tar.Header) bool {
+	switch hdr.Typeflag {
+	case tar.TypeReg, tar.TypeDir, tar.TypeSymlink:
+	case tar.TypeFifo:
+		a.drop(name, "a FIFO is not copied to the host")
+		return true
+	case tar.TypeChar, tar.TypeBlock:
+		a.drop(name, "a device is not copied to the host")
+		return true
+	default:
+		a.drop(name, "a socket is not copied to the host")
+		return true
+	}
+	if root.Kind == KindFile && hdr.Typeflag != tar.TypeReg {
+		a.drop(name, "a writable file must stay a regular file; the host's copy is unchanged")
+		return true
+	}
+	return false
+}
+
+// changedOnHost reports (and records as a conflict) a name the host
+// changed since the copy in: then the host's version stays.
+func (a *applier) changedOnHost(name string, want, old State, had bool, cur State, exists bool) bool {
+	switch {
+	case had && !exists && old.Type != tar.TypeDir:
+		a.conflict(name, "deleted on the host meanwhile; the sandbox's version is not written")
+		return true
+	case had && exists && !sameState(old, cur):
+		a.conflict(name, "changed on the host meanwhile; the host's version stays")
+		a.now[name] = old
+		return true
+	case !had && exists && !(cur.Type == tar.TypeDir && want.Type == tar.TypeDir):
+		a.conflict(name, "created on the host meanwhile (or not readable by the sandbox); the host's version stays")
+		return true
+	}
+	return false
 }
 
 // keepOld keeps a name's old state so that a dropped entry is not taken

@@ -87,35 +87,18 @@ func Run(ctx context.Context, s Spec) Result {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	cutResult := Result{ExitCode: exitcode.Signaled(int(syscall.SIGKILL)), Signal: int(syscall.SIGKILL), LifelineCut: true}
 	select {
 	case runSlot <- struct{}{}:
 	case <-ctx.Done():
-		return cutResult
+		return cutResult()
 	}
 	defer func() { <-runSlot }()
 	if ctx.Err() != nil {
-		return cutResult
+		return cutResult()
 	}
-	if len(s.Argv) == 0 {
-		return startFailed(s, exitcode.NotExecutable, "cannot execute: empty command")
-	}
-	argv0 := s.Argv[0]
-	env := s.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	env, tag := treeEnv(env)
-	if s.Dir != "" {
-		if fi, err := os.Stat(s.Dir); err != nil {
-			return startFailed(s, exitcode.NotExecutable, argv0+": cannot execute: "+err.Error())
-		} else if !fi.IsDir() {
-			return startFailed(s, exitcode.NotExecutable, argv0+": cannot execute: chdir "+s.Dir+": not a directory")
-		}
-	}
-	path, ok := lookPath(argv0, env, s.Dir)
+	c, failed, ok := resolve(s)
 	if !ok {
-		return startFailed(s, exitcode.NotFound, argv0+": command not found in the sandbox")
+		return failed
 	}
 
 	// Always a subreaper where the kernel has them: orphans of the tree
@@ -125,47 +108,113 @@ func Run(ctx context.Context, s Spec) Result {
 	if strays {
 		sweepStrays()
 	}
+	r, sio, failed, ok := startCommand(ctx, s, c)
+	if !ok {
+		return failed
+	}
+	res := r.await(s.Timeout, s.Grace)
+	r.killAll()
+	if strays {
+		sweepStrays()
+	}
+	r.settle(&res)
+	sio.finish()
+	return res
+}
+
+// cutResult is the result of a command cut before it exited.
+func cutResult() Result {
+	return Result{ExitCode: exitcode.Signaled(int(syscall.SIGKILL)), Signal: int(syscall.SIGKILL), LifelineCut: true}
+}
+
+// command is a Spec resolved for exec.
+type command struct {
+	argv0 string
+	path  string   // argv0 looked up in env's PATH
+	env   []string // with the tree's tag
+	tag   string
+}
+
+// resolve checks that s can start: an argv, a directory that is one and
+// an executable found. ok is false with the start failure otherwise.
+func resolve(s Spec) (c command, failed Result, ok bool) {
+	if len(s.Argv) == 0 {
+		return c, startFailed(s, exitcode.NotExecutable, "cannot execute: empty command"), false
+	}
+	c.argv0 = s.Argv[0]
+	env := s.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	c.env, c.tag = treeEnv(env)
+	if s.Dir != "" {
+		if fi, err := os.Stat(s.Dir); err != nil {
+			return c, startFailed(s, exitcode.NotExecutable, c.argv0+": cannot execute: "+err.Error()), false
+		} else if !fi.IsDir() {
+			return c, startFailed(s, exitcode.NotExecutable, c.argv0+": cannot execute: chdir "+s.Dir+": not a directory"), false
+		}
+	}
+	if c.path, ok = lookPath(c.argv0, c.env, s.Dir); !ok {
+		return c, startFailed(s, exitcode.NotFound, c.argv0+": command not found in the sandbox"), false
+	}
+	return c, Result{}, true
+}
+
+// startCommand forks c with s's standard files and starts watching its
+// exit, the lifeline and ctx. ok is false with the start failure otherwise.
+func startCommand(ctx context.Context, s Spec, c command) (_ *run, _ *stdio, failed Result, ok bool) {
 	ReserveThreads()
 	sio, err := newStdio(s)
 	if err != nil {
-		return startFailed(s, exitcode.NotExecutable, argv0+": cannot execute: "+err.Error())
+		return nil, nil, startFailed(s, exitcode.NotExecutable, c.argv0+": cannot execute: "+err.Error()), false
 	}
 	// Fd puts the files in blocking mode, as the child expects.
 	fds := []uintptr{sio.child[0].Fd(), sio.child[1].Fd(), sio.child[2].Fd()}
-	pid, err := syscall.ForkExec(path, s.Argv, &syscall.ProcAttr{
-		Dir: s.Dir, Env: env, Files: fds, Sys: sysProcAttr(),
+	pid, err := syscall.ForkExec(c.path, s.Argv, &syscall.ProcAttr{
+		Dir: s.Dir, Env: c.env, Files: fds, Sys: sysProcAttr(),
 	})
 	start := time.Now()
 	runtime.KeepAlive(sio.child)
 	sio.afterStart()
 	if err != nil {
 		sio.finish()
-		code, msg := startErr(argv0, path, s.Dir, err)
-		return startFailed(s, code, msg)
+		code, msg := startErr(c.argv0, c.path, s.Dir, err)
+		return nil, nil, startFailed(s, code, msg), false
 	}
 
-	r := &run{t: &tree{pid: pid, self: os.Getpid(), tag: tag}, mainDone: make(chan struct{})}
+	r := &run{t: &tree{pid: pid, self: os.Getpid(), tag: c.tag}, start: start, mainDone: make(chan struct{})}
 	r.t.preferForOOM()
+	r.watch(ctx, s.Lifeline)
+	return r, sio, Result{}, true
+}
+
+// watch starts noticing the command's exit and the lifeline's cut.
+func (r *run) watch(ctx context.Context, lifeline io.Reader) {
 	go func() {
 		r.t.waitExited()
 		r.exitedAt = time.Now()
 		close(r.mainDone)
 	}()
-	if s.Lifeline != nil {
+	if lifeline != nil {
 		r.cut = make(chan struct{})
 		go func() {
-			_, _ = io.Copy(io.Discard, s.Lifeline)
+			_, _ = io.Copy(io.Discard, lifeline)
 			close(r.cut)
 		}()
 	}
 	r.ctxDone = ctx.Done()
+}
+
+// await waits for the command's exit, its timeout or a cut, and then, but
+// for a cut, gives the tree SIGTERM and grace to end. The Result says
+// whether it timed out or was cut.
+func (r *run) await(timeoutAfter, grace time.Duration) Result {
 	var timeout <-chan time.Time
-	if s.Timeout > 0 {
-		timer := time.NewTimer(s.Timeout)
+	if timeoutAfter > 0 {
+		timer := time.NewTimer(timeoutAfter)
 		defer timer.Stop()
 		timeout = timer.C
 	}
-	grace := s.Grace
 	if grace <= 0 {
 		grace = defaultGrace
 	}
@@ -192,23 +241,24 @@ func Run(ctx context.Context, s Spec) Result {
 			res.LifelineCut = true
 		}
 	}
-	r.killAll()
-	if strays {
-		sweepStrays()
-	}
+	return res
+}
 
+// settle reaps the command and sets res's duration, exit code and signal;
+// a timeout or a cut decides the code over the command's own.
+func (r *run) settle(res *Result) {
 	ws, status := r.collect()
 	switch {
 	case !status:
 		// The command outlived SIGKILL and killBound; it was SIGKILLed.
-		res.Duration = time.Since(start)
+		res.Duration = time.Since(r.start)
 		res.ExitCode, res.Signal = exitcode.Signaled(int(syscall.SIGKILL)), int(syscall.SIGKILL)
 	case ws.Signaled():
-		res.Duration = r.exitedAt.Sub(start)
+		res.Duration = r.exitedAt.Sub(r.start)
 		res.Signal = int(ws.Signal())
 		res.ExitCode = exitcode.Signaled(res.Signal)
 	default:
-		res.Duration = r.exitedAt.Sub(start)
+		res.Duration = r.exitedAt.Sub(r.start)
 		res.ExitCode = ws.ExitStatus()
 	}
 	if res.TimedOut {
@@ -217,13 +267,12 @@ func Run(ctx context.Context, s Spec) Result {
 	if res.LifelineCut {
 		res.ExitCode, res.Signal = exitcode.Signaled(int(syscall.SIGKILL)), int(syscall.SIGKILL)
 	}
-	sio.finish()
-	return res
 }
 
 // run is the state of one started command.
 type run struct {
 	t        *tree
+	start    time.Time     // when the command was started
 	mainDone chan struct{} // closed when the command has exited
 	exitedAt time.Time     // written before mainDone is closed
 	cut      chan struct{} // closed at the lifeline's EOF; nil without one

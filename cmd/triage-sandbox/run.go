@@ -58,11 +58,16 @@ type runJSON struct {
 	Error    string              `json:"error,omitempty"`
 }
 
+// runFlags are `run`'s flags.
+type runFlags struct {
+	pf                 policyFlags
+	timeout            time.Duration
+	asJSON, stdin, raw bool
+	task               string
+}
+
 func newRunCmd() *cobra.Command {
-	var pf policyFlags
-	var timeout time.Duration
-	var asJSON, stdin, raw bool
-	var task string
+	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG...]",
 		Short: "Run one command (an argv, no shell) in the sandbox",
@@ -71,110 +76,132 @@ func newRunCmd() *cobra.Command {
 			fmt.Sprintf("Exit codes: the command's own; %d timeout; %d refused or failed before running;\n"+
 				"%d not executable; %d not found; %d+N killed by signal N.",
 				exitcode.Timeout, exitcode.Refused, exitcode.NotExecutable, exitcode.NotFound, exitcode.SignalBase),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			out := &runJSON{}
-			fail := func(err error) error {
-				if asJSON {
-					out.ExitCode, out.Error = exitcode.Refused, output.Text(err.Error())
-					_ = json.NewEncoder(os.Stdout).Encode(out)
-				}
-				return refuse(err)
-			}
-			if cmd.ArgsLenAtDash() < 0 && len(args) > 0 {
-				return fail(fmt.Errorf("put the command after --, e.g. triage-sandbox run -- %s", args[0]))
-			}
-			if len(args) == 0 {
-				return fail(fmt.Errorf("empty command: give the program to run after --, e.g. triage-sandbox run -- python3 repro.py"))
-			}
-			if err := config.CheckTimeoutFlag(timeout); err != nil {
-				return fail(err)
-			}
-			p, host, err := pf.compileWithHost()
-			if err != nil {
-				if host.Cwd != "" {
-					// Refused before a policy existed: recorded all the same.
-					err = sandbox.RecordConfigRefusal(host, pf.config, pf.role, args, err)
-				}
-				return fail(err)
-			}
-			out.Role, out.Backend, out.PolicyHash, out.AuditLog, out.Config = p.Role, p.Backend, p.Hash(), p.AuditLog, p.Config
-			req := sandbox.Request{
-				Policy: p, Timeout: timeout, Command: backends.Command{Argv: args},
-				Redactor: output.NewRedactor(sandbox.Secrets(p, host), output.DefaultRules()), Raw: raw,
-				Task: task, Confirm: operatorConfirm(&confirm.Memory{}),
-			}
-			b, err := newBackend(p, true)
-			if err != nil {
-				return fail(sandbox.RecordRefusal(req, err))
-			}
-			req.Started = func() { printWarnings(p.Warnings) }
-			if stdin {
-				req.Command.Stdin = os.Stdin
-			}
-			var stdoutBuf, stderrBuf bytes.Buffer
-			if asJSON {
-				req.Streams = backends.Streams{Stdout: &stdoutBuf, Stderr: &stderrBuf}
-			} else {
-				req.Streams = backends.Streams{Stdout: os.Stdout, Stderr: os.Stderr}
-			}
-			res, err := sandbox.Run(cmd.Context(), b, req)
-			printWarnings(res.Warnings)
-			out.Gate, out.Warnings = res.Gate, res.Warnings
-			if err != nil {
-				return fail(err)
-			}
-			out.Weakened = res.Weakened
-			out.SpecialFiles, out.OutputsIncomplete = res.Outputs.Leftovers, res.Outputs.Incomplete
-			out.Hints = res.Hints
-			for _, h := range res.Hints {
-				fmt.Fprintln(os.Stderr, "triage-sandbox: hint: "+output.Line(h))
-			}
-			if n := len(res.Outputs.Leftovers); n > 0 {
-				fmt.Fprintf(os.Stderr, "triage-sandbox: warning: the command left %d special file(s) in its outputs (%s); never follow or run them (see --json special_files)\n",
-					n, leftoverSummary(res.Outputs.Leftovers))
-			}
-			for _, w := range res.Weakened {
-				fmt.Fprintf(os.Stderr, "triage-sandbox: warning: weaker mode accepted: the %s backend does not enforce %s\n", p.Backend, w)
-			}
-			code := sandbox.ExitCode(res.Result)
-			switch {
-			case res.TimedOut && p.Warm.Session != "":
-				fmt.Fprintf(os.Stderr, "triage-sandbox: timed out after %s; the command's whole process tree was killed, session %s stays\n", effective(timeout, p.Timeout()), p.Warm.Session)
-			case res.TimedOut:
-				fmt.Fprintf(os.Stderr, "triage-sandbox: timed out after %s; the sandbox was killed\n", effective(timeout, p.Timeout()))
-			case res.OutputCeiling:
-				fmt.Fprintf(os.Stderr, "triage-sandbox: stopped: the command printed more than %d bytes (raise [sandbox] output_ceiling if this is expected)\n", p.Output.Ceiling)
-			case res.OOMKilled:
-				fmt.Fprintln(os.Stderr, "triage-sandbox: killed: out of memory (raise [sandbox] memory if this is expected)")
-			}
-			if asJSON {
-				out.ExitCode, out.TimedOut, out.OOMKilled, out.Signal = code, res.TimedOut, res.OOMKilled, res.Signal
-				out.OutputCeiling = res.OutputCeiling
-				out.DurationMS = float64(res.Duration.Microseconds()) / 1000
-				out.Sandbox = res.Sandbox
-				out.Stdout, out.Stderr = stdoutBuf.String(), stderrBuf.String()
-				out.StdoutBytes, out.StderrBytes = res.Stdout.BytesIn, res.Stderr.BytesIn
-				out.StdoutStats, out.StderrStats = res.Stdout, res.Stderr
-				out.Truncated = res.Stdout.Truncated || res.Stderr.Truncated
-				if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
-					return refuse(err)
-				}
-			}
-			if code == 0 {
-				return nil
-			}
-			return &exitError{code: code}
-		},
+		RunE: f.run,
 	}
-	pf.register(cmd, profiles.RoleAgent)
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command after this long (default: the role's timeout)")
-	cmd.Flags().StringVar(&pf.workdir, "workdir", "", "directory to start in; must be visible in the sandbox")
-	cmd.Flags().StringVar(&pf.session, "session", "", "run in the named agent session's sandbox (started on first use; scratch persists between its commands)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object with the result and the (capped) output")
-	cmd.Flags().BoolVar(&stdin, "stdin", false, "pass standard input to the command (closed otherwise)")
-	cmd.Flags().StringVar(&task, "task", "", "what the agent is working on (shown to the guard)")
-	cmd.Flags().BoolVar(&raw, "raw", false, "do not neutralise terminal escapes and workflow commands (secrets are still redacted)")
+	f.pf.register(cmd, profiles.RoleAgent)
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "kill the command after this long (default: the role's timeout)")
+	cmd.Flags().StringVar(&f.pf.workdir, "workdir", "", "directory to start in; must be visible in the sandbox")
+	cmd.Flags().StringVar(&f.pf.session, "session", "", "run in the named agent session's sandbox (started on first use; scratch persists between its commands)")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print one JSON object with the result and the (capped) output")
+	cmd.Flags().BoolVar(&f.stdin, "stdin", false, "pass standard input to the command (closed otherwise)")
+	cmd.Flags().StringVar(&f.task, "task", "", "what the agent is working on (shown to the guard)")
+	cmd.Flags().BoolVar(&f.raw, "raw", false, "do not neutralise terminal escapes and workflow commands (secrets are still redacted)")
 	return cmd
+}
+
+// run runs args in the sandbox and reports how it went, on stderr and
+// with --json as one object on stdout.
+func (f *runFlags) run(cmd *cobra.Command, args []string) error {
+	out := &runJSON{}
+	fail := func(err error) error {
+		if f.asJSON {
+			out.ExitCode, out.Error = exitcode.Refused, output.Text(err.Error())
+			_ = json.NewEncoder(os.Stdout).Encode(out)
+		}
+		return refuse(err)
+	}
+	if err := checkRunArgs(cmd, args, f.timeout); err != nil {
+		return fail(err)
+	}
+	p, host, err := f.pf.compileWithHost()
+	if err != nil {
+		if host.Cwd != "" {
+			// Refused before a policy existed: recorded all the same.
+			err = sandbox.RecordConfigRefusal(host, f.pf.config, f.pf.role, args, err)
+		}
+		return fail(err)
+	}
+	out.Role, out.Backend, out.PolicyHash, out.AuditLog, out.Config = p.Role, p.Backend, p.Hash(), p.AuditLog, p.Config
+	req := sandbox.Request{
+		Policy: p, Timeout: f.timeout, Command: backends.Command{Argv: args},
+		Redactor: output.NewRedactor(sandbox.Secrets(p, host), output.DefaultRules()), Raw: f.raw,
+		Task: f.task, Confirm: operatorConfirm(&confirm.Memory{}),
+	}
+	b, err := newBackend(p, true)
+	if err != nil {
+		return fail(sandbox.RecordRefusal(req, err))
+	}
+	req.Started = func() { printWarnings(p.Warnings) }
+	if f.stdin {
+		req.Command.Stdin = os.Stdin
+	}
+	var stdoutBuf, stderrBuf bytes.Buffer
+	if f.asJSON {
+		req.Streams = backends.Streams{Stdout: &stdoutBuf, Stderr: &stderrBuf}
+	} else {
+		req.Streams = backends.Streams{Stdout: os.Stdout, Stderr: os.Stderr}
+	}
+	res, err := sandbox.Run(cmd.Context(), b, req)
+	printWarnings(res.Warnings)
+	out.Gate, out.Warnings = res.Gate, res.Warnings
+	if err != nil {
+		return fail(err)
+	}
+	out.Weakened = res.Weakened
+	out.SpecialFiles, out.OutputsIncomplete = res.Outputs.Leftovers, res.Outputs.Incomplete
+	out.Hints = res.Hints
+	reportRun(p, res, f.timeout)
+	code := sandbox.ExitCode(res.Result)
+	if f.asJSON {
+		out.setResult(code, res, stdoutBuf.String(), stderrBuf.String())
+		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+			return refuse(err)
+		}
+	}
+	if code == 0 {
+		return nil
+	}
+	return &exitError{code: code}
+}
+
+// checkRunArgs refuses a command line with no command, or one not after
+// --, and a timeout out of range.
+func checkRunArgs(cmd *cobra.Command, args []string, timeout time.Duration) error {
+	if cmd.ArgsLenAtDash() < 0 && len(args) > 0 {
+		return fmt.Errorf("put the command after --, e.g. triage-sandbox run -- %s", args[0])
+	}
+	if len(args) == 0 {
+		return fmt.Errorf("empty command: give the program to run after --, e.g. triage-sandbox run -- python3 repro.py")
+	}
+	return config.CheckTimeoutFlag(timeout)
+}
+
+// reportRun tells the operator on stderr what the run left to know: the
+// hints, special files left in the outputs, weaker modes accepted and why
+// the command was stopped.
+func reportRun(p *policy.Policy, res sandbox.Outcome, timeout time.Duration) {
+	for _, h := range res.Hints {
+		fmt.Fprintln(os.Stderr, "triage-sandbox: hint: "+output.Line(h))
+	}
+	if n := len(res.Outputs.Leftovers); n > 0 {
+		fmt.Fprintf(os.Stderr, "triage-sandbox: warning: the command left %d special file(s) in its outputs (%s); never follow or run them (see --json special_files)\n",
+			n, leftoverSummary(res.Outputs.Leftovers))
+	}
+	for _, w := range res.Weakened {
+		fmt.Fprintf(os.Stderr, "triage-sandbox: warning: weaker mode accepted: the %s backend does not enforce %s\n", p.Backend, w)
+	}
+	switch {
+	case res.TimedOut && p.Warm.Session != "":
+		fmt.Fprintf(os.Stderr, "triage-sandbox: timed out after %s; the command's whole process tree was killed, session %s stays\n", effective(timeout, p.Timeout()), p.Warm.Session)
+	case res.TimedOut:
+		fmt.Fprintf(os.Stderr, "triage-sandbox: timed out after %s; the sandbox was killed\n", effective(timeout, p.Timeout()))
+	case res.OutputCeiling:
+		fmt.Fprintf(os.Stderr, "triage-sandbox: stopped: the command printed more than %d bytes (raise [sandbox] output_ceiling if this is expected)\n", p.Output.Ceiling)
+	case res.OOMKilled:
+		fmt.Fprintln(os.Stderr, "triage-sandbox: killed: out of memory (raise [sandbox] memory if this is expected)")
+	}
+}
+
+// setResult fills in the command's result and its captured output.
+func (out *runJSON) setResult(code int, res sandbox.Outcome, stdout, stderr string) {
+	out.ExitCode, out.TimedOut, out.OOMKilled, out.Signal = code, res.TimedOut, res.OOMKilled, res.Signal
+	out.OutputCeiling = res.OutputCeiling
+	out.DurationMS = float64(res.Duration.Microseconds()) / 1000
+	out.Sandbox = res.Sandbox
+	out.Stdout, out.Stderr = stdout, stderr
+	out.StdoutBytes, out.StderrBytes = res.Stdout.BytesIn, res.Stderr.BytesIn
+	out.StdoutStats, out.StderrStats = res.Stdout, res.Stderr
+	out.Truncated = res.Stdout.Truncated || res.Stderr.Truncated
 }
 
 func effective(flag, role time.Duration) time.Duration {

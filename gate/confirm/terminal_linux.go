@@ -63,18 +63,11 @@ func (a *Asker) ask(ctx context.Context, fd int, p Prompt, countdown time.Durati
 		}
 	}()
 
-	// Non-blocking reads and writes, so that nothing can sit in a system call
-	// past the countdown, whatever else reads or writes this terminal.
-	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	restoreBlocking, err := nonBlocking(fd)
 	if err != nil {
-		return No, fmt.Errorf("confirm: terminal flags: %w", err)
+		return No, err
 	}
-	if flags&unix.O_NONBLOCK == 0 {
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags|unix.O_NONBLOCK); err != nil {
-			return No, fmt.Errorf("confirm: terminal flags: %w", err)
-		}
-		defer unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags)
-	}
+	defer restoreBlocking()
 
 	wk, err := newWaker(ctx)
 	if err != nil {
@@ -82,11 +75,40 @@ func (a *Asker) ask(ctx context.Context, fd int, p Prompt, countdown time.Durati
 	}
 	defer wk.stop()
 
-	// Raw mode: one key answers without Enter, it is not echoed, Ctrl-C,
-	// Ctrl-Z and Ctrl-\ arrive as bytes (all of them No) instead of signals,
-	// and Ctrl-S cannot freeze the prompt. Output processing is off too, so
-	// the prompt's bytes (its "\r\n", the countdown's "\r") reach the
-	// terminal as written whatever the output flags were.
+	if err := rawMode(fd, saved); err != nil {
+		return No, err
+	}
+	shown, err := a.showPrompt(fd, wk, p, deadline)
+	if err != nil {
+		return No, err
+	}
+	return awaitAnswer(fd, wk, deadline, shown)
+}
+
+// nonBlocking makes reads and writes on fd non-blocking, so that nothing
+// can sit in a system call past the countdown, whatever else reads or
+// writes this terminal. restore puts the blocking mode back.
+func nonBlocking(fd int) (restore func(), err error) {
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return nil, fmt.Errorf("confirm: terminal flags: %w", err)
+	}
+	if flags&unix.O_NONBLOCK != 0 {
+		return func() {}, nil
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags|unix.O_NONBLOCK); err != nil {
+		return nil, fmt.Errorf("confirm: terminal flags: %w", err)
+	}
+	return func() { unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags) }, nil
+}
+
+// rawMode puts the terminal in raw mode: one key answers without Enter, it
+// is not echoed, Ctrl-C, Ctrl-Z and Ctrl-\ arrive as bytes (all of them
+// No) instead of signals, and Ctrl-S cannot freeze the prompt. Output
+// processing is off too, so the prompt's bytes (its "\r\n", the
+// countdown's "\r") reach the terminal as written whatever the output
+// flags were.
+func rawMode(fd int, saved *unix.Termios) error {
 	raw := *saved
 	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
 	raw.Oflag &^= unix.OPOST
@@ -94,26 +116,36 @@ func (a *Asker) ask(ctx context.Context, fd int, p Prompt, countdown time.Durati
 	raw.Cc[unix.VMIN] = 1
 	raw.Cc[unix.VTIME] = 0
 	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil {
-		return No, fmt.Errorf("confirm: raw mode: %w", err)
+		return fmt.Errorf("confirm: raw mode: %w", err)
 	}
+	return nil
+}
 
+// showPrompt writes the prompt and then discards pending input. shown is
+// the count of seconds it shows.
+func (a *Asker) showPrompt(fd int, wk *waker, p Prompt, deadline time.Time) (shown int, err error) {
 	cols := 0
 	if ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err == nil {
 		cols = int(ws.Col)
 	}
-	shown := ceilSeconds(time.Until(deadline))
+	shown = ceilSeconds(time.Until(deadline))
 	if err := writeAll(fd, wk.r, deadline, renderPrompt(p, cols, shown)); err != nil {
-		return No, wk.explain(fd, err)
+		return 0, wk.explain(fd, err)
 	}
 	// Whatever was typed before the prompt was on the screen (typeahead, an
 	// Enter meant for something else, injected bytes) must not answer it.
 	if err := unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH); err != nil {
-		return No, fmt.Errorf("confirm: discard pending input: %w", err)
+		return 0, fmt.Errorf("confirm: discard pending input: %w", err)
 	}
 	if a.shown != nil {
 		a.shown()
 	}
+	return shown, nil
+}
 
+// awaitAnswer counts down on the prompt until a key answers it, the
+// deadline passes or the waker fires.
+func awaitAnswer(fd int, wk *waker, deadline time.Time, shown int) (Answer, error) {
 	buf := make([]byte, 64)
 	for {
 		left := time.Until(deadline)
@@ -147,27 +179,40 @@ func (a *Asker) ask(ctx context.Context, fd int, p Prompt, countdown time.Durati
 		if fds[0].Revents&unix.POLLNVAL != 0 {
 			return No, fmt.Errorf("%w: descriptor not open", ErrHangup)
 		}
-		n, err := unix.Read(fd, buf)
-		switch {
-		case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
-			if fds[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0 {
-				return No, ErrHangup
-			}
-			continue // someone else took the byte
-		case errors.Is(err, unix.EIO):
-			return No, ErrHangup
-		case err != nil:
-			return No, fmt.Errorf("confirm: read terminal: %w", err)
-		case n <= 0:
-			return No, ErrHangup
+		in, again, err := readKey(fd, buf, fds[0].Revents)
+		if again {
+			continue
 		}
-		ans, said, err := decide(buf[:n])
+		if err != nil {
+			return No, err
+		}
+		ans, said, err := decide(in)
 		if err != nil {
 			return No, wk.explain(fd, err)
 		}
 		finish(fd, said)
 		return ans, nil
 	}
+}
+
+// readKey reads what the terminal has for the prompt. again says there was
+// nothing after all and the wait goes on.
+func readKey(fd int, buf []byte, revents int16) (in []byte, again bool, err error) {
+	n, err := unix.Read(fd, buf)
+	switch {
+	case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
+		if revents&(unix.POLLHUP|unix.POLLERR) != 0 {
+			return nil, false, ErrHangup
+		}
+		return nil, true, nil // someone else took the byte
+	case errors.Is(err, unix.EIO):
+		return nil, false, ErrHangup
+	case err != nil:
+		return nil, false, fmt.Errorf("confirm: read terminal: %w", err)
+	case n <= 0:
+		return nil, false, ErrHangup
+	}
+	return buf[:n], false, nil
 }
 
 // decide maps what one read returned to an answer. Only a single byte read
