@@ -28,6 +28,9 @@ type Hold struct {
 }
 
 func (h *Hold) validate() error {
+	if len(h.Stage) == 0 {
+		h.Stage = nil // [] and absent mean the same; one form round-trips
+	}
 	if h.ControlFD != 0 && h.ControlSock != "" {
 		return fmt.Errorf("control_fd and control_sock: one control channel, not two")
 	}
@@ -98,6 +101,9 @@ type Export struct {
 }
 
 func (e *Export) validate() error {
+	if len(e.Stage) == 0 {
+		e.Stage = nil
+	}
 	if e.MaxEntries < 0 {
 		return fmt.Errorf("max_entries %d: must not be negative", e.MaxEntries)
 	}
