@@ -24,6 +24,9 @@ type Stats struct {
 	Skipped   int `json:"skipped"`   // devices, FIFOs, whiteouts in a flattened export, unknown types
 }
 
+// dockerEnv is the file Docker's init layer adds to every container.
+const dockerEnv = ".dockerenv"
+
 // whiteoutPrefix and opaqueWhiteout are the OCI layer deletion markers.
 const (
 	whiteoutPrefix = ".wh."
@@ -143,6 +146,12 @@ func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
 		return errors.New("a non-directory entry names the root")
 	}
 	base := parts[len(parts)-1]
+	if !x.layers && len(parts) == 1 && base == dockerEnv {
+		// Docker's marker of its own containers: a container export has
+		// it, the image does not, and a sandbox has no use for it.
+		x.stats.Skipped++
+		return nil
+	}
 	if strings.HasPrefix(base, whiteoutPrefix) {
 		if !x.layers {
 			x.stats.Skipped++ // an export is flattened: no whiteouts expected

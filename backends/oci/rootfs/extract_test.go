@@ -294,3 +294,20 @@ func TestSplitName(t *testing.T) {
 		}
 	}
 }
+
+// TestExportLeavesDockerEnvOut: a container export's /.dockerenv (Docker's
+// marker) is not part of the root; a file of that name deeper down is.
+func TestExportLeavesDockerEnvOut(t *testing.T) {
+	root, outside := arena(t)
+	raw := mkTar(t, file(".dockerenv", "", 0o755), dir("etc", 0o755), file("etc/.dockerenv", "x", 0o644))
+	if _, err := extractTar(context.Background(), bytes.NewReader(raw), root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, ".dockerenv")); err == nil {
+		t.Error("/.dockerenv is in the root")
+	}
+	if _, err := os.Lstat(filepath.Join(root, "etc", ".dockerenv")); err != nil {
+		t.Errorf("etc/.dockerenv: %v", err)
+	}
+	outsideUntouched(t, root, outside)
+}

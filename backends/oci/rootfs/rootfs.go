@@ -52,6 +52,11 @@ const (
 
 const markerName = "complete"
 
+// markerFormat is what a complete root was made by; a root an older
+// format made is unpacked again. 2: a daemon export's /.dockerenv is left
+// out.
+const markerFormat = 2
+
 // ErrNotCached is returned by AcquireID when the image has no complete root.
 var ErrNotCached = errors.New("rootfs: image not unpacked in the cache")
 
@@ -93,6 +98,7 @@ type Entry struct {
 	UnpackedAt time.Time `json:"unpacked_at"` // when
 	Source     string    `json:"source"`      // "docker" or "archive:<path>"
 	Stats      Stats     `json:"stats"`
+	Format     int       `json:"format"` // markerFormat when made
 }
 
 // Lease is a root in use: it holds a shared lock on the entry so Evict
@@ -236,7 +242,7 @@ func (c *Cache) fill(ctx context.Context, dir, hexID, image string, unpack unpac
 	if err != nil {
 		return fmt.Errorf("rootfs: unpacking %s: %w", image, err)
 	}
-	e.Image, e.ID, e.UnpackedAt = image, "sha256:"+hexID, time.Now().UTC()
+	e.Image, e.ID, e.UnpackedAt, e.Format = image, "sha256:"+hexID, time.Now().UTC(), markerFormat
 	if err := writeMarker(tmp, e); err != nil {
 		return err
 	}
@@ -393,6 +399,9 @@ func readMarker(entryDir, hexID string) (Entry, error) {
 	}
 	if e.ID != "sha256:"+hexID {
 		return Entry{}, fmt.Errorf("rootfs: marker in %s is for %s", entryDir, e.ID)
+	}
+	if e.Format != markerFormat {
+		return Entry{}, fmt.Errorf("rootfs: %s was unpacked by an older version (format %d, now %d)", entryDir, e.Format, markerFormat)
 	}
 	if st, err := os.Lstat(filepath.Join(entryDir, "rootfs")); err != nil || !st.IsDir() {
 		return Entry{}, fmt.Errorf("rootfs: %s has a marker but no root", entryDir)
