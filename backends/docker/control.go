@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -15,8 +16,11 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 )
 
-// ControlSockPath is where the host's control socket is bound in.
-const ControlSockPath = "/.triage-sandbox/control.sock"
+// ControlDirPath is where the directory of the host's control socket is
+// bound in: the directory, not the socket, so the host's removal of the
+// socket once the holder connected shows inside (a bound file would stay
+// visible, to every socket scanner a command runs).
+const ControlDirPath = "/.triage-sandbox/control"
 
 // controlWait bounds how long a start waits for the holder to dial in.
 const controlWait = 20 * time.Second
@@ -41,16 +45,18 @@ func withControl(rt runtimes.Traits, p *policy.Policy, req *CreateRequest) *cont
 	if !rt.BindsSocketFile {
 		return nil
 	}
-	cmd, err := protocol.EditHold(req.Config.Cmd, func(h *protocol.Hold) { h.ControlSock = ControlSockPath })
-	if err != nil {
-		return nil
-	}
 	ln, err := control.Listen(controlDir(), p.User.UID, p.User.GID)
 	if err != nil {
 		return nil
 	}
+	sock := path.Join(ControlDirPath, filepath.Base(ln.Path))
+	cmd, err := protocol.EditHold(req.Config.Cmd, func(h *protocol.Hold) { h.ControlSock = sock })
+	if err != nil {
+		_ = ln.Close()
+		return nil
+	}
 	req.HostConfig.Mounts = append(req.HostConfig.Mounts, mount.Mount{
-		Type: mount.TypeBind, Source: ln.Path, Target: ControlSockPath, ReadOnly: true})
+		Type: mount.TypeBind, Source: filepath.Dir(ln.Path), Target: ControlDirPath, ReadOnly: true})
 	req.Config.Cmd = cmd
 	return ln
 }

@@ -45,7 +45,7 @@ func TestControlChannelAndFallback(t *testing.T) {
 			if tt.unbind {
 				b.Adjust = func(r *docker.CreateRequest) {
 					r.HostConfig.Mounts = slices.DeleteFunc(r.HostConfig.Mounts, func(m mount.Mount) bool {
-						return m.Target == docker.ControlSockPath
+						return m.Target == docker.ControlDirPath
 					})
 				}
 			}
@@ -64,6 +64,25 @@ func TestControlChannelAndFallback(t *testing.T) {
 			}
 			if got := execCreated(t, b.Client(), sess.Sandbox().ID(), started); got != tt.wantExecs {
 				t.Fatalf("docker execs created in the container: %v, want %v", got, tt.wantExecs)
+			}
+			// A used control socket does not stay visible inside (socket
+			// scanners report it); the control: the scan finds a socket
+			// the command made itself.
+			out.Reset()
+			res, err = sess.Exec(context.Background(), sandbox.Request{Policy: p, NoAudit: true,
+				Command: backends.Command{Argv: []string{"python3", "-c",
+					"import socket,os\ns=socket.socket(socket.AF_UNIX); s.bind(os.environ['HOME']+'/own.sock')\n" +
+						"for d in ('/.triage-sandbox', os.environ['HOME']):\n" +
+						"  for r,_,fs in os.walk(d):\n" +
+						"    for f in fs:\n" +
+						"      import stat\n" +
+						"      if stat.S_ISSOCK(os.lstat(os.path.join(r,f)).st_mode): print(os.path.join(r,f))"}},
+				Streams: backends.Streams{Stdout: &out, Stderr: &out}})
+			if err != nil || res.ExitCode != 0 || !strings.Contains(out.String(), "own.sock") {
+				t.Fatalf("control: the scan did not find the command's own socket: %+v %v %q", res.Result, err, out.String())
+			}
+			if strings.Contains(out.String(), "/.triage-sandbox") {
+				t.Fatalf("a socket of ours stays visible inside: %q", out.String())
 			}
 		})
 	}

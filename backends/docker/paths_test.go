@@ -39,7 +39,7 @@ func TestBothExecPathsEndAlike(t *testing.T) {
 			if path.unbind {
 				b.Adjust = func(r *docker.CreateRequest) {
 					r.HostConfig.Mounts = slices.DeleteFunc(r.HostConfig.Mounts, func(m mount.Mount) bool {
-						return m.Target == docker.ControlSockPath
+						return m.Target == docker.ControlDirPath
 					})
 				}
 			}

@@ -41,9 +41,14 @@ func Listen(parent string, uid, gid int) (*Listener, error) {
 		return nil, fmt.Errorf("the control socket: %w", err)
 	}
 	ln.SetUnlinkOnClose(false)
+	// The directory is bound into the sandbox (so the socket's removal
+	// shows there): the holder's identity must be able to enter it.
 	err = os.Chmod(path, 0o600)
 	if err == nil && os.Geteuid() == 0 {
 		err = os.Chown(path, uid, gid)
+		if err == nil {
+			err = os.Chown(dir, uid, gid)
+		}
 	}
 	if err != nil {
 		_ = ln.Close()
