@@ -56,6 +56,10 @@ func FuzzDecodeKeeper(f *testing.F) {
 	fuzzSpec(f, EntryKeeper, DecodeKeeper, `{"dir":"/run/x"}`)
 }
 
+func FuzzDecodeWatch(f *testing.F) {
+	fuzzSpec(f, EntryWatch, DecodeWatch, `{"container":"abc","owner":1,"owner_start":"9"}`)
+}
+
 func FuzzDecodeProbe(f *testing.F) {
 	fuzzSpec(f, EntryProbe, DecodeProbe, `{"tag":"a","plan":"b"}`)
 }

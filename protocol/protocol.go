@@ -36,6 +36,9 @@ const (
 	EntryLocal Entry = "__local"
 	// EntryKeeper is a session's or pool's keeper on the host.
 	EntryKeeper Entry = "__warm"
+	// EntryWatch is a container sandbox's watcher on the host: it removes
+	// the container when its owner dies.
+	EntryWatch Entry = "__watch"
 	// EntryProbe runs a selftest probe plan.
 	EntryProbe Entry = "__probe"
 	// EntryProbeChild is a probe's helper process (positional arguments).
@@ -44,7 +47,7 @@ const (
 
 // Entries lists every entry point, for the dispatcher and its tests.
 func Entries() []Entry {
-	return []Entry{EntryHold, EntryExec, EntryExport, EntryLocal, EntryKeeper, EntryProbe, EntryProbeChild}
+	return []Entry{EntryHold, EntryExec, EntryExport, EntryLocal, EntryKeeper, EntryWatch, EntryProbe, EntryProbeChild}
 }
 
 // IsEntry reports whether arg names an entry point.

@@ -65,6 +65,9 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("keeper", func(t *testing.T) {
 		roundTrip(t, EntryKeeper, Keeper{Dir: "/run/user/0/triage-sandbox/warm"}, DecodeKeeper)
 	})
+	t.Run("watch", func(t *testing.T) {
+		roundTrip(t, EntryWatch, Watch{Container: "0123abcd", Owner: 42, OwnerStart: "314099"}, DecodeWatch)
+	})
 	t.Run("probe", func(t *testing.T) {
 		roundTrip(t, EntryProbe, Probe{Tag: "t1", Plan: "eyJ4IjoxfQ"}, DecodeProbe)
 	})
@@ -96,6 +99,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"local same fds", decodeErr(DecodeLocal), []string{`{"plan_fd":4,"hold":{"control_fd":4}}`}, "both 4"},
 		{"keeper relative", decodeErr(DecodeKeeper), []string{`{"dir":"warm"}`}, "absolute"},
 		{"probe without plan", decodeErr(DecodeProbe), []string{`{"tag":"x"}`}, "required"},
+		{"watch without owner", decodeErr(DecodeWatch), []string{`{"container":"abc"}`}, "required"},
+		{"watch a path", decodeErr(DecodeWatch), []string{`{"container":"../x","owner":1,"owner_start":"1"}`}, "container id"},
 		{"not json", decodeErr(DecodeExec), []string{`--lifeline`}, "bad spec"},
 	}
 	for _, tt := range tests {

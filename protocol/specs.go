@@ -215,3 +215,30 @@ func EditHold(argv []string, edit func(*Hold)) ([]string, error) {
 	edit(&h)
 	return Argv(argv[0], EntryHold, h)
 }
+
+// Watch is a container watcher's spec: the container, and its owner (a
+// pid and that process's start time, so pid reuse cannot pass for it).
+// Its stdin is the owner's lifeline: at EOF, if the owner is gone, the
+// watcher removes the container.
+type Watch struct {
+	Container  string `json:"container"`
+	Owner      int    `json:"owner"`
+	OwnerStart string `json:"owner_start"`
+}
+
+func (w *Watch) validate() error {
+	if w.Container == "" || strings.ContainsAny(w.Container, "/ \x00") {
+		return fmt.Errorf("container %q: want a container id", w.Container)
+	}
+	if w.Owner <= 0 || w.OwnerStart == "" {
+		return fmt.Errorf("owner %d (start %q): both are required", w.Owner, w.OwnerStart)
+	}
+	return nil
+}
+
+// DecodeWatch reads a watcher's spec from its arguments.
+func DecodeWatch(args []string) (Watch, error) {
+	var w Watch
+	err := decode(EntryWatch, args, &w)
+	return w, err
+}

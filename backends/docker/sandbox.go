@@ -58,6 +58,9 @@ type sandbox struct {
 	// closed once that is decided.
 	ctl      *control.Client
 	ctlReady chan struct{}
+	// watcher is the host's watcher's lifeline (watch.go), closed once the
+	// container is removed.
+	watcher io.Closer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -82,6 +85,14 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 	s := &sandbox{b: b, p: p, rt: rt, id: created.ID, exited: make(chan struct{}), ctlReady: make(chan struct{})}
 	if ln == nil {
 		close(s.ctlReady)
+	}
+	if s.watcher, err = b.startWatcher(s.id); err != nil {
+		if ln != nil {
+			_ = ln.Close()
+			close(s.ctlReady)
+		}
+		_ = b.remove(ctx, s.id)
+		return nil, err
 	}
 	fail := func(stage string, err error) (backends.Sandbox, error) {
 		err = b.stageErr(ctx, stage, err)
@@ -311,6 +322,9 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		if s.stopWatch != nil {
 			s.stopWatch()
+		}
+		if s.watcher != nil {
+			_ = s.watcher.Close()
 		}
 		if err != nil {
 			s.closeErr = fmt.Errorf("removing container %s: %w (run `triage-sandbox gc`)", shortID(s.id), err)

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
+	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -61,6 +62,13 @@ func sandboxEntries() map[protocol.Entry]func(args []string) int {
 			return runProbe(spec)
 		},
 		protocol.EntryProbeChild: func(args []string) int { return probe.Child(args, os.Stderr) },
+		protocol.EntryWatch: func(args []string) int {
+			spec, err := protocol.DecodeWatch(args)
+			if err != nil {
+				return entryRefused(err)
+			}
+			return docker.Watch(ctx, spec, os.Stdin, os.Stderr)
+		},
 		protocol.EntryKeeper: func(args []string) int {
 			spec, err := protocol.DecodeKeeper(args)
 			if err != nil {
