@@ -7,8 +7,8 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 )
 
 // Stdio are an entry point's standard streams.

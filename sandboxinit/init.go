@@ -18,9 +18,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 	"github.com/triage-sandbox/triage-sandbox/supervise"
