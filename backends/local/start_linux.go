@@ -212,13 +212,7 @@ var _ backends.Stager = (*sandbox)(nil)
 // Stage implements backends.Stager: the copy a start with DeferStaging
 // left for later, taken now.
 func (s *sandbox) Stage(ctx context.Context) error {
-	s.execMu.Lock()
-	defer s.execMu.Unlock()
-	return s.staging.Stage(func() error {
-		ctx, cancel := context.WithTimeout(ctx, startTimeout)
-		defer cancel()
-		return s.stageIn(ctx)
-	})
+	return s.staging.StageWithin(ctx, &s.execMu, startTimeout, s.stageIn)
 }
 
 // stageIn sends the staged copy to the helper (its stdin, ahead of the

@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -131,6 +133,19 @@ func (d *DeferredStage) Stage(send func() error) error {
 	}
 	d.state.Store(stageInPlace)
 	return nil
+}
+
+// StageWithin is Stage for a sandbox whose copy goes over the stream its
+// commands also use: under mu (no command starts meanwhile), with send
+// bounded by timeout.
+func (d *DeferredStage) StageWithin(ctx context.Context, mu sync.Locker, timeout time.Duration, send func(context.Context) error) error {
+	mu.Lock()
+	defer mu.Unlock()
+	return d.Stage(func() error {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return send(ctx)
+	})
 }
 
 // InPlace says why no command may run yet (nil: the copy is in place).
