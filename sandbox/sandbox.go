@@ -153,7 +153,7 @@ func start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 	swept := sweep(ctx, backend)
 	sb, err := backend.Start(ctx, p, opts)
 	if err != nil {
-		<-swept
+		awaitSweep(swept)
 		return nil, err
 	}
 	return &Session{backend: backend, policy: p, sandbox: sb, weakened: weakened, gate: gk, swept: swept}, nil
@@ -168,12 +168,18 @@ func (s *Session) Sandbox() backends.Sandbox { return s.sandbox }
 func (s *Session) Close(ctx context.Context) error {
 	err := s.sandbox.Close(ctx)
 	if s.swept != nil {
-		select {
-		case <-s.swept:
-		case <-time.After(sweepWait):
-		}
+		awaitSweep(s.swept)
 	}
 	return err
+}
+
+// awaitSweep waits for a start's sweep, bounded: a daemon that stopped
+// answering must not hold the caller (the next start sweeps again).
+func awaitSweep(swept <-chan struct{}) {
+	select {
+	case <-swept:
+	case <-time.After(sweepWait):
+	}
 }
 
 // Exec runs one command in the session. It returns an error only when the
