@@ -16,6 +16,10 @@ import (
 // Command is what to run: an argv, executed with no shell.
 type Command struct {
 	Argv []string
+	// Workdir is the directory this command starts in; "" means the
+	// policy's. It is the command's, not the sandbox's: a session keeps
+	// its sandbox whatever directory each command starts in.
+	Workdir string
 	// Stdin is passed to the command when non-nil; otherwise its stdin is closed.
 	Stdin io.Reader
 	// Timeout counts from the moment the command starts (sandbox set-up is

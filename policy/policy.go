@@ -262,11 +262,13 @@ type ScratchVar struct {
 }
 
 // Hash is a stable digest of everything that decides isolation. Warnings and
-// explanations do not change it.
+// explanations do not change it, and neither does the working directory:
+// it is each command's (backends.Command.Workdir), not the sandbox's, so a
+// session keeps its sandbox when a command starts elsewhere.
 func (p *Policy) Hash() string {
 	type envName struct{ Name, Value string }
 	canon := struct {
-		Role, Backend, Root, Workdir string
+		Role, Backend, Root string
 		AllowAll                     bool
 		Mounts                       []Mount
 		Unreadable, Masked           []string
@@ -284,7 +286,7 @@ func (p *Policy) Hash() string {
 		AllowToolConfig              []string
 		Warm                         Warm
 	}{
-		Role: string(p.Role), Backend: p.Backend, Root: p.WorkspaceRoot, Workdir: p.Workdir,
+		Role: string(p.Role), Backend: p.Backend, Root: p.WorkspaceRoot,
 		AllowAll: p.AllowAll, Unreadable: p.Unreadable, Masked: p.Masked, Traversable: p.Traversable,
 		Network: p.Network, Scratch: p.Scratch, Limits: p.Limits, Lifetime: p.Lifetime,
 		UID: p.User.UID, GID: p.User.GID, Base: p.Base, Runtime: p.Runtime, Accepted: p.Accepted,

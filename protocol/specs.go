@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/stage"
@@ -54,6 +55,10 @@ func DecodeHold(args []string) (Hold, error) {
 type Exec struct {
 	// Argv is the command, executed with no shell.
 	Argv []string `json:"argv"`
+	// Dir is the directory the command starts in (absolute); "" keeps the
+	// supervisor's own. It is per command, so a session's commands may
+	// each start in another directory of the same sandbox.
+	Dir string `json:"dir,omitempty"`
 	// Timeout kills the command's whole tree (zero: none); Grace is the
 	// time between SIGTERM and SIGKILL then.
 	Timeout Duration `json:"timeout,omitempty"`
@@ -76,6 +81,9 @@ func (x *Exec) validate() error {
 	}
 	if err := checkFD("export_fd", x.ExportFD); err != nil {
 		return err
+	}
+	if x.Dir != "" && !path.IsAbs(x.Dir) {
+		return fmt.Errorf("dir %q is not absolute", x.Dir)
 	}
 	if (x.ExportFD != 0) != (x.Export != nil) {
 		return fmt.Errorf("export_fd and export: both or neither")

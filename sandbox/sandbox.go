@@ -211,6 +211,11 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 		}
 	}
 	req.Command.Timeout = s.policy.Timeout()
+	if req.Command.Workdir == "" {
+		// The command's own directory: a session's sandbox may have been
+		// started from another one.
+		req.Command.Workdir = s.policy.Workdir
+	}
 	if req.Timeout > 0 {
 		req.Command.Timeout = req.Timeout
 	}

@@ -61,7 +61,7 @@ func RunExec(ctx context.Context, spec protocol.Exec, io Stdio) int {
 		fmt.Fprintf(io.Err, "triage-sandbox: %v\n", err)
 		return exitcodeRefused
 	}
-	o := ExecOptions{Argv: spec.Argv, Timeout: spec.Timeout.D(), Grace: spec.Grace.D(), Lifeline: spec.Lifeline,
+	o := ExecOptions{Argv: spec.Argv, Dir: spec.Dir, Timeout: spec.Timeout.D(), Grace: spec.Grace.D(), Lifeline: spec.Lifeline,
 		Stdin: io.In, Stdout: io.Out, Stderr: io.Err, Seccomp: spec.Seccomp}
 	if spec.ExportFD != 0 {
 		// The runtime passed it (runc exec --preserve-fds): close-on-exec at

@@ -267,6 +267,7 @@ func killEveryone() { _ = syscall.Kill(-1, syscall.SIGKILL) }
 // ExecOptions configure one supervised command.
 type ExecOptions struct {
 	Argv    []string
+	Dir     string // "" keeps the supervisor's own
 	Timeout time.Duration
 	Grace   time.Duration
 	// Lifeline: stdin is the lifeline (its EOF kills the tree), not input.
@@ -298,7 +299,7 @@ func Exec(ctx context.Context, o ExecOptions) int {
 		}
 	}
 	spec := supervise.Spec{
-		Argv: o.Argv, Stdout: o.Stdout, Stderr: o.Stderr,
+		Argv: o.Argv, Dir: o.Dir, Stdout: o.Stdout, Stderr: o.Stderr,
 		Timeout: o.Timeout, Grace: o.Grace,
 		// A parent of 0 is outside this pid namespace: a runtime exec into a
 		// sandbox of its own, whose pid 1 is the holder or the init above it.

@@ -240,7 +240,7 @@ func (r *remote) Exec(ctx context.Context, cmd backends.Command, out backends.St
 	send := func(t byte, b []byte) error { return writeFrame(r.conn, t, b) }
 	var sendMu sync.Mutex
 	locked := func(t byte, b []byte) error { sendMu.Lock(); defer sendMu.Unlock(); return send(t, b) }
-	b, err := json.Marshal(request{Argv: cmd.Argv, Timeout: cmd.Timeout, HasStdin: cmd.Stdin != nil})
+	b, err := json.Marshal(request{Argv: cmd.Argv, Workdir: cmd.Workdir, Timeout: cmd.Timeout, HasStdin: cmd.Stdin != nil})
 	if err != nil {
 		return backends.Result{}, err
 	}

@@ -398,7 +398,7 @@ func (k *keeper) run(ctx context.Context, c *keeperConn, sb backends.Sandbox, re
 	defer k.execMu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := backends.Command{Argv: req.Argv, Timeout: req.Timeout}
+	cmd := backends.Command{Argv: req.Argv, Workdir: req.Workdir, Timeout: req.Timeout}
 	var stdinW *io.PipeWriter
 	if req.HasStdin {
 		var r *io.PipeReader

@@ -45,6 +45,7 @@ type hello struct {
 
 type request struct {
 	Argv     []string      `json:"argv"`
+	Workdir  string        `json:"workdir,omitempty"`
 	Timeout  time.Duration `json:"timeout_ns"`
 	HasStdin bool          `json:"has_stdin"`
 }

@@ -119,6 +119,33 @@ func TestSessionKeepsScratchAndOutlivesATimeout(t *testing.T) {
 	})
 }
 
+// A command's working directory is its own: a session's next command
+// started elsewhere (run --workdir) runs in the same sandbox, HOME kept.
+func TestSessionSurvivesAnotherWorkdir(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, k *kit) {
+		f := newFixture(t)
+		p := k.build(t, f, "agent", currentHost(t))
+		p.Warm = policy.Warm{Session: "wd", Idle: time.Minute}
+		wb := k.warm(t)
+		res, out := warmRun(t, wb, p, 0, "sh", "-c", "echo kept > $HOME/f; pwd")
+		if res.ExitCode != 0 || strings.TrimSpace(out) != p.Workdir {
+			t.Fatalf("first command: %+v %q, want it in %s", res.Result, out, p.Workdir)
+		}
+		first := res.Sandbox
+		moved := *p
+		moved.Workdir = f.checkout
+		res, out = warmRun(t, wb, &moved, 0, "sh", "-c", "pwd; cat $HOME/f")
+		if res.ExitCode != 0 || res.Sandbox != first || out != f.checkout+"\nkept\n" {
+			t.Fatalf("a command in another workdir: %+v %q (sandbox %s, first %s; notes %q)", res.Result, out, res.Sandbox, first, res.Warnings)
+		}
+		if _, err := warm.End(wb.Dir, p); err != nil {
+			t.Fatal(err)
+		}
+		waitKeepersGone(t, wb.Dir)
+		k.waitNoLeftovers(t, first)
+	})
+}
+
 func TestPoolGivesEachRunAFreshSandbox(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, k *kit) {
 		f := newFixture(t)

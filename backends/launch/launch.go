@@ -25,7 +25,11 @@ const InitPath = protocol.InitPath
 // grace, the command's timeout and, when the command has no input, its
 // stdin as a lifeline. Every backend with a supervisor uses it.
 func ExecSpec(p *policy.Policy, cmd backends.Command) protocol.Exec {
-	return protocol.Exec{Argv: cmd.Argv, Timeout: protocol.Duration(cmd.Timeout),
+	dir := cmd.Workdir
+	if dir == "" {
+		dir = p.Workdir
+	}
+	return protocol.Exec{Argv: cmd.Argv, Dir: dir, Timeout: protocol.Duration(cmd.Timeout),
 		Grace: protocol.Duration(p.Lifetime.KillGrace), Lifeline: cmd.Stdin == nil}
 }
 
