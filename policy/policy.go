@@ -269,22 +269,22 @@ func (p *Policy) Hash() string {
 	type envName struct{ Name, Value string }
 	canon := struct {
 		Role, Backend, Root string
-		AllowAll                     bool
-		Mounts                       []Mount
-		Unreadable, Masked           []string
-		Traversable                  []string
-		Network                      Network
-		Env                          []envName
-		ScratchEnv                   []ScratchVar
-		Scratch                      Scratch
-		Limits                       profiles.Limits
-		Lifetime                     Lifetime
-		UID, GID                     int
-		Base                         Base
-		Runtime                      string
-		Accepted                     []Capability
-		AllowToolConfig              []string
-		Warm                         Warm
+		AllowAll            bool
+		Mounts              []Mount
+		Unreadable, Masked  []string
+		Traversable         []string
+		Network             Network
+		Env                 []envName
+		ScratchEnv          []ScratchVar
+		Scratch             Scratch
+		Limits              profiles.Limits
+		Lifetime            Lifetime
+		UID, GID            int
+		Base                Base
+		Runtime             string
+		Accepted            []Capability
+		AllowToolConfig     []string
+		Warm                Warm
 	}{
 		Role: string(p.Role), Backend: p.Backend, Root: p.WorkspaceRoot,
 		AllowAll: p.AllowAll, Unreadable: p.Unreadable, Masked: p.Masked, Traversable: p.Traversable,
