@@ -6,7 +6,10 @@ package exitcode
 
 // `run`: the command's own code, or one of these.
 const (
-	Timeout       = 124 // killed at its timeout
+	// CopyBackFailed: the command exited 0 but copying its writable paths
+	// back to the host did not finish; what it wrote may be partly lost.
+	CopyBackFailed = 122
+	Timeout        = 124 // killed at its timeout
 	Refused       = 125 // triage-sandbox refused or failed before the command ran
 	NotExecutable = 126 // the command exists but cannot be executed
 	NotFound      = 127 // the command was not found in the sandbox

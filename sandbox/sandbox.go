@@ -23,6 +23,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 // Compile loads the config and builds the role's policy for the backend it
@@ -95,6 +96,9 @@ type Outcome struct {
 	Outputs hostfs.Inspection
 	// Gate is the gate's verdict on the command.
 	Gate GateVerdict
+	// Conflicts are writable files the host changed while the command ran:
+	// the host's version stays, the sandbox's is kept beside it (KeptAs).
+	Conflicts []stage.Change
 }
 
 // ErrOutputCeiling is the cause when a run is stopped for printing too much.
@@ -268,6 +272,11 @@ func neutraliseReport(out *Outcome) {
 		l.Path, l.Kind, l.Detail, l.Action = output.Line(l.Path), output.Line(l.Kind), output.Line(l.Detail), output.Line(l.Action)
 	}
 	out.Outputs.Incomplete = output.Line(out.Outputs.Incomplete)
+	for i := range out.Conflicts {
+		c := &out.Conflicts[i]
+		c.Path, c.Detail, c.KeptAs = output.Line(c.Path), output.Line(c.Detail), output.Line(c.KeptAs)
+	}
+	out.CopyBackError = output.Line(out.CopyBackError)
 }
 
 // copyBackReport shows what copying the staged outputs back refused or
@@ -283,8 +292,21 @@ func copyBackReport(out *Outcome) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("written outside the writable paths and discarded with the sandbox: %s (list a path in [sandbox] writable to keep it)", strings.Join(d, ", ")))
 	}
 	for _, c := range out.CopyBack.Changes {
+		if c.Action == "conflict" {
+			out.Conflicts = append(out.Conflicts, c)
+			out.Warnings = append(out.Warnings, conflictLine(c))
+			continue
+		}
 		out.Outputs.Leftovers = append(out.Outputs.Leftovers, hostfs.Leftover{Path: c.Path, Kind: c.Action, Detail: c.Detail, Action: "not copied to the host"})
 	}
+}
+
+// conflictLine is one line for a conflict: which edit stays where.
+func conflictLine(c stage.Change) string {
+	if c.KeptAs == "" {
+		return fmt.Sprintf("conflict: %s: %s", c.Path, c.Detail)
+	}
+	return fmt.Sprintf("conflict: %s was changed on the host while the command ran; the host's version stays and the sandbox's is kept as %s", c.Path, c.KeptAs)
 }
 
 // inspectOutputs neutralises what the command left in the writable paths
@@ -422,8 +444,13 @@ func recordRun(req Request, out Outcome, runErr error) error {
 
 // ExitCode maps a result to `run`'s exit code.
 func ExitCode(res backends.Result) int {
-	if res.TimedOut {
+	switch {
+	case res.TimedOut:
 		return exitcode.Timeout
+	case res.ExitCode == 0 && res.CopyBackError != "":
+		// Success is not what the caller got: its outputs did not all
+		// come back.
+		return exitcode.CopyBackFailed
 	}
 	return res.ExitCode
 }

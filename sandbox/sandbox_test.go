@@ -23,6 +23,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 // secretValue is the caller's secret every redaction test plants.
@@ -112,6 +113,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"killed by SIGKILL", backends.Result{ExitCode: exitcode.SignalBase + 9, Signal: 9}, 137, 9},
 		{"killed by SIGSEGV", backends.Result{ExitCode: exitcode.SignalBase + 11, Signal: 11}, 139, 11},
 		{"out of memory", backends.Result{ExitCode: 137, Signal: 9, OOMKilled: true}, 137, 9},
+		{"copy back failed", backends.Result{ExitCode: 0, CopyBackError: "copying the outputs back: boom"}, exitcode.CopyBackFailed, 0},
+		{"copy back failed after a failure", backends.Result{ExitCode: 2, CopyBackError: "copying the outputs back: boom"}, 2, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -681,5 +684,23 @@ func TestSessionCommands(t *testing.T) {
 	}
 	if _, err := Start(context.Background(), b, nil, backends.StartOptions{}); err == nil {
 		t.Error("Start accepted a nil policy")
+	}
+}
+
+// A conflict is a warning and a structured entry, never a special file.
+func TestConflictsAreWarnings(t *testing.T) {
+	out := Outcome{Result: backends.Result{CopyBack: &stage.Report{Changes: []stage.Change{
+		{Path: "/w/NOTES.md", Action: "conflict", Detail: "changed on the host meanwhile", KeptAs: "/w/NOTES.md.from-sandbox-x"},
+		{Path: "/w/repros/fifo", Action: "dropped", Detail: "a FIFO is not copied to the host"},
+	}}}}
+	copyBackReport(&out)
+	if len(out.Conflicts) != 1 || out.Conflicts[0].KeptAs == "" {
+		t.Fatalf("conflicts %+v", out.Conflicts)
+	}
+	if len(out.Outputs.Leftovers) != 1 || out.Outputs.Leftovers[0].Kind != "dropped" {
+		t.Errorf("special files %+v: only the dropped FIFO belongs there", out.Outputs.Leftovers)
+	}
+	if len(out.Warnings) != 1 || !strings.Contains(out.Warnings[0], "NOTES.md.from-sandbox-x") {
+		t.Errorf("warnings %q must name where the sandbox's version is kept", out.Warnings)
 	}
 }

@@ -145,6 +145,9 @@ func (a *applier) entry(hdr *tar.Header, body io.Reader) error {
 		return fmt.Errorf("/%s: %w", name, err)
 	}
 	if a.changedOnHost(name, want, old, had, cur, exists) {
+		if hdr.Typeflag == tar.TypeReg {
+			a.keepBeside(dfd, base, name, hdr, body)
+		}
 		return nil
 	}
 	if err := a.write(dfd, base, name, hdr, body, exists, cur); err != nil {
@@ -228,6 +231,40 @@ func (a *applier) changedOnHost(name string, want, old State, had bool, cur Stat
 		return true
 	}
 	return false
+}
+
+// keepBeside keeps the sandbox's version of a regular file the host
+// changed meanwhile, so neither edit is lost: under a new name of our own
+// beside it (created exclusively, never executable), recorded in the
+// conflict. A file it cannot write is said in the conflict's detail.
+func (a *applier) keepBeside(dfd int, base, name string, hdr *tar.Header, body io.Reader) {
+	c := &a.rep.Changes[len(a.rep.Changes)-1]
+	kept := base + ".from-sandbox-" + time.Now().UTC().Format("20060102T150405") + "-" + randomHex(3)
+	fd, err := unix.Openat(dfd, kept, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		c.Detail += "; the sandbox's version could not be kept: " + err.Error()
+		return
+	}
+	f := newFile(fd, name)
+	_, cerr := io.CopyN(f, body, hdr.Size)
+	if cerr == nil && a.spec.Chown {
+		cerr = unix.Fchown(fd, a.spec.UID, a.spec.GID)
+	}
+	if cerr == nil {
+		cerr = unix.Fchmod(fd, uint32(hdr.Mode&0o666))
+	}
+	if err := f.Close(); cerr == nil {
+		cerr = err
+	}
+	if cerr != nil {
+		_ = unix.Unlinkat(dfd, kept, 0)
+		c.Detail += "; the sandbox's version could not be kept: " + cerr.Error()
+		return
+	}
+	dir, _ := path.Split(name)
+	c.KeptAs = "/" + dir + kept
+	c.Detail += "; the sandbox's version is kept beside it"
+	a.rep.Written++
 }
 
 // keepOld keeps a name's old state so that a dropped entry is not taken
@@ -423,7 +460,11 @@ func lstatAt(dfd int, base string) (State, bool, error) {
 }
 
 func tempName(base string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "." + base + ".triage-sandbox-" + hex.EncodeToString(b[:])
+	return "." + base + ".triage-sandbox-" + randomHex(6)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

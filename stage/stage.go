@@ -97,6 +97,9 @@ type Change struct {
 	Path   string `json:"path"`
 	Action string `json:"action"` // written, deleted, conflict, dropped
 	Detail string `json:"detail,omitempty"`
+	// KeptAs, for a conflict, is where the sandbox's version was kept
+	// beside the host's (an absolute host path); "" when it was not.
+	KeptAs string `json:"kept_as,omitempty"`
 }
 
 // Report is what one Apply did.

@@ -222,6 +222,50 @@ func TestHostWinsConflicts(t *testing.T) {
 	if got := read(t, filepath.Join(repros, "new.py")); got != "host" {
 		t.Errorf("new.py = %q", got)
 	}
+	// Neither edit is lost: the sandbox's version is kept beside the host's.
+	for _, name := range []string{"both.py", "new.py"} {
+		c := changeOf(rep, filepath.Join(repros, name))
+		if c.KeptAs == "" || filepath.Dir(c.KeptAs) != repros {
+			t.Errorf("%s: the sandbox's version was not kept beside it: %+v", name, c)
+			continue
+		}
+		if got := read(t, c.KeptAs); got != "sandbox" {
+			t.Errorf("%s kept as %s = %q, want the sandbox's version", name, c.KeptAs, got)
+		}
+		if fi, err := os.Lstat(c.KeptAs); err != nil || fi.Mode().Perm()&0o111 != 0 {
+			t.Errorf("%s: kept copy %v %v must be a plain, non-executable file", name, fi, err)
+		}
+	}
+}
+
+// A writable file (NOTES.md) the host edited while the agent did: the
+// host's stays, the agent's is kept beside it.
+func TestWritableFileConflictKeepsBoth(t *testing.T) {
+	root := t.TempDir()
+	notes := filepath.Join(root, "NOTES.md")
+	write(t, notes, "v1", 0o644)
+	spec := Spec{Paths: []Path{{notes, KindFile}}, UID: os.Getuid(), GID: os.Getgid()}
+	rep, _ := roundTrip(t, spec, func() {
+		write(t, notes, "agent", 0o644)
+	}, func() {
+		write(t, notes, "host edit", 0o644)
+	})
+	if got := read(t, notes); got != "host edit" {
+		t.Fatalf("NOTES.md = %q, want the host's edit", got)
+	}
+	c := changeOf(rep, notes)
+	if c.Action != "conflict" || c.KeptAs == "" || read(t, c.KeptAs) != "agent" {
+		t.Fatalf("the agent's edit was not kept: %+v", c)
+	}
+}
+
+func changeOf(rep Report, path string) Change {
+	for _, c := range rep.Changes {
+		if c.Path == path {
+			return c
+		}
+	}
+	return Change{}
 }
 
 func TestWritableFileNeverBecomesALink(t *testing.T) {

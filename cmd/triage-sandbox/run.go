@@ -19,6 +19,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
+	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 // runJSON is `run --json`'s one object.
@@ -53,6 +54,12 @@ type runJSON struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// OutputsIncomplete says the outputs were too large to inspect fully.
 	OutputsIncomplete string `json:"outputs_incomplete,omitempty"`
+	// Conflicts are writable files both the host and the command changed:
+	// the host's version stays, the command's is kept beside it (kept_as).
+	Conflicts []stage.Change `json:"conflicts,omitempty"`
+	// CopyBackError says the writable paths were not all copied back
+	// (the exit code is then 122 where the command itself exited 0).
+	CopyBackError string `json:"copy_back_error,omitempty"`
 	// Weakened are requirements the backend does not enforce and the config accepted.
 	Weakened []policy.Capability `json:"weakened,omitempty"`
 	Error    string              `json:"error,omitempty"`
@@ -140,6 +147,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	out.Weakened = res.Weakened
 	out.SpecialFiles, out.OutputsIncomplete = res.Outputs.Leftovers, res.Outputs.Incomplete
 	out.Hints = res.Hints
+	out.Conflicts, out.CopyBackError = res.Conflicts, res.CopyBackError
 	reportRun(p, res, f.timeout)
 	code := sandbox.ExitCode(res.Result)
 	if f.asJSON {
