@@ -10,10 +10,10 @@ const (
 	// back to the host did not finish; what it wrote may be partly lost.
 	CopyBackFailed = 122
 	Timeout        = 124 // killed at its timeout
-	Refused       = 125 // triage-sandbox refused or failed before the command ran
-	NotExecutable = 126 // the command exists but cannot be executed
-	NotFound      = 127 // the command was not found in the sandbox
-	SignalBase    = 128 // killed by signal N: SignalBase + N
+	Refused        = 125 // triage-sandbox refused or failed before the command ran
+	NotExecutable  = 126 // the command exists but cannot be executed
+	NotFound       = 127 // the command was not found in the sandbox
+	SignalBase     = 128 // killed by signal N: SignalBase + N
 )
 
 // Codes of a command killed by a signal, named where the signal has a
