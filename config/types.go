@@ -86,6 +86,12 @@ type Sandbox struct {
 	// AllowToolConfig lists writable paths where a run may leave .git,
 	// .envrc, editor settings and their kin (moved aside elsewhere).
 	AllowToolConfig []string
+	// Toolchain is where an image-root backend's programs come from:
+	// "host" (the host's /usr over the image) or "image" (the image's own).
+	Toolchain *string
+	// CheckoutWrites is what happens to writes under the project checkout:
+	// "discard" (allowed, thrown away with the sandbox) or "refuse" (EROFS).
+	CheckoutWrites *string
 }
 
 // Guard is [sandbox.guard]; each field has its key in guardKeys (keys.go).

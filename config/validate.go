@@ -399,6 +399,16 @@ func (c *checker) setEnv(p []string, v any) map[string]string {
 
 func anyString(string) (string, string) { return "", "" }
 
+// oneOf accepts exactly one of values.
+func oneOf(values ...string) func(string) (string, string) {
+	return func(s string) (string, string) {
+		if slices.Contains(values, s) {
+			return "", ""
+		}
+		return fmt.Sprintf("%q is not one of %s", s, quoteList(values)), "write one of " + quoteList(values)
+	}
+}
+
 func checkImage(s string) (string, string) {
 	if strings.TrimSpace(s) == "" {
 		return "must not be empty", "name a docker image or remove the key"

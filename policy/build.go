@@ -69,6 +69,9 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		return nil, err
 	}
 	p.Base = base(sb, opts.Capabilities)
+	if p.Base.Kind == BaseImage && !p.AllowAll && (sb.Toolchain == nil || *sb.Toolchain == "host") {
+		p.Mounts = dedupeMounts(append(p.Mounts, toolchainMounts()...))
+	}
 	if !p.AllowAll {
 		if err := stageWritable(p); err != nil {
 			return nil, fmt.Errorf("%s: %w", configName(cfg), err)
@@ -122,6 +125,7 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 	if m, ok, err := checkoutMount(cfg, root); err != nil {
 		errs = append(errs, err)
 	} else if ok {
+		m.Discard = sb.CheckoutWrites == nil || *sb.CheckoutWrites == "discard"
 		p.Mounts = append(p.Mounts, m)
 	}
 	if ms, warn := pythonMounts(cfg, root); len(ms) > 0 {
@@ -495,6 +499,26 @@ func pythonMounts(cfg *config.File, root string) ([]Mount, string) {
 	return out, ""
 }
 
+// toolchainMounts are the host's system directories an image-root sandbox
+// reads instead of the image's (toolchain = "host"): the host's programs
+// and the libraries they link, at the same paths, read-only. /etc stays
+// the image's but for what those programs resolve through it.
+func toolchainMounts() []Mount {
+	var out []Mount
+	for _, r := range profiles.ToolchainRoots() {
+		fi, err := os.Lstat(r.Path)
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+			continue // a merged /usr's /bin, /lib: the image's own link
+		}
+		kind := "dir"
+		if !fi.IsDir() {
+			kind = "file"
+		}
+		out = append(out, Mount{Path: r.Path, ReadOnly: true, Kind: kind, System: true, Why: "host toolchain: " + r.Why})
+	}
+	return out
+}
+
 // traversable lists the closed image directories that hold a mount.
 func traversable(mounts []Mount) []string {
 	var out []string
@@ -530,9 +554,11 @@ func dedupeMounts(ms []Mount) []Mount {
 	var out []Mount
 	for _, m := range ms {
 		covered := false
-		if m.ReadOnly {
+		// A mount whose writes are discarded is not the same as the
+		// read-only one around it.
+		if m.ReadOnly && !m.Discard {
 			for _, o := range ms {
-				if o.ReadOnly && o.Path != m.Path && within(o.Path, m.Path) {
+				if o.ReadOnly && !o.Discard && o.Path != m.Path && within(o.Path, m.Path) {
 					covered = true
 				}
 			}

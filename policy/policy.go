@@ -98,6 +98,15 @@ type Mount struct {
 	// Kind is "dir" or "file"; backends need it for masks and binds.
 	Kind string `json:"kind"`
 	Why  string `json:"why"`
+	// Discard (on a read-only mount): the command may write under it, and
+	// what it writes is discarded with the sandbox. A backend renders it
+	// as an overlay whose upper layer is bounded like the staged writable
+	// paths, or, where it cannot, read-only (and says so). The host's
+	// directory never changes either way.
+	Discard bool `json:"discard,omitempty"`
+	// System marks a host system directory (the host toolchain's /usr):
+	// root-owned, not scanned for sockets the way other mounts are.
+	System bool `json:"system,omitempty"`
 }
 
 // Network says what the sandbox may reach.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,18 +54,32 @@ func toolEnv(p *Policy, pythonEnv, hostPath string, setEnvKeys map[string]string
 	}...)
 }
 
-// systemPath is the system part of PATH: the image's usual directories, or
-// the caller's entries that lie under the host roots the sandbox reads.
+// systemPath is the system part of PATH: the caller's entries that are
+// visible inside (under the host roots of a host-root base, or under the
+// read-only mounts: the host toolchain, read_only, the python
+// environment), in the caller's order; then, on an image, the image's
+// usual directories. So /usr/local/go/bin is on PATH when Go is mounted,
+// and ~/.pyenv/shims, which does not exist inside, never is.
 func systemPath(p *Policy, hostPath string) []string {
-	if p.Base.Kind == BaseImage {
-		return profiles.ImagePath()
+	roots := slices.Clone(p.Base.HostRoots)
+	for _, m := range p.Mounts {
+		if m.ReadOnly && !m.Discard && m.Kind == "dir" && m.Path != p.WorkspaceRoot {
+			roots = append(roots, m.Path)
+		}
 	}
 	var out []string
 	for _, dir := range filepath.SplitList(hostPath) {
-		for _, r := range p.Base.HostRoots {
-			if within(r, dir) {
+		if !filepath.IsAbs(dir) || slices.Contains(out, dir) {
+			continue
+		}
+		if slices.ContainsFunc(roots, func(r string) bool { return within(r, dir) }) {
+			out = append(out, dir)
+		}
+	}
+	if p.Base.Kind == BaseImage {
+		for _, dir := range profiles.ImagePath() {
+			if !slices.Contains(out, dir) {
 				out = append(out, dir)
-				break
 			}
 		}
 	}

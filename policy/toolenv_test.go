@@ -21,7 +21,8 @@ func TestToolEnv(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	if strings.Contains(env["PATH"], ".pyenv") || !strings.HasPrefix(env["PATH"], "/usr/local/sbin:") {
+	// The caller's visible entries in the caller's order, then the image's.
+	if env["PATH"] != "/usr/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin:/bin" {
 		t.Errorf("PATH = %q", env["PATH"])
 	}
 	if env["GIT_CONFIG_COUNT"] != "2" || env["GIT_CONFIG_KEY_0"] != "safe.directory" ||
@@ -124,5 +125,42 @@ func TestVenvBaseInterpreterMounted(t *testing.T) {
 	}
 	if got := traversable([]Mount{{Path: "/opt/x"}}); len(got) != 0 {
 		t.Errorf("traversable = %v", got)
+	}
+}
+
+// TestMountedToolchainOnPath: a toolchain mounted read-only (the host's
+// /usr, or read_only = [dir]) is on PATH where the caller has it; the
+// host toolchain mounts /usr only on an image base and toolchain = "host".
+func TestMountedToolchainOnPath(t *testing.T) {
+	tool := t.TempDir()
+	must(t, mkExec(tool+"/bin/go"))
+	host := fakeHost(t, "PATH=/home/u/.pyenv/shims:"+tool+"/bin:/usr/bin:/bin")
+	for _, tc := range []struct {
+		name, config string
+		wantPath     string
+		wantUsr      bool
+	}{
+		{"host toolchain", "", "/usr/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin:/bin", true},
+		{"image toolchain", "[sandbox]\ntoolchain = \"image\"\n", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", false},
+		{"read_only on PATH", "[sandbox]\ntoolchain = \"image\"\nread_only = [\"" + tool + "\"]\n", tool + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Build(workspace(t, tc.config), "reproducer", host, Options{})
+			must(t, err)
+			usr := false
+			for _, m := range p.Mounts {
+				if m.Path == "/usr" && m.ReadOnly && m.System {
+					usr = true
+				}
+			}
+			if usr != tc.wantUsr {
+				t.Errorf("host /usr mounted = %v, want %v (%+v)", usr, tc.wantUsr, p.Mounts)
+			}
+			for _, e := range p.Env {
+				if e.Name == "PATH" && e.Value != tc.wantPath {
+					t.Errorf("PATH = %q, want %q", e.Value, tc.wantPath)
+				}
+			}
+		})
 	}
 }

@@ -226,6 +226,23 @@ const (
 // processes when memory runs out.
 const OOMScoreAdj = 500
 
+// ToolchainRoot is a host path an image-root sandbox reads from the host
+// when the toolchain is the host's.
+type ToolchainRoot struct{ Path, Why string }
+
+// ToolchainRoots are the host's programs and what they need to run, for
+// toolchain = "host": never /etc as a whole, /home or /opt.
+func ToolchainRoots() []ToolchainRoot {
+	return []ToolchainRoot{
+		{"/usr", "programs and libraries"},
+		{"/bin", "programs (not merged into /usr)"}, {"/sbin", "programs (not merged into /usr)"},
+		{"/lib", "libraries (not merged into /usr)"}, {"/lib64", "the dynamic loader (not merged into /usr)"},
+		{"/lib32", "libraries (not merged into /usr)"}, {"/libx32", "libraries (not merged into /usr)"},
+		{"/etc/alternatives", "the links that name a program's chosen version"},
+		{"/etc/ld.so.cache", "where the host's libraries are"},
+	}
+}
+
 // ImagePath is PATH's system part inside an image (Debian's default).
 func ImagePath() []string {
 	return []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
