@@ -111,7 +111,9 @@ func tracedRun(b *testing.B, dir, trace string, args []string) (time.Time, time.
 func phaseTable(b *testing.B, path string, from int64, begun time.Time, walled time.Duration) map[string]float64 {
 	f, err := os.Open(path)
 	if err != nil {
-		b.Fatal(err)
+		// testenv.BinaryCache is shared by every checkout of this uid: a
+		// test run of an older tree may have replaced the binary.
+		b.Fatalf("no trace (%v): does %s come from this tree? (run with a TMPDIR of its own)", err, testenv.Binary(b))
 	}
 	defer f.Close()
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
