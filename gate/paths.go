@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -85,8 +86,10 @@ type credentialPath struct {
 // credentials are the home-relative entries of profiles.CredentialPaths,
 // the list the policy makes unreadable, and markers are strings one of
 // which an argument must contain to name any of them (a cheap first test).
-// Computed once; never changed.
-var credentials, credentialMarkers = credentialTable(profiles.CredentialPaths())
+// Computed once, on first use; never changed.
+var credentialTables = sync.OnceValues(func() ([]credentialPath, []string) {
+	return credentialTable(profiles.CredentialPaths())
+})
 
 func credentialTable(list []string) ([]credentialPath, []string) {
 	var table []credentialPath
@@ -112,6 +115,7 @@ func credentialTable(list []string) ([]credentialPath, []string) {
 // homeCredentialPaths are the credential paths the gate looks for, without
 // their "~/", for the rule's description.
 func homeCredentialPaths() []string {
+	credentials, _ := credentialTables()
 	out := make([]string, len(credentials))
 	for i, c := range credentials {
 		out[i] = strings.TrimPrefix(c.path, "~/")
@@ -129,6 +133,7 @@ func splitPathArg(text string) []string {
 // /root, /home/user, /Users/user), so --key=~/.ssh/id_rsa and $HOME/.aws
 // count while a project's own .docker/ directory does not.
 func secretPath(text string) string {
+	credentials, credentialMarkers := credentialTables()
 	if !slices.ContainsFunc(credentialMarkers, func(m string) bool { return strings.Contains(text, m) }) {
 		return "" // the common case, cheaply
 	}

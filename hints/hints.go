@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
@@ -41,23 +42,30 @@ func (h Host) exists(path string) bool {
 	return err == nil
 }
 
-var (
-	readOnlyRe = []*regexp.Regexp{
+// hintPatterns are compiled on first use: only a failed run reads them, and
+// every start of the binary would pay for them at package init.
+type hintPatterns struct {
+	readOnly, missing, denied []*regexp.Regexp
+	network                   *regexp.Regexp
+}
+
+var patterns = sync.OnceValue(func() hintPatterns {
+	return hintPatterns{readOnly: []*regexp.Regexp{
 		regexp.MustCompile(`Read-only file system: '([^']+)'`),
 		regexp.MustCompile(`(/[^\s:'"]+): Read-only file system`),
 		regexp.MustCompile(`cannot (?:create|touch|remove|open)[^\n]*'(/[^']+)'[^\n]*Read-only file system`),
-	}
-	networkRe = regexp.MustCompile(`(?i)network is unreachable|temporary failure in name resolution|name or service not known|could not resolve host|EAI_AGAIN|ENETUNREACH|getaddrinfo failed|failed to establish a new connection`)
-	missingRe = []*regexp.Regexp{
-		regexp.MustCompile(`(?m)(?:^|\s)(?:sh|bash|dash|zsh)?:?\s*(?:\d+:\s*)?([A-Za-z0-9._+-]+): (?:command )?not found`),
-		regexp.MustCompile(`No such file or directory: '([A-Za-z0-9._+-]+)'`),
-		regexp.MustCompile(`triage-sandbox: ([A-Za-z0-9._+-]+): command not found in the sandbox`),
-	}
-	deniedRe = []*regexp.Regexp{
-		regexp.MustCompile(`Permission denied: '(/[^']+)'`),
-		regexp.MustCompile(`(/[^\s:'"]+): Permission denied`),
-	}
-)
+	},
+		network: regexp.MustCompile(`(?i)network is unreachable|temporary failure in name resolution|name or service not known|could not resolve host|EAI_AGAIN|ENETUNREACH|getaddrinfo failed|failed to establish a new connection`),
+		missing: []*regexp.Regexp{
+			regexp.MustCompile(`(?m)(?:^|\s)(?:sh|bash|dash|zsh)?:?\s*(?:\d+:\s*)?([A-Za-z0-9._+-]+): (?:command )?not found`),
+			regexp.MustCompile(`No such file or directory: '([A-Za-z0-9._+-]+)'`),
+			regexp.MustCompile(`triage-sandbox: ([A-Za-z0-9._+-]+): command not found in the sandbox`),
+		},
+		denied: []*regexp.Regexp{
+			regexp.MustCompile(`Permission denied: '(/[^']+)'`),
+			regexp.MustCompile(`(/[^\s:'"]+): Permission denied`),
+		}}
+})
 
 // From returns the hints for a run that ended with exitCode and showed
 // output; none for a run that succeeded.
@@ -73,24 +81,25 @@ func From(p *policy.Policy, output string, exitCode int, h Host) []string {
 			out = append(out, s)
 		}
 	}
-	for _, re := range readOnlyRe {
+	pats := patterns()
+	for _, re := range pats.readOnly {
 		for _, m := range re.FindAllStringSubmatch(output, 8) {
 			if hint := readOnly(p, m[1]); hint != "" {
 				add(hint)
 			}
 		}
 	}
-	if p.Network.LoopbackOnly() && networkRe.MatchString(output) {
+	if p.Network.LoopbackOnly() && pats.network.MatchString(output) {
 		add("the output shows a network failure: the sandbox reaches only its own loopback ([sandbox] network = false); a reproducer that needs the network cannot run here")
 	}
-	for _, re := range missingRe {
+	for _, re := range pats.missing {
 		for _, m := range re.FindAllStringSubmatch(output, 8) {
 			if where, err := h.lookPath(m[1]); err == nil {
 				add(fmt.Sprintf("%s is missing in the sandbox but the host has it (%s): add it to the image (images/Dockerfile, or [sandbox] image)", m[1], where))
 			}
 		}
 	}
-	for _, re := range deniedRe {
+	for _, re := range pats.denied {
 		for _, m := range re.FindAllStringSubmatch(output, 8) {
 			if hint := denied(p, m[1], h); hint != "" {
 				add(hint)

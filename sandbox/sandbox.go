@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
+
 	"github.com/triage-sandbox/triage-sandbox/audit"
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
@@ -379,6 +381,7 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (out Outcom
 		timeout = req.Policy.Timeout()
 	}
 	ttl := backends.TTL(req.Policy, timeout)
+	endGate := phase.Begin(ctx, "gate")
 	gk, err := NewGatekeeper(req.Policy)
 	if err != nil {
 		return Outcome{}, RecordRefusal(req, err)
@@ -388,6 +391,7 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (out Outcom
 	var gateWarnings []string
 	if !req.NoGate {
 		v, warns, err := gk.Judge(ctx, req.Command.Argv, req.Task, req.Confirm, req.Redactor)
+		endGate()
 		if err != nil {
 			out := Outcome{Gate: v, Warnings: warns}
 			if req.NoAudit {
@@ -397,16 +401,22 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (out Outcom
 		}
 		judged, gateWarnings = &v, warns
 	}
+	endStart := phase.Begin(ctx, "start")
 	sess, err := start(ctx, backend, req.Policy, backends.StartOptions{TTL: ttl}, gk)
+	endStart()
 	if err != nil {
 		return Outcome{Gate: gateVerdictOrNone(judged)}, RecordRefusal(req, err)
 	}
 	if req.Started != nil {
 		req.Started()
 	}
+	endExec := phase.Begin(ctx, "exec")
 	out, err = sess.exec(ctx, req, judged)
+	endExec()
 	out.Warnings = append(gateWarnings, out.Warnings...)
+	endClose := phase.Begin(ctx, "close")
 	cerr := sess.Close(ctx)
+	endClose()
 	out.Warnings = append(out.Warnings, sess.sandbox.Warnings()...)
 	if cerr != nil && err == nil && !slices.Contains(out.Warnings, cerr.Error()) {
 		out.Warnings = append(out.Warnings, cerr.Error())

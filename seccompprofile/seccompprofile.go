@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -122,19 +123,21 @@ var (
 	defaultJSON []byte
 )
 
-var compactProfile = func() string {
+// compactProfile is computed on first use, not at every start of the
+// binary (its in-sandbox entries never need it).
+var compactProfile = sync.OnceValue(func() string {
 	var b bytes.Buffer
 	if err := json.Compact(&b, profileJSON); err != nil {
 		panic("seccompprofile: embedded profile.json: " + err.Error())
 	}
 	return b.String()
-}()
+})
 
 // JSON is the profile in Docker's format, compact: what SecurityOpt's
 // "seccomp=" takes. It is unresolved (archMap, rules included or excluded by
 // capability, architecture and kernel), so the daemon resolves it for the
 // container it creates.
-func JSON() string { return compactProfile }
+func JSON() string { return compactProfile() }
 
 // Profile decodes the profile.
 func Profile() *seccomp.Seccomp { return mustDecode(profileJSON) }

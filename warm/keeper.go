@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
+
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
@@ -435,8 +437,10 @@ func (k *keeper) run(ctx context.Context, c *keeperConn, sb backends.Sandbox, re
 			}
 		}
 	}()
+	endExec := phase.Begin(ctx, "keeper.exec")
 	res, err := sb.Exec(ctx, cmd, backends.Streams{
 		Stdout: frameWriter{c.send, fStdout}, Stderr: frameWriter{c.send, fStderr}})
+	endExec()
 	close(done)
 	r := result{Result: res}
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
@@ -133,6 +134,7 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 	// timeout no later than the supervisor enforces it.
 	deadline := StartDeadline(cmd.Timeout)
 	defer deadline.Stop()
+	asked := time.Now()
 	proc, err := r.Start(ctx, spec, gate, exportW)
 	if exportW != nil {
 		exportW.Close() // the supervisor's copy is the only writer now
@@ -147,11 +149,17 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 	}
 	werr := r.await(ctx, cmd, proc, gate, deadline, &res)
 	res.Duration = gate.Since()
+	ended := time.Now()
+	// Phases as the host sees them: the supervisor's start ends at its
+	// start marker, the command at the supervisor's end.
+	phase.Span(ctx, "exec.supervisor-start", asked, gate.OpenedAt())
+	phase.Span(ctx, "exec.command", gate.OpenedAt(), ended)
 	if err := r.judge(&res, werr, gate, oomBefore); err != nil {
 		return res, err
 	}
 	if applied != nil {
 		r.finishCopyBack(&res, applied, exportR)
+		phase.Span(ctx, "exec.copy-back", ended, time.Now())
 	}
 	if !res.TimedOut {
 		res.Signal = signalOf(res.ExitCode)

@@ -66,6 +66,13 @@ func (g *OutputHold) Since() time.Duration {
 	return time.Since(g.openAt)
 }
 
+// OpenedAt is when the start marker came; zero before.
+func (g *OutputHold) OpenedAt() time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.openAt
+}
+
 type gateWriter struct {
 	g      *OutputHold
 	stderr bool

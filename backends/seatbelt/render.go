@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -55,7 +56,7 @@ type Artifact struct {
 // JSON implements backends.Artifact.
 func (a *Artifact) JSON() ([]byte, error) { return json.MarshalIndent(a, "", "  ") }
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+var runIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 
 // Render translates the policy into an SBPL profile for cmd. It is pure:
 // the filesystem is consulted only through in.Canon. What Seatbelt cannot
@@ -95,7 +96,7 @@ func check(p *policy.Policy, in Input) error {
 		return errors.New("refusing to run as uid 0 under Seatbelt")
 	case in.Canon == nil:
 		return errors.New("seatbelt: no canonicalizer")
-	case !runIDPattern.MatchString(in.RunID):
+	case !runIDPattern().MatchString(in.RunID):
 		return fmt.Errorf("seatbelt: run id %q: want 1-64 letters, digits, '.', '_' or '-'", in.RunID)
 	case in.RunDir == "":
 		return errors.New("seatbelt: no run directory")

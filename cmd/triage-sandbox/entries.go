@@ -12,6 +12,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/probe"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
@@ -109,7 +110,14 @@ func keep(spec protocol.Keeper) error {
 	if err != nil {
 		return err
 	}
-	return warm.Keep(context.Background(), warm.KeeperOptions{Dir: spec.Dir, Policy: &p, Backend: b, Log: os.Stderr})
+	// A keeper started by a traced run traces the commands it runs.
+	tr, err := phase.FromEnv("keeper")
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	ctx := phase.With(context.Background(), tr)
+	return warm.Keep(ctx, warm.KeeperOptions{Dir: spec.Dir, Policy: &p, Backend: b, Log: os.Stderr})
 }
 
 // runSandboxEntry runs entry e when it is one of sandboxEntries.

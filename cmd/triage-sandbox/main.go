@@ -16,6 +16,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/internal/fdclean"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/output"
 )
 
@@ -47,11 +48,20 @@ func main() {
 			os.Exit(code)
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	tr, err := phase.FromEnv("cli")
+	if err != nil {
+		os.Exit(report(refuse(err)))
+	}
+	ctx, stop := signal.NotifyContext(phase.With(context.Background(), tr), os.Interrupt, syscall.SIGTERM)
+	phase.Mark(ctx, "main")
+	endCLI := phase.Begin(ctx, "cli")
 	root := newRootCmd()
-	err := root.ExecuteContext(ctx)
+	err = root.ExecuteContext(ctx)
 	stop()
-	os.Exit(report(err))
+	code := report(err)
+	endCLI()
+	_ = tr.Close()
+	os.Exit(code)
 }
 
 // report prints err (one line per problem) and returns the exit code.

@@ -15,6 +15,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/gate/confirm"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -110,7 +111,9 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	if err := checkRunArgs(cmd, args, f.timeout); err != nil {
 		return fail(err)
 	}
+	endPolicy := phase.Begin(cmd.Context(), "config+policy")
 	p, host, err := f.pf.compileWithHost()
+	endPolicy()
 	if err != nil {
 		if host.Cwd != "" {
 			// Refused before a policy existed: recorded all the same.
@@ -119,12 +122,16 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 		return fail(err)
 	}
 	out.Role, out.Backend, out.PolicyHash, out.AuditLog, out.Config = p.Role, p.Backend, p.Hash(), p.AuditLog, p.Config
+	endRedactor := phase.Begin(cmd.Context(), "redactor")
 	req := sandbox.Request{
 		Policy: p, Timeout: f.timeout, Command: backends.Command{Argv: args},
 		Redactor: output.NewRedactor(sandbox.Secrets(p, host), output.DefaultRules()), Raw: f.raw,
 		Task: f.task, Confirm: operatorConfirm(&confirm.Memory{}),
 	}
+	endRedactor()
+	endBackend := phase.Begin(cmd.Context(), "backend")
 	b, err := newBackend(p, true)
+	endBackend()
 	if err != nil {
 		return fail(sandbox.RecordRefusal(req, err))
 	}

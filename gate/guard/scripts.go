@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,7 +21,7 @@ const (
 
 // reproScript is ai-triager's reproducer naming: repros/N.py runs with
 // repros/N_app.py (a served app) and repros/N_check.py (its check).
-var reproScript = regexp.MustCompile(`^(.*/)?repros/([0-9]+)\.py$`)
+var reproScript = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(.*/)?repros/([0-9]+)\.py$`) })
 
 // CollectScripts returns the files the command line names that the model
 // should read: each literal word (and each piece of a word split at shell
@@ -158,7 +159,7 @@ func candidates(words []string, workdir, wsAbs string) []string {
 	}
 	withCompanions := func(p string) {
 		push(p)
-		if reproScript.MatchString(p) {
+		if reproScript().MatchString(p) {
 			push(strings.TrimSuffix(p, ".py") + "_app.py")
 			push(strings.TrimSuffix(p, ".py") + "_check.py")
 		}
