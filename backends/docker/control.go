@@ -10,7 +10,9 @@ import (
 
 	"github.com/moby/moby/api/types/mount"
 
+	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/protocol/control"
@@ -88,4 +90,30 @@ func (s *sandbox) awaitControl(ctx context.Context, ln *control.Listener) {
 	if c, err := ln.Accept(actx); err == nil {
 		s.ctl = c
 	}
+}
+
+// overlayRoot holds the overlays of running sandboxes (root only: making
+// an overlay needs root).
+const overlayRoot = "/run/triage-sandbox/docker-overlays"
+
+// overlays makes the overlays of p's discard mounts (the checkout) and
+// binds each merged directory, writable, where the read-only host
+// directory was. Where none can be made the binds stay read-only and the
+// warning says why.
+func overlays(req *CreateRequest, p *policy.Policy) (*overlay.Set, string) {
+	if !overlay.Wanted(p) {
+		return nil, ""
+	}
+	if os.Geteuid() == 0 {
+		if err := hostfs.PrivateDir(overlayRoot); err != nil {
+			return nil, "the project checkout is read-only in this sandbox: " + err.Error()
+		}
+	}
+	ov, warning := overlay.For(filepath.Join(overlayRoot, req.Name), p)
+	for i, m := range req.HostConfig.Mounts {
+		if src, rw := ov.Source(m.Target); rw && m.Type == mount.TypeBind && m.Source == m.Target {
+			req.HostConfig.Mounts[i].Source, req.HostConfig.Mounts[i].ReadOnly = src, false
+		}
+	}
+	return ov, warning
 }

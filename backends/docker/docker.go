@@ -177,11 +177,20 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if err != nil {
 		return nil, err
 	}
+	ov, ovWarning := overlays(req, p)
 	ln := withControl(rt, p, req)
 	if b.Adjust != nil {
 		b.Adjust(req)
 	}
-	return b.start(context.WithoutCancel(ctx), p, rt, req, ln, opts)
+	sb, err := b.start(context.WithoutCancel(ctx), p, rt, req, ln, opts, ov)
+	if err != nil {
+		_ = ov.Remove()
+		return nil, err
+	}
+	if ovWarning != "" {
+		sb.(*sandbox).warn(ovWarning)
+	}
+	return sb, nil
 }
 
 // remove force-removes the container and returns once the daemon no longer

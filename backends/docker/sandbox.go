@@ -17,6 +17,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -66,11 +67,13 @@ type sandbox struct {
 	closeErr  error
 	mu        sync.Mutex
 	warnings  []string
+	// ov is the overlays of the checkout's discarded writes (nil: none).
+	ov *overlay.Set
 }
 
 // start creates, attaches to and starts the holder. ctx is not cancelled
 // by Ctrl-C (the caller strips that), so set-up is never cut half-way.
-func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, opts backends.StartOptions) (backends.Sandbox, error) {
+func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, opts backends.StartOptions, ov *overlay.Set) (backends.Sandbox, error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	created, err := b.cli.ContainerCreate(setupCtx, client.ContainerCreateOptions{
@@ -82,7 +85,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		}
 		return nil, b.stageErr(ctx, "creating the sandbox container", err)
 	}
-	s := &sandbox{b: b, p: p, rt: rt, id: created.ID, exited: make(chan struct{}), ctlReady: make(chan struct{})}
+	s := &sandbox{b: b, p: p, rt: rt, id: created.ID, exited: make(chan struct{}), ctlReady: make(chan struct{}), ov: ov}
 	if ln == nil {
 		close(s.ctlReady)
 	}
@@ -237,6 +240,12 @@ func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, 
 func (s *sandbox) ID() string                   { return s.id }
 func (s *sandbox) Scratch() policy.ScratchPaths { return scratchPaths }
 
+func (s *sandbox) warn(w string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.warnings = append(s.warnings, w)
+}
+
 func (s *sandbox) Warnings() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -325,6 +334,10 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		if s.watcher != nil {
 			_ = s.watcher.Close()
+		}
+		if err == nil {
+			// Only once the container is gone: its bind holds the overlay.
+			err = s.ov.Remove()
 		}
 		if err != nil {
 			s.closeErr = fmt.Errorf("removing container %s: %w (run `triage-sandbox gc`)", shortID(s.id), err)

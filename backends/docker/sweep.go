@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/moby/moby/client"
 
+	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -39,6 +41,12 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 			continue
 		}
 		removed = append(removed, c.ID)
+	}
+	if os.Geteuid() == 0 {
+		// Overlays whose owner died (kill -9) with or after its container.
+		gone, err := overlay.Sweep(overlayRoot)
+		removed = append(removed, gone...)
+		errs = append(errs, err)
 	}
 	return removed, errors.Join(errs...)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/netup"
+	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
@@ -235,9 +236,11 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, err
 	}
 	adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p)
+	ov, ovWarning := overlay.For(filepath.Join(dir, overlayDir), p)
+	bindOverlays(spec, ov)
 	if err := joinOwnLoopback(spec, traits, dir); err != nil {
 		release()
-		_ = os.RemoveAll(dir)
+		_ = removeBundle(dir)
 		return nil, err
 	}
 	rec := owner{PID: os.Getpid(), Start: ownership.ProcessStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(),
@@ -251,6 +254,9 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, fmt.Errorf("writing the bundle: %w", err)
 	}
 	s := &sandbox{b: b, p: p, id: id, dir: dir, runtime: rt, traits: traits, release: release, Holder: holderexec.NewHolder()}
+	if ovWarning != "" {
+		s.Warn(ovWarning)
+	}
 	if err := s.start(ctx, opts); err != nil {
 		_ = s.Close(context.WithoutCancel(ctx))
 		return nil, err
@@ -296,9 +302,27 @@ func joinOwnLoopback(spec *specs.Spec, rt runtimes.Traits, dir string) error {
 	return nil
 }
 
-// removeBundle releases a bundle's network namespace and deletes it.
+// overlayDir is where a bundle's overlays are (package overlay).
+const overlayDir = "overlays"
+
+// bindOverlays binds each discard mount's merged directory, writable,
+// where its read-only host directory was.
+func bindOverlays(spec *specs.Spec, ov *overlay.Set) {
+	for i, m := range spec.Mounts {
+		if src, rw := ov.Source(m.Destination); rw && m.Type == "bind" && m.Source == m.Destination {
+			spec.Mounts[i].Source = src
+			spec.Mounts[i].Options = []string{"rbind", "rprivate", "rw", "nosuid", "nodev"}
+		}
+	}
+}
+
+// removeBundle releases a bundle's network namespace and overlays and
+// deletes it.
 func removeBundle(dir string) error {
 	if err := netup.Remove(filepath.Join(dir, netnsFile)); err != nil {
+		return err
+	}
+	if err := overlay.RemoveAt(filepath.Join(dir, overlayDir)); err != nil {
 		return err
 	}
 	return os.RemoveAll(dir)
