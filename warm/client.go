@@ -300,3 +300,27 @@ func End(dir string, p *policy.Policy) (bool, error) {
 	endKeeper(pp, conn)
 	return true, nil
 }
+
+// EndKeeper ends the keeper r describes with SIGTERM (it then removes its
+// sandboxes, as at its idle end) and waits until its process is gone. It
+// needs no connection: a pool hands every connection a sandbox, and one
+// removed from the config has no policy left to reach it by. The record's
+// process start time guards against a reused pid.
+func EndKeeper(r Record) error {
+	if !r.Alive() {
+		return nil
+	}
+	if err := syscall.Kill(r.PID, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return fmt.Errorf("warm: ending the %s keeper (pid %d): %w", r.Kind, r.PID, err)
+	}
+	for deadline := time.Now().Add(keeperStart); r.Alive(); {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("warm: the %s keeper (pid %d) did not end within %s", r.Kind, r.PID, keeperStart)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
