@@ -39,3 +39,32 @@ func TestPrintRecords(t *testing.T) {
 		t.Errorf("a workspace's escape reached the terminal: %q", b.String())
 	}
 }
+
+// TestSmallCLIItems: a flag's error is not shown as the config's;
+// render and policy default to the agent role as run and check do;
+// doctor names the config it read, and a broken one as broken.
+func TestSmallCLIItems(t *testing.T) {
+	root := workspace(t, "[sandbox]\nbackend = \"local\"\n")
+	r := runCLI(t, root, nil, "run", "--role", "reproducer", "--session", "s1", "--", "true")
+	if r.code != 125 || !strings.Contains(r.stderr, "--session s1: sessions are for the agent role") || strings.Contains(r.stderr, "triage.toml") {
+		t.Errorf("a flag's error: exit %d %q", r.code, r.stderr)
+	}
+	r = runCLI(t, root, nil, "policy")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "agent sandbox:") {
+		t.Errorf("policy without --role: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, root, nil, "render")
+	if r.code != 0 || !strings.Contains(r.stdout, "{") {
+		t.Errorf("render without --role: exit %d %q", r.code, r.stderr)
+	}
+	r = runCLI(t, root, nil, "doctor")
+	if !strings.Contains(r.stdout, "ok    config") || !strings.Contains(r.stdout, root+"/triage.toml") {
+		t.Errorf("doctor does not name its config:\n%s", r.stdout)
+	}
+	broken := workspace(t, "[sandbox]\nmemory = 2\n")
+	r = runCLI(t, broken, nil, "doctor")
+	if r.code == 0 || !strings.Contains(r.stdout, "FAIL  config                       broken: "+broken+"/triage.toml:2: sandbox.memory") ||
+		strings.Contains(r.stdout, "not configured") {
+		t.Errorf("doctor with a broken config: exit %d\n%s", r.code, r.stdout)
+	}
+}
