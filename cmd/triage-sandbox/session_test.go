@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/warm"
 )
 
@@ -66,5 +67,24 @@ func TestSmallCLIItems(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stdout, "FAIL  config                       broken: "+broken+"/triage.toml:2: sandbox.memory") ||
 		strings.Contains(r.stdout, "not configured") {
 		t.Errorf("doctor with a broken config: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// TestHomeIsPrivateOnContainerBackends: HOME is 0700 on docker and oci as
+// on local (runc gives a tmpfs its mount point's mode; the holder sets
+// the policy's), TMPDIR 1777.
+func TestHomeIsPrivateOnContainerBackends(t *testing.T) {
+	for _, backend := range []string{"docker", "oci"} {
+		t.Run(backend, func(t *testing.T) {
+			testenv.RequireDocker(t) // oci unpacks the same image from the daemon
+			if backend == "oci" {
+				testenv.RequireRoot(t, "the oci backend runs runc as root")
+			}
+			root := workspace(t, "")
+			r := runCLI(t, root, nil, "run", "--backend", backend, "--", "sh", "-c", `stat -c %a "$HOME" "$TMPDIR"`)
+			if r.code != 0 || r.stdout != "700\n1777\n" {
+				t.Fatalf("exit %d, modes %q, stderr %q", r.code, r.stdout, r.stderr)
+			}
+		})
 	}
 }
