@@ -221,7 +221,7 @@ var problemTests = []struct {
 		want: []string{
 			`triage.toml:2: sandbox.cpus: must be between 0.01 and 4096, got 0; e.g. cpus = 1.5`,
 			`triage.toml:3: sandbox.timeout: must be between 1 and 86400 seconds (24 hours), got -5`,
-			`triage.toml:4: sandbox.pids: must be greater than zero, got 0`,
+			`triage.toml:4: sandbox.pids: must be between 8 and 4194304, got 0; e.g. pids = 256`,
 			`triage.toml:5: sandbox.image: must not be empty; name a docker image or remove the key`,
 		},
 	},

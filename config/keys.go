@@ -67,6 +67,19 @@ func table[S any](name, doc, example string, at func(*S) *map[string]string, par
 // maxPool bounds [sandbox] pool: each warm sandbox holds its memory.
 const maxPool = 16
 
+// Bounds that catch a forgotten unit or a typo at load time, before a
+// runtime refuses the value with a message that names no key.
+const (
+	// minMemory is Docker's own minimum ("Minimum memory limit allowed is
+	// 6MB"); runc accepts less, but nothing runs in it.
+	minMemory = 6 << 20
+	// A pids limit below minPids leaves no room for the sandbox's own
+	// holder and supervisor beside a shell; maxPids is the kernel's
+	// largest pid_max.
+	minPids = 8
+	maxPids = 1 << 22
+)
+
 // sandboxKeys are the keys of [sandbox] and of each per-role table, in the
 // order a problem lists them.
 var sandboxKeys = []keySpec[Sandbox]{
@@ -89,21 +102,21 @@ var sandboxKeys = []keySpec[Sandbox]{
 	scalar("timeout", "role timeout in seconds (overrides `[repro] timeout`)", `30`,
 		func(s *Sandbox) **int { return &s.Timeout }, (*checker).timeout),
 	scalar("memory", "memory limit (`\"2g\"`, `\"512m\"`, bytes); swap is set equal, so there is none", `"2g"`,
-		func(s *Sandbox) **int64 { return &s.Memory }, (*checker).size),
+		func(s *Sandbox) **int64 { return &s.Memory }, sizeAtLeast(minMemory, "2g")),
 	// Runtimes apply no CPU quota below 0.01 (dockerd refuses it, runc
 	// reads a zero quota as no limit).
 	scalar("cpus", "CPU limit", `1.5`,
 		func(s *Sandbox) **float64 { return &s.CPUs }, numberIn(0.01, 4096, "e.g. cpus = 1.5")),
 	scalar("pids", "process (task) limit", `256`,
-		func(s *Sandbox) **int64 { return &s.Pids }, (*checker).positive),
+		func(s *Sandbox) **int64 { return &s.Pids }, intIn(minPids, maxPids, "", "e.g. pids = 256")),
 	scalar("tmpfs_size", "size of each scratch tmpfs (HOME, TMPDIR)", `"256m"`,
-		func(s *Sandbox) **int64 { return &s.TmpfsSize }, (*checker).size),
+		func(s *Sandbox) **int64 { return &s.TmpfsSize }, sizeAtLeast(1<<20, "256m")),
 	scalar("shm_size", "`/dev/shm` size", `"64m"`,
-		func(s *Sandbox) **int64 { return &s.ShmSize }, (*checker).size),
+		func(s *Sandbox) **int64 { return &s.ShmSize }, sizeAtLeast(64<<10, "64m")),
 	scalar("file_size", "largest file a command may write (`RLIMIT_FSIZE`; a bigger or sparse one ends in EFBIG)", `"1g"`,
-		func(s *Sandbox) **int64 { return &s.FileSize }, (*checker).size),
+		func(s *Sandbox) **int64 { return &s.FileSize }, sizeAtLeast(1<<20, "1g")),
 	scalar("writable_size", "bytes of each staged writable path (and of a directory holding writable files)", `"256m"`,
-		func(s *Sandbox) **int64 { return &s.WritableSize }, (*checker).size),
+		func(s *Sandbox) **int64 { return &s.WritableSize }, sizeAtLeast(1<<20, "256m")),
 	scalar("writable_inodes", "files in each staged writable path (and in a directory holding writable files)", `32768`,
 		func(s *Sandbox) **int64 { return &s.WritableInodes }, intIn(64, 1<<24, "", "e.g. writable_inodes = 32768")),
 	scalar("runtime", "docker: the daemon's runtime, e.g. `runsc`; oci: `runc`, `crun` or `runsc`", `"runsc"`,
@@ -111,9 +124,9 @@ var sandboxKeys = []keySpec[Sandbox]{
 	scalar("user", "`uid:gid` inside when triage-sandbox runs as root (never 0)", `"1000:1000"`,
 		func(s *Sandbox) **string { return &s.User }, stringWhere(checkUserKey)),
 	scalar("output_limit", "bytes of each stream shown (head + tail)", `"64k"`,
-		func(s *Sandbox) **int64 { return &s.OutputLimit }, (*checker).size),
+		func(s *Sandbox) **int64 { return &s.OutputLimit }, sizeAtLeast(1<<10, "64k")),
 	scalar("output_ceiling", "a command that prints more than this is stopped (exit 137, `output_ceiling`)", `"1g"`,
-		func(s *Sandbox) **int64 { return &s.OutputCeiling }, (*checker).size),
+		func(s *Sandbox) **int64 { return &s.OutputCeiling }, sizeAtLeast(64<<10, "1g")),
 	list("deny", "extra gate patterns (ai-triager's fnmatch globs, e.g. `\"gh issue close*\"`) matched against each parsed, normalised command: a match denies", `["gh issue close*"]`,
 		func(s *Sandbox) *[]string { return &s.Deny }, stringsWhere(checkNonEmpty)),
 	list("confirm", "extra gate patterns, as `deny`: a match asks the operator", `["git push*"]`,

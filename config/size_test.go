@@ -55,11 +55,52 @@ func TestParseSizeErrors(t *testing.T) {
 
 // TestSizeKey checks the integer and string forms as a key value.
 func TestSizeKey(t *testing.T) {
-	f, err := Parse("triage.toml", []byte("[sandbox]\nmemory = 1048576\nshm_size = \"1.5g\"\n"), "/ws")
+	f, err := Parse("triage.toml", []byte("[sandbox]\nmemory = 8388608\nshm_size = \"1.5g\"\n"), "/ws")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *f.Sandbox.Memory != 1048576 || *f.Sandbox.ShmSize != 1610612736 {
+	if *f.Sandbox.Memory != 8388608 || *f.Sandbox.ShmSize != 1610612736 {
 		t.Errorf("Memory, ShmSize = %d, %d", *f.Sandbox.Memory, *f.Sandbox.ShmSize)
+	}
+}
+
+// TestSizeMinimums: a size below its key's minimum (most often a unit
+// forgotten) is refused at load time with the line, the key and an
+// example, before a runtime refuses it naming no key.
+func TestSizeMinimums(t *testing.T) {
+	tests := []struct {
+		line string
+		want string // "" = accepted
+	}{
+		{`memory = 2`, `triage.toml:2: sandbox.memory: memory = 2 is 2 bytes (a size without a unit is a byte count), below the 6 MiB minimum; write e.g. "2g"`},
+		{`memory = "2"`, `triage.toml:2: sandbox.memory: memory = "2" is 2 bytes (a size without a unit is a byte count), below the 6 MiB minimum; write e.g. "2g"`},
+		{`memory = "1k"`, `triage.toml:2: sandbox.memory: memory = "1k" is 1 KiB, below the 6 MiB minimum; write e.g. "2g"`},
+		{`memory = "6m"`, ""},
+		{`memory = 2147483648`, ""},
+		{`tmpfs_size = 256`, `triage.toml:2: sandbox.tmpfs_size: tmpfs_size = 256 is 256 bytes (a size without a unit is a byte count), below the 1 MiB minimum; write e.g. "256m"`},
+		{`shm_size = "64k"`, ""},
+		{`shm_size = "1k"`, `below the 64 KiB minimum; write e.g. "64m"`},
+		{`file_size = 1`, `file_size = 1 is 1 byte (a size without a unit is a byte count), below the 1 MiB minimum`},
+		{`writable_size = "512k"`, `below the 1 MiB minimum; write e.g. "256m"`},
+		{`output_limit = 64`, `below the 1 KiB minimum; write e.g. "64k"`},
+		{`output_limit = "64k"`, ""},
+		{`output_ceiling = "8k"`, `below the 64 KiB minimum; write e.g. "1g"`},
+		{`pids = 4`, `triage.toml:2: sandbox.pids: must be between 8 and 4194304, got 4; e.g. pids = 256`},
+		{`pids = 256`, ""},
+		{`cpus = 0.001`, `must be between 0.01 and 4096`},
+		{`timeout = 0`, `must be between 1 and 86400 seconds`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			_, err := Parse("triage.toml", []byte("[sandbox]\n"+tt.line+"\n"), "/ws")
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("error %v, want %q", err, tt.want)
+			case err != nil && strings.Contains(err.Error(), "\n"):
+				t.Fatalf("more than one line: %q", err)
+			}
+		})
 	}
 }

@@ -27,7 +27,10 @@ type File struct {
 // Project is the part of [project] the sandbox needs.
 type Project struct {
 	Checkout string // as written; relative paths are relative to Root
-	Python   string // as written; "" means the default "python3"
+	// Python is as written; "" means the default "python3". A relative
+	// path resolves against Root (the workspace root), like Checkout; a
+	// bare name is looked up on the sandbox's PATH.
+	Python string
 }
 
 // Repro is the part of [repro] the sandbox needs.

@@ -181,19 +181,6 @@ func (c *checker) backend(p []string, v any) *string {
 	return &s
 }
 
-// positive reads an integer greater than zero.
-func (c *checker) positive(p []string, v any) *int64 {
-	n, ok := c.integer(p, v)
-	if !ok {
-		return nil
-	}
-	if n <= 0 {
-		c.add(p, fmt.Sprintf("must be greater than zero, got %d", n), "")
-		return nil
-	}
-	return &n
-}
-
 // intIn reads an integer within lo..hi; unit follows the bounds in the message.
 func intIn(lo, hi int64, unit, hint string) parser[*int64] {
 	return func(c *checker, p []string, v any) *int64 {
@@ -336,6 +323,51 @@ func (c *checker) size(p []string, v any) *int64 {
 	}
 	c.wrongType(p, "a size", v)
 	return nil
+}
+
+// sizeAtLeast reads a size no smaller than least: below it a unit was
+// most likely forgotten (memory = 2 is two bytes), and the runtime would
+// refuse it later with a message naming no key.
+func sizeAtLeast(least int64, example string) parser[*int64] {
+	return func(c *checker, p []string, v any) *int64 {
+		n := c.size(p, v)
+		if n == nil || *n >= least {
+			return n
+		}
+		what := fmt.Sprintf("%v", v)
+		if s, ok := v.(string); ok {
+			what = quoteShort(s)
+		}
+		unit := ""
+		if !hasUnit(v) {
+			unit = " (a size without a unit is a byte count)"
+		}
+		c.add(p, fmt.Sprintf("%s = %s is %s%s, below the %s minimum", p[len(p)-1], what, formatSize(*n), unit, formatSize(least)),
+			fmt.Sprintf("write e.g. %q", example))
+		return nil
+	}
+}
+
+// hasUnit: the value was written with a unit ("512m", not 512 or "512").
+func hasUnit(v any) bool {
+	s, ok := v.(string)
+	return ok && strings.TrimRight(strings.TrimSpace(s), "0123456789.") != ""
+}
+
+// formatSize shows n in the largest unit that divides it.
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	if n == 1 {
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // stringList reads an array of strings, checking each item with check (which

@@ -1,9 +1,10 @@
 // Package hints tells the user when a failed command's output points at a
 // sandbox restriction rather than at the code under test: a write refused
 // on a read-only path, an unreachable network, a tool the image lacks but
-// the host has, a host path the sandbox cannot see. It only reads what the
-// output pipeline showed (already redacted); no hint when nothing points
-// to the sandbox.
+// the host has, a host path the sandbox cannot see, a browser whose own
+// sandbox cannot start inside ours. It only reads what the output pipeline
+// showed (already redacted) and what the caller says about the run; no
+// hint when nothing points to the sandbox.
 package hints
 
 import (
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -42,104 +44,189 @@ func (h Host) exists(path string) bool {
 	return err == nil
 }
 
-// hintPatterns are compiled on first use: only a failed run reads them, and
-// every start of the binary would pay for them at package init.
-type hintPatterns struct {
-	readOnly, missing, denied []*regexp.Regexp
-	network                   *regexp.Regexp
+// Run is what hints read about one finished command.
+type Run struct {
+	// Output is what the output pipeline showed (both streams).
+	Output   string
+	ExitCode int
+	// TimedOut: the command was killed at its timeout.
+	TimedOut bool
+	// Argv is the command as run (a network tool that timed out with the
+	// network off is hinted at even when it printed nothing).
+	Argv []string
+	// CheckoutDiscarded: the checkout is writable inside the sandbox and
+	// its writes are discarded at the end of the run (or session). A
+	// refused write there is then not the checkout's mount.
+	CheckoutDiscarded bool
 }
 
+// errno is the kind of failure a path was named with.
+type errno int
+
+const (
+	eROFS errno = iota
+	eACCES
+	eNOENT
+)
+
+// pathRes find the path a failed file operation names, in the wording of
+// the shells and coreutils, Python, Node, Go and Java.
+// patterns are compiled on first use: only a failed run reads them, and
+// every start of the binary would pay for them at package init.
 var patterns = sync.OnceValue(func() hintPatterns {
-	return hintPatterns{readOnly: []*regexp.Regexp{
-		regexp.MustCompile(`Read-only file system: '([^']+)'`),
-		regexp.MustCompile(`(/[^\s:'"]+): Read-only file system`),
-		regexp.MustCompile(`cannot (?:create|touch|remove|open)[^\n]*'(/[^']+)'[^\n]*Read-only file system`),
+	return hintPatterns{pathRes: map[errno][]*regexp.Regexp{
+		eROFS: {
+			regexp.MustCompile(`Read-only file system: '([^']+)'`),                                                    // Python
+			regexp.MustCompile(`EROFS: read-only file system, \w+ '([^']+)'`),                                         // Node
+			regexp.MustCompile(`(?i)(/[^\s:'"()]+): read-only file system`),                                           // Go, Java nio, coreutils
+			regexp.MustCompile(`(/[^\s:'"()]+) \(Read-only file system\)`),                                            // java.io
+			regexp.MustCompile(`cannot (?:create|touch|remove|open|make)[^\n]*'(/[^']+)'[^\n]*Read-only file system`), // coreutils
+		},
+		eACCES: {
+			regexp.MustCompile(`Permission denied: '(/[^']+)'`),                                                   // Python
+			regexp.MustCompile(`EACCES: permission denied, \w+ '(/[^']+)'`),                                       // Node
+			regexp.MustCompile(`(?i)(/[^\s:'"()]+): permission denied`),                                           // Go, coreutils
+			regexp.MustCompile(`(/[^\s:'"()]+) \(Permission denied\)`),                                            // java.io
+			regexp.MustCompile(`java\.nio\.file\.AccessDeniedException: (/[^\s:'"()]+)`),                          // Java nio
+			regexp.MustCompile(`cannot (?:create|touch|remove|open|make)[^\n]*'(/[^']+)'[^\n]*Permission denied`), // coreutils
+		},
+		eNOENT: {
+			regexp.MustCompile(`No such file or directory: '(/[^']+)'`),                             // Python
+			regexp.MustCompile(`ENOENT: no such file or directory, \w+ '(/[^']+)'`),                 // Node
+			regexp.MustCompile(`(?i)(/[^\s:'"()]+): no such file or directory`),                     // Go, coreutils
+			regexp.MustCompile(`(/[^\s:'"()]+) \(No such file or directory\)`),                      // java.io
+			regexp.MustCompile(`java\.nio\.file\.NoSuchFileException: (/[^\s:'"()]+)`),              // Java nio
+			regexp.MustCompile(`cannot (?:access|open|stat) '(/[^']+)': No such file or directory`), // coreutils
+		},
 	},
-		network: regexp.MustCompile(`(?i)network is unreachable|temporary failure in name resolution|name or service not known|could not resolve host|EAI_AGAIN|ENETUNREACH|getaddrinfo failed|failed to establish a new connection`),
-		missing: []*regexp.Regexp{
+		// readOnlyAnyRe: a refused write that names no path (Java's
+		// ReadOnlyFileSystemException, Rust's "(os error 30)").
+		readOnlyAnyRe: regexp.MustCompile(`(?i)ReadOnlyFileSystemException|read-only file system|EROFS`),
+		// networkRe: error codes match as written ("FileNotFoundError" is
+		// no ENOTFOUND), phrases in any case.
+		networkRe: regexp.MustCompile(`\b(?:EAI_AGAIN|ENETUNREACH|ENOTFOUND|ETIMEDOUT)\b|(?i:network is unreachable|temporary failure in name resolution|name or service not known|could not resolve host|getaddrinfo|failed to establish a new connection|npm ERR! network|npm error network|dial tcp: lookup|connection timed out|Max retries exceeded with url)`),
+		missingRe: []*regexp.Regexp{
 			regexp.MustCompile(`(?m)(?:^|\s)(?:sh|bash|dash|zsh)?:?\s*(?:\d+:\s*)?([A-Za-z0-9._+-]+): (?:command )?not found`),
 			regexp.MustCompile(`No such file or directory: '([A-Za-z0-9._+-]+)'`),
 			regexp.MustCompile(`triage-sandbox: ([A-Za-z0-9._+-]+): command not found in the sandbox`),
 		},
-		denied: []*regexp.Regexp{
-			regexp.MustCompile(`Permission denied: '(/[^']+)'`),
-			regexp.MustCompile(`(/[^\s:'"]+): Permission denied`),
-		}}
+		// chromiumRe is Chromium refusing to start without its own sandbox
+		// (user namespaces or a setuid helper, which ours withholds).
+		chromiumRe: regexp.MustCompile(`No usable sandbox!|Failed to move to new namespace|zygote_host_impl_linux\.cc.*sandbox`),
+	}
 })
 
-// From returns the hints for a run that ended with exitCode and showed
-// output; none for a run that succeeded.
-func From(p *policy.Policy, output string, exitCode int, h Host) []string {
-	if exitCode == 0 || p == nil || p.AllowAll {
+type hintPatterns struct {
+	// pathRes find the path a failed file operation names, in the wording
+	// of the shells and coreutils, Python, Node, Go and Java.
+	pathRes                              map[errno][]*regexp.Regexp
+	readOnlyAnyRe, networkRe, chromiumRe *regexp.Regexp
+	missingRe                            []*regexp.Regexp
+}
+
+const (
+	networkHint  = "the output shows a network failure: the sandbox reaches only its own loopback ([sandbox] network = false); a reproducer that needs the network cannot run here"
+	chromiumHint = "Chromium's own sandbox cannot start inside this one (it needs user namespaces or a setuid helper, which the sandbox withholds): pass --no-sandbox (Playwright: chromiumSandbox: false; Puppeteer: args: ['--no-sandbox']). That is safe here, as ai-triager does it: the browser stays confined by this sandbox (no network beyond loopback, no credentials, read-only files)"
+	readOnlyHint = "the output shows a write refused on a read-only file system: only the writable paths ([sandbox] writable, relative to the workspace root) and the scratch ($HOME, $TMPDIR) can be written in the sandbox"
+)
+
+// From returns the hints for run under p; none for a run that succeeded.
+func From(p *policy.Policy, run Run, h Host) []string {
+	if run.ExitCode == 0 || p == nil || p.AllowAll {
 		return nil
 	}
 	seen := map[string]bool{}
 	var out []string
 	add := func(s string) {
-		if !seen[s] {
+		if s != "" && !seen[s] {
 			seen[s] = true
 			out = append(out, s)
 		}
 	}
-	pats := patterns()
-	for _, re := range pats.readOnly {
-		for _, m := range re.FindAllStringSubmatch(output, 8) {
-			if hint := readOnly(p, m[1]); hint != "" {
-				add(hint)
-			}
-		}
+	if named := pathHints(p, run, h, add); !named[eROFS] && patterns().readOnlyAnyRe.MatchString(run.Output) {
+		add(readOnlyHint)
 	}
-	if p.Network.LoopbackOnly() && pats.network.MatchString(output) {
-		add("the output shows a network failure: the sandbox reaches only its own loopback ([sandbox] network = false); a reproducer that needs the network cannot run here")
+	if p.Network.LoopbackOnly() {
+		add(networkHintFor(run))
 	}
-	for _, re := range pats.missing {
-		for _, m := range re.FindAllStringSubmatch(output, 8) {
+	for _, re := range patterns().missingRe {
+		for _, m := range re.FindAllStringSubmatch(run.Output, 8) {
 			if where, err := h.lookPath(m[1]); err == nil {
-				add(fmt.Sprintf("%s is missing in the sandbox but the host has it (%s): add it to the image (images/Dockerfile, or [sandbox] image)", m[1], where))
+				add(fmt.Sprintf("%s is missing in the sandbox but the host has it (%s): add it to the image (images/Dockerfile, or [sandbox] image)", output.Line(m[1]), where))
 			}
 		}
 	}
-	for _, re := range pats.denied {
-		for _, m := range re.FindAllStringSubmatch(output, 8) {
-			if hint := denied(p, m[1], h); hint != "" {
-				add(hint)
-			}
-		}
+	if patterns().chromiumRe.MatchString(run.Output) {
+		add(chromiumHint)
 	}
 	sort.Strings(out)
 	return out
 }
 
-// readOnly names the config key when a refused write fell on a path the
-// sandbox mounts read-only (the workspace or the checkout).
-func readOnly(p *policy.Policy, path string) string {
-	path = filepath.Clean(path)
-	var m *policy.Mount // the innermost mount holding path decides
+// pathHints hints at each path a refused or failed file operation names;
+// it returns the kinds of failure that named one.
+func pathHints(p *policy.Policy, run Run, h Host, add func(string)) map[errno]bool {
+	named := map[errno]bool{}
+	for _, kind := range []errno{eROFS, eACCES, eNOENT} {
+		for _, re := range patterns().pathRes[kind] {
+			for _, m := range re.FindAllStringSubmatch(run.Output, 8) {
+				named[kind] = true
+				add(pathHint(p, run, h, kind, filepath.Clean(m[1])))
+			}
+		}
+	}
+	return named
+}
+
+// pathHint: a write refused under a read-only mount names the key that
+// makes it writable; a path under no mount that the host has is not
+// mounted.
+func pathHint(p *policy.Policy, run Run, h Host, kind errno, path string) string {
+	m := mountOf(p, path)
+	switch {
+	case m == nil && kind == eROFS:
+		return fmt.Sprintf("a write to %s was refused: outside the writable paths and the scratch ($HOME, $TMPDIR) the sandbox's file system is read-only; write there instead", output.Line(path))
+	case m == nil:
+		return notMounted(p, path, h)
+	case kind == eNOENT:
+		return ""
+	case m.Why == checkoutWhy && run.CheckoutDiscarded:
+		return fmt.Sprintf("a write to %s was refused although the checkout is writable in the sandbox (the checkout's writes are discarded at the end of the run): the file's own permissions refuse the sandbox's user", output.Line(path))
+	case !m.ReadOnly:
+		return ""
+	}
+	return readOnly(p, m, path)
+}
+
+// checkoutWhy is how the policy names the project checkout's mount.
+const checkoutWhy = "project checkout"
+
+// mountOf is the innermost mount holding path, nil when none does.
+func mountOf(p *policy.Policy, path string) *policy.Mount {
+	var m *policy.Mount
 	for i := range p.Mounts {
 		if within(p.Mounts[i].Path, path) && (m == nil || len(p.Mounts[i].Path) > len(m.Path)) {
 			m = &p.Mounts[i]
 		}
 	}
-	if m != nil {
-		if !m.ReadOnly {
-			return ""
-		}
-		if rel, err := filepath.Rel(p.WorkspaceRoot, path); err == nil && m.Path == p.WorkspaceRoot {
-			return fmt.Sprintf("a write to %s was refused: the workspace is read-only except its outputs; to let the %s role write there, add %q to [sandbox] writable", path, p.Role, firstPart(rel))
-		}
-		return fmt.Sprintf("a write to %s was refused: %s is mounted read-only (%s); write under the outputs or the scratch ($TMPDIR) instead", path, m.Path, m.Why)
-	}
-	return ""
+	return m
 }
 
-// denied hints at a host path that exists but is not mounted.
-func denied(p *policy.Policy, path string, h Host) string {
-	path = filepath.Clean(path)
-	for _, m := range p.Mounts {
-		if within(m.Path, path) {
-			return ""
-		}
+// readOnly names the config key when a refused write fell on a path the
+// sandbox mounts read-only (the workspace or the checkout).
+func readOnly(p *policy.Policy, m *policy.Mount, path string) string {
+	shown := output.Line(path)
+	if rel, err := filepath.Rel(p.WorkspaceRoot, path); err == nil && m.Path == p.WorkspaceRoot {
+		return fmt.Sprintf("a write to %s was refused: the workspace is read-only except its outputs; to let the %s role write there, add %q to [sandbox] writable", shown, p.Role, output.Line(firstPart(rel)))
 	}
+	if m.Why == checkoutWhy {
+		return fmt.Sprintf("a write to %s was refused: the project checkout %s is mounted read-only; point the tool's output (coverage, cache, build directory) at the scratch ($TMPDIR) or at a path in [sandbox] writable", shown, output.Line(m.Path))
+	}
+	return fmt.Sprintf("a write to %s was refused: %s is mounted read-only (%s); write under the outputs ([sandbox] writable) or the scratch ($TMPDIR) instead", shown, output.Line(m.Path), m.Why)
+}
+
+// notMounted hints at a host path that exists but is not mounted.
+func notMounted(p *policy.Policy, path string, h Host) string {
 	for _, u := range p.Unreadable {
 		if within(u, path) {
 			return ""
@@ -148,7 +235,7 @@ func denied(p *policy.Policy, path string, h Host) string {
 	if !h.exists(path) {
 		return ""
 	}
-	return fmt.Sprintf("%s exists on the host but is not visible in the sandbox: mount it read-only with [sandbox] read_only if the command needs it", path)
+	return fmt.Sprintf("%s exists on the host but is not visible in the sandbox: mount it read-only with [sandbox] read_only if the command needs it", output.Line(path))
 }
 
 func firstPart(rel string) string {

@@ -15,6 +15,7 @@ func testPolicy() *policy.Policy {
 			{Path: "/ws", ReadOnly: true, Why: "workspace root"},
 			{Path: "/ws/repros", ReadOnly: false, Why: "writable (repros)"},
 			{Path: "/src/widgets", ReadOnly: true, Why: "project checkout"},
+			{Path: "/opt/venv", ReadOnly: true, Why: "python environment"},
 		},
 		Unreadable: []string{"/home/u/.ssh"},
 		Network:    policy.Network{Mode: policy.NetworkLoopback},
@@ -28,42 +29,155 @@ var host = Host{
 		}
 		return "", errors.New("not found")
 	},
-	Exists: func(path string) bool { return path == "/opt/data/x.csv" || path == "/home/u/.ssh/id_rsa" },
+	Exists: func(path string) bool {
+		return path == "/opt/data/x.csv" || path == "/home/u/.ssh/id_rsa" || path == "/usr/local/go/bin/go"
+	},
 }
 
+// TestFrom: real error texts of shells, Python, Node, Go, Java and
+// Chromium, each with the hint it gets (substrings, one per hint).
 func TestFrom(t *testing.T) {
+	const (
+		wsWritable   = `add "out" to [sandbox] writable`
+		checkoutRO   = "the project checkout /src/widgets is mounted read-only"
+		notVisible   = "exists on the host but is not visible in the sandbox: mount it read-only with [sandbox] read_only"
+		networkFalse = "network = false"
+	)
 	tests := []struct {
 		name, output string
 		exit         int
-		want         []string // substrings, one per hint; nil = no hint
+		want         []string // nil = no hint
 	}{
 		{"plain assertion failure", "FAILED test_x.py::test_y - AssertionError: 1 != 2", 1, nil},
 		{"success says nothing", "sh: 1: less: not found", 0, nil},
-		{"write to the workspace", "OSError: [Errno 30] Read-only file system: '/ws/out/report.txt'", 1,
-			[]string{`add "out" to [sandbox] writable`}},
-		{"write to the checkout", "touch: cannot touch '/src/widgets/.cache': Read-only file system", 1,
-			[]string{"/src/widgets is mounted read-only (project checkout)"}},
+
+		// EROFS, in each language's words.
+		{"python: write to the workspace", "OSError: [Errno 30] Read-only file system: '/ws/out/report.txt'", 1, []string{wsWritable}},
+		{"node: nyc into the checkout",
+			"Error: EROFS: read-only file system, open '/src/widgets/.nyc_output/4b1e.json'\n    at Object.openSync (node:fs:596:3)", 1,
+			[]string{checkoutRO}},
+		{"node: mkdir in the workspace", "Error: EROFS: read-only file system, mkdir '/ws/out'", 1, []string{wsWritable}},
+		{"go: build cache in the workspace", "go: creating work dir: mkdir /ws/out/go-build123: read-only file system", 1, []string{wsWritable}},
+		{"go: test writes into the checkout", "--- FAIL: TestWrite\n    x_test.go:12: open /src/widgets/testdata/golden.out: read-only file system", 1,
+			[]string{checkoutRO}},
+		{"java nio", "java.nio.file.FileSystemException: /src/widgets/target/classes: Read-only file system", 1, []string{checkoutRO}},
+		{"java io", "java.io.FileNotFoundException: /ws/out/a.txt (Read-only file system)", 1, []string{wsWritable}},
+		{"java without a path", "Exception in thread \"main\" java.nio.file.ReadOnlyFileSystemException\n\tat jdk.nio.zipfs", 1,
+			[]string{"[sandbox] writable"}},
+		{"coreutils: write to the checkout", "touch: cannot touch '/src/widgets/.cache': Read-only file system", 1, []string{checkoutRO}},
+		{"a read-only mount that is not the workspace", "OSError: [Errno 30] Read-only file system: '/opt/venv/lib/x.pyc'", 1,
+			[]string{"/opt/venv is mounted read-only (python environment)"}},
+		{"the image's root", "npm ERR! Error: EROFS: read-only file system, mkdir '/usr/lib/node_modules/x'", 1,
+			[]string{"the sandbox's file system is read-only"}},
 		{"write to an output is not the sandbox's doing", "OSError: [Errno 30] Read-only file system: '/ws/repros/x'", 1, nil},
-		{"network", "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>", 1,
-			[]string{"network = false"}},
+
+		// EACCES: Landlock and Seatbelt refuse writes with it.
+		{"python: EACCES in the workspace", "PermissionError: [Errno 13] Permission denied: '/ws/out/x'", 1, []string{wsWritable}},
+		{"node: EACCES in the checkout", "Error: EACCES: permission denied, open '/src/widgets/coverage/lcov.info'", 1, []string{checkoutRO}},
+		{"go: EACCES in the workspace", "open /ws/out/x: permission denied", 1, []string{wsWritable}},
+		{"java: EACCES", "java.nio.file.AccessDeniedException: /src/widgets/build", 1, []string{checkoutRO}},
+		{"host path not mounted", "PermissionError: [Errno 13] Permission denied: '/opt/data/x.csv'", 1, []string{"/opt/data/x.csv " + notVisible}},
+		{"credential path: no hint to mount it", "cat: /home/u/.ssh/id_rsa: Permission denied", 1, nil},
+
+		// ENOENT on a host path that is not mounted.
+		{"python: ENOENT", "FileNotFoundError: [Errno 2] No such file or directory: '/opt/data/x.csv'", 1, []string{"/opt/data/x.csv " + notVisible}},
+		{"coreutils: ENOENT", "cat: /opt/data/x.csv: No such file or directory", 1, []string{"/opt/data/x.csv " + notVisible}},
+		{"node: ENOENT", "Error: ENOENT: no such file or directory, open '/opt/data/x.csv'", 1, []string{"/opt/data/x.csv " + notVisible}},
+		{"go: ENOENT", "fork/exec /usr/local/go/bin/go: no such file or directory", 1, []string{"/usr/local/go/bin/go " + notVisible}},
+		{"java: ENOENT", "java.io.FileNotFoundException: /opt/data/x.csv (No such file or directory)", 1, []string{"/opt/data/x.csv " + notVisible}},
+		{"ENOENT under a mount is the program's", "cat: /ws/missing.txt: No such file or directory", 1, nil},
+		{"ENOENT of what the host lacks too", "cat: /nowhere/x: No such file or directory", 1, nil},
+		{"ENOENT of a credential path", "cat: /home/u/.ssh/id_rsa: No such file or directory", 1, nil},
+
+		// Network.
+		{"python: name resolution", "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>", 1, []string{networkFalse}},
+		{"npm: EAI_AGAIN", "npm ERR! code EAI_AGAIN\nnpm ERR! errno EAI_AGAIN", 1, []string{networkFalse}},
+		{"npm: network", "npm ERR! network request to https://registry.npmjs.org/x failed, reason: getaddrinfo ENOTFOUND registry.npmjs.org", 1, []string{networkFalse}},
+		{"curl", "curl: (6) Could not resolve host: example.com", 6, []string{networkFalse}},
+		{"go: proxy", `go: example.com/m@v1.0.0: Get "https://proxy.golang.org/x": dial tcp: lookup proxy.golang.org: Temporary failure in name resolution`, 1, []string{networkFalse}},
+
+		// Missing tools and Chromium.
 		{"tool missing in the image", "sh: 1: less: not found", 1, []string{"less is missing in the sandbox but the host has it (/usr/bin/less)"}},
 		{"python's form", "FileNotFoundError: [Errno 2] No such file or directory: 'less'", 1, []string{"less is missing"}},
 		{"a tool nobody has", "bash: frobnicate: command not found", 127, nil},
-		{"host path not mounted", "PermissionError: [Errno 13] Permission denied: '/opt/data/x.csv'", 1,
-			[]string{"/opt/data/x.csv exists on the host but is not visible in the sandbox: mount it read-only with [sandbox] read_only"}},
-		{"credential path: no hint to mount it", "cat: /home/u/.ssh/id_rsa: Permission denied", 1, nil},
+		{"chromium", "[0101/000000.000000:FATAL:zygote_host_impl_linux.cc(127)] No usable sandbox! Update your kernel or see https://chromium.googlesource.com/...", 1,
+			[]string{"pass --no-sandbox"}},
+		{"chromium via playwright", "browserType.launch: Target page, context or browser has been closed\n[pid=12][err] Failed to move to new namespace: PID namespaces supported, Network namespace supported, but failed: errno = Operation not permitted", 1,
+			[]string{"pass --no-sandbox"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := From(testPolicy(), tt.output, tt.exit, host)
-			if len(got) != len(tt.want) {
-				t.Fatalf("hints %q, want %d", got, len(tt.want))
-			}
-			for i, w := range tt.want {
-				if !strings.Contains(got[i], w) {
-					t.Errorf("hint %q lacks %q", got[i], w)
-				}
-			}
+			got := From(testPolicy(), Run{Output: tt.output, ExitCode: tt.exit}, host)
+			checkHints(t, got, tt.want)
 		})
+	}
+}
+
+// TestFromRuns: what the caller says about the run (timed out, argv, a
+// writable checkout) changes the hint.
+func TestFromRuns(t *testing.T) {
+	writableCheckout := testPolicy()
+	writableCheckout.Mounts[2].ReadOnly = false
+	networkOn := testPolicy()
+	networkOn.Network.Mode = policy.NetworkOutbound
+	tests := []struct {
+		name string
+		p    *policy.Policy
+		run  Run
+		want []string
+	}{
+		{"npm view hangs silently", testPolicy(), Run{ExitCode: 124, TimedOut: true, Argv: []string{"npm", "view", "minimist"}},
+			[]string{"timed out, probably waiting for the network (npm view reaches it)"}},
+		{"in a shell, after flags", testPolicy(), Run{ExitCode: 124, TimedOut: true, Argv: []string{"sh", "-c", "cd x && npm --silent view minimist version"}},
+			[]string{"npm view reaches it"}},
+		{"python -m pip download", testPolicy(), Run{ExitCode: 124, TimedOut: true, Argv: []string{"python3", "-m", "pip", "download", "flask"}},
+			[]string{"pip download reaches it"}},
+		{"go get", testPolicy(), Run{ExitCode: 124, TimedOut: true, Argv: []string{"/usr/local/go/bin/go", "get", "example.com/m"}},
+			[]string{"go get reaches it"}},
+		{"curl", testPolicy(), Run{ExitCode: 124, TimedOut: true, Argv: []string{"curl", "-sS", "http://example.com"}},
+			[]string{"curl reaches it"}},
+		{"timed out with network words", testPolicy(), Run{ExitCode: 124, TimedOut: true, Argv: []string{"node", "fetch.js"},
+			Output: "Error: connect ETIMEDOUT 93.184.216.34:443"}, []string{"timed out while it was trying to reach the network"}},
+		{"npm test timing out is not the network", testPolicy(), Run{ExitCode: 124, TimedOut: true, Argv: []string{"npm", "test"}}, nil},
+		{"go test timing out is not the network", testPolicy(), Run{ExitCode: 124, TimedOut: true, Argv: []string{"go", "test", "./..."}}, nil},
+		{"a failure that did not time out", testPolicy(), Run{ExitCode: 1, Argv: []string{"npm", "view", "x"}}, nil},
+		{"the network was on", networkOn, Run{ExitCode: 124, TimedOut: true, Argv: []string{"npm", "view", "x"}}, nil},
+		{"a writable checkout's refused write", writableCheckout, Run{ExitCode: 1, CheckoutDiscarded: true,
+			Output: "Error: EACCES: permission denied, open '/src/widgets/package-lock.json'"},
+			[]string{"the checkout's writes are discarded at the end of the run"}},
+		{"a writable checkout: no key to name", writableCheckout, Run{ExitCode: 1, CheckoutDiscarded: true,
+			Output: "Error: EROFS: read-only file system, open '/ws/out/x'"}, []string{`add "out" to [sandbox] writable`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkHints(t, From(tt.p, tt.run, host), tt.want)
+		})
+	}
+}
+
+// TestFromNeutralisesWhatTheSandboxWrote: a path in the output carries an
+// escape sequence and a newline; the hint shows them, not obeys them.
+func TestFromNeutralisesWhatTheSandboxWrote(t *testing.T) {
+	out := "OSError: [Errno 30] Read-only file system: '/ws/\x1b]0;pwned\x07x\n::error::forged/y'"
+	got := From(testPolicy(), Run{Output: out, ExitCode: 1}, host)
+	if len(got) == 0 {
+		t.Fatal("no hint")
+	}
+	for _, h := range got {
+		if strings.ContainsAny(h, "\x1b\x07\n") {
+			t.Errorf("hint %q holds a raw control character", h)
+		}
+	}
+}
+
+func checkHints(t *testing.T, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("hints %q, want %d", got, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(got[i], w) {
+			t.Errorf("hint %q lacks %q", got[i], w)
+		}
 	}
 }

@@ -82,7 +82,7 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	}
 	p.Accepted = append(p.Accepted, sb.AcceptWeaker...)
 	if p.Warm, err = warm(sb, role, opts.Session, p.AllowAll); err != nil {
-		return nil, fmt.Errorf("%s: %w", configName(cfg), err)
+		return nil, err // a flag's error (--session), not the config's
 	}
 	if p.AllowToolConfig, err = allowedToolConfig(cfg, sb, root, p.Mounts); err != nil {
 		return nil, err

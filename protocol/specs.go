@@ -26,6 +26,16 @@ type Hold struct {
 	// ControlSock is a control socket to dial and serve ("" : none); a
 	// holder that cannot dial says so with StateControlUnavailable.
 	ControlSock string `json:"control_sock,omitempty"`
+	// Modes are the scratch directories' modes, set by the holder first:
+	// a runtime may give a tmpfs its mount point's mode whatever the
+	// mount's mode= says (runc 1.1 does), leaving HOME 0755.
+	Modes []DirMode `json:"modes,omitempty"`
+}
+
+// DirMode is a directory and the permission bits it gets.
+type DirMode struct {
+	Path string `json:"path"`
+	Mode uint32 `json:"mode"`
 }
 
 func (h *Hold) validate() error {
@@ -40,6 +50,17 @@ func (h *Hold) validate() error {
 	}
 	if err := checkFD("control_fd", h.ControlFD); err != nil {
 		return err
+	}
+	if len(h.Modes) == 0 {
+		h.Modes = nil
+	}
+	for _, m := range h.Modes {
+		if !strings.HasPrefix(m.Path, "/") || strings.ContainsRune(m.Path, 0) {
+			return fmt.Errorf("modes: %q must be absolute", m.Path)
+		}
+		if m.Mode > 0o7777 {
+			return fmt.Errorf("modes: %q: %o is not a permission mode", m.Path, m.Mode)
+		}
 	}
 	return checkPaths(h.Stage)
 }

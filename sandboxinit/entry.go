@@ -24,6 +24,7 @@ func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
 		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: err.Error()})
 		return exitcodeRefused
 	}
+	setModes(spec.Modes, io.Err)
 	o := HoldOptions{TTL: spec.TTL.D(), Stderr: io.Err, Stdout: io.Out, Stage: spec.Stage, SweepLeftovers: true}
 	if spec.Lifeline {
 		o.Lifeline = io.In
@@ -84,4 +85,36 @@ func RunExport(spec protocol.Export, out, errOut io.Writer) int {
 		return exitcodeRefused
 	}
 	return 0
+}
+
+// setModes gives the scratch directories their policy modes (HOME 0700)
+// before any command runs. A directory that refuses is reported, not
+// fatal: the mode keeps nothing from the sandbox's one user.
+func setModes(modes []protocol.DirMode, stderr io.Writer) {
+	for _, m := range modes {
+		want := os.FileMode(m.Mode&0o777) | modeBits(m.Mode)
+		// Only a mode that differs: /tmp is root's, and already right.
+		if fi, err := os.Stat(m.Path); err == nil && fi.Mode()&(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky) == want {
+			continue
+		}
+		if err := os.Chmod(m.Path, want); err != nil {
+			fmt.Fprintf(stderr, "triage-sandbox: setting the mode of %s: %v\n", m.Path, err)
+		}
+	}
+}
+
+// modeBits turns the setuid, setgid and sticky bits of a unix mode into
+// Go's (os.Chmod does not read them from the low bits).
+func modeBits(mode uint32) os.FileMode {
+	var m os.FileMode
+	if mode&0o4000 != 0 {
+		m |= os.ModeSetuid
+	}
+	if mode&0o2000 != 0 {
+		m |= os.ModeSetgid
+	}
+	if mode&0o1000 != 0 {
+		m |= os.ModeSticky
+	}
+	return m
 }

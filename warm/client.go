@@ -17,6 +17,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
+	"github.com/triage-sandbox/triage-sandbox/internal/progress"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
@@ -60,11 +61,8 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	for attempt := 0; attempt < 2; attempt++ {
 		conn, h, err := dial(pp)
 		if err != nil {
-			if err := b.spawn(ctx, p, pp); err != nil {
+			if conn, h, err = b.startKeeper(ctx, p, pp); err != nil {
 				return nil, err
-			}
-			if conn, h, err = dial(pp); err != nil {
-				return nil, fmt.Errorf("warm: the keeper started but does not answer: %w%s", err, logTail(pp.log()))
 			}
 		}
 		if h.Error != "" {
@@ -80,6 +78,23 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		endKeeper(pp, conn)
 	}
 	return nil, errors.New("warm: the keeper kept an old policy after it was told to end")
+}
+
+// startKeeper spawns p's keeper and attaches to it. Its first sandbox
+// starts meanwhile (a pool's hello waits for one), so a terminal shows a
+// progress line.
+func (b *Backend) startKeeper(ctx context.Context, p *policy.Policy, pp paths) (net.Conn, hello, error) {
+	rep := progress.From(ctx)
+	rep.Step("starting %s: its keeper starts a sandbox", describe(p))
+	defer rep.Done()
+	if err := b.spawn(ctx, p, pp); err != nil {
+		return nil, hello{}, err
+	}
+	conn, h, err := dial(pp)
+	if err != nil {
+		return nil, hello{}, fmt.Errorf("warm: the keeper started but does not answer: %w%s", err, logTail(pp.log()))
+	}
+	return conn, h, nil
 }
 
 func describe(p *policy.Policy) string {
@@ -299,4 +314,28 @@ func End(dir string, p *policy.Policy) (bool, error) {
 	}
 	endKeeper(pp, conn)
 	return true, nil
+}
+
+// EndKeeper ends the keeper r describes with SIGTERM (it then removes its
+// sandboxes, as at its idle end) and waits until its process is gone. It
+// needs no connection: a pool hands every connection a sandbox, and one
+// removed from the config has no policy left to reach it by. The record's
+// process start time guards against a reused pid.
+func EndKeeper(r Record) error {
+	if !r.Alive() {
+		return nil
+	}
+	if err := syscall.Kill(r.PID, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return fmt.Errorf("warm: ending the %s keeper (pid %d): %w", r.Kind, r.PID, err)
+	}
+	for deadline := time.Now().Add(keeperStart); r.Alive(); {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("warm: the %s keeper (pid %d) did not end within %s", r.Kind, r.PID, keeperStart)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
 }

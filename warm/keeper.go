@@ -44,6 +44,8 @@ type keeper struct {
 	active   atomic.Int32
 	lastUsed atomic.Int64 // unix nanoseconds
 	stop     context.CancelFunc
+	// touched asks keepRecord to write Busy and LastUsed to the record.
+	touched chan struct{}
 
 	// session: its one sandbox, one command at a time.
 	session backends.Sandbox
@@ -115,15 +117,22 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 	if err := os.Chmod(k.paths.socket(), 0o600); err != nil {
 		return err
 	}
-	rec := Record{Kind: KindPool, Name: p.Warm.Session, Workspace: p.WorkspaceRoot, Role: p.Role, Backend: p.Backend,
-		Policy: p.Hash(), PID: os.Getpid(), Start: ownership.ProcessStart(os.Getpid()), Since: time.Now().UTC(),
-		Idle: p.Warm.Idle.String(), Pool: p.Warm.Pool}
+	now := time.Now().UTC()
+	rec := Record{Kind: KindPool, Name: PoolName(p.Role), Workspace: p.WorkspaceRoot, Role: p.Role, Backend: p.Backend,
+		Policy: p.Hash(), PID: os.Getpid(), Start: ownership.ProcessStart(os.Getpid()), Since: now,
+		WarmIdle: p.Warm.Idle.String(), LastUsed: now, Pool: p.Warm.Pool}
 	if p.Warm.Session != "" {
-		rec.Kind = KindSession
+		rec.Kind, rec.Name = KindSession, p.Warm.Session
 	}
 	if err := writeRecord(k.paths.record(), rec); err != nil {
 		return err
 	}
+	// The record's last write comes before its removal above: a late one
+	// could land on a successor's record.
+	rctx, endRecord := context.WithCancel(ctx)
+	recorded := make(chan struct{})
+	go func() { defer close(recorded); k.keepRecord(rctx, rec) }()
+	defer func() { endRecord(); <-recorded }()
 	go k.expire(ctx)
 	go func() { <-ctx.Done(); _ = ln.Close() }()
 	var conns sync.WaitGroup
@@ -137,10 +146,11 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 			return fmt.Errorf("warm: accepting: %w", err)
 		}
 		k.active.Add(1)
+		k.touch()
 		conns.Add(1)
 		go func() {
 			defer conns.Done()
-			defer func() { k.active.Add(-1); k.lastUsed.Store(time.Now().UnixNano()) }()
+			defer func() { k.active.Add(-1); k.lastUsed.Store(time.Now().UnixNano()); k.touch() }()
 			k.serve(ctx, conn)
 		}()
 	}
@@ -150,7 +160,8 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 // are made, its sandboxes are not.
 func newKeeper(o KeeperOptions, stop context.CancelFunc) *keeper {
 	p := o.Policy
-	k := &keeper{o: o, p: p, paths: paths{o.Dir, key(p)}, logger: log.New(o.Log, "", log.LstdFlags), stop: stop}
+	k := &keeper{o: o, p: p, paths: paths{o.Dir, key(p)}, logger: log.New(o.Log, "", log.LstdFlags), stop: stop,
+		touched: make(chan struct{}, 1)}
 	k.lastUsed.Store(time.Now().UnixNano())
 	if p.Warm.Session == "" {
 		k.ready = make(chan backends.Sandbox, p.Warm.Pool)
@@ -158,6 +169,32 @@ func newKeeper(o KeeperOptions, stop context.CancelFunc) *keeper {
 		k.refilled = make(chan struct{}, 1)
 	}
 	return k
+}
+
+// touch has keepRecord write the record again, off the caller's path;
+// touches while it writes fold into one.
+func (k *keeper) touch() {
+	select {
+	case k.touched <- struct{}{}:
+	default:
+	}
+}
+
+// keepRecord writes rec with how busy the keeper is and when it was last
+// used, so `session list` shows the idle time, until ctx ends.
+func (k *keeper) keepRecord(ctx context.Context, rec Record) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-k.touched:
+		}
+		rec.Busy = int(k.active.Load())
+		rec.LastUsed = time.Unix(0, k.lastUsed.Load()).UTC()
+		if err := writeRecord(k.paths.record(), rec); err != nil {
+			k.logger.Printf("updating the record: %v", err)
+		}
+	}
 }
 
 // idle: no connection is attached and none was for the policy's idle time.

@@ -44,8 +44,12 @@ const (
 
 // Record describes a running keeper, beside its socket.
 type Record struct {
-	Kind      string        `json:"kind"`
-	Name      string        `json:"name,omitempty"` // the session's name
+	// ID names the keeper's files in the directory (List fills it in).
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	// Name is the session's name, or a pool's (PoolName): what `session
+	// end` takes.
+	Name      string        `json:"name"`
 	Workspace string        `json:"workspace"`
 	Role      profiles.Role `json:"role"`
 	Backend   string        `json:"backend"`
@@ -53,8 +57,41 @@ type Record struct {
 	PID       int           `json:"pid"`
 	Start     string        `json:"start"`
 	Since     time.Time     `json:"since"`
-	Idle      string        `json:"idle"`
-	Pool      int           `json:"pool,omitempty"`
+	// Idle is how long nothing has used the keeper, as List computes it
+	// from LastUsed and Busy ("0s" while a command runs).
+	Idle string `json:"idle"`
+	// WarmIdle is the setting: the keeper ends once Idle reaches it.
+	WarmIdle string `json:"warm_idle"`
+	// LastUsed is when the last attached run detached (Since before any);
+	// Busy counts the runs attached now.
+	LastUsed time.Time `json:"last_used"`
+	Busy     int       `json:"busy"`
+	Pool     int       `json:"pool,omitempty"`
+}
+
+// PoolName is the name `session list` shows for the role's pool and
+// `session end` takes: a pool has no name of its own in the config.
+func PoolName(role profiles.Role) string { return KindPool + ":" + string(role) }
+
+// idleAt fills in Idle as of now, and the name and setting a record
+// written by an older keeper lacks (its "idle" was the setting).
+func (r *Record) idleAt(now time.Time) {
+	if r.WarmIdle == "" {
+		r.WarmIdle = r.Idle
+	}
+	if r.Name == "" && r.Kind == KindPool {
+		r.Name = PoolName(r.Role)
+	}
+	last := r.LastUsed
+	if last.IsZero() {
+		last = r.Since
+	}
+	switch {
+	case r.Busy > 0 || last.IsZero():
+		r.Idle = "0s"
+	default:
+		r.Idle = max(now.Sub(last), 0).Round(time.Second).String()
+	}
 }
 
 // Alive: the recorded keeper process still runs.
@@ -109,12 +146,15 @@ func List(dir string) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	now := time.Now()
 	var out []Record
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
 		if r, err := readRecord(filepath.Join(dir, e.Name())); err == nil {
+			r.ID = strings.TrimSuffix(e.Name(), ".json")
+			r.idleAt(now)
 			out = append(out, r)
 		}
 	}
@@ -122,8 +162,28 @@ func List(dir string) ([]Record, error) {
 		if out[i].Kind != out[j].Kind {
 			return out[i].Kind > out[j].Kind
 		}
-		return out[i].Name < out[j].Name
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].ID < out[j].ID
 	})
+	return out, nil
+}
+
+// Named returns the live keepers called name (a session's name or a
+// PoolName) of workspace. Several pools of one role may share a name
+// (another backend, another policy): ending the name ends them all.
+func Named(dir, name, workspace string) ([]Record, error) {
+	recs, err := List(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, r := range recs {
+		if r.Name == name && r.Workspace == workspace && r.Alive() {
+			out = append(out, r)
+		}
+	}
 	return out, nil
 }
 

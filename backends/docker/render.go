@@ -73,7 +73,9 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 	if !info.ExpiresAt.IsZero() {
 		ttl = max(time.Until(info.ExpiresAt), time.Second)
 	}
-	holdArgs := launch.HoldArgv(launch.HoldSpec(p, ttl))
+	holdSpec := launch.HoldSpec(p, ttl)
+	holdSpec.Modes = launch.ScratchModes(p, scratchPaths)
+	holdArgs := launch.HoldArgv(holdSpec)
 	network, err := networkMode(p.Network.Mode)
 	if err != nil {
 		return nil, err

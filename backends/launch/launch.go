@@ -45,6 +45,13 @@ func HoldSpec(p *policy.Policy, ttl time.Duration) protocol.Hold {
 	return protocol.Hold{Lifeline: p.Lifetime.Lifeline, TTL: protocol.Duration(ttl.Round(time.Second)), Stage: in}
 }
 
+// ScratchModes are the modes the holder gives the scratch directories at
+// sp (the renderer's places for them): the policy's, whatever the runtime
+// left on the tmpfs.
+func ScratchModes(p *policy.Policy, sp policy.ScratchPaths) []protocol.DirMode {
+	return []protocol.DirMode{{Path: sp.Home, Mode: p.Scratch.HomeMode}, {Path: sp.Tmp, Mode: p.Scratch.TmpMode}}
+}
+
 // HoldArgv is the holder's argv for spec, at InitPath.
 func HoldArgv(spec protocol.Hold) []string {
 	return protocol.MustArgv(InitPath, protocol.EntryHold, spec)

@@ -62,7 +62,9 @@ func Bundle(p *policy.Policy, selfExe string, ttl time.Duration) (*specs.Spec, e
 	if err != nil {
 		return nil, err
 	}
-	hold := launch.HoldArgv(launch.HoldSpec(p, ttl))
+	holdSpec := launch.HoldSpec(p, ttl)
+	holdSpec.Modes = launch.ScratchModes(p, ScratchPaths)
+	hold := launch.HoldArgv(holdSpec)
 	memory := p.Limits.Memory
 	pids := p.Limits.Pids
 	period := uint64(100000)

@@ -44,10 +44,14 @@ func newDoctorCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep := &doctorReport{w: os.Stdout}
 			reg := builtin.Registry()
+			configOK := doctorConfig(rep, pf.config, reg.Names())
 			// Each role's policy, checked against its backend exactly as run would.
 			policies := map[string][]*policy.Policy{}
 			warned := map[string]bool{}
 			for _, role := range profiles.Roles() {
+				if !configOK {
+					break // each role would fail with the config's own line
+				}
 				pf.role = role
 				p, err := pf.compile()
 				if err != nil {
@@ -70,7 +74,7 @@ func newDoctorCmd() *cobra.Command {
 				rep.ok("static binary", exe)
 			}
 			for _, name := range reg.Names() {
-				doctorBackend(cmd, rep, reg, name, exe, policies[name])
+				doctorBackend(cmd, rep, reg, name, exe, policies[name], configOK)
 			}
 			for name, ps := range policies {
 				if !slices.Contains(reg.Names(), name) {
@@ -91,7 +95,28 @@ func newDoctorCmd() *cobra.Command {
 // doctorBackend checks one registered backend: for the configured one,
 // that it is ready for each role's policy (the configured image included);
 // for the others, only whether they could run here.
-func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry, name, exe string, ps []*policy.Policy) {
+// doctorConfig names the config doctor read (or says there is none) and
+// reports whether it loaded; a broken one fails with its file:line.
+func doctorConfig(rep *doctorReport, flag string, backendNames []string) bool {
+	host, err := policy.CurrentHost()
+	if err != nil {
+		rep.fail("config", err.Error())
+		return false
+	}
+	cfg, err := sandbox.LoadConfig(flag, host.Cwd, backendNames)
+	switch {
+	case err != nil:
+		rep.fail("config", "broken: "+err.Error())
+		return false
+	case cfg.Path == "":
+		rep.note("config", "no triage.toml from "+host.Cwd+" up: built-in defaults, workspace root "+cfg.Root)
+	default:
+		rep.ok("config", cfg.Path)
+	}
+	return true
+}
+
+func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry, name, exe string, ps []*policy.Policy, configOK bool) {
 	b, err := reg.New(name, backends.Env{SelfExe: exe})
 	if err != nil {
 		if len(ps) > 0 {
@@ -115,9 +140,13 @@ func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry
 		}
 	}
 	if len(ps) == 0 {
-		if err := b.Available(cmd.Context()); err != nil {
+		switch err := b.Available(cmd.Context()); {
+		case err != nil:
 			rep.info(name, err.Error())
-		} else {
+		case !configOK:
+			// Which backend the config asks for is unknown until it loads.
+			rep.note(name, "can run here (not checked against the config: it is broken, see above)")
+		default:
 			rep.note(name, "can run here (not configured; --backend "+name+" to use it)")
 		}
 		return

@@ -8,13 +8,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 func newPolicyCmd() *cobra.Command {
 	var pf policyFlags
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "policy --role R [--json]",
+		Use:   "policy [--role R] [--json]",
 		Short: "Explain the resolved policy: what is readable, writable, unreadable, which env passes and why",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := pf.compile()
@@ -33,8 +34,7 @@ func newPolicyCmd() *cobra.Command {
 			return nil
 		},
 	}
-	pf.register(cmd, "")
-	_ = cmd.MarkFlagRequired("role")
+	pf.register(cmd, profiles.RoleAgent) // as run and check
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the policy as JSON")
 	return cmd
 }

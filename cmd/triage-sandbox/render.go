@@ -7,12 +7,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 func newRenderCmd() *cobra.Command {
 	var pf policyFlags
 	cmd := &cobra.Command{
-		Use:   "render --role R [--backend B] [-- CMD...]",
+		Use:   "render [--role R] [--backend B] [-- CMD...]",
 		Short: "Print exactly what would run: the policy built for the backend, as that backend renders it",
 		Long: "Print exactly what would run: the policy built for the backend (its own capabilities),\n" +
 			"as that backend renders it: docker's container create and exec requests, an OCI\n" +
@@ -41,7 +42,6 @@ func newRenderCmd() *cobra.Command {
 			return nil
 		},
 	}
-	pf.register(cmd, "")
-	_ = cmd.MarkFlagRequired("role")
+	pf.register(cmd, profiles.RoleAgent) // as run and check
 	return cmd
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/gate/confirm"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
+	"github.com/triage-sandbox/triage-sandbox/internal/progress"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -145,7 +146,10 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	} else {
 		req.Streams = backends.Streams{Stdout: os.Stdout, Stderr: os.Stderr}
 	}
-	res, err := sandbox.Run(cmd.Context(), b, req)
+	// Long steps (an image root's first unpack, a pool's start) show a
+	// progress line on a terminal; nothing on a pipe or with --json.
+	ctx := progress.With(cmd.Context(), progress.ForTerminal(os.Stderr, !f.asJSON))
+	res, err := sandbox.Run(ctx, b, req)
 	printWarnings(res.Warnings)
 	out.Gate, out.Warnings = res.Gate, res.Warnings
 	if err != nil {

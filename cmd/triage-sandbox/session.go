@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/warm"
 )
@@ -38,9 +40,12 @@ func newSessionCmd() *cobra.Command {
 	var pf policyFlags
 	end := &cobra.Command{
 		Use:   "end NAME",
-		Short: "End the named agent session of this workspace (its sandbox is removed)",
+		Short: "End the named agent session or pool (pool:ROLE, as session list shows it) of this workspace; its sandboxes are removed",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.HasPrefix(args[0], warm.KindPool+":") {
+				return endPools(&pf, args[0])
+			}
 			pf.role, pf.session = profiles.RoleAgent, args[0]
 			p, err := pf.compile()
 			if err != nil {
@@ -62,16 +67,42 @@ func newSessionCmd() *cobra.Command {
 	return root
 }
 
+// endPools ends every pool called name in this workspace: found by its
+// record, so a pool the config no longer asks for can be ended too.
+func endPools(pf *policyFlags, name string) error {
+	pf.role = profiles.RoleAgent // only for the workspace root
+	p, err := pf.compile()
+	if err != nil {
+		return refuse(err)
+	}
+	recs, err := warm.Named(warm.DefaultDir(), name, p.WorkspaceRoot)
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		return &exitError{code: exitcode.Failed, err: fmt.Errorf("no %s is running for %s (session list shows what is)", name, p.WorkspaceRoot)}
+	}
+	for _, r := range recs {
+		if err := warm.EndKeeper(r); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "triage-sandbox: %s ended (%s, %d sandboxes)\n", name, r.Backend, r.Pool)
+	}
+	return nil
+}
+
+// printRecords shows the keepers; NAME is what `session end` takes and
+// IDLE how long each has been unused (it ends at its warm_idle).
 func printRecords(w io.Writer, recs []warm.Record) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tNAME\tROLE\tBACKEND\tPOLICY\tSINCE\tIDLE\tWORKSPACE\tALIVE")
+	fmt.Fprintln(tw, "KIND\tNAME\tSIZE\tROLE\tBACKEND\tPOLICY\tSINCE\tIDLE\tWARM_IDLE\tWORKSPACE\tALIVE")
 	for _, r := range recs {
-		name := r.Name
+		size := 1
 		if r.Kind == warm.KindPool {
-			name = fmt.Sprintf("(%d)", r.Pool)
+			size = r.Pool
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.19s\t%s\t%s\t%s\t%v\n", r.Kind, name, r.Role, r.Backend, r.Policy,
-			r.Since.Local().Format(time.DateTime), r.Idle, r.Workspace, r.Alive())
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%.19s\t%s\t%s\t%s\t%s\t%v\n", r.Kind, output.Line(r.Name), size, r.Role, r.Backend, r.Policy,
+			r.Since.Local().Format(time.DateTime), r.Idle, r.WarmIdle, output.Line(r.Workspace), r.Alive())
 	}
 	_ = tw.Flush()
 }

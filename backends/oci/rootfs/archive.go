@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/progress"
 )
 
 // EnsureArchive is Ensure for an image stored in an archive instead of the
@@ -414,8 +416,13 @@ func applyLayers(ctx context.Context, st store, img image, dst string) (Entry, e
 	}
 	defer x.close()
 	stored := &hashCounter{h: sha256.New()}
+	rep := progress.From(ctx)
+	defer rep.Done()
 	for i, name := range img.layers {
-		if err := applyLayer(ctx, st, x, name, img.diffIDs[i], stored); err != nil {
+		report := func(n int64) {
+			rep.Step("unpacking the image root: layer %d of %d, %s", i+1, len(img.layers), progress.Bytes(n))
+		}
+		if err := applyLayer(ctx, st, x, name, img.diffIDs[i], stored, report); err != nil {
 			return Entry{}, fmt.Errorf("layer %d (%s): %w", i+1, name, err)
 		}
 	}
@@ -426,13 +433,13 @@ func applyLayers(ctx context.Context, st store, img image, dst string) (Entry, e
 	return Entry{SHA256: stored.digest(), Bytes: stored.n, Files: s.Files + s.Symlinks + s.Hardlinks, Stats: s}, nil
 }
 
-func applyLayer(ctx context.Context, st store, x *extractor, name, diffID string, stored io.Writer) error {
+func applyLayer(ctx context.Context, st store, x *extractor, name, diffID string, stored io.Writer, report func(int64)) error {
 	rc, err := st.Open(name)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	br := bufio.NewReaderSize(io.TeeReader(rc, stored), 1<<20)
+	br := bufio.NewReaderSize(io.TeeReader(&progress.Counter{R: rc, Report: report}, stored), 1<<20)
 	var r io.Reader = br
 	magic, _ := br.Peek(4)
 	switch {

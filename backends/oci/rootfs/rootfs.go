@@ -38,6 +38,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
+	"github.com/triage-sandbox/triage-sandbox/internal/progress"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -586,8 +587,13 @@ func exportContainer(ctx context.Context, cli *client.Client, cid, dst string) (
 		return Entry{}, fmt.Errorf("exporting: %w", err)
 	}
 	defer rc.Close()
+	rep := progress.From(ctx)
+	defer rep.Done()
+	counted := &progress.Counter{R: rc, Report: func(n int64) {
+		rep.Step("unpacking the image root (first use of this image): %s", progress.Bytes(n))
+	}}
 	sum := &hashCounter{h: sha256.New()}
-	r := io.TeeReader(bufio.NewReaderSize(rc, 1<<20), sum)
+	r := io.TeeReader(bufio.NewReaderSize(counted, 1<<20), sum)
 	stats, err := extractTar(ctx, r, dst)
 	if err != nil {
 		return Entry{}, err
