@@ -18,6 +18,8 @@ type arg struct {
 	glob     bool         // holds unquoted *, ? or [...] that the shell would expand
 	implicit bool         // supplied at run time by a wrapper (xargs input); not shown in text
 	word     *syntax.Word // the parsed word; nil for an exec'd argv and synthetic arguments
+	// parts are the word's parts after brace expansion; nil when word is.
+	parts []syntax.WordPart
 }
 
 func literal(s string) arg { return arg{text: s} }
@@ -79,7 +81,7 @@ func wordArg(w *syntax.Word) arg {
 // evalParts works out a word's value from its parts, undoing quoting and
 // escapes; any expansion makes the word dynamic.
 func evalParts(parts []syntax.WordPart, w *syntax.Word) arg {
-	a := arg{word: w}
+	a := arg{word: w, parts: parts}
 	var b strings.Builder
 	for _, part := range parts {
 		switch p := part.(type) {
