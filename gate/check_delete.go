@@ -22,9 +22,6 @@ func (j *judge) dangerousTarget(a arg) string {
 			return "a relative path after cd to " + j.cwd
 		}
 		joined := path.Join(j.cwd, a.text)
-		if isEverything(path.Base(a.text)) {
-			joined += "/*"
-		}
 		if why := j.gate.dangerousTarget(literal(joined)); why != "" {
 			return why + " (" + a.text + " after cd " + j.cwd + ")"
 		}
