@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -182,7 +183,7 @@ func gitVerbRule(verbs map[string]gitCheck) ruleCheck {
 		if g.verb == nil {
 			return
 		}
-		verb := g.verb.text
+		verb := strings.ToLower(g.verb.text) // a case-insensitive file system finds git-RESET
 		if g.verb.dynamic {
 			verb = gitDynamicVerb
 		}
@@ -190,9 +191,21 @@ func gitVerbRule(verbs map[string]gitCheck) ruleCheck {
 		if !ok {
 			return
 		}
-		opts, ops := scanOptions(g.rest, optionSpec{})
+		opts, ops := scanOptions(g.rest, gitOptionSpec(verb))
 		check(gitArgs{verb: verb, rest: g.rest, opts: opts, ops: ops}, report)
 	}
+}
+
+// gitOptionSpec says which of a subcommand's options take a value, where
+// a check needs to tell them from operands.
+func gitOptionSpec(verb string) optionSpec {
+	switch verb {
+	case "checkout":
+		return optionSpec{values: "bB", longValues: []string{"orphan"}}
+	case "switch":
+		return optionSpec{values: "cC", longValues: []string{"create", "force-create", "orphan"}}
+	}
+	return optionSpec{}
 }
 
 // gitAlways is the check of a subcommand that always matches: "git VERB what".
@@ -229,12 +242,12 @@ var gitHistoryVerbs = map[string]gitCheck{
 	"cherry-pick":   gitAlways("adds to the branch's history"),
 	"revert":        gitAlways("adds to the branch's history"),
 	"merge":         gitAlways("adds to the branch's history"),
-	"reset":         gitAlways("moves the branch and with --hard discards work"),
+	"reset":         gitReset,
 	"rebase":        gitAlways("rewrites history"),
 	"filter-branch": gitAlways("rewrites history"),
 	"filter-repo":   gitAlways("rewrites history"),
-	"checkout":      gitAlways("changes the checked-out files and can discard work"),
-	"switch":        gitAlways("changes the checked-out files and can discard work"),
+	"checkout":      gitCheckout,
+	"switch":        gitCheckout,
 	"restore":       gitRestore,
 	"update-ref":    gitAlways("rewrites refs directly"),
 	"replace":       gitAlways("rewrites refs directly"),
@@ -339,6 +352,35 @@ func gitCredential(l layer, report reporter) {
 func gitPush(g gitArgs, report reporter) {
 	if forcePush(g.opts, g.ops, g.rest) {
 		report("git push --force rewrites or deletes history on the remote")
+	}
+}
+
+// gitReset: a reset that only unstages (git reset, git reset HEAD [--]
+// paths, --mixed HEAD) leaves the branch and the files alone; any other
+// moves the branch, and --hard discards work.
+func gitReset(g gitArgs, report reporter) {
+	for _, o := range g.opts {
+		if o.name != "--mixed" && o.name != "-q" && o.name != "--quiet" {
+			report("git reset " + o.name + " moves the branch or discards work")
+			return
+		}
+	}
+	if len(g.ops) > 0 && !g.ops[0].is("HEAD") && !slices.ContainsFunc(g.rest, func(a arg) bool { return a.is("--") }) ||
+		mayHideOption(g.rest) {
+		report("git reset moves the branch and with --hard discards work")
+	}
+}
+
+// gitCheckout: checkout -b NAME and switch -c NAME (no start point, no
+// paths) only make a branch where HEAD is; anything else changes the
+// checked-out files and can discard work.
+func gitCheckout(g gitArgs, report reporter) {
+	newBranch := len(g.opts) == 1 && len(g.ops) == 0 && g.opts[0].hasValue && !g.opts[0].value.dynamic
+	switch {
+	case newBranch && g.verb == "checkout" && has(g.opts, "-b", "-B", "--orphan"):
+	case newBranch && g.verb == "switch" && has(g.opts, "-c", "-C", "--create", "--force-create"):
+	default:
+		report("git " + g.verb + " changes the checked-out files and can discard work")
 	}
 }
 
