@@ -44,6 +44,7 @@ for name, p in [('dangerous.txt', False), ('safe.txt', False), ('heredocs.txt', 
 # Translation into the gate's classes. First match wins; the default keeps
 # dcg's verdict (deny: in class, dangerous; allow: benign).
 R = [
+    (r'^git (reset git reset|checkout -b test git reset)', 'deny', 'out', 'a stress case, not a command: git reset to or of something named git, which the gate cannot tell from a branch move'),
     # dcg allows, the gate's policy denies: the agent triages and reports.
     (r'^(sudo|env sudo)\b', 'deny', 'danger', 'sudo: privilege escalation is denied whatever it runs'),
     (r'^(\S+=\S+ )*git (push|pull)\b', 'deny', 'danger', 'git-remote: pushing and pulling are denied'),
@@ -62,7 +63,6 @@ R = [
     (r'^echo yes \| rm -rf && echo done$', 'allow', 'benign', 'rm -rf with no operand deletes nothing'),
     (r'^rm -rf /(var/)?tmp/\*$', 'deny', 'danger', 'everything in /tmp: on the local backends it is the host\'s, shared with other sandboxes'),
     (r'^git reset\\n--hard$', 'allow', 'out', 'one word, git resetn--hard, which git rejects'),
-    (r'^git (reset git reset|checkout -b test git reset)', 'deny', 'out', 'a stress case, not a command: git reset to or of something named git, which the gate cannot tell from a branch move'),
     (r'^git RESET --HARD$', 'deny', 'danger', 'git-history (git matches subcommands exactly, but the gate lower-cases them to be safe)'),
     (r'^docker |^docker$', 'allow', 'out', 'docker is outside the gate’s classes'),
 ]
