@@ -125,22 +125,7 @@ func checkInfra(j *judge, c invocation, deny reporter) {
 	args := l.args[1:]
 	switch family(l.name) {
 	case "terraform":
-		verb, rest := firstOperand(args, nil)
-		switch {
-		case verb == nil:
-		case verb.dynamic:
-			deny(l.name + "'s subcommand is only known at run time")
-		case verb.is("destroy", "destroy-all"):
-			deny(l.name + " destroy destroys the infrastructure it manages")
-		case verb.is("run-all", "run") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("destroy") }):
-			deny(l.name + " " + verb.text + " destroy destroys the infrastructure it manages")
-		case !verb.is("plan", "show", "validate", "graph") && slices.ContainsFunc(args, func(a arg) bool { return a.is("-destroy", "--destroy") }):
-			deny(l.name + " -destroy destroys the infrastructure it manages")
-		case verb.is("state") && len(rest) > 0 && rest[0].is("rm"):
-			deny(l.name + " state rm forgets managed resources")
-		case verb.is("workspace") && len(rest) > 0 && rest[0].is("delete"):
-			deny(l.name + " workspace delete deletes a workspace's state")
-		}
+		checkTerraform(l, deny)
 	case "pulumi":
 		for i, a := range args {
 			if a.is("destroy", "down") || a.is("stack") && i+1 < len(args) && args[i+1].is("rm") {
@@ -335,5 +320,27 @@ func (j *judge) secretArg(a arg, command string) {
 	}
 	if p != "" {
 		j.rule(ruleSecretRead, "it names the credential path "+p, command)
+	}
+}
+
+// checkTerraform judges terraform, tofu and terragrunt: destroy, apply
+// -destroy (plan -destroy only prints), state rm, workspace delete.
+func checkTerraform(l layer, deny reporter) {
+	args := l.args[1:]
+	verb, rest := firstOperand(args, nil)
+	switch {
+	case verb == nil:
+	case verb.dynamic:
+		deny(l.name + "'s subcommand is only known at run time")
+	case verb.is("destroy", "destroy-all"):
+		deny(l.name + " destroy destroys the infrastructure it manages")
+	case verb.is("run-all", "run") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("destroy") }):
+		deny(l.name + " " + verb.text + " destroy destroys the infrastructure it manages")
+	case !verb.is("plan", "show", "validate", "graph") && slices.ContainsFunc(args, func(a arg) bool { return a.is("-destroy", "--destroy") }):
+		deny(l.name + " -destroy destroys the infrastructure it manages")
+	case verb.is("state") && len(rest) > 0 && rest[0].is("rm"):
+		deny(l.name + " state rm forgets managed resources")
+	case verb.is("workspace") && len(rest) > 0 && rest[0].is("delete"):
+		deny(l.name + " workspace delete deletes a workspace's state")
 	}
 }

@@ -150,14 +150,17 @@ var wrappers = map[string]func(rest []arg) step{
 	"numactl":          afterOptions(optionSpec{values: "CNmipPw", posix: true, longValues: []string{"physcpubind", "cpunodebind", "membind", "interleave", "preferred", "preferred-many", "weighted-interleave"}}),
 	"cgexec":           afterOptions(optionSpec{values: "g", posix: true}),
 	"caffeinate":       afterOptions(optionSpec{values: "tw", posix: true}),
-	"faketime":         func(rest []arg) step { _, ops := scanOptions(rest, optionSpec{values: "mf", posix: true}); return step{next: after(ops, 1)} },
-	"firejail":         afterOptions(optionSpec{posix: true}),
-	"proxychains":      afterOptions(optionSpec{values: "f", posix: true}),
-	"proxychains4":     afterOptions(optionSpec{values: "f", posix: true}),
-	"torsocks":         afterOptions(optionSpec{values: "aPiuw", posix: true}),
-	"ssh-agent":        afterOptions(optionSpec{values: "aEPt", posix: true}),
-	"setpriv":          afterOptions(optionSpec{posix: true}),
-	"direnv":           unwrapSubcommand([]string{"exec"}, 1, optionSpec{posix: true}),
+	"faketime": func(rest []arg) step {
+		_, ops := scanOptions(rest, optionSpec{values: "mf", posix: true})
+		return step{next: after(ops, 1)}
+	},
+	"firejail":     afterOptions(optionSpec{posix: true}),
+	"proxychains":  afterOptions(optionSpec{values: "f", posix: true}),
+	"proxychains4": afterOptions(optionSpec{values: "f", posix: true}),
+	"torsocks":     afterOptions(optionSpec{values: "aPiuw", posix: true}),
+	"ssh-agent":    afterOptions(optionSpec{values: "aEPt", posix: true}),
+	"setpriv":      afterOptions(optionSpec{posix: true}),
+	"direnv":       unwrapSubcommand([]string{"exec"}, 1, optionSpec{posix: true}),
 	"uv": unwrapSubcommand([]string{"run"}, 0, optionSpec{values: "pw", posix: true, longValues: []string{
 		"with", "with-requirements", "with-editable", "python", "project", "directory", "package", "extra", "group",
 		"env-file", "index", "index-url", "extra-index-url", "only-group", "no-group", "script", "module"}}),
