@@ -278,6 +278,14 @@ func (j *judge) checkRsync(l layer, report reporter) {
 	opts, ops := scanOptions(l.args[1:], optionSpec{values: "efTB", longValues: []string{
 		"rsh", "filter", "exclude", "include", "files-from", "rsync-path", "temp-dir", "log-file", "password-file",
 		"chmod", "chown", "bwlimit", "max-size", "min-size", "exclude-from", "include-from", "compare-dest", "copy-dest", "link-dest"}})
+	if has(opts, "--remove-source-files") {
+		for _, src := range ops[:max(len(ops)-1, 0)] {
+			if why := j.dangerousTarget(src); why != "" && (src.dynamic || !strings.Contains(strings.SplitN(src.text, "/", 2)[0], ":")) {
+				report("rsync --remove-source-files would delete from " + why)
+				return
+			}
+		}
+	}
 	if !hasPrefixed(opts, "--del") || len(ops) < 2 {
 		return
 	}

@@ -316,7 +316,7 @@ func checkCredentialHelper(j *judge, c invocation, report reporter) {
 	first := func(vals ...string) bool { return len(ops) > 0 && (ops[0].dynamic || ops[0].is(vals...)) }
 	switch c.name {
 	case "security":
-		if first("find-generic-password", "find-internet-password", "find-key", "find-certificate", "dump-keychain", "export", "unlock-keychain") {
+		if first("find-generic-password", "find-internet-password", "find-key", "dump-keychain", "export", "unlock-keychain") {
 			report("security " + ops[0].text + " reads the keychain")
 		}
 	case "secret-tool":
@@ -328,7 +328,8 @@ func checkCredentialHelper(j *judge, c invocation, report reporter) {
 			report(c.name + " prints a stored password")
 		}
 	case "op", "bw", "lpass":
-		if first("read", "get", "item", "show", "export", "unlock", "inject", "run", "signin") {
+		item := len(ops) > 1 && ops[0].is("item", "document") && (ops[1].dynamic || ops[1].is("get"))
+		if item || first("read", "get", "show", "export", "unlock", "inject", "run", "signin") {
 			report(c.name + " " + ops[0].text + " reads a password manager")
 		}
 	default:

@@ -65,6 +65,8 @@ func TestIssue24(t *testing.T) {
 		// rsync --del, gh's co, rg --pre, difftool -x, aliases, functions, $IFS.
 		{"rsync -a --del empty/ /", Deny, ruleRecursiveDelete},
 		{"rsync -a --delete-after empty/ ~/", Deny, ruleRecursiveDelete},
+		{"rsync -a --remove-source-files /src/ /dest/", Deny, ruleRecursiveDelete},
+		{"rsync -a --remove-source-files out/ /tmp/x/", Allow, ""},
 		{"gh co 12", Deny, ruleGitHistory},
 		{"rg --pre rm x /etc", Deny, ruleRecursiveDelete},
 		{"rg --pre=rm x", Deny, ruleRecursiveDelete},
@@ -107,6 +109,9 @@ func TestIssue24(t *testing.T) {
 		{"git credential-cache get", Deny, ruleCredentialHelper},
 		{"security find-generic-password -s github -w", Deny, ruleCredentialHelper},
 		{"security find-internet-password -s github.com", Deny, ruleCredentialHelper},
+		{`op item get "Database Password"`, Deny, ruleCredentialHelper},
+		{"op item list", Allow, ""},
+		{"security list-keychains", Allow, ""},
 		{"cat ~/.npmrc", Deny, ruleSecretRead},
 		{"cat ~/.cargo/credentials.toml", Deny, ruleSecretRead},
 		{"cat ~/.config/hub", Deny, ruleSecretRead},
