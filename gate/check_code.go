@@ -97,6 +97,9 @@ func (j *judge) judgeExecArgs(lang, fn string, args []codeArg, command string) {
 			break
 		}
 		code := args[0].str
+		if _, err := parse(code); err != nil {
+			return // not shell (Python's exec, eval of an expression): nothing plain to judge
+		}
 		j.nested(func() { j.script(code) })
 		return
 	}

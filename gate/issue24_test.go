@@ -170,6 +170,8 @@ func TestIssue24(t *testing.T) {
 		{`python3 -c "import subprocess; subprocess.check_call(['pip', 'install', 'x'])"`, Deny, rulePackageInstall},
 
 		// False denials that must be allowed.
+		{`python3 -c 'exec("print(1)")'`, Allow, ""},
+		{`node -e 'eval("1+(2)")'`, Allow, ""},
 		{`rm -rf "$HOME/.cache"`, Allow, ""},
 		{"rm -rf ~/.cache/pip", Allow, ""},
 		{"rm -rf $TMPDIR/x", Allow, ""},
