@@ -2,23 +2,37 @@ package gate
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
-// dangerousTarget is Gate.dangerousTarget, also refusing relative paths
-// once a cd has left the workspace: the gate does not follow cd, so after
-// cd / it cannot tell what etc means.
+// dangerousTarget is Gate.dangerousTarget for the command line being
+// judged: a relative path is resolved against where an earlier cd went,
+// a variable holding a mktemp result is scratch, and a search from a
+// home directory counts as the home directory.
 func (j *judge) dangerousTarget(a arg) string {
-	why := j.gate.dangerousTarget(a)
-	if why == "" && j.movedTo != "" && a.text != "" && !path.IsAbs(a.text) && !strings.HasPrefix(a.text, "~") {
-		return "a relative path after cd " + j.movedTo
+	if a.dynamic {
+		if why, ok := scratchTarget(a, j.tempVars); ok {
+			return why
+		}
+		return j.gate.dangerousTarget(a)
 	}
-	return why
+	if j.cwd != "" && a.text != "" && !path.IsAbs(a.text) && !strings.HasPrefix(a.text, "~") {
+		if strings.HasPrefix(j.cwd, "$") {
+			return "a relative path after cd to " + j.cwd
+		}
+		joined := path.Join(j.cwd, a.text)
+		if why := j.gate.dangerousTarget(literal(joined)); why != "" {
+			return why + " (" + a.text + " after cd " + j.cwd + ")"
+		}
+		return ""
+	}
+	return j.gate.dangerousTarget(a)
 }
 
-// checkCd notes a cd, pushd or popd to where relative paths may reach too
-// far: /, the home directory, outside the workspace, back (cd -, popd) or
-// somewhere only known at run time.
+// checkCd follows cd, pushd and popd: where relative paths lead from then
+// on. A target only known at run time, or back (cd -, popd), leaves the
+// gate unable to tell.
 func (j *judge) checkCd(l layer) {
 	_, ops := scanOptions(l.args[1:], optionSpec{})
 	target := literal("~")
@@ -28,18 +42,52 @@ func (j *judge) checkCd(l layer) {
 	case len(ops) > 0:
 		target = ops[0]
 	}
-	if target.dynamic || target.is("-") || strings.HasPrefix(target.text, "+") {
-		j.movedTo = target.text
-		return
+	switch {
+	case isHomeDir(target):
+		j.cwd = "~"
+	case target.dynamic:
+		j.cwd = "$DIR"
+		if why, ok := scratchTarget(target, j.tempVars); ok && why == "" {
+			j.cwd = "/tmp/mktemp" // somewhere inside scratch
+		}
+	case target.is("-") || strings.HasPrefix(target.text, "+"):
+		j.cwd = "$OLDPWD"
+	case path.IsAbs(target.text) || strings.HasPrefix(target.text, "~") || strings.HasPrefix(j.cwd, "$"):
+		j.cwd = path.Clean(target.text)
+	default:
+		j.cwd = path.Join(j.cwd, target.text)
 	}
-	if j.gate.dangerousTarget(under(target)) != "" {
-		j.movedTo = target.text
+	if j.cwd == "." {
+		j.cwd = ""
+	}
+}
+
+// checkRecursiveDelete judges the commands that delete trees.
+func checkRecursiveDelete(j *judge, c invocation, report reporter) {
+	switch c.name {
+	case "rm":
+		j.checkRm(c.layer, report)
+	case "find":
+		j.checkFindDelete(c.layer, report)
+	case "rsync":
+		j.checkRsync(c.layer, report)
+	default: // shred, srm, wipe
+		_, ops := scanOptions(c.args[1:], optionSpec{values: "ns", longValues: []string{"iterations", "size", "random-source"}})
+		for _, t := range ops {
+			if !t.dynamic && isDiskDevice(t.text) {
+				continue // disk-write's
+			}
+			if why := j.dangerousTarget(t); why != "" {
+				report(c.name + " would destroy " + why)
+				return
+			}
+		}
 	}
 }
 
 // checkRm judges rm -r (with or without -f: without a terminal there is
 // nobody to answer its questions, so -f changes little).
-func (j *judge) checkRm(l layer) {
+func (j *judge) checkRm(l layer, report reporter) {
 	opts, ops := scanOptions(l.args[1:], optionSpec{})
 	recursive := has(opts, "-r", "-R", "--recursive")
 	// A word only known at run time may be -rf, given another to delete.
@@ -48,17 +96,19 @@ func (j *judge) checkRm(l layer) {
 	}
 	for _, t := range ops {
 		if why := j.dangerousTarget(t); why != "" {
-			j.rule(ruleRecursiveDelete, "rm -r would delete "+why, l.text())
+			report("rm -r would delete " + why)
 			return
 		}
 	}
 }
 
-// checkFind judges find -delete on its starting points and the commands
-// -exec, -execdir, -ok and -okdir run, with {} standing for a path under
-// the most dangerous starting point.
-func (j *judge) checkFind(l layer) {
-	args := l.args[1:]
+// findCall is a find command line: its starting points and expression.
+type findCall struct {
+	starts []arg
+	expr   []arg
+}
+
+func parseFind(args []arg) findCall {
 	i := 0
 	for i < len(args) && (args[i].is("-H", "-L", "-P") || !args[i].dynamic && strings.HasPrefix(args[i].text, "-O")) {
 		i++
@@ -66,51 +116,135 @@ func (j *judge) checkFind(l layer) {
 	if i < len(args) && args[i].is("-D") {
 		i += 2
 	}
-	var starts []arg
+	var f findCall
 	for ; i < len(args); i++ {
 		a := args[i]
 		if !a.dynamic && (strings.HasPrefix(a.text, "-") || a.is("(", "!", ")", ",")) {
 			break
 		}
-		starts = append(starts, a)
+		f.starts = append(f.starts, a)
 	}
-	if len(starts) == 0 {
-		starts = []arg{literal(".")}
+	if len(f.starts) == 0 {
+		f.starts = []arg{literal(".")}
 	}
-	found := starts[0] // what {} stands for: a path under the worst start
-	for _, s := range starts {
-		if j.dangerousTarget(under(s)) != "" {
-			found = s
+	if i < len(args) {
+		f.expr = args[i:]
+	}
+	return f
+}
+
+// findNarrowing are find's tests that select some files rather than all.
+var findNarrowing = map[string]bool{
+	"-name": true, "-iname": true, "-path": true, "-ipath": true, "-wholename": true, "-iwholename": true, "-regex": true,
+	"-iregex": true, "-lname": true, "-ilname": true, "-newer": true, "-anewer": true, "-cnewer": true, "-mtime": true,
+	"-mmin": true, "-atime": true, "-amin": true, "-ctime": true, "-cmin": true, "-size": true, "-user": true, "-group": true,
+	"-uid": true, "-gid": true, "-perm": true, "-links": true, "-inum": true, "-samefile": true, "-used": true, "-context": true,
+}
+
+// narrowed reports whether the tests before expr[k] select only some
+// files for the action there: a test whose value is not "*", not undone
+// by a later -o or a "!". find evaluates left to right, so a test after
+// the action (find . -delete -name x) narrows nothing.
+func narrowed(expr []arg, k int) bool {
+	n := false
+	for i := 0; i < k; i++ {
+		t := expr[i]
+		switch {
+		case t.is("-o", "-or", ","):
+			n = false
+		case t.is("!", "-not"):
+			i++ // a negated test selects nearly everything
+			if i < k && findNarrowing[expr[i].text] {
+				i++
+			}
+		case t.is("-empty"):
+			n = true
+		case !t.dynamic && findNarrowing[t.text] && i+1 < k:
+			v := expr[i+1]
+			if v.dynamic || !v.is("*", ".*", "*/*", "./*", "") {
+				n = true
+			}
+			i++
+		}
+	}
+	return n
+}
+
+// found is what find passes for each file an action at expr[k] gets: a
+// path under the most dangerous starting point, or the starting point
+// itself when nothing narrows what is found (it is found too).
+func (j *judge) found(f findCall, k int) arg {
+	pick := f.starts[0]
+	for _, s := range f.starts {
+		if j.dangerousTarget(s) != "" {
+			pick = s
 			break
 		}
 	}
-	var expr []arg
-	if i < len(args) {
-		expr = args[i:]
+	if !narrowed(f.expr, k) {
+		return pick
 	}
-	for k := 0; k < len(expr) && !j.stopped(); k++ {
-		switch {
-		case expr[k].is("-delete"):
-			for _, s := range starts {
-				target := under(s) // what it matches, unless nothing narrows it down
-				if len(expr) == 1 {
-					target = s
-				}
-				if why := j.dangerousTarget(target); why != "" {
-					j.rule(ruleRecursiveDelete, "find -delete would delete "+why, l.text())
-					return
-				}
+	return under(pick)
+}
+
+// checkFindDelete judges find -delete on what it would find.
+func (j *judge) checkFindDelete(l layer, report reporter) {
+	f := parseFind(l.args[1:])
+	for k, a := range f.expr {
+		if !a.is("-delete") {
+			continue
+		}
+		for _, s := range f.starts {
+			target := under(s)
+			if !narrowed(f.expr, k) || mayHoldHome(s) {
+				target = s // a search from a home may reach its credential files
 			}
-		case expr[k].is("-exec", "-execdir", "-ok", "-okdir"):
-			end := k + 1
-			for end < len(expr) && !expr[end].is(";", "+") {
-				end++
+			if why := j.dangerousTarget(target); why != "" {
+				report("find -delete would delete " + why)
+				return
 			}
-			inner := substituteFound(expr[k+1:end], under(found))
-			j.nested(func() { j.command(inner, nil) })
-			k = end
 		}
 	}
+}
+
+// findCommands judges the commands -exec, -execdir, -ok and -okdir run,
+// with {} standing for what is found. rm run on each file found deletes
+// a tree, so it is judged as rm -r. Under a home directory a found file
+// may be a credential file, so other commands get one of those.
+func (j *judge) findCommands(l layer) {
+	f := parseFind(l.args[1:])
+	for k := 0; k < len(f.expr) && !j.stopped(); k++ {
+		if !f.expr[k].is("-exec", "-execdir", "-ok", "-okdir") {
+			continue
+		}
+		end := k + 1
+		for end < len(f.expr) && !f.expr[end].is(";", "+") {
+			end++
+		}
+		j.runOnFound(f.expr[k+1:end], j.found(f, k), f.starts)
+		k = end
+	}
+}
+
+// runOnFound judges a command a tool runs on every file it finds under
+// starts (find -exec, rg --pre), found standing for each.
+func (j *judge) runOnFound(cmd []arg, found arg, starts []arg) {
+	if len(cmd) == 0 {
+		return
+	}
+	layers, _ := resolveLayers(cmd)
+	last := layers[len(layers)-1]
+	if !last.dynamic() && (last.name == "rm" || last.name == "unlink") && !last.wrapper {
+		n := len(cmd) - len(last.args) + 1
+		cmd = append(append(append([]arg{}, cmd[:n]...), literal("-r")), cmd[n:]...)
+	} else if slices.ContainsFunc(starts, mayHoldHome) {
+		found = literal("~/.ssh/found")
+	}
+	inner := substituteFound(cmd, found)
+	if !slices.ContainsFunc(cmd, func(a arg) bool { return strings.Contains(a.text, "{}") }) {
+		inner = append(inner, found)
+	}
+	j.nested(func() { j.command(inner, nil) })
 }
 
 // under is a path inside a find starting point, what {} becomes.
@@ -138,28 +272,21 @@ func substituteFound(args []arg, found arg) []arg {
 	return out
 }
 
-// checkShred judges shred, srm and wipe, which destroy what they are given.
-func (j *judge) checkShred(l layer) {
-	_, ops := scanOptions(l.args[1:], optionSpec{values: "ns", longValues: []string{"iterations", "size", "random-source"}})
-	for _, t := range ops {
-		if !t.dynamic && isDiskDevice(t.text) {
-			j.rule(ruleDiskWrite, l.name+" overwrites a disk device", l.text())
-			return
-		}
-		if why := j.dangerousTarget(t); why != "" {
-			j.rule(ruleRecursiveDelete, l.name+" would destroy "+why, l.text())
-			return
-		}
-	}
-}
-
-// checkRsync judges rsync --delete, which empties its destination of what
-// the source lacks.
-func (j *judge) checkRsync(l layer) {
+// checkRsync judges rsync --delete (and --del), which empties its
+// destination of what the source lacks.
+func (j *judge) checkRsync(l layer, report reporter) {
 	opts, ops := scanOptions(l.args[1:], optionSpec{values: "efTB", longValues: []string{
 		"rsh", "filter", "exclude", "include", "files-from", "rsync-path", "temp-dir", "log-file", "password-file",
 		"chmod", "chown", "bwlimit", "max-size", "min-size", "exclude-from", "include-from", "compare-dest", "copy-dest", "link-dest"}})
-	if !hasPrefixed(opts, "--delete") || len(ops) < 2 {
+	if has(opts, "--remove-source-files") {
+		for _, src := range ops[:max(len(ops)-1, 0)] {
+			if why := j.dangerousTarget(src); why != "" && (src.dynamic || !strings.Contains(strings.SplitN(src.text, "/", 2)[0], ":")) {
+				report("rsync --remove-source-files would delete from " + why)
+				return
+			}
+		}
+	}
+	if !hasPrefixed(opts, "--del") || len(ops) < 2 {
 		return
 	}
 	dest := ops[len(ops)-1]
@@ -167,12 +294,13 @@ func (j *judge) checkRsync(l layer) {
 		return // a remote destination: the sandbox's network policy decides
 	}
 	if why := j.dangerousTarget(dest); why != "" {
-		j.rule(ruleRecursiveDelete, "rsync --delete would delete from "+why, l.text())
+		report("rsync --delete would delete from " + why)
 	}
 }
 
 // checkChmod judges recursive permission and ownership changes.
-func (j *judge) checkChmod(l layer) {
+func checkChmod(j *judge, c invocation, report reporter) {
+	l := c.layer
 	spec := optionSpec{}
 	if l.name == "setfacl" {
 		spec = optionSpec{values: "mMxX", longValues: []string{"set", "set-file", "modify", "modify-file", "remove", "remove-file"}}
@@ -188,8 +316,33 @@ func (j *judge) checkChmod(l layer) {
 	}
 	for _, t := range targets {
 		if why := j.dangerousTarget(t); why != "" {
-			j.rule(ruleRecursiveChmod, l.name+" -R would change "+why, l.text())
+			report(l.name + " -R would change " + why)
 			return
 		}
 	}
+}
+
+// rgPreprocessor judges rg --pre COMMAND, which rg runs on every file it
+// searches, with the file's path as its argument.
+func (j *judge) rgPreprocessor(l layer) {
+	opts, ops := scanOptions(l.args[1:], optionSpec{values: "efgtTAmBCjMrE", longValues: []string{
+		"pre", "pre-glob", "regexp", "file", "glob", "iglob", "type", "type-not", "after-context", "before-context",
+		"context", "threads", "max-count", "max-columns", "replace", "encoding", "type-add", "ignore-file", "sort", "sortr"}})
+	pre := values(opts, "--pre")
+	if len(pre) == 0 {
+		return
+	}
+	paths := ops
+	if len(values(opts, "-e", "--regexp", "-f", "--file")) == 0 && len(paths) > 0 {
+		paths = paths[1:] // the pattern
+	}
+	if len(paths) == 0 {
+		paths = []arg{literal(".")}
+	}
+	cmd := pre[len(pre)-1]
+	if cmd.dynamic {
+		j.dynamic("rg --pre runs a command only known at run time", l.text())
+		return
+	}
+	j.runOnFound([]arg{cmd, literal("{}")}, j.found(findCall{starts: paths}, 0), paths)
 }

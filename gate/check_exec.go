@@ -94,7 +94,7 @@ func (j *judge) checkShell(l layer, stmt *syntax.Stmt) {
 		}
 		j.dynamic(l.name+" runs a script whose path is only known at run time", l.text())
 	case sc.stdin:
-		j.stdinCode(l, stmt, true)
+		j.stdinCode(l, stmt, "sh")
 	}
 }
 
@@ -122,6 +122,11 @@ func interpreterSpec(fam string) (spec optionSpec, codeOpts []string) {
 			[]string{"-e", "-p", "--eval", "--print"}
 	case "php":
 		return optionSpec{values: "rfcdzBRFE", posix: true}, []string{"-r", "-B", "-R", "-E"}
+	case "r":
+		return optionSpec{values: "ef", posix: true, longValues: []string{"file"}}, []string{"-e"}
+	case "julia":
+		return optionSpec{values: "eEpLJtC", posix: true, longValues: []string{"eval", "print", "load", "project", "threads", "sysimage"}},
+			[]string{"-e", "-E", "--eval", "--print"}
 	default: // lua, Rscript
 		return optionSpec{values: "el", posix: true}, []string{"-e"}
 	}
@@ -149,16 +154,12 @@ func parseInterpreter(fam string, args []arg) interpCall {
 	return ic
 }
 
+// checkInterpreter judges the code an interpreter is given: downloaded
+// code, and literal code scanned for the rules' intents (see scanCode).
+// python -m's module is judged as a command by package-install.
 func (j *judge) checkInterpreter(fam string, l layer, stmt *syntax.Stmt) {
 	ic := parseInterpreter(fam, l.args[1:])
 	if ic.module != nil {
-		if ic.module.is("ensurepip") {
-			j.rule(rulePackageInstall, "python -m ensurepip installs pip", l.text())
-			return
-		}
-		if !ic.module.dynamic {
-			j.checkPackages(layer{name: ic.module.text, args: append([]arg{*ic.module}, ic.moduleArgs...)})
-		}
 		return
 	}
 	for _, c := range append(ic.code, derefs(ic.script)...) {
@@ -167,9 +168,40 @@ func (j *judge) checkInterpreter(fam string, l layer, stmt *syntax.Stmt) {
 			return
 		}
 	}
-	if ic.stdin {
-		j.stdinCode(l, stmt, false)
+	for _, c := range ic.code {
+		if !c.dynamic {
+			j.scanCode(fam, c.text, l.text())
+		}
 	}
+	if ic.stdin {
+		j.stdinCode(l, stmt, fam)
+	}
+}
+
+// checkAwk scans an awk program (the first operand, or -e's) for the
+// commands it runs.
+func (j *judge) checkAwk(l layer) {
+	opts, ops := scanOptions(l.args[1:], optionSpec{values: "FvfeiIlLE", longValues: []string{
+		"field-separator", "assign", "file", "source", "include", "load", "exec"}})
+	progs := values(opts, "-e", "--source")
+	if len(progs) == 0 && len(values(opts, "-f", "--file", "-E", "--exec")) == 0 && len(ops) > 0 {
+		progs = ops[:1]
+	}
+	for _, p := range progs {
+		if !p.dynamic {
+			j.scanCode("awk", p.text, l.text())
+		}
+	}
+}
+
+// checkAt judges at and batch, which run the shell commands they read
+// from standard input (or -f's file) later.
+func (j *judge) checkAt(l layer, stmt *syntax.Stmt) {
+	opts, _ := scanOptions(l.args[1:], optionSpec{values: "qfMmt", posix: false})
+	if has(opts, "-l", "-r", "-d", "-c", "-V") || len(values(opts, "-f")) > 0 {
+		return
+	}
+	j.stdinCode(l, stmt, "sh")
 }
 
 func derefs(a *arg) []arg {
@@ -179,15 +211,17 @@ func derefs(a *arg) []arg {
 	return []arg{*a}
 }
 
-// stdinCode judges what a shell or interpreter reading code from standard
-// input gets from its redirections: from a downloader (sh < <(curl …),
-// sh <<< "$(curl …)") it runs what was downloaded; a shell's here-document
-// or here-string is shell code, judged as such. Pipes are judged with the
-// pipeline.
-func (j *judge) stdinCode(l layer, stmt *syntax.Stmt, shell bool) {
+// stdinCode judges what a shell or interpreter (lang, a family) reading
+// code from standard input gets from its redirections: from a downloader
+// (sh < <(curl …), sh <<< "$(curl …)") it runs what was downloaded; from
+// a process substitution, what that prints; a here-document or
+// here-string is code, judged as shell code or scanned as another
+// language. Pipes are judged with the pipeline.
+func (j *judge) stdinCode(l layer, stmt *syntax.Stmt, lang string) {
 	if stmt == nil {
 		return
 	}
+	shell := lang == "sh"
 	for _, r := range stmt.Redirs {
 		switch r.Op {
 		case syntax.RdrIn, syntax.WordHdoc, syntax.Hdoc, syntax.DashHdoc, syntax.DplIn:
@@ -196,15 +230,60 @@ func (j *judge) stdinCode(l layer, stmt *syntax.Stmt, shell bool) {
 				return
 			}
 		}
-		if !shell {
+		var body arg
+		switch r.Op {
+		case syntax.RdrIn:
+			if ps := procSubst(r.Word); ps != nil {
+				j.printedCode(ps.Stmts, l, lang)
+			}
+			continue
+		case syntax.Hdoc, syntax.DashHdoc:
+			body = literal(heredocSource(r.Hdoc))
+		case syntax.WordHdoc:
+			body = wordArg(r.Word)
+		default:
 			continue
 		}
-		switch r.Op {
-		case syntax.Hdoc, syntax.DashHdoc:
-			j.code(literal(heredocSource(r.Hdoc)), l.name+"'s here-document", l.text())
-		case syntax.WordHdoc:
-			j.code(wordArg(r.Word), l.name+"'s here-string", l.text())
+		switch {
+		case shell:
+			j.code(body, l.name+"'s here-document", l.text())
+		case !body.dynamic:
+			j.scanCode(lang, body.text, l.text())
 		}
+	}
+}
+
+// procSubst is the process substitution a word is made of, or nil.
+func procSubst(w *syntax.Word) *syntax.ProcSubst {
+	if w == nil || len(w.Parts) != 1 {
+		return nil
+	}
+	ps, _ := w.Parts[0].(*syntax.ProcSubst)
+	return ps
+}
+
+// printedCode judges code a shell or interpreter reads from what stmts
+// print: echo and printf of literal text is judged (or scanned), anything
+// else is only known at run time.
+func (j *judge) printedCode(stmts []*syntax.Stmt, reader layer, lang string) {
+	if len(stmts) == 1 {
+		if call, ok := stmts[0].Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+			if l := j.finalLayer(call); !l.dynamic() && !l.wrapper && (l.name == "echo" || l.name == "printf") {
+				code, ok := printedText(l)
+				switch {
+				case !ok:
+					j.dynamic(reader.name+" runs what "+l.name+" prints", l.text()+" | "+reader.text())
+				case lang == "sh":
+					j.code(literal(code), reader.name+" reading "+l.name+"'s output", l.text()+" | "+reader.text())
+				default:
+					j.scanCode(lang, code, l.text()+" | "+reader.text())
+				}
+				return
+			}
+		}
+	}
+	if lang == "sh" {
+		j.dynamic(reader.name+" runs the code it reads from another command", reader.text())
 	}
 }
 
@@ -260,7 +339,7 @@ func (j *judge) checkSource(l layer, stmt *syntax.Stmt) {
 		}
 		j.dynamic("source runs a file whose path is only known at run time", l.text())
 	case isStdinPath(ops[0]):
-		j.stdinCode(l, stmt, true)
+		j.stdinCode(l, stmt, "sh")
 	}
 }
 
@@ -287,8 +366,33 @@ func (j *judge) checkAlias(l layer) {
 			j.dynamic("alias defines code only known at run time", text)
 			continue
 		}
-		if _, value, ok := strings.Cut(a.text, "="); ok {
+		if name, value, ok := strings.Cut(a.text, "="); ok {
 			j.code(literal(value), "alias", text)
+			if j.aliases == nil {
+				j.aliases = map[string][]arg{}
+			}
+			j.aliases[name] = literals(strings.Fields(value))
 		}
+	}
+}
+
+// expandAlias replaces a command's name by the alias defined for it
+// earlier in the command line (alias g=git; g push is git push).
+func (j *judge) expandAlias(args []arg) ([]arg, bool) {
+	if len(j.aliases) == 0 || args[0].dynamic {
+		return nil, false
+	}
+	value, ok := j.aliases[args[0].text]
+	if !ok || len(value) == 0 || value[0].text == args[0].text {
+		return nil, false
+	}
+	return append(append([]arg{}, value...), args[1:]...), true
+}
+
+// callFunction judges a call of a function defined earlier in the command
+// line that runs its arguments as a command (f() { "$@"; }; f git push).
+func (j *judge) callFunction(l layer, stmt *syntax.Stmt) {
+	if j.passArgs[l.args[0].text] && len(l.args) > 1 {
+		j.nested(func() { j.command(l.args[1:], stmt) })
 	}
 }

@@ -66,50 +66,64 @@ func ghWords(args []arg) (group, verb *arg, rest []arg) {
 	return nil, nil, nil
 }
 
-func (j *judge) checkGh(l layer) {
-	text := l.text()
+// ghCall is a gh command line: its group (issue, pr, api…), the verb
+// after it and the rest.
+type ghCall struct {
+	group, verb *arg
+	rest        []arg
+}
+
+// verbIs reports whether the verb is one of vals or only known at run time.
+func (g ghCall) verbIs(vals ...string) bool {
+	return g.verb != nil && (g.verb.dynamic || slices.Contains(vals, g.verb.text))
+}
+
+func parseGh(l layer) ghCall {
 	group, verb, rest := ghWords(l.args[1:])
-	if group == nil {
+	return ghCall{group, verb, rest}
+}
+
+// checkGhWrite judges gh commands and HTTP clients that change GitHub.
+func checkGhWrite(j *judge, c invocation, report reporter) {
+	if c.name != "gh" {
+		checkHTTP(c.layer, report)
 		return
 	}
-	if group.dynamic {
-		j.rule(ruleGhWrite, "the gh command is only known at run time", text)
-		return
-	}
-	verbIs := func(vals ...string) bool { return verb != nil && (verb.dynamic || slices.Contains(vals, verb.text)) }
-	switch g := group.text; g {
-	case "api":
-		apiArgs := l.args[1:]
+	g := parseGh(c.layer)
+	switch {
+	case g.group == nil:
+	case g.group.dynamic:
+		report("the gh command is only known at run time")
+	case g.group.is("api"):
+		apiArgs := c.args[1:]
 		if i := slices.IndexFunc(apiArgs, func(a arg) bool { return a.is("api") }); i >= 0 {
 			apiArgs = apiArgs[i+1:]
 		}
-		j.checkGhAPI(apiArgs, text)
+		checkGhAPI(apiArgs, report)
+	case g.verbIs(ghMutations(g.group.text)...):
+		report("gh " + g.group.text + " " + verbText(g.verb) + " changes GitHub")
+	}
+}
+
+// checkGhCredentials judges gh commands that print or change credentials.
+func checkGhCredentials(j *judge, c invocation, report reporter) {
+	g := parseGh(c.layer)
+	if g.group == nil || g.group.dynamic {
+		return
+	}
+	switch grp := g.group.text; grp {
 	case "auth":
 		switch {
-		case verbIs("login", "logout", "refresh", "token", "setup-git", "switch"):
-			j.rule(ruleGhCredentials, "gh auth "+verbText(verb)+" handles the GitHub credentials", text)
-		case verbIs("status") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("-t", "--show-token") || a.dynamic }):
-			j.rule(ruleGhCredentials, "gh auth status --show-token prints the GitHub token", text)
+		case g.verbIs("login", "logout", "refresh", "token", "setup-git", "switch"):
+			report("gh auth " + verbText(g.verb) + " handles the GitHub credentials")
+		case g.verbIs("status") && slices.ContainsFunc(g.rest, func(a arg) bool { return a.is("-t", "--show-token") || a.dynamic }):
+			report("gh auth status --show-token prints the GitHub token")
 		}
 	case "secret":
-		j.rule(ruleGhCredentials, "gh secret handles repository secrets", text)
+		report("gh secret handles repository secrets")
 	case "ssh-key", "gpg-key":
-		if verbIs("add", "delete") {
-			j.rule(ruleGhCredentials, "gh "+g+" "+verbText(verb)+" changes the account's keys", text)
-		}
-	case "extension", "extensions", "ext":
-		if verbIs("install", "upgrade", "exec") {
-			j.rule(rulePackageInstall, "gh extension "+verbText(verb)+" installs and runs code from GitHub", text)
-		}
-	case "pr":
-		if verbIs("checkout", "co") {
-			j.rule(ruleGitHistory, "gh pr checkout changes the checked-out branch", text)
-			return
-		}
-		fallthrough
-	default:
-		if verbIs(ghMutations(g)...) {
-			j.rule(ruleGhWrite, "gh "+g+" "+verbText(verb)+" changes GitHub", text)
+		if g.verbIs("add", "delete") {
+			report("gh " + grp + " " + verbText(g.verb) + " changes the account's keys")
 		}
 	}
 }
@@ -124,11 +138,11 @@ func verbText(verb *arg) string {
 // checkGhAPI judges gh api: GET (the default without fields) reads;
 // another method, or fields or --input (which make it POST), write.
 // A graphql call is a POST but reads unless its query is a mutation.
-func (j *judge) checkGhAPI(args []arg, text string) {
+func checkGhAPI(args []arg, report reporter) {
 	opts, ops := scanOptions(args, optionSpec{values: "XfFHpqt", longValues: []string{
 		"method", "field", "raw-field", "header", "preview", "jq", "template", "input", "hostname", "cache"}})
 	if mayHideOption(args) {
-		j.rule(ruleGhWrite, "gh api has an argument only known at run time, which could make it write", text)
+		report("gh api has an argument only known at run time, which could make it write")
 		return
 	}
 	fields := values(opts, "-f", "-F", "--field", "--raw-field")
@@ -140,7 +154,7 @@ func (j *judge) checkGhAPI(args []arg, text string) {
 	if m := values(opts, "-X", "--method"); len(m) > 0 {
 		last := m[len(m)-1]
 		if last.dynamic {
-			j.rule(ruleGhWrite, "gh api's method is only known at run time", text)
+			report("gh api's method is only known at run time")
 			return
 		}
 		method = strings.ToUpper(strings.TrimPrefix(last.text, "="))
@@ -151,7 +165,7 @@ func (j *judge) checkGhAPI(args []arg, text string) {
 	if len(ops) > 0 && ops[0].is("graphql") && method == "POST" && !input && graphqlReads(fields) {
 		return
 	}
-	j.rule(ruleGhWrite, "gh api with method "+method+" changes GitHub", text)
+	report("gh api with method " + method + " changes GitHub")
 }
 
 // graphqlReads reports whether graphql fields are a plain query: literal,

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -58,7 +59,10 @@ func configFromEnv(a arg) arg {
 	return arg{text: a.text, prefix: key + "=", dynamic: true, word: a.word}
 }
 
-func (j *judge) checkGit(l layer) {
+// gitCode judges the code a git command line makes git run: -c aliases
+// and helpers, git config writes of them, submodule foreach and difftool's
+// -x command. The rules judge the subcommand itself.
+func (j *judge) gitCode(l layer) {
 	g := parseGit(l)
 	text := l.text()
 	for _, c := range g.configs {
@@ -69,15 +73,20 @@ func (j *judge) checkGit(l layer) {
 		}
 		j.gitSetting(key, value, text)
 	}
-	if g.verb == nil || j.stopped() {
+	if g.verb == nil || g.verb.dynamic || j.stopped() {
 		return
 	}
-	if g.verb.dynamic {
-		j.rule(ruleGitRemote, "the git subcommand is only known at run time", l.text())
-		j.rule(ruleGitHistory, "the git subcommand is only known at run time", l.text())
-		return
+	switch g.verb.text {
+	case "submodule":
+		j.gitSubmodule(g.rest, l)
+	case "config":
+		j.gitConfigCommand(g.rest, l)
+	case "difftool", "mergetool":
+		opts, _ := scanOptions(g.rest, optionSpec{values: "xtO", longValues: []string{"extcmd", "tool", "rotate-to", "skip-to"}})
+		for _, c := range values(opts, "-x", "--extcmd") {
+			j.code(c, "git "+g.verb.text+" -x", text)
+		}
 	}
-	j.gitVerb(g.verb.text, g.rest, l)
 }
 
 // configSetting splits key=value; known is false when the key itself is
@@ -145,153 +154,302 @@ func gitKeyRunsCode(key string) bool {
 	return false
 }
 
-// gitVerb judges a git subcommand.
-func (j *judge) gitVerb(verb string, rest []arg, l layer) {
-	// These two judge code git runs, and judging code leads back here: in
-	// the table they would make an initialization cycle.
-	switch verb {
-	case "submodule":
-		j.gitSubmodule(rest, l)
-		return
-	case "config":
-		j.gitConfigCommand(rest, l)
-		return
-	}
-	check, ok := gitVerbChecks[verb]
-	if !ok {
-		return
-	}
-	opts, ops := scanOptions(rest, optionSpec{})
-	check(j, gitArgs{verb: verb, rest: rest, opts: opts, ops: ops, text: l.text()})
-}
-
 // gitArgs is a git subcommand's command line as the checks read it.
 type gitArgs struct {
 	verb string
 	rest []arg    // the subcommand's arguments as given
 	opts []option // rest's options…
 	ops  []arg    // …and operands
-	text string
 }
 
 // first reports whether the first operand is one of vals.
 func (g gitArgs) first(vals ...string) bool { return len(g.ops) > 0 && g.ops[0].is(vals...) }
 
-// gitCheck judges one git subcommand.
-type gitCheck func(j *judge, g gitArgs)
+// gitCheck judges one git subcommand for one rule.
+type gitCheck func(g gitArgs, report reporter)
 
-// gitVerbChecks are the subcommands that reach a remote or change
-// history, each with its check.
-var gitVerbChecks = map[string]gitCheck{
-	"push":          (*judge).gitPush,
-	"pull":          gitRemote("takes in and merges a remote's history"),
-	"send-email":    gitRemote("mails patches out"),
-	"svn":           (*judge).gitSvn,
-	"p4":            (*judge).gitP4,
-	"commit":        gitHistory("adds to the branch's history"),
-	"am":            gitHistory("adds to the branch's history"),
-	"cherry-pick":   gitHistory("adds to the branch's history"),
-	"revert":        gitHistory("adds to the branch's history"),
-	"merge":         gitHistory("adds to the branch's history"),
-	"reset":         gitHistory("moves the branch and with --hard discards work"),
-	"rebase":        gitHistory("rewrites history"),
-	"filter-branch": gitHistory("rewrites history"),
-	"filter-repo":   gitHistory("rewrites history"),
-	"checkout":      gitHistory("changes the checked-out files and can discard work"),
-	"switch":        gitHistory("changes the checked-out files and can discard work"),
-	"restore":       gitHistory("changes the checked-out files and can discard work"),
-	"update-ref":    gitHistory("rewrites refs directly"),
-	"replace":       gitHistory("rewrites refs directly"),
-	"prune":         gitHistory("deletes unreachable objects, the last copy of lost work"),
-	"stash":         (*judge).gitStash,
-	"clean":         (*judge).gitClean,
-	"branch":        (*judge).gitBranch,
-	"tag":           (*judge).gitTag,
-	"reflog":        (*judge).gitReflog,
-	"gc":            (*judge).gitGc,
-	"bisect":        (*judge).gitBisect,
-	"symbolic-ref":  (*judge).gitSymbolicRef,
+// gitDynamicVerb is the key, in a rule's verb table, of the check for a
+// subcommand only known at run time.
+const gitDynamicVerb = "$"
+
+// gitVerbRule is the check of a rule that judges git subcommands, each
+// with its own check in verbs.
+func gitVerbRule(verbs map[string]gitCheck) ruleCheck {
+	return func(j *judge, c invocation, report reporter) {
+		if family(c.name) != "git" {
+			return
+		}
+		g := parseGit(c.layer)
+		if g.verb == nil {
+			return
+		}
+		verb := strings.ToLower(g.verb.text) // a case-insensitive file system finds git-RESET
+		if g.verb.dynamic {
+			verb = gitDynamicVerb
+		}
+		check, ok := verbs[verb]
+		if !ok {
+			return
+		}
+		opts, ops := scanOptions(g.rest, gitOptionSpec(verb))
+		check(gitArgs{verb: verb, rest: g.rest, opts: opts, ops: ops}, report)
+	}
 }
 
-// gitRemote is the check of a subcommand that always reaches a remote:
-// "git VERB what".
-func gitRemote(what string) gitCheck {
-	return func(j *judge, g gitArgs) { j.rule(ruleGitRemote, "git "+g.verb+" "+what, g.text) }
+// gitOptionSpec says which of a subcommand's options take a value, where
+// a check needs to tell them from operands.
+func gitOptionSpec(verb string) optionSpec {
+	switch verb {
+	case "checkout":
+		return optionSpec{values: "bB", longValues: []string{"orphan"}}
+	case "switch":
+		return optionSpec{values: "cC", longValues: []string{"create", "force-create", "orphan"}}
+	}
+	return optionSpec{}
 }
 
-// gitHistory is the check of a subcommand that always changes history:
-// "git VERB what".
-func gitHistory(what string) gitCheck {
-	return func(j *judge, g gitArgs) { j.historyRule(g, "git "+g.verb+" "+what) }
+// gitAlways is the check of a subcommand that always matches: "git VERB what".
+func gitAlways(what string) gitCheck {
+	return func(g gitArgs, report reporter) { report("git " + g.verb + " " + what) }
 }
 
-// historyRule reports g under the git history rule.
-func (j *judge) historyRule(g gitArgs, reason string) { j.rule(ruleGitHistory, reason, g.text) }
+func gitDynamic(g gitArgs, report reporter) { report("the git subcommand is only known at run time") }
 
-func (j *judge) gitPush(g gitArgs) {
+// gitRemoteVerbs are the subcommands that publish or take in shared history.
+var gitRemoteVerbs = map[string]gitCheck{
+	"push":         gitAlways("publishes commits to a remote"),
+	"pull":         gitAlways("takes in and merges a remote's history"),
+	"send-email":   gitAlways("mails patches out"),
+	"svn":          gitSvn,
+	"p4":           gitP4,
+	gitDynamicVerb: gitDynamic,
+}
+
+// gitForceVerbs: a push that rewrites or deletes remote history.
+var gitForceVerbs = map[string]gitCheck{"push": gitPush}
+
+// gitPlumbingVerbs update a remote's refs below git push.
+var gitPlumbingVerbs = map[string]gitCheck{
+	"send-pack":    gitAlways("updates a remote's refs, as push does"),
+	"http-push":    gitAlways("updates a remote's refs over HTTP, as push does"),
+	"receive-pack": gitAlways("updates a repository's refs from a pack"),
+}
+
+// gitHistoryVerbs rewrite history or move the checkout.
+var gitHistoryVerbs = map[string]gitCheck{
+	"commit":        gitAlways("adds to the branch's history"),
+	"am":            gitAlways("adds to the branch's history"),
+	"cherry-pick":   gitAlways("adds to the branch's history"),
+	"revert":        gitAlways("adds to the branch's history"),
+	"merge":         gitAlways("adds to the branch's history"),
+	"reset":         gitReset,
+	"rebase":        gitAlways("rewrites history"),
+	"filter-branch": gitAlways("rewrites history"),
+	"filter-repo":   gitAlways("rewrites history"),
+	"checkout":      gitCheckout,
+	"switch":        gitCheckout,
+	"restore":       gitRestore,
+	"update-ref":    gitAlways("rewrites refs directly"),
+	"replace":       gitAlways("rewrites refs directly"),
+	"prune":         gitAlways("deletes unreachable objects, the last copy of lost work"),
+	"stash":         gitStash,
+	"clean":         gitClean,
+	"branch":        gitBranch,
+	"tag":           gitTag,
+	"reflog":        gitReflog,
+	"gc":            gitGc,
+	"bisect":        gitBisect,
+	"symbolic-ref":  gitSymbolicRef,
+	gitDynamicVerb:  gitDynamic,
+}
+
+// gitDiscardVerbs overwrite or delete uncommitted work.
+var gitDiscardVerbs = map[string]gitCheck{
+	"read-tree":      gitReadTree,
+	"checkout-index": gitCheckoutIndex,
+	"rm":             gitRm,
+	"worktree":       gitWorktree,
+}
+
+func gitReadTree(g gitArgs, report reporter) {
+	if has(g.opts, "-u") && has(g.opts, "--reset", "-m") {
+		report("git read-tree -u --reset overwrites the working tree, discarding uncommitted work")
+	}
+}
+
+func gitCheckoutIndex(g gitArgs, report reporter) {
+	if has(g.opts, "-f", "--force") {
+		report("git checkout-index -f overwrites working-tree files, discarding uncommitted work")
+	}
+}
+
+func gitRm(g gitArgs, report reporter) {
+	if has(g.opts, "-f", "--force") && !has(g.opts, "--cached") {
+		report("git rm -f deletes files even when they hold uncommitted work")
+	}
+}
+
+func gitWorktree(g gitArgs, report reporter) {
+	if g.first("remove") && has(g.opts, "-f", "--force") {
+		report("git worktree remove --force deletes a worktree with its uncommitted work")
+	}
+}
+
+// checkGitHistory judges git's history-changing subcommands and gh pr
+// checkout (gh co), which moves the checkout too.
+func checkGitHistory(j *judge, c invocation, report reporter) {
+	if family(c.name) == "git" {
+		gitVerbRule(gitHistoryVerbs)(j, c, report)
+		return
+	}
+	group, verb, _ := ghWords(c.args[1:])
+	switch {
+	case group == nil:
+	case group.is("co"), group.is("pr") && verb != nil && (verb.dynamic || verb.is("checkout", "co")):
+		report("gh pr checkout changes the checked-out branch")
+	}
+}
+
+// checkCredentialHelper judges commands that print stored credentials.
+func checkCredentialHelper(j *judge, c invocation, report reporter) {
+	_, ops := scanOptions(c.args[1:], optionSpec{})
+	first := func(vals ...string) bool { return len(ops) > 0 && (ops[0].dynamic || ops[0].is(vals...)) }
+	switch c.name {
+	case "security":
+		if first("find-generic-password", "find-internet-password", "find-key", "dump-keychain", "export", "unlock-keychain") {
+			report("security " + ops[0].text + " reads the keychain")
+		}
+	case "secret-tool":
+		if first("lookup", "search") {
+			report("secret-tool " + ops[0].text + " prints stored secrets")
+		}
+	case "pass", "gopass":
+		if len(ops) > 0 && !first("ls", "list", "find", "search", "grep", "init", "git", "help", "version") {
+			report(c.name + " prints a stored password")
+		}
+	case "op", "bw", "lpass":
+		item := len(ops) > 1 && ops[0].is("item", "document") && (ops[1].dynamic || ops[1].is("get"))
+		if item || first("read", "get", "show", "export", "unlock", "inject", "run", "signin") {
+			report(c.name + " " + ops[0].text + " reads a password manager")
+		}
+	default:
+		gitCredential(c.layer, report)
+	}
+}
+
+// gitCredential judges git credential fill and the credential helpers' get.
+func gitCredential(l layer, report reporter) {
+	g := parseGit(l)
+	if g.verb == nil || g.verb.dynamic {
+		return
+	}
+	_, ops := scanOptions(g.rest, optionSpec{})
+	op := len(ops) > 0 && ops[0].is("fill", "get")
+	if g.verb.is("credential") && op || strings.HasPrefix(g.verb.text, "credential-") && op {
+		report("git " + g.verb.text + " " + ops[0].text + " prints a stored credential")
+	}
+}
+
+func gitPush(g gitArgs, report reporter) {
 	if forcePush(g.opts, g.ops, g.rest) {
-		j.rule(ruleGitForcePush, "git push --force rewrites or deletes history on the remote", g.text)
+		report("git push --force rewrites or deletes history on the remote")
 	}
-	j.rule(ruleGitRemote, "git push publishes commits to a remote", g.text)
 }
 
-func (j *judge) gitSvn(g gitArgs) {
+// gitReset: a reset that only unstages (git reset, git reset HEAD [--]
+// paths, --mixed HEAD) leaves the branch and the files alone; any other
+// moves the branch, and --hard discards work.
+func gitReset(g gitArgs, report reporter) {
+	for _, o := range g.opts {
+		if o.name != "--mixed" && o.name != "-q" && o.name != "--quiet" {
+			report("git reset " + o.name + " moves the branch or discards work")
+			return
+		}
+	}
+	if len(g.ops) > 0 && !g.ops[0].is("HEAD") && !slices.ContainsFunc(g.rest, func(a arg) bool { return a.is("--") }) ||
+		mayHideOption(g.rest) {
+		report("git reset moves the branch and with --hard discards work")
+	}
+}
+
+// gitCheckout: checkout -b NAME and switch -c NAME (no start point, no
+// paths) only make a branch where HEAD is; anything else changes the
+// checked-out files and can discard work.
+func gitCheckout(g gitArgs, report reporter) {
+	newBranch := len(g.opts) == 1 && len(g.ops) == 0 && g.opts[0].hasValue && !g.opts[0].value.dynamic
+	switch {
+	case newBranch && g.verb == "checkout" && has(g.opts, "-b", "-B", "--orphan"):
+	case newBranch && g.verb == "switch" && has(g.opts, "-c", "-C", "--create", "--force-create"):
+	default:
+		report("git " + g.verb + " changes the checked-out files and can discard work")
+	}
+}
+
+// gitRestore: restore --staged alone only unstages; the rest overwrites
+// working-tree files.
+func gitRestore(g gitArgs, report reporter) {
+	if !has(g.opts, "-S", "--staged") || has(g.opts, "-W", "--worktree") || mayHideOption(g.rest) {
+		report("git restore overwrites working-tree files and can discard work")
+	}
+}
+
+func gitSvn(g gitArgs, report reporter) {
 	if g.first("dcommit", "set-tree") {
-		j.rule(ruleGitRemote, "git svn "+g.ops[0].text+" publishes commits to a remote", g.text)
+		report("git svn " + g.ops[0].text + " publishes commits to a remote")
 	}
 }
 
-func (j *judge) gitP4(g gitArgs) {
+func gitP4(g gitArgs, report reporter) {
 	if g.first("submit") {
-		j.rule(ruleGitRemote, "git p4 submit publishes commits to a remote", g.text)
+		report("git p4 submit publishes commits to a remote")
 	}
 }
 
-func (j *judge) gitStash(g gitArgs) {
+func gitStash(g gitArgs, report reporter) {
 	if !g.first("list", "show") {
-		j.historyRule(g, "git stash sets work aside and changes the checked-out files")
+		report("git stash sets work aside and changes the checked-out files")
 	}
 }
 
-func (j *judge) gitClean(g gitArgs) {
+func gitClean(g gitArgs, report reporter) {
 	if !has(g.opts, "-n", "--dry-run") {
-		j.historyRule(g, "git clean deletes untracked files")
+		report("git clean deletes untracked files")
 	}
 }
 
-func (j *judge) gitBranch(g gitArgs) {
+func gitBranch(g gitArgs, report reporter) {
 	if has(g.opts, "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force") {
-		j.historyRule(g, "git branch "+firstOption(g.opts, "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force")+" deletes, moves or overwrites branches")
+		report("git branch " + firstOption(g.opts, "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force") + " deletes, moves or overwrites branches")
 	}
 }
 
-func (j *judge) gitTag(g gitArgs) {
+func gitTag(g gitArgs, report reporter) {
 	if has(g.opts, "-d", "--delete", "-f", "--force") {
-		j.historyRule(g, "git tag -d/-f deletes or moves tags")
+		report("git tag -d/-f deletes or moves tags")
 	}
 }
 
-func (j *judge) gitReflog(g gitArgs) {
+func gitReflog(g gitArgs, report reporter) {
 	if g.first("expire", "delete") {
-		j.historyRule(g, "git reflog "+g.ops[0].text+" drops the record of lost work")
+		report("git reflog " + g.ops[0].text + " drops the record of lost work")
 	}
 }
 
-func (j *judge) gitGc(g gitArgs) {
+func gitGc(g gitArgs, report reporter) {
 	if hasPrefixed(g.opts, "--prune") {
-		j.historyRule(g, "git gc --prune deletes unreachable objects, the last copy of lost work")
+		report("git gc --prune deletes unreachable objects, the last copy of lost work")
 	}
 }
 
-func (j *judge) gitBisect(g gitArgs) {
+func gitBisect(g gitArgs, report reporter) {
 	if !g.first("log", "view", "visualize", "help", "terms") {
-		j.historyRule(g, "git bisect checks out other commits")
+		report("git bisect checks out other commits")
 	}
 }
 
-func (j *judge) gitSymbolicRef(g gitArgs) {
+func gitSymbolicRef(g gitArgs, report reporter) {
 	if len(g.ops) >= 2 || has(g.opts, "-d", "--delete") {
-		j.historyRule(g, "git symbolic-ref rewrites HEAD")
+		report("git symbolic-ref rewrites HEAD")
 	}
 }
 

@@ -7,13 +7,13 @@ import (
 
 // checkHTTP judges HTTP clients writing to GitHub's API: curl, wget and
 // httpie are another way to comment on or close an issue.
-func (j *judge) checkHTTP(l layer) {
+func checkHTTP(l layer, report reporter) {
 	args := l.args[1:]
 	if !slices.ContainsFunc(args, func(a arg) bool { return namesGitHubAPI(a.text) }) {
 		return
 	}
 	if method := httpMethod(l.name, args); method != "GET" && method != "HEAD" {
-		j.rule(ruleGhWrite, l.name+" "+method+" to GitHub's API changes GitHub", l.text())
+		report(l.name + " " + method + " to GitHub's API changes GitHub")
 	}
 }
 

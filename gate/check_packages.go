@@ -51,7 +51,13 @@ func installVerbs(manager string) []string {
 	case "snap", "flatpak":
 		return []string{"install", "remove", "uninstall", "refresh", "update"}
 	case "nix":
-		return []string{"profile"}
+		return []string{"profile", "shell", "run", "develop"}
+	case "pdm":
+		return []string{"add", "install", "sync", "update", "remove", "self", "import"}
+	case "rye":
+		return []string{"add", "remove", "sync", "install", "uninstall", "tools", "self", "fetch", "toolchain"}
+	case "hatch":
+		return []string{"env"}
 	case "composer":
 		return []string{"require", "install", "update", "remove", "global"}
 	case "luarocks":
@@ -85,20 +91,53 @@ func installValueFlags(manager string) []string {
 	return nil
 }
 
-// checkPackages judges package managers.
-func (j *judge) checkPackages(l layer) {
-	manager := family(l.name)
-	args := l.args[1:]
-	deny := func(reason string) { j.rule(rulePackageInstall, reason, l.text()) }
+// checkPackages judges package managers, python -m of one, setup.py
+// install and R CMD INSTALL.
+func checkPackages(j *judge, c invocation, deny reporter) {
+	manager := family(c.name)
+	args := c.args[1:]
+	switch manager {
+	case "python":
+		checkPythonInstall(args, deny)
+		return
+	case "r":
+		if len(args) > 1 && args[0].is("CMD") && args[1].is("INSTALL", "REMOVE") {
+			deny("R CMD " + args[1].text + " installs or removes an R package")
+		}
+		return
+	}
 	if check, ok := ownPackageChecks[manager]; ok && check(manager, args, deny) {
 		return
 	}
 	checkInstallVerb(manager, args, deny)
 }
 
+// checkPythonInstall judges python -m MODULE (pip, pip.__main__, pipx…,
+// ensurepip) as the module's own command, and setup.py install|develop.
+func checkPythonInstall(args []arg, deny reporter) {
+	ic := parseInterpreter("python", args)
+	switch {
+	case ic.module != nil && !ic.module.dynamic:
+		name, _, _ := strings.Cut(ic.module.text, ".")
+		if name == "ensurepip" {
+			deny("python -m ensurepip installs pip")
+			return
+		}
+		checkPackages(nil, invocation{layer: layer{name: name, args: append([]arg{literal(name)}, ic.moduleArgs...)}}, deny)
+	case ic.script != nil && !ic.script.dynamic && commandName(ic.script.text) == "setup.py":
+		_, ops := scanOptions(args, optionSpec{values: "cmWX", posix: true})
+		for _, a := range after(ops, 1) {
+			if a.is("install", "develop", "easy_install", "bdist_egg") {
+				deny("setup.py " + a.text + " installs the package")
+				return
+			}
+		}
+	}
+}
+
 // packageCheck judges a package manager whose command line has rules of
 // its own. done false leaves it to checkInstallVerb.
-type packageCheck func(manager string, args []arg, deny func(string)) (done bool)
+type packageCheck func(manager string, args []arg, deny reporter) (done bool)
 
 // ownPackageChecks are the package managers not judged (or not only) by
 // their install verbs.
@@ -106,26 +145,44 @@ var ownPackageChecks = map[string]packageCheck{
 	"npx": checkFetchAndRun, "pnpx": checkFetchAndRun, "bunx": checkFetchAndRun, "uvx": checkFetchAndRun,
 	"easy_install": checkFetchAndRun, "pip-sync": checkFetchAndRun, "cpanm": checkFetchAndRun,
 	"cpan":   checkCpan,
-	"uv":     func(_ string, args []arg, deny func(string)) bool { checkUv(args, deny); return true },
+	"uv":     func(_ string, args []arg, deny reporter) bool { checkUv(args, deny); return true },
 	"yarn":   checkBareYarn,
 	"dpkg":   checkDpkg,
-	"rpm":    func(_ string, args []arg, deny func(string)) bool { checkRpm(args, deny); return true },
+	"rpm":    func(_ string, args []arg, deny reporter) bool { checkRpm(args, deny); return true },
 	"pacman": checkPacman, "yay": checkPacman, "paru": checkPacman,
 	"nix-env": checkNixEnv,
+	"gh":      checkGhExtension,
+	"nix-shell": func(_ string, args []arg, deny reporter) bool {
+		if _, ok := findOption(args, "-p", "--packages"); ok {
+			deny("nix-shell -p fetches and installs packages")
+		}
+		return true
+	},
 }
 
 // checkFetchAndRun judges the tools that install (and run) packages from a
-// registry whatever their arguments; only npx can be told not to.
-func checkFetchAndRun(manager string, args []arg, deny func(string)) bool {
+// registry whatever their arguments; only npx can be told not to. The
+// gate cannot see whether the project already has the tool, so for npx
+// the denial points at the form that runs only the project's own copy.
+func checkFetchAndRun(manager string, args []arg, deny reporter) bool {
 	if manager == "npx" && slices.ContainsFunc(args, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }) {
 		return true
+	}
+	if manager == "npx" {
+		if tool, _ := firstOperand(args, []string{"-p", "--package", "-c", "--call"}); tool != nil && !tool.dynamic {
+			bin := strings.SplitN(strings.TrimPrefix(tool.text, "@"), "@", 2)[0]
+			bin = bin[strings.LastIndexByte(bin, '/')+1:]
+			deny("npx fetches "+tool.text+" from the registry unless the project has it",
+				"If the project has it installed, run node_modules/.bin/"+bin+" (or npx --no-install "+tool.text+") instead.")
+			return true
+		}
 	}
 	deny(manager + " installs (and runs) packages from a registry")
 	return true
 }
 
 // checkCpan judges cpan: any operand is a module to install.
-func checkCpan(_ string, args []arg, deny func(string)) bool {
+func checkCpan(_ string, args []arg, deny reporter) bool {
 	if _, ops := scanOptions(args, optionSpec{}); len(ops) > 0 {
 		deny("cpan installs Perl modules")
 	}
@@ -133,7 +190,7 @@ func checkCpan(_ string, args []arg, deny func(string)) bool {
 }
 
 // checkBareYarn judges yarn with no command; with one, its verb decides.
-func checkBareYarn(_ string, args []arg, deny func(string)) bool {
+func checkBareYarn(_ string, args []arg, deny reporter) bool {
 	if verb, _ := firstOperand(args, installValueFlags("yarn")); verb == nil {
 		deny("yarn with no command installs the project's packages")
 		return true
@@ -142,7 +199,7 @@ func checkBareYarn(_ string, args []arg, deny func(string)) bool {
 }
 
 // checkDpkg judges dpkg's install and remove modes.
-func checkDpkg(_ string, args []arg, deny func(string)) bool {
+func checkDpkg(_ string, args []arg, deny reporter) bool {
 	if _, ok := findOption(args, "-i", "--install", "-r", "--remove", "-P", "--purge", "--unpack", "--configure"); ok {
 		deny("dpkg installs or removes packages")
 	}
@@ -151,7 +208,7 @@ func checkDpkg(_ string, args []arg, deny func(string)) bool {
 
 // checkPacman judges pacman and its helpers: -S, -R and -U, alone or in a
 // cluster, and their long forms.
-func checkPacman(manager string, args []arg, deny func(string)) bool {
+func checkPacman(manager string, args []arg, deny reporter) bool {
 	for _, a := range args {
 		if !a.dynamic && (len(a.text) > 1 && a.text[0] == '-' && a.text[1] != '-' && strings.ContainsAny(a.text[1:2], "SRU") ||
 			a.is("--sync", "--remove", "--upgrade")) {
@@ -163,7 +220,7 @@ func checkPacman(manager string, args []arg, deny func(string)) bool {
 }
 
 // checkNixEnv judges nix-env's install, uninstall and upgrade modes.
-func checkNixEnv(_ string, args []arg, deny func(string)) bool {
+func checkNixEnv(_ string, args []arg, deny reporter) bool {
 	if _, ok := findOption(args, "-i", "--install", "-e", "--uninstall", "-u", "--upgrade"); ok {
 		deny("nix-env installs or removes packages")
 	}
@@ -173,7 +230,7 @@ func checkNixEnv(_ string, args []arg, deny func(string)) bool {
 // checkInstallVerb judges a package manager by its subcommand: one of its
 // install verbs (and, for a group, the second word) installs, upgrades or
 // removes software.
-func checkInstallVerb(manager string, args []arg, deny func(string)) {
+func checkInstallVerb(manager string, args []arg, deny reporter) {
 	verbs := installVerbs(manager)
 	if verbs == nil {
 		return
@@ -185,6 +242,13 @@ func checkInstallVerb(manager string, args []arg, deny func(string)) {
 		deny(manager + "'s subcommand is only known at run time")
 	case manager == "go" && verb.is("run"):
 		checkGoRun(rest, deny)
+	case manager == "nix" && verb.is("shell", "run", "develop"):
+		for _, a := range rest {
+			if a.dynamic || !strings.HasPrefix(a.text, "-") && !strings.HasPrefix(a.text, ".") && !strings.HasPrefix(a.text, "/") {
+				deny("nix " + verb.text + " " + a.text + " fetches and installs packages")
+				return
+			}
+		}
 	case manager == "npm" && verb.is("exec", "x") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }):
 	case slices.Contains(verbs, verb.text):
 		if subs := installSubVerbs(manager, verb.text); subs != nil {
@@ -198,7 +262,7 @@ func checkInstallVerb(manager string, args []arg, deny func(string)) {
 }
 
 // checkGoRun judges go run: a package@version is fetched and run.
-func checkGoRun(rest []arg, deny func(string)) {
+func checkGoRun(rest []arg, deny reporter) {
 	for _, a := range rest {
 		if !a.dynamic && !strings.HasPrefix(a.text, "-") && strings.Contains(a.text, "@") {
 			deny("go run " + a.text + " fetches and runs a module")
@@ -214,6 +278,8 @@ func installSubVerbs(manager, verb string) []string {
 	switch manager + " " + verb {
 	case "nix profile":
 		return []string{"install", "add", "remove", "upgrade"}
+	case "hatch env":
+		return []string{"create"}
 	case "rustup toolchain", "rustup target", "rustup component":
 		return []string{"install", "add", "remove", "uninstall"}
 	case "rustup self":
@@ -237,7 +303,7 @@ func installSubVerbs(manager, verb string) []string {
 // checkUv judges uv: uv pip install/sync/uninstall, add, remove, sync,
 // tool install/run/upgrade, self update, python install, and uv run with
 // --with (which installs what it names).
-func checkUv(args []arg, deny func(string)) {
+func checkUv(args []arg, deny reporter) {
 	verb, rest := firstOperand(args, []string{"--directory", "--project", "--cache-dir", "--config-file", "--color"})
 	if verb == nil {
 		return
@@ -269,7 +335,7 @@ func checkUv(args []arg, deny func(string)) {
 
 // checkRpm judges rpm: install, upgrade, freshen and erase modes; -q
 // queries are allowed even with -i (info).
-func checkRpm(args []arg, deny func(string)) {
+func checkRpm(args []arg, deny reporter) {
 	for _, a := range args {
 		if a.dynamic || !strings.HasPrefix(a.text, "-") {
 			continue
@@ -297,4 +363,14 @@ func findOption(args []arg, names ...string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// checkGhExtension judges gh extension install/upgrade/exec, which fetch
+// and run code from GitHub.
+func checkGhExtension(_ string, args []arg, deny reporter) bool {
+	group, verb, _ := ghWords(args)
+	if group != nil && group.is("extension", "extensions", "ext") && verb != nil && (verb.dynamic || verb.is("install", "upgrade", "exec")) {
+		deny("gh extension " + verb.text + " installs and runs code from GitHub")
+	}
+	return true
 }

@@ -1,19 +1,17 @@
 package gate
 
 import (
+	"path"
 	"slices"
 	"strings"
-
-	"mvdan.cc/sh/v3/syntax"
 )
 
 // checkDisk judges tools that write disks: dd of=, formatting and
 // partitioning tools, and copies or tees onto a device.
-func (j *judge) checkDisk(fam string, l layer) {
-	text := l.text()
+func checkDisk(j *judge, c invocation, deny reporter) {
+	l := c.layer
 	opts, ops := scanOptions(l.args[1:], optionSpec{})
-	deny := func(reason string) { j.rule(ruleDiskWrite, reason, text) }
-	switch fam {
+	switch fam := family(l.name); fam {
 	case "dd":
 		for _, a := range l.args[1:] {
 			if dest, ok := strings.CutPrefix(a.text, "of="); ok && !a.dynamic && isDiskDevice(dest) {
@@ -48,19 +46,23 @@ func (j *judge) checkDisk(fam string, l layer) {
 		if n := len(ops); n > 0 && !ops[n-1].dynamic && isDiskDevice(ops[n-1].text) {
 			deny(l.name + " onto a disk device destroys what is on it")
 		}
+	case "shred", "srm", "wipe":
+		if slices.ContainsFunc(ops, func(a arg) bool { return !a.dynamic && isDiskDevice(a.text) }) {
+			deny(l.name + " overwrites a disk device")
+		}
 	}
 }
 
 // checkSQL judges SQL clients given DROP or TRUNCATE, dropdb and
 // mysqladmin drop.
-func (j *judge) checkSQL(fam string, l layer, stmt *syntax.Stmt) {
-	text := l.text()
-	switch fam {
+func checkSQL(j *judge, c invocation, report reporter) {
+	l, stmt := c.layer, c.stmt
+	switch family(l.name) {
 	case "dropdb":
-		j.rule(ruleSQLDrop, "dropdb drops a database", text)
+		report("dropdb drops a database")
 	case "mysqladmin":
 		if slices.ContainsFunc(l.args[1:], func(a arg) bool { return a.is("drop") }) {
-			j.rule(ruleSQLDrop, "mysqladmin drop drops a database", text)
+			report("mysqladmin drop drops a database")
 		}
 	default:
 		var b strings.Builder
@@ -72,7 +74,7 @@ func (j *judge) checkSQL(fam string, l layer, stmt *syntax.Stmt) {
 			b.WriteString(literalText(stmt)) // here-documents and here-strings
 		}
 		if phrase := sqlDrop(b.String()); phrase != "" {
-			j.rule(ruleSQLDrop, phrase+" given to "+l.name, text)
+			report(phrase + " given to " + l.name)
 		}
 	}
 }
@@ -80,7 +82,7 @@ func (j *judge) checkSQL(fam string, l layer, stmt *syntax.Stmt) {
 // sqlDrop finds DROP TABLE/DATABASE/SCHEMA or TRUNCATE in text, in any
 // case and spacing, and returns it ("" if none).
 func sqlDrop(text string) string {
-	tokens := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+	tokens := strings.FieldsFunc(strings.ToLower(withoutSQLStrings(text)), func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
 	})
 	for i, t := range tokens {
@@ -94,29 +96,36 @@ func sqlDrop(text string) string {
 	return ""
 }
 
-// checkInfra judges commands that destroy infrastructure.
-func (j *judge) checkInfra(fam string, l layer) {
-	text := l.text()
-	args := l.args[1:]
-	deny := func(reason string) { j.rule(ruleTerraformDestroy, reason, text) }
-	switch fam {
-	case "terraform":
-		verb, rest := firstOperand(args, nil)
+// withoutSQLStrings blanks out SQL string literals ('…', ” escaping a
+// quote): a LIKE '%drop table%' names no table to drop.
+func withoutSQLStrings(text string) string {
+	if !strings.Contains(text, "'") {
+		return text
+	}
+	var b strings.Builder
+	in := false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
 		switch {
-		case verb == nil:
-		case verb.dynamic:
-			deny(l.name + "'s subcommand is only known at run time")
-		case verb.is("destroy", "destroy-all"):
-			deny(l.name + " destroy destroys the infrastructure it manages")
-		case verb.is("run-all", "run") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("destroy") }):
-			deny(l.name + " " + verb.text + " destroy destroys the infrastructure it manages")
-		case slices.ContainsFunc(args, func(a arg) bool { return a.is("-destroy", "--destroy") }):
-			deny(l.name + " -destroy destroys the infrastructure it manages")
-		case verb.is("state") && len(rest) > 0 && rest[0].is("rm"):
-			deny(l.name + " state rm forgets managed resources")
-		case verb.is("workspace") && len(rest) > 0 && rest[0].is("delete"):
-			deny(l.name + " workspace delete deletes a workspace's state")
+		case c == '\'' && in && i+1 < len(text) && text[i+1] == '\'':
+			i++
+		case c == '\'':
+			in = !in
+			b.WriteByte(' ')
+		case !in:
+			b.WriteByte(c)
 		}
+	}
+	return b.String()
+}
+
+// checkInfra judges commands that destroy infrastructure.
+func checkInfra(j *judge, c invocation, deny reporter) {
+	l := c.layer
+	args := l.args[1:]
+	switch family(l.name) {
+	case "terraform":
+		checkTerraform(l, deny)
 	case "pulumi":
 		for i, a := range args {
 			if a.is("destroy", "down") || a.is("stack") && i+1 < len(args) && args[i+1].is("rm") {
@@ -154,12 +163,20 @@ func firstOperand(args []arg, valueFlags []string) (*arg, []arg) {
 	return nil, nil
 }
 
+// shutdownTargets are the systemd targets that stop or suspend the machine.
+var shutdownTargets = []string{"poweroff.target", "reboot.target", "halt.target", "kexec.target", "rescue.target",
+	"emergency.target", "suspend.target", "hibernate.target", "hybrid-sleep.target", "suspend-then-hibernate.target",
+	"soft-reboot.target", "ctrl-alt-del.target", "runlevel0.target", "runlevel1.target", "runlevel6.target",
+	"systemd-poweroff.service", "systemd-reboot.service", "systemd-halt.service", "systemd-kexec.service"}
+
+// logindMethods are logind's D-Bus methods that stop the machine.
+var logindMethods = []string{"poweroff", "reboot", "halt", "suspend", "hibernate", "hybridsleep", "suspendthenhibernate", "kexec", "softreboot"}
+
 // checkShutdown judges commands that stop the machine or every process.
-func (j *judge) checkShutdown(fam string, l layer) {
-	text := l.text()
+func checkShutdown(j *judge, c invocation, deny reporter) {
+	l := c.layer
 	args := l.args[1:]
-	deny := func(reason string) { j.rule(ruleShutdown, reason, text) }
-	switch fam {
+	switch family(l.name) {
 	case "shutdown":
 		if !slices.ContainsFunc(args, func(a arg) bool { return a.is("--help", "-c") }) {
 			deny(l.name + " stops the machine")
@@ -168,18 +185,65 @@ func (j *judge) checkShutdown(fam string, l layer) {
 		if len(args) > 0 && args[0].is("0", "1", "6", "s", "S") {
 			deny(l.name + " " + args[0].text + " changes the machine's run level")
 		}
-	case "systemctl":
-		verb, _ := firstOperand(args, []string{"-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property", "-s", "--signal"})
-		if verb != nil && verb.is("poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "hybrid-sleep",
-			"suspend-then-hibernate", "rescue", "emergency", "soft-reboot") {
-			deny("systemctl " + verb.text + " stops the machine")
-		}
+	case "systemctl", "loginctl", "machinectl":
+		checkSystemctl(l, deny)
 	case "killall5":
 		deny("killall5 signals every process")
 	case "kill":
 		if pid := killsEveryone(args); pid != "" {
 			deny("kill " + pid + " signals every process")
 		}
+	case "dbus-send", "busctl", "gdbus":
+		for _, a := range args {
+			method := strings.ToLower(a.text[strings.LastIndexAny(a.text, ". ")+1:])
+			if !a.dynamic && slices.Contains(logindMethods, method) {
+				deny(l.name + " calls " + a.text + ", which stops the machine")
+				return
+			}
+		}
+	case "tee", "dd":
+		for _, a := range args {
+			if isSysrq(strings.TrimPrefix(a.text, "of=")) && !a.dynamic {
+				deny("writing to /proc/sysrq-trigger can reboot or halt the machine at once")
+				return
+			}
+		}
+	}
+}
+
+// checkSystemctl judges systemctl's, loginctl's and machinectl's verbs
+// that stop the machine, and starting or isolating a shutdown target.
+func checkSystemctl(l layer, deny reporter) {
+	verb, rest := firstOperand(l.args[1:], []string{"-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property", "-s", "--signal"})
+	if verb == nil {
+		return
+	}
+	switch {
+	case verb.is("poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "hybrid-sleep",
+		"suspend-then-hibernate", "rescue", "emergency", "soft-reboot") && l.name != "machinectl":
+		deny(l.name + " " + verb.text + " stops the machine")
+	case verb.is("start", "isolate", "restart", "reload-or-restart", "try-restart", "enable", "link") && l.name == "systemctl":
+		for _, a := range rest {
+			if !a.dynamic && slices.Contains(shutdownTargets, a.text) {
+				deny("systemctl " + verb.text + " " + a.text + " stops the machine")
+				return
+			}
+		}
+	}
+}
+
+// isSysrq reports the kernel's magic SysRq trigger.
+func isSysrq(p string) bool { return path.Clean(p) == "/proc/sysrq-trigger" }
+
+// checkSudo judges privilege escalation; machinectl shell and login open a
+// root shell in a machine (the host, .host, included).
+func checkSudo(j *judge, c invocation, report reporter) {
+	if c.name != "machinectl" {
+		report(c.name + " runs commands with another user's privileges")
+		return
+	}
+	if verb, _ := firstOperand(c.args[1:], []string{"-H", "--host", "-M", "--machine", "-E", "--setenv", "--uid"}); verb != nil && (verb.dynamic || verb.is("shell", "login")) {
+		report("machinectl " + verb.text + " opens a root shell in a machine")
 	}
 }
 
@@ -206,23 +270,77 @@ func killsEveryone(args []arg) string {
 	return ""
 }
 
+// checkSecretArgs judges a command's arguments for credential paths.
+func checkSecretArgs(j *judge, c invocation, report reporter) {
+	j.secretArgs(c.layer)
+}
+
 // secretArgs judges a command's arguments for credential paths; echo and
-// printf only print their arguments.
+// printf only print their arguments. A relative path counts as under the
+// home directory after a cd there (or somewhere unknown), and under tar's
+// -C directory.
 func (j *judge) secretArgs(l layer) {
 	if l.name == "echo" || l.name == "printf" {
 		return
 	}
+	base := j.cwd
+	if l.name == "tar" || l.name == "bsdtar" {
+		opts, _ := scanOptions(l.args[1:], optionSpec{values: "CfbTXgFLV", longValues: []string{"directory", "file", "files-from", "exclude-from"}})
+		if dirs := values(opts, "-C", "--directory"); len(dirs) > 0 {
+			base = dirs[len(dirs)-1].text
+		}
+	}
 	for _, a := range l.args {
-		if p := secretPath(a.text); p != "" && !a.implicit {
+		if a.implicit {
+			continue
+		}
+		p := secretPath(a.text)
+		if p == "" && base != "" && relativePath(a) {
+			p = secretPath(base + "/" + a.text)
+		}
+		if p != "" {
 			j.rule(ruleSecretRead, "it names the credential path "+p, l.text())
 			return
 		}
 	}
 }
 
+// relativePath reports an argument that names a path relative to the
+// current directory.
+func relativePath(a arg) bool {
+	t := a.text
+	return t != "" && !a.dynamic && !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") && !strings.HasPrefix(t, "-")
+}
+
 // secretArg judges an argument (a redirection's target) naming a credential path.
 func (j *judge) secretArg(a arg, command string) {
-	if p := secretPath(a.text); p != "" {
+	p := secretPath(a.text)
+	if p == "" && j.cwd != "" && relativePath(a) {
+		p = secretPath(j.cwd + "/" + a.text)
+	}
+	if p != "" {
 		j.rule(ruleSecretRead, "it names the credential path "+p, command)
+	}
+}
+
+// checkTerraform judges terraform, tofu and terragrunt: destroy, apply
+// -destroy (plan -destroy only prints), state rm, workspace delete.
+func checkTerraform(l layer, deny reporter) {
+	args := l.args[1:]
+	verb, rest := firstOperand(args, nil)
+	switch {
+	case verb == nil:
+	case verb.dynamic:
+		deny(l.name + "'s subcommand is only known at run time")
+	case verb.is("destroy", "destroy-all"):
+		deny(l.name + " destroy destroys the infrastructure it manages")
+	case verb.is("run-all", "run") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("destroy") }):
+		deny(l.name + " " + verb.text + " destroy destroys the infrastructure it manages")
+	case !verb.is("plan", "show", "validate", "graph") && slices.ContainsFunc(args, func(a arg) bool { return a.is("-destroy", "--destroy") }):
+		deny(l.name + " -destroy destroys the infrastructure it manages")
+	case verb.is("state") && len(rest) > 0 && rest[0].is("rm"):
+		deny(l.name + " state rm forgets managed resources")
+	case verb.is("workspace") && len(rest) > 0 && rest[0].is("delete"):
+		deny(l.name + " workspace delete deletes a workspace's state")
 	}
 }

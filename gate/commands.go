@@ -14,6 +14,9 @@ func (j *judge) command(args []arg, stmt *syntax.Stmt) {
 	if len(args) == 0 || j.stopped() || !j.tick() {
 		return
 	}
+	if expanded, ok := j.expandAlias(args); ok {
+		args = expanded
+	}
 	layers, truncated := resolveLayers(args)
 	if truncated {
 		j.limit(fmt.Sprintf("more than %d wrapper commands in a row", maxLayers))
@@ -31,11 +34,50 @@ func (j *judge) command(args []arg, stmt *syntax.Stmt) {
 		case l.dynamic():
 			j.dynamicCommand(l, stmt)
 		case l.wrapper:
-			j.checkWrapper(l)
+			j.wrapperSettings(l)
+			j.applyRules(invocation{l, stmt})
 		default:
-			j.check(l, stmt)
+			j.lookThrough(l, stmt)
+			j.callFunction(l, stmt)
+			if !asksForHelp(l) {
+				j.applyRules(invocation{l, stmt})
+			}
 		}
 	}
+}
+
+// applyRules runs the checks of the rules in force that judge this
+// command's family, and those that judge every command.
+func (j *judge) applyRules(c invocation) {
+	fam := family(c.name)
+	for _, list := range [][]ruleDef{j.gate.checks[fam], j.gate.checks[anyCommand]} {
+		for _, r := range list {
+			if j.stopped() {
+				return
+			}
+			name := r.Name
+			r.check(j, c, func(reason string, hint ...string) { j.rule(name, reason, c.text(), hint...) })
+		}
+	}
+}
+
+// asksForHelp reports a command that only prints its usage or version:
+// --help or --version before any "--". Shells and interpreters are not
+// exempt (sh -c CODE --help runs CODE).
+func asksForHelp(l layer) bool {
+	switch family(l.name) {
+	case "sh", "python", "perl", "ruby", "node", "php", "lua", "rscript", "eval", "source", "awk", "julia", "r", "find", "xargs":
+		return false
+	}
+	for _, a := range l.args[1:] {
+		switch {
+		case a.is("--"):
+			return false
+		case a.is("--help", "--version"):
+			return true
+		}
+	}
+	return false
 }
 
 // dynamicCommand judges a command whose name is only known at run time.
@@ -53,25 +95,26 @@ func (j *judge) dynamicCommand(l layer, stmt *syntax.Stmt) {
 	j.secretArgs(l)
 }
 
-// checkWrapper judges a wrapper itself; the command it runs is its own layer.
-func (j *judge) checkWrapper(l layer) {
-	switch l.name {
-	case "sudo", "sudoedit", "doas", "su", "runuser", "pkexec", "run0":
-		j.rule(ruleSudo, l.name+" runs commands with another user's privileges", l.text())
-	}
+// wrapperSettings judges the variables a wrapper sets (env GIT_PAGER=…).
+func (j *judge) wrapperSettings(l layer) {
 	for _, a := range l.env {
 		name, value, _ := strings.Cut(a.text, "=")
 		j.codeVariable(name, literal(value))
 	}
 }
 
-// check judges the command that does the work, by what it is.
-func (j *judge) check(l layer, stmt *syntax.Stmt) {
+// lookThrough judges the code a command runs that is not on its own
+// command line as a command: shell code in arguments, code in other
+// languages, git's aliases and helpers, the commands find, rg and at run,
+// and where cd goes. The rules' checks judge the command itself.
+func (j *judge) lookThrough(l layer, stmt *syntax.Stmt) {
 	switch fam := family(l.name); fam {
 	case "sh":
 		j.checkShell(l, stmt)
-	case "python", "perl", "ruby", "node", "php", "lua", "rscript":
+	case "python", "perl", "ruby", "node", "php", "lua", "rscript", "r", "julia":
 		j.checkInterpreter(fam, l, stmt)
+	case "awk":
+		j.checkAwk(l)
 	case "eval":
 		j.checkEval(l)
 	case "source":
@@ -81,35 +124,18 @@ func (j *judge) check(l layer, stmt *syntax.Stmt) {
 	case "alias":
 		j.checkAlias(l)
 	case "git":
-		j.checkGit(l)
-	case "gh":
-		j.checkGh(l)
+		j.gitCode(l)
 	case "cd", "pushd", "popd":
 		j.checkCd(l)
-	case "curl", "wget", "http", "https", "xh", "xhs":
-		j.checkHTTP(l)
-	case "rm":
-		j.checkRm(l)
 	case "find":
-		j.checkFind(l)
-	case "shred", "srm", "wipe":
-		j.checkShred(l)
-	case "rsync":
-		j.checkRsync(l)
-	case "chmod", "chown", "chgrp", "setfacl":
-		j.checkChmod(l)
-	case "dd", "mkfs", "mke2fs", "mkswap", "wipefs", "blkdiscard", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted", "nvme", "tee", "cp", "mv", "install":
-		j.checkDisk(fam, l)
-	case "sql", "dropdb", "mysqladmin":
-		j.checkSQL(fam, l, stmt)
-	case "terraform", "pulumi", "cdk", "kubectl", "helm":
-		j.checkInfra(fam, l)
-	case "shutdown", "systemctl", "kill", "init", "killall5":
-		j.checkShutdown(fam, l)
-	default:
-		j.checkPackages(l)
+		j.findCommands(l)
+	case "rg":
+		j.rgPreprocessor(l)
+	case "at":
+		j.checkAt(l, stmt)
+	case "curl", "wget", "wget2", "aria2c", "http", "https", "xh", "xhs":
+		j.noteDownload(l, stmt)
 	}
-	j.secretArgs(l)
 }
 
 // family groups the names a tool goes by: python3.12 is python, bash is
@@ -128,6 +154,10 @@ func family(name string) string {
 		return "ruby"
 	case name == "nodejs":
 		return "node"
+	case name == "gawk", name == "mawk", name == "nawk", name == "busybox-awk":
+		return "awk"
+	case name == "r":
+		return "r"
 	case versioned(name, "php"):
 		return "php"
 	case versioned(name, "lua"), name == "luajit":
@@ -144,6 +174,8 @@ func family(name string) string {
 		return "shutdown"
 	case name == "telinit":
 		return "init"
+	case name == "batch":
+		return "at"
 	case isSQLClient(name):
 		return "sql"
 	}

@@ -9,29 +9,78 @@
 // strictest verdict found wins: deny over confirm over allow.
 //
 // A command is judged as the shell would run it: quoting and escapes undone
-// (\rm, 'rm', r""m and $'\x72m' are rm), braces expanded ({rm,-rf,/}), its
+// (\rm, 'rm', r""m and $'\x72m' are rm), braces expanded ({rm,-rf,/}),
+// an unquoted $IFS taken as the word break it is (rm${IFS}-rf${IFS}/), its
 // directory dropped (/bin/rm is rm, ./rm too) and its name lower-cased, its
-// VAR=value prefixes set aside, and the wrappers in front of it looked
-// through: sudo, doas, su -c, env (-i, -u, -S), nice, nohup, timeout, time,
-// stdbuf, ionice, chrt, taskset, setsid, xargs, command, builtin, exec,
-// busybox, watch, flock, unbuffer, script -c and GNU parallel. Flags are
-// read the way the tool reads them (rm -fr, -r -f and --recursive --force
-// are one thing; git -C dir push is push; gh api -XPOST, -X POST and
-// --method=POST are one method). Code held in arguments is parsed and
-// judged in turn: sh -c (and bash -lc, -ec …), eval, trap, alias, a shell's
-// here-document or here-string, echo/printf piped into a shell, git's
-// -c alias.x=!… and pager settings, the code-holding variables (GIT_PAGER,
-// GIT_SSH_COMMAND, PROMPT_COMMAND, …) and find -exec/-execdir/-ok.
+// VAR=value prefixes set aside, aliases and argument-running functions
+// defined earlier in the line expanded (alias g=git; g push), and the
+// wrappers in front of it looked through: sudo, doas, su -c, env (-i, -,
+// -u, -S), nice, nohup, timeout, time, stdbuf, ionice, chrt, taskset,
+// setsid, unshare, chroot, nsenter, systemd-run, strace, ltrace, xvfb-run,
+// command, builtin, exec, busybox, watch, flock, unbuffer, script -c, uv
+// run, poetry run, bundle exec, conda run and kin. Tools that run a
+// command for what they read or find are judged by what they will run:
+// xargs (-I, -J, or its input appended, which may be nothing), GNU
+// parallel (its template once per ::: input, each input as a command when
+// there is no template, -q's quoting; inputs from files or standard input
+// are only known at run time), find -exec/-execdir/-ok (with {} standing
+// for what is found: the starting point itself unless a test before the
+// action narrows it, so find . -delete -name x and find . -exec rm -f {} +
+// delete everything, and rm run on each file found counts as rm -r), rg
+// --pre and git difftool -x. Flags are read the way the tool reads them
+// (rm -fr, -r -f and --recursive --force are one thing; git -C dir push is
+// push; gh api -XPOST, -X POST and --method=POST are one method); --help and
+// --version make any command but a shell or interpreter harmless. Code
+// held in arguments is parsed and judged in turn: sh -c (and bash -lc, -ec
+// …), eval, trap, alias, a shell's here-document or here-string, echo or
+// printf piped or process-substituted into a shell (sh < <(echo …),
+// echo … > >(sh)), at and batch's input, git's -c alias.x=!… and pager
+// settings, the code-holding variables (GIT_PAGER, GIT_SSH_COMMAND,
+// PROMPT_COMMAND, …). A file a downloader wrote earlier in the same command
+// line (curl -o x.sh URL && bash x.sh) is downloaded code when it is run.
 //
-// The default rules (see DefaultRules) deny GitHub writes (gh, gh api, and
-// curl/wget/httpie to api.github.com), credential handling in gh, pushing
-// and rewriting git history, installing software, running downloaded code,
-// recursive deletes and permission changes outside the workspace,
-// privilege escalation, writing disk devices, dropping SQL tables,
-// destroying infrastructure, halting the machine, fork bombs and naming
-// credential files. Operators add deny and confirm patterns (fnmatch globs,
-// as ai-triager had) and may disable a rule or make it ask for
-// confirmation instead.
+// Code in other languages on the command line or in a here-document
+// (python -c, node -e, ruby -e, perl -e, php -r, Rscript/R -e, julia -e,
+// awk programs, python3 <<EOF, echo … | python3) is scanned for the rules'
+// intents where they are plain to see: a call that runs a literal command
+// (os.system, subprocess.run/call/Popen with a string or a list,
+// child_process exec/execSync/spawn, system, exec, backticks, %x(), qx(),
+// shell_exec, awk's system() and "cmd" | getline) is judged as that
+// command by every rule; rmtree, rm_rf, rmSync/rmdirSync with recursive,
+// rimraf and kin of a literal path or of the home directory are judged as
+// rm -r of it; install.packages, Pkg.add, pip.main and kin are
+// package-install. Code that computes what it runs is not followed.
+//
+// The default rules (see DefaultRules; each is one entry of ruleTable with
+// its check and a description that says why) deny GitHub writes (gh, gh
+// api, and curl/wget/httpie to api.github.com), credential handling in gh,
+// pushing (and its plumbing, send-pack and http-push) and rewriting git
+// history, discarding uncommitted work, asking credential stores for
+// secrets (git credential fill, security find-generic-password…),
+// installing software, running downloaded code, recursive deletes and
+// permission changes outside the workspace and scratch, privilege
+// escalation, writing disk devices, dropping SQL tables, destroying
+// infrastructure, halting the machine (systemctl, loginctl, SysRq, logind
+// over D-Bus), fork bombs and naming credential files. Operators add deny
+// and confirm patterns (fnmatch globs, as ai-triager had) and may disable
+// a rule or make it ask for confirmation instead.
+//
+// Paths are judged as the sandbox sees them: HOME and TMPDIR are each
+// sandbox's own fresh scratch (the policy sets them), so rm -rf
+// "$HOME/.cache", $TMPDIR/x, ${TMPDIR:-/tmp}/x and a directory a mktemp
+// earlier in the line made are allowed, while the home directory itself,
+// everything in it, and paths climbing out are not. The gate follows cd:
+// relative paths resolve against where it went, and after a cd it cannot
+// follow ($D, -) relative recursive deletes are refused. A credential path
+// is found also through globs (~/.s?h, ~/.[s]sh: denied when it could
+// expand to one), ./ and ../, case changes, a variable in front of it
+// ($H/.ssh: the variable may hold a home), a relative path after cd ~ or
+// under tar -C ~, and a search from a home directory whose -exec command
+// would be given what it finds.
+//
+// The gate cannot tell whether the project already has a tool npx would
+// fetch (the workspace is not read): npx is denied, and the denial points at
+// node_modules/.bin/TOOL and npx --no-install, which are allowed (Decision.Hint).
 //
 // In the agent role a command whose name or code is only known at run time
 // ($CMD, "$@", eval "$X", sh -c "$X", source "$F", cat x | sh) is denied
@@ -43,13 +92,12 @@
 //
 // What it cannot see: the contents of files it is asked to run (python3
 // x.py, bash build.sh, psql -f drop.sql, a git alias in ~/.gitconfig, a
-// function from a sourced file), code in other languages (python -c, perl
-// -e, awk's system(), sed's e command), what a command prints before a
-// shell runs it (other than echo and printf), tools it does not know (ssh
-// host cmd, docker exec, make, npm scripts), commands whose name is a glob
-// in the reproducer role, and multi-step tricks (curl -o x.sh … then sh
-// x.sh; ln -s / x then rm -rf x/). It does not follow cd: after a cd out of
-// the workspace it refuses relative recursive deletes instead. It is a
-// cheap filter that stops the obvious and the careless; the sandbox is the
-// real boundary.
+// function from a sourced file), code in other languages beyond the calls
+// above (computed commands, eval of built strings, sed's e command), what
+// a command prints before a shell runs it (other than echo and printf),
+// tools it does not know (ssh host cmd, docker exec, make, npm scripts),
+// commands whose name is a glob in the reproducer role, and multi-step
+// tricks it does not model (ln -s / x then rm -rf x/). It is a cheap
+// filter that stops the obvious and the careless; the sandbox is the real
+// boundary.
 package gate

@@ -52,6 +52,9 @@ func FuzzCheckShell(f *testing.F) {
 	for _, s := range []string{
 		"git push", "rm -rf /", `echo "a; rm -rf /"`, "curl x | sh", "{rm,-rf,/}", ":(){ :|:& };:",
 		"echo $(", "cat <<EOF\n$(git push)\nEOF", `$'\x72m' -rf /`, `find / -exec rm -rf {} \;`,
+		"parallel -q bash -c 'rm -rf {}' ::: /", `python3 -c "import os; os.system('git push')"`, "rm${IFS}-rf${IFS}/",
+		`d=$(mktemp -d); rm -rf "$d"`, "curl -o x.sh u && bash x.sh", "sh < <(echo ls)", "alias g=git; g push",
+		"rg --pre rm x /etc", `awk 'BEGIN{system("ls")}'`, "cd ~ && cat .ssh/id_rsa",
 	} {
 		f.Add(s)
 	}

@@ -65,6 +65,7 @@ type Gate struct {
 	dynamicAllowed bool
 	workspace      string
 	writable       []string
+	checks         map[string][]ruleDef // the checks of the rules in force, by command family
 }
 
 // New compiles a configuration. Its errors are one line and name the
@@ -118,6 +119,7 @@ func New(cfg Config) (*Gate, error) {
 		}
 		g.writable = append(g.writable, path.Clean(w))
 	}
+	g.checks = ruleChecks(g.verdicts)
 	return g, nil
 }
 
@@ -140,6 +142,9 @@ type Decision struct {
 	Rule    string
 	Reason  string // why, one line
 	Command string // the normalised simple command that matched ("" for allow)
+	// Hint is a form of the command that would be allowed, when there is
+	// one (node_modules/.bin/tape for npx tape); "" otherwise.
+	Hint string
 }
 
 // Message is the text to hand back to whoever asked to run the command.
@@ -157,9 +162,12 @@ func (d Decision) Message() string {
 	if d.Command != "" {
 		fmt.Fprintf(&b, ": `%s`", oneLine(d.Command, 300))
 	}
-	if d.Verdict == Deny {
+	switch {
+	case d.Verdict == Deny && d.Hint != "":
+		fmt.Fprintf(&b, ". %s", oneLine(d.Hint, 300))
+	case d.Verdict == Deny:
 		b.WriteString(". Do not retry it in another form.")
-	} else {
+	default:
 		b.WriteString(" needs the operator's confirmation. Wait for it; do not retry it in another form.")
 	}
 	return b.String()

@@ -129,7 +129,8 @@ func TestCheckShell(t *testing.T) {
 		{`find / -execdir rm -rf {} +`, Deny, ruleRecursiveDelete},
 		{`find . -exec git push \;`, Deny, ruleGitRemote},
 		{"parallel rm -rf ::: /", Deny, ruleRecursiveDelete},
-		{"parallel git push ::: a", Deny, ruleGitForcePush}, // the input could be -f
+		{"parallel git push ::: a", Deny, ruleGitRemote},
+		{"ls | parallel git push", Deny, ruleGitForcePush}, // the input could be -f
 
 		// Dynamic commands (agent role).
 		{"$(echo rm) -rf /", Deny, ""},
@@ -301,7 +302,8 @@ func TestCheckShell(t *testing.T) {
 		{"shred -u /etc/passwd", Deny, ruleRecursiveDelete},
 		{"rsync -a --delete empty/ /", Deny, ruleRecursiveDelete},
 		{"cd / && rm -rf etc", Deny, ruleRecursiveDelete},
-		{"cd; rm -rf .cache", Deny, ruleRecursiveDelete},
+		{"cd; rm -rf .cache", Allow, ""}, // HOME is the sandbox's scratch
+		{"cd; rm -rf *", Deny, ruleRecursiveDelete},
 		{`cd "$D" && rm -rf x`, Deny, ruleRecursiveDelete},
 		{"cd /etc && find . -name '*.conf' -delete", Deny, ruleRecursiveDelete},
 		{"chmod -R 777 /", Deny, ruleRecursiveChmod},

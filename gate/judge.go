@@ -33,9 +33,20 @@ type judge struct {
 	visits   int
 	finals   map[*syntax.CallExpr]layer // memo of finalLayer
 	pipes    map[*syntax.BinaryCmd]bool // pipelines already judged as a whole
-	// movedTo is where a cd went that relative paths can no longer be
-	// trusted after ("/", "~", "$DIR"…); "" while none has.
-	movedTo string
+	// cwd is where cd went, relative paths resolve against it: "" while
+	// in the starting directory, a path, or "$DIR" when it cannot tell.
+	cwd string
+	// tempVars are variables assigned a mktemp result ($(mktemp -d)).
+	tempVars map[string]bool
+	// aliases are aliases defined earlier in the command line, as words.
+	aliases map[string][]arg
+	// passArgs are functions defined earlier that run their arguments
+	// as a command (f() { "$@"; }).
+	passArgs map[string]bool
+	// downloaded are files a downloader wrote earlier in the command line.
+	downloaded map[string]bool
+	// current maps redirections to the statement they belong to.
+	current map[*syntax.Redirect]*syntax.Stmt
 }
 
 func (g *Gate) newJudge() *judge {
@@ -50,17 +61,20 @@ func (g *Gate) newJudge() *judge {
 func (j *judge) stopped() bool { return j.decision.Verdict == Deny }
 
 // record keeps a finding if it is stricter than what was found so far.
-func (j *judge) record(v Verdict, rule, reason, command string) {
+func (j *judge) record(v Verdict, rule, reason, command string, hint ...string) {
 	if v.severity() > j.decision.Verdict.severity() {
 		j.decision = Decision{Verdict: v, Rule: rule, Reason: reason, Command: command}
+		if len(hint) > 0 && v == Deny {
+			j.decision.Hint = hint[0]
+		}
 	}
 }
 
 // rule reports that a default rule matched, with the verdict the
 // configuration gives it (none when it is disabled).
-func (j *judge) rule(name, reason, command string) {
+func (j *judge) rule(name, reason, command string, hint ...string) {
 	if v, on := j.gate.verdicts[name]; on {
-		j.record(v, name, reason, command)
+		j.record(v, name, reason, command, hint...)
 	}
 }
 

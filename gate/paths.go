@@ -2,9 +2,12 @@ package gate
 
 import (
 	"path"
+	"sync"
+
 	"slices"
 	"strings"
-	"sync"
+
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -19,7 +22,9 @@ func scratchDirs() []string {
 // dangerousTarget says why deleting (or chmod-ing) a path recursively
 // would reach too far, or "" when it stays inside what the command may
 // touch: relative paths that do not climb out, and paths strictly inside
-// the workspace, a writable path or a scratch directory.
+// the workspace, a writable path or a scratch directory. The sandbox's
+// HOME is scratch too (the policy gives each sandbox a fresh one), so a
+// path strictly inside it is allowed; the home directory itself is not.
 func (g *Gate) dangerousTarget(a arg) string {
 	if a.dynamic {
 		return "a path only known at run time"
@@ -29,11 +34,15 @@ func (g *Gate) dangerousTarget(a arg) string {
 	case t == "":
 		return ""
 	case strings.HasPrefix(t, "~"):
-		return "the home directory"
+		user, rest, _ := strings.Cut(t[1:], "/")
+		if user != "" {
+			return "another user's home directory"
+		}
+		return insideScratch("the home directory", rest)
 	}
 	p := path.Clean(t)
 	everything := false
-	if base := path.Base(p); base == "*" || base == ".*" || base == ".[!.]*" || base == "..?*" {
+	if base := path.Base(p); isEverything(base) {
 		// Every entry of the directory: as bad as the directory itself.
 		p, everything = path.Dir(p), true
 	}
@@ -61,6 +70,121 @@ func (g *Gate) dangerousTarget(a arg) string {
 	return "an absolute path outside the workspace and writable paths"
 }
 
+// isEverything reports a glob that matches every entry of a directory.
+func isEverything(base string) bool {
+	return base == "*" || base == ".*" || base == ".[!.]*" || base == "..?*" || base == "{*,.*}"
+}
+
+// insideScratch judges a path given relative to a scratch directory
+// (what follows ~/ or $TMPDIR/): the directory itself, everything in it
+// or a path climbing out of it is too far; what is strictly inside is not.
+func insideScratch(dir, rest string) string {
+	rel := path.Clean("./" + rest)
+	if isEverything(path.Base(rel)) {
+		rel = path.Dir(rel)
+	}
+	switch {
+	case rel == ".":
+		return dir
+	case rel == ".." || strings.HasPrefix(rel, "../"):
+		return "a path that climbs out of " + dir
+	}
+	return ""
+}
+
+// scratchVariables are the variables that name a scratch directory the
+// policy gives every sandbox, with what they are called in reasons.
+func scratchVariable(name string) string {
+	switch name {
+	case "HOME":
+		return "the home directory"
+	case "TMPDIR":
+		return "the temporary directory"
+	}
+	return ""
+}
+
+// scratchTarget judges a dynamic path made of a scratch variable ($HOME,
+// ${TMPDIR}, "$TMPDIR", ${TMPDIR:-/tmp}, a variable holding a mktemp
+// result) followed by literal text. ok is false for any other word.
+func scratchTarget(a arg, tempVars map[string]bool) (why string, ok bool) {
+	var parts []syntax.WordPart
+	for _, p := range a.parts {
+		if dq, isDq := p.(*syntax.DblQuoted); isDq {
+			parts = append(parts, dq.Parts...)
+			continue
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return "", false
+	}
+	pe, isParam := parts[0].(*syntax.ParamExp)
+	if !isParam || pe.Param == nil || pe.Excl || pe.Length || pe.Width || pe.Index != nil || pe.Slice != nil || pe.Repl != nil {
+		return "", false
+	}
+	dir := scratchVariable(pe.Param.Value)
+	if tempVars[pe.Param.Value] {
+		dir = "a directory made by mktemp"
+	}
+	if dir == "" || pe.Exp != nil && !scratchDefault(pe.Exp) {
+		return "", false
+	}
+	var rest strings.Builder
+	for _, p := range parts[1:] {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			rest.WriteString(p.Value)
+		case *syntax.SglQuoted:
+			rest.WriteString(p.Value)
+		default:
+			return "", false
+		}
+	}
+	why = insideScratch(dir, rest.String())
+	if why == dir && tempVars[pe.Param.Value] {
+		return "", true // the fresh directory mktemp made, itself
+	}
+	return why, true
+}
+
+// scratchDefault accepts ${TMPDIR:-/tmp}: a default that is itself a
+// scratch directory.
+func scratchDefault(e *syntax.Expansion) bool {
+	if e.Op != syntax.DefaultUnset && e.Op != syntax.DefaultUnsetOrNull || e.Word == nil {
+		return false
+	}
+	v, ok := plainLiteral(e.Word)
+	return ok && slices.Contains(scratchDirs(), path.Clean(v))
+}
+
+// isHomeDir reports a path that is a home directory: ~, ~user, $HOME,
+// /root, /home/user, /Users/user.
+func isHomeDir(a arg) bool {
+	t := strings.TrimSuffix(a.text, "/")
+	if a.dynamic {
+		return t == "$HOME" || t == "${HOME}" || t == `"$HOME"` || t == `"${HOME}"`
+	}
+	if strings.HasPrefix(t, "~") && !strings.Contains(t, "/") {
+		return true
+	}
+	p := path.Clean(t)
+	return p == "/root" || path.Dir(p) == "/home" || path.Dir(p) == "/Users"
+}
+
+// mayHoldHome reports a path that is, or holds, a home directory: a
+// search from it can find credential files.
+func mayHoldHome(a arg) bool {
+	if isHomeDir(a) {
+		return true
+	}
+	if a.dynamic {
+		return false
+	}
+	p := path.Clean(a.text)
+	return p == "/" || p == "/home" || p == "/Users"
+}
+
 // isDiskDevice reports whether a path is a disk (or memory) device.
 func isDiskDevice(p string) bool {
 	p = path.Clean(p)
@@ -86,7 +210,8 @@ type credentialPath struct {
 // credentials are the home-relative entries of profiles.CredentialPaths,
 // the list the policy makes unreadable, and markers are strings one of
 // which an argument must contain to name any of them (a cheap first test).
-// Computed once, on first use; never changed.
+// Computed on first use (a start of the binary that judges nothing does
+// not pay for it); never changed.
 var credentialTables = sync.OnceValues(func() ([]credentialPath, []string) {
 	return credentialTable(profiles.CredentialPaths())
 })
@@ -101,7 +226,7 @@ func credentialTable(list []string) ([]credentialPath, []string) {
 		}
 		parts := splitPathArg(rel)
 		table = append(table, credentialPath{path: p, parts: parts})
-		marker := parts[0]
+		marker := strings.ToLower(parts[0])
 		if strings.HasPrefix(marker, ".") {
 			marker = "."
 		}
@@ -128,22 +253,25 @@ func splitPathArg(text string) []string {
 	return strings.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune("/=:@ \t\n\"'{}", r) })
 }
 
-// secretPath returns the credential path an argument names, or "". It
-// looks at path components under a home directory (~, ~user, $HOME,
-// /root, /home/user, /Users/user), so --key=~/.ssh/id_rsa and $HOME/.aws
-// count while a project's own .docker/ directory does not.
+// secretPath returns the credential path an argument names or could
+// expand to, or "". It looks at path components under a home directory
+// (~, ~user, $HOME, any variable, which may hold one, /root, /home/user,
+// /Users/user), so --key=~/.ssh/id_rsa and $H/.aws count while a
+// project's own .docker/ directory does not. Components are compared
+// without case (macOS file systems ignore it) after dropping ./ and
+// resolving ../, and a glob component counts when it could match.
 func secretPath(text string) string {
-	credentials, credentialMarkers := credentialTables()
-	if !slices.ContainsFunc(credentialMarkers, func(m string) bool { return strings.Contains(text, m) }) {
+	if !maySpellSecret(text) {
 		return "" // the common case, cheaply
 	}
-	parts := splitPathArg(text)
+	credentials, _ := credentialTables()
+	parts := cleanParts(splitPathArg(text))
 	for i := 1; i < len(parts); i++ {
 		if !homeAt(parts, i) {
 			continue
 		}
 		for _, c := range credentials {
-			if i+len(c.parts) <= len(parts) && equalParts(parts[i:i+len(c.parts)], c.parts) {
+			if i+len(c.parts) <= len(parts) && matchParts(parts[i:i+len(c.parts)], c.parts) {
 				return c.path
 			}
 		}
@@ -151,23 +279,65 @@ func secretPath(text string) string {
 	return ""
 }
 
-// homeAt reports whether parts[i] is directly inside a home directory.
+// maySpellSecret is a cheap first test: the text holds a marker of some
+// credential path (in any case), or a glob character.
+func maySpellSecret(text string) bool {
+	if strings.ContainsAny(text, "*?[") {
+		return true
+	}
+	lower := strings.ToLower(text)
+	_, credentialMarkers := credentialTables()
+	return slices.ContainsFunc(credentialMarkers, func(m string) bool { return strings.Contains(lower, m) })
+}
+
+// cleanParts drops "." components and lets ".." undo the one before.
+func cleanParts(parts []string) []string {
+	out := parts[:0:0]
+	for _, p := range parts {
+		switch {
+		case p == ".":
+		case p == ".." && len(out) > 1:
+			out = out[:len(out)-1]
+		default:
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// homeAt reports whether parts[i] is directly inside a home directory,
+// or inside a directory a variable names (which may be one).
 func homeAt(parts []string, i int) bool {
 	prev := parts[i-1]
 	switch {
-	case strings.HasPrefix(prev, "~"), prev == "$HOME", prev == "HOME" && i >= 2 && parts[i-2] == "$", prev == "root":
+	case strings.HasPrefix(prev, "~"), strings.HasPrefix(prev, "$"), prev == "root":
 		return true
-	case i >= 2 && (parts[i-2] == "home" || parts[i-2] == "Users"):
+	case i >= 2 && (parts[i-2] == "home" || parts[i-2] == "Users" || parts[i-2] == "$"):
 		return true
 	}
 	return false
 }
 
-func equalParts(a, b []string) bool {
-	for i := range b {
-		if a[i] != b[i] {
+// matchParts compares path components to a credential path's, without
+// case; a component holding a glob matches what the shell could expand
+// it to.
+func matchParts(got, want []string) bool {
+	for i := range want {
+		if !matchPart(got[i], want[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+func matchPart(got, want string) bool {
+	if !strings.ContainsAny(got, "*?[") {
+		return strings.EqualFold(got, want)
+	}
+	// The shell's globs match a leading dot only when it is spelled out.
+	if strings.HasPrefix(want, ".") && !strings.HasPrefix(got, ".") {
+		return false
+	}
+	ok, err := path.Match(strings.ToLower(got), strings.ToLower(want))
+	return ok || err != nil // a pattern the gate cannot read: it cannot tell
 }

@@ -74,7 +74,7 @@ func runsUnseenCode(l layer) unseenCode {
 		case sc.code != nil && sc.code.dynamic, sc.script != nil && sc.script.dynamic:
 			return expansion
 		}
-	case "python", "perl", "ruby", "node", "php", "lua", "rscript":
+	case "python", "perl", "ruby", "node", "php", "lua", "rscript", "r", "julia":
 		ic := parseInterpreter(fam, l.args[1:])
 		if ic.module != nil {
 			return noUnseenCode
@@ -99,6 +99,10 @@ func runsUnseenCode(l layer) unseenCode {
 			return shellStdin
 		case len(l.args) > 1 && l.args[1].dynamic:
 			return expansion
+		}
+	case "at":
+		if opts, _ := scanOptions(l.args[1:], optionSpec{values: "qfMmt"}); !has(opts, "-l", "-r", "-d", "-c", "-V", "-f") {
+			return shellStdin
 		}
 	}
 	return noUnseenCode
@@ -135,7 +139,7 @@ func (j *judge) pipeline(b *syntax.BinaryCmd) {
 			case family(l.name) == "sql" && sql == nil:
 				sql = &l
 			}
-			if kind == shellStdin && reader == nil {
+			if (kind == shellStdin || kind == otherStdin) && reader == nil {
 				reader = &l
 			}
 			return true
@@ -145,7 +149,11 @@ func (j *judge) pipeline(b *syntax.BinaryCmd) {
 			return
 		}
 		if reader != nil && i > 0 {
-			j.pipedCode(stages[i-1], *reader)
+			lang := family(reader.name)
+			if runsUnseenCode(*reader) == shellStdin {
+				lang = "sh"
+			}
+			j.printedCode([]*syntax.Stmt{stages[i-1]}, *reader, lang)
 		}
 		if j.stopped() {
 			return
@@ -159,23 +167,6 @@ func (j *judge) pipeline(b *syntax.BinaryCmd) {
 			}
 		}
 	}
-}
-
-// pipedCode judges the code a shell reads from the stage before it: the
-// text echo or printf prints, or else code only known at run time.
-func (j *judge) pipedCode(prev *syntax.Stmt, reader layer) {
-	if call, ok := prev.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-		if l := j.finalLayer(call); !l.dynamic() && !l.wrapper && (l.name == "echo" || l.name == "printf") {
-			code, ok := printedText(l)
-			if !ok {
-				j.dynamic(reader.name+" runs what "+l.name+" prints", l.text()+" | "+reader.text())
-				return
-			}
-			j.code(literal(code), reader.name+" reading "+l.name+"'s output", l.text()+" | "+reader.text())
-			return
-		}
-	}
-	j.dynamic(reader.name+" runs the code piped into it", reader.text())
 }
 
 // printedText is roughly what echo or printf prints: escapes decoded,

@@ -1,14 +1,23 @@
 package gate
 
-import "strings"
+import (
+	"strings"
 
-// Default rule names. The checks that report them live in the check_*.go files.
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Default rule names. Each is tied to its check in ruleTable, the one place
+// a rule is declared; the checks of code held in arguments, pipelines,
+// redirections and function definitions report some of them by name too.
 const (
 	ruleGhWrite          = "gh-write"
 	ruleGhCredentials    = "gh-credentials"
 	ruleGitRemote        = "git-remote"
 	ruleGitForcePush     = "git-force-push"
+	ruleGitPushPlumbing  = "git-push-plumbing"
 	ruleGitHistory       = "git-history"
+	ruleGitDiscard       = "git-discard"
+	ruleCredentialHelper = "credential-helper"
 	rulePackageInstall   = "package-install"
 	ruleDownloadExec     = "download-exec"
 	ruleRecursiveDelete  = "recursive-delete"
@@ -36,48 +45,124 @@ type RuleInfo struct {
 	Description string
 }
 
+// invocation is one simple command as a rule's check sees it: a layer (a
+// wrapper, or the command that does the work) and the statement it runs
+// in (nil for an exec'd argv), whose redirections feed it.
+type invocation struct {
+	layer
+	stmt *syntax.Stmt
+}
+
+// ruleCheck judges one invocation for one rule; report records a match
+// under that rule, with the reason shown to whoever asked.
+type ruleCheck func(j *judge, c invocation, report reporter)
+
+// reporter records a match of one rule: why, and optionally a form of the
+// command that would be allowed.
+type reporter func(reason string, hint ...string)
+
+// ruleDef is a default rule: what it is called, why, the command families
+// (see family) whose invocations its check judges ("*" for every
+// command), and the check.
+type ruleDef struct {
+	RuleInfo
+	commands []string
+	check    ruleCheck
+}
+
+// anyCommand in ruleDef.commands makes a check judge every command.
+const anyCommand = "*"
+
+// ruleTable is every default rule, in documented order. Adding a rule is
+// one entry here, its check and its table-test cases. It is a function,
+// not a variable, because checks judge nested code and so lead back here.
+func ruleTable() []ruleDef {
+	return []ruleDef{
+		{RuleInfo{ruleGhWrite, Deny, "gh commands that change GitHub (comments, closes, edits, merges, reviews, releases, labels, workflow runs, gh alias set…) " +
+			"and gh api or curl/wget/httpie calls to GitHub's API with a method other than GET, because the agent reports; it does not act on GitHub"},
+			[]string{"gh", "curl", "wget", "http", "https", "xh", "xhs"}, checkGhWrite},
+		{RuleInfo{ruleGhCredentials, Deny, "gh auth login/logout/refresh/token/setup-git/switch, gh auth status --show-token, gh secret, gh ssh-key/gpg-key add/delete, " +
+			"because they print or change the GitHub credentials the sandbox must never see"},
+			[]string{"gh"}, checkGhCredentials},
+		{RuleInfo{ruleGitForcePush, Deny, "git push --force, -f, --force-with-lease, --force-if-includes, --mirror, --delete, --prune, +refspec and :branch, " +
+			"because they rewrite or delete history on the remote; kept apart from git-remote so that confirming pushes never confirms a force push"},
+			[]string{"git"}, gitVerbRule(gitForceVerbs)},
+		{RuleInfo{ruleGitRemote, Deny, "git push, pull, send-email, svn dcommit and p4 submit, because they publish or take in shared history " +
+			"(fetch and clone only add local copies and are allowed)"},
+			[]string{"git"}, gitVerbRule(gitRemoteVerbs)},
+		{RuleInfo{ruleGitPushPlumbing, Deny, "git send-pack, http-push and receive-pack, the plumbing under git push, because they update a remote's refs " +
+			"without any of push's checks"},
+			[]string{"git"}, gitVerbRule(gitPlumbingVerbs)},
+		{RuleInfo{ruleGitHistory, Deny, "git commands that rewrite history or move the checkout: commit, reset (reset --hard above all), rebase, checkout, switch, " +
+			"restore (but restore --staged), merge, cherry-pick, revert, am, stash (but stash list/show), clean (but clean -n), branch -d/-D/-m/-f, tag -d/-f, " +
+			"filter-branch, filter-repo, update-ref, replace, prune, gc --prune, reflog expire/delete, bisect (but bisect log/view), symbolic-ref writes, " +
+			"gh pr checkout (gh co), because the checkout is the evidence the agent triages; log, status, diff, show, blame and grep are allowed"},
+			[]string{"git", "gh"}, checkGitHistory},
+		{RuleInfo{ruleGitDiscard, Deny, "git read-tree -u --reset, checkout-index -f, rm -f (but rm --cached), worktree remove --force, " +
+			"because they overwrite or delete uncommitted work that nothing can bring back"},
+			[]string{"git"}, gitVerbRule(gitDiscardVerbs)},
+		{RuleInfo{ruleCredentialHelper, Deny, "asking a credential store for a secret: git credential fill, git credential-store/-cache/-osxkeychain get, " +
+			"macOS security find-generic-password/find-internet-password/dump-keychain, secret-tool lookup, pass/gopass show, op read, bw get, " +
+			"because they print stored passwords and tokens"},
+			[]string{"git", "security", "secret-tool", "pass", "gopass", "op", "bw", "lpass"}, checkCredentialHelper},
+		{RuleInfo{rulePackageInstall, Deny, "installing or removing software: pip/python -m pip install|uninstall, setup.py install|develop, pipx, uv pip/add/remove/sync/tool, uvx, " +
+			"uv run --with, poetry, pdm, rye, hatch env create, pixi, conda/mamba, npm/pnpm/yarn/bun install/add/ci/update/remove/link, bare yarn, " +
+			"npx/pnpx/bunx/npm exec (unless --no-install or --offline), gem, bundle install, cargo install/add, go install/get, go run pkg@version, " +
+			"apt/dpkg/rpm/dnf/yum/zypper/apk/brew/pacman/port/snap/flatpak/nix-env/nix profile/nix-shell -p, composer, cpan, luarocks, rustup, mise/asdf, " +
+			"gh extension install, R install.packages and julia Pkg.add in code, because the sandbox runs the project as it is: installs change what is triaged " +
+			"and run code from registries"},
+			[]string{anyCommand}, checkPackages},
+		{RuleInfo{ruleDownloadExec, Deny, "running what was just downloaded: curl/wget output piped into a shell or interpreter (curl … | sh), bash <(curl …), " +
+			"sh -c \"$(curl …)\", eval \"$(curl …)\", curl … > >(bash), and a file downloaded earlier in the same command line run as a script " +
+			"(curl -o x.sh URL && bash x.sh), because that is running code nobody has read"},
+			[]string{anyCommand}, checkRunDownloaded},
+		{RuleInfo{ruleRecursiveDelete, Deny, "recursive deletes (rm -r in any spelling; find … -delete or -exec rm with nothing narrowing what it finds; " +
+			"rsync --delete/--del; shred/srm/wipe; rmtree, rm_rf, rmSync in code) whose target is /, the home directory itself, an absolute path that is not inside " +
+			"the workspace, a writable path or a scratch directory (/tmp, $TMPDIR, $HOME/…, a mktemp result), a path that climbs out with .., everything in " +
+			"the current directory (*, .*, .), or a path only known at run time, because those reach past what the command may touch; " +
+			"relative paths such as rm -rf build/ are allowed, unless an earlier cd went to one of those places"},
+			[]string{"rm", "find", "shred", "srm", "wipe", "rsync"}, checkRecursiveDelete},
+		{RuleInfo{ruleRecursiveChmod, Deny, "chmod, chown, chgrp and setfacl -R on the targets recursive-delete guards, because they break or open up whole trees"},
+			[]string{"chmod", "chown", "chgrp", "setfacl"}, checkChmod},
+		{RuleInfo{ruleSudo, Deny, "privilege escalation: sudo, sudoedit, doas, su, runuser, pkexec, run0, machinectl shell/login " +
+			"(the command they run is judged too), because the sandbox's limits assume an unprivileged user"},
+			[]string{"sudo", "sudoedit", "doas", "su", "runuser", "pkexec", "run0", "machinectl"}, checkSudo},
+		{RuleInfo{ruleDiskWrite, Deny, "writing to disk devices (/dev/sd*, nvme*, vd*, xvd*, hd*, mmcblk*, disk*, mapper/*, dm-*, md*, loop*, mem, kmem, port): " +
+			"dd of=, redirections, tee, cp, mv, install, shred; mkfs*, mke2fs, mkswap, wipefs, blkdiscard, fdisk/sfdisk/gdisk/sgdisk/cfdisk/parted (but -l/--list), " +
+			"nvme format/sanitize, because they destroy a file system"},
+			[]string{"dd", "mkfs", "mke2fs", "mkswap", "wipefs", "blkdiscard", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted", "nvme",
+				"tee", "cp", "mv", "install", "shred", "srm", "wipe"}, checkDisk},
+		{RuleInfo{ruleSQLDrop, Deny, "DROP TABLE/DATABASE/SCHEMA or TRUNCATE (any case, outside SQL string literals) in the arguments, here-documents or " +
+			"here-strings of a SQL client (psql, mysql, mariadb, sqlite3, duckdb, clickhouse, sqlcmd, cockroach, usql, pgcli, mycli, litecli) " +
+			"or in a pipeline feeding one; dropdb; mysqladmin drop, because data dropped is gone"},
+			[]string{"sql", "dropdb", "mysqladmin"}, checkSQL},
+		{RuleInfo{ruleTerraformDestroy, Deny, "destroying infrastructure: terraform/tofu/terragrunt destroy, apply -destroy (plan -destroy only prints), state rm, " +
+			"workspace delete; pulumi destroy/down/stack rm; cdk destroy; kubectl delete; helm uninstall/delete, because it deletes real resources"},
+			[]string{"terraform", "pulumi", "cdk", "kubectl", "helm"}, checkInfra},
+		{RuleInfo{ruleShutdown, Deny, "stopping the machine or every process: shutdown, reboot, halt, poweroff, init/telinit 0|1|6, " +
+			"systemctl poweroff/reboot/halt/kexec/suspend/hibernate/rescue/emergency and start/isolate of their targets, loginctl poweroff/reboot/…, " +
+			"writes to /proc/sysrq-trigger, dbus-send/busctl/gdbus calls of logind's PowerOff/Reboot/…, kill of pid 1 or -1, killall5, " +
+			"because the host and every other sandbox would go down with it"},
+			[]string{"shutdown", "systemctl", "loginctl", "kill", "init", "killall5", "dbus-send", "busctl", "gdbus", "machinectl", "tee", "dd"}, checkShutdown},
+		{RuleInfo{ruleForkBomb, Deny, "a shell function that starts itself more than once or in the background, such as :(){ :|:& };:, " +
+			"because it exhausts the process table"},
+			nil, nil},
+		{RuleInfo{ruleSecretRead, Deny, "naming a credential file or directory under a home directory (~, $HOME, a variable that may hold one, /root, /home/*, /Users/*, " +
+			"or a relative path after cd ~ or tar -C ~) in an argument or redirection, also through globs, ./ and case changes: " +
+			strings.Join(homeCredentialPaths(), ", ") + " (the built-in credential list, which the policy makes unreadable; echo and printf are exempt: " +
+			"their arguments are data), because what the sandbox reads may end up in a report"},
+			[]string{anyCommand}, checkSecretArgs},
+	}
+}
+
 // DefaultRules lists the default rules in the order they are documented.
 func DefaultRules() []RuleInfo {
-	return []RuleInfo{
-		{ruleGhWrite, Deny, "gh commands that change GitHub: issue/pr comment, close, edit, reopen, create, delete, transfer, merge, review, lock, pin…; " +
-			"release, repo, label, gist, variable, workflow, run, cache, project and codespace mutations; gh alias set; " +
-			"gh api with a method other than GET (-X/--method) or with fields (-f/-F/--field/--raw-field/--input, which make it POST), " +
-			"except a graphql query that is not a mutation; curl, wget and httpie requests to GitHub's API other than GET"},
-		{ruleGhCredentials, Deny, "gh commands that handle credentials: gh auth login/logout/refresh/token/setup-git/switch, " +
-			"gh auth status --show-token, every gh secret command, gh ssh-key and gpg-key add/delete"},
-		{ruleGitRemote, Deny, "git commands that publish or take in shared history: push, pull, send-email, svn dcommit, p4 submit " +
-			"(fetch and clone only add local copies and are allowed)"},
-		{ruleGitForcePush, Deny, "git push --force, -f, --force-with-lease, --force-if-includes, --mirror, --delete, --prune, " +
-			"+refspec and :branch; kept apart from git-remote so that confirming pushes never confirms a force push"},
-		{ruleGitHistory, Deny, "git commands that rewrite history or discard work: commit, reset (reset --hard above all), rebase, checkout, " +
-			"switch, restore, merge, cherry-pick, revert, am, stash (but stash list/show), clean (but clean -n), branch -d/-D/-m/-f, tag -d/-f, " +
-			"filter-branch, filter-repo, update-ref, replace, prune, gc --prune, reflog expire/delete, bisect (but bisect log/view), " +
-			"symbolic-ref writes, gh pr checkout; read-only commands such as log, status, diff, show, blame and grep are allowed"},
-		{rulePackageInstall, Deny, "installing or removing software: pip/pip3/python -m pip install|uninstall, pipx, uv pip/add/remove/sync/tool, uvx, uv run --with, " +
-			"poetry add/install/update/remove/sync, pixi install/add/update/remove/global/exec, conda/mamba/micromamba install/create/update/remove, " +
-			"npm/pnpm/yarn/bun install/i/add/ci/update/remove/link, bare yarn, npx/pnpx/bunx/npm exec (unless --no-install), gem, bundle install, " +
-			"cargo install/add, go install/get, go run pkg@version, apt/apt-get/dpkg/rpm/dnf/yum/zypper/apk/brew/pacman/port/snap/flatpak/nix-env, " +
-			"composer, cpan, luarocks, rustup, mise/asdf install, gh extension install"},
-		{ruleDownloadExec, Deny, "running what was just downloaded: curl/wget/fetch output piped into a shell or interpreter (curl … | sh, wget -O- … | python3), " +
-			"bash <(curl …), sh -c \"$(curl …)\", python -c \"$(curl …)\", eval \"$(curl …)\", source <(curl …), sh <<< \"$(curl …)\""},
-		{ruleRecursiveDelete, Deny, "recursive deletes (rm -r in any spelling, with or without -f; find … -delete or -exec rm; rsync --delete; shred/srm/wipe) " +
-			"whose target is /, the home directory (~, $HOME), an absolute path that is not inside the workspace, a writable path or a temporary directory, " +
-			"a path that climbs out with .., everything in the current directory (*, .*, .), or a path only known at run time; " +
-			"relative paths such as rm -rf build/ are allowed, unless an earlier cd went to one of those places"},
-		{ruleRecursiveChmod, Deny, "chmod, chown, chgrp and setfacl -R on the same targets recursive-delete guards"},
-		{ruleSudo, Deny, "privilege escalation: sudo, sudoedit, doas, su, runuser, pkexec, run0 (the command they run is judged too)"},
-		{ruleDiskWrite, Deny, "writing to disk devices (/dev/sd*, nvme*, vd*, xvd*, hd*, mmcblk*, disk*, mapper/*, dm-*, md*, loop*, mem, kmem, port): dd of=, redirections, tee, cp, mv, install, shred; " +
-			"mkfs*, mke2fs, mkswap, wipefs, blkdiscard, fdisk/sfdisk/gdisk/sgdisk/cfdisk/parted (but -l/--list), nvme format/sanitize"},
-		{ruleSQLDrop, Deny, "DROP TABLE/DATABASE/SCHEMA or TRUNCATE (any case) in the arguments, here-documents or here-strings of a SQL client " +
-			"(psql, mysql, mariadb, sqlite3, duckdb, clickhouse, sqlcmd, cockroach, usql, pgcli, mycli, litecli) or in a pipeline feeding one; dropdb; mysqladmin drop"},
-		{ruleTerraformDestroy, Deny, "destroying infrastructure: terraform/tofu/terragrunt destroy, apply -destroy, state rm, workspace delete; " +
-			"pulumi destroy/down/stack rm; cdk destroy; kubectl delete; helm uninstall/delete"},
-		{ruleShutdown, Deny, "stopping the machine or every process: shutdown, reboot, halt, poweroff, init/telinit 0|1|6, " +
-			"systemctl poweroff/reboot/halt/kexec/suspend/hibernate/rescue/emergency, kill of pid 1 or -1, killall5"},
-		{ruleForkBomb, Deny, "a shell function that starts itself more than once or in the background, such as :(){ :|:& };:"},
-		{ruleSecretRead, Deny, "naming a credential file or directory under a home directory (~, $HOME, /root, /home/*, /Users/*) in an argument or redirection: " +
-			strings.Join(homeCredentialPaths(), ", ") + " (the built-in credential list, which the policy makes unreadable; echo and printf are exempt: their arguments are data)"},
+	table := ruleTable()
+	out := make([]RuleInfo, len(table))
+	for i, r := range table {
+		out[i] = r.RuleInfo
 	}
+	return out
 }
 
 // ruleNames lists the default rules' names in documented order.
@@ -87,4 +172,18 @@ func ruleNames() []string {
 		names = append(names, r.Name)
 	}
 	return names
+}
+
+// ruleChecks indexes the checks of the rules in force by command family.
+func ruleChecks(inForce map[string]Verdict) map[string][]ruleDef {
+	index := map[string][]ruleDef{}
+	for _, r := range ruleTable() {
+		if _, on := inForce[r.Name]; !on || r.check == nil {
+			continue
+		}
+		for _, c := range r.commands {
+			index[c] = append(index[c], r)
+		}
+	}
+	return index
 }

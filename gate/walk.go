@@ -81,6 +81,12 @@ func (j *judge) walk(root syntax.Node) {
 			j.depth++
 			raised = true
 		case *syntax.Stmt:
+			for _, r := range n.Redirs {
+				if j.current == nil {
+					j.current = map[*syntax.Redirect]*syntax.Stmt{}
+				}
+				j.current[r] = n
+			}
 			j.statement(n)
 		case *syntax.Redirect:
 			j.redirect(n)
@@ -118,12 +124,18 @@ func (j *judge) redirect(r *syntax.Redirect) {
 		return
 	}
 	target := wordArg(r.Word)
+	if st, ok := j.current[r]; ok && writesFile(r.Op) {
+		j.outputToShell(r, st)
+	}
 	if target.dynamic {
 		return
 	}
 	text := r.Op.String() + " " + target.text
 	if writesFile(r.Op) && isDiskDevice(target.text) {
 		j.rule(ruleDiskWrite, "writing to a disk device destroys what is on it", text)
+	}
+	if writesFile(r.Op) && isSysrq(target.text) {
+		j.rule(ruleShutdown, "writing to /proc/sysrq-trigger can reboot or halt the machine at once", text)
 	}
 	if r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc && r.Op != syntax.WordHdoc {
 		j.secretArg(target, text)
@@ -141,12 +153,56 @@ func writesFile(op syntax.RedirOperator) bool {
 }
 
 // assignment judges a variable whose value the shell or a tool later runs
-// as a command (GIT_PAGER, PROMPT_COMMAND, …).
+// as a command (GIT_PAGER, PROMPT_COMMAND, …), and notes one that holds a
+// directory mktemp made.
 func (j *judge) assignment(a *syntax.Assign) {
-	if a.Name == nil || a.Value == nil || a.Array != nil {
+	if a.Name == nil || a.Array != nil {
+		return
+	}
+	if a.Value != nil && isMktemp(a.Value) {
+		if j.tempVars == nil {
+			j.tempVars = map[string]bool{}
+		}
+		j.tempVars[a.Name.Value] = true
+	} else {
+		delete(j.tempVars, a.Name.Value)
+	}
+	if a.Value == nil {
 		return
 	}
 	j.codeVariable(a.Name.Value, wordArg(a.Value))
+}
+
+// isMktemp reports a value that is $(mktemp …) making a file or directory
+// in the temporary directory: no template with a directory in it, no -p.
+func isMktemp(w *syntax.Word) bool {
+	parts := w.Parts
+	if len(parts) == 1 {
+		if dq, ok := parts[0].(*syntax.DblQuoted); ok {
+			parts = dq.Parts
+		}
+	}
+	if len(parts) != 1 {
+		return false
+	}
+	cs, ok := parts[0].(*syntax.CmdSubst)
+	if !ok || len(cs.Stmts) != 1 {
+		return false
+	}
+	call, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return false
+	}
+	args := words(call.Args)
+	if commandName(args[0].text) != "mktemp" || args[0].dynamic {
+		return false
+	}
+	for _, a := range args[1:] {
+		if a.dynamic || strings.Contains(a.text, "/") || a.is("-p") || strings.HasPrefix(a.text, "--tmpdir=") {
+			return false
+		}
+	}
+	return true
 }
 
 // codeVariable judges NAME=value when NAME holds a command line.
@@ -191,7 +247,62 @@ func (j *judge) function(fd *syntax.FuncDecl) {
 		}
 		return true
 	})
+	if runsArgs(fd.Body) {
+		if j.passArgs == nil {
+			j.passArgs = map[string]bool{}
+		}
+		j.passArgs[name] = true
+	}
 	if calls >= 2 || background {
 		j.rule(ruleForkBomb, fmt.Sprintf("function %s starts itself %s, without end", name, map[bool]string{true: "in the background", false: "more than once"}[background]), name+"()")
+	}
+}
+
+// runsArgs reports a function body that runs its arguments as a command:
+// a simple command whose name is "$@", "$*", $1 or a wrapper of them.
+func runsArgs(body syntax.Node) bool {
+	found := false
+	syntax.Walk(body, func(n syntax.Node) bool {
+		call, ok := n.(*syntax.CallExpr)
+		if found || !ok || len(call.Args) == 0 {
+			return !found
+		}
+		layers, _ := resolveLayers(words(call.Args))
+		if last := layers[len(layers)-1]; last.dynamic() {
+			t := strings.Trim(last.args[0].text, `"{}$`)
+			found = t == "@" || t == "*" || t == "1"
+		}
+		return !found
+	})
+	return found
+}
+
+// outputToShell judges a command whose output goes to a shell through a
+// process substitution (curl … > >(bash)): a download is download-exec,
+// echo or printf is judged as code, anything else is only known at run
+// time.
+func (j *judge) outputToShell(r *syntax.Redirect, st *syntax.Stmt) {
+	ps := procSubst(r.Word)
+	if ps == nil || ps.Op != syntax.CmdOut {
+		return
+	}
+	for _, inner := range ps.Stmts {
+		call, ok := inner.Cmd.(*syntax.CallExpr)
+		if !ok || len(call.Args) == 0 {
+			continue
+		}
+		reader := j.finalLayer(call)
+		if runsUnseenCode(reader) != shellStdin && runsUnseenCode(reader) != otherStdin {
+			continue
+		}
+		if producer, ok := st.Cmd.(*syntax.CallExpr); ok && len(producer.Args) > 0 && isDownloader(j.finalLayer(producer).name) {
+			j.rule(ruleDownloadExec, "a download is fed into "+reader.name+", which runs it", j.finalLayer(producer).text()+" > >("+reader.text()+")")
+			return
+		}
+		lang := family(reader.name)
+		if runsUnseenCode(reader) == shellStdin {
+			lang = "sh"
+		}
+		j.printedCode([]*syntax.Stmt{st}, reader, lang)
 	}
 }

@@ -18,6 +18,8 @@ type arg struct {
 	glob     bool         // holds unquoted *, ? or [...] that the shell would expand
 	implicit bool         // supplied at run time by a wrapper (xargs input); not shown in text
 	word     *syntax.Word // the parsed word; nil for an exec'd argv and synthetic arguments
+	// parts are the word's parts after brace expansion; nil when word is.
+	parts []syntax.WordPart
 }
 
 func literal(s string) arg { return arg{text: s} }
@@ -58,13 +60,33 @@ func words(ws []*syntax.Word) []arg {
 			continue
 		}
 		for _, parts := range expansions {
-			if len(parts) == 0 {
-				continue // an empty alternative ({,x}) gives no word
+			for _, field := range splitIFS(parts) {
+				if len(field) == 0 {
+					continue // an empty alternative ({,x}) gives no word
+				}
+				out = append(out, evalParts(field, w))
 			}
-			out = append(out, evalParts(parts, w))
 		}
 	}
 	return out
+}
+
+// splitIFS splits a word's parts where an unquoted $IFS or ${IFS} stands:
+// the shell splits the word there (rm${IFS}-rf${IFS}/ is rm -rf /).
+func splitIFS(parts []syntax.WordPart) [][]syntax.WordPart {
+	var out [][]syntax.WordPart
+	start := 0
+	for i, p := range parts {
+		if pe, ok := p.(*syntax.ParamExp); ok && pe.Param != nil && pe.Param.Value == "IFS" && pe.Exp == nil && pe.Index == nil &&
+			pe.Slice == nil && pe.Repl == nil && !pe.Length && !pe.Excl {
+			out = append(out, parts[start:i])
+			start = i + 1
+		}
+	}
+	if start == 0 {
+		return [][]syntax.WordPart{parts}
+	}
+	return append(out, parts[start:])
 }
 
 // wordArg evaluates a single word without brace expansion (redirection
@@ -79,7 +101,7 @@ func wordArg(w *syntax.Word) arg {
 // evalParts works out a word's value from its parts, undoing quoting and
 // escapes; any expansion makes the word dynamic.
 func evalParts(parts []syntax.WordPart, w *syntax.Word) arg {
-	a := arg{word: w}
+	a := arg{word: w, parts: parts}
 	var b strings.Builder
 	for _, part := range parts {
 		switch p := part.(type) {

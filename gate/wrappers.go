@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -129,8 +130,76 @@ var wrappers = map[string]func(rest []arg) step{
 	"flock":    unwrapFlock,
 	"script":   unwrapScript,
 	"parallel": unwrapParallel,
+	"unshare": afterOptions(optionSpec{values: "SGRw", attached: "mupinUCTt", posix: true, longValues: []string{
+		"setuid", "setgid", "map-user", "map-group", "map-users", "map-groups", "propagation", "setgroups", "wd", "root", "load-interp", "monotonic", "boottime"}}),
+	"chroot": func(rest []arg) step {
+		_, ops := scanOptions(rest, optionSpec{posix: true, longValues: []string{"userspec", "groups"}})
+		return step{next: after(ops, 1)}
+	},
+	"systemd-run": afterOptions(optionSpec{values: "upEMHd", posix: true, longValues: []string{
+		"unit", "property", "setenv", "machine", "host", "uid", "gid", "nice", "working-directory", "slice", "description",
+		"service-type", "on-active", "on-boot", "on-startup", "on-unit-active", "on-unit-inactive", "on-calendar", "on-clock-change",
+		"on-timezone-change", "timer-property", "path-property", "socket-property", "expand-environment", "background", "json"}}),
+	"nsenter": afterOptions(optionSpec{values: "tSGe", attached: "wrmuinpUCTa", posix: true, longValues: []string{"target", "setuid", "setgid", "env"}}),
+	"strace":  unwrapTracer,
+	"ltrace":  unwrapTracer,
+	"xvfb-run": afterOptions(optionSpec{values: "nsfep", posix: true, longValues: []string{
+		"server-num", "server-args", "auth-file", "error-file", "xauth-protocol"}}),
+	"dbus-run-session": afterOptions(optionSpec{posix: true, longValues: []string{"config-file", "dbus-daemon"}}),
+	"systemd-inhibit":  afterOptions(optionSpec{posix: true, longValues: []string{"what", "who", "why", "mode"}}),
+	"numactl":          afterOptions(optionSpec{values: "CNmipPw", posix: true, longValues: []string{"physcpubind", "cpunodebind", "membind", "interleave", "preferred", "preferred-many", "weighted-interleave"}}),
+	"cgexec":           afterOptions(optionSpec{values: "g", posix: true}),
+	"caffeinate":       afterOptions(optionSpec{values: "tw", posix: true}),
+	"faketime": func(rest []arg) step {
+		_, ops := scanOptions(rest, optionSpec{values: "mf", posix: true})
+		return step{next: after(ops, 1)}
+	},
+	"firejail":     afterOptions(optionSpec{posix: true}),
+	"proxychains":  afterOptions(optionSpec{values: "f", posix: true}),
+	"proxychains4": afterOptions(optionSpec{values: "f", posix: true}),
+	"torsocks":     afterOptions(optionSpec{values: "aPiuw", posix: true}),
+	"ssh-agent":    afterOptions(optionSpec{values: "aEPt", posix: true}),
+	"setpriv":      afterOptions(optionSpec{posix: true}),
+	"direnv":       unwrapSubcommand([]string{"exec"}, 1, optionSpec{posix: true}),
+	"uv": unwrapSubcommand([]string{"run"}, 0, optionSpec{values: "pw", posix: true, longValues: []string{
+		"with", "with-requirements", "with-editable", "python", "project", "directory", "package", "extra", "group",
+		"env-file", "index", "index-url", "extra-index-url", "only-group", "no-group", "script", "module"}}),
+	"poetry":     unwrapSubcommand([]string{"run"}, 0, optionSpec{values: "P", posix: true, longValues: []string{"directory", "project"}}),
+	"pipenv":     unwrapSubcommand([]string{"run"}, 0, optionSpec{posix: true}),
+	"pdm":        unwrapSubcommand([]string{"run"}, 0, optionSpec{values: "p", posix: true, longValues: []string{"project", "venv"}}),
+	"rye":        unwrapSubcommand([]string{"run"}, 0, optionSpec{posix: true, longValues: []string{"pyproject"}}),
+	"hatch":      unwrapSubcommand([]string{"run"}, 0, optionSpec{values: "e", posix: true, longValues: []string{"env"}}),
+	"bundle":     unwrapSubcommand([]string{"exec"}, 0, optionSpec{posix: true, longValues: []string{"gemfile"}}),
+	"conda":      unwrapSubcommand([]string{"run"}, 0, optionSpec{values: "np", posix: true, longValues: []string{"name", "prefix", "cwd"}}),
+	"mamba":      unwrapSubcommand([]string{"run"}, 0, optionSpec{values: "np", posix: true, longValues: []string{"name", "prefix", "cwd"}}),
+	"micromamba": unwrapSubcommand([]string{"run"}, 0, optionSpec{values: "np", posix: true, longValues: []string{"name", "prefix", "cwd"}}),
 	// Edits files; it runs no command. Listed so that the sudo rule sees it.
 	"sudoedit": func([]arg) step { return step{} },
+}
+
+// unwrapTracer: strace and ltrace run their operands unless -p attaches
+// them to a running process.
+func unwrapTracer(rest []arg) (s step) {
+	opts, ops := scanOptions(rest, optionSpec{values: "eoOpPsSuEIbXaUA", posix: true, longValues: []string{"output", "attach", "user", "env", "trace"}})
+	if !has(opts, "-p", "--attach") {
+		s.next = ops
+	}
+	return s
+}
+
+// unwrapSubcommand is a tool one of whose subcommands (uv run, bundle
+// exec, conda run) runs a command: the operands after the subcommand and
+// skip more words (direnv exec DIR), its options (spec) skipped. Other
+// subcommands run nothing: the tool's own checks judge them.
+func unwrapSubcommand(verbs []string, skip int, spec optionSpec) func(rest []arg) step {
+	return func(rest []arg) step {
+		verb, after0 := firstOperand(rest, nil)
+		if verb == nil || verb.dynamic || !slices.Contains(verbs, verb.text) {
+			return step{}
+		}
+		_, ops := scanOptions(after0, spec)
+		return step{next: after(ops, skip)}
+	}
 }
 
 // afterOptions is a wrapper that runs its operands, its options (spec)
@@ -169,6 +238,9 @@ func unwrapSu(rest []arg) (s step) {
 func unwrapEnv(rest []arg) (s step) {
 	opts, ops := scanOptions(rest, optionSpec{values: "uCSPa", posix: true, longValues: []string{
 		"unset", "chdir", "split-string", "argv0"}})
+	if len(ops) > 0 && ops[0].is("-") {
+		ops = ops[1:] // env - is env -i
+	}
 	s.env, s.next = splitAssignments(ops)
 	if split := values(opts, "-S", "--split-string"); len(split) > 0 {
 		code := splitStringCode(split[len(split)-1], s.next)
@@ -276,8 +348,12 @@ func after(ops []arg, n int) []arg {
 // the command that follows them.
 func splitAssignments(ops []arg) (env, rest []arg) {
 	for i, a := range ops {
-		name, _, ok := strings.Cut(a.text, "=")
-		if a.dynamic || !ok || name == "" || strings.ContainsAny(name, "/ ") {
+		text := a.text
+		if a.dynamic {
+			text = a.prefix // PATH="$PATH": its literal start holds the name
+		}
+		name, _, ok := strings.Cut(text, "=")
+		if !ok || name == "" || strings.ContainsAny(name, "/ \"'$") {
 			return ops[:i], ops[i:]
 		}
 	}
@@ -287,7 +363,7 @@ func splitAssignments(ops []arg) (env, rest []arg) {
 // xargsCommand is the command xargs runs. Its input arrives at run time:
 // it replaces the -I/-i string or is appended as an implicit argument.
 func xargsCommand(rest []arg) []arg {
-	opts, ops := scanOptions(rest, optionSpec{values: "adEILnPs", attached: "eil", posix: true, longValues: []string{
+	opts, ops := scanOptions(rest, optionSpec{values: "adEILnPsJR", attached: "eil", posix: true, longValues: []string{
 		"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}})
 	if len(ops) == 0 {
 		return nil // xargs alone runs echo
@@ -295,7 +371,7 @@ func xargsCommand(rest []arg) []arg {
 	replace := ""
 	for _, o := range opts {
 		switch o.name {
-		case "-I":
+		case "-I", "-J":
 			replace = o.value.text
 		case "-i", "--replace":
 			replace = "{}"
@@ -356,35 +432,109 @@ func quoteWord(a arg) string {
 	return q
 }
 
-// parallelCode is the shell code GNU parallel runs for each input: the
-// command template with its {} replacement strings (and the appended
-// input, when there are none) standing for values known at run time.
+// maxParallelInputs bounds how many literal inputs of parallel are
+// judged one by one; past it they count as known only at run time.
+const maxParallelInputs = 32
+
+// parallelInput is what replaces {} when inputs are only known at run time.
+const parallelInput = `"$PARALLEL_INPUT"`
+
+// parallelCode is the shell code GNU parallel runs: its command template
+// once per input given after :::, the input put in place of its {}
+// replacement strings (or appended when there are none). With no
+// template, each input is a command line itself. Inputs read from files
+// or standard input are only known at run time. With -q the template's
+// words are quoted as they were given.
 func parallelCode(rest []arg) (arg, bool) {
-	_, ops := scanOptions(rest, optionSpec{values: "jPSadEInNLC", posix: true, longValues: []string{
+	opts, ops := scanOptions(rest, optionSpec{values: "jPSadEInNLC", posix: true, longValues: []string{
 		"jobs", "max-procs", "sshlogin", "arg-file", "delimiter", "eof", "max-args", "max-replace-args", "max-lines",
 		"colsep", "joblog", "results", "res", "tmpdir", "workdir", "wd", "timeout", "delay", "retries", "tag-string",
 		"load", "memfree", "halt", "halt-on-error", "basefile", "env", "sshloginfile", "slf"}})
+	quote := has(opts, "-q", "--quote")
 	var template []arg
-	for _, a := range ops {
-		if a.is(":::", "::::", ":::+", "::::+") {
-			break
-		}
-		template = append(template, a)
+	i := 0
+	for ; i < len(ops) && !ops[i].is(":::", "::::", ":::+", "::::+"); i++ {
+		template = append(template, ops[i])
 	}
+	inputs, known := parallelInputs(ops[i:])
+	known = known && len(values(opts, "-a", "--arg-file")) == 0
 	if len(template) == 0 {
-		return arg{}, false
+		if !known {
+			return arg{text: parallelInput, dynamic: true}, true
+		}
+		return literal(strings.Join(inputs, "\n")), true
 	}
-	code := joinCode(template).text
-	replaced := replacementStrings(code)
-	if replaced == code {
-		replaced += ` "$PARALLEL_INPUT"`
+	if !known {
+		return literal(fillTemplate(template, "", true, quote)), true
 	}
-	return literal(replaced), true
+	var lines []string
+	for _, in := range inputs {
+		lines = append(lines, fillTemplate(template, in, false, quote))
+	}
+	return literal(strings.Join(lines, "\n")), true
+}
+
+// parallelInputs are the literal values after ::: markers; known is false
+// when some come from a file (::::), standard input (no marker), are only
+// known at run time, or are too many to judge one by one.
+func parallelInputs(sources []arg) (inputs []string, known bool) {
+	if len(sources) == 0 {
+		return nil, false
+	}
+	for _, a := range sources {
+		switch {
+		case a.is("::::", "::::+"):
+			return nil, false
+		case a.is(":::", ":::+"):
+		case a.dynamic || a.glob:
+			return nil, false
+		default:
+			inputs = append(inputs, a.text)
+		}
+	}
+	return inputs, len(inputs) <= maxParallelInputs
+}
+
+// fillTemplate is the shell code of a template with an input in place of
+// its replacement strings, appended when it has none. The input is raw
+// text, or, when it is only known at run time (dynamic), ignored in
+// favour of a variable. Quoted (-q), each word stays one argument.
+func fillTemplate(template []arg, raw string, dynamic, quote bool) string {
+	value := parallelInput
+	if !dynamic {
+		value = quoteWord(literal(raw))
+	}
+	var parts []string
+	replaced := false
+	for _, a := range template {
+		if a.implicit {
+			continue
+		}
+		marked := replacementStrings(a.text, "\x00")
+		replaced = replaced || marked != a.text
+		switch {
+		case !quote:
+			parts = append(parts, strings.ReplaceAll(marked, "\x00", value))
+		case !dynamic:
+			parts = append(parts, quoteWord(literal(strings.ReplaceAll(marked, "\x00", raw))))
+		default:
+			pieces := strings.Split(marked, "\x00")
+			for k, p := range pieces {
+				pieces[k] = quoteWord(literal(p))
+			}
+			parts = append(parts, strings.Join(pieces, value))
+		}
+	}
+	code := strings.Join(parts, " ")
+	if !replaced {
+		code += " " + value
+	}
+	return code
 }
 
 // replacementStrings replaces parallel's {}, {.}, {/}, {//}, {#}, {1}, {=…=}
-// with a variable: their value is only known at run time.
-func replacementStrings(code string) string {
+// with value.
+func replacementStrings(code, value string) string {
 	var b strings.Builder
 	for {
 		open := strings.IndexByte(code, '{')
@@ -402,7 +552,7 @@ func replacementStrings(code string) string {
 		if strings.ContainsAny(inner, ", \t\n{") {
 			b.WriteString(code[open : open+end+1])
 		} else {
-			b.WriteString(`"$PARALLEL_INPUT"`)
+			b.WriteString(value)
 		}
 		code = code[open+end+1:]
 	}
