@@ -3,6 +3,7 @@ package gate
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Code in other languages (python -c, node -e, ruby -e, perl -e, php -r,
@@ -17,27 +18,35 @@ import (
 // computes its commands is not followed: this is a filter, not an
 // interpreter.
 
-var (
-	// execCall finds calls that run a command: the name and the opening
-	// parenthesis (Julia's run(`…`) included).
-	execCall = regexp.MustCompile(`\b(system|system2|exec|execSync|execFileSync|execFile|spawn|spawnSync|popen|Popen|run|call|` +
-		`check_call|check_output|getoutput|getstatusoutput|shell_exec|passthru|proc_open|execute|capture2|capture2e|capture3|` +
-		`popen2|popen3|pipeline|spawnlp|spawnvp|execvp|execlp|execv|execl|execvpe|execlpe|qx|pty\.spawn)\s*[( ]\s*`)
-	// backtickCode finds ruby/perl/php backticks and %x(), qx().
-	backtickCode = regexp.MustCompile("`([^`$]*)`|%x[({]([^)}]*)[)}]|qx[({'/]([^)}'/]*)[)}'/]")
-	// treeDelete finds calls that delete a tree; recursive reports whether
-	// the call always recurses or needs a recursive option.
-	treeDelete = regexp.MustCompile(`\b(rmtree|rm_rf|rm_r|remove_dir|remove_entry_secure|remove_entry|remove_tree|rimraf|removeSync|` +
-		`emptyDirSync|remove_all|rmSync|rmdirSync|rmdir|unlink|rm|delete_directory)\s*\(\s*`)
-	// codeInstall finds package installers called from code.
-	codeInstall = regexp.MustCompile(`\b(install\.packages|Pkg\.(add|instantiate|update|develop|build)|pkg"(add|up|dev)|` +
-		`(devtools|remotes|BiocManager|pak)::(install\w*|pkg_install)|pip\.main|pip\._internal|ensurepip\.bootstrap|` +
-		`Gem::Commands::InstallCommand|npm\.commands\.install)\b`)
-	// homeExpr finds expressions for the home directory in code.
-	homeExpr = regexp.MustCompile(`expanduser\(\s*['"]~['"]\s*\)|Path\.home\(\)|Dir\.home|os\.homedir\(\)|homedir\(\)|` +
-		`environ(\.get\(|\[)\s*['"]HOME['"]|ENV\[\s*['"]HOME['"]\s*\]|\$ENV\{\s*['"]?HOME['"]?\s*\}|process\.env\.HOME|getenv\(\s*['"]HOME['"]|` +
-		`Sys\.getenv\(\s*['"]HOME['"]|homedir\b`)
-)
+// codeRes are compiled on first use: most commands hold no code.
+var codeRes = sync.OnceValue(func() codePatterns {
+	return codePatterns{
+		// execCall finds calls that run a command: the name and the opening
+		// parenthesis (Julia's run(`…`) included).
+		execCall: regexp.MustCompile(`\b(system|system2|exec|execSync|execFileSync|execFile|spawn|spawnSync|popen|Popen|run|call|` +
+			`check_call|check_output|getoutput|getstatusoutput|shell_exec|passthru|proc_open|execute|capture2|capture2e|capture3|` +
+			`popen2|popen3|pipeline|spawnlp|spawnvp|execvp|execlp|execv|execl|execvpe|execlpe|qx|pty\.spawn)\s*[( ]\s*`),
+		// backtickCode finds ruby/perl/php backticks and %x(), qx().
+		backtickCode: regexp.MustCompile("`([^`$]*)`|%x[({]([^)}]*)[)}]|qx[({'/]([^)}'/]*)[)}'/]"),
+		// treeDelete finds calls that delete a tree; recursive reports whether
+		// the call always recurses or needs a recursive option.
+		treeDelete: regexp.MustCompile(`\b(rmtree|rm_rf|rm_r|remove_dir|remove_entry_secure|remove_entry|remove_tree|rimraf|removeSync|` +
+			`emptyDirSync|remove_all|rmSync|rmdirSync|rmdir|unlink|rm|delete_directory)\s*\(\s*`),
+		// codeInstall finds package installers called from code.
+		codeInstall: regexp.MustCompile(`\b(install\.packages|Pkg\.(add|instantiate|update|develop|build)|pkg"(add|up|dev)|` +
+			`(devtools|remotes|BiocManager|pak)::(install\w*|pkg_install)|pip\.main|pip\._internal|ensurepip\.bootstrap|` +
+			`Gem::Commands::InstallCommand|npm\.commands\.install)\b`),
+		// homeExpr finds expressions for the home directory in code.
+		homeExpr: regexp.MustCompile(`expanduser\(\s*['"]~['"]\s*\)|Path\.home\(\)|Dir\.home|os\.homedir\(\)|homedir\(\)|` +
+			`environ(\.get\(|\[)\s*['"]HOME['"]|ENV\[\s*['"]HOME['"]\s*\]|\$ENV\{\s*['"]?HOME['"]?\s*\}|process\.env\.HOME|getenv\(\s*['"]HOME['"]|` +
+			`Sys\.getenv\(\s*['"]HOME['"]|homedir\b`),
+		awkPipe: regexp.MustCompile(`"([^"]*)"\s*\|\s*getline|\|\s*"([^"]*)"`),
+	}
+})
+
+type codePatterns struct {
+	execCall, backtickCode, treeDelete, codeInstall, homeExpr, awkPipe *regexp.Regexp
+}
 
 // alwaysRecursive are the tree deleters that need no recursive option.
 var alwaysRecursive = map[string]bool{"rmtree": true, "rm_rf": true, "rm_r": true, "remove_dir": true, "remove_entry_secure": true,
@@ -48,12 +57,12 @@ func (j *judge) scanCode(lang, code, command string) {
 	if j.stopped() || strings.TrimSpace(code) == "" {
 		return
 	}
-	if m := codeInstall.FindString(code); m != "" {
+	if m := codeRes().codeInstall.FindString(code); m != "" {
 		j.rule(rulePackageInstall, lang+" code calls "+m+", which installs packages", command)
 		return
 	}
 	j.scanTreeDeletes(lang, code, command)
-	for _, loc := range execCall.FindAllStringSubmatchIndex(code, 64) {
+	for _, loc := range codeRes().execCall.FindAllStringSubmatchIndex(code, 64) {
 		if j.stopped() {
 			return
 		}
@@ -62,7 +71,7 @@ func (j *judge) scanCode(lang, code, command string) {
 		j.judgeExecArgs(lang, fn, args, command)
 	}
 	if lang == "ruby" || lang == "perl" || lang == "php" {
-		for _, m := range backtickCode.FindAllStringSubmatch(code, 64) {
+		for _, m := range codeRes().backtickCode.FindAllStringSubmatch(code, 64) {
 			inner := m[1] + m[2] + m[3]
 			j.nested(func() { j.script(inner) })
 		}
@@ -110,7 +119,7 @@ func (j *judge) judgeExecArgs(lang, fn string, args []codeArg, command string) {
 
 // scanTreeDeletes judges the tree deletes in code.
 func (j *judge) scanTreeDeletes(lang, code, command string) {
-	for _, loc := range treeDelete.FindAllStringSubmatchIndex(code, 64) {
+	for _, loc := range codeRes().treeDelete.FindAllStringSubmatchIndex(code, 64) {
 		fn := code[loc[2]:loc[3]]
 		rest := code[loc[1]:]
 		call := rest[:callEnd(rest)]
@@ -120,7 +129,7 @@ func (j *judge) scanTreeDeletes(lang, code, command string) {
 		var target arg
 		if args := literalArgs(rest); len(args) > 0 && args[0].list == nil {
 			target = literal(args[0].str)
-		} else if homeExpr.MatchString(call) {
+		} else if codeRes().homeExpr.MatchString(call) {
 			target = literal("~")
 		} else {
 			continue // computed: not plain to see
@@ -135,7 +144,7 @@ func (j *judge) scanTreeDeletes(lang, code, command string) {
 // awkPipes judges awk's pipes: "cmd" | getline runs cmd; print … | "cmd"
 // feeds cmd, which runs what is printed when it is a shell.
 func (j *judge) awkPipes(code, command string) {
-	for _, m := range awkPipe.FindAllStringSubmatch(code, 64) {
+	for _, m := range codeRes().awkPipe.FindAllStringSubmatch(code, 64) {
 		cmd := m[1] + m[2]
 		if m[2] != "" && isShellName(commandName(strings.Fields(cmd + " x")[0])) {
 			j.dynamic("awk prints code into "+cmd, command)
@@ -144,8 +153,6 @@ func (j *judge) awkPipes(code, command string) {
 		j.nested(func() { j.script(cmd) })
 	}
 }
-
-var awkPipe = regexp.MustCompile(`"([^"]*)"\s*\|\s*getline|\|\s*"([^"]*)"`)
 
 // codeArg is a literal argument in code: a string or a list of strings.
 type codeArg struct {
