@@ -266,16 +266,20 @@ func TestSessionKeepsItsSandboxUntilEnded(t *testing.T) {
 	}
 }
 
-func TestSessionRestartsWhenThePolicyChanges(t *testing.T) {
-	fake := backendtest.New()
+// TestSessionKeepsItsSandboxAcrossWorkdirs: the working directory is the
+// command's, not the sandbox's, so a session's HOME outlives a cd.
+func TestSessionKeepsItsSandboxAcrossWorkdirs(t *testing.T) {
+	sb := &backendtest.Sandbox{}
+	fake := backendtest.NewShared(sb)
 	f := newFixture(t, fake, "")
 	if err := os.Mkdir(filepath.Join(f.root, "issues"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	f.call(t, ToolRun, map[string]any{"argv": []string{"true"}, "session": "s"})
-	res, out := f.call(t, ToolRun, map[string]any{"argv": []string{"true"}, "session": "s", "workdir": "issues"})
-	if fake.Starts() != 2 || len(fake.Open()) != 1 || !strings.Contains(fmt.Sprint(out["warnings"]), "policy changed") {
-		t.Errorf("starts %d open %d: %s", fake.Starts(), len(fake.Open()), textOf(res))
+	res, _ := f.call(t, ToolRun, map[string]any{"argv": []string{"true"}, "session": "s", "workdir": "issues"})
+	execs := sb.Execs()
+	if fake.Starts() != 1 || len(execs) != 2 || execs[1].Workdir != filepath.Join(f.root, "issues") {
+		t.Errorf("starts %d, execs %+v: %s", fake.Starts(), execs, textOf(res))
 	}
 }
 

@@ -47,9 +47,11 @@ func (t *sessions) entry(name string) *session {
 }
 
 // exec runs req in the named session's sandbox, starting it under base
-// on first use. A policy that changed since the sandbox started (another
-// working directory) ends it and starts a new one, with a warning: the
-// old sandbox must not run a command of another policy.
+// on first use. The working directory is the command's (req.Command), so
+// it does not change the sandbox. A policy that changed otherwise since
+// the sandbox started (a file the policy reads, such as the interpreter's
+// environment) ends it and starts a new one, with a warning: the old
+// sandbox must not run a command of another policy.
 func (t *sessions) exec(ctx, base context.Context, b backends.Backend, req sandbox.Request) (sandbox.Outcome, error) {
 	p := req.Policy
 	e := t.lock(p.Warm.Session)

@@ -117,7 +117,7 @@ func (s *Server) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (
 	}
 	var stdout, stderr bytes.Buffer
 	req := sandbox.Request{
-		Policy: p, Timeout: timeout, Command: backends.Command{Argv: argv},
+		Policy: p, Timeout: timeout, Command: backends.Command{Argv: argv, Workdir: p.Workdir},
 		Streams:  backends.Streams{Stdout: &stdout, Stderr: &stderr},
 		Redactor: output.NewRedactor(sandbox.Secrets(p, s.o.Host), output.DefaultRules()), Task: in.Task,
 		// Confirm is nil: nobody here can say yes, so a confirm rule denies.
