@@ -11,9 +11,11 @@
 # Safe to run again; each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/machine.sh
+. scripts/machine.sh
 
-log() { echo "setup: $*" >&2; }
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+log() { ts_log "$@"; }
+as_root() { ts_as_root "$@"; }
 
 need_pkgs=()
 command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
@@ -27,23 +29,8 @@ command -v runc >/dev/null 2>&1 || need_pkgs+=(runc)
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 gvisor=${TRIAGE_SANDBOX_GVISOR:-0}
 if [ "$gvisor" = 1 ]; then command -v runsc >/dev/null 2>&1 || need_pkgs+=(runsc); fi
-if [ ${#need_pkgs[@]} -gt 0 ]; then
-  log "installing ${need_pkgs[*]}"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
-fi
-
-if ! docker info >/dev/null 2>&1; then
-  log "starting dockerd"
-  as_root mkdir -p /var/log
-  # setsid: the daemon outlives this script (CI runs the tests after it).
-  as_root setsid dockerd >/var/log/triage-sandbox-dockerd.log 2>&1 < /dev/null &
-  for _ in $(seq 1 60); do
-    docker info >/dev/null 2>&1 && break
-    sleep 0.5
-  done
-  docker info >/dev/null 2>&1 || { log "dockerd did not start; see /var/log/triage-sandbox-dockerd.log"; tail -20 /var/log/triage-sandbox-dockerd.log >&2; exit 1; }
-fi
+ts_install_packages ${need_pkgs[@]+"${need_pkgs[@]}"}
+ts_start_dockerd
 
 # gVisor through Docker: the daemon must know runsc, with its own
 # loopback-only network stack (it refuses the daemon's namespace otherwise)
@@ -66,19 +53,5 @@ log "building bin/triage-sandbox (static)"
 mkdir -p bin
 CGO_ENABLED=0 go build -o bin/triage-sandbox ./cmd/triage-sandbox
 
-image=${TRIAGE_SANDBOX_IMAGE:-triage-sandbox:latest}
-if ! docker image inspect "$image" >/dev/null 2>&1; then
-  base=${BASE_IMAGE:-}
-  if [ -z "$base" ]; then
-    if docker image inspect debian:bookworm-slim >/dev/null 2>&1 || timeout 60 docker pull -q debian:bookworm-slim >/dev/null 2>&1; then
-      base=debian:bookworm-slim
-    else
-      log "debian:bookworm-slim cannot be pulled: building an offline base with debootstrap"
-      images/build-base.sh triage-sandbox-base:bookworm
-      base=triage-sandbox-base:bookworm
-    fi
-  fi
-  log "building $image from $base"
-  bin/triage-sandbox image build --base "$base" --tag "$image"
-fi
+ts_build_image bin/triage-sandbox
 log "ready: $(docker version --format 'engine {{.Server.Version}}, API {{.Server.APIVersion}}')"

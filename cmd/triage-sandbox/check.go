@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
-	"github.com/triage-sandbox/triage-sandbox/gate"
 	"github.com/triage-sandbox/triage-sandbox/gate/confirm"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -47,35 +46,18 @@ func newCheckCmd() *cobra.Command {
 			if len(args) == 1 && containsSpace(args[0]) {
 				argv = []string{"sh", "-c", args[0]}
 			}
-			d := gk.Rules(argv)
-			v := sandbox.GateVerdict{Verdict: string(d.Verdict), Rule: d.Rule, Reason: d.Reason}
-			code := exitcode.CheckAllowed
-			switch d.Verdict {
-			case gate.Deny:
-				code = exitcode.CheckDenied
-			case gate.Confirm:
-				code = exitcode.CheckConfirm
-			default:
-				if gk.GuardEnabled() {
-					red := output.NewRedactor(sandbox.Secrets(p, host), output.DefaultRules())
-					// Nobody is asked here: a confirm rule was reported above.
-					var never sandbox.ConfirmFunc
-					gv, warns, err := gk.Judge(cmd.Context(), argv, task, never, red)
-					printWarnings(warns)
-					v = gv
-					if err != nil {
-						code = exitcode.CheckDenied
-					}
-				}
-			}
+			red := output.NewRedactor(sandbox.Secrets(p, host), output.DefaultRules())
+			c := gk.Check(cmd.Context(), argv, task, red)
+			printWarnings(c.Warnings)
+			code := c.Code
 			if asJSON {
 				_ = json.NewEncoder(os.Stdout).Encode(struct {
 					sandbox.GateVerdict
 					Command string `json:"command"`
 					Message string `json:"message"`
-				}{v, confirm.Quote(argv), checkMessage(code, d, v)})
+				}{c.GateVerdict, confirm.Quote(argv), c.Message})
 			} else {
-				fmt.Println(checkMessage(code, d, v))
+				fmt.Println(c.Message)
 			}
 			if code == exitcode.CheckAllowed {
 				return nil
@@ -87,20 +69,6 @@ func newCheckCmd() *cobra.Command {
 	cmd.Flags().StringVar(&task, "task", "", "what the agent is working on (shown to the guard)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdict as one JSON object")
 	return cmd
-}
-
-func checkMessage(code int, d gate.Decision, v sandbox.GateVerdict) string {
-	switch {
-	case code == exitcode.CheckConfirm:
-		return fmt.Sprintf("CONFIRM: %s (rule %s): `%s` runs only if the operator says yes", d.Reason, d.Rule, d.Command)
-	case code == exitcode.CheckDenied && v.Guard != nil:
-		return "DENIED: " + v.Guard.Reason
-	case code == exitcode.CheckDenied:
-		return d.Message()
-	case v.Guard != nil:
-		return "ALLOWED: no rule matched; the guard allowed it"
-	}
-	return "ALLOWED: no rule matched"
 }
 
 func containsSpace(s string) bool {

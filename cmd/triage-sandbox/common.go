@@ -62,14 +62,20 @@ func printWarnings(ws []string) {
 // newBackendWith makes the policy's backend with self as its init; a
 // policy with a session or a pool gets its sandboxes from a keeper.
 func newBackendWith(p *policy.Policy, self string) (backends.Backend, error) {
-	if p.AllowAll {
-		return local.NewUnconfined(backends.Env{})
-	}
-	b, err := builtin.Registry().New(p.Backend, backendEnv(self))
-	if err != nil || (p.Warm.Session == "" && p.Warm.Pool == 0) {
+	b, err := directBackend(p, self)
+	if err != nil || p.AllowAll || (p.Warm.Session == "" && p.Warm.Pool == 0) {
 		return b, err
 	}
 	return &warm.Backend{Backend: b, SelfExe: self, Dir: warm.DefaultDir()}, nil
+}
+
+// directBackend makes the policy's backend itself, never through a keeper:
+// every sandbox it starts belongs to this process.
+func directBackend(p *policy.Policy, self string) (backends.Backend, error) {
+	if p.AllowAll {
+		return local.NewUnconfined(backends.Env{})
+	}
+	return builtin.Registry().New(p.Backend, backendEnv(self))
 }
 
 func backendEnv(self string) backends.Env { return backends.Env{SelfExe: self} }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/runreport"
 )
 
 // TestHostEditDuringCommandKeepsBoth: the host edits NOTES.md while an
@@ -64,7 +65,7 @@ func TestHostEditDuringCommandKeepsBoth(t *testing.T) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 			_ = cmd.Wait()
-			var out runJSON
+			var out runreport.Report
 			if err := json.Unmarshal([]byte(stdout.String()), &out); err != nil {
 				t.Fatalf("--json: %v: %q", err, stdout.String())
 			}

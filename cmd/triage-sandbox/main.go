@@ -96,6 +96,6 @@ func newRootCmd() *cobra.Command {
 	})
 	root.AddCommand(newRunCmd(), newCheckCmd(), newRenderCmd(), newPolicyCmd(), newDoctorCmd(),
 		newImageCmd(), newVersionCmd())
-	root.AddCommand(newSelftestCmd(), newGCCmd(), newSessionCmd())
+	root.AddCommand(newSelftestCmd(), newGCCmd(), newSessionCmd(), newMCPCmd())
 	return root
 }

@@ -20,52 +20,9 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/runreport"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
-	"github.com/triage-sandbox/triage-sandbox/stage"
 )
-
-// runJSON is `run --json`'s one object.
-type runJSON struct {
-	ExitCode      int                 `json:"exit_code"`
-	TimedOut      bool                `json:"timed_out"`
-	OOMKilled     bool                `json:"oom_killed"`
-	OutputCeiling bool                `json:"output_ceiling"`
-	Signal        int                 `json:"signal,omitempty"`
-	DurationMS    float64             `json:"duration_ms"`
-	Role          profiles.Role       `json:"role,omitempty"`
-	Backend       string              `json:"backend,omitempty"`
-	Config        string              `json:"config"`
-	PolicyHash    string              `json:"policy_hash,omitempty"`
-	Gate          sandbox.GateVerdict `json:"gate"`
-	Sandbox       string              `json:"sandbox,omitempty"`
-	Stdout        string              `json:"stdout"`
-	Stderr        string              `json:"stderr"`
-	StdoutBytes   int64               `json:"stdout_bytes"`
-	StderrBytes   int64               `json:"stderr_bytes"`
-	StdoutStats   output.Stats        `json:"stdout_stats"`
-	StderrStats   output.Stats        `json:"stderr_stats"`
-	Truncated     bool                `json:"truncated"`
-	AuditLog      string              `json:"audit_log,omitempty"`
-	// SpecialFiles are what the command left in the outputs that a host
-	// reader must not follow or run (symlinks, FIFOs, devices, set-id files,
-	// tool configs), with what was done about each.
-	SpecialFiles []hostfs.Leftover `json:"special_files"`
-	// Hints say which sandbox restriction a failure points to.
-	Hints []string `json:"hints,omitempty"`
-	// Warnings are the run's warnings, as printed on stderr.
-	Warnings []string `json:"warnings,omitempty"`
-	// OutputsIncomplete says the outputs were too large to inspect fully.
-	OutputsIncomplete string `json:"outputs_incomplete,omitempty"`
-	// Conflicts are writable files both the host and the command changed:
-	// the host's version stays, the command's is kept beside it (kept_as).
-	Conflicts []stage.Change `json:"conflicts,omitempty"`
-	// CopyBackError says the writable paths were not all copied back
-	// (the exit code is then 122 where the command itself exited 0).
-	CopyBackError string `json:"copy_back_error,omitempty"`
-	// Weakened are requirements the backend does not enforce and the config accepted.
-	Weakened []policy.Capability `json:"weakened,omitempty"`
-	Error    string              `json:"error,omitempty"`
-}
 
 // runFlags are `run`'s flags.
 type runFlags struct {
@@ -101,10 +58,10 @@ func newRunCmd() *cobra.Command {
 // run runs args in the sandbox and reports how it went, on stderr and
 // with --json as one object on stdout.
 func (f *runFlags) run(cmd *cobra.Command, args []string) error {
-	out := &runJSON{}
+	out := runreport.New(nil)
 	fail := func(err error) error {
 		if f.asJSON {
-			out.ExitCode, out.Error = exitcode.Refused, output.Text(err.Error())
+			out.Refused(err)
 			_ = json.NewEncoder(os.Stdout).Encode(out)
 		}
 		return refuse(err)
@@ -122,7 +79,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 		}
 		return fail(err)
 	}
-	out.Role, out.Backend, out.PolicyHash, out.AuditLog, out.Config = p.Role, p.Backend, p.Hash(), p.AuditLog, p.Config
+	out = runreport.New(p)
 	endRedactor := phase.Begin(cmd.Context(), "redactor")
 	req := sandbox.Request{
 		Policy: p, Timeout: f.timeout, Command: backends.Command{Argv: args},
@@ -151,18 +108,13 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	ctx := progress.With(cmd.Context(), progress.ForTerminal(os.Stderr, !f.asJSON))
 	res, err := sandbox.Run(ctx, b, req)
 	printWarnings(res.Warnings)
-	out.Gate, out.Warnings = res.Gate, res.Warnings
+	out.SetOutcome(res, err, stdoutBuf.String(), stderrBuf.String())
 	if err != nil {
 		return fail(err)
 	}
-	out.Weakened = res.Weakened
-	out.SpecialFiles, out.OutputsIncomplete = res.Outputs.Leftovers, res.Outputs.Incomplete
-	out.Hints = res.Hints
-	out.Conflicts, out.CopyBackError = res.Conflicts, res.CopyBackError
 	reportRun(p, res, f.timeout)
 	code := sandbox.ExitCode(res.Result)
 	if f.asJSON {
-		out.setResult(code, res, stdoutBuf.String(), stderrBuf.String())
 		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
 			return refuse(err)
 		}
@@ -209,18 +161,6 @@ func reportRun(p *policy.Policy, res sandbox.Outcome, timeout time.Duration) {
 	case res.OOMKilled:
 		fmt.Fprintln(os.Stderr, "triage-sandbox: killed: out of memory (raise [sandbox] memory if this is expected)")
 	}
-}
-
-// setResult fills in the command's result and its captured output.
-func (out *runJSON) setResult(code int, res sandbox.Outcome, stdout, stderr string) {
-	out.ExitCode, out.TimedOut, out.OOMKilled, out.Signal = code, res.TimedOut, res.OOMKilled, res.Signal
-	out.OutputCeiling = res.OutputCeiling
-	out.DurationMS = float64(res.Duration.Microseconds()) / 1000
-	out.Sandbox = res.Sandbox
-	out.Stdout, out.Stderr = stdout, stderr
-	out.StdoutBytes, out.StderrBytes = res.Stdout.BytesIn, res.Stderr.BytesIn
-	out.StdoutStats, out.StderrStats = res.Stdout, res.Stderr
-	out.Truncated = res.Stdout.Truncated || res.Stderr.Truncated
 }
 
 func effective(flag, role time.Duration) time.Duration {

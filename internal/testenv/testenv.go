@@ -12,6 +12,8 @@ package testenv
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -48,9 +50,12 @@ func Binary(t testing.TB) string {
 
 // BinaryCache is the directory where Binary keeps the static binary: a
 // cache the tests declare, the one file of theirs left in the temporary
-// directory.
+// directory. Each checkout has its own (a directory named by a digest of
+// its path): two checkouts tested at once must not replace each other's
+// binary under a running test.
 func BinaryCache() string {
-	return filepath.Join(os.TempDir(), fmt.Sprintf("triage-sandbox-test-bin-%d", os.Geteuid()))
+	sum := sha256.Sum256([]byte(repoRoot()))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("triage-sandbox-test-bin-%d", os.Geteuid()), hex.EncodeToString(sum[:6]))
 }
 
 // build links the binary beside its final name and renames it there: a
@@ -77,7 +82,7 @@ func build(dir string) (path string, out []byte, err error) {
 
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
 // SkipShort skips the test in the quick tier (-short), saying why it
