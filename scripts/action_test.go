@@ -14,7 +14,8 @@ import (
 )
 
 // actionlint lints GitHub workflows, and the local actions they use.
-const actionlint = "github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"
+// It is a tool of this module (go.mod: tool), fetched with the others.
+const actionlint = "actionlint"
 
 // lintProject is a repository holding the action at its root and the
 // example workflow using it as a local action (`uses: ./`), the way
@@ -57,7 +58,12 @@ func lintProject(t *testing.T, edit func(string) string) string {
 
 func runActionlint(t *testing.T, dir string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("go", "run", actionlint, "-no-color", ".github/workflows/triage-gate.yml")
+	// Built in this module (the test's directory), run in the project.
+	path, err := exec.Command("go", "tool", "-n", actionlint).Output()
+	if err != nil {
+		t.Fatalf("building actionlint: %v", err)
+	}
+	cmd := exec.Command(strings.TrimSpace(string(path)), "-no-color", ".github/workflows/triage-gate.yml")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	return string(out), err

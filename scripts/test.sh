@@ -4,4 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# What the tests take from the npm registry, installed here so that no test
+# dials a public address: the MCP TypeScript SDK's client (cmd/triage-sandbox
+# mcp_test.go names the same version).
+mcp_sdk="@modelcontextprotocol/sdk@1.32.2"
+npm_dir="${TMPDIR:-/tmp}/triage-sandbox-test-npm-$(id -u)/modelcontextprotocol+sdk@1.32.2"
+if ! command -v npm >/dev/null; then
+  apt-get install -y --no-install-recommends nodejs npm >/dev/null
+fi
+if [ ! -f "$npm_dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
+  mkdir -p "$npm_dir"
+  npm install --no-audit --no-fund --no-save --prefix "$npm_dir" "$mcp_sdk" >/dev/null
+fi
 TRIAGE_SANDBOX_REQUIRE_DOCKER=1 go test -count=1 -timeout 20m ./... "$@"
