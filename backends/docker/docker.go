@@ -43,6 +43,7 @@ type Backend struct {
 	cli     *client.Client
 	selfExe string
 	host    string
+	engine  engineCache
 	// Adjust, when set, edits each create request before it is sent. Only
 	// tests use it, to weaken a container and prove the selftest notices.
 	Adjust func(*CreateRequest)
@@ -178,6 +179,10 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, err
 	}
 	ov, ovWarning := overlays(req, p)
+	if err := b.adapt(ctx, req, p, &ov); err != nil {
+		_ = ov.Remove()
+		return nil, err
+	}
 	ln := withControl(rt, p, req)
 	if b.Adjust != nil {
 		b.Adjust(req)
