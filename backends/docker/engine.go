@@ -59,6 +59,15 @@ func (e Engine) String() string {
 	return e.Name + " " + e.Version + " (API " + e.API + ")"
 }
 
+// EngineInfo implements backends.EngineReporter.
+func (b *Backend) EngineInfo(ctx context.Context) (string, error) {
+	e, err := b.Engine(ctx)
+	if err != nil {
+		return "", err
+	}
+	return e.String() + " at " + b.cli.DaemonHost(), nil
+}
+
 // engineOf reads the engine from its /_ping answer's Server header
 // ("Docker/20.10.24+dfsg1 (linux)", "Libpod/4.3.1 (linux)") and Api-Version.
 // Podman's /version takes seconds (it asks the package manager for its
