@@ -177,6 +177,16 @@ func forPodman(req *CreateRequest, dir string, nproc uint64) error {
 		n := int64(min(nproc, math.MaxInt64))
 		req.HostConfig.Ulimits = append(req.HostConfig.Ulimits, &container.Ulimit{Name: "nproc", Soft: n, Hard: n})
 	}
+	// Podman's compat API drops HostConfig.MaskedPaths; its own
+	// "mask=" security option takes them (a ':'-separated list).
+	if masked := req.HostConfig.MaskedPaths; len(masked) > 0 {
+		for _, m := range masked {
+			if strings.ContainsAny(m, ":,") {
+				return fmt.Errorf("the masked path %q holds a ':' or ',', which Podman's mask option cannot carry; move it or use Docker", m)
+			}
+		}
+		req.HostConfig.SecurityOpt = append(req.HostConfig.SecurityOpt, "mask="+strings.Join(masked, ":"))
+	}
 	for i, opt := range req.HostConfig.SecurityOpt {
 		profile, ok := strings.CutPrefix(opt, "seccomp=")
 		if !ok || !strings.HasPrefix(profile, "{") {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,6 +88,16 @@ func TestForPodman(t *testing.T) {
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != profile {
 		t.Fatalf("profile file holds %q, %v", b, err)
+	}
+	masked := req()
+	masked.HostConfig.MaskedPaths = []string{"/a/.git/fsmonitor--daemon.ipc", "/b/daemon.sock"}
+	if err := forPodman(masked, dir, 4096); err != nil || !slices.Contains(masked.HostConfig.SecurityOpt, "mask=/a/.git/fsmonitor--daemon.ipc:/b/daemon.sock") {
+		t.Errorf("masked paths must reach Podman as its mask option: %v %v", masked.HostConfig.SecurityOpt, err)
+	}
+	masked = req()
+	masked.HostConfig.MaskedPaths = []string{"/a:b"}
+	if err := forPodman(masked, dir, 4096); err == nil {
+		t.Error("a masked path with ':' was accepted")
 	}
 	if r.HostConfig.SecurityOpt[0] != "no-new-privileges:true" {
 		t.Errorf("other security options changed: %v", r.HostConfig.SecurityOpt)
