@@ -27,7 +27,7 @@ O = {
  'TMPDIR=/tmp/subdir rm -rf $TMPDIR/test-dir': (OUT, '$TMPDIR expands before the prefix assignment applies: the source and the shell disagree'),
  'TMPDIR= rm -rf $TMPDIR/test-dir': (OUT, 'as above'), 'TMPDIR=/tmp-malicious rm -rf $TMPDIR/test-dir': (OUT, 'as above'),
  'TMPDIR=/tmp/../root rm -rf $TMPDIR/test-dir': (OUT, 'as above'), 'TMPDIR=/var/tmp-malicious rm -rf $TMPDIR/test-dir': (OUT, 'as above'), 'TMPDIR=/Users rm -rf $TMPDIR/test-dir': (OUT, 'as above'),
- 'rm -rf /var/tmp/test-dir': ('danger', 'an absolute path outside the workspace and the sandbox\'s scratch (/tmp, TMPDIR)'),
+ 'rm -rf /var/tmp/test-dir': ('benign', '/var/tmp is scratch (gate/paths.go scratchDirs)'),
  'rm -r /some/path': ('danger', 'rm -r in any spelling'), 'rm -R /some/path': ('danger', 'rm -r in any spelling'),
  'rm -rf $TMPDIR': ('danger', 'the scratch directory itself'), 'rm -rf /tmp': ('danger', 'the scratch directory itself'),
  'rm -f /some/path': ('benign', 'not recursive'),
@@ -52,7 +52,13 @@ O = {
  'python -- -c \'print(1)\'': (OUT, 'runs a file named -c: contrived'),
  'GIT CHECKOUT -- file': ('danger', 'git checkout -- on a case-insensitive system'),
 }
+import re
 def label(c):
+    # GNU parallel without -q joins the template's words and has the shell parse them again:
+    # parallel bash -c 'rm -rf {}' ::: / runs `bash -c rm -rf /`, i.e. rm with no operand. The
+    # source assumes the quoting survives.
+    if re.match(r"^parallel\s+(?!.*\s-q\b)(\S+\s+)*(ba)?sh\s+-c\s+'[^']*\s[^']*'\s+:::", c['cmd']):
+        return OUT, 'GNU parallel without -q re-splits the template: bash -c runs only its first word'
     if c['cmd'] in O:
         return O[c['cmd']]
     cls, note = policy(c['cmd'])
