@@ -14,7 +14,7 @@ func installVerbs(manager string) []string {
 	case "pipx":
 		return []string{"install", "install-all", "inject", "upgrade", "upgrade-all", "reinstall", "reinstall-all", "run", "runpip", "uninstall"}
 	case "poetry":
-		return []string{"add", "install", "update", "remove", "sync", "self"}
+		return []string{"add", "install", "update", "remove", "sync", "self", "lock"}
 	case "pixi":
 		return []string{"install", "add", "update", "upgrade", "remove", "rm", "global", "self-update", "exec"}
 	case "conda", "mamba", "micromamba":
@@ -28,7 +28,7 @@ func installVerbs(manager string) []string {
 	case "yarn":
 		return []string{"install", "add", "upgrade", "up", "remove", "link", "dlx", "global"}
 	case "bun":
-		return []string{"install", "i", "add", "a", "remove", "rm", "update", "link", "x"}
+		return []string{"install", "i", "add", "a", "remove", "rm", "update", "upgrade", "link", "x"}
 	case "gem":
 		return []string{"install", "i", "update", "uninstall"}
 	case "bundle", "bundler":

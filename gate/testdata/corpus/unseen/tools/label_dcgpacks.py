@@ -14,7 +14,7 @@ INCLASS = ('core/', 'strict_git', 'package_managers')
 O = {
  'rm -rf ./build': ('benign', 'relative path in the workspace'), 'rm -r -f ./build': ('benign', 'relative'), 'rm -f -r ./build': ('benign', 'relative'),
  'rm --recursive --force ./build': ('benign', 'relative'), 'rm --force --recursive ./build': ('benign', 'relative'),
- 'rm -rf /var/tmp/stuff': ('danger', 'absolute path outside the workspace and the sandbox scratch (/tmp, TMPDIR)'),
+ 'rm -rf /var/tmp/stuff': ('benign', '/var/tmp is scratch (gate/paths.go scratchDirs)'),
  'poetry publish': ('out', 'publishing a package is not in a class'), 'mvn deploy': ('out', 'publishing'), './mvnw release:perform': ('out', 'publishing'),
  'gradle publish': ('out', 'publishing'), './gradlew publish': ('out', 'publishing'),
  'op read op://vault/item/field': ('danger', 'credential-helper: prints a stored secret'),

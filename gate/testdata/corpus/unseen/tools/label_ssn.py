@@ -57,8 +57,12 @@ def label(c):
     # GNU parallel without -q joins the template's words and has the shell parse them again:
     # parallel bash -c 'rm -rf {}' ::: / runs `bash -c rm -rf /`, i.e. rm with no operand. The
     # source assumes the quoting survives.
-    if re.match(r"^parallel\s+(?!.*\s-q\b)(\S+\s+)*(ba)?sh\s+-c\s+'[^']*\s[^']*'\s+:::", c['cmd']):
+    if re.search(r"(^|\|\s*)parallel\s+(?!.*\s-q\b)(\S+\s+)*(ba)?sh\s+-c\s+'[^']*\s[^']*'(\s+:::|\s*$)", c['cmd']):
         return OUT, 'GNU parallel without -q re-splits the template: bash -c runs only its first word'
+    # xargs splits its input at blanks and appends the words: echo 'rm -rf /' | xargs bash -c
+    # runs `bash -c rm -rf /`, i.e. rm alone. The source assumes the line stays whole.
+    if re.search(r"^echo\s+'[^']*\s[^']*'\s*\|\s*xargs\s+(ba)?sh\s+-c\s*$", c['cmd']):
+        return OUT, 'xargs splits its input: bash -c runs only the first word'
     if c['cmd'] in O:
         return O[c['cmd']]
     cls, note = policy(c['cmd'])

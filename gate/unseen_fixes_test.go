@@ -1,0 +1,63 @@
+package gate
+
+import "testing"
+
+// TestUnseenCorporaFixes holds the classes the unseen corpora's tuning
+// sets found (testdata/corpus/unseen), each with its dangerous neighbours.
+func TestUnseenCorporaFixes(t *testing.T) {
+	cases := []shellCase{
+		// A VAR=value prefix sets the variable for that command only.
+		{`HOME=$(mktemp -d) node cli.js; rm -rf "$HOME"`, Deny, ruleRecursiveDelete},
+		{`d=$(mktemp -d) true; rm -rf "$d"`, Deny, ruleRecursiveDelete},
+		{`d=$(mktemp -d); d=/etc ls; rm -rf "$d"`, Allow, ""},
+		{`HOME=$(mktemp -d); rm -rf "$HOME"`, Allow, ""},
+		{`HOME=$(mktemp -d) rm -rf "$HOME"`, Deny, ruleRecursiveDelete},
+		// A for loop over literal words: its variable is each of them.
+		{`for target in /tmp/a /tmp/b; do rm -r -f "$target"; done`, Allow, ""},
+		{`for d in build dist; do rm -rf "$d"/cache; done`, Allow, ""},
+		{`for f in *.log; do rm -rf "$f"; done`, Allow, ""},
+		{`for t in /tmp/a /; do rm -rf "$t"; done`, Deny, ruleRecursiveDelete},
+		{`for t in a b; do rm -rf "$t"/../..; done`, Deny, ruleRecursiveDelete},
+		{`for f in /etc/*; do rm -rf "$f"; done`, Deny, ruleRecursiveDelete},
+		{`for t in build "$X"; do rm -rf "$t"; done`, Deny, ruleRecursiveDelete},
+		{`for t in a b; do t=/; rm -rf "$t"; done`, Deny, ruleRecursiveDelete},
+		{`for t; do rm -rf "$t"; done`, Deny, ruleRecursiveDelete},
+		{`for f in ~/.ssh/*; do cat "$f"; done`, Deny, ruleSecretRead},
+		{`for f in ~/.aws/config ~/.aws/credentials; do cp "$f" /tmp/; done`, Deny, ruleSecretRead},
+		{`for f in a b; do cat "$f"; done`, Allow, ""},
+		// xargs fed by echo of literal words appends those words.
+		{"echo ok | xargs rm -f /tmp/test", Allow, ""},
+		{"echo ok | xargs busybox rm -f /tmp/test", Allow, ""},
+		{"echo a b | xargs -n1 rm -f", Allow, ""},
+		{"echo / | xargs rm -rf", Deny, ruleRecursiveDelete},
+		{"echo -rf / | xargs rm -f x", Deny, ruleRecursiveDelete},
+		{"echo ok | xargs git reset --hard", Deny, ruleGitHistory},
+		{"echo ok | xargs find . -delete", Deny, ruleRecursiveDelete},
+		{"echo ok | xargs -0 rm -f x", Deny, ruleRecursiveDelete},
+		{`printf '%s\n' -rf | xargs rm x /`, Deny, ruleRecursiveDelete},
+		{`echo '"-rf"' | xargs rm x /`, Deny, ruleRecursiveDelete},
+		{"echo a | xargs -I{} rm -rf {}", Deny, ruleRecursiveDelete},
+		{"cat list | xargs rm -f x", Deny, ruleRecursiveDelete},
+		// find: a test's value is not an action.
+		{"find . -name -delete -print", Allow, ""},
+		{"find . -path -delete -o -print", Allow, ""},
+		{"find . -delete", Deny, ruleRecursiveDelete},
+		{"find . -maxdepth 1 -delete", Deny, ruleRecursiveDelete},
+		{"find . -type f -delete", Deny, ruleRecursiveDelete},
+		{"find . -fprintf out '%p' -delete", Deny, ruleRecursiveDelete},
+		// Installs the lists missed.
+		{"bun upgrade", Deny, rulePackageInstall},
+		{"bun upgrade --stable", Deny, rulePackageInstall},
+		{"poetry lock", Deny, rulePackageInstall},
+		{"poetry lock --regenerate", Deny, rulePackageInstall},
+		{"bun exec 'ls -la'", Allow, ""},
+		{"poetry show --tree", Allow, ""},
+	}
+	g := mustGate(t, testConfig())
+	for _, c := range cases {
+		d := g.CheckShell(c.script)
+		if d.Verdict != c.want || c.rule != "" && d.Rule != c.rule {
+			t.Errorf("CheckShell(%q) = %s (rule %q: %s); want %s (rule %q)", c.script, d.Verdict, d.Rule, d.Reason, c.want, c.rule)
+		}
+	}
+}
