@@ -19,12 +19,14 @@ SOURCES = {
  'codex': ('openai/codex', '226bd153410084774ffcf7aff9f22930e417f420 (is_safe_command.rs), 043e574c6b3d5ec86e2f7c12c395e12013fafeca (is_dangerous_command.rs)', 'out/codex_lab.jsonl'),
  'gemini': ('google-gemini/gemini-cli', '5411f113cafae26161b4969b0237b8e1e024e2c2', 'out/gemini_lab.jsonl'),
  'tldr': ('tldr-pages/tldr', '08e345f42639f67d99282813247ac670dc6e87cb', 'out/tldr_lab.jsonl'),
+ 'tldr2': ('tldr-pages/tldr', '08e345f42639f67d99282813247ac670dc6e87cb', 'out/tldr2_lab.jsonl'),
 }
 HDR = {
  'safetynet': 'its tests (tests/**/*.test.ts): every assertBlocked/assertAllowed call with a literal command',
  'dcgpacks': 'its pack unit tests (src/packs/**/*.rs), which the earlier port (tests/corpus, tests/e2e) did not include',
  'codex': 'codex-rs/shell-command/src/command_safety tests: argv of is_safe_command and is_dangerous_command cases (bash -lc scripts kept whole)',
  'gemini': 'packages/core/src/policy/shell-safety*.test.ts and shell-substitution.test.ts commands',
+ 'tldr2': 'pages/common and pages/linux examples of one page in four of the other tools (ext_tldr2.py; {{[-a|--all]}} -> -a, {{x}} -> x)',
  'tldr': 'pages/common and pages/linux examples of the tools a triage agent uses ({{[-a|--all]}} -> -a, {{x}} -> x)',
 }
 tot = {}

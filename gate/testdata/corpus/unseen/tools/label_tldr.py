@@ -5,6 +5,8 @@ from policy import policy
 OUTP = [
  (r'^(ssh|scp)\b', 'runs on another host'),
  (r'^<', 'a key binding of an interactive tool, not a shell command'),
+ (r'[^\s|]\|[^\s|]', 'placeholder alternatives (a|b) that the shell would read as a pipe'),
+ (r'^[*?\[]|\(\);|\(s\)|^[A-Z]\w*\(', 'not a shell command (a glob pattern, another language, a placeholder)'),
  (r'\bxargs\b.*\b(command|program)\b', 'the command xargs runs is a placeholder'),
  (r'^(source|\.)\s+<\(|\beval\s+"?\$\(', 'runs what another program prints: only known at run time'),
 ]
