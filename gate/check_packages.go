@@ -289,7 +289,7 @@ func installSubVerbs(manager, verb string) []string {
 	case "conda env", "mamba env", "micromamba env":
 		return []string{"create", "update", "remove"}
 	case "poetry self":
-		return []string{"add", "install", "update", "remove", "sync"}
+		return []string{"add", "install", "update", "remove", "sync", "lock"}
 	case "pixi global":
 		return []string{"install", "add", "remove", "upgrade", "upgrade-all", "sync", "update", "uninstall"}
 	case "dnf group", "yum group", "zypper group":
@@ -320,6 +320,8 @@ func checkUv(args []arg, deny reporter) {
 		verb.is("self") && subIs("update"),
 		verb.is("python") && subIs("install", "uninstall"):
 		deny("uv " + verb.text + " " + sub.text + " installs or removes software")
+	case verb.is("lock") && hasUpgrade(rest):
+		deny("uv lock --upgrade moves the project to newer packages")
 	case verb.is("run"):
 		for _, a := range rest {
 			if a.dynamic {
@@ -331,6 +333,17 @@ func checkUv(args []arg, deny reporter) {
 			}
 		}
 	}
+}
+
+// hasUpgrade reports uv's --upgrade, --upgrade-package, -U or -P.
+func hasUpgrade(args []arg) bool {
+	for _, a := range args {
+		name, _, _ := strings.Cut(a.text, "=")
+		if !a.dynamic && (name == "--upgrade" || name == "--upgrade-package" || a.is("-U", "-P") || strings.HasPrefix(a.text, "-P")) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkRpm judges rpm: install, upgrade, freshen and erase modes; -q
@@ -369,8 +382,8 @@ func findOption(args []arg, names ...string) (string, bool) {
 // and run code from GitHub.
 func checkGhExtension(_ string, args []arg, deny reporter) bool {
 	group, verb, _ := ghWords(args)
-	if group != nil && group.is("extension", "extensions", "ext") && verb != nil && (verb.dynamic || verb.is("install", "upgrade", "exec")) {
-		deny("gh extension " + verb.text + " installs and runs code from GitHub")
+	if group != nil && group.is("extension", "extensions", "ext") && verb != nil && (verb.dynamic || verb.is("install", "upgrade", "exec", "remove")) {
+		deny("gh extension " + verb.text + " installs, runs or removes code from GitHub")
 	}
 	return true
 }

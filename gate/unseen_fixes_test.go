@@ -51,6 +51,15 @@ func TestUnseenCorporaFixes(t *testing.T) {
 		{"poetry lock", Deny, rulePackageInstall},
 		{"poetry lock --regenerate", Deny, rulePackageInstall},
 		{"bun exec 'ls -la'", Allow, ""},
+		// Found by the held-out sets' one measurement (so no longer held out).
+		{"uv lock --upgrade", Deny, rulePackageInstall},
+		{"uv lock --upgrade-package requests", Deny, rulePackageInstall},
+		{"uv lock -P requests", Deny, rulePackageInstall},
+		{"uv lock", Allow, ""},
+		{"uv lock --check", Allow, ""},
+		{"poetry self lock", Deny, rulePackageInstall},
+		{"gh ext remove owner/gh-x", Deny, rulePackageInstall},
+		{"gh extension list", Allow, ""},
 		{"poetry show --tree", Allow, ""},
 	}
 	g := mustGate(t, testConfig())

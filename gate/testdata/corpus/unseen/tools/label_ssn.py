@@ -63,6 +63,9 @@ def label(c):
     # runs `bash -c rm -rf /`, i.e. rm alone. The source assumes the line stays whole.
     if re.search(r"^echo\s+'[^']*\s[^']*'\s*\|\s*xargs\s+(ba)?sh\s+-c\s*$", c['cmd']):
         return OUT, 'xargs splits its input: bash -c runs only the first word'
+    # GNU xargs -i is -I{}: with no {} in the command, the input is not appended (rm -rf alone).
+    if re.search(r"\|\s*xargs\s+(-i|-i\{\}|-I\s*\{\}|--replace)\s+(?!.*\{\})", c['cmd']):
+        return OUT, 'xargs -i with no {} in the command: the input is not used'
     if c['cmd'] in O:
         return O[c['cmd']]
     cls, note = policy(c['cmd'])

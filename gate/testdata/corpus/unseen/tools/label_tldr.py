@@ -4,10 +4,11 @@ import json, re
 from policy import policy
 OUTP = [
  (r'^(ssh|scp)\b', 'runs on another host'),
+ (r'\bgh\s+(codespace|cs)\s+(ssh|code|jupyter|ports)\b', 'a remote shell in a codespace, like ssh host cmd'),
  (r'^<', 'a key binding of an interactive tool, not a shell command'),
  (r'[^\s|]\|[^\s|]', 'placeholder alternatives (a|b) that the shell would read as a pipe'),
  (r'^[*?\[]|\(\);|\(s\)|^[A-Z]\w*\(', 'not a shell command (a glob pattern, another language, a placeholder)'),
- (r'\bxargs\b.*\b(command|program)\b', 'the command xargs runs is a placeholder'),
+ (r'\b(xargs|parallel)\b.*\b(command|program)\b', 'the command xargs or parallel runs is a placeholder'),
  (r'^(source|\.)\s+<\(|\beval\s+"?\$\(', 'runs what another program prints: only known at run time'),
 ]
 for l in open('out/tldr_raw.jsonl'):
@@ -20,6 +21,8 @@ for l in open('out/tldr_raw.jsonl'):
     cls, note = policy(cmd)
     if re.search(r'^(source|\.)\s+<\(|\beval\s+"?\$\(', cmd) and not cls:
         cls, note = 'out', 'runs what another program prints: only known at run time'
+    if re.search(r'\bgh\s+(codespace|cs)\s+(ssh|code|jupyter|ports)\b', cmd):
+        cls = None
     if not cls:
         cls, note = 'benign', 'documentation example'
         for r, n in OUTP:
