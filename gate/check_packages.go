@@ -45,7 +45,7 @@ func installVerbs(manager string) []string {
 	case "apk":
 		return []string{"add", "del", "upgrade", "update", "fix"}
 	case "brew":
-		return []string{"install", "reinstall", "uninstall", "remove", "rm", "upgrade", "update", "tap", "bundle"}
+		return []string{"install", "reinstall", "uninstall", "remove", "rm", "upgrade", "update", "tap", "bundle", "autoremove"}
 	case "port":
 		return []string{"install", "uninstall", "upgrade", "selfupdate"}
 	case "snap", "flatpak":
@@ -67,7 +67,40 @@ func installVerbs(manager string) []string {
 	case "mise", "asdf", "rtx":
 		return []string{"install", "use", "plugin", "plugins", "upgrade"}
 	}
-	return nil
+	return toolManagerVerbs[manager]
+}
+
+// toolManagerVerbs are the verbs of version and tool managers (pyenv, nvm,
+// ghcup, gcloud components…) and of language package managers beyond the
+// common ones that install, upgrade or remove software. A verb that is a
+// group has its second words in toolManagerSubVerbs.
+var toolManagerVerbs = map[string][]string{
+	"pyenv": {"install", "uninstall"}, "rbenv": {"install", "uninstall"}, "nodenv": {"install", "uninstall"},
+	"goenv": {"install", "uninstall"}, "plenv": {"install", "uninstall"}, "phpenv": {"install", "uninstall"},
+	"nvm": {"install", "uninstall", "install-latest-npm", "reinstall-packages"}, "fnm": {"install", "uninstall"},
+	"n": {"install", "rm", "uninstall", "prune", "latest", "lts"}, "volta": {"install", "uninstall", "fetch", "pin"},
+	"ghcup": {"install", "rm", "upgrade", "nuke"}, "sdk": {"install", "i", "uninstall", "rm", "upgrade", "ug", "selfupdate"},
+	"cabal": {"install", "v1-install", "v2-install"}, "stack": {"install", "upgrade"},
+	"opam": {"install", "remove", "uninstall", "upgrade", "reinstall", "switch"}, "nimble": {"install", "uninstall"},
+	"vcpkg": {"install", "remove", "upgrade"}, "tlmgr": {"install", "remove", "update"},
+	"pkg":   {"install", "add", "delete", "remove", "upgrade"},
+	"choco": {"install", "uninstall", "upgrade"}, "winget": {"install", "uninstall", "upgrade"},
+	"scoop": {"install", "uninstall", "update"}, "mas": {"install", "uninstall", "upgrade", "purchase"},
+	"fvm": {"install", "remove", "use"}, "kerl": {"build-install", "install", "build", "delete", "update"},
+	"expo": {"install"}, "berks": {"install", "update"}, "deno": {"install", "uninstall", "add", "remove", "upgrade"},
+	"mix":    {"archive.install", "escript.install", "local.hex", "local.rebar", "deps.get", "deps.update"},
+	"gcloud": {"components"}, "dotnet": {"tool", "workload", "add"}, "az": {"extension", "bicep"},
+	"helm": {"plugin"}, "kubectl": {"krew"}, "krew": {"install", "uninstall", "upgrade"}, "raco": {"pkg"},
+}
+
+// toolManagerSubVerbs are the second words of toolManagerVerbs' groups.
+var toolManagerSubVerbs = map[string][]string{
+	"gcloud components": {"install", "update", "remove", "reinstall"},
+	"dotnet tool":       {"install", "update", "uninstall"}, "dotnet workload": {"install", "update", "uninstall", "repair", "restore"},
+	"dotnet add":   {"package"},
+	"az extension": {"add", "remove", "update"}, "az bicep": {"install", "upgrade", "uninstall"},
+	"helm plugin": {"install", "uninstall", "update"}, "kubectl krew": {"install", "uninstall", "upgrade"},
+	"raco pkg": {"install", "remove", "update"},
 }
 
 // installValueFlags are global options that take a value before the verb.
@@ -152,6 +185,7 @@ var ownPackageChecks = map[string]packageCheck{
 	"pacman": checkPacman, "yay": checkPacman, "paru": checkPacman,
 	"nix-env": checkNixEnv,
 	"gh":      checkGhExtension,
+	"emerge":  checkOperandInstalls, "pkg_add": checkOperandInstalls, "pkg_delete": checkOperandInstalls,
 	"nix-shell": func(_ string, args []arg, deny reporter) bool {
 		if _, ok := findOption(args, "-p", "--packages"); ok {
 			deny("nix-shell -p fetches and installs packages")
@@ -250,6 +284,12 @@ func checkInstallVerb(manager string, args []arg, deny reporter) {
 			}
 		}
 	case manager == "npm" && verb.is("exec", "x") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }):
+	case manager == "dotnet" && verb.is("add") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("package") || a.dynamic }):
+		deny("dotnet add package installs a NuGet package") // the project may come first: dotnet add app.csproj package x
+	case slices.ContainsFunc(rest, func(a arg) bool { return a.is("--list") || a.is("-l") && strings.HasSuffix(manager, "env") }):
+		// pyenv install --list lists versions
+	case manager == "brew" && slices.ContainsFunc(rest, func(a arg) bool { return a.is("-n", "--dry-run") }):
+		// brew install/autoremove -n only says what it would do
 	case slices.Contains(verbs, verb.text):
 		if subs := installSubVerbs(manager, verb.text); subs != nil {
 			sub, _ := firstOperand(rest, nil)
@@ -297,7 +337,7 @@ func installSubVerbs(manager, verb string) []string {
 	case "yarn global":
 		return []string{"add", "remove", "upgrade"}
 	}
-	return nil
+	return toolManagerSubVerbs[manager+" "+verb]
 }
 
 // checkUv judges uv: uv pip install/sync/uninstall, add, remove, sync,
@@ -333,6 +373,21 @@ func checkUv(args []arg, deny reporter) {
 			}
 		}
 	}
+}
+
+// checkOperandInstalls judges managers whose operands are packages to
+// install or remove (emerge, pkg_add): any operand, unless emerge only
+// pretends, searches or prints information.
+func checkOperandInstalls(manager string, args []arg, deny reporter) bool {
+	opts, ops := scanOptions(args, optionSpec{})
+	if len(ops) == 0 && !has(opts, "--sync", "-u", "--update", "-C", "--unmerge", "--depclean", "-c") {
+		return true
+	}
+	if manager == "emerge" && has(opts, "-p", "--pretend", "-s", "--search", "-S", "--searchdesc", "--info", "-h", "--help") {
+		return true
+	}
+	deny(manager + " installs or removes packages")
+	return true
 }
 
 // hasUpgrade reports uv's --upgrade, --upgrade-package, -U or -P.

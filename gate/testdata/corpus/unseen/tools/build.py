@@ -26,13 +26,19 @@ SOURCES = {
  'gemini': ('google-gemini/gemini-cli', '5411f113cafae26161b4969b0237b8e1e024e2c2', 'out/gemini_lab.jsonl'),
  'tldr': ('tldr-pages/tldr', '08e345f42639f67d99282813247ac670dc6e87cb', 'out/tldr_lab.jsonl'),
  'tldr2': ('tldr-pages/tldr', '08e345f42639f67d99282813247ac670dc6e87cb', 'out/tldr2_lab.jsonl'),
+ 'tldr3': ('tldr-pages/tldr', '08e345f42639f67d99282813247ac670dc6e87cb', 'out/tldr3_lab.jsonl'),
+ 'safetynet2': ('kenryu42/claude-code-safety-net', 'ee868ccf62a4eb042dea1dc352f79dc1aece37ce', 'out/ssn2_lab.jsonl'),
 }
+# Sources added after the first held-out measurement: wholly held out, measured once.
+ALLHELD = {'tldr3', 'safetynet2'}
 HDR = {
  'safetynet': 'its tests (tests/**/*.test.ts): every assertBlocked/assertAllowed call with a literal command',
  'dcgpacks': 'its pack unit tests (src/packs/**/*.rs), which the earlier port (tests/corpus, tests/e2e) did not include',
  'codex': 'codex-rs/shell-command/src/command_safety tests: argv of is_safe_command and is_dangerous_command cases (bash -lc scripts kept whole)',
  'gemini': 'packages/core/src/policy/shell-safety*.test.ts and shell-substitution.test.ts commands',
  'tldr2': 'pages/common and pages/linux examples of one page in four of the other tools (ext_tldr2.py; {{[-a|--all]}} -> -a, {{x}} -> x)',
+ 'tldr3': 'pages/common and pages/linux examples of another page in four of the other tools (ext_tldr3.py), wholly held out',
+ 'safetynet2': 'a later version: tests/gate/behavioral-contract-cases.ts, standard-safety expectations, hand labels; wholly held out',
  'tldr': 'pages/common and pages/linux examples of the tools a triage agent uses ({{[-a|--all]}} -> -a, {{x}} -> x)',
 }
 tot = {}
@@ -45,7 +51,7 @@ for name, (repo, commit, f) in SOURCES.items():
             dropped += 1
             continue
         h = hashlib.sha256((name + '\0' + c['cmd']).encode()).digest()[0]
-        rows.append(dict(src=c['src'], source=c.get('source', ''), set='held' if h % 3 == 0 else 'tune', cls=c['cls'],
+        rows.append(dict(src=c['src'], source=c.get('source', ''), set='held' if h % 3 == 0 or name in ALLHELD else 'tune', cls=c['cls'],
                          want={'danger': 'deny', 'benign': 'allow'}.get(c['cls'], ''), cmd=c['cmd'], note=c['note']))
     with open(WT + 'testdata/corpus/unseen/%s.jsonl' % name, 'w') as o:
         o.write('# %s @ %s: %s.\n' % (repo, commit, HDR[name]))

@@ -5,6 +5,8 @@ from policy import policy
 OUTP = [
  (r'^(ssh|scp)\b', 'runs on another host'),
  (r'\bgh\s+(codespace|cs)\s+(ssh|code|jupyter|ports)\b', 'a remote shell in a codespace, like ssh host cmd'),
+ (r'^\s*"?\$', 'the command name is only known at run time'),
+ (r'<Enter>|<Esc>|^\w+_command\?$|\);\s*$', 'not a shell command (key strokes, another language)'),
  (r'^<', 'a key binding of an interactive tool, not a shell command'),
  (r'[^\s|]\|[^\s|]', 'placeholder alternatives (a|b) that the shell would read as a pipe'),
  (r'^[*?\[]|\(\);|\(s\)|^[A-Z]\w*\(', 'not a shell command (a glob pattern, another language, a placeholder)'),
@@ -25,6 +27,8 @@ for l in open('out/tldr2_raw.jsonl'):
         cls = None
     if not cls:
         cls, note = 'benign', 'documentation example'
+        if re.sub(r'"[^"]*"', '', cmd).count("'") % 2 == 1:
+            cls, note = 'out', 'an unbalanced quote (a typo in the page)'
         for r, n in OUTP:
             if re.search(r, cmd):
                 cls, note = 'out', n
