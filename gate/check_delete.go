@@ -15,6 +15,14 @@ func (j *judge) dangerousTarget(a arg) string {
 		if why, ok := scratchTarget(a, j.tempVars); ok {
 			return why
 		}
+		if values, ok := loopValues(a, j.loopVars); ok {
+			for _, v := range values {
+				if why := j.dangerousTarget(v); why != "" {
+					return why + " (" + a.text + " is " + v.text + ")"
+				}
+			}
+			return ""
+		}
 		return j.gate.dangerousTarget(a)
 	}
 	if j.cwd != "" && a.text != "" && !path.IsAbs(a.text) && !strings.HasPrefix(a.text, "~") {
@@ -187,11 +195,35 @@ func (j *judge) found(f findCall, k int) arg {
 	return under(pick)
 }
 
+// findValues is how many arguments a find primary takes after it.
+func findValues(t arg) int {
+	switch {
+	case t.dynamic:
+		return 0
+	case findNarrowing[t.text], t.is("-maxdepth", "-mindepth", "-type", "-xtype", "-fstype", "-printf", "-fprint", "-fprint0", "-fls", "-files0-from"),
+		strings.HasPrefix(t.text, "-newer") && len(t.text) == len("-newerXY"):
+		return 1
+	case t.is("-fprintf"):
+		return 2
+	}
+	return 0
+}
+
+// isFindAction reports whether expr[k] is the action name, not the value
+// of a test before it (find . -name -delete deletes nothing).
+func isFindAction(expr []arg, k int, name ...string) bool {
+	i := 0
+	for ; i < k; i++ {
+		i += findValues(expr[i])
+	}
+	return i == k && expr[k].is(name...)
+}
+
 // checkFindDelete judges find -delete on what it would find.
 func (j *judge) checkFindDelete(l layer, report reporter) {
 	f := parseFind(l.args[1:])
-	for k, a := range f.expr {
-		if !a.is("-delete") {
+	for k := range f.expr {
+		if !isFindAction(f.expr, k, "-delete") {
 			continue
 		}
 		for _, s := range f.starts {

@@ -324,7 +324,10 @@ func checkCredentialHelper(j *judge, c invocation, report reporter) {
 			report("secret-tool " + ops[0].text + " prints stored secrets")
 		}
 	case "pass", "gopass":
-		if len(ops) > 0 && !first("ls", "list", "find", "search", "grep", "init", "git", "help", "version") {
+		// Only what prints a secret: listing, searching names, setting up,
+		// syncing and moving entries print none.
+		if len(ops) > 0 && !first("ls", "list", "find", "search", "init", "git", "help", "version", "mounts", "new", "sync",
+			"insert", "rm", "mv", "cp", "config", "setup", "clone", "recipients", "fsck", "templates", "update", "completion") {
 			report(c.name + " prints a stored password")
 		}
 	case "op", "bw", "lpass":

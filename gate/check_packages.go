@@ -14,7 +14,7 @@ func installVerbs(manager string) []string {
 	case "pipx":
 		return []string{"install", "install-all", "inject", "upgrade", "upgrade-all", "reinstall", "reinstall-all", "run", "runpip", "uninstall"}
 	case "poetry":
-		return []string{"add", "install", "update", "remove", "sync", "self"}
+		return []string{"add", "install", "update", "remove", "sync", "self", "lock"}
 	case "pixi":
 		return []string{"install", "add", "update", "upgrade", "remove", "rm", "global", "self-update", "exec"}
 	case "conda", "mamba", "micromamba":
@@ -28,7 +28,7 @@ func installVerbs(manager string) []string {
 	case "yarn":
 		return []string{"install", "add", "upgrade", "up", "remove", "link", "dlx", "global"}
 	case "bun":
-		return []string{"install", "i", "add", "a", "remove", "rm", "update", "link", "x"}
+		return []string{"install", "i", "add", "a", "remove", "rm", "update", "upgrade", "link", "x"}
 	case "gem":
 		return []string{"install", "i", "update", "uninstall"}
 	case "bundle", "bundler":
@@ -45,7 +45,7 @@ func installVerbs(manager string) []string {
 	case "apk":
 		return []string{"add", "del", "upgrade", "update", "fix"}
 	case "brew":
-		return []string{"install", "reinstall", "uninstall", "remove", "rm", "upgrade", "update", "tap", "bundle"}
+		return []string{"install", "reinstall", "uninstall", "remove", "rm", "upgrade", "update", "tap", "bundle", "autoremove"}
 	case "port":
 		return []string{"install", "uninstall", "upgrade", "selfupdate"}
 	case "snap", "flatpak":
@@ -67,7 +67,40 @@ func installVerbs(manager string) []string {
 	case "mise", "asdf", "rtx":
 		return []string{"install", "use", "plugin", "plugins", "upgrade"}
 	}
-	return nil
+	return toolManagerVerbs[manager]
+}
+
+// toolManagerVerbs are the verbs of version and tool managers (pyenv, nvm,
+// ghcup, gcloud components…) and of language package managers beyond the
+// common ones that install, upgrade or remove software. A verb that is a
+// group has its second words in toolManagerSubVerbs.
+var toolManagerVerbs = map[string][]string{
+	"pyenv": {"install", "uninstall"}, "rbenv": {"install", "uninstall"}, "nodenv": {"install", "uninstall"},
+	"goenv": {"install", "uninstall"}, "plenv": {"install", "uninstall"}, "phpenv": {"install", "uninstall"},
+	"nvm": {"install", "uninstall", "install-latest-npm", "reinstall-packages"}, "fnm": {"install", "uninstall"},
+	"n": {"install", "rm", "uninstall", "prune", "latest", "lts"}, "volta": {"install", "uninstall", "fetch", "pin"},
+	"ghcup": {"install", "rm", "upgrade", "nuke"}, "sdk": {"install", "i", "uninstall", "rm", "upgrade", "ug", "selfupdate"},
+	"cabal": {"install", "v1-install", "v2-install"}, "stack": {"install", "upgrade"},
+	"opam": {"install", "remove", "uninstall", "upgrade", "reinstall", "switch"}, "nimble": {"install", "uninstall"},
+	"vcpkg": {"install", "remove", "upgrade"}, "tlmgr": {"install", "remove", "update"},
+	"pkg":   {"install", "add", "delete", "remove", "upgrade"},
+	"choco": {"install", "uninstall", "upgrade"}, "winget": {"install", "uninstall", "upgrade"},
+	"scoop": {"install", "uninstall", "update"}, "mas": {"install", "uninstall", "upgrade", "purchase"},
+	"fvm": {"install", "remove", "use"}, "kerl": {"build-install", "install", "build", "delete", "update"},
+	"expo": {"install"}, "berks": {"install", "update"}, "deno": {"install", "uninstall", "add", "remove", "upgrade"},
+	"mix":    {"archive.install", "escript.install", "local.hex", "local.rebar", "deps.get", "deps.update"},
+	"gcloud": {"components"}, "dotnet": {"tool", "workload", "add"}, "az": {"extension", "bicep"},
+	"helm": {"plugin"}, "kubectl": {"krew"}, "krew": {"install", "uninstall", "upgrade"}, "raco": {"pkg"},
+}
+
+// toolManagerSubVerbs are the second words of toolManagerVerbs' groups.
+var toolManagerSubVerbs = map[string][]string{
+	"gcloud components": {"install", "update", "remove", "reinstall"},
+	"dotnet tool":       {"install", "update", "uninstall"}, "dotnet workload": {"install", "update", "uninstall", "repair", "restore"},
+	"dotnet add":   {"package"},
+	"az extension": {"add", "remove", "update"}, "az bicep": {"install", "upgrade", "uninstall"},
+	"helm plugin": {"install", "uninstall", "update"}, "kubectl krew": {"install", "uninstall", "upgrade"},
+	"raco pkg": {"install", "remove", "update"},
 }
 
 // installValueFlags are global options that take a value before the verb.
@@ -152,6 +185,7 @@ var ownPackageChecks = map[string]packageCheck{
 	"pacman": checkPacman, "yay": checkPacman, "paru": checkPacman,
 	"nix-env": checkNixEnv,
 	"gh":      checkGhExtension,
+	"emerge":  checkOperandInstalls, "pkg_add": checkOperandInstalls, "pkg_delete": checkOperandInstalls,
 	"nix-shell": func(_ string, args []arg, deny reporter) bool {
 		if _, ok := findOption(args, "-p", "--packages"); ok {
 			deny("nix-shell -p fetches and installs packages")
@@ -250,6 +284,12 @@ func checkInstallVerb(manager string, args []arg, deny reporter) {
 			}
 		}
 	case manager == "npm" && verb.is("exec", "x") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }):
+	case manager == "dotnet" && verb.is("add") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("package") || a.dynamic }):
+		deny("dotnet add package installs a NuGet package") // the project may come first: dotnet add app.csproj package x
+	case slices.ContainsFunc(rest, func(a arg) bool { return a.is("--list") || a.is("-l") && strings.HasSuffix(manager, "env") }):
+		// pyenv install --list lists versions
+	case manager == "brew" && slices.ContainsFunc(rest, func(a arg) bool { return a.is("-n", "--dry-run") }):
+		// brew install/autoremove -n only says what it would do
 	case slices.Contains(verbs, verb.text):
 		if subs := installSubVerbs(manager, verb.text); subs != nil {
 			sub, _ := firstOperand(rest, nil)
@@ -289,7 +329,7 @@ func installSubVerbs(manager, verb string) []string {
 	case "conda env", "mamba env", "micromamba env":
 		return []string{"create", "update", "remove"}
 	case "poetry self":
-		return []string{"add", "install", "update", "remove", "sync"}
+		return []string{"add", "install", "update", "remove", "sync", "lock"}
 	case "pixi global":
 		return []string{"install", "add", "remove", "upgrade", "upgrade-all", "sync", "update", "uninstall"}
 	case "dnf group", "yum group", "zypper group":
@@ -297,7 +337,7 @@ func installSubVerbs(manager, verb string) []string {
 	case "yarn global":
 		return []string{"add", "remove", "upgrade"}
 	}
-	return nil
+	return toolManagerSubVerbs[manager+" "+verb]
 }
 
 // checkUv judges uv: uv pip install/sync/uninstall, add, remove, sync,
@@ -320,6 +360,8 @@ func checkUv(args []arg, deny reporter) {
 		verb.is("self") && subIs("update"),
 		verb.is("python") && subIs("install", "uninstall"):
 		deny("uv " + verb.text + " " + sub.text + " installs or removes software")
+	case verb.is("lock") && hasUpgrade(rest):
+		deny("uv lock --upgrade moves the project to newer packages")
 	case verb.is("run"):
 		for _, a := range rest {
 			if a.dynamic {
@@ -331,6 +373,32 @@ func checkUv(args []arg, deny reporter) {
 			}
 		}
 	}
+}
+
+// checkOperandInstalls judges managers whose operands are packages to
+// install or remove (emerge, pkg_add): any operand, unless emerge only
+// pretends, searches or prints information.
+func checkOperandInstalls(manager string, args []arg, deny reporter) bool {
+	opts, ops := scanOptions(args, optionSpec{})
+	if len(ops) == 0 && !has(opts, "--sync", "-u", "--update", "-C", "--unmerge", "--depclean", "-c") {
+		return true
+	}
+	if manager == "emerge" && has(opts, "-p", "--pretend", "-s", "--search", "-S", "--searchdesc", "--info", "-h", "--help") {
+		return true
+	}
+	deny(manager + " installs or removes packages")
+	return true
+}
+
+// hasUpgrade reports uv's --upgrade, --upgrade-package, -U or -P.
+func hasUpgrade(args []arg) bool {
+	for _, a := range args {
+		name, _, _ := strings.Cut(a.text, "=")
+		if !a.dynamic && (name == "--upgrade" || name == "--upgrade-package" || a.is("-U", "-P") || strings.HasPrefix(a.text, "-P")) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkRpm judges rpm: install, upgrade, freshen and erase modes; -q
@@ -369,8 +437,8 @@ func findOption(args []arg, names ...string) (string, bool) {
 // and run code from GitHub.
 func checkGhExtension(_ string, args []arg, deny reporter) bool {
 	group, verb, _ := ghWords(args)
-	if group != nil && group.is("extension", "extensions", "ext") && verb != nil && (verb.dynamic || verb.is("install", "upgrade", "exec")) {
-		deny("gh extension " + verb.text + " installs and runs code from GitHub")
+	if group != nil && group.is("extension", "extensions", "ext") && verb != nil && (verb.dynamic || verb.is("install", "upgrade", "exec", "remove")) {
+		deny("gh extension " + verb.text + " installs, runs or removes code from GitHub")
 	}
 	return true
 }

@@ -298,6 +298,13 @@ func (j *judge) secretArgs(l layer) {
 		if p == "" && base != "" && relativePath(a) {
 			p = secretPath(base + "/" + a.text)
 		}
+		if values, ok := loopValues(a, j.loopVars); ok && p == "" {
+			for _, v := range values {
+				if p = secretPath(v.text); p != "" {
+					break
+				}
+			}
+		}
 		if p != "" {
 			j.rule(ruleSecretRead, "it names the credential path "+p, l.text())
 			return

@@ -22,6 +22,9 @@ func (j *judge) command(args []arg, stmt *syntax.Stmt) {
 		j.limit(fmt.Sprintf("more than %d wrapper commands in a row", maxLayers))
 		return
 	}
+	if input, ok := j.piped[stmt]; ok && stmt != nil {
+		layers = withXargsInput(layers, input)
+	}
 	// Innermost first: the command that does the work gives the most
 	// telling reason (sudo rm -rf / is reported as the delete).
 	for i := len(layers) - 1; i >= 0 && !j.stopped(); i-- {

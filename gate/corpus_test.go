@@ -17,6 +17,7 @@ type corpusCase struct {
 	Class string `json:"class"` // danger, benign, or out (asserted, not counted in the rates)
 	Cmd   string `json:"cmd"`
 	Note  string `json:"note"`
+	Set   string `json:"set"` // unseen corpora: tune (fixed against) or held (held out)
 }
 
 // loadCorpus reads a corpus: JSON lines (*.jsonl) or one benign command a

@@ -20,13 +20,15 @@
 // command, builtin, exec, busybox, watch, flock, unbuffer, script -c, uv
 // run, poetry run, bundle exec, conda run and kin. Tools that run a
 // command for what they read or find are judged by what they will run:
-// xargs (-I, -J, or its input appended, which may be nothing), GNU
+// xargs (-I, -J, or its input appended, which may be nothing, or the
+// words a literal echo before it in the pipeline gives it), GNU
 // parallel (its template once per ::: input, each input as a command when
 // there is no template, -q's quoting; inputs from files or standard input
 // are only known at run time), find -exec/-execdir/-ok (with {} standing
 // for what is found: the starting point itself unless a test before the
 // action narrows it, so find . -delete -name x and find . -exec rm -f {} +
-// delete everything, and rm run on each file found counts as rm -r), rg
+// delete everything, a test's value is not an action (find . -name
+// -delete deletes nothing), and rm run on each file found counts as rm -r), rg
 // --pre and git difftool -x. Flags are read the way the tool reads them
 // (rm -fr, -r -f and --recursive --force are one thing; git -C dir push is
 // push; gh api -XPOST, -X POST and --method=POST are one method); --help and
@@ -68,10 +70,14 @@
 // Paths are judged as the sandbox sees them: HOME and TMPDIR are each
 // sandbox's own fresh scratch (the policy sets them), so rm -rf
 // "$HOME/.cache", $TMPDIR/x, ${TMPDIR:-/tmp}/x and a directory a mktemp
-// earlier in the line made are allowed, while the home directory itself,
+// earlier in the line made are allowed (a VAR=value in front of a command
+// sets it for that command only: HOME=$(mktemp -d) cmd; rm -rf "$HOME" is
+// the real home), while the home directory itself,
 // everything in it, and paths climbing out are not. The gate follows cd:
 // relative paths resolve against where it went, and after a cd it cannot
-// follow ($D, -) relative recursive deletes are refused. A credential path
+// follow ($D, -) relative recursive deletes are refused. A for loop's
+// variable over literal words or globs is each of them where a path is
+// judged (for d in build /tmp/x; do rm -rf "$d"; done). A credential path
 // is found also through globs (~/.s?h, ~/.[s]sh: denied when it could
 // expand to one), ./ and ../, case changes, a variable in front of it
 // ($H/.ssh: the variable may hold a home), a relative path after cd ~ or

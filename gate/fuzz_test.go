@@ -55,6 +55,8 @@ func FuzzCheckShell(f *testing.F) {
 		"parallel -q bash -c 'rm -rf {}' ::: /", `python3 -c "import os; os.system('git push')"`, "rm${IFS}-rf${IFS}/",
 		`d=$(mktemp -d); rm -rf "$d"`, "curl -o x.sh u && bash x.sh", "sh < <(echo ls)", "alias g=git; g push",
 		"rg --pre rm x /etc", `awk 'BEGIN{system("ls")}'`, "cd ~ && cat .ssh/id_rsa",
+		`for d in a /; do rm -rf "$d"/x; done`, "echo -rf / | xargs rm x", `HOME=$(mktemp -d) x; rm -rf "$HOME"`,
+		"find . -name -delete -print", "dotnet add app.csproj package x", "gopass show a",
 	} {
 		f.Add(s)
 	}

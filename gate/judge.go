@@ -38,6 +38,15 @@ type judge struct {
 	cwd string
 	// tempVars are variables assigned a mktemp result ($(mktemp -d)).
 	tempVars map[string]bool
+	// loopVars are for-loop variables over literal words: the values they
+	// take, each judged where the variable is used as a path.
+	loopVars map[string][]string
+	// piped are the words a literal echo or printf earlier in a pipeline
+	// gives the stage after it, by that stage (what xargs appends there).
+	piped map[*syntax.Stmt][]string
+	// prefixes are VAR=value words in front of a command: they set the
+	// variable for that command only, not for the statements after it.
+	prefixes map[*syntax.Assign]bool
 	// aliases are aliases defined earlier in the command line, as words.
 	aliases map[string][]arg
 	// passArgs are functions defined earlier that run their arguments

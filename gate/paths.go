@@ -148,6 +148,57 @@ func scratchTarget(a arg, tempVars map[string]bool) (why string, ok bool) {
 	return why, true
 }
 
+// loopValues is a path made of a for-loop variable over literal words
+// and literal text ("$d", $d/x, "${d}.bak"), once for each value it takes;
+// ok is false for any other word.
+func loopValues(a arg, loopVars map[string][]string) (values []arg, ok bool) {
+	if len(loopVars) == 0 {
+		return nil, false
+	}
+	var parts []syntax.WordPart
+	for _, p := range a.parts {
+		if dq, isDq := p.(*syntax.DblQuoted); isDq {
+			parts = append(parts, dq.Parts...)
+			continue
+		}
+		parts = append(parts, p)
+	}
+	var prefix, suffix strings.Builder
+	name := ""
+	for _, p := range parts {
+		text := ""
+		switch p := p.(type) {
+		case *syntax.Lit:
+			text = p.Value
+		case *syntax.SglQuoted:
+			text = p.Value
+		case *syntax.ParamExp:
+			if name != "" || p.Param == nil || p.Excl || p.Length || p.Width || p.Index != nil || p.Slice != nil || p.Repl != nil || p.Exp != nil {
+				return nil, false
+			}
+			if _, known := loopVars[p.Param.Value]; !known {
+				return nil, false
+			}
+			name = p.Param.Value
+			continue
+		default:
+			return nil, false
+		}
+		if name == "" {
+			prefix.WriteString(text)
+		} else {
+			suffix.WriteString(text)
+		}
+	}
+	if name == "" {
+		return nil, false
+	}
+	for _, v := range loopVars[name] {
+		values = append(values, literal(prefix.String()+v+suffix.String()))
+	}
+	return values, true
+}
+
 // scratchDefault accepts ${TMPDIR:-/tmp}: a default that is itself a
 // scratch directory.
 func scratchDefault(e *syntax.Expansion) bool {

@@ -118,6 +118,7 @@ func (j *judge) pipeline(b *syntax.BinaryCmd) {
 		return
 	}
 	stages := j.stages(b)
+	j.notePiped(stages)
 	var fetcher, sql *layer
 	for i, st := range stages {
 		var runner, reader *layer
@@ -166,6 +167,31 @@ func (j *judge) pipeline(b *syntax.BinaryCmd) {
 				return
 			}
 		}
+	}
+}
+
+// notePiped notes, for each stage after an echo or printf of literal
+// text, the words that text splits into: what xargs there appends.
+func (j *judge) notePiped(stages []*syntax.Stmt) {
+	for i := 1; i < len(stages); i++ {
+		prev, ok := stages[i-1].Cmd.(*syntax.CallExpr)
+		if !ok || len(prev.Args) == 0 || len(stages[i-1].Redirs) > 0 {
+			continue
+		}
+		l := j.finalLayer(prev)
+		if l.name != "echo" && l.name != "printf" {
+			continue
+		}
+		text, known := printedText(l)
+		// xargs reads quotes and backslashes its own way, and printf's
+		// format would need applying: leave those only known at run time.
+		if !known || strings.ContainsAny(text, `"'\%`) {
+			continue
+		}
+		if j.piped == nil {
+			j.piped = map[*syntax.Stmt][]string{}
+		}
+		j.piped[stages[i]] = strings.Fields(text)
 	}
 }
 

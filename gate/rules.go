@@ -106,10 +106,13 @@ func ruleTable() []ruleDef {
 			"because they print stored passwords and tokens"},
 			[]string{"git", "security", "secret-tool", "pass", "gopass", "op", "bw", "lpass"}, checkCredentialHelper},
 		{RuleInfo{rulePackageInstall, Deny, "installing or removing software: pip/python -m pip install|uninstall, setup.py install|develop, pipx, uv pip/add/remove/sync/tool, uvx, " +
-			"uv run --with, poetry, pdm, rye, hatch env create, pixi, conda/mamba, npm/pnpm/yarn/bun install/add/ci/update/remove/link, bare yarn, " +
+			"uv run --with, uv lock --upgrade, poetry (lock too), pdm, rye, hatch env create, pixi, conda/mamba, npm/pnpm/yarn/bun install/add/ci/update/remove/link, " +
+			"bun upgrade, bare yarn, " +
 			"npx/pnpx/bunx/npm exec (unless --no-install or --offline), gem, bundle install, cargo install/add, go install/get, go run pkg@version, " +
-			"apt/dpkg/rpm/dnf/yum/zypper/apk/brew/pacman/port/snap/flatpak/nix-env/nix profile/nix-shell -p, composer, cpan, luarocks, rustup, mise/asdf, " +
-			"gh extension install, R install.packages and julia Pkg.add in code, because the sandbox runs the project as it is: installs change what is triaged " +
+			"apt/dpkg/rpm/dnf/yum/zypper/apk/brew/pacman/port/snap/flatpak/nix-env/nix profile/nix-shell -p, emerge, pkg, choco/winget/scoop, composer, cpan, luarocks, " +
+			"rustup, mise/asdf, version and tool managers (pyenv/rbenv/nodenv, nvm/fnm/n/volta, ghcup, sdk, gcloud components, dotnet tool/add package, az extension, " +
+			"helm plugin, kubectl krew), cabal/stack/opam/nimble/vcpkg/deno/mix deps.get install, " +
+			"gh extension install/upgrade/remove, R install.packages and julia Pkg.add in code, because the sandbox runs the project as it is: installs change what is triaged " +
 			"and run code from registries"},
 			[]string{anyCommand}, checkPackages},
 		{RuleInfo{ruleDownloadExec, Deny, "running what was just downloaded: curl/wget output piped into a shell or interpreter (curl … | sh), bash <(curl …), " +

@@ -94,6 +94,10 @@ func (j *judge) walk(root syntax.Node) {
 			j.pipeline(n)
 		case *syntax.FuncDecl:
 			j.function(n)
+		case *syntax.CallExpr:
+			j.markPrefixes(n)
+		case *syntax.ForClause:
+			j.loop(n)
 		case *syntax.Assign:
 			j.assignment(n)
 		}
@@ -159,6 +163,63 @@ func (j *judge) assignment(a *syntax.Assign) {
 	if a.Name == nil || a.Array != nil {
 		return
 	}
+	if !j.prefixes[a] {
+		j.setVariable(a)
+	}
+	if a.Value == nil {
+		return
+	}
+	j.codeVariable(a.Name.Value, wordArg(a.Value))
+}
+
+// markPrefixes notes the assignments in front of a command (HOME=x cmd):
+// the shell expands the rest of the line before they apply and drops
+// them after the command, so later statements keep the old values.
+func (j *judge) markPrefixes(call *syntax.CallExpr) {
+	if len(call.Args) == 0 || len(call.Assigns) == 0 {
+		return
+	}
+	if j.prefixes == nil {
+		j.prefixes = map[*syntax.Assign]bool{}
+	}
+	for _, a := range call.Assigns {
+		j.prefixes[a] = true
+	}
+}
+
+// loop notes a for loop's variable when it takes literal words or globs
+// (for d in build /tmp/x *.o): a path made of it is judged for each value,
+// a glob as the pattern (/etc/* is everything in /etc).
+// Any other loop leaves the variable only known at run time.
+func (j *judge) loop(f *syntax.ForClause) {
+	it, ok := f.Loop.(*syntax.WordIter)
+	if !ok || it.Name == nil {
+		return
+	}
+	delete(j.loopVars, it.Name.Value)
+	delete(j.tempVars, it.Name.Value)
+	if !it.InPos.IsValid() {
+		return // for x; do …: the positional parameters
+	}
+	var values []string
+	for _, w := range it.Items {
+		for _, a := range words([]*syntax.Word{w}) {
+			if a.dynamic {
+				return
+			}
+			values = append(values, a.text)
+		}
+	}
+	if j.loopVars == nil {
+		j.loopVars = map[string][]string{}
+	}
+	j.loopVars[it.Name.Value] = values
+}
+
+// setVariable follows what an assignment does to the variables the gate
+// tracks: a mktemp result, a loop variable.
+func (j *judge) setVariable(a *syntax.Assign) {
+	delete(j.loopVars, a.Name.Value)
 	if a.Value != nil && isMktemp(a.Value) {
 		if j.tempVars == nil {
 			j.tempVars = map[string]bool{}
@@ -167,10 +228,6 @@ func (j *judge) assignment(a *syntax.Assign) {
 	} else {
 		delete(j.tempVars, a.Name.Value)
 	}
-	if a.Value == nil {
-		return
-	}
-	j.codeVariable(a.Name.Value, wordArg(a.Value))
 }
 
 // isMktemp reports a value that is $(mktemp …) making a file or directory

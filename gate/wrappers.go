@@ -393,6 +393,36 @@ func xargsCommand(rest []arg) []arg {
 	return out
 }
 
+// withXargsInput puts the words xargs reads in place of its input when
+// they are known (echo ok | xargs rm -f x). It only does so when xargs
+// splits its input at blanks (no -0, -d, -a, -E, -L, -I, -J).
+func withXargsInput(layers []layer, input []string) []layer {
+	i := slices.IndexFunc(layers, func(l layer) bool { return l.name == "xargs" && !l.dynamic() })
+	if i < 0 {
+		return layers
+	}
+	opts, _ := scanOptions(layers[i].args[1:], optionSpec{values: "adEILnPsJR", attached: "eil", posix: true, longValues: []string{
+		"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}})
+	if has(opts, "-0", "--null", "-d", "--delimiter", "-a", "--arg-file", "-E", "-e", "--eof", "-L", "-l", "--max-lines", "-I", "-i", "--replace", "-J") {
+		return layers
+	}
+	out := slices.Clone(layers)
+	for k := i + 1; k < len(out); k++ {
+		var args []arg
+		for _, a := range out[k].args {
+			if !a.implicit {
+				args = append(args, a)
+				continue
+			}
+			for _, w := range input {
+				args = append(args, literal(w))
+			}
+		}
+		out[k].args = args
+	}
+	return out
+}
+
 // joinCode joins arguments into shell code the way watch and parallel
 // do (with spaces, unquoted). Dynamic words keep their source, so the
 // shell code still shows them as expansions.
