@@ -43,6 +43,7 @@ func TestRoundTrip(t *testing.T) {
 			{Lifeline: true, TTL: Duration(90 * time.Second), Stage: paths},
 			{ControlFD: 3},
 			{ControlSock: "/.triage-sandbox/control.sock", Lifeline: true},
+			{Lifeline: true, RunAs: &Identity{UID: 65534, GID: 65534}},
 		} {
 			roundTrip(t, EntryHold, h, DecodeHold)
 		}
@@ -52,12 +53,14 @@ func TestRoundTrip(t *testing.T) {
 			{Argv: []string{"true"}},
 			{Argv: []string{"sh", "-c", "echo -- --lifeline"}, Timeout: Duration(time.Minute), Grace: Duration(time.Second), Lifeline: true},
 			{Argv: []string{"x"}, Seccomp: "default", ExportFD: 3, Export: &Export{Stage: paths, MaxEntries: 32768}},
+			{Argv: []string{"x"}, Seccomp: "default", RunAs: &Identity{UID: 1000, GID: 0}},
 		} {
 			roundTrip(t, EntryExec, x, DecodeExec)
 		}
 	})
 	t.Run("export", func(t *testing.T) {
 		roundTrip(t, EntryExport, Export{Stage: paths, MaxEntries: 10}, DecodeExport)
+		roundTrip(t, EntryExport, Export{Stage: paths, RunAs: &Identity{UID: 65534, GID: 65534}}, DecodeExport)
 	})
 	t.Run("local", func(t *testing.T) {
 		roundTrip(t, EntryLocal, Local{PlanFD: 3, Hold: Hold{ControlFD: 4, Lifeline: true, Stage: paths}}, DecodeLocal)
@@ -102,6 +105,9 @@ func TestDecodeRefuses(t *testing.T) {
 		{"watch without owner", decodeErr(DecodeWatch), []string{`{"container":"abc"}`}, "required"},
 		{"watch a path", decodeErr(DecodeWatch), []string{`{"container":"../x","owner":1,"owner_start":"1"}`}, "container id"},
 		{"not json", decodeErr(DecodeExec), []string{`--lifeline`}, "bad spec"},
+		{"run as root", decodeErr(DecodeHold), []string{`{"run_as":{"uid":0,"gid":0}}`}, "above 0"},
+		{"run as a negative gid", decodeErr(DecodeExec), []string{`{"argv":["x"],"run_as":{"uid":1,"gid":-1}}`}, "above 0"},
+		{"run as past 2^31", decodeErr(DecodeExport), []string{`{"stage":[],"run_as":{"uid":2147483648,"gid":1}}`}, "above 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,6 +116,36 @@ func TestDecodeRefuses(t *testing.T) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestEditRunAs: the identity lands in each helper's spec, and nowhere
+// else.
+func TestEditRunAs(t *testing.T) {
+	id := Identity{UID: 65534, GID: 65533}
+	for _, tt := range []struct {
+		e    Entry
+		spec any
+		get  func([]string) (*Identity, error)
+	}{
+		{EntryHold, Hold{Lifeline: true}, func(a []string) (*Identity, error) { h, err := DecodeHold(a); return h.RunAs, err }},
+		{EntryExec, Exec{Argv: []string{"true"}}, func(a []string) (*Identity, error) { x, err := DecodeExec(a); return x.RunAs, err }},
+		{EntryExport, Export{Stage: paths}, func(a []string) (*Identity, error) { e, err := DecodeExport(a); return e.RunAs, err }},
+	} {
+		argv, err := EditRunAs(MustArgv("/bin/ts", tt.e, tt.spec), id)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.e, err)
+		}
+		got, err := tt.get(argv[2:])
+		if err != nil || got == nil || *got != id {
+			t.Errorf("%s: run_as = %+v (%v), want %+v", tt.e, got, err, id)
+		}
+	}
+	if _, err := EditRunAs(MustArgv("/bin/ts", EntryWatch, Watch{Container: "abc", Owner: 1, OwnerStart: "1"}), id); err == nil {
+		t.Error("a watcher's argv took an identity")
+	}
+	if _, err := EditRunAs(MustArgv("/bin/ts", EntryHold, Hold{}), Identity{}); err == nil {
+		t.Error("root was taken as the identity to take")
 	}
 }
 

@@ -57,6 +57,17 @@ func HoldArgv(spec protocol.Hold) []string {
 	return protocol.MustArgv(InitPath, protocol.EntryHold, spec)
 }
 
+// IdentityCaps are the capabilities a helper started as root holds until
+// it takes the sandbox identity (runtimes.Traits.HelpersStartAsRoot):
+// switching uid and gid and emptying the bounding set, nothing else.
+var IdentityCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
+
+// AsRoot edits a helper's argv (holder, supervisor, exporter) for a start
+// as root: the helper takes p's identity before anything else.
+func AsRoot(argv []string, p *policy.Policy) ([]string, error) {
+	return protocol.EditRunAs(argv, protocol.Identity{UID: p.User.UID, GID: p.User.GID})
+}
+
 // ScratchMountOptions are the tmpfs options of the policy's scratch, the
 // same for every container renderer: size, nosuid, nodev, exec or noexec.
 func ScratchMountOptions(s policy.Scratch) []string {
