@@ -3,6 +3,7 @@
 package integration_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -33,12 +34,18 @@ for name, pid in (("parent", os.getppid()), ("pid1", 1), ("child", child.pid)):
     got, errs = opened(pid)
     print("%s opened=%s refused=%s" % (name, ",".join(got) or "-", errs or "-"))
 child.kill()
+for line in open("/proc/self/status"):
+    k, _, v = line.partition(":")
+    if k in ("Uid", "Gid", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        print("%s %s" % (k, " ".join(v.split())))
 `
 
 // TestHelpersOutOfTheCommandsReach: a command cannot open the descriptors
 // of the sandbox's own helpers (the supervisor, the holder) through
 // /proc/PID/fd, on every backend and under gVisor; it can open its own
-// child's (the control). Under gVisor releases before 2025-12 /proc/PID/fd
+// child's (the control). It runs as the sandbox identity with no
+// capability in any set, though under gVisor its supervisor started as
+// root to take that identity. Under gVisor releases before 2025-12 /proc/PID/fd
 // ignores dumpability: only the descriptor's own owner and mode guard it.
 func TestHelpersOutOfTheCommandsReach(t *testing.T) {
 	for _, name := range append(backendNames, gvisor, dockerGVisor) {
@@ -61,6 +68,15 @@ func TestHelpersOutOfTheCommandsReach(t *testing.T) {
 			for _, who := range []string{"parent", "pid1"} {
 				if !strings.HasPrefix(seen[who], "opened=-") {
 					t.Errorf("the command opened its %s's descriptors: %s", who, seen[who])
+				}
+			}
+			ids := strconv.Itoa(p.User.UID)
+			if want := strings.Repeat(ids+" ", 3) + ids; seen["Uid"] != want {
+				t.Errorf("the command's uids are %q, want %q", seen["Uid"], want)
+			}
+			for _, c := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+				if v, ok := seen[c]; ok && v != "0000000000000000" {
+					t.Errorf("the command holds %s %s", c, v)
 				}
 			}
 		})
