@@ -119,36 +119,6 @@ func TestDecodeRefuses(t *testing.T) {
 	}
 }
 
-// TestEditRunAs: the identity lands in each helper's spec, and nowhere
-// else.
-func TestEditRunAs(t *testing.T) {
-	id := Identity{UID: 65534, GID: 65533}
-	for _, tt := range []struct {
-		e    Entry
-		spec any
-		get  func([]string) (*Identity, error)
-	}{
-		{EntryHold, Hold{Lifeline: true}, func(a []string) (*Identity, error) { h, err := DecodeHold(a); return h.RunAs, err }},
-		{EntryExec, Exec{Argv: []string{"true"}}, func(a []string) (*Identity, error) { x, err := DecodeExec(a); return x.RunAs, err }},
-		{EntryExport, Export{Stage: paths}, func(a []string) (*Identity, error) { e, err := DecodeExport(a); return e.RunAs, err }},
-	} {
-		argv, err := EditRunAs(MustArgv("/bin/ts", tt.e, tt.spec), id)
-		if err != nil {
-			t.Fatalf("%s: %v", tt.e, err)
-		}
-		got, err := tt.get(argv[2:])
-		if err != nil || got == nil || *got != id {
-			t.Errorf("%s: run_as = %+v (%v), want %+v", tt.e, got, err, id)
-		}
-	}
-	if _, err := EditRunAs(MustArgv("/bin/ts", EntryWatch, Watch{Container: "abc", Owner: 1, OwnerStart: "1"}), id); err == nil {
-		t.Error("a watcher's argv took an identity")
-	}
-	if _, err := EditRunAs(MustArgv("/bin/ts", EntryHold, Hold{}), Identity{}); err == nil {
-		t.Error("root was taken as the identity to take")
-	}
-}
-
 func decodeErr[T any](d func([]string) (T, error)) func([]string) error {
 	return func(a []string) error { _, err := d(a); return err }
 }

@@ -290,36 +290,6 @@ func EditHold(argv []string, edit func(*Hold)) ([]string, error) {
 	return Argv(argv[0], EntryHold, h)
 }
 
-// EditRunAs sets the identity a helper takes first (Identity) in a
-// holder's, supervisor's or exporter's argv (BINARY ENTRY SPEC).
-func EditRunAs(argv []string, id Identity) ([]string, error) {
-	if len(argv) != 3 {
-		return nil, fmt.Errorf("not a helper argv: %q", argv)
-	}
-	if err := id.validate(); err != nil {
-		return nil, err
-	}
-	switch Entry(argv[1]) {
-	case EntryHold:
-		return EditHold(argv, func(h *Hold) { h.RunAs = &id })
-	case EntryExec:
-		x, err := DecodeExec(argv[2:])
-		if err != nil {
-			return nil, err
-		}
-		x.RunAs = &id
-		return Argv(argv[0], EntryExec, x)
-	case EntryExport:
-		e, err := DecodeExport(argv[2:])
-		if err != nil {
-			return nil, err
-		}
-		e.RunAs = &id
-		return Argv(argv[0], EntryExport, e)
-	}
-	return nil, fmt.Errorf("%q takes no identity: only %s, %s and %s do", argv[1], EntryHold, EntryExec, EntryExport)
-}
-
 // Watch is a container watcher's spec: the container, and its owner (a
 // pid and that process's start time, so pid reuse cannot pass for it).
 // Its stdin is the owner's lifeline: at EOF, if the owner is gone, the
