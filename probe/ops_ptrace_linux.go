@@ -34,7 +34,14 @@ func opPtraceHelpers(s Step, self string) Observation {
 		vals[t.name+"_fd"] = openProcFDs(t.pid)
 	}
 	child := exec.Command(self, ChildSubcommand, "sleep", "ptrace-control", "30")
-	if err := child.Start(); err != nil {
+	// A pipe as its stdin: a private descriptor for the control to open
+	// (the rest are /dev/null, public).
+	childIn, err := child.StdinPipe()
+	if err == nil {
+		defer childIn.Close()
+		err = child.Start()
+	}
+	if err != nil {
 		vals["child"] = errnoName(err)
 	} else {
 		vals["child"] = errOK(seizeAndRelease(child.Process.Pid))
@@ -103,7 +110,11 @@ func seizeAndRelease(pid int) error {
 }
 
 // openProcFDs opens every entry of /proc/PID/fd (the first ten numbers
-// where the directory cannot be listed): "ok N" when any opened.
+// where the directory cannot be listed): "ok N" when N of them opened a
+// private object. One that is also open to this process by its own path
+// (/dev/null, a /proc file the helper was reading) gives nothing away and
+// is only counted as public: gVisor's /proc/PID/fd (before release
+// 20251215) opens whatever the file's own mode allows.
 func openProcFDs(pid int) string {
 	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
 	names, listErr := readNames(dir)
@@ -112,7 +123,7 @@ func openProcFDs(pid int) string {
 			names = append(names, strconv.Itoa(i))
 		}
 	}
-	opened, firstErr := 0, listErr
+	opened, public, firstErr := 0, 0, listErr
 	for _, n := range names {
 		fd, err := unix.Open(dir+n, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -121,16 +132,38 @@ func openProcFDs(pid int) string {
 			}
 			continue
 		}
-		opened++
+		if openByPath(fd, dir+n) {
+			public++
+		} else {
+			opened++
+		}
 		unix.Close(fd)
 	}
-	if opened > 0 {
+	switch {
+	case opened > 0:
 		return "ok " + strconv.Itoa(opened)
-	}
-	if firstErr == nil {
+	case public > 0:
+		return "public " + strconv.Itoa(public)
+	case firstErr == nil:
 		return "none"
 	}
 	return errnoName(firstErr)
+}
+
+// openByPath: the object fd holds (opened through the /proc link) is the
+// one this process opens by the link's target path itself.
+func openByPath(fd int, link string) bool {
+	target, err := os.Readlink(link)
+	if err != nil || !strings.HasPrefix(target, "/") {
+		return false // a pipe, a socket, an anonymous inode: no path to it
+	}
+	own, err := unix.Open(target, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(own)
+	var a, b unix.Stat_t
+	return unix.Fstat(fd, &a) == nil && unix.Fstat(own, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
 }
 
 func readNames(dir string) ([]string, error) {

@@ -43,6 +43,7 @@ func TestRoundTrip(t *testing.T) {
 			{Lifeline: true, TTL: Duration(90 * time.Second), Stage: paths},
 			{ControlFD: 3},
 			{ControlSock: "/.triage-sandbox/control.sock", Lifeline: true},
+			{Lifeline: true, RunAs: &Identity{UID: 65534, GID: 65534}},
 		} {
 			roundTrip(t, EntryHold, h, DecodeHold)
 		}
@@ -52,12 +53,14 @@ func TestRoundTrip(t *testing.T) {
 			{Argv: []string{"true"}},
 			{Argv: []string{"sh", "-c", "echo -- --lifeline"}, Timeout: Duration(time.Minute), Grace: Duration(time.Second), Lifeline: true},
 			{Argv: []string{"x"}, Seccomp: "default", ExportFD: 3, Export: &Export{Stage: paths, MaxEntries: 32768}},
+			{Argv: []string{"x"}, Seccomp: "default", RunAs: &Identity{UID: 1000, GID: 0}},
 		} {
 			roundTrip(t, EntryExec, x, DecodeExec)
 		}
 	})
 	t.Run("export", func(t *testing.T) {
 		roundTrip(t, EntryExport, Export{Stage: paths, MaxEntries: 10}, DecodeExport)
+		roundTrip(t, EntryExport, Export{Stage: paths, RunAs: &Identity{UID: 65534, GID: 65534}}, DecodeExport)
 	})
 	t.Run("local", func(t *testing.T) {
 		roundTrip(t, EntryLocal, Local{PlanFD: 3, Hold: Hold{ControlFD: 4, Lifeline: true, Stage: paths}}, DecodeLocal)
@@ -102,6 +105,9 @@ func TestDecodeRefuses(t *testing.T) {
 		{"watch without owner", decodeErr(DecodeWatch), []string{`{"container":"abc"}`}, "required"},
 		{"watch a path", decodeErr(DecodeWatch), []string{`{"container":"../x","owner":1,"owner_start":"1"}`}, "container id"},
 		{"not json", decodeErr(DecodeExec), []string{`--lifeline`}, "bad spec"},
+		{"run as root", decodeErr(DecodeHold), []string{`{"run_as":{"uid":0,"gid":0}}`}, "above 0"},
+		{"run as a negative gid", decodeErr(DecodeExec), []string{`{"argv":["x"],"run_as":{"uid":1,"gid":-1}}`}, "above 0"},
+		{"run as past 2^31", decodeErr(DecodeExport), []string{`{"stage":[],"run_as":{"uid":2147483648,"gid":1}}`}, "above 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

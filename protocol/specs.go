@@ -30,7 +30,37 @@ type Hold struct {
 	// a runtime may give a tmpfs its mount point's mode whatever the
 	// mount's mode= says (runc 1.1 does), leaving HOME 0755.
 	Modes []DirMode `json:"modes,omitempty"`
+	// RunAs, when set, is the identity the holder takes before anything
+	// else (see Identity).
+	RunAs *Identity `json:"run_as,omitempty"`
 }
+
+// Identity is the sandbox identity a helper started as root takes first
+// of all: its uid and gid, no supplementary group, no capability in any
+// set. A runtime whose /proc/PID/fd lets a process of the same uid open a
+// helper's descriptors whatever its dumpability (gVisor before release
+// 20251215 checks only the file's owner and mode), and which gives a
+// process standard streams owned by the uid it starts as, has the helpers
+// start as root: their streams stay root's (mode 0600), out of the
+// command's reach, while they run as the command does.
+type Identity struct {
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+}
+
+func (id *Identity) validate() error {
+	if id == nil {
+		return nil
+	}
+	// Taking root would keep the capabilities it is meant to shed.
+	if id.UID <= 0 || id.GID < 0 || id.UID > maxID || id.GID > maxID {
+		return fmt.Errorf("run_as %d:%d: want a uid above 0 and a gid of 0 or more, below 2^31", id.UID, id.GID)
+	}
+	return nil
+}
+
+// maxID is the largest uid or gid (the kernel's are 32-bit, -1 reserved).
+const maxID = 1<<31 - 1
 
 // DirMode is a directory and the permission bits it gets.
 type DirMode struct {
@@ -53,6 +83,9 @@ func (h *Hold) validate() error {
 	}
 	if len(h.Modes) == 0 {
 		h.Modes = nil
+	}
+	if err := h.RunAs.validate(); err != nil {
+		return err
 	}
 	for _, m := range h.Modes {
 		if !strings.HasPrefix(m.Path, "/") || strings.ContainsRune(m.Path, 0) {
@@ -94,6 +127,9 @@ type Exec struct {
 	// back without a second exec.
 	ExportFD int     `json:"export_fd,omitempty"`
 	Export   *Export `json:"export,omitempty"`
+	// RunAs, when set, is the identity the supervisor takes before
+	// anything else (see Identity).
+	RunAs *Identity `json:"run_as,omitempty"`
 }
 
 func (x *Exec) validate() error {
@@ -108,6 +144,9 @@ func (x *Exec) validate() error {
 	}
 	if (x.ExportFD != 0) != (x.Export != nil) {
 		return fmt.Errorf("export_fd and export: both or neither")
+	}
+	if err := x.RunAs.validate(); err != nil {
+		return err
 	}
 	if x.Export != nil {
 		return x.Export.validate()
@@ -127,6 +166,9 @@ func DecodeExec(args []string) (Exec, error) {
 type Export struct {
 	Stage      []stage.Path `json:"stage"`
 	MaxEntries int          `json:"max_entries,omitempty"`
+	// RunAs, when set, is the identity the exporter takes before anything
+	// else (see Identity).
+	RunAs *Identity `json:"run_as,omitempty"`
 }
 
 func (e *Export) validate() error {
@@ -135,6 +177,9 @@ func (e *Export) validate() error {
 	}
 	if e.MaxEntries < 0 {
 		return fmt.Errorf("max_entries %d: must not be negative", e.MaxEntries)
+	}
+	if err := e.RunAs.validate(); err != nil {
+		return err
 	}
 	return checkPaths(e.Stage)
 }

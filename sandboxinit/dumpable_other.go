@@ -2,7 +2,11 @@
 
 package sandboxinit
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/triage-sandbox/triage-sandbox/protocol"
+)
 
 func undumpable() error {
 	return errors.New("no way to make the holder undumpable on this system")
@@ -11,4 +15,4 @@ func undumpable() error {
 // guardFromCommand: elsewhere the helper runs outside the sandbox (the
 // seatbelt backend's supervisor), where the profile keeps the command from
 // other processes.
-func guardFromCommand() error { return nil }
+func guardFromCommand(id *protocol.Identity) error { return takeIdentity(id) }

@@ -20,7 +20,7 @@ type Stdio struct {
 // RunHold is the holder's entry point: it holds the sandbox as spec says
 // and returns the exit code.
 func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
-	if err := guardFromCommand(); err != nil {
+	if err := guardFromCommand(spec.RunAs); err != nil {
 		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: err.Error()})
 		return exitcodeRefused
 	}
@@ -58,7 +58,7 @@ func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
 // RunExec is the supervisor's entry point: it runs one command as spec
 // says and returns the exit code.
 func RunExec(ctx context.Context, spec protocol.Exec, io Stdio) int {
-	if err := guardFromCommand(); err != nil {
+	if err := guardFromCommand(spec.RunAs); err != nil {
 		fmt.Fprintf(io.Err, "triage-sandbox: %v\n", err)
 		return exitcodeRefused
 	}
@@ -76,7 +76,7 @@ func RunExec(ctx context.Context, spec protocol.Exec, io Stdio) int {
 
 // RunExport is the exporter's entry point.
 func RunExport(spec protocol.Export, out, errOut io.Writer) int {
-	if err := guardFromCommand(); err != nil {
+	if err := guardFromCommand(spec.RunAs); err != nil {
 		fmt.Fprintf(errOut, "triage-sandbox: %v\n", err)
 		return exitcodeRefused
 	}

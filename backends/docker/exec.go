@@ -105,7 +105,11 @@ func (s *sandbox) byExec(input bool) holderexec.Starter {
 	return func(ctx context.Context, spec protocol.Exec, gate *holderexec.OutputHold, _ *os.File) (*holderexec.Started, error) {
 		setupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
 		defer cancel()
-		created, err := s.b.cli.ExecCreate(setupCtx, s.id, execOptions(s.p, launch.ExecArgv(spec)))
+		opts, err := execOptions(s.p, launch.ExecArgv(spec))
+		if err != nil {
+			return nil, err
+		}
+		created, err := s.b.cli.ExecCreate(setupCtx, s.id, opts)
 		if err != nil {
 			return nil, s.execErr(ctx, "creating the command in the sandbox", err)
 		}

@@ -8,6 +8,7 @@ package docker
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,7 +76,10 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 	}
 	holdSpec := launch.HoldSpec(p, ttl)
 	holdSpec.Modes = launch.ScratchModes(p, scratchPaths)
-	holdArgs := launch.HoldArgv(holdSpec)
+	holdUser, holdArgs, err := helperStart(p, rt, launch.HoldArgv(holdSpec))
+	if err != nil {
+		return nil, err
+	}
 	network, err := networkMode(p.Network.Mode)
 	if err != nil {
 		return nil, err
@@ -87,7 +91,7 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 	noInit := false
 	stop := 2
 	cfg := &container.Config{
-		User:         user(p),
+		User:         holdUser,
 		Env:          p.EnvList(scratchPaths),
 		Cmd:          holdArgs,
 		Entrypoint:   []string{},
@@ -141,6 +145,9 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 			},
 		},
 	}
+	if rt.HelpersStartAsRoot {
+		host.CapAdd = slices.Clone(launch.IdentityCaps)
+	}
 	if nproc, hostPids, ok := runtimes.GVisorLimits(rt, p); ok {
 		host.Resources.PidsLimit = &hostPids
 		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: nproc, Hard: nproc})
@@ -156,15 +163,31 @@ func RenderExec(p *policy.Policy, cmd backends.Command) (client.ExecCreateOption
 	}
 	spec := launch.ExecSpec(p, cmd)
 	spec.Seccomp = holderexec.SeccompFor(runtimes.Of(p.Runtime))
-	return execOptions(p, launch.ExecArgv(spec)), nil
+	return execOptions(p, launch.ExecArgv(spec))
 }
 
 // execOptions is the exec request of the supervisor argv.
-func execOptions(p *policy.Policy, argv []string) client.ExecCreateOptions {
-	return client.ExecCreateOptions{
-		User: user(p), Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: argv,
-		AttachStdin: true, AttachStdout: true, AttachStderr: true,
+func execOptions(p *policy.Policy, argv []string) (client.ExecCreateOptions, error) {
+	u, argv, err := helperStart(p, runtimes.Of(p.Runtime), argv)
+	if err != nil {
+		return client.ExecCreateOptions{}, err
 	}
+	return client.ExecCreateOptions{
+		User: u, Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: argv,
+		AttachStdin: true, AttachStdout: true, AttachStderr: true,
+	}, nil
+}
+
+// helperStart is the user a helper's process (holder, supervisor,
+// exporter) starts as under rt, and its argv: the sandbox identity, or
+// root where the runtime needs the helper to take that identity itself
+// (runtimes.Traits.HelpersStartAsRoot).
+func helperStart(p *policy.Policy, rt runtimes.Traits, argv []string) (string, []string, error) {
+	if !rt.HelpersStartAsRoot {
+		return user(p), argv, nil
+	}
+	argv, err := launch.AsRoot(argv, p)
+	return "0:0", argv, err
 }
 
 // securityOpt: no new privileges, and the sandbox's own seccomp profile,

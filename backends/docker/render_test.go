@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -254,7 +255,8 @@ type mountT = mount.Mount
 
 // Under gVisor the process limit is gVisor's RLIMIT_NPROC (the host's pids
 // cgroup counts gVisor's threads), no socket is bound in (gVisor cannot
-// mount one), and every exec loads the sandbox's seccomp filter itself.
+// mount one), every exec loads the sandbox's seccomp filter itself, and
+// the helpers start as root to take the sandbox identity themselves.
 func TestRenderUnderGVisor(t *testing.T) {
 	for _, runtime := range []string{"", "runsc"} {
 		t.Run("runtime="+runtime, func(t *testing.T) {
@@ -278,6 +280,19 @@ func TestRenderUnderGVisor(t *testing.T) {
 			if gvisor != (nproc >= 0) || gvisor != seccompFlag || gvisor != (*req.HostConfig.PidsLimit > p.Limits.Pids) {
 				t.Errorf("nproc ulimit at %d, exec --seccomp %v, pids limit %d (policy %d); want all gVisor's: %v",
 					nproc, seccompFlag, *req.HostConfig.PidsLimit, p.Limits.Pids, gvisor)
+			}
+			// The holder and each exec start as root, able only to switch
+			// identity, and take the sandbox's themselves.
+			h, err := protocol.DecodeHold(req.Config.Cmd[2:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &protocol.Identity{UID: p.User.UID, GID: p.User.GID}
+			asRoot := req.Config.User == "0:0" && exec.User == "0:0" && slices.Equal(req.HostConfig.CapAdd, launch.IdentityCaps) &&
+				reflect.DeepEqual(h.RunAs, want) && reflect.DeepEqual(x.RunAs, want)
+			asSandbox := req.Config.User == user(p) && exec.User == user(p) && len(req.HostConfig.CapAdd) == 0 && h.RunAs == nil && x.RunAs == nil
+			if (gvisor && !asRoot) || (!gvisor && !asSandbox) {
+				t.Errorf("holder user %q run_as %+v, exec user %q run_as %+v, cap add %v under %q", req.Config.User, h.RunAs, exec.User, x.RunAs, req.HostConfig.CapAdd, runtime)
 			}
 			ln := withControl(runtimes.Of(p.Runtime), p, req)
 			if ln != nil {

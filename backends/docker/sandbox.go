@@ -207,8 +207,12 @@ func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 const copyBackTimeout = 2 * time.Minute
 
 func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, error) {
+	u, argv, err := helperStart(s.p, s.rt, launch.ExportArgv(s.p))
+	if err != nil {
+		return nil, err
+	}
 	created, err := s.b.cli.ExecCreate(ctx, s.id, client.ExecCreateOptions{
-		User: user(s.p), Cmd: launch.ExportArgv(s.p), AttachStdout: true, AttachStderr: true,
+		User: u, Cmd: argv, AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {
 		return nil, s.execErr(ctx, "copying the outputs back", err)

@@ -39,8 +39,12 @@ import (
 var backendNames = builtin.Registry().Names()
 
 // gvisor is the oci backend with gVisor's runsc as its runtime, for the
-// tests that also run there.
-const gvisor = "oci/runsc"
+// tests that also run there; dockerGVisor the docker backend with the
+// daemon's runtime runsc.
+const (
+	gvisor       = "oci/runsc"
+	dockerGVisor = "docker/runsc"
+)
 
 // kit is one backend under test, made by the CLI's registry.
 type kit struct {
@@ -75,6 +79,13 @@ func newKit(t testing.TB, name string) *kit {
 			t.Skip("runsc (gVisor) is not installed: TRIAGE_SANDBOX_GVISOR=1 scripts/setup.sh installs it")
 		}
 		k.name, k.runtime = oci.Name, "runsc"
+	}
+	if name == dockerGVisor {
+		testenv.RequireDocker(t)
+		if out, err := exec.Command("docker", "info", "--format", "{{json .Runtimes}}").Output(); err != nil || !strings.Contains(string(out), `"runsc"`) {
+			t.Skip("the Docker daemon has no runtime runsc: TRIAGE_SANDBOX_GVISOR=1 scripts/setup.sh registers it")
+		}
+		k.name, k.runtime = docker.Name, "runsc"
 	}
 	if k.name == docker.Name {
 		testenv.RequireDocker(t) // fails, not skips, where the daemon is required

@@ -57,6 +57,63 @@ func HoldArgv(spec protocol.Hold) []string {
 	return protocol.MustArgv(InitPath, protocol.EntryHold, spec)
 }
 
+// IdentityCaps are the capabilities a helper started as root holds until
+// it takes the sandbox identity (runtimes.Traits.HelpersStartAsRoot):
+// switching uid and gid and emptying the bounding set, nothing else.
+var IdentityCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
+
+// AsRoot edits a helper's argv (holder, supervisor, exporter: BINARY
+// ENTRY SPEC) for a start as root: the helper takes p's identity before
+// anything else (protocol.Identity). The edited spec is decoded once more,
+// so an identity the helper would refuse (root) is refused here.
+func AsRoot(argv []string, p *policy.Policy) ([]string, error) {
+	if len(argv) != 3 {
+		return nil, fmt.Errorf("not a helper argv: %q", argv)
+	}
+	id := &protocol.Identity{UID: p.User.UID, GID: p.User.GID}
+	var out []string
+	var err error
+	switch e := protocol.Entry(argv[1]); e {
+	case protocol.EntryHold:
+		out, err = protocol.EditHold(argv, func(h *protocol.Hold) { h.RunAs = id })
+	case protocol.EntryExec:
+		var x protocol.Exec
+		if x, err = protocol.DecodeExec(argv[2:]); err == nil {
+			x.RunAs = id
+			out, err = protocol.Argv(argv[0], e, x)
+		}
+	case protocol.EntryExport:
+		var x protocol.Export
+		if x, err = protocol.DecodeExport(argv[2:]); err == nil {
+			x.RunAs = id
+			out, err = protocol.Argv(argv[0], e, x)
+		}
+	default:
+		return nil, fmt.Errorf("%q takes no identity: only %s, %s and %s do", argv[1], protocol.EntryHold, protocol.EntryExec, protocol.EntryExport)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSpec(out); err != nil {
+		return nil, fmt.Errorf("the sandbox identity %d:%d: %w", id.UID, id.GID, err)
+	}
+	return out, nil
+}
+
+// checkSpec decodes a helper's argv as the helper will.
+func checkSpec(argv []string) error {
+	var err error
+	switch protocol.Entry(argv[1]) {
+	case protocol.EntryHold:
+		_, err = protocol.DecodeHold(argv[2:])
+	case protocol.EntryExec:
+		_, err = protocol.DecodeExec(argv[2:])
+	case protocol.EntryExport:
+		_, err = protocol.DecodeExport(argv[2:])
+	}
+	return err
+}
+
 // ScratchMountOptions are the tmpfs options of the policy's scratch, the
 // same for every container renderer: size, nosuid, nodev, exec or noexec.
 func ScratchMountOptions(s policy.Scratch) []string {

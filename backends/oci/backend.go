@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -235,7 +236,11 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		release()
 		return nil, err
 	}
-	adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p)
+	if err := adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p); err != nil {
+		release()
+		_ = removeBundle(dir)
+		return nil, err
+	}
 	ov, ovWarning := overlay.For(filepath.Join(dir, overlayDir), p)
 	bindOverlays(spec, ov)
 	if err := joinOwnLoopback(spec, traits, dir); err != nil {
@@ -266,17 +271,28 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 
 // adaptToRuntime changes what a runtime enforces differently (proc may be
 // the holder's or an exec's process; res nil for an exec): under gVisor,
-// the process limits of runtimes.GVisorLimits.
-func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt runtimes.Traits, p *policy.Policy) {
+// the process limits of runtimes.GVisorLimits, and the helper started as
+// root to take the sandbox identity itself (HelpersStartAsRoot).
+func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt runtimes.Traits, p *policy.Policy) error {
+	if rt.HelpersStartAsRoot {
+		args, err := launch.AsRoot(proc.Args, p)
+		if err != nil {
+			return err
+		}
+		proc.Args, proc.User = args, specs.User{}
+		caps := slices.Clone(launch.IdentityCaps)
+		proc.Capabilities = &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps}
+	}
 	nproc, host, ok := runtimes.GVisorLimits(rt, p)
 	if !ok {
-		return
+		return nil
 	}
 	n := uint64(nproc)
 	proc.Rlimits = append(proc.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: n, Soft: n})
 	if res != nil && res.Pids != nil {
 		res.Pids.Limit = &host
 	}
+	return nil
 }
 
 // netnsFile is where a bundle's network namespace is kept (bound).

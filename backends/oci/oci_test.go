@@ -16,6 +16,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -477,5 +478,79 @@ func TestSeccompIsTheSandboxProfile(t *testing.T) {
 	}
 	if runtime.GOARCH == "amd64" && (slices.Contains(sc.Architectures, specs.ArchX86) || !slices.Contains(sc.Architectures, specs.ArchX86_64)) {
 		t.Errorf("architectures %v, want x86_64 without x86", sc.Architectures)
+	}
+}
+
+// TestAdaptToGVisor: under runsc each helper (holder, supervisor,
+// exporter) starts as root with only the capabilities to switch identity,
+// its spec naming the sandbox identity to take; under runc nothing of it.
+func TestAdaptToGVisor(t *testing.T) {
+	p := buildPolicy(t, profiles.RoleReproducer, "")
+	hold, err := Bundle(p, selfExe, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helpers := map[string][]string{
+		"holder":     hold.Process.Args,
+		"supervisor": launch.ExecArgv(launch.ExecSpec(p, backends.Command{Argv: []string{"true"}})),
+		"exporter":   launch.ExportArgv(p),
+	}
+	want := protocol.Identity{UID: p.User.UID, GID: p.User.GID}
+	for _, rt := range []string{"runc", "runsc"} {
+		for name, argv := range helpers {
+			t.Run(rt+"/"+name, func(t *testing.T) {
+				proc := process(p, slices.Clone(argv))
+				if err := adaptToRuntime(proc, nil, runtimes.Of(rt), p); err != nil {
+					t.Fatal(err)
+				}
+				runAs := helperRunAs(t, proc.Args)
+				if rt == "runc" {
+					if runAs != nil || proc.User.UID != uint32(p.User.UID) || len(proc.Capabilities.Bounding) != 0 {
+						t.Fatalf("runc: run_as %+v, user %+v, caps %+v: want the sandbox identity from the start", runAs, proc.User, proc.Capabilities)
+					}
+					return
+				}
+				if runAs == nil || *runAs != want {
+					t.Errorf("run_as = %+v, want %+v", runAs, want)
+				}
+				if proc.User.UID != 0 || proc.User.GID != 0 || len(proc.User.AdditionalGids) != 0 {
+					t.Errorf("user = %+v, want root to start", proc.User)
+				}
+				c := proc.Capabilities
+				for set, got := range map[string][]string{"bounding": c.Bounding, "effective": c.Effective, "permitted": c.Permitted} {
+					if !slices.Equal(got, launch.IdentityCaps) {
+						t.Errorf("%s = %v, want %v", set, got, launch.IdentityCaps)
+					}
+				}
+				if len(c.Inheritable) != 0 || len(c.Ambient) != 0 || !proc.NoNewPrivileges {
+					t.Errorf("inheritable %v, ambient %v, no_new_privileges %v", c.Inheritable, c.Ambient, proc.NoNewPrivileges)
+				}
+			})
+		}
+	}
+}
+
+// helperRunAs is the identity a helper's argv asks it to take.
+func helperRunAs(t *testing.T, argv []string) *protocol.Identity {
+	t.Helper()
+	switch protocol.Entry(argv[1]) {
+	case protocol.EntryHold:
+		h, err := protocol.DecodeHold(argv[2:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.RunAs
+	case protocol.EntryExec:
+		x, err := protocol.DecodeExec(argv[2:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x.RunAs
+	default:
+		e, err := protocol.DecodeExport(argv[2:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.RunAs
 	}
 }

@@ -205,7 +205,9 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 func (s *sandbox) processFile(name string, argv []string) (string, error) {
 	path := filepath.Join(s.dir, name)
 	proc := process(s.p, argv)
-	adaptToRuntime(proc, nil, s.traits, s.p)
+	if err := adaptToRuntime(proc, nil, s.traits, s.p); err != nil {
+		return "", err
+	}
 	return path, writeJSON(path, proc)
 }
 

@@ -35,6 +35,15 @@ type Traits struct {
 	// OwnNetworkStack: the runtime makes the container's network itself,
 	// so no network namespace is made for it beforehand.
 	OwnNetworkStack bool
+	// HelpersStartAsRoot: the runtime's /proc/PID/fd lets a process open
+	// another's descriptors of the same uid whatever its dumpability
+	// (gVisor before release 20251215 checks only the file's own owner and
+	// mode), and the standard streams it gives a process are owned by the
+	// uid the process starts as. So the holder, supervisor and exporter
+	// start as root, with only the capabilities to switch identity
+	// (launch.IdentityCaps), and take the sandbox identity themselves
+	// (protocol.Identity): their streams stay root's, mode 0600.
+	HelpersStartAsRoot bool
 	// Flags are the global flags the oci backend gives the runtime.
 	Flags []string
 }
@@ -50,7 +59,7 @@ var table = map[string]Traits{
 	// expect the caller to have configured); --oci-seccomp has it apply
 	// the bundle's seccomp filter to the container's first process.
 	"runsc": {
-		UserSpaceKernel: true, PidsCountThreads: true, OwnNetworkStack: true,
+		UserSpaceKernel: true, PidsCountThreads: true, OwnNetworkStack: true, HelpersStartAsRoot: true,
 		Flags: []string{"--network=none", "--oci-seccomp"},
 	},
 }

@@ -6,7 +6,7 @@ import (
 )
 
 func TestOf(t *testing.T) {
-	gvisor := Traits{UserSpaceKernel: true, PidsCountThreads: true, OwnNetworkStack: true,
+	gvisor := Traits{UserSpaceKernel: true, PidsCountThreads: true, OwnNetworkStack: true, HelpersStartAsRoot: true,
 		Flags: []string{"--network=none", "--oci-seccomp"}}
 	tests := []struct {
 		path string
