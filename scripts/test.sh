@@ -16,4 +16,7 @@ if [ ! -f "$npm_dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
   mkdir -p "$npm_dir"
   npm install --no-audit --no-fund --no-save --prefix "$npm_dir" "$mcp_sdk" >/dev/null
 fi
+# No Mac runs here: vet the macOS build (seatbelt) so a Linux-only call
+# in a shared package is caught before the macOS workflow meets it.
+GOOS=darwin go vet ./...
 TRIAGE_SANDBOX_REQUIRE_DOCKER=1 go test -count=1 -timeout 20m ./... "$@"

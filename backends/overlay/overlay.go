@@ -25,8 +25,6 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
@@ -53,6 +51,9 @@ func discard(m policy.Mount) bool { return m.Discard && m.ReadOnly && m.Kind == 
 
 // Available says why overlays cannot be made here, nil when they can.
 func Available() error {
+	if err := platformSupported(); err != nil {
+		return err
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("an overlay needs root on the host")
 	}
@@ -114,7 +115,7 @@ func (s *Set) mountOne(name, lower string, size, inodes int64) (string, error) {
 	if inodes > 0 {
 		opts += fmt.Sprintf(",nr_inodes=%d", inodes)
 	}
-	if err := unix.Mount("tmpfs", layer, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	if err := mount("tmpfs", layer, "tmpfs", msNoSUID|msNoDev, opts); err != nil {
 		return "", fmt.Errorf("mounting its upper layer's tmpfs: %w", err)
 	}
 	upper, work := filepath.Join(layer, "upper"), filepath.Join(layer, "work")
@@ -133,7 +134,7 @@ func (s *Set) mountOne(name, lower string, size, inodes int64) (string, error) {
 		return "", err
 	}
 	data := "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work
-	if err := unix.Mount("overlay", merged, "overlay", unix.MS_NOSUID|unix.MS_NODEV, data); err != nil {
+	if err := mount("overlay", merged, "overlay", msNoSUID|msNoDev, data); err != nil {
 		return "", fmt.Errorf("mounting the overlay: %w", err)
 	}
 	return merged, nil
@@ -169,7 +170,7 @@ func (s *Set) MountTmpfs(name, opts string) (string, error) {
 	if err := os.Mkdir(path, 0o700); err != nil {
 		return "", err
 	}
-	if err := unix.Mount("tmpfs", path, "tmpfs", flags, data); err != nil {
+	if err := mount("tmpfs", path, "tmpfs", flags, data); err != nil {
 		return "", fmt.Errorf("mounting a tmpfs (%s): %w", data, err)
 	}
 	return path, nil
@@ -177,8 +178,8 @@ func (s *Set) MountTmpfs(name, opts string) (string, error) {
 
 // tmpfsFlags are the option words that are mount flags.
 var tmpfsFlags = map[string]uintptr{
-	"rw": 0, "ro": unix.MS_RDONLY, "exec": 0, "noexec": unix.MS_NOEXEC,
-	"suid": 0, "nosuid": unix.MS_NOSUID, "dev": 0, "nodev": unix.MS_NODEV,
+	"rw": 0, "ro": msReadOnly, "exec": 0, "noexec": msNoExec,
+	"suid": 0, "nosuid": msNoSUID, "dev": 0, "nodev": msNoDev,
 }
 
 // tmpfsData are the options tmpfs takes as data.
@@ -241,8 +242,8 @@ func RemoveAt(dir string) error {
 // nothing is.
 func unmount(path string) error {
 	for range 4 {
-		err := unix.Unmount(path, unix.MNT_DETACH)
-		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+		err := detach(path)
+		if errors.Is(err, errNotMounted) {
 			return nil // not a mount point (any more)
 		}
 		if err != nil {

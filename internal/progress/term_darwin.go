@@ -1,0 +1,6 @@
+package progress
+
+import "golang.org/x/sys/unix"
+
+// macOS names the same request TIOCGETA.
+const ioctlGetTermios = unix.TIOCGETA
