@@ -255,11 +255,14 @@ func (r *run) await(timeoutAfter, grace time.Duration) Result {
 		res.LifelineCut = !r.exited()
 	} else {
 		// A normal exit still ends the tree: background jobs get the same
-		// SIGTERM-then-SIGKILL as a timed-out command.
-		r.t.kill(syscall.SIGTERM)
-		r.t.kill(syscall.SIGCONT)
-		if r.graceWait(grace) && !r.exited() {
-			res.LifelineCut = true
+		// SIGTERM-then-SIGKILL as a timed-out command. A scan that found
+		// none left (the usual end) needs no SIGCONT and no grace: killAll's
+		// scans make sure of it.
+		if r.t.kill(syscall.SIGTERM) > 0 {
+			r.t.kill(syscall.SIGCONT)
+			if r.graceWait(grace) && !r.exited() {
+				res.LifelineCut = true
+			}
 		}
 	}
 	return res
