@@ -3,11 +3,12 @@
 // tree, setsid'd children and double-forked daemons included.
 //
 // It is meant to run in a dedicated helper process (the in-container exec
-// helper or a re-exec'd helper on the host): on Linux it makes that process
-// a child subreaper and treats every descendant of the process as part of
-// the tree, so the process must start no other children. Run calls in one
-// process are serialized for the same reason: orphans cannot be attributed
-// to one of several concurrent commands.
+// helper or a re-exec'd helper on the host) or in a sandbox's holder: on
+// Linux it makes that process a child subreaper and treats every
+// descendant of the process as part of the tree, so the process must start
+// no other children but those Spec.Others names (the holder's). Run calls
+// in one process are serialized for the same reason: orphans cannot be
+// attributed to one of several concurrent commands.
 package supervise
 
 import (
