@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 )
@@ -25,6 +26,7 @@ import (
 // started while another runs gets a supervisor process, which the
 // resident tree leaves alone.
 func TestResidentSupervisor(t *testing.T) {
+	testenv.SkipShort(t, "builds the binary and runs its holder")
 	h := startHolder(t)
 	// 1. Times out, with a daemon of its own left behind.
 	begun := time.Now()
