@@ -58,3 +58,5 @@ require (
 )
 
 tool github.com/rhysd/actionlint/cmd/actionlint
+
+replace github.com/distribution/reference => ./third_party/distribution-reference

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -62,6 +63,10 @@ type Secret struct {
 type Rule struct {
 	Name string
 	Re   *regexp.Regexp
+	// Compile, when Re is nil, gives the regexp, compiled at the rule's
+	// first use: most runs' output never reaches a rule's regexp, and a
+	// command's start-up need not pay for compiling it.
+	Compile func() *regexp.Regexp
 	// Group, when > 0, redacts only that submatch (the value of key = value).
 	Group int
 	// Lits: the regexp can only match where one of these occurs; they let
@@ -94,22 +99,37 @@ func (r *Rule) mayMatch(s, lower string) bool {
 func DefaultRules() []Rule {
 	return []Rule{
 		{Name: "github-token", Lits: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"},
-			Re: regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b`)},
-		{Name: "github-pat", Lits: []string{"github_pat_"}, Re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`)},
-		{Name: "anthropic-key", Lits: []string{"sk-ant-"}, Re: regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_\-]{20,}`)},
-		{Name: "openai-key", Lits: []string{"sk-"}, Re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`)},
+			Compile: lazyRegexp(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b`)},
+		{Name: "github-pat", Lits: []string{"github_pat_"}, Compile: lazyRegexp(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`)},
+		{Name: "anthropic-key", Lits: []string{"sk-ant-"}, Compile: lazyRegexp(`\bsk-ant-[A-Za-z0-9_\-]{20,}`)},
+		{Name: "openai-key", Lits: []string{"sk-"}, Compile: lazyRegexp(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`)},
 		{Name: "aws-access-key", Lits: []string{"A3T", "AKIA", "ASIA", "ABIA", "ACCA"},
-			Re: regexp.MustCompile(`\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`)},
-		{Name: "slack-token", Lits: []string{"xox"}, Re: regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
-		{Name: "jwt", Lits: []string{"eyJ"}, Re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
+			Compile: lazyRegexp(`\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`)},
+		{Name: "slack-token", Lits: []string{"xox"}, Compile: lazyRegexp(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
+		{Name: "jwt", Lits: []string{"eyJ"}, Compile: lazyRegexp(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
 		{Name: "generic-secret", Group: 1, FoldLits: []string{"key", "secret", "token", "passw", "credential", "auth"},
-			Re: regexp.MustCompile(`(?i)(?:api[_-]?key|secret|token|passw(?:or)?d|credential|auth)[A-Za-z0-9_-]*["']?\s*[:=]\s*["']?([A-Za-z0-9_./+=\-]{16,})`)},
+			Compile: lazyRegexp(`(?i)(?:api[_-]?key|secret|token|passw(?:or)?d|credential|auth)[A-Za-z0-9_-]*["']?\s*[:=]\s*["']?([A-Za-z0-9_./+=\-]{16,})`)},
 	}
+}
+
+// lazyRegexp compiles pattern once, at its first use.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
+
+// regexp is the rule's regexp.
+func (r *Rule) regexp() *regexp.Regexp {
+	if r.Re != nil || r.Compile == nil {
+		return r.Re
+	}
+	return r.Compile()
 }
 
 // Redactor replaces secrets in text. It is immutable and safe to share.
 type Redactor struct {
-	replacer *strings.Replacer
+	// replacer is built at the first text that may hold a needle: a
+	// command with no output (or none near a secret) never pays for it.
+	replacer func() *strings.Replacer
 	filter   needleFilter
 	rules    []Rule
 	// needles are the exact forms of the secrets, longest first; the stream
@@ -208,7 +228,7 @@ func NewRedactor(secrets []Secret, rules []Rule) *Redactor {
 		r.maxNeedle = max(r.maxNeedle, len(p.needle))
 	}
 	if len(args) > 0 {
-		r.replacer = strings.NewReplacer(args...)
+		r.replacer = sync.OnceValue(func() *strings.Replacer { return strings.NewReplacer(args...) })
 	}
 	return r
 }
@@ -220,7 +240,7 @@ func (r *Redactor) Redact(s string) string {
 		return s
 	}
 	if r.replacer != nil && r.filter.mayContain(s) {
-		s = r.replacer.Replace(s)
+		s = r.replacer().Replace(s)
 	}
 	if len(r.rules) == 0 {
 		return s
@@ -371,9 +391,9 @@ func applyRuleOnLines(rule *Rule, s, lower string) string {
 
 func applyRule(rule Rule, s string) string {
 	if rule.Group == 0 {
-		return rule.Re.ReplaceAllStringFunc(s, func(string) string { return "<redacted:" + rule.Name + ">" })
+		return rule.regexp().ReplaceAllStringFunc(s, func(string) string { return "<redacted:" + rule.Name + ">" })
 	}
-	idx := rule.Re.FindAllStringSubmatchIndex(s, -1)
+	idx := rule.regexp().FindAllStringSubmatchIndex(s, -1)
 	if idx == nil {
 		return s
 	}

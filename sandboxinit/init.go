@@ -242,6 +242,7 @@ func serveControl(ctx context.Context, o HoldOptions, w *warden) {
 	so := control.ServeOptions{Allowed: allowed}
 	if w != nil {
 		so.Children = w
+		so.Resident = (&resident{w: w}).take
 	}
 	serve := func() error { return control.Serve(ctx, o.Control, so) }
 	if o.ControlConn != nil {
@@ -298,21 +299,24 @@ func Exec(ctx context.Context, o ExecOptions) int {
 			return exitcodeRefused
 		}
 	}
-	spec := supervise.Spec{
-		Argv: o.Argv, Dir: o.Dir, Stdout: o.Stdout, Stderr: o.Stderr,
-		Timeout: o.Timeout, Grace: o.Grace,
-		// A parent of 0 is outside this pid namespace: a runtime exec into a
-		// sandbox of its own, whose pid 1 is the holder or the init above it.
-		SweepStrays: os.Getppid() == 0,
-	}
+	// Forward an outside SIGTERM/SIGINT to the command's tree via ctx.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	// A parent of 0 is outside this pid namespace: a runtime exec into a
+	// sandbox of its own, whose pid 1 is the holder or the init above it.
+	return execute(ctx, o, supervise.Spec{SweepStrays: os.Getppid() == 0})
+}
+
+// execute runs o's command under spec (its process-wide settings) and
+// exports after it: the supervisor process's and the resident one's.
+func execute(ctx context.Context, o ExecOptions, spec supervise.Spec) int {
+	spec.Argv, spec.Dir, spec.Stdout, spec.Stderr = o.Argv, o.Dir, o.Stdout, o.Stderr
+	spec.Timeout, spec.Grace = o.Timeout, o.Grace
 	if o.Lifeline {
 		spec.Lifeline = o.Stdin
 	} else {
 		spec.Stdin = o.Stdin
 	}
-	// Forward an outside SIGTERM/SIGINT to the command's tree via ctx.
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer stop()
 	if _, err := o.Stdout.Write([]byte{protocol.ExecStarted}); err != nil {
 		fmt.Fprintf(o.Stderr, "triage-sandbox: cannot write to stdout: %v\n", err)
 		return exitcodeRefused

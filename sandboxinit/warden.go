@@ -36,6 +36,9 @@ type warden struct {
 	started     map[int]bool
 	// killed counts the leftovers killed, for the holder's log.
 	killed int
+	// resident counts commands running resident (at most one): the
+	// holder's orphans are theirs meanwhile, not leftovers.
+	resident int
 }
 
 // wardenPoll is how often the warden looks without being told a child
@@ -77,6 +80,31 @@ func (w *warden) Exited(pid int) {
 	defer w.mu.Unlock()
 	delete(w.started, pid)
 	w.sweepLocked()
+}
+
+// residentBegins stops the sweeps until residentEnds: a sweep under way
+// finishes first, so none takes the resident command for a leftover.
+func (w *warden) residentBegins() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.resident++
+}
+
+// residentEnds sweeps again, once the resident command's tree is gone:
+// what a supervisor process that died meanwhile left is a leftover now.
+func (w *warden) residentEnds() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.resident--
+	w.sweepLocked()
+}
+
+// isStarted: pid is a process the holder started (a supervisor or an
+// exporter), not a resident command's orphan.
+func (w *warden) isStarted(pid int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.started[pid]
 }
 
 // sweep looks for leftovers and kills them.

@@ -54,6 +54,9 @@ func (w *warden) watch(ctx context.Context) {
 // reaps those that are the holder's children; it repeats while killing
 // reparents more to the holder (bounded).
 func (w *warden) sweepLocked() {
+	if w.resident > 0 {
+		return // see residentBegins
+	}
 	for range 20 {
 		procs := readProcs()
 		left := w.leftovers(procs)

@@ -108,7 +108,8 @@ func secondPhaseControl(ctx context.Context, o Options, e *Env, ch Check) *Evide
 		argv := probe.Argv(o.SelfHost, tag, enc)
 		cmd := exec.Command(argv[0], argv[1:]...)
 		if cmd.Start() == nil {
-			time.Sleep(300 * time.Millisecond)
+			// Signalled once it ignores the signal, not after a guess.
+			awaitIgnoring(cmd.Process.Pid, syscall.SIGTERM, 10*time.Second)
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			time.Sleep(300 * time.Millisecond)
 			ev.Survivors = Survivors(tag)

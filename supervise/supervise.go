@@ -3,11 +3,12 @@
 // tree, setsid'd children and double-forked daemons included.
 //
 // It is meant to run in a dedicated helper process (the in-container exec
-// helper or a re-exec'd helper on the host): on Linux it makes that process
-// a child subreaper and treats every descendant of the process as part of
-// the tree, so the process must start no other children. Run calls in one
-// process are serialized for the same reason: orphans cannot be attributed
-// to one of several concurrent commands.
+// helper or a re-exec'd helper on the host) or in a sandbox's holder: on
+// Linux it makes that process a child subreaper and treats every
+// descendant of the process as part of the tree, so the process must start
+// no other children but those Spec.Others names (the holder's). Run calls
+// in one process are serialized for the same reason: orphans cannot be
+// attributed to one of several concurrent commands.
 package supervise
 
 import (
@@ -49,6 +50,15 @@ type Spec struct {
 	// but pid 1, the holder and this supervisor is killed before the
 	// command starts and after its tree is gone.
 	SweepStrays bool
+	// Within, when set, runs f on the one thread the command must be
+	// started and signalled from (a resident supervisor in a holder
+	// confined by Landlock without thread sync: a thread signals only
+	// what it started); nil runs it where Run is.
+	Within func(f func())
+	// Others, when set, names the children of this process that are not
+	// the command's tree (with all below them): processes started beside
+	// it (a resident supervisor's holder starts supervisors too).
+	Others func(pid int) bool
 }
 
 // Result is how it ended.
@@ -122,6 +132,14 @@ func Run(ctx context.Context, s Spec) Result {
 	return res
 }
 
+// within is the Spec's thread runner, or one that runs f where it is.
+func within(w func(func())) func(func()) {
+	if w != nil {
+		return w
+	}
+	return func(f func()) { f() }
+}
+
 // cutResult is the result of a command cut before it exited.
 func cutResult() Result {
 	return Result{ExitCode: exitcode.Signaled(int(syscall.SIGKILL)), Signal: int(syscall.SIGKILL), LifelineCut: true}
@@ -170,8 +188,11 @@ func startCommand(ctx context.Context, s Spec, c command) (_ *run, _ *stdio, fai
 	}
 	// Fd puts the files in blocking mode, as the child expects.
 	fds := []uintptr{sio.child[0].Fd(), sio.child[1].Fd(), sio.child[2].Fd()}
-	pid, err := syscall.ForkExec(c.path, s.Argv, &syscall.ProcAttr{
-		Dir: s.Dir, Env: c.env, Files: fds, Sys: sysProcAttr(),
+	var pid int
+	within(s.Within)(func() {
+		pid, err = syscall.ForkExec(c.path, s.Argv, &syscall.ProcAttr{
+			Dir: s.Dir, Env: c.env, Files: fds, Sys: sysProcAttr(),
+		})
 	})
 	start := time.Now()
 	runtime.KeepAlive(sio.child)
@@ -182,7 +203,8 @@ func startCommand(ctx context.Context, s Spec, c command) (_ *run, _ *stdio, fai
 		return nil, nil, startFailed(s, code, msg), false
 	}
 
-	r := &run{t: &tree{pid: pid, self: os.Getpid(), tag: c.tag}, start: start, mainDone: make(chan struct{})}
+	r := &run{t: &tree{pid: pid, self: os.Getpid(), tag: c.tag, within: within(s.Within), others: s.Others},
+		start: start, mainDone: make(chan struct{})}
 	r.t.preferForOOM()
 	r.watch(ctx, s.Lifeline)
 	return r, sio, Result{}, true
@@ -234,11 +256,14 @@ func (r *run) await(timeoutAfter, grace time.Duration) Result {
 		res.LifelineCut = !r.exited()
 	} else {
 		// A normal exit still ends the tree: background jobs get the same
-		// SIGTERM-then-SIGKILL as a timed-out command.
-		r.t.kill(syscall.SIGTERM)
-		r.t.kill(syscall.SIGCONT)
-		if r.graceWait(grace) && !r.exited() {
-			res.LifelineCut = true
+		// SIGTERM-then-SIGKILL as a timed-out command. A scan that found
+		// none left (the usual end) needs no SIGCONT and no grace: killAll's
+		// scans make sure of it.
+		if r.t.kill(syscall.SIGTERM) > 0 {
+			r.t.kill(syscall.SIGCONT)
+			if r.graceWait(grace) && !r.exited() {
+				res.LifelineCut = true
+			}
 		}
 	}
 	return res

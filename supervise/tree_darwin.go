@@ -31,7 +31,12 @@ func treeEnv(env []string) ([]string, string) {
 
 // kill sends sig (none when 0) to the process group and to every process
 // carrying the tag, and returns how many are left.
-func (t *tree) kill(sig syscall.Signal) int {
+func (t *tree) kill(sig syscall.Signal) (left int) {
+	t.within(func() { left = t.killHere(sig) })
+	return left
+}
+
+func (t *tree) killHere(sig syscall.Signal) int {
 	if t.pid <= 1 {
 		return 0
 	}

@@ -36,6 +36,10 @@ func sysProcAttr() *syscall.SysProcAttr {
 type tree struct {
 	pid, self int
 	tag       string
+	// within runs the kills on the thread that started the command.
+	within func(func())
+	// others are children of self outside the tree (nil: none).
+	others func(pid int) bool
 }
 
 // waitExited blocks until the command has exited but leaves it a zombie:
@@ -69,9 +73,10 @@ func (t *tree) collect() (syscall.WaitStatus, error) {
 // command's own zombie.
 func (t *tree) kill(sig syscall.Signal) int {
 	if sig != 0 && t.pid > 1 {
-		_ = syscall.Kill(-t.pid, sig)
+		t.within(func() { _ = syscall.Kill(-t.pid, sig) })
 	}
 	left := 0
+	var signal []int
 	for _, p := range t.descendants() {
 		switch {
 		case p.pid == t.pid:
@@ -85,9 +90,16 @@ func (t *tree) kill(sig syscall.Signal) int {
 			}
 		}
 		if sig != 0 && p.state != 'Z' && p.pgrp != t.pid {
-			_ = syscall.Kill(p.pid, sig)
+			signal = append(signal, p.pid)
 		}
 		left++
+	}
+	if len(signal) > 0 {
+		t.within(func() {
+			for _, pid := range signal {
+				_ = syscall.Kill(pid, sig)
+			}
+		})
 	}
 	return left
 }
@@ -107,9 +119,10 @@ func (p proc) dead() bool { return p.state == 'Z' || p.state == 'X' }
 func (t *tree) descendants() []proc {
 	children := make(map[int][]proc)
 	for _, p := range allProcs() {
-		if p.pid != t.self {
-			children[p.ppid] = append(children[p.ppid], p)
+		if p.pid == t.self || (p.ppid == t.self && p.pid != t.pid && t.others != nil && t.others(p.pid)) {
+			continue // started beside the command: not its tree
 		}
+		children[p.ppid] = append(children[p.ppid], p)
 	}
 	var out []proc
 	seen := map[int]bool{t.self: true} // a racy scan may show odd links

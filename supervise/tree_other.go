@@ -8,7 +8,12 @@ import (
 
 // kill sends sig (none when 0) to the process group and returns 1 while
 // the group still has members, 0 once it is gone.
-func (t *tree) kill(sig syscall.Signal) int {
+func (t *tree) kill(sig syscall.Signal) (left int) {
+	t.within(func() { left = t.killHere(sig) })
+	return left
+}
+
+func (t *tree) killHere(sig syscall.Signal) int {
 	if t.pid <= 1 {
 		return 0
 	}

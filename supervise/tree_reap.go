@@ -23,6 +23,10 @@ type tree struct {
 	tag       string
 	ws        syscall.WaitStatus
 	err       error
+	// within runs the kills on the thread that started the command;
+	// others is Linux's (a tree found by parent links).
+	within func(func())
+	others func(pid int) bool
 }
 
 // waitExited blocks until the command has exited and reaps it: there is no

@@ -268,13 +268,13 @@ func (k *keeper) pooledTTL() time.Duration {
 func (k *keeper) take(ctx context.Context) (backends.Sandbox, error) {
 	select {
 	case sb := <-k.ready:
-		k.nudge()
+		k.refillIfEmpty()
 		return k.stage(ctx, sb)
 	default:
 	}
 	select {
 	case sb := <-k.ready:
-		k.nudge()
+		k.refillIfEmpty()
 		return k.stage(ctx, sb)
 	case k.slots <- struct{}{}:
 		sb, err := k.o.Backend.Start(ctx, k.p, backends.StartOptions{TTL: k.pooledTTL()})
@@ -304,6 +304,16 @@ func (k *keeper) stage(ctx context.Context, sb backends.Sandbox) (backends.Sandb
 		return nil, err
 	}
 	return sb, nil
+}
+
+// refillIfEmpty starts the refill at a take only when no ready sandbox
+// is left; otherwise the taken sandbox's end (discard) starts it: on a
+// small machine a sandbox starting beside the run would take CPU from its
+// command.
+func (k *keeper) refillIfEmpty() {
+	if len(k.ready) == 0 {
+		k.nudge()
+	}
 }
 
 func (k *keeper) nudge() {

@@ -267,11 +267,14 @@ func TestTakeHandsOutAStartedSandboxAndRefills(t *testing.T) {
 	if !ok || !slices.Contains(b.Started(), fake) || fake.Closes() != 0 {
 		t.Fatalf("take handed out %v: not a started, open sandbox", sb)
 	}
-	if !testenv.Eventually(5*time.Second, func() bool { return len(k.ready) == 2 && b.Starts() == 3 }) {
-		t.Fatalf("the pool was not refilled: %d ready, %d starts", len(k.ready), b.Starts())
+	// Another is ready: the refill waits for the taken one's end, so no
+	// sandbox starts beside its command.
+	time.Sleep(50 * time.Millisecond)
+	if b.Starts() != 2 {
+		t.Fatalf("%d starts while the taken sandbox runs and another is ready; want 2", b.Starts())
 	}
-	// Running its one command, then discarded: closed, and no start more
-	// (the pool is full).
+	// Running its one command, then discarded: closed, and the pool
+	// refilled then, to its size and no more.
 	if _, err := sb.Exec(ctx, backends.Command{Argv: []string{"true"}}, backends.Streams{}); err != nil {
 		t.Fatal(err)
 	}
@@ -279,10 +282,30 @@ func TestTakeHandsOutAStartedSandboxAndRefills(t *testing.T) {
 	if !testenv.Eventually(5*time.Second, func() bool { return fake.Closes() == 1 }) {
 		t.Fatal("the used sandbox was not closed")
 	}
+	if !testenv.Eventually(5*time.Second, func() bool { return len(k.ready) == 2 && b.Starts() == 3 }) {
+		t.Fatalf("the pool was not refilled: %d ready, %d starts", len(k.ready), b.Starts())
+	}
 	time.Sleep(50 * time.Millisecond)
 	if b.Starts() != 3 {
 		t.Errorf("%d starts; the full pool was overfilled", b.Starts())
 	}
+	// Taking the last two ready ones: the second take leaves none, and
+	// the refill starts at once.
+	var taken []backends.Sandbox
+	for range 2 {
+		sb, err := k.take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken = append(taken, sb)
+	}
+	if !testenv.Eventually(5*time.Second, func() bool { return b.Starts() >= 4 }) {
+		t.Fatalf("an empty pool was not refilled at the take: %d starts", b.Starts())
+	}
+	for _, sb := range taken {
+		k.discard(ctx, sb)
+	}
+	k.closing.Wait()
 	stop()
 	k.drainPool(context.Background())
 	closedAll(t, b)

@@ -26,6 +26,12 @@ type ServeOptions struct {
 	// Children, when set, starts each process the holder starts and is
 	// told of each one's end.
 	Children Children
+	// Resident, when set, may take a request and run it in the holder
+	// itself: it returns the run (which owns files from then on and
+	// returns the exit code) or false to have the process started as
+	// usual. Its run's end is replied like a process's; a run that ends
+	// because ctx did (the holder ending the sandbox) is not.
+	Resident func(argv []string, files []*os.File) (run func(ctx context.Context) int, ok bool)
 }
 
 // Children tracks the processes the holder started.
@@ -97,7 +103,12 @@ func (s *server) send(r reply) {
 }
 
 func (s *server) handle(ctx context.Context, msg []byte, files []*os.File, ferr error) {
-	defer closeAll(files)
+	owned := false
+	defer func() {
+		if !owned {
+			closeAll(files)
+		}
+	}()
 	var req request
 	if err := json.Unmarshal(msg, &req); err != nil {
 		s.send(reply{ID: req.ID, Error: "unreadable request: " + err.Error()})
@@ -120,6 +131,13 @@ func (s *server) handle(ctx context.Context, msg []byte, files []*os.File, ferr 
 	if len(files) < 3 {
 		s.send(reply{ID: req.ID, Error: fmt.Sprintf("a request passes stdin, stdout and stderr; this one passed %d descriptors", len(files))})
 		return
+	}
+	if s.o.Resident != nil {
+		if run, ok := s.o.Resident(req.Argv, files); ok {
+			owned = true
+			s.runResident(ctx, req.ID, run)
+			return
+		}
 	}
 	cmd := &exec.Cmd{Path: req.Argv[0], Args: req.Argv, Dir: req.Dir, Env: req.Env,
 		Stdin: files[0], Stdout: files[1], Stderr: files[2], ExtraFiles: files[3:]}
@@ -153,6 +171,21 @@ func (s *server) handle(ctx context.Context, msg []byte, files []*os.File, ferr 
 			r.Code = cmd.ProcessState.ExitCode()
 		}
 		s.send(r)
+	}()
+}
+
+// runResident runs a request the holder took on itself, replying as for
+// a process: started at once, exited with its code.
+func (s *server) runResident(ctx context.Context, id uint64, run func(context.Context) int) {
+	s.send(reply{ID: id, Started: true})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		code := run(ctx)
+		if ctx.Err() != nil {
+			return // as for a process: the channel's close tells the end
+		}
+		s.send(reply{ID: id, Exited: true, Code: code})
 	}()
 }
 
