@@ -58,5 +58,3 @@ require (
 )
 
 tool github.com/rhysd/actionlint/cmd/actionlint
-
-replace github.com/distribution/reference => ./third_party/distribution-reference
