@@ -9,6 +9,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
+	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/rootfs"
@@ -16,7 +17,7 @@ import (
 )
 
 // Registry returns a new registry with every built-in backend: docker,
-// oci, seatbelt and local.
+// oci, seatbelt, local and kubernetes.
 func Registry() *backends.Registry {
 	r := backends.NewRegistry()
 	r.Register(backends.Entry{
@@ -42,6 +43,12 @@ func Registry() *backends.Registry {
 		Summary:      "confined host processes (Linux namespaces, Landlock, seccomp), no container runtime",
 		Capabilities: local.Capabilities(),
 		New:          local.New,
+	})
+	r.Register(backends.Entry{
+		Name:         kubernetes.Name,
+		Summary:      "pods through the Kubernetes API (restricted Pod Security, NetworkPolicy), for a fleet",
+		Capabilities: kubernetes.Capabilities(),
+		New:          kubernetes.New,
 	})
 	return r
 }

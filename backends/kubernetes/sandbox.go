@@ -1,0 +1,243 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/staging"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/stage"
+)
+
+// sandbox is a started pod whose holder takes commands by exec.
+type sandbox struct {
+	b *Backend
+	p *policy.Policy
+	r *Rendered
+	*holderexec.Holder
+	// lifeline is the holder's stdin over the attach stream: the staged
+	// copy, then nothing until it is closed (Close, or this process's end).
+	lifeline *io.PipeWriter
+	attached chan struct{} // closed when the attach stream ended
+	stopPod  context.CancelFunc
+	killed   atomic.Bool
+	manifest stage.Manifest
+	staging  staging.DeferredStage
+	// mu serialises the staged copy and commands on the one attach stream.
+	mu        sync.Mutex
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func newSandbox(b *Backend, p *policy.Policy, r *Rendered) *sandbox {
+	return &sandbox{b: b, p: p, r: r, Holder: holderexec.NewHolder(), attached: make(chan struct{})}
+}
+
+// start waits for the holder to run, attaches to it (its lifeline), sends
+// the staged copy and waits for the holder's word.
+func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
+	if err := s.awaitRunning(ctx); err != nil {
+		return err
+	}
+	watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopPod = stop
+	go s.watchEnd(watchCtx)
+	if err := s.attach(ctx); err != nil {
+		return err
+	}
+	// What the holder said before the attach is in its log; what it says
+	// after comes on the attach stream.
+	if logs, err := s.b.cli.CoreV1().Pods(s.r.Pod.Namespace).GetLogs(s.r.Pod.Name, &corev1.PodLogOptions{Container: holderContainer}).DoRaw(ctx); err == nil {
+		_, _ = s.Out.Write(logs)
+	}
+	if s.staging.Defer(s.p, opts) {
+		return holderexec.AwaitHolderAwaiting(ctx, &s.Out, s.Gone)
+	}
+	return s.stageIn(ctx)
+}
+
+// awaitRunning polls the pod until its holder container runs; a pod that
+// cannot start (an image that cannot be pulled, a refused spec) says why.
+func (s *sandbox) awaitRunning(ctx context.Context) error {
+	pods := s.b.cli.CoreV1().Pods(s.r.Pod.Namespace)
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		pod, err := pods.Get(ctx, s.r.Pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("waiting for the sandbox's pod: %w", err)
+		}
+		if done, err := podStarted(pod); done || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the sandbox's pod %s did not start: %w (is a node there to run it?)", s.r.Pod.Name, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// waitingFailures are the reasons a waiting container will not start
+// without someone's help.
+var waitingFailures = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "ErrImageNeverPull": true, "InvalidImageName": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
+}
+
+// podStarted: the holder container runs (true), or why it never will.
+func podStarted(pod *corev1.Pod) (bool, error) {
+	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		return false, fmt.Errorf("the sandbox's pod ended before it was ready: %s %s", pod.Status.Reason, pod.Status.Message)
+	}
+	for _, c := range pod.Status.ContainerStatuses {
+		switch {
+		case c.State.Running != nil:
+			return true, nil
+		case c.State.Terminated != nil:
+			return false, fmt.Errorf("the sandbox's holder ended before it was ready (exit %d): %s", c.State.Terminated.ExitCode, c.State.Terminated.Message)
+		case c.State.Waiting != nil && waitingFailures[c.State.Waiting.Reason]:
+			return false, fmt.Errorf("the sandbox's pod cannot start: %s: %s", c.State.Waiting.Reason, c.State.Waiting.Message)
+		}
+	}
+	return false, nil
+}
+
+// watchEnd closes the holder's Gone once its container or pod has ended
+// or is gone.
+func (s *sandbox) watchEnd(ctx context.Context) {
+	defer close(s.Gone)
+	pods := s.b.cli.CoreV1().Pods(s.r.Pod.Namespace)
+	for ctx.Err() == nil {
+		select {
+		case <-s.attached:
+			// The attach ends with the holder; the pod's status trails.
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		pod, err := pods.Get(ctx, s.r.Pod.Name, metav1.GetOptions{})
+		if err != nil && ctx.Err() == nil {
+			return // deleted (or the API is gone: nothing can run there now)
+		}
+		if err == nil && holderEnded(pod) {
+			return
+		}
+	}
+}
+
+func holderEnded(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		return true
+	}
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// attach opens the holder's stdin, stdout and stderr. The attach stream
+// is the lifeline: when it ends (Close, or this process killed) the
+// container's stdin closes (stdinOnce) and the holder kills everything.
+func (s *sandbox) attach(ctx context.Context) error {
+	req := s.b.cli.CoreV1().RESTClient().Post().Resource("pods").Namespace(s.r.Pod.Namespace).
+		Name(s.r.Pod.Name).SubResource("attach").
+		VersionedParams(&corev1.PodAttachOptions{Container: holderContainer, Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ex, err := s.b.executor(req.URL().String())
+	if err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	s.lifeline = pw
+	go func() {
+		defer close(s.attached)
+		err := ex.StreamWithContext(context.WithoutCancel(ctx), remotecommand.StreamOptions{Stdin: pr, Stdout: &s.Out, Stderr: &s.Out})
+		_ = pr.CloseWithError(errors.Join(err, io.ErrClosedPipe))
+	}()
+	return nil
+}
+
+// executor streams an exec or attach through the API server: WebSocket,
+// or SPDY where something on the way cannot upgrade to it.
+func (b *Backend) executor(url string) (remotecommand.Executor, error) {
+	ws, err := remotecommand.NewWebSocketExecutor(b.cfg, "GET", url)
+	if err != nil {
+		return nil, err
+	}
+	u := *mustParse(url)
+	spdy, err := remotecommand.NewSPDYExecutor(b.cfg, "POST", &u)
+	if err != nil {
+		return nil, err
+	}
+	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+}
+
+var _ backends.Stager = (*sandbox)(nil)
+
+// Stage implements backends.Stager.
+func (s *sandbox) Stage(ctx context.Context) error {
+	return s.staging.StageWithin(context.WithoutCancel(ctx), &s.mu, setupTimeout, s.stageIn)
+}
+
+// stageIn sends the staged copy ahead of the lifeline and waits until the
+// holder says it is in place.
+func (s *sandbox) stageIn(ctx context.Context) error {
+	m, err := staging.StageIn(ctx, s.lifeline, s.p)
+	if err != nil {
+		return err
+	}
+	s.manifest = m
+	if err := holderexec.AwaitHolder(ctx, &s.Out, s.Gone); err != nil {
+		if errors.Is(err, holderexec.ErrHolderEnded) {
+			return fmt.Errorf("the sandbox ended before it was ready%s", s.Said())
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *sandbox) ID() string                   { return s.r.Pod.Namespace + "/" + s.r.Pod.Name }
+func (s *sandbox) Scratch() policy.ScratchPaths { return scratchPaths }
+
+// kill ends the whole sandbox at once: the pod deleted with no grace.
+func (s *sandbox) kill() {
+	s.killed.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = s.b.cli.CoreV1().Pods(s.r.Pod.Namespace).Delete(ctx, s.r.Pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+}
+
+// Close cuts the lifeline and deletes the pod and its NetworkPolicy,
+// returning once the API server has neither.
+func (s *sandbox) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		if s.lifeline != nil {
+			_ = s.lifeline.Close()
+		}
+		err := s.b.remove(context.WithoutCancel(ctx), s.r)
+		if s.stopPod != nil {
+			s.stopPod()
+			<-s.Gone
+		}
+		if err != nil {
+			s.closeErr = fmt.Errorf("removing sandbox %s: %w (run `triage-sandbox gc`)", s.ID(), err)
+			s.Warn(s.closeErr.Error())
+		}
+	})
+	return s.closeErr
+}
