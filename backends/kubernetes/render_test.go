@@ -120,3 +120,5 @@ func TestRenderExec(t *testing.T) {
 		t.Fatalf("RenderExec = %+v, %v", e, err)
 	}
 }
+
+func backendsTTL(p *policy.Policy) time.Duration { return backends.TTL(p, 0) }

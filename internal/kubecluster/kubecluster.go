@@ -99,6 +99,16 @@ func Start(t testing.TB) *Cluster {
 	return c
 }
 
+// Launch is Start for a cluster shared by a package's tests (TestMain
+// stops it): dir must outlive them. Call Require first.
+func Launch(dir string) (*Cluster, error) {
+	c, err := start(dir)
+	if err != nil && c != nil {
+		c.Stop()
+	}
+	return c, err
+}
+
 func start(dir string) (*Cluster, error) {
 	c := &Cluster{Dir: dir}
 	var err error
