@@ -130,7 +130,10 @@ func TestAdmittedRestricted(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, get := range []func() error{
-				func() error { _, err := c.Client.CoreV1().Pods(ns).Get(ctx, r.Pod.Name, metav1.GetOptions{}); return err },
+				func() error {
+					_, err := c.Client.CoreV1().Pods(ns).Get(ctx, r.Pod.Name, metav1.GetOptions{})
+					return err
+				},
 				func() error {
 					_, err := c.Client.NetworkingV1().NetworkPolicies(ns).Get(ctx, r.NetworkPolicy.Name, metav1.GetOptions{})
 					return err
@@ -156,7 +159,9 @@ func TestWeakenedRejected(t *testing.T) {
 			p.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_RAW"}
 		},
 		"privilege escalation": func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr(true) },
-		"root":                 func(p *corev1.Pod) { p.Spec.SecurityContext.RunAsUser, p.Spec.SecurityContext.RunAsNonRoot = ptr(int64(0)), ptr(false) },
+		"root": func(p *corev1.Pod) {
+			p.Spec.SecurityContext.RunAsUser, p.Spec.SecurityContext.RunAsNonRoot = ptr(int64(0)), ptr(false)
+		},
 		"unconfined seccomp": func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext.SeccompProfile.Type = corev1.SeccompProfileTypeUnconfined
 		},
