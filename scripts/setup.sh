@@ -7,7 +7,9 @@
 #   - starts dockerd if no daemon answers,
 #   - builds the static binary into bin/,
 #   - builds the sandbox image (offline base via debootstrap when
-#     debian:bookworm-slim cannot be pulled).
+#     debian:bookworm-slim cannot be pulled),
+#   - makes the kubernetes backend's test cluster binaries (scripts/kube.sh,
+#     cached).
 # Safe to run again; each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,4 +56,8 @@ mkdir -p bin
 CGO_ENABLED=0 go build -o bin/triage-sandbox ./cmd/triage-sandbox
 
 ts_build_image bin/triage-sandbox
+# The kubernetes backend's test cluster: etcd, containerd and CNI from
+# Debian, kube-apiserver and kubelet built once into a cache (the first
+# build takes about 20 minutes on 2 cores; later runs reuse it).
+scripts/kube.sh >/dev/null
 log "ready: $(docker version --format 'engine {{.Server.Version}}, API {{.Server.APIVersion}}')"

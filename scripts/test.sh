@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: set the machine up, then run every test against the real
-# Docker daemon (a missing daemon fails instead of skipping).
+# Docker daemon and the kubernetes test cluster (a missing daemon or
+# cluster binary fails instead of skipping).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -16,4 +17,4 @@ if [ ! -f "$npm_dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
   mkdir -p "$npm_dir"
   npm install --no-audit --no-fund --no-save --prefix "$npm_dir" "$mcp_sdk" >/dev/null
 fi
-TRIAGE_SANDBOX_REQUIRE_DOCKER=1 go test -count=1 -timeout 20m ./... "$@"
+TRIAGE_SANDBOX_REQUIRE_DOCKER=1 TRIAGE_SANDBOX_REQUIRE_KUBE=1 go test -count=1 -timeout 20m ./... "$@"

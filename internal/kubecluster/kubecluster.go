@@ -226,7 +226,15 @@ current-context: test
 // Stop stops everything Start started, last first, and waits for it.
 func (c *Cluster) Stop() {
 	for i := len(c.procs) - 1; i >= 0; i-- {
+		if c.procs[i].name == "containerd" {
+			// The kubelet is gone; the containers it left run under
+			// shims outside containerd's process group.
+			c.killTasks()
+		}
 		c.procs[i].stop()
+	}
+	if len(c.procs) > 0 {
+		unmountUnder(c.Dir)
 	}
 	c.procs = nil
 }
