@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 
@@ -73,9 +71,7 @@ func (s *sandbox) byExec(input bool) holderexec.Starter {
 func (s *sandbox) stream(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (<-chan error, error) {
 	opts := execOptions(argv)
 	opts.Stdin = stdin != nil
-	req := s.b.cli.CoreV1().RESTClient().Post().Resource("pods").Namespace(s.r.Pod.Namespace).
-		Name(s.r.Pod.Name).SubResource("exec").VersionedParams(opts, scheme.ParameterCodec)
-	ex, err := s.b.executor(req.URL().String())
+	ex, err := s.b.executor(s.b.cli.podStreamURL(s.r.Pod.Namespace, s.r.Pod.Name, "exec", opts))
 	if err != nil {
 		return nil, err
 	}
@@ -141,11 +137,3 @@ func (h *holderView) Exited() <-chan struct{} { return h.Gone }
 func (h *holderView) Kill()                   { (*sandbox)(h).kill() }
 func (h *holderView) Killed() bool            { return h.killed.Load() }
 func (h *holderView) Said() string            { return h.Holder.Said() }
-
-func mustParse(raw string) *url.URL {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return &url.URL{}
-	}
-	return u
-}

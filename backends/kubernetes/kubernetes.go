@@ -13,13 +13,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -72,7 +72,7 @@ type Backend struct {
 	loader clientcmd.ClientConfig
 	once   sync.Once
 	cfg    *rest.Config
-	cli    kubernetes.Interface
+	cli    *api
 	defNS  string
 	err    error
 	// NodeName binds every pod to this node (tests without a scheduler).
@@ -88,7 +88,7 @@ func New(backends.Env) (backends.Backend, error) {
 
 // NewForConfig makes the backend for a given client configuration.
 func NewForConfig(cfg *rest.Config, namespace string) (*Backend, error) {
-	cli, err := kubernetes.NewForConfig(cfg)
+	cli, err := newAPI(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func NewForConfig(cfg *rest.Config, namespace string) (*Backend, error) {
 	return b, nil
 }
 
-func (b *Backend) client() (kubernetes.Interface, error) {
+func (b *Backend) client() (*api, error) {
 	b.once.Do(func() {
 		if b.cfg, b.err = b.loader.ClientConfig(); b.err != nil {
 			b.err = fmt.Errorf("no Kubernetes client configuration: %w; set KUBECONFIG or write ~/.kube/config", b.err)
@@ -107,7 +107,7 @@ func (b *Backend) client() (kubernetes.Interface, error) {
 		if b.defNS, _, b.err = b.loader.Namespace(); b.err != nil {
 			return
 		}
-		b.cli, b.err = kubernetes.NewForConfig(b.cfg)
+		b.cli, b.err = newAPI(b.cfg)
 	})
 	return b.cli, b.err
 }
@@ -139,7 +139,7 @@ func (b *Backend) Available(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	if _, err := cli.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(ctx); err != nil {
+	if _, err := cli.version(ctx); err != nil {
 		return fmt.Errorf("cannot reach the Kubernetes API server at %s: %v; check KUBECONFIG and the cluster", b.cfg.Host, err)
 	}
 	return nil
@@ -160,8 +160,15 @@ func (b *Backend) Describe(ctx context.Context, p *policy.Policy) map[string]str
 	if p.Runtime != "" {
 		out["runtime_class"] = p.Runtime
 	}
-	if v, err := cli.Discovery().ServerVersion(); err == nil {
-		out["engine"] = "kubernetes " + v.GitVersion
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if raw, err := cli.version(ctx); err == nil {
+		var v struct {
+			GitVersion string `json:"gitVersion"`
+		}
+		if json.Unmarshal(raw, &v) == nil {
+			out["engine"] = "kubernetes " + v.GitVersion
+		}
 	}
 	return out
 }

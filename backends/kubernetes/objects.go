@@ -7,18 +7,17 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // create makes the sandbox's objects: the NetworkPolicy before the pod,
 // so the pod never runs without it.
 func (b *Backend) create(ctx context.Context, r *Rendered) error {
 	if np := r.NetworkPolicy; np != nil {
-		if _, err := b.cli.NetworkingV1().NetworkPolicies(np.Namespace).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		if err := b.cli.createNetworkPolicy(ctx, np); err != nil {
 			return fmt.Errorf("creating the sandbox's NetworkPolicy %s/%s: %w", np.Namespace, np.Name, err)
 		}
 	}
-	if _, err := b.cli.CoreV1().Pods(r.Pod.Namespace).Create(ctx, r.Pod, metav1.CreateOptions{}); err != nil {
+	if err := b.cli.createPod(ctx, r.Pod); err != nil {
 		return fmt.Errorf("creating the sandbox's pod %s/%s: %w", r.Pod.Namespace, r.Pod.Name, refusal(err))
 	}
 	return nil
@@ -39,17 +38,14 @@ func refusal(err error) error {
 func (b *Backend) remove(ctx context.Context, r *Rendered) error {
 	ctx, cancel := context.WithTimeout(ctx, goneTimeout)
 	defer cancel()
-	pods := b.cli.CoreV1().Pods(r.Pod.Namespace)
+	ns := r.Pod.Namespace
 	err := deleteAndWait(ctx, "pod", r.Pod.Name,
-		func(ctx context.Context) error {
-			return pods.Delete(ctx, r.Pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
-		},
-		func(ctx context.Context) error { _, err := pods.Get(ctx, r.Pod.Name, metav1.GetOptions{}); return err })
+		func(ctx context.Context) error { return b.cli.deletePod(ctx, ns, r.Pod.Name) },
+		func(ctx context.Context) error { _, err := b.cli.getPod(ctx, ns, r.Pod.Name); return err })
 	if np := r.NetworkPolicy; np != nil {
-		nps := b.cli.NetworkingV1().NetworkPolicies(np.Namespace)
 		err = errors.Join(err, deleteAndWait(ctx, "NetworkPolicy", np.Name,
-			func(ctx context.Context) error { return nps.Delete(ctx, np.Name, metav1.DeleteOptions{}) },
-			func(ctx context.Context) error { _, err := nps.Get(ctx, np.Name, metav1.GetOptions{}); return err }))
+			func(ctx context.Context) error { return b.cli.deleteNetworkPolicy(ctx, np.Namespace, np.Name) },
+			func(ctx context.Context) error { return b.cli.getNetworkPolicy(ctx, np.Namespace, np.Name) }))
 	}
 	return err
 }

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
@@ -60,7 +59,7 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 	}
 	// What the holder said before the attach is in its log; what it says
 	// after comes on the attach stream.
-	if logs, err := s.b.cli.CoreV1().Pods(s.r.Pod.Namespace).GetLogs(s.r.Pod.Name, &corev1.PodLogOptions{Container: holderContainer}).DoRaw(ctx); err == nil {
+	if logs, err := s.b.cli.podLogs(ctx, s.r.Pod.Namespace, s.r.Pod.Name); err == nil {
 		_, _ = s.Out.Write(logs)
 	}
 	if s.staging.Defer(s.p, opts) {
@@ -72,9 +71,8 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 // awaitRunning polls the pod until its holder container runs; a pod that
 // cannot start (an image that cannot be pulled, a refused spec) says why.
 func (s *sandbox) awaitRunning(ctx context.Context) error {
-	pods := s.b.cli.CoreV1().Pods(s.r.Pod.Namespace)
 	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
-		pod, err := pods.Get(ctx, s.r.Pod.Name, metav1.GetOptions{})
+		pod, err := s.b.cli.getPod(ctx, s.r.Pod.Namespace, s.r.Pod.Name)
 		if err != nil {
 			return fmt.Errorf("waiting for the sandbox's pod: %w", err)
 		}
@@ -118,7 +116,6 @@ func podStarted(pod *corev1.Pod) (bool, error) {
 // or is gone.
 func (s *sandbox) watchEnd(ctx context.Context) {
 	defer close(s.Gone)
-	pods := s.b.cli.CoreV1().Pods(s.r.Pod.Namespace)
 	for ctx.Err() == nil {
 		select {
 		case <-s.attached:
@@ -127,7 +124,7 @@ func (s *sandbox) watchEnd(ctx context.Context) {
 			return
 		case <-time.After(time.Second):
 		}
-		pod, err := pods.Get(ctx, s.r.Pod.Name, metav1.GetOptions{})
+		pod, err := s.b.cli.getPod(ctx, s.r.Pod.Namespace, s.r.Pod.Name)
 		if err != nil && ctx.Err() == nil {
 			return // deleted (or the API is gone: nothing can run there now)
 		}
@@ -153,10 +150,9 @@ func holderEnded(pod *corev1.Pod) bool {
 // is the lifeline: when it ends (Close, or this process killed) the
 // container's stdin closes (stdinOnce) and the holder kills everything.
 func (s *sandbox) attach(ctx context.Context) error {
-	req := s.b.cli.CoreV1().RESTClient().Post().Resource("pods").Namespace(s.r.Pod.Namespace).
-		Name(s.r.Pod.Name).SubResource("attach").
-		VersionedParams(&corev1.PodAttachOptions{Container: holderContainer, Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ex, err := s.b.executor(req.URL().String())
+	u := s.b.cli.podStreamURL(s.r.Pod.Namespace, s.r.Pod.Name, "attach",
+		&corev1.PodAttachOptions{Container: holderContainer, Stdin: true, Stdout: true, Stderr: true})
+	ex, err := s.b.executor(u)
 	if err != nil {
 		return err
 	}
@@ -172,13 +168,12 @@ func (s *sandbox) attach(ctx context.Context) error {
 
 // executor streams an exec or attach through the API server: WebSocket,
 // or SPDY where something on the way cannot upgrade to it.
-func (b *Backend) executor(url string) (remotecommand.Executor, error) {
-	ws, err := remotecommand.NewWebSocketExecutor(b.cfg, "GET", url)
+func (b *Backend) executor(u *url.URL) (remotecommand.Executor, error) {
+	ws, err := remotecommand.NewWebSocketExecutor(b.cfg, "GET", u.String())
 	if err != nil {
 		return nil, err
 	}
-	u := *mustParse(url)
-	spdy, err := remotecommand.NewSPDYExecutor(b.cfg, "POST", &u)
+	spdy, err := remotecommand.NewSPDYExecutor(b.cfg, "POST", u)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +214,7 @@ func (s *sandbox) kill() {
 	s.killed.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = s.b.cli.CoreV1().Pods(s.r.Pod.Namespace).Delete(ctx, s.r.Pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+	_ = s.b.cli.deletePod(ctx, s.r.Pod.Namespace, s.r.Pod.Name)
 }
 
 // Close cuts the lifeline and deletes the pod and its NetworkPolicy,

@@ -30,28 +30,26 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	ns := metav1.NamespaceAll
-	list := metav1.ListOptions{LabelSelector: ownerSelector}
-	pods, err := b.cli.CoreV1().Pods(ns).List(ctx, list)
+	pods, err := b.cli.listPods(ctx, ns, ownerSelector)
 	if apierrors.IsForbidden(err) {
 		ns = b.namespace(nil)
-		pods, err = b.cli.CoreV1().Pods(ns).List(ctx, list)
+		pods, err = b.cli.listPods(ctx, ns, ownerSelector)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("listing triage-sandbox pods: %w", err)
 	}
-	nps, err := b.cli.NetworkingV1().NetworkPolicies(ns).List(ctx, list)
+	nps, err := b.cli.listNetworkPolicies(ctx, ns, ownerSelector)
 	if err != nil {
 		return nil, fmt.Errorf("listing triage-sandbox NetworkPolicies: %w", err)
 	}
 	now := time.Now()
 	var removed []string
 	var errs []error
-	zero := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
 	for _, p := range pods.Items {
 		if !stale(p.Annotations, b.host, now) {
 			continue
 		}
-		if err := b.cli.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, zero); err != nil && !apierrors.IsNotFound(err) {
+		if err := b.cli.deletePod(ctx, p.Namespace, p.Name); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err))
 			continue
 		}
@@ -61,7 +59,7 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 		if !stale(np.Annotations, b.host, now) {
 			continue
 		}
-		if err := b.cli.NetworkingV1().NetworkPolicies(np.Namespace).Delete(ctx, np.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := b.cli.deleteNetworkPolicy(ctx, np.Namespace, np.Name); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting NetworkPolicy %s/%s: %w", np.Namespace, np.Name, err))
 			continue
 		}
