@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"io"
 	"net/url"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 )
 
 // api is the little of the Kubernetes API the backend uses: pods (and
@@ -25,6 +27,10 @@ type api struct {
 }
 
 func newAPI(cfg *rest.Config) (*api, error) {
+	// client-go reports what it cannot return (a stream's copier that
+	// failed) through klog on stderr; the library never prints.
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
 	s := runtime.NewScheme()
 	if err := corev1.AddToScheme(s); err != nil {
 		return nil, err

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	if shared.c != nil {
 		shared.c.Stop()
 	}
-	if shared.dir != "" {
+	if shared.dir != "" && os.Getenv("TRIAGE_SANDBOX_KUBE_KEEP") == "" {
 		_ = os.RemoveAll(shared.dir)
 	}
 	os.Exit(code)

@@ -54,11 +54,9 @@ func (s *sandbox) byExec(input bool) holderexec.Starter {
 		if err != nil {
 			return nil, err
 		}
-		started := &holderexec.Started{Stdin: pw, Wait: func() error {
-			err := <-done
-			_ = pr.Close()
-			return exitOf(err)
-		}}
+		// pr stays open: the stream's copier ends when holderexec closes
+		// pw (a closed pipe under it would be a library's log line).
+		started := &holderexec.Started{Stdin: pw, Wait: func() error { return exitOf(<-done) }}
 		if input {
 			started.Stop = s.kill
 		}

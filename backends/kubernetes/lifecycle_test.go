@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,6 +114,8 @@ func TestLifecycle(t *testing.T) {
 	b := backendFor(t, c, ns)
 	b.NodeName = n.Name
 	p := nodePolicy(t, profiles.RoleReproducer, ns, image)
+	// The host's workspace is not on the node; the image's root is.
+	p.Workdir = "/"
 	ctx := context.Background()
 	start := time.Now()
 	sb, err := b.Start(ctx, p, backends.StartOptions{})
@@ -147,7 +148,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("timeout: %+v", res)
 	}
 	if res, out := run(backends.Command{Argv: []string{"sh", "-c", "ls /sys/class/net"}}); res.ExitCode != 0 || strings.TrimSpace(out) != "lo" {
-		t.Logf("interfaces: %q (%+v)", out, res)
+		t.Errorf("interfaces: %q (%+v), want lo only", out, res)
 	}
 	closed := time.Now()
 	if err := sb.Close(ctx); err != nil {
@@ -156,4 +157,3 @@ func TestLifecycle(t *testing.T) {
 	t.Logf("closed in %s", time.Since(closed).Round(time.Millisecond))
 }
 
-var _ = io.Discard

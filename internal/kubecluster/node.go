@@ -3,6 +3,7 @@ package kubecluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +31,7 @@ type Node struct {
 // sandbox pod then has its loopback only. No host interface is touched.
 const noNetCNI = `#!/bin/sh
 case "$CNI_COMMAND" in
-ADD) printf '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"%s"}],"ips":[{"address":"192.0.2.1/32","interface":0}]}' "$CNI_NETNS" ;;
+ADD) printf '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"%s"}],"ips":[{"address":"198.51.100.1/32","interface":0}]}' "$CNI_NETNS" ;;
 VERSION) printf '{"cniVersion":"1.0.0","supportedVersions":["0.4.0","1.0.0"]}' ;;
 esac
 `
@@ -85,6 +86,9 @@ state = %q
   enable_selinux = false
   disable_apparmor = true
   netns_mounts_under_state_dir = true
+  # Some machines (this one's VM) refuse a negative oom_score_adj even to
+  # root; the pause container's -998 then fails runc's init.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %q
     conf_dir = %q
@@ -92,8 +96,11 @@ state = %q
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        BinaryName = %q
+        Root = %q
 `, filepath.Join(dir, "containerd-root"), filepath.Join(dir, "containerd-state"), n.Socket, PauseImage,
-		filepath.Join(dir, "cni-bin"), filepath.Join(dir, "cni-conf"))
+		filepath.Join(dir, "cni-bin"), filepath.Join(dir, "cni-conf"), runcPath(), filepath.Join(dir, "runc-root"))
 	path := filepath.Join(dir, "containerd.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return err
@@ -123,10 +130,17 @@ func (c *Cluster) startKubelet(dir string, n *Node) error {
 	if err := writeKubeconfig(kubeconfig, fmt.Sprintf("https://127.0.0.1:%d", c.APIPort), c.pki.CAFile, crt, key); err != nil {
 		return err
 	}
+	// The kubelet refuses a loopback node address, so it listens on one
+	// of this machine's own (the API server dials it for attach, exec
+	// and logs); nothing else is reached there.
+	ip, err := ownAddress()
+	if err != nil {
+		return err
+	}
 	port := freePort()
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: %s
 port: %d
 readOnlyPort: 0
 healthzPort: 0
@@ -144,13 +158,13 @@ enforceNodeAllocatable: []
 cgroupsPerQOS: false
 serializeImagePulls: false
 localStorageCapacityIsolation: true
-`, port, n.Socket, filepath.Join(dir, "pod-logs"))
+`, ip, port, n.Socket, filepath.Join(dir, "pod-logs"))
 	path := filepath.Join(dir, "kubelet.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return err
 	}
 	_, err = c.run("kubelet", filepath.Join(BinDir(), "kubelet"), "--config", path, "--kubeconfig", kubeconfig,
-		"--hostname-override", n.Name, "--node-ip", "127.0.0.1", "--root-dir", filepath.Join(dir, "kubelet"),
+		"--hostname-override", n.Name, "--node-ip", ip, "--root-dir", filepath.Join(dir, "kubelet"),
 		"--cert-dir", filepath.Join(dir, "kubelet", "pki"), "--v=1")
 	return err
 }
@@ -254,4 +268,31 @@ func unmountUnder(dir string) {
 	for i := len(points) - 1; i >= 0; i-- {
 		_ = exec.Command("umount", "-l", points[i]).Run()
 	}
+}
+
+// runcPath is the runc the node runs ($TRIAGE_SANDBOX_KUBE_RUNC, to
+// debug with a wrapper, else runc on PATH).
+func runcPath() string {
+	if p := os.Getenv("TRIAGE_SANDBOX_KUBE_RUNC"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("runc"); err == nil {
+		return p
+	}
+	return "runc"
+}
+
+// ownAddress is an IPv4 address of one of this machine's own interfaces
+// (not loopback).
+func ownAddress() (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() && ipn.IP.IsGlobalUnicast() {
+			return ipn.IP.String(), nil
+		}
+	}
+	return "", fmt.Errorf("no IPv4 address on this machine's interfaces for the kubelet to listen on")
 }
