@@ -156,4 +156,3 @@ func TestLifecycle(t *testing.T) {
 	}
 	t.Logf("closed in %s", time.Since(closed).Round(time.Millisecond))
 }
-
