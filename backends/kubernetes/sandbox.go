@@ -31,6 +31,8 @@ type sandbox struct {
 	// copy, then nothing until it is closed (Close, or this process's end).
 	lifeline *io.PipeWriter
 	attached chan struct{} // closed when the attach stream ended
+	// attachErr is why it ended, read once attached is closed.
+	attachErr error
 	stopPod  context.CancelFunc
 	killed   atomic.Bool
 	manifest stage.Manifest
@@ -146,9 +148,10 @@ func holderEnded(pod *corev1.Pod) bool {
 	return false
 }
 
-// attach opens the holder's stdin, stdout and stderr. The attach stream
-// is the lifeline: when it ends (Close, or this process killed) the
-// container's stdin closes (stdinOnce) and the holder kills everything.
+// attach opens the holder's stdin, stdout and stderr, and returns once
+// the stream is up. The attach stream is the lifeline: when it ends
+// (Close, or this process killed) the container's stdin closes
+// (stdinOnce) and the holder kills everything.
 func (s *sandbox) attach(ctx context.Context) error {
 	u := s.b.cli.podStreamURL(s.r.Pod.Namespace, s.r.Pod.Name, "attach",
 		&corev1.PodAttachOptions{Container: holderContainer, Stdin: true, Stdout: true, Stderr: true})
@@ -158,12 +161,35 @@ func (s *sandbox) attach(ctx context.Context) error {
 	}
 	pr, pw := io.Pipe()
 	s.lifeline = pw
+	// The stream reads its input only once its streams exist at the other
+	// end: from then on the end of this process ends the holder's stdin.
+	in := &firstRead{r: pr, c: make(chan struct{})}
 	go func() {
 		defer close(s.attached)
-		err := ex.StreamWithContext(context.WithoutCancel(ctx), remotecommand.StreamOptions{Stdin: pr, Stdout: &s.Out, Stderr: &s.Out})
+		err := ex.StreamWithContext(context.WithoutCancel(ctx), remotecommand.StreamOptions{Stdin: in, Stdout: &s.Out, Stderr: &s.Out})
+		s.attachErr = err
 		_ = pr.CloseWithError(errors.Join(err, io.ErrClosedPipe))
 	}()
-	return nil
+	select {
+	case <-in.c:
+		return nil
+	case <-s.attached:
+		return fmt.Errorf("attaching to the sandbox's holder: %v", s.attachErr)
+	case <-ctx.Done():
+		return fmt.Errorf("attaching to the sandbox's holder: %w", ctx.Err())
+	}
+}
+
+// firstRead closes c at its first Read.
+type firstRead struct {
+	r    io.Reader
+	once sync.Once
+	c    chan struct{}
+}
+
+func (f *firstRead) Read(p []byte) (int, error) {
+	f.once.Do(func() { close(f.c) })
+	return f.r.Read(p)
 }
 
 // executor streams an exec or attach through the API server: WebSocket,
