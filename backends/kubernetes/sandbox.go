@@ -33,10 +33,10 @@ type sandbox struct {
 	attached chan struct{} // closed when the attach stream ended
 	// attachErr is why it ended, read once attached is closed.
 	attachErr error
-	stopPod  context.CancelFunc
-	killed   atomic.Bool
-	manifest stage.Manifest
-	staging  staging.DeferredStage
+	stopPod   context.CancelFunc
+	killed    atomic.Bool
+	manifest  stage.Manifest
+	staging   staging.DeferredStage
 	// mu serialises the staged copy and commands on the one attach stream.
 	mu        sync.Mutex
 	closeOnce sync.Once
