@@ -67,6 +67,11 @@ func TestKill9(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("the owner did not start its sandbox: %v", cmd.Wait())
 	}
+	// A failure must not leave the pod holding the node's CPUs.
+	t.Cleanup(func() {
+		_ = b.cli.deletePod(context.Background(), ns, name)
+		_ = b.cli.deleteNetworkPolicy(context.Background(), ns, name)
+	})
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	killed := time.Now()

@@ -155,7 +155,12 @@ func holderEnded(pod *corev1.Pod) bool {
 func (s *sandbox) attach(ctx context.Context) error {
 	u := s.b.cli.podStreamURL(s.r.Pod.Namespace, s.r.Pod.Name, "attach",
 		&corev1.PodAttachOptions{Container: holderContainer, Stdin: true, Stdout: true, Stderr: true})
-	ex, err := s.b.executor(u)
+	// SPDY, not WebSocket: the upgrade reaches the container runtime's
+	// stream server end to end, and the streams are asked for before the
+	// stdin is first read; through the API server's WebSocket translation
+	// the client's side could be up before the runtime's attach was (an
+	// owner killed then left its holder without a lifeline).
+	ex, err := remotecommand.NewSPDYExecutor(s.b.cfg, "POST", u)
 	if err != nil {
 		return err
 	}
