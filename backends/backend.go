@@ -107,6 +107,13 @@ type LayerReporter interface {
 	Layers() []Layer
 }
 
+// EngineReporter is a backend that talks to an engine (a daemon) and can
+// say which one answers, and where (doctor prints it): "Podman 4.3.1
+// (API 1.41) at unix:///run/podman/podman.sock".
+type EngineReporter interface {
+	EngineInfo(ctx context.Context) (string, error)
+}
+
 // StartOptions are per-sandbox choices that are not policy.
 type StartOptions struct {
 	// TTL bounds the sandbox's whole life (its commands' timeouts plus the

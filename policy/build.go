@@ -69,7 +69,7 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		return nil, err
 	}
 	p.Base = base(sb, opts.Capabilities)
-	if p.Base.Kind == BaseImage && !p.AllowAll && (sb.Toolchain == nil || *sb.Toolchain == "host") {
+	if p.Base.Kind == BaseImage && !p.AllowAll && hostToolchain(sb) {
 		p.Mounts = dedupeMounts(append(p.Mounts, toolchainMounts()...))
 	}
 	if !p.AllowAll {
@@ -500,6 +500,16 @@ func pythonMounts(cfg *config.File, root string) ([]Mount, string) {
 		add(filepath.Dir(filepath.Dir(real)), "the prefix the configured python resolves to")
 	}
 	return out, ""
+}
+
+// hostToolchain: the toolchain key, or by default the host's, unless the
+// config names an image of its own (one built with the project's
+// environment, whose /usr must not be covered by the host's).
+func hostToolchain(sb config.Sandbox) bool {
+	if sb.Toolchain != nil {
+		return *sb.Toolchain == "host"
+	}
+	return sb.Image == nil
 }
 
 // toolchainMounts are the host's system directories an image-root sandbox

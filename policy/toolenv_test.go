@@ -142,6 +142,8 @@ func TestMountedToolchainOnPath(t *testing.T) {
 	}{
 		{"host toolchain", "", "/usr/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin:/bin", true},
 		{"image toolchain", "[sandbox]\ntoolchain = \"image\"\n", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", false},
+		{"an image of its own", "[sandbox]\nimage = \"project:1\"\n", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", false},
+		{"an image of its own, host toolchain asked for", "[sandbox]\nimage = \"project:1\"\ntoolchain = \"host\"\n", "/usr/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin:/bin", true},
 		{"read_only on PATH", "[sandbox]\ntoolchain = \"image\"\nread_only = [\"" + tool + "\"]\n", tool + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

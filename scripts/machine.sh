@@ -7,6 +7,8 @@
 #   ts_build_image BINARY [IMAGE] build the sandbox image if it is missing
 #                                 (offline base via debootstrap when
 #                                 debian:bookworm-slim cannot be pulled)
+#   ts_podman_image [IMAGE]       load the sandbox image from dockerd into
+#                                 Podman's own store if Podman lacks it
 # ts_repo is the repository root (images/ lives there).
 
 ts_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -51,4 +53,12 @@ ts_build_image() {
   fi
   ts_log "building $image from $base"
   "$bin" image build --base "$base" --tag "$image"
+}
+
+ts_podman_image() {
+  local image=${1:-${TRIAGE_SANDBOX_IMAGE:-triage-sandbox:latest}}
+  command -v podman >/dev/null 2>&1 || return 0
+  ts_as_root podman image exists "$image" && return 0
+  ts_log "loading $image into Podman's store (Podman keeps its images apart from dockerd's)"
+  docker save "$image" | ts_as_root podman load -q >/dev/null
 }

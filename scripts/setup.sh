@@ -10,6 +10,11 @@
 #     debian:bookworm-slim cannot be pulled),
 #   - makes the kubernetes backend's test cluster binaries (scripts/kube.sh,
 #     cached).
+#   - installs podman and loads the sandbox image into its store (the
+#     docker backend's test against Podman's Docker-compatible service).
+#     Podman keeps its own storage (/var/lib/containers) and, for the
+#     sandboxes' network "none", touches no iptables rule or bridge of
+#     dockerd's.
 # Safe to run again; each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +34,8 @@ command -v docker >/dev/null 2>&1 || need_pkgs+=(docker.io)
 # own Chromium for the selftest's browser check.
 command -v runc >/dev/null 2>&1 || need_pkgs+=(runc)
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
+# backends/docker's TestSelftestOnPodman runs the selftest against Podman.
+command -v podman >/dev/null 2>&1 || need_pkgs+=(podman)
 gvisor=${TRIAGE_SANDBOX_GVISOR:-0}
 if [ "$gvisor" = 1 ]; then command -v runsc >/dev/null 2>&1 || need_pkgs+=(runsc); fi
 ts_install_packages ${need_pkgs[@]+"${need_pkgs[@]}"}
@@ -60,4 +67,5 @@ ts_build_image bin/triage-sandbox
 # Debian, kube-apiserver and kubelet built once into a cache (the first
 # build takes about 20 minutes on 2 cores; later runs reuse it).
 scripts/kube.sh >/dev/null
+ts_podman_image
 log "ready: $(docker version --format 'engine {{.Server.Version}}, API {{.Server.APIVersion}}')"

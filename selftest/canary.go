@@ -40,7 +40,8 @@ type Canaries struct {
 	Loopback *Listener
 	Remote   []*Listener
 	Sockets  []string // unix listeners planted in the home (ssh/gpg agents, a session bus)
-	// MountSocket is a unix listener inside the (mounted) checkout.
+	// MountSocket is a unix listener inside a mounted directory (the
+	// workspace root's .git).
 	MountSocket string
 	// RuntimeSockets are container-runtime socket canaries in the home,
 	// where macOS's runtimes keep theirs (none on Linux: /var/run).

@@ -64,8 +64,11 @@ func (c *Canaries) listen() error {
 		c.Remote = append(c.Remote, l)
 	}
 	// Agent sockets in the home, and a host daemon's socket inside a mounted
-	// directory (git's fsmonitor daemon keeps one in the checkout's .git).
-	c.MountSocket = filepath.Join(c.Checkout, ".git", "fsmonitor--daemon.ipc")
+	// directory (git's fsmonitor daemon keeps one in a repository's .git):
+	// the workspace root's, a plain read-only bind in every configuration
+	// (the checkout is an overlay by default, which passes no connect
+	// through; IPC-07 has sockets there too).
+	c.MountSocket = filepath.Join(c.Root, ".git", "fsmonitor--daemon.ipc")
 	if hostOS == "darwin" {
 		// Where Docker Desktop keeps its socket (macOS runtimes keep theirs
 		// in the home): IPC-01's control has it to reach on a Mac without one.
@@ -73,7 +76,11 @@ func (c *Canaries) listen() error {
 	}
 	for _, p := range append([]string{filepath.Join(c.Home, ".ssh/agent.sock"), filepath.Join(c.Home, ".gnupg/S.gpg-agent"),
 		filepath.Join(c.Home, "run/user/bus"), c.MountSocket}, c.RuntimeSockets...) {
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		mode := os.FileMode(0o700)
+		if p == c.MountSocket {
+			mode = 0o755 // a repository's .git: searchable, as the sandbox sees one
+		}
+		if err := os.MkdirAll(filepath.Dir(p), mode); err != nil {
 			return err
 		}
 		ln, err := net.Listen("unix", p)
@@ -114,11 +121,18 @@ type UnixListener struct {
 // deepSocketPaths are where a host daemon's sockets could sit under the
 // checkout: its top, deep in its .git (past .git's own children) and a
 // nested directory deeper than any bound a scan might have.
+//
+// They lie under the checkout (by default an overlay, which does not pass
+// a connect through to the host's socket) and under the workspace root (a
+// plain read-only bind in every configuration), so only the mask keeps
+// the second kind out: the check can fail whatever the checkout is.
 func (c *Canaries) deepSocketPaths() []string {
 	return []string{
 		filepath.Join(c.Checkout, "daemon.sock"),
 		filepath.Join(c.Checkout, ".git", "selftest", "run", "daemon.sock"),
 		filepath.Join(c.Checkout, "n", "1", "2", "3", "4", "5", "6", "7", "8", "daemon.sock"),
+		filepath.Join(c.Root, ".git", "selftest", "run", "daemon.sock"),
+		filepath.Join(c.Root, "n", "1", "2", "3", "4", "5", "6", "7", "8", "daemon.sock"),
 	}
 }
 

@@ -43,6 +43,7 @@ type Backend struct {
 	cli     *client.Client
 	selfExe string
 	host    string
+	engine  engineCache
 	// Adjust, when set, edits each create request before it is sent. Only
 	// tests use it, to weaken a container and prove the selftest notices.
 	Adjust func(*CreateRequest)
@@ -70,17 +71,25 @@ func Capabilities() []policy.Capability { return append([]policy.Capability(nil)
 // SelfPath implements backends.Backend: the binary is mounted at InitPath.
 func (b *Backend) SelfPath() string { return launch.InitPath }
 
-// Describe implements backends.Backend.
+// Describe implements backends.Backend. Podman's /version takes seconds
+// (it asks the package manager), so the engine comes from its ping and
+// the kernel only from Docker's.
 func (b *Backend) Describe(ctx context.Context, p *policy.Policy) map[string]string {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	out := map[string]string{"image": p.Base.Image}
-	if v, err := b.cli.ServerVersion(ctx, client.ServerVersionOptions{}); err == nil {
-		out["engine"] = v.Version
-		out["api"] = b.cli.ClientVersion()
-		for _, c := range v.Components {
-			if c.Name == "Engine" && c.Details["KernelVersion"] != "" {
-				out["kernel"] = c.Details["KernelVersion"]
+	eng, err := b.Engine(ctx)
+	if err == nil {
+		out["engine"] = eng.Version
+		out["engine_name"] = eng.Name
+		out["api"] = eng.API
+	}
+	if err == nil && !eng.IsPodman() {
+		if v, err := b.cli.ServerVersion(ctx, client.ServerVersionOptions{}); err == nil {
+			for _, c := range v.Components {
+				if c.Name == "Engine" && c.Details["KernelVersion"] != "" {
+					out["kernel"] = c.Details["KernelVersion"]
+				}
 			}
 		}
 	}
@@ -178,6 +187,10 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, err
 	}
 	ov, ovWarning := overlays(req, p)
+	if err := b.adapt(ctx, req, p, &ov); err != nil {
+		_ = ov.Remove()
+		return nil, err
+	}
 	ln := withControl(rt, p, req)
 	if b.Adjust != nil {
 		b.Adjust(req)

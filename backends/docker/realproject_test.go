@@ -67,7 +67,9 @@ func TestRealProject(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("triage.toml", "[project]\ncheckout = \"../minicalc\"\npython = \""+filepath.Join(venv, "bin", "python")+"\"\n")
+	// The image's toolchain: the suite's probes need a tool (less) the
+	// image lacks, whatever the host has.
+	write("triage.toml", "[project]\ncheckout = \"../minicalc\"\npython = \""+filepath.Join(venv, "bin", "python")+"\"\n[sandbox]\ntoolchain = \"image\"\n")
 	write("NOTES.md", "# notes\n")
 	write("INDEX.md", "# index\n")
 	write("repros/browse.py", browseRepro)

@@ -8,6 +8,7 @@
 package holderexec
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -83,6 +84,16 @@ type Run struct {
 	// trails the kill). Exec asks it once before the command and once
 	// after, with a settle only when the end could be an OOM kill.
 	OOMKills func(settle time.Duration) uint64
+	// CopyBackBound bounds the copy back from its first byte (0:
+	// CopyBackTimeout).
+	CopyBackBound time.Duration
+}
+
+func (r Run) copyBackBound() time.Duration {
+	if r.CopyBackBound > 0 {
+		return r.CopyBackBound
+	}
+	return CopyBackTimeout
 }
 
 // oomSettle bounds the wait for news of an OOM kill after the command.
@@ -310,10 +321,15 @@ type applyResult struct {
 // apply reads the supervisor's export as it comes and brings the host up
 // to it.
 func (r Run) apply(ctx context.Context, rd io.Reader, staged []stage.Path) applyResult {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CopyBackTimeout)
+	// The export starts once the command's whole tree is gone: the copy's
+	// bound counts from there, not from the command's start (a test suite
+	// may run for longer than the bound).
+	br := bufio.NewReader(rd)
+	_, _ = br.Peek(1)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.copyBackBound())
 	defer cancel()
-	m, rep, err := stage.Apply(ctx, rd, *r.Manifest, staging.StageSpec(r.Policy, staging.ExportPaths(r.Policy, staged)))
-	_, _ = io.Copy(io.Discard, rd)
+	m, rep, err := stage.Apply(ctx, br, *r.Manifest, staging.StageSpec(r.Policy, staging.ExportPaths(r.Policy, staged)))
+	_, _ = io.Copy(io.Discard, br)
 	return applyResult{m, rep, err}
 }
 
@@ -324,7 +340,7 @@ func (r Run) finishCopyBack(res *backends.Result, applied <-chan applyResult, rd
 	var a applyResult
 	select {
 	case a = <-applied:
-	case <-time.After(CopyBackTimeout):
+	case <-time.After(r.copyBackBound()):
 		_ = rd.Close()
 		a = <-applied
 	}

@@ -2,6 +2,7 @@ package holderexec
 
 import (
 	"context"
+	"io"
 	"os"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 func TestSaidLine(t *testing.T) {
@@ -63,5 +65,25 @@ func TestSupervisorTimeoutWinningTheRace(t *testing.T) {
 		if !res.TimedOut || res.ExitCode != 124 {
 			t.Fatalf("try %d: exit %d timed out %v, want 124 and timed out", i, res.ExitCode, res.TimedOut)
 		}
+	}
+}
+
+// TestCopyBackBoundCountsFromTheExport: a command that runs longer than
+// the copy back's bound still has its outputs copied: the bound counts
+// from the export's first byte, not from the command's start.
+func TestCopyBackBoundCountsFromTheExport(t *testing.T) {
+	dir := t.TempDir()
+	p := &policy.Policy{Mounts: []policy.Mount{{Path: dir, Kind: "dir", Why: "writable"}}}
+	staged := []stage.Path{{Path: dir, Kind: stage.KindDir}}
+	m := stage.Manifest{}
+	r := Run{Policy: p, Manifest: &m, CopyBackBound: 100 * time.Millisecond}
+	pr, pw := io.Pipe()
+	go func() {
+		time.Sleep(300 * time.Millisecond) // the command runs past the bound
+		_ = stage.Export(pw, staged)
+		_ = pw.Close()
+	}()
+	if a := r.apply(context.Background(), pr, staged); a.err != nil {
+		t.Fatalf("the copy back of a command longer than the bound: %v", a.err)
 	}
 }

@@ -136,11 +136,16 @@ func TestStagedHostChangesWin(t *testing.T) {
 			t.Errorf("shared.txt = %q, the host's change must stay", b)
 		}
 		found := false
-		for _, l := range out.Outputs.Leftovers {
-			found = found || (l.Path == shared && l.Kind == "conflict")
+		for _, c := range out.Conflicts {
+			if c.Path == shared && c.Action == "conflict" && c.KeptAs != "" {
+				found = true
+				if b, _ := os.ReadFile(c.KeptAs); string(b) != "sandbox\n" {
+					t.Errorf("the sandbox's version kept as %s = %q", c.KeptAs, b)
+				}
+			}
 		}
 		if !found {
-			t.Errorf("the conflict is not reported: %+v", out.Outputs.Leftovers)
+			t.Errorf("the conflict is not reported with the sandbox's version kept: %+v", out.Conflicts)
 		}
 		closed = true
 		if err := sess.Close(context.Background()); err != nil {

@@ -3,6 +3,7 @@ package oci_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,7 +125,9 @@ func TestLifecycle(t *testing.T) {
 func TestKillNineLeavesNothing(t *testing.T) {
 	b := newBackend(t)
 	_, dir := workspacePolicy(t, profiles.RoleReproducer)
-	cmd := exec.Command(testenv.Binary(t), "run", "--backend", "oci", "--role", "reproducer", "--", "sh", "-c", "echo started; sleep 120")
+	// The marker is this test's alone: other tests and users run sleeps too.
+	marker := fmt.Sprintf("sleep 120 0.%d", time.Now().UnixNano()%1e9)
+	cmd := exec.Command(testenv.Binary(t), "run", "--backend", "oci", "--role", "reproducer", "--", "sh", "-c", "echo started; exec "+marker)
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -142,12 +145,12 @@ func TestKillNineLeavesNothing(t *testing.T) {
 	// CI's machine is busy).
 	deadline = time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if n, _ := exec.Command("pgrep", "-f", "sleep 120").Output(); len(bytes.TrimSpace(n)) == 0 {
+		if n, _ := exec.Command("pgrep", "-f", marker).Output(); len(bytes.TrimSpace(n)) == 0 {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if n, _ := exec.Command("pgrep", "-f", "sleep 120").Output(); len(bytes.TrimSpace(n)) != 0 {
+	if n, _ := exec.Command("pgrep", "-f", marker).Output(); len(bytes.TrimSpace(n)) != 0 {
 		t.Errorf("the command outlived triage-sandbox (pid %d): %s", pid, n)
 	}
 	if _, err := b.Sweep(context.Background()); err != nil {

@@ -139,6 +139,67 @@ func (s *Set) mountOne(name, lower string, size, inodes int64) (string, error) {
 	return merged, nil
 }
 
+// NewSet makes an empty set in dir (created here, 0700; it must not
+// exist), for tmpfs mounts alone (MountTmpfs).
+func NewSet(dir string) (*Set, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("mounting a tmpfs needs root on the host")
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("the mounts' directory: %w", err)
+	}
+	if err := writeOwner(dir); err != nil {
+		_ = os.Remove(dir)
+		return nil, fmt.Errorf("the mounts' owner record: %w", err)
+	}
+	return &Set{dir: dir, Sources: map[string]string{}}, nil
+}
+
+// MountTmpfs mounts a tmpfs with opts (a Docker tmpfs option string:
+// rw|ro, nosuid, nodev, exec|noexec, size=, nr_inodes=, mode=, uid=, gid=)
+// in the set as name, and returns its path: the host's own bounded
+// filesystem for an engine that cannot bound one itself, removed with the
+// set.
+func (s *Set) MountTmpfs(name, opts string) (string, error) {
+	flags, data, err := tmpfsOptions(opts)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(s.dir, name+".tmpfs")
+	if err := os.Mkdir(path, 0o700); err != nil {
+		return "", err
+	}
+	if err := unix.Mount("tmpfs", path, "tmpfs", flags, data); err != nil {
+		return "", fmt.Errorf("mounting a tmpfs (%s): %w", data, err)
+	}
+	return path, nil
+}
+
+// tmpfsFlags are the option words that are mount flags.
+var tmpfsFlags = map[string]uintptr{
+	"rw": 0, "ro": unix.MS_RDONLY, "exec": 0, "noexec": unix.MS_NOEXEC,
+	"suid": 0, "nosuid": unix.MS_NOSUID, "dev": 0, "nodev": unix.MS_NODEV,
+}
+
+// tmpfsData are the options tmpfs takes as data.
+var tmpfsData = map[string]bool{"size": true, "nr_inodes": true, "mode": true, "uid": true, "gid": true}
+
+func tmpfsOptions(opts string) (uintptr, string, error) {
+	var flags uintptr
+	var data []string
+	for _, o := range strings.Split(opts, ",") {
+		k, _, _ := strings.Cut(o, "=")
+		if f, ok := tmpfsFlags[o]; ok {
+			flags |= f
+		} else if tmpfsData[k] {
+			data = append(data, o)
+		} else {
+			return 0, "", fmt.Errorf("unknown tmpfs option %q", o)
+		}
+	}
+	return flags, strings.Join(data, ","), nil
+}
+
 // Remove unmounts the set and deletes its directory. It is idempotent.
 func (s *Set) Remove() error {
 	if s == nil {
@@ -160,7 +221,7 @@ func RemoveAt(dir string) error {
 		return err
 	}
 	var errs []error
-	for _, suffix := range []string{".merged", ".layer"} {
+	for _, suffix := range []string{".merged", ".layer", ".tmpfs"} {
 		for _, e := range entries {
 			if !strings.HasSuffix(e.Name(), suffix) {
 				continue

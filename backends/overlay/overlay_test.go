@@ -1,6 +1,8 @@
 package overlay
 
 import (
+	"golang.org/x/sys/unix"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -111,4 +113,23 @@ func mounted(t *testing.T, under string) bool {
 		t.Fatal(err)
 	}
 	return strings.Contains(string(b), " "+under+"/")
+}
+
+func TestTmpfsOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opts  string
+		flags uintptr
+		data  string
+		bad   bool
+	}{
+		{"rw,nosuid,nodev,exec,size=10,nr_inodes=5,mode=0755,uid=1,gid=2", unix.MS_NOSUID | unix.MS_NODEV, "size=10,nr_inodes=5,mode=0755,uid=1,gid=2", false},
+		{"ro,noexec", unix.MS_RDONLY | unix.MS_NOEXEC, "", false},
+		{"rw,bind", 0, "", true},
+		{"rw,size=1,lowerdir=/", 0, "", true},
+	} {
+		flags, data, err := tmpfsOptions(tc.opts)
+		if tc.bad != (err != nil) || (!tc.bad && (flags != tc.flags || data != tc.data)) {
+			t.Errorf("tmpfsOptions(%q) = %#x, %q, %v", tc.opts, flags, data, err)
+		}
+	}
 }

@@ -438,7 +438,8 @@ func TestFailureHints(t *testing.T) {
 	if _, err := exec.LookPath("less"); err != nil {
 		t.Fatalf("the host needs less for this test: %v", err)
 	}
-	root := workspace(t, "[project]\ncheckout = \"../widgets\"\n")
+	// The image's toolchain (the host's would bring less along).
+	root := workspace(t, "[project]\ncheckout = \"../widgets\"\n[sandbox]\ntoolchain = \"image\"\n")
 	r := runCLI(t, root, nil, "run", "--json", "--", "sh", "-c", "less --version")
 	var got struct {
 		Hints  []string `json:"hints"`

@@ -139,6 +139,7 @@ func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry
 			}
 		}
 	}
+	doctorEngine(cmd, rep, b, name, len(ps) > 0)
 	if len(ps) == 0 {
 		switch err := b.Available(cmd.Context()); {
 		case err != nil:
@@ -169,6 +170,24 @@ func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry
 		if err == nil && p.Python != "" {
 			doctorPython(cmd, rep, b, p)
 		}
+	}
+}
+
+// doctorEngine names the engine a backend talks to (Docker or Podman, its
+// version, where), when it talks to one.
+func doctorEngine(cmd *cobra.Command, rep *doctorReport, b backends.Backend, name string, configured bool) {
+	er, ok := b.(backends.EngineReporter)
+	if !ok {
+		return
+	}
+	what := name + ": engine"
+	switch info, err := er.EngineInfo(cmd.Context()); {
+	case err == nil:
+		rep.note(what, info)
+	case configured:
+		rep.fail(what, err.Error())
+	default:
+		rep.info(what, err.Error())
 	}
 }
 

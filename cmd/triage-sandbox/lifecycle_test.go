@@ -95,7 +95,9 @@ func TestInterruptAndKillLeaveNothing(t *testing.T) {
 				}
 			}
 			start := time.Now()
-			if !testenv.Eventually(10*time.Second, func() bool {
+			// Bounded generously: the watcher is a process of its own, and
+			// a CI machine may be saturated (the worst seen quiet is 0.6 s).
+			if !testenv.Eventually(30*time.Second, func() bool {
 				return len(containersOf(t, cli, pid)) == 0 && len(processesWith(token, pid)) == 0
 			}) {
 				t.Fatalf("left behind after %v: containers %v, processes %v", sig, containersOf(t, cli, pid), processesWith(token, pid))
