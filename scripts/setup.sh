@@ -5,7 +5,10 @@
 #     them) from Debian if missing; with TRIAGE_SANDBOX_GVISOR=1 also runsc
 #     (gVisor), registered with the Docker daemon as runtime "runsc",
 #   - starts dockerd if no daemon answers,
-#   - builds the static binary into bin/,
+#   - builds the static binaries into bin/: triage-sandbox, and
+#     triage-sandbox-kube (the same command with the kubernetes backend,
+#     build tag kubernetes; the default binary hands --backend kubernetes
+#     to it, so client-go costs the default one nothing),
 #   - builds the sandbox image (offline base via debootstrap when
 #     debian:bookworm-slim cannot be pulled),
 #   - makes the kubernetes backend's test cluster binaries (scripts/kube.sh,
@@ -58,9 +61,10 @@ PY
   for _ in $(seq 1 20); do docker info --format '{{json .Runtimes}}' | grep -q '"runsc"' && break; sleep 0.5; done
 fi
 
-log "building bin/triage-sandbox (static)"
+log "building bin/triage-sandbox and bin/triage-sandbox-kube (static)"
 mkdir -p bin
 CGO_ENABLED=0 go build -o bin/triage-sandbox ./cmd/triage-sandbox
+CGO_ENABLED=0 go build -tags kubernetes -o bin/triage-sandbox-kube ./cmd/triage-sandbox
 
 ts_build_image bin/triage-sandbox
 # The kubernetes backend's test cluster: etcd, containerd and CNI from

@@ -9,7 +9,6 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
-	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/rootfs"
@@ -17,7 +16,11 @@ import (
 )
 
 // Registry returns a new registry with every built-in backend: docker,
-// oci, seatbelt, local and kubernetes.
+// oci, seatbelt, local and kubernetes. Without the build tag kubernetes
+// (kubecaps.BuildTag) the kubernetes entry only declares the backend: its
+// capabilities, so policies compile, and a New that refuses; the CLI hands
+// such a run to the second binary that has it (Elsewhere). That keeps
+// client-go out of the default binary's size and start-up.
 func Registry() *backends.Registry {
 	r := backends.NewRegistry()
 	r.Register(backends.Entry{
@@ -44,12 +47,7 @@ func Registry() *backends.Registry {
 		Capabilities: local.Capabilities(),
 		New:          local.New,
 	})
-	r.Register(backends.Entry{
-		Name:         kubernetes.Name,
-		Summary:      "pods through the Kubernetes API (restricted Pod Security, NetworkPolicy), for a fleet",
-		Capabilities: kubernetes.Capabilities(),
-		New:          kubernetes.New,
-	})
+	registerKubernetes(r)
 	return r
 }
 

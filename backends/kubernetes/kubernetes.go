@@ -24,15 +24,15 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes/kubecaps"
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 )
 
 // Name is the backend's registry name.
-const Name = "kubernetes"
+const Name = kubecaps.Name
 
 // Bounds of the API calls.
 const (
@@ -41,28 +41,13 @@ const (
 	goneTimeout  = time.Minute
 )
 
-// capabilities: what a pod on a cluster we know nothing else about
-// guarantees. Its own pid namespace, cgroup limits, a uid of the
-// policy's, the image as root, RuntimeDefault seccomp narrowed by the
-// supervisor's own filter, staged paths on memory emptyDirs whose
-// sizeLimit is the tmpfs size. Not guaranteed: own_loopback (a pod has
-// the cluster's network; only a NetworkPolicy controller, which the API
-// cannot reveal, makes the deny-all policy hold), pids_limit (set per node
-// by the kubelet, not per pod). mask_under_mount holds trivially: no host
-// path is mounted (the node is another machine).
-var capabilities = []policy.Capability{
-	profiles.CapOutboundNAT, profiles.CapPidNamespace, profiles.CapMemoryLimit, profiles.CapCPULimit,
-	profiles.CapUIDSwitch, profiles.CapMaskUnderMount, profiles.CapImageRoot,
-	profiles.CapSyscallFilter, profiles.CapBoundedWrites,
-}
-
 // execSeccomp is the filter set the supervisor loads before each command:
 // the pod's seccomp is the runtime's default, not the sandbox's narrowed
 // profile.
 var execSeccomp = seccompfilter.Sets()[0]
 
 // Capabilities is what every kubernetes sandbox enforces.
-func Capabilities() []policy.Capability { return append([]policy.Capability(nil), capabilities...) }
+func Capabilities() []policy.Capability { return kubecaps.Capabilities() }
 
 // Backend starts sandboxes as pods.
 type Backend struct {
