@@ -195,7 +195,20 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if ttl <= 0 {
 		ttl = backends.TTL(p, 0)
 	}
-	r, err := Render(p, b.runInfo(p, ttl))
+	copies, err := copiedDirs(p)
+	if err != nil {
+		return nil, err
+	}
+	spool, size, err := spoolCopy(ctx, p, copies)
+	if err != nil {
+		return nil, err
+	}
+	if spool != nil {
+		defer spool.Close()
+	}
+	info := b.runInfo(p, ttl)
+	info.CopyBytes = size
+	r, err := Render(p, info)
 	if err != nil {
 		return nil, err
 	}
@@ -206,6 +219,9 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, errors.Join(err, b.remove(ctx, r))
 	}
 	s := newSandbox(b, p, r)
+	if spool != nil {
+		s.copy = spool
+	}
 	if err := s.start(setupCtx, opts); err != nil {
 		_ = s.Close(ctx)
 		return nil, err

@@ -59,6 +59,9 @@ type RunInfo struct {
 	// NodeName binds the pod to a node directly (no scheduler); "" leaves
 	// it to the scheduler.
 	NodeName string
+	// CopyBytes is the size of the copy of the read-only directories the
+	// pod gets (copy.go); 0 when not known (render).
+	CopyBytes int64
 }
 
 // Rendered is one sandbox's objects.
@@ -88,7 +91,11 @@ func Render(p *policy.Policy, info RunInfo) (*Rendered, error) {
 	}
 	hold := launch.HoldSpec(p, ttl)
 	hold.Modes = launch.ScratchModes(p, scratchPaths)
-	volumes, mounts := volumes(p)
+	copies, err := copiedDirs(p)
+	if err != nil {
+		return nil, err
+	}
+	volumes, mounts := volumes(p, copies, info.CopyBytes)
 	uid, gid := int64(p.User.UID), int64(p.User.GID)
 	no, yes := false, true
 	pod := &corev1.Pod{
@@ -131,6 +138,9 @@ func Render(p *policy.Policy, info RunInfo) (*Rendered, error) {
 				},
 			}},
 		},
+	}
+	if len(copies) > 0 {
+		pod.Spec.InitContainers = []corev1.Container{unpackInit(pod.Spec.Containers[0], copies)}
 	}
 	if info.RuntimeClass != "" {
 		pod.Spec.RuntimeClassName = &info.RuntimeClass
@@ -207,21 +217,40 @@ func resources(p *policy.Policy) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Limits: l, Requests: l}
 }
 
-// volumes are the pod's size-bounded emptyDirs in memory (a tmpfs of
-// sizeLimit bytes): scratch, /dev/shm, the directories that make a closed
-// image directory traversable, and each staged writable path. The host's
-// read-only paths are not mounted: the node is another machine, the image
-// brings what the sandbox reads.
-func volumes(p *policy.Policy) ([]corev1.Volume, []corev1.VolumeMount) {
-	dirs := map[string]int64{scratchPaths.Home: p.Scratch.Size, scratchPaths.Tmp: p.Scratch.Size}
+// volume is one emptyDir of the pod and where the holder mounts it.
+type volume struct {
+	path string
+	// size is the sizeLimit (0: none: a read-only copy never grows).
+	size int64
+	// disk: on the node's disk, not in memory (a read-only copy: its
+	// size is what the host sent, and memory would count it against the
+	// sandbox's limit).
+	disk, readOnly bool
+}
+
+// volumes are the pod's emptyDirs: in memory (a tmpfs of sizeLimit bytes)
+// scratch, /dev/shm, the directories that make a closed image directory
+// traversable, each staged writable path, and each discard copy (its
+// content plus the staged paths' bound); on disk and mounted read-only,
+// the other copies of the policy's read-only directories (copy.go).
+// copyBytes is the copies' size (0 where not known yet: render).
+func volumes(p *policy.Policy, copies []copiedDir, copyBytes int64) ([]corev1.Volume, []corev1.VolumeMount) {
+	dirs := map[string]volume{scratchPaths.Home: {size: p.Scratch.Size}, scratchPaths.Tmp: {size: p.Scratch.Size}}
 	if p.Limits.ShmSize > 0 {
-		dirs["/dev/shm"] = p.Limits.ShmSize
+		dirs["/dev/shm"] = volume{size: p.Limits.ShmSize}
 	}
 	for _, d := range p.Traversable {
-		dirs[d] = 64 << 10
+		dirs[d] = volume{size: 64 << 10}
 	}
 	for d := range launch.StagedMounts(p) {
-		dirs[d] = p.Staging.Size
+		dirs[d] = volume{size: p.Staging.Size}
+	}
+	for _, c := range copies {
+		if c.Discard {
+			dirs[c.Path] = volume{size: copyBytes + p.Staging.Size}
+		} else {
+			dirs[c.Path] = volume{disk: true, readOnly: true}
+		}
 	}
 	paths := make([]string, 0, len(dirs))
 	for d := range dirs {
@@ -234,11 +263,14 @@ func volumes(p *policy.Policy) ([]corev1.Volume, []corev1.VolumeMount) {
 	var vols []corev1.Volume
 	var mounts []corev1.VolumeMount
 	for i, d := range paths {
+		v := dirs[d]
 		name := fmt.Sprintf("v%d", i)
-		size := resource.NewQuantity(dirs[d], resource.BinarySI)
-		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: size}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: d})
+		src := &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(v.size, resource.BinarySI)}
+		if v.disk {
+			src = &corev1.EmptyDirVolumeSource{}
+		}
+		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: src}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: d, ReadOnly: v.readOnly})
 	}
 	return vols, mounts
 }

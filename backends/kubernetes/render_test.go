@@ -1,6 +1,9 @@
 package kubernetes
 
 import (
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,9 @@ import (
 func rolePolicy(t testing.TB, role profiles.Role, edit func(*config.File)) *policy.Policy {
 	t.Helper()
 	cfg := config.Default(t.TempDir())
+	// A pod has the image's own toolchain: the host's is on another machine.
+	image := "image"
+	cfg.Sandbox.Toolchain = &image
 	if edit != nil {
 		edit(cfg)
 	}
@@ -55,17 +61,33 @@ func TestRenderRestricted(t *testing.T) {
 				"limits":                    !c.Resources.Limits.Memory().IsZero() && !c.Resources.Limits.Cpu().IsZero(),
 				"deadline":                  spec.ActiveDeadlineSeconds != nil && *spec.ActiveDeadlineSeconds > 0,
 				"lifeline on stdin":         c.Stdin && c.StdinOnce && !c.TTY,
-				"holder as the one process": len(spec.Containers) == 1 && len(spec.InitContainers) == 0 && strings.HasSuffix(c.Command[0], "triage-sandbox") && c.Command[1] == "__hold",
-				"deny-all NetworkPolicy":    r.NetworkPolicy != nil && len(r.NetworkPolicy.Spec.Ingress) == 0 && len(r.NetworkPolicy.Spec.Egress) == 0 && len(r.NetworkPolicy.Spec.PolicyTypes) == 2,
+				"holder as the one process": len(spec.Containers) == 1 && strings.HasSuffix(c.Command[0], "triage-sandbox") && c.Command[1] == "__hold",
+				"the unpacker, confined alike": len(spec.InitContainers) == 1 && spec.InitContainers[0].Command[1] == "__unpack" &&
+					reflect.DeepEqual(spec.InitContainers[0].SecurityContext, sc) && reflect.DeepEqual(spec.InitContainers[0].Resources, c.Resources),
+				"deny-all NetworkPolicy": r.NetworkPolicy != nil && len(r.NetworkPolicy.Spec.Ingress) == 0 && len(r.NetworkPolicy.Spec.Egress) == 0 && len(r.NetworkPolicy.Spec.PolicyTypes) == 2,
 			}
 			for name, ok := range checks {
 				if !ok {
 					t.Errorf("%s: not so in the rendered pod", name)
 				}
 			}
+			// Every volume an emptyDir: bounded in memory, or a copy of a
+			// read-only directory that the holder mounts read-only.
+			readOnly := map[string]string{}
+			for _, m := range c.VolumeMounts {
+				if m.ReadOnly {
+					readOnly[m.Name] = m.MountPath
+				}
+			}
 			for _, v := range spec.Volumes {
-				if v.HostPath != nil || v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.Medium != corev1.StorageMediumMemory {
-					t.Errorf("volume %s is not a size-bounded memory emptyDir: %+v", v.Name, v.VolumeSource)
+				bounded := v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory
+				if v.HostPath != nil || v.EmptyDir == nil || !bounded && readOnly[v.Name] == "" {
+					t.Errorf("volume %s is neither a size-bounded memory emptyDir nor a read-only copy: %+v", v.Name, v.VolumeSource)
+				}
+			}
+			for _, m := range p.Mounts {
+				if m.ReadOnly && !m.Discard && !slices.Contains(slices.Collect(maps.Values(readOnly)), m.Path) {
+					t.Errorf("read-only %s (%s) is not a read-only copy in the pod", m.Path, m.Why)
 				}
 			}
 		})
@@ -88,6 +110,12 @@ func TestRenderRefuses(t *testing.T) {
 		"root":         func(p *policy.Policy) { p.User.UID = 0 },
 		"host root":    func(p *policy.Policy) { p.Base = policy.Base{Kind: policy.BaseHost, HostRoots: []string{"/usr"}} },
 		"host network": func(p *policy.Policy) { p.Network.Mode = policy.NetworkHost },
+		"host toolchain": func(p *policy.Policy) {
+			p.Mounts = append(p.Mounts, policy.Mount{Path: "/usr", ReadOnly: true, Kind: "dir", System: true})
+		},
+		"a single file": func(p *policy.Policy) {
+			p.Mounts = append(p.Mounts, policy.Mount{Path: "/etc/x.conf", ReadOnly: true, Kind: "file"})
+		},
 	} {
 		p := rolePolicy(t, profiles.RoleReproducer, nil)
 		edit(p)

@@ -41,6 +41,10 @@ type sandbox struct {
 	mu        sync.Mutex
 	closeOnce sync.Once
 	closeErr  error
+	// copy is the read-only directories' copy for the unpacker (nil:
+	// none); unpackSaid what the unpacker said.
+	copy       io.Reader
+	unpackSaid string
 }
 
 func newSandbox(b *Backend, p *policy.Policy, r *Rendered) *sandbox {
@@ -50,8 +54,13 @@ func newSandbox(b *Backend, p *policy.Policy, r *Rendered) *sandbox {
 // start waits for the holder to run, attaches to it (its lifeline), sends
 // the staged copy and waits for the holder's word.
 func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
+	if s.copy != nil {
+		if err := s.unpack(ctx, s.copy); err != nil {
+			return err
+		}
+	}
 	if err := s.awaitRunning(ctx); err != nil {
-		return err
+		return fmt.Errorf("%w%s", err, s.unpackSays())
 	}
 	watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopPod = stop

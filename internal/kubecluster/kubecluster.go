@@ -81,6 +81,8 @@ type Cluster struct {
 	APIPort int
 	pki     *pki
 	procs   []*proc
+	// stopBinder ends the node's binder (nil: no node).
+	stopBinder context.CancelFunc
 }
 
 // Start starts etcd and kube-apiserver on loopback and returns once the
@@ -225,6 +227,9 @@ current-context: test
 
 // Stop stops everything Start started, last first, and waits for it.
 func (c *Cluster) Stop() {
+	if c.stopBinder != nil {
+		c.stopBinder()
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		if c.procs[i].name == "containerd" {
 			// The kubelet is gone; the containers it left run under

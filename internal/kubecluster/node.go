@@ -38,7 +38,8 @@ esac
 
 // StartNode starts containerd and the kubelet on loopback (root only),
 // loads images into the node (docker save | ctr import) and waits until
-// the node is Ready. Pods reach it by spec.nodeName (no scheduler).
+// the node is Ready. Pods reach it by spec.nodeName, or, naming no node,
+// by a binder standing in for the scheduler (binder.go).
 func (c *Cluster) StartNode(images ...string) (*Node, error) {
 	dir := filepath.Join(c.Dir, "node")
 	n := &Node{Name: fmt.Sprintf("ts-node-%d", os.Getpid()), Socket: filepath.Join(dir, "containerd.sock")}
@@ -61,7 +62,13 @@ func (c *Cluster) StartNode(images ...string) (*Node, error) {
 	if err := c.startKubelet(dir, n); err != nil {
 		return nil, err
 	}
-	return n, c.awaitNodeReady(n.Name)
+	if err := c.awaitNodeReady(n.Name); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stopBinder = cancel
+	go c.bindUnscheduled(ctx, n.Name)
+	return n, nil
 }
 
 func writeCNI(dir string) error {
