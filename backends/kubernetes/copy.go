@@ -35,12 +35,42 @@ import (
 // unpackContainer is the name of the pod's init container.
 const unpackContainer = "unpack"
 
-// copiedDir is one read-only directory of the policy given to the pod as
-// a copy.
+// copiedDir is one read-only directory (or file) of the policy given to
+// the pod as a copy.
 type copiedDir struct {
 	Path    string
 	Discard bool
+	// File: a single file (a read-only entry of a staged directory): it
+	// is unpacked into a volume of its directory's files, which the
+	// holder's container mounts file by file (subPath), read-only.
+	File bool
 }
+
+// fileGroup is the files of one directory copied into one volume.
+type fileGroup struct {
+	Dir   string
+	Names []string
+}
+
+// fileGroups are the copied files by directory, in path order; the i-th
+// is the volume named fileVolume(i).
+func fileGroups(copies []copiedDir) []fileGroup {
+	byDir := map[string][]string{}
+	for _, c := range copies {
+		if c.File {
+			byDir[filepath.Dir(c.Path)] = append(byDir[filepath.Dir(c.Path)], filepath.Base(c.Path))
+		}
+	}
+	var out []fileGroup
+	for d, names := range byDir {
+		slices.Sort(names)
+		out = append(out, fileGroup{Dir: d, Names: names})
+	}
+	slices.SortFunc(out, func(a, b fileGroup) int { return strings.Compare(a.Dir, b.Dir) })
+	return out
+}
+
+func fileVolume(i int) string { return fmt.Sprintf("f%d", i) }
 
 // copiedDirs are the policy's read-only directories the pod gets by copy,
 // parents first. A host system directory (the host toolchain) or a single
@@ -55,10 +85,10 @@ func copiedDirs(p *policy.Policy) ([]copiedDir, error) {
 		switch {
 		case m.System:
 			return nil, fmt.Errorf("the kubernetes backend cannot give a pod the host's %s (%s): the node is another machine; name the image in [sandbox] image or set [sandbox] toolchain = \"image\"", m.Path, m.Why)
-		case m.Kind == "file":
-			return nil, fmt.Errorf("the kubernetes backend copies directories into a pod, not single files: %s (%s); make its directory readable instead", m.Path, m.Why)
+		case m.Kind == "file" && m.Discard:
+			return nil, fmt.Errorf("the kubernetes backend has no discard mount of a single file: %s (%s)", m.Path, m.Why)
 		}
-		out = append(out, copiedDir{Path: filepath.Clean(m.Path), Discard: m.Discard})
+		out = append(out, copiedDir{Path: filepath.Clean(m.Path), Discard: m.Discard, File: m.Kind == "file"})
 	}
 	slices.SortFunc(out, func(a, b copiedDir) int { return depth(a.Path) - depth(b.Path) })
 	return out, nil
@@ -77,17 +107,35 @@ func stagedPaths(p *policy.Policy) []string {
 // packSpec is what the host packs for the copies: each copied directory,
 // without the unreadable paths, the staged paths and the copies nested in
 // it (each filled on its own).
+// (A copied file may itself lie in a staged directory: only what is
+// nested in a copied directory is skipped.)
 func packSpec(p *policy.Policy, dirs []copiedDir) stage.Spec {
-	spec := stage.Spec{UID: p.User.UID, GID: p.User.GID, Skip: append(append([]string(nil), p.Unreadable...), stagedPaths(p)...)}
+	spec := stage.Spec{UID: p.User.UID, GID: p.User.GID, Skip: append([]string(nil), p.Unreadable...)}
+	staged := stagedPaths(p)
 	for i, d := range dirs {
-		spec.Paths = append(spec.Paths, stage.Path{Path: d.Path, Kind: stage.KindDir})
+		spec.Paths = append(spec.Paths, d.stagePath())
+		if d.File {
+			continue
+		}
 		for _, e := range dirs[i+1:] {
 			if strings.HasPrefix(e.Path, d.Path+"/") {
 				spec.Skip = append(spec.Skip, e.Path)
 			}
 		}
+		for _, s := range staged {
+			if strings.HasPrefix(s, d.Path+"/") {
+				spec.Skip = append(spec.Skip, s)
+			}
+		}
 	}
 	return spec
+}
+
+func (d copiedDir) stagePath() stage.Path {
+	if d.File {
+		return stage.Path{Path: d.Path, Kind: stage.KindFile}
+	}
+	return stage.Path{Path: d.Path, Kind: stage.KindDir}
 }
 
 // spoolCopy packs the copies into a temporary file (removed once read)
@@ -122,18 +170,34 @@ func spoolCopy(ctx context.Context, p *policy.Policy, dirs []copiedDir) (*os.Fil
 // the pod mounted writable (the copies to fill; the others so their mount
 // points exist inside the copies before the holder's container mounts
 // them read-only).
+// A copied file's volume is mounted at its directory (where Unpack puts
+// it), in place of any other volume there.
 func unpackInit(holder corev1.Container, dirs []copiedDir) corev1.Container {
 	spec := protocol.Unpack{}
 	for _, d := range dirs {
-		spec.Paths = append(spec.Paths, stage.Path{Path: d.Path, Kind: stage.KindDir})
+		spec.Paths = append(spec.Paths, d.stagePath())
 	}
 	c := *holder.DeepCopy()
 	c.Name = unpackContainer
 	c.Command = protocol.MustArgv(launch.InitPath, protocol.EntryUnpack, spec)
 	c.Env = nil
-	for i := range c.VolumeMounts {
-		c.VolumeMounts[i].ReadOnly = false
+	groups := fileGroups(dirs)
+	taken := map[string]bool{}
+	for _, g := range groups {
+		taken[g.Dir] = true
 	}
+	c.VolumeMounts = nil
+	for _, m := range holder.VolumeMounts {
+		if m.SubPath != "" || taken[m.MountPath] {
+			continue
+		}
+		m.ReadOnly = false
+		c.VolumeMounts = append(c.VolumeMounts, m)
+	}
+	for i, g := range groups {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: fileVolume(i), MountPath: g.Dir})
+	}
+	slices.SortStableFunc(c.VolumeMounts, func(a, b corev1.VolumeMount) int { return depth(a.MountPath) - depth(b.MountPath) })
 	return c
 }
 

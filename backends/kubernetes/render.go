@@ -246,6 +246,9 @@ func volumes(p *policy.Policy, copies []copiedDir, copyBytes int64) ([]corev1.Vo
 		dirs[d] = volume{size: p.Staging.Size}
 	}
 	for _, c := range copies {
+		if c.File {
+			continue
+		}
 		if c.Discard {
 			dirs[c.Path] = volume{size: copyBytes + p.Staging.Size}
 		} else {
@@ -271,6 +274,14 @@ func volumes(p *policy.Policy, copies []copiedDir, copyBytes int64) ([]corev1.Vo
 		}
 		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: src}})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: d, ReadOnly: v.readOnly})
+	}
+	// Copied files last: each a leaf over whatever volume holds its
+	// directory.
+	for i, g := range fileGroups(copies) {
+		vols = append(vols, corev1.Volume{Name: fileVolume(i), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		for _, n := range g.Names {
+			mounts = append(mounts, corev1.VolumeMount{Name: fileVolume(i), MountPath: path.Join(g.Dir, n), SubPath: n, ReadOnly: true})
+		}
 	}
 	return vols, mounts
 }

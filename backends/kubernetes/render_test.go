@@ -113,8 +113,8 @@ func TestRenderRefuses(t *testing.T) {
 		"host toolchain": func(p *policy.Policy) {
 			p.Mounts = append(p.Mounts, policy.Mount{Path: "/usr", ReadOnly: true, Kind: "dir", System: true})
 		},
-		"a single file": func(p *policy.Policy) {
-			p.Mounts = append(p.Mounts, policy.Mount{Path: "/etc/x.conf", ReadOnly: true, Kind: "file"})
+		"a discarded single file": func(p *policy.Policy) {
+			p.Mounts = append(p.Mounts, policy.Mount{Path: "/etc/x.conf", ReadOnly: true, Kind: "file", Discard: true})
 		},
 	} {
 		p := rolePolicy(t, profiles.RoleReproducer, nil)
