@@ -17,4 +17,8 @@ if [ ! -f "$npm_dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
   mkdir -p "$npm_dir"
   npm install --no-audit --no-fund --no-save --prefix "$npm_dir" "$mcp_sdk" >/dev/null
 fi
+# The second binary (build tag kubernetes) compiles and vets clean too; its
+# registry test runs here, its end-to-end selftest in backends/kubernetes.
+go vet -tags kubernetes ./cmd/... ./backends/builtin
+go test -count=1 -tags kubernetes ./backends/builtin
 TRIAGE_SANDBOX_REQUIRE_DOCKER=1 TRIAGE_SANDBOX_REQUIRE_KUBE=1 go test -count=1 -timeout 20m ./... "$@"

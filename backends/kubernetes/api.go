@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/url"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +29,10 @@ type api struct {
 
 func newAPI(cfg *rest.Config) (*api, error) {
 	// client-go reports what it cannot return (a stream's copier that
-	// failed) through klog on stderr; the library never prints.
+	// failed) through klog on stderr; the library never prints. A logger
+	// takes every severity (klog's stderr threshold would still copy
+	// errors to stderr through SetOutput).
+	klog.SetLogger(logr.Discard())
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
 	s := runtime.NewScheme()

@@ -29,6 +29,9 @@ var sharedNode struct {
 	n     *kubecluster.Node
 	image string
 	err   error
+	// imported are the images loaded into the node since (cliWorkspace).
+	mu       sync.Mutex
+	imported map[string]bool
 }
 
 // node is the shared cluster's one node (containerd, runc, the kubelet)

@@ -83,6 +83,8 @@ type Cluster struct {
 	procs   []*proc
 	// stopBinder ends the node's binder (nil: no node).
 	stopBinder context.CancelFunc
+	// entry is the cluster's registration for a reap (reap.go).
+	entry string
 }
 
 // Start starts etcd and kube-apiserver on loopback and returns once the
@@ -113,6 +115,9 @@ func Launch(dir string) (*Cluster, error) {
 
 func start(dir string) (*Cluster, error) {
 	c := &Cluster{Dir: dir}
+	if err := c.register(); err != nil {
+		return nil, err
+	}
 	var err error
 	if c.pki, err = newPKI(dir); err != nil {
 		return nil, err
@@ -242,6 +247,9 @@ func (c *Cluster) Stop() {
 		unmountUnder(c.Dir)
 	}
 	c.procs = nil
+	if c.entry != "" {
+		_ = os.Remove(c.entry)
+	}
 }
 
 // proc is one process of the cluster.

@@ -1,0 +1,57 @@
+package kubernetes
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSelftestOnNode: `triage-sandbox-kube selftest --backend kubernetes`
+// passes both roles on the local node (containerd, runc, the kubelet),
+// the workspace given to each pod by copy, with not applicable only where
+// the backend declares a capability missing (own_loopback: no
+// NetworkPolicy controller on the node; pids_limit: per node, not per
+// pod). Its pods and NetworkPolicies are all gone afterwards
+// (restrictedNamespace's cleanup).
+func TestSelftestOnNode(t *testing.T) {
+	e := cliWorkspace(t, "")
+	start := time.Now()
+	stdout, stderr, runErr := e.run("selftest", "--json")
+	t.Logf("selftest in %s", time.Since(start).Round(time.Second))
+	var rep struct {
+		Roles []struct {
+			Role     string        `json:"role"`
+			Error    string        `json:"error"`
+			Duration time.Duration `json:"duration_ns"`
+			Checks   []struct {
+				ID, Status, Evidence string
+				OK                   bool
+			} `json:"checks"`
+		} `json:"roles"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Roles) != 2 {
+		t.Fatalf("selftest: %v; report %v: %s\nstderr: %s", runErr, err, stdout, stderr)
+	}
+	declared := map[string]string{"NET-11": "own_loopback", "NET-12": "own_loopback", "RES-01": "pids_limit"}
+	for _, r := range rep.Roles {
+		t.Logf("%s: %s, %d checks", r.Role, r.Duration.Round(time.Second), len(r.Checks))
+		if r.Error != "" {
+			t.Errorf("%s: %s", r.Role, r.Error)
+		}
+		for _, ch := range r.Checks {
+			switch {
+			case ch.Status == "n/a":
+				if cap, ok := declared[ch.ID]; !ok || !strings.Contains(ch.Evidence, cap) {
+					t.Errorf("%s %s not applicable, not for a declared missing capability: %s", r.Role, ch.ID, ch.Evidence)
+				}
+			case !ch.OK:
+				t.Errorf("%s %s %s: %s", r.Role, ch.ID, ch.Status, ch.Evidence)
+			}
+		}
+	}
+	if runErr != nil {
+		t.Errorf("selftest exit: %v\n%s", runErr, stderr)
+	}
+	e.awaitEmpty(t, time.Minute)
+}
