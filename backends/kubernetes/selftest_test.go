@@ -2,9 +2,12 @@ package kubernetes
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/kubecluster"
 )
 
 // TestSelftestOnNode: `triage-sandbox-kube selftest --backend kubernetes`
@@ -15,7 +18,22 @@ import (
 // pod). Its pods and NetworkPolicies are all gone afterwards
 // (restrictedNamespace's cleanup).
 func TestSelftestOnNode(t *testing.T) {
-	e := cliWorkspace(t, "")
+	selftestOnNode(t, cliWorkspace(t, ""))
+}
+
+// TestSelftestOnNodeGVisor: the same with runtime = "gvisor" (the node's
+// RuntimeClass for runsc, where runsc is installed: TRIAGE_SANDBOX_GVISOR=1
+// scripts/setup.sh).
+func TestSelftestOnNodeGVisor(t *testing.T) {
+	_, n, _ := node(t)
+	if !slices.Contains(n.RuntimeClasses, kubecluster.GVisorClass) {
+		t.Skip("no runsc on this machine: TRIAGE_SANDBOX_GVISOR=1 scripts/setup.sh installs it")
+	}
+	selftestOnNode(t, cliWorkspace(t, "runtime = \""+kubecluster.GVisorClass+"\"\n"))
+}
+
+// selftestOnNode runs the selftest of both roles in e and judges it.
+func selftestOnNode(t *testing.T, e *cliEnv) {
 	start := time.Now()
 	stdout, stderr, runErr := e.run("selftest", "--json")
 	t.Logf("selftest in %s", time.Since(start).Round(time.Second))

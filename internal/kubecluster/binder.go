@@ -2,6 +2,9 @@ package kubecluster
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -26,19 +29,28 @@ func (c *Cluster) bindUnscheduled(ctx context.Context, node string) {
 	}
 }
 
+// bindRound binds what fits now; what fails is logged in DIR/binder.log.
 func (c *Cluster) bindRound(ctx context.Context, node string) {
-	pods := c.Client.CoreV1().Pods("")
-	pending, err := pods.List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
+	if err := c.tryBind(ctx, node); err != nil && ctx.Err() == nil {
+		if f, ferr := os.OpenFile(filepath.Join(c.Dir, "binder.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); ferr == nil {
+			fmt.Fprintf(f, "%s %v\n", time.Now().Format(time.RFC3339), err)
+			f.Close()
+		}
+	}
+}
+
+func (c *Cluster) tryBind(ctx context.Context, node string) error {
+	pending, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
 	if err != nil || len(pending.Items) == 0 {
-		return
+		return err
 	}
 	n, err := c.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
-		return
+		return err
 	}
-	bound, err := pods.List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	bound, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
 	if err != nil {
-		return
+		return err
 	}
 	free := n.Status.Allocatable.DeepCopy()
 	for _, p := range bound.Items {
@@ -55,14 +67,16 @@ func (c *Cluster) bindRound(ctx context.Context, node string) {
 		}
 		req := requests(&p)
 		if !fits(free, req) {
-			return // oldest first: a later, smaller pod does not overtake it
+			return nil // oldest first: a later, smaller pod does not overtake it
 		}
 		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
 			Target: corev1.ObjectReference{Kind: "Node", Name: node}}
-		if pods.Bind(ctx, b, metav1.CreateOptions{}) == nil {
-			take(free, req)
+		if err := c.Client.CoreV1().Pods(p.Namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("binding %s/%s: %w", p.Namespace, p.Name, err)
 		}
+		take(free, req)
 	}
+	return nil
 }
 
 // requests is what a pod asks of a node: its containers' requests, or an

@@ -24,6 +24,9 @@ type Node struct {
 	Name string
 	// Socket is its containerd's address (ctr -a SOCKET -n k8s.io ...).
 	Socket string
+	// RuntimeClasses are the RuntimeClasses made for the node's runtime
+	// handlers besides runc (GVisorClass where runsc is installed).
+	RuntimeClasses []string
 }
 
 // noNetCNI is a CNI plugin that configures nothing and reports an
@@ -64,6 +67,11 @@ func (c *Cluster) StartNode(images ...string) (*Node, error) {
 	}
 	if err := c.awaitNodeReady(n.Name); err != nil {
 		return nil, err
+	}
+	for _, rc := range n.RuntimeClasses {
+		if err := c.createRuntimeClass(rc, runscHandlerName); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopBinder = cancel
@@ -108,6 +116,14 @@ state = %q
         Root = %q
 `, filepath.Join(dir, "containerd-root"), filepath.Join(dir, "containerd-state"), n.Socket, PauseImage,
 		filepath.Join(dir, "cni-bin"), filepath.Join(dir, "cni-conf"), runcPath(), filepath.Join(dir, "runc-root"))
+	if runsc, err := exec.LookPath("runsc"); err == nil {
+		handler, err := runscHandler(dir, runsc)
+		if err != nil {
+			return err
+		}
+		cfg += handler
+		n.RuntimeClasses = append(n.RuntimeClasses, GVisorClass)
+	}
 	path := filepath.Join(dir, "containerd.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return err

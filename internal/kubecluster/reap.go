@@ -68,10 +68,15 @@ func reapDead(reg string) {
 // kills what else names dir on its command line (the shims), unmounts
 // what is mounted below it and removes it.
 func reap(dir string) {
-	root := filepath.Join(dir, "node", "runc-root", "k8s.io")
-	if out, err := exec.Command(runcPath(), "--root", root, "list", "-q").Output(); err == nil {
-		for _, id := range strings.Fields(string(out)) {
-			_ = exec.Command(runcPath(), "--root", root, "delete", "-f", id).Run()
+	for _, rt := range []struct{ bin, root string }{{runcPath(), "runc-root"}, {"runsc", "runsc-root"}} {
+		root := filepath.Join(dir, "node", rt.root, "k8s.io")
+		if _, err := os.Stat(root); err != nil {
+			continue
+		}
+		if out, err := exec.Command(rt.bin, "--root", root, "list", "--quiet").Output(); err == nil {
+			for _, id := range strings.Fields(string(out)) {
+				_ = exec.Command(rt.bin, "--root", root, "delete", "-f", id).Run()
+			}
 		}
 	}
 	killNaming(dir)
