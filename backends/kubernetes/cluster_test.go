@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,17 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if shared.c != nil {
 		shared.c.Stop()
+	}
+	// The images made for the node (named by the binary's digest: one per
+	// build of it) go with the run that made them.
+	images := []string{sharedNode.image}
+	for img := range sharedNode.imported {
+		images = append(images, img)
+	}
+	for _, img := range images {
+		if img != "" {
+			_ = exec.Command("docker", "image", "rm", img).Run()
+		}
 	}
 	if shared.dir != "" && os.Getenv("TRIAGE_SANDBOX_KUBE_KEEP") == "" {
 		_ = os.RemoveAll(shared.dir)
