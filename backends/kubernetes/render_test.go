@@ -71,25 +71,7 @@ func TestRenderRestricted(t *testing.T) {
 					t.Errorf("%s: not so in the rendered pod", name)
 				}
 			}
-			// Every volume an emptyDir: bounded in memory, or a copy of a
-			// read-only directory that the holder mounts read-only.
-			readOnly := map[string]string{}
-			for _, m := range c.VolumeMounts {
-				if m.ReadOnly {
-					readOnly[m.Name] = m.MountPath
-				}
-			}
-			for _, v := range spec.Volumes {
-				bounded := v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory
-				if v.HostPath != nil || v.EmptyDir == nil || !bounded && readOnly[v.Name] == "" {
-					t.Errorf("volume %s is neither a size-bounded memory emptyDir nor a read-only copy: %+v", v.Name, v.VolumeSource)
-				}
-			}
-			for _, m := range p.Mounts {
-				if m.ReadOnly && !m.Discard && !slices.Contains(slices.Collect(maps.Values(readOnly)), m.Path) {
-					t.Errorf("read-only %s (%s) is not a read-only copy in the pod", m.Path, m.Why)
-				}
-			}
+			checkVolumes(t, p, spec)
 		})
 	}
 }
@@ -150,3 +132,28 @@ func TestRenderExec(t *testing.T) {
 }
 
 func backendsTTL(p *policy.Policy) time.Duration { return backends.TTL(p, 0) }
+
+// checkVolumes: every volume an emptyDir, bounded in memory or a copy of
+// a read-only directory that the holder mounts read-only; every
+// read-only directory of the policy is such a copy.
+func checkVolumes(t *testing.T, p *policy.Policy, spec corev1.PodSpec) {
+	t.Helper()
+	c := spec.Containers[0]
+	readOnly := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		if m.ReadOnly {
+			readOnly[m.Name] = m.MountPath
+		}
+	}
+	for _, v := range spec.Volumes {
+		bounded := v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory
+		if v.HostPath != nil || v.EmptyDir == nil || !bounded && readOnly[v.Name] == "" {
+			t.Errorf("volume %s is neither a size-bounded memory emptyDir nor a read-only copy: %+v", v.Name, v.VolumeSource)
+		}
+	}
+	for _, m := range p.Mounts {
+		if m.ReadOnly && !m.Discard && !slices.Contains(slices.Collect(maps.Values(readOnly)), m.Path) {
+			t.Errorf("read-only %s (%s) is not a read-only copy in the pod", m.Path, m.Why)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/internal/kubecluster"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // TestSelftestOnNode: `triage-sandbox-kube selftest --backend kubernetes`
@@ -32,11 +33,23 @@ func TestSelftestOnNodeGVisor(t *testing.T) {
 	selftestOnNode(t, cliWorkspace(t, "runtime = \""+kubecluster.GVisorClass+"\"\n"))
 }
 
-// selftestOnNode runs the selftest of both roles in e and judges it.
+// selftestOnNode runs the selftest of each role in e and judges it: one
+// role at a time, so one role's pods fit the node's two CPUs at once (a
+// pod waiting past the backend's start bound would be inconclusive).
 func selftestOnNode(t *testing.T, e *cliEnv) {
-	start := time.Now()
-	stdout, stderr, runErr := e.run("selftest", "--json")
-	t.Logf("selftest in %s", time.Since(start).Round(time.Second))
+	for _, role := range profiles.Roles() {
+		start := time.Now()
+		stdout, stderr, runErr := e.run("selftest", "--json", "--role", string(role))
+		t.Logf("%s: selftest in %s", role, time.Since(start).Round(time.Second))
+		judgeSelftest(t, stdout, stderr, runErr)
+	}
+	e.awaitEmpty(t, time.Minute)
+}
+
+// judgeSelftest fails on any check neither ok nor not applicable for a
+// capability the backend declares missing.
+func judgeSelftest(t *testing.T, stdout, stderr string, runErr error) {
+	t.Helper()
 	var rep struct {
 		Roles []struct {
 			Role     string        `json:"role"`
@@ -48,7 +61,7 @@ func selftestOnNode(t *testing.T, e *cliEnv) {
 			} `json:"checks"`
 		} `json:"roles"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Roles) != 2 {
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Roles) != 1 {
 		t.Fatalf("selftest: %v; report %v: %s\nstderr: %s", runErr, err, stdout, stderr)
 	}
 	declared := map[string]string{"NET-11": "own_loopback", "NET-12": "own_loopback", "RES-01": "pids_limit"}
@@ -71,5 +84,4 @@ func selftestOnNode(t *testing.T, e *cliEnv) {
 	if runErr != nil {
 		t.Errorf("selftest exit: %v\n%s", runErr, stderr)
 	}
-	e.awaitEmpty(t, time.Minute)
 }
