@@ -32,8 +32,9 @@ type cliEnv struct {
 
 // cliWorkspace makes the node's image from the sandbox image, a
 // restricted namespace, and a workspace (with a checkout beside it)
-// configured for them; extra is appended to [sandbox].
-func cliWorkspace(t *testing.T, extra string) *cliEnv {
+// configured for them; extra is appended to [sandbox], reproducer to
+// [sandbox.reproducer].
+func cliWorkspace(t *testing.T, extra, reproducer string) *cliEnv {
 	t.Helper()
 	c, n, _ := node(t)
 	if exec.Command("docker", "image", "inspect", selftestBase).Run() != nil {
@@ -73,14 +74,19 @@ func cliWorkspace(t *testing.T, extra string) *cliEnv {
 		}
 	}
 	// A small CPU share: each pod asks for its limits, and the node's two
-	// CPUs then hold 8 pods at once (the binder keeps the rest pending,
-	// as a scheduler would).
+	// CPUs then hold 8 agent or 4 reproducer pods at once (the binder keeps
+	// the rest pending, as a scheduler would); a reproducer's Chromium
+	// needs the larger share.
 	toml := fmt.Sprintf("[project]\ncheckout = \"../widgets\"\n[sandbox]\nbackend = \"kubernetes\"\nimage = %q\nnamespace = %q\n"+
-		"accept_weaker = [\"own_loopback\", \"pids_limit\"]\ncpus = 0.25\n%s", image, ns, extra)
+		"accept_weaker = [\"own_loopback\", \"pids_limit\"]\ncpus = 0.25\n%s[sandbox.reproducer]\ncpus = 0.5\n%s", image, ns, extra, reproducer)
 	if err := os.WriteFile(filepath.Join(root, "triage.toml"), []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "XDG_STATE_HOME="+t.TempDir(), "TRIAGE_SANDBOX_WARM_DIR="+t.TempDir())
+	warmDir := t.TempDir()
+	if err := os.Chmod(warmDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "XDG_STATE_HOME="+t.TempDir(), "TRIAGE_SANDBOX_WARM_DIR="+warmDir)
 	return &cliEnv{root: root, bin: testenv.KubeBinary(t), env: env, c: c, ns: ns}
 }
 

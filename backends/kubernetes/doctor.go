@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
 var (
@@ -31,13 +32,18 @@ func (b *Backend) EngineInfo(ctx context.Context) (string, error) {
 		GitVersion string `json:"gitVersion"`
 	}
 	_ = json.Unmarshal(raw, &v)
-	return fmt.Sprintf("Kubernetes %s at %s, namespace %s", v.GitVersion, b.cfg.Host, b.namespace(nil)), nil
+	return fmt.Sprintf("Kubernetes %s at %s", v.GitVersion, b.cfg.Host), nil
 }
 
-// Layers implements backends.LayerReporter: what the configured cluster
-// shows of what the backend relies on or cannot know, asked of its API
-// (nothing when it cannot be reached; EngineInfo says why).
-func (b *Backend) Layers() []backends.Layer {
+// Layers implements backends.LayerReporter: LayersFor the kubeconfig's
+// namespace.
+func (b *Backend) Layers() []backends.Layer { return b.LayersFor(nil) }
+
+// LayersFor is what the configured cluster shows of what the backend
+// relies on or cannot know, asked of its API, for the namespace p's
+// sandboxes go to (nothing when it cannot be reached; EngineInfo says
+// why). doctor asks it for the configured policy.
+func (b *Backend) LayersFor(p *policy.Policy) []backends.Layer {
 	cli, err := b.client()
 	if err != nil {
 		return nil
@@ -47,7 +53,7 @@ func (b *Backend) Layers() []backends.Layer {
 	if _, err := cli.version(ctx); err != nil {
 		return nil
 	}
-	ns := b.namespace(nil)
+	ns := b.namespace(p)
 	return []backends.Layer{
 		b.podSecurityLayer(ctx, cli, ns),
 		runtimeClassLayer(ctx, cli),

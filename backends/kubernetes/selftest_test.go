@@ -20,7 +20,7 @@ import (
 // pod). Its pods and NetworkPolicies are all gone afterwards
 // (restrictedNamespace's cleanup).
 func TestSelftestOnNode(t *testing.T) {
-	selftestOnNode(t, cliWorkspace(t, ""))
+	selftestOnNode(t, cliWorkspace(t, "", ""))
 }
 
 // TestSelftestOnNodeGVisor: the same with runtime = "gvisor" (the node's
@@ -37,7 +37,7 @@ func TestSelftestOnNodeGVisor(t *testing.T) {
 	if !slices.Contains(n.RuntimeClasses, kubecluster.GVisorClass) {
 		t.Skip("no runsc on this machine: TRIAGE_SANDBOX_GVISOR=1 scripts/setup.sh installs it")
 	}
-	selftestOnNode(t, cliWorkspace(t, "runtime = \""+kubecluster.GVisorClass+"\"\n"))
+	selftestOnNode(t, cliWorkspace(t, "runtime = \""+kubecluster.GVisorClass+"\"\n", ""))
 }
 
 // selftestOnNode runs the selftest of each role in e and judges it: one

@@ -12,7 +12,7 @@ import (
 // nothing of ours is left in the namespace (restrictedNamespace's
 // cleanup).
 func TestSessionAndPoolOnNode(t *testing.T) {
-	e := cliWorkspace(t, "[sandbox.reproducer]\npool = 1\n")
+	e := cliWorkspace(t, "", "pool = 1\n")
 	run := func(args ...string) string {
 		t.Helper()
 		out, errOut, err := e.run(args...)
@@ -47,7 +47,7 @@ func TestSessionAndPoolOnNode(t *testing.T) {
 // namespace's Pod Security level) and what it cannot tell, and says each
 // role is ready in its accepted weaker mode.
 func TestDoctorOnNode(t *testing.T) {
-	e := cliWorkspace(t, "")
+	e := cliWorkspace(t, "", "")
 	out, errOut, err := e.run("doctor")
 	for _, want := range []string{
 		"kubernetes: engine", "Kubernetes v1.34.3 at https://127.0.0.1:",
