@@ -21,4 +21,4 @@ fi
 # registry test runs here, its end-to-end selftest in backends/kubernetes.
 go vet -tags kubernetes ./cmd/... ./backends/builtin
 go test -count=1 -tags kubernetes ./backends/builtin
-TRIAGE_SANDBOX_REQUIRE_DOCKER=1 TRIAGE_SANDBOX_REQUIRE_KUBE=1 go test -count=1 -timeout 20m ./... "$@"
+TRIAGE_SANDBOX_REQUIRE_DOCKER=1 TRIAGE_SANDBOX_REQUIRE_KUBE=1 go test -count=1 -timeout 30m ./... "$@"
