@@ -21,8 +21,9 @@ func RunUnpack(spec protocol.Unpack, in io.Reader, errOut io.Writer) int {
 		fmt.Fprintf(errOut, "triage-sandbox: unpacking the workspace's copy: %v\n", err)
 		return exitcodeRefused
 	}
-	// What follows the archive (the tar padding) is drained, so the
-	// sender's write never meets a closed stream.
-	_, _ = io.Copy(io.Discard, in)
+	// Nothing follows the archive (Pack writes no padding past its end
+	// blocks), so the unpacker ends here; it does not wait for its stdin
+	// to close (under gVisor, driven by containerd's runc shim, that close
+	// may never arrive).
 	return 0
 }
