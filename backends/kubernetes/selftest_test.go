@@ -26,12 +26,13 @@ func TestSelftestOnNode(t *testing.T) {
 // TestSelftestOnNodeGVisor: the same with runtime = "gvisor" (the node's
 // RuntimeClass for runsc, where runsc is installed: TRIAGE_SANDBOX_GVISOR=1
 // scripts/setup.sh). Opt-in (TRIAGE_SANDBOX_KUBE_GVISOR=1) until it
-// passes: under Debian's runsc, driven by containerd's runc shim, the
-// pods start but the unpacker's init container never finishes taking the
-// workspace's copy (not yet diagnosed).
+// passes: Debian's runsc has no containerd shim, and under containerd's
+// runc shim the unpacker's init container exits (runsc lists it stopped)
+// but the exit never reaches the kubelet, so the holder never starts
+// (containerd-shim-runsc-v1 is what is missing).
 func TestSelftestOnNodeGVisor(t *testing.T) {
 	if os.Getenv("TRIAGE_SANDBOX_KUBE_GVISOR") == "" {
-		t.Skip("not passing yet under runsc (the init container's unpack does not finish); TRIAGE_SANDBOX_KUBE_GVISOR=1 runs it")
+		t.Skip("not passing yet under runsc without its containerd shim (an init container's exit never reaches the kubelet); TRIAGE_SANDBOX_KUBE_GVISOR=1 runs it")
 	}
 	_, n, _ := node(t)
 	if !slices.Contains(n.RuntimeClasses, kubecluster.GVisorClass) {
