@@ -61,6 +61,7 @@ type Sandbox struct {
 	WritableSize   *int64
 	WritableInodes *int64
 	Runtime        *string // docker runtime, e.g. "runsc"
+	Namespace      *string // kubernetes namespace
 	// Pool keeps this many started sandboxes ready, each for one command.
 	Pool *int64
 	// WarmIdle ends a session or pool unused this long (seconds).

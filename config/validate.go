@@ -448,6 +448,19 @@ func checkImage(s string) (string, string) {
 	return "", ""
 }
 
+// checkNamespace accepts a Kubernetes namespace name: an RFC 1123 label
+// (no regexp: nothing is compiled at start-up).
+func checkNamespace(s string) (string, string) {
+	ok := len(s) > 0 && len(s) <= 63 && s[0] != '-' && s[len(s)-1] != '-'
+	for _, r := range s {
+		ok = ok && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-')
+	}
+	if !ok {
+		return fmt.Sprintf("%q is not a Kubernetes namespace name", s), "use lower-case letters, digits and '-', at most 63, e.g. \"triage\""
+	}
+	return "", ""
+}
+
 func checkUserKey(s string) (string, string) {
 	if msg := checkUser(s); msg != "" {
 		return msg, `write it as "uid:gid" with a non-root uid, e.g. "1000:1000"`

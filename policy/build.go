@@ -95,6 +95,9 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if sb.Runtime != nil {
 		p.Runtime = *sb.Runtime
 	}
+	if sb.Namespace != nil {
+		p.Namespace = *sb.Namespace
+	}
 	p.Output = outputLimits(sb)
 	if err := buildGate(cfg, sb, p, host); err != nil {
 		return nil, err

@@ -55,6 +55,9 @@ type Policy struct {
 	// Base is the readable root: an image, or host roots as an allow-list.
 	Base    Base   `json:"base"`
 	Runtime string `json:"runtime,omitempty"`
+	// Namespace is where a cluster backend places the sandbox ("" the
+	// client configuration's own).
+	Namespace string `json:"namespace,omitempty"`
 	// Accepted are the weaker modes the config accepts ([sandbox]
 	// accept_weaker): requirements a backend may lack without refusal.
 	Accepted []Capability `json:"accepted_weaker,omitempty"`

@@ -49,6 +49,12 @@ func opFill(s Step, _ string) Observation {
 	// one (the sandbox's tmpfs) never reports more than its bound, so the
 	// shortcut only ever ends a fill that would have succeeded.
 	proof, _ := strconv.Atoi(s.Args["proof"])
+	if s.Args["keep_unbounded"] == "true" {
+		// Files that all fit must exist for the copy back to face them: a
+		// filesystem with room for them (a pod's memory emptyDir has no
+		// inode bound) is filled for real.
+		proof = 0
+	}
 	n := 0
 	var err error
 	for ; n < want; n++ {

@@ -44,6 +44,10 @@ func FuzzDecodeExec(f *testing.F) {
 		`{"argv":["sh","-c","x"],"timeout":"1s","grace":"1s","lifeline":true,"seccomp":"default","export_fd":3,"export":{"stage":[{"path":"/w","kind":"skeleton"}],"max_entries":5}}`)
 }
 
+func FuzzDecodeUnpack(f *testing.F) {
+	fuzzSpec(f, EntryUnpack, DecodeUnpack, `{"paths":[{"path":"/w","kind":"dir"}]}`)
+}
+
 func FuzzDecodeExport(f *testing.F) {
 	fuzzSpec(f, EntryExport, DecodeExport, `{"stage":[{"path":"/w/NOTES.md","kind":"file"}],"max_entries":3}`)
 }

@@ -32,6 +32,9 @@ const (
 	EntryExec Entry = "__exec"
 	// EntryExport writes the staged writable paths for the copy back.
 	EntryExport Entry = "__export"
+	// EntryUnpack unpacks a copy of read-only directories from its stdin
+	// (a pod's init container: the kubernetes backend's workspace).
+	EntryUnpack Entry = "__unpack"
 	// EntryLocal is the local backend's helper: confine, then hold.
 	EntryLocal Entry = "__local"
 	// EntryKeeper is a session's or pool's keeper on the host.
@@ -47,7 +50,7 @@ const (
 
 // Entries lists every entry point, for the dispatcher and its tests.
 func Entries() []Entry {
-	return []Entry{EntryHold, EntryExec, EntryExport, EntryLocal, EntryKeeper, EntryWatch, EntryProbe, EntryProbeChild}
+	return []Entry{EntryHold, EntryExec, EntryExport, EntryUnpack, EntryLocal, EntryKeeper, EntryWatch, EntryProbe, EntryProbeChild}
 }
 
 // IsEntry reports whether arg names an entry point.

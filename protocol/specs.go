@@ -191,6 +191,26 @@ func DecodeExport(args []string) (Export, error) {
 	return e, err
 }
 
+// Unpack is an unpacker's spec: the directories a Pack stream on its
+// stdin may fill (each a mount point of its own).
+type Unpack struct {
+	Paths []stage.Path `json:"paths"`
+}
+
+func (u *Unpack) validate() error {
+	if len(u.Paths) == 0 {
+		return fmt.Errorf("paths: none to unpack into")
+	}
+	return checkPaths(u.Paths)
+}
+
+// DecodeUnpack reads an unpacker's spec from its arguments.
+func DecodeUnpack(args []string) (Unpack, error) {
+	var u Unpack
+	err := decode(EntryUnpack, args, &u)
+	return u, err
+}
+
 // Local is the local backend's helper's spec: its confinement plan comes
 // on PlanFD (JSON, see backends/local/confine), then it holds the sandbox
 // as Hold says, serving the control channel on Hold.ControlFD.

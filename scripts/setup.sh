@@ -5,9 +5,14 @@
 #     them) from Debian if missing; with TRIAGE_SANDBOX_GVISOR=1 also runsc
 #     (gVisor), registered with the Docker daemon as runtime "runsc",
 #   - starts dockerd if no daemon answers,
-#   - builds the static binary into bin/,
+#   - builds the static binaries into bin/: triage-sandbox, and
+#     triage-sandbox-kube (the same command with the kubernetes backend,
+#     build tag kubernetes; the default binary hands --backend kubernetes
+#     to it, so client-go costs the default one nothing),
 #   - builds the sandbox image (offline base via debootstrap when
 #     debian:bookworm-slim cannot be pulled),
+#   - makes the kubernetes backend's test cluster binaries (scripts/kube.sh,
+#     cached).
 #   - installs podman and loads the sandbox image into its store (the
 #     docker backend's test against Podman's Docker-compatible service).
 #     Podman keeps its own storage (/var/lib/containers) and, for the
@@ -56,10 +61,15 @@ PY
   for _ in $(seq 1 20); do docker info --format '{{json .Runtimes}}' | grep -q '"runsc"' && break; sleep 0.5; done
 fi
 
-log "building bin/triage-sandbox (static)"
+log "building bin/triage-sandbox and bin/triage-sandbox-kube (static)"
 mkdir -p bin
 CGO_ENABLED=0 go build -o bin/triage-sandbox ./cmd/triage-sandbox
+CGO_ENABLED=0 go build -tags kubernetes -o bin/triage-sandbox-kube ./cmd/triage-sandbox
 
 ts_build_image bin/triage-sandbox
+# The kubernetes backend's test cluster: etcd, containerd and CNI from
+# Debian, kube-apiserver and kubelet built once into a cache (the first
+# build takes about 20 minutes on 2 cores; later runs reuse it).
+scripts/kube.sh >/dev/null
 ts_podman_image
 log "ready: $(docker version --format 'engine {{.Server.Version}}, API {{.Server.APIVersion}}')"

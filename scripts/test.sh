@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: set the machine up, then run every test against the real
-# Docker daemon (a missing daemon fails instead of skipping).
+# Docker daemon and the kubernetes test cluster (a missing daemon or
+# cluster binary fails instead of skipping).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -19,4 +20,8 @@ fi
 # No Mac runs here: vet the macOS build (seatbelt) so a Linux-only call
 # in a shared package is caught before the macOS workflow meets it.
 GOOS=darwin go vet ./...
-TRIAGE_SANDBOX_REQUIRE_DOCKER=1 go test -count=1 -timeout 20m ./... "$@"
+# The second binary (build tag kubernetes) compiles and vets clean too; its
+# registry test runs here, its end-to-end selftest in backends/kubernetes.
+go vet -tags kubernetes ./cmd/... ./backends/builtin
+go test -count=1 -tags kubernetes ./backends/builtin
+TRIAGE_SANDBOX_REQUIRE_DOCKER=1 TRIAGE_SANDBOX_REQUIRE_KUBE=1 go test -count=1 -timeout 30m ./... "$@"

@@ -16,7 +16,11 @@ import (
 )
 
 // Registry returns a new registry with every built-in backend: docker,
-// oci, seatbelt and local.
+// oci, seatbelt, local and kubernetes. Without the build tag kubernetes
+// (kubecaps.BuildTag) the kubernetes entry only declares the backend: its
+// capabilities, so policies compile, and a New that refuses; the CLI hands
+// such a run to the second binary that has it (Elsewhere). That keeps
+// client-go out of the default binary's size and start-up.
 func Registry() *backends.Registry {
 	r := backends.NewRegistry()
 	r.Register(backends.Entry{
@@ -43,6 +47,7 @@ func Registry() *backends.Registry {
 		Capabilities: local.Capabilities(),
 		New:          local.New,
 	})
+	registerKubernetes(r)
 	return r
 }
 

@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
@@ -29,6 +30,13 @@ func TestRegistry(t *testing.T) {
 			}
 			// Making a backend touches nothing (no daemon, no runtime).
 			b, err := r.New(name, backends.Env{SelfExe: "/usr/local/bin/triage-sandbox"})
+			if bin := builtin.Elsewhere(name); bin != "" {
+				// Declared only: making it refuses, naming the binary that has it.
+				if err == nil || !strings.Contains(err.Error(), bin) {
+					t.Fatalf("New(%q) in a binary without it = %v, want a refusal naming %s", name, err, bin)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -48,6 +48,9 @@ func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 		return nil, host, err
 	}
 	p, err := sandbox.Compile(builtin.Registry(), f.config, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir, Session: f.session})
+	if err == nil {
+		err = handOff(p.Backend)
+	}
 	return p, host, err
 }
 

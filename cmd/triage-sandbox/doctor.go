@@ -116,6 +116,12 @@ func doctorConfig(rep *doctorReport, flag string, backendNames []string) bool {
 	return true
 }
 
+// policyLayerReporter is a backend whose layers depend on the configured
+// policy (kubernetes: the namespace it runs sandboxes in).
+type policyLayerReporter interface {
+	LayersFor(p *policy.Policy) []backends.Layer
+}
+
 func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry, name, exe string, ps []*policy.Policy, configOK bool) {
 	b, err := reg.New(name, backends.Env{SelfExe: exe})
 	if err != nil {
@@ -126,17 +132,21 @@ func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry
 		}
 		return
 	}
-	if lr, ok := b.(backends.LayerReporter); ok {
-		for _, l := range lr.Layers() {
-			detail := l.Detail
-			if !l.Available && l.Cost != "" {
-				detail += "; without it " + l.Cost
-			}
-			if l.Available {
-				rep.note(name+": "+l.Name, detail)
-			} else {
-				rep.info(name+": "+l.Name, detail)
-			}
+	var layers []backends.Layer
+	if pl, ok := b.(policyLayerReporter); ok && len(ps) > 0 {
+		layers = pl.LayersFor(ps[0])
+	} else if lr, ok := b.(backends.LayerReporter); ok {
+		layers = lr.Layers()
+	}
+	for _, l := range layers {
+		detail := l.Detail
+		if !l.Available && l.Cost != "" {
+			detail += "; without it " + l.Cost
+		}
+		if l.Available {
+			rep.note(name+": "+l.Name, detail)
+		} else {
+			rep.info(name+": "+l.Name, detail)
 		}
 	}
 	doctorEngine(cmd, rep, b, name, len(ps) > 0)

@@ -48,6 +48,13 @@ func sandboxEntries() map[protocol.Entry]func(args []string) int {
 			}
 			return sandboxinit.RunExport(spec, os.Stdout, os.Stderr)
 		},
+		protocol.EntryUnpack: func(args []string) int {
+			spec, err := protocol.DecodeUnpack(args)
+			if err != nil {
+				return entryRefused(err)
+			}
+			return sandboxinit.RunUnpack(spec, os.Stdin, os.Stderr)
+		},
 		protocol.EntryLocal: func(args []string) int {
 			spec, err := protocol.DecodeLocal(args)
 			if err != nil {

@@ -25,6 +25,9 @@ func newMCPCmd() *cobra.Command {
 			"the backend or the gate. Sessions live in this process and end with it, even when it is killed.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := handOff(backend); err != nil {
+				return err
+			}
 			host, err := policy.CurrentHost()
 			if err != nil {
 				return refuse(err)

@@ -55,6 +55,9 @@ func newSelftestCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{code: exitcode.SelftestUnavailable, err: err}
 			}
+			if err := handOff(p.Backend); err != nil {
+				return &exitError{code: exitcode.SelftestUnavailable, err: err}
+			}
 			self, err := sandbox.SelfExe()
 			if err != nil {
 				return unavailable(err)

@@ -48,6 +48,27 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
+var (
+	kubeOnce sync.Once
+	kubePath string
+	kubeErr  error
+	kubeOut  []byte
+)
+
+// KubeBinary builds the second binary, triage-sandbox-kube (build tag
+// kubernetes: the kubernetes backend linked in), once per test process,
+// beside Binary's, and returns its path.
+func KubeBinary(t testing.TB) string {
+	t.Helper()
+	kubeOnce.Do(func() {
+		kubePath, kubeOut, kubeErr = buildNamed(BinaryCache(), "triage-sandbox-kube", "kubernetes")
+	})
+	if kubeErr != nil {
+		t.Fatalf("building triage-sandbox-kube: %v\n%s", kubeErr, kubeOut)
+	}
+	return kubePath
+}
+
 // BinaryCache is the directory where Binary keeps the static binary: a
 // cache the tests declare, the one file of theirs left in the temporary
 // directory. Each checkout has its own (a directory named by a digest of
@@ -61,22 +82,27 @@ func BinaryCache() string {
 // build links the binary beside its final name and renames it there: a
 // test process of another package may be running the one it replaces.
 func build(dir string) (path string, out []byte, err error) {
+	return buildNamed(dir, "triage-sandbox", "")
+}
+
+// buildNamed is build for a binary name and build tags.
+func buildNamed(dir, name, tags string) (path string, out []byte, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", nil, err
 	}
-	tmp, err := os.CreateTemp(dir, "triage-sandbox.tmp-*")
+	tmp, err := os.CreateTemp(dir, name+".tmp-*")
 	if err != nil {
 		return "", nil, err
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	cmd := exec.Command("go", "build", "-o", tmp.Name(), "./cmd/triage-sandbox")
+	cmd := exec.Command("go", "build", "-tags", tags, "-o", tmp.Name(), "./cmd/triage-sandbox")
 	cmd.Dir = repoRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", out, err
 	}
-	path = filepath.Join(dir, "triage-sandbox")
+	path = filepath.Join(dir, name)
 	return path, nil, os.Rename(tmp.Name(), path)
 }
 

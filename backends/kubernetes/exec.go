@@ -1,0 +1,137 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"k8s.io/client-go/tools/remotecommand"
+	utilexec "k8s.io/client-go/util/exec"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/staging"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/stage"
+)
+
+// Exec runs one command through the in-sandbox supervisor, started by an
+// exec in the holder's container; the rest is holderexec.Run's, as on
+// every backend. The copy back is a second exec (the exporter): an exec
+// stream has no spare descriptor.
+func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+	res := backends.Result{Sandbox: s.ID()}
+	if s.Ended() {
+		return res, fmt.Errorf("the sandbox ended%s", s.Said())
+	}
+	if err := backends.CheckArgv(cmd.Argv); err != nil {
+		return res, err
+	}
+	if err := s.staging.InPlace(); err != nil {
+		return res, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	run := holderexec.Run{Policy: s.p, Sandbox: (*holderView)(s), Start: s.byExec(cmd.Stdin != nil),
+		Manifest: &s.manifest, Seccomp: execSeccomp}
+	res, err := run.Exec(ctx, cmd, out)
+	if err == nil {
+		s.copyBack(ctx, &res)
+	}
+	return res, err
+}
+
+// byExec starts the supervisor with an exec. input: the command reads the
+// exec's stdin, so it has no lifeline and a cancel ends the whole pod.
+func (s *sandbox) byExec(input bool) holderexec.Starter {
+	return func(ctx context.Context, spec protocol.Exec, gate *holderexec.OutputHold, _ *os.File) (*holderexec.Started, error) {
+		pr, pw := io.Pipe()
+		done, err := s.stream(ctx, launch.ExecArgv(spec), pr, gate.Stdout(), gate.Stderr())
+		if err != nil {
+			return nil, err
+		}
+		// pr stays open: the stream's copier ends when holderexec closes
+		// pw (a closed pipe under it would be a library's log line).
+		started := &holderexec.Started{Stdin: pw, Wait: func() error { return exitOf(<-done) }}
+		if input {
+			started.Stop = s.kill
+		}
+		return started, nil
+	}
+}
+
+// stream runs argv in the holder's container with the given streams; the
+// channel gets the stream's end.
+func (s *sandbox) stream(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (<-chan error, error) {
+	opts := execOptions(argv)
+	opts.Stdin = stdin != nil
+	ex, err := s.b.executor(s.b.cli.podStreamURL(s.r.Pod.Namespace, s.r.Pod.Name, "exec", opts))
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		// The supervisor ends the command; the stream is not cut by a
+		// cancel (holderexec closes the lifeline instead).
+		done <- ex.StreamWithContext(context.WithoutCancel(ctx), remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	}()
+	return done, nil
+}
+
+// exitOf is an exec stream's end as holderexec reads it.
+func exitOf(err error) error {
+	var ce utilexec.CodeExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return &holderexec.ExitStatus{Code: ce.Code}
+	}
+	return fmt.Errorf("the exec stream broke off: %w", err)
+}
+
+// copyBack exports the staged writable paths and applies them to the host,
+// after every command however it ended.
+func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
+	_, out := staging.StagePaths(s.p)
+	if len(out) == 0 {
+		return
+	}
+	if s.Ended() || s.killed.Load() {
+		res.CopyBackError = holderexec.LostOutputs
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holderexec.CopyBackTimeout)
+	defer cancel()
+	pr, pw := io.Pipe()
+	var stderr holderexec.SmallBuffer
+	done, err := s.stream(ctx, launch.ExportArgv(s.p), nil, pw, &stderr)
+	if err != nil {
+		res.CopyBackError = err.Error()
+		return
+	}
+	go func() { pw.CloseWithError(<-done) }()
+	m, rep, aerr := stage.Apply(ctx, pr, s.manifest, staging.StageSpec(s.p, staging.ExportPaths(s.p, out)))
+	_, rerr := io.Copy(io.Discard, pr)
+	s.manifest = m
+	res.CopyBack = &rep
+	switch {
+	case rerr != nil:
+		res.CopyBackError = fmt.Sprintf("copying the outputs back: the export in the sandbox failed: %v: %s", rerr, strings.TrimSpace(stderr.String()))
+	case aerr != nil:
+		res.CopyBackError = aerr.Error()
+	}
+}
+
+// holderView is the sandbox as holderexec sees it.
+type holderView sandbox
+
+func (h *holderView) ID() string              { return (*sandbox)(h).ID() }
+func (h *holderView) Exited() <-chan struct{} { return h.Gone }
+func (h *holderView) Kill()                   { (*sandbox)(h).kill() }
+func (h *holderView) Killed() bool            { return h.killed.Load() }
+func (h *holderView) Said() string            { return h.Holder.Said() }

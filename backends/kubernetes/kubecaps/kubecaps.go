@@ -1,0 +1,47 @@
+// Package kubecaps is what the default binary knows of the kubernetes
+// backend without linking client-go: its name, what it enforces, the
+// second binary it is compiled into, and how to build that binary.
+// Package kubernetes takes its name and capabilities from here, so the
+// two cannot drift apart.
+package kubecaps
+
+import (
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// Name is the backend's registry name.
+const Name = "kubernetes"
+
+// Binary is the second binary the backend is compiled into (build tag
+// BuildTag); the default binary hands a kubernetes run off to it.
+const Binary = "triage-sandbox-kube"
+
+// BuildTag compiles the backend into ./cmd/triage-sandbox.
+const BuildTag = "kubernetes"
+
+// Summary is the backend's one line for help texts.
+const Summary = "pods through the Kubernetes API (restricted Pod Security, NetworkPolicy), for a fleet"
+
+// HowToBuild says how to make Binary, for the one line that refuses
+// without it.
+const HowToBuild = "build it with scripts/setup.sh or `CGO_ENABLED=0 go build -tags " + BuildTag +
+	" -o " + Binary + " ./cmd/triage-sandbox` and put it beside triage-sandbox or on PATH"
+
+// capabilities: what a pod on a cluster we know nothing else about
+// guarantees. Its own pid namespace, cgroup limits, a uid of the
+// policy's, the image as root, RuntimeDefault seccomp narrowed by the
+// supervisor's own filter, staged paths on memory emptyDirs whose
+// sizeLimit is the tmpfs size. Not guaranteed: own_loopback (a pod has
+// the cluster's network; only a NetworkPolicy controller, which the API
+// cannot reveal, makes the deny-all policy hold), pids_limit (set per node
+// by the kubelet, not per pod). mask_under_mount holds trivially: no host
+// path is mounted (the node is another machine).
+var capabilities = []policy.Capability{
+	profiles.CapOutboundNAT, profiles.CapPidNamespace, profiles.CapMemoryLimit, profiles.CapCPULimit,
+	profiles.CapUIDSwitch, profiles.CapMaskUnderMount, profiles.CapImageRoot,
+	profiles.CapSyscallFilter, profiles.CapBoundedWrites,
+}
+
+// Capabilities is what every kubernetes sandbox enforces.
+func Capabilities() []policy.Capability { return append([]policy.Capability(nil), capabilities...) }

@@ -1,0 +1,230 @@
+// Package kubernetes runs sandboxes as pods through the Kubernetes API
+// (k8s.io/client-go): the policy rendered as a pod the restricted Pod
+// Security profile admits, its one container the holder (lifeline on its
+// attach stream, TTL, staged copy), a NetworkPolicy denying every
+// connection for a sandbox with no network, and each command run by the
+// supervisor over the pod's exec stream, through holderexec like every
+// other backend. Ownership is labels (selection) and annotations (owner
+// host, pid, start, expiry) that Sweep judges; activeDeadlineSeconds is the
+// cluster's backstop.
+package kubernetes
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes/kubecaps"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
+)
+
+// Name is the backend's registry name.
+const Name = kubecaps.Name
+
+// Bounds of the API calls.
+const (
+	pingTimeout  = 10 * time.Second
+	setupTimeout = 3 * time.Minute
+	goneTimeout  = time.Minute
+)
+
+// execSeccomp is the filter set the supervisor loads before each command:
+// the pod's seccomp is the runtime's default, not the sandbox's narrowed
+// profile.
+var execSeccomp = seccompfilter.Sets()[0]
+
+// Capabilities is what every kubernetes sandbox enforces.
+func Capabilities() []policy.Capability { return kubecaps.Capabilities() }
+
+// Backend starts sandboxes as pods.
+type Backend struct {
+	host string
+	// loader reads the kubeconfig from the usual places ($KUBECONFIG,
+	// ~/.kube/config, in-cluster), once, on first use.
+	loader clientcmd.ClientConfig
+	once   sync.Once
+	cfg    *rest.Config
+	cli    *api
+	defNS  string
+	err    error
+	// NodeName binds every pod to this node (tests without a scheduler).
+	NodeName string
+}
+
+// New makes the backend; the kubeconfig is read on first use.
+func New(backends.Env) (backends.Backend, error) {
+	host, _ := os.Hostname()
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	return &Backend{host: host, loader: clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})}, nil
+}
+
+// NewForConfig makes the backend for a given client configuration.
+func NewForConfig(cfg *rest.Config, namespace string) (*Backend, error) {
+	cli, err := newAPI(cfg)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	b := &Backend{host: host, cfg: cfg, cli: cli, defNS: namespace}
+	b.once.Do(func() {})
+	return b, nil
+}
+
+func (b *Backend) client() (*api, error) {
+	b.once.Do(func() {
+		if b.cfg, b.err = b.loader.ClientConfig(); b.err != nil {
+			b.err = fmt.Errorf("no Kubernetes client configuration: %w; set KUBECONFIG or write ~/.kube/config", b.err)
+			return
+		}
+		if b.defNS, _, b.err = b.loader.Namespace(); b.err != nil {
+			return
+		}
+		b.cli, b.err = newAPI(b.cfg)
+	})
+	return b.cli, b.err
+}
+
+func (b *Backend) namespace(p *policy.Policy) string {
+	if p != nil && p.Namespace != "" {
+		return p.Namespace
+	}
+	if b.defNS != "" {
+		return b.defNS
+	}
+	return "default"
+}
+
+// Name implements backends.Backend.
+func (b *Backend) Name() string { return Name }
+
+// Capabilities implements backends.Backend.
+func (b *Backend) Capabilities() []policy.Capability { return Capabilities() }
+
+// SelfPath implements backends.Backend: the image holds the binary there.
+func (b *Backend) SelfPath() string { return launch.InitPath }
+
+// Available implements backends.Backend: the API server answers.
+func (b *Backend) Available(ctx context.Context) error {
+	cli, err := b.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if _, err := cli.version(ctx); err != nil {
+		return fmt.Errorf("cannot reach the Kubernetes API server at %s: %v; check KUBECONFIG and the cluster", b.cfg.Host, err)
+	}
+	return nil
+}
+
+// Ready implements backends.Backend. The image is the cluster's to pull;
+// whether it holds the binary shows at the start.
+func (b *Backend) Ready(ctx context.Context, _ *policy.Policy) error { return b.Available(ctx) }
+
+// Describe implements backends.Backend.
+func (b *Backend) Describe(ctx context.Context, p *policy.Policy) map[string]string {
+	out := map[string]string{"image": p.Base.Image}
+	cli, err := b.client()
+	if err != nil {
+		return out
+	}
+	out["namespace"] = b.namespace(p)
+	if p.Runtime != "" {
+		out["runtime_class"] = p.Runtime
+	}
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if raw, err := cli.version(ctx); err == nil {
+		var v struct {
+			GitVersion string `json:"gitVersion"`
+		}
+		if json.Unmarshal(raw, &v) == nil {
+			out["engine"] = "kubernetes " + v.GitVersion
+		}
+	}
+	return out
+}
+
+// Render implements backends.Backend: the pod, its NetworkPolicy and the
+// exec of cmd, with placeholder ownership data.
+func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artifact, error) {
+	r, err := Render(p, b.runInfo(p, backends.TTL(p, cmd.Timeout)))
+	if err != nil {
+		return nil, err
+	}
+	exec, err := RenderExec(p, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &Artifact{Pod: r.Pod, NetworkPolicy: r.NetworkPolicy, Exec: exec}, nil
+}
+
+func (b *Backend) runInfo(p *policy.Policy, ttl time.Duration) RunInfo {
+	var id [5]byte
+	_, _ = rand.Read(id[:])
+	pid := os.Getpid()
+	return RunInfo{
+		Name:      "triage-sandbox-" + string(p.Role) + "-" + hex.EncodeToString(id[:]),
+		Namespace: b.namespace(p), ParentPID: pid, ParentStart: ownership.ProcessStart(pid),
+		Host: b.host, ExpiresAt: time.Now().Add(ttl), RuntimeClass: p.Runtime, NodeName: b.NodeName,
+	}
+}
+
+// Start implements backends.Backend: the NetworkPolicy first (the pod is
+// never without it), then the pod; once its holder runs, the attach that
+// is its lifeline, the staged copy, and the holder's word that it is
+// ready.
+func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
+	if _, err := b.client(); err != nil {
+		return nil, err
+	}
+	ttl := opts.TTL
+	if ttl <= 0 {
+		ttl = backends.TTL(p, 0)
+	}
+	copies, err := copiedDirs(p)
+	if err != nil {
+		return nil, err
+	}
+	spool, size, err := spoolCopy(ctx, p, copies)
+	if err != nil {
+		return nil, err
+	}
+	if spool != nil {
+		defer spool.Close()
+	}
+	info := b.runInfo(p, ttl)
+	info.CopyBytes = size
+	r, err := Render(p, info)
+	if err != nil {
+		return nil, err
+	}
+	ctx = context.WithoutCancel(ctx)
+	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	if err := b.create(setupCtx, r); err != nil {
+		return nil, errors.Join(err, b.remove(ctx, r))
+	}
+	s := newSandbox(b, p, r)
+	if spool != nil {
+		s.copy = spool
+	}
+	if err := s.start(setupCtx, opts); err != nil {
+		_ = s.Close(ctx)
+		return nil, err
+	}
+	return s, nil
+}

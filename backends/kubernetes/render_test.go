@@ -1,0 +1,159 @@
+package kubernetes
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+func rolePolicy(t testing.TB, role profiles.Role, edit func(*config.File)) *policy.Policy {
+	t.Helper()
+	cfg := config.Default(t.TempDir())
+	// A pod has the image's own toolchain: the host's is on another machine.
+	image := "image"
+	cfg.Sandbox.Toolchain = &image
+	if edit != nil {
+		edit(cfg)
+	}
+	p, err := policy.Build(cfg, role, policy.Host{Home: "/home/alice", UID: 1000, GID: 1000, OS: "linux"}, policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func info(name, ns string) RunInfo {
+	return RunInfo{Name: name, Namespace: ns, ParentPID: 1, Host: "h", ExpiresAt: time.Now().Add(time.Hour)}
+}
+
+// TestRenderRestricted: each role's pod is what the restricted Pod
+// Security profile asks, field by field (the API-level test has the real
+// API server judge it).
+func TestRenderRestricted(t *testing.T) {
+	for _, role := range profiles.Roles() {
+		t.Run(string(role), func(t *testing.T) {
+			p := rolePolicy(t, role, nil)
+			r, err := Render(p, info("x", "ns"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := r.Pod.Spec
+			c := spec.Containers[0]
+			sc := c.SecurityContext
+			checks := map[string]bool{
+				"no service account token":  spec.AutomountServiceAccountToken != nil && !*spec.AutomountServiceAccountToken,
+				"no host namespaces":        !spec.HostNetwork && !spec.HostPID && !spec.HostIPC,
+				"runAsNonRoot":              *spec.SecurityContext.RunAsNonRoot && *sc.RunAsNonRoot && *spec.SecurityContext.RunAsUser != 0,
+				"seccomp RuntimeDefault":    sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault,
+				"drop ALL":                  len(sc.Capabilities.Drop) == 1 && sc.Capabilities.Drop[0] == "ALL" && len(sc.Capabilities.Add) == 0,
+				"no privilege escalation":   !*sc.AllowPrivilegeEscalation && !*sc.Privileged,
+				"read-only root":            *sc.ReadOnlyRootFilesystem,
+				"limits":                    !c.Resources.Limits.Memory().IsZero() && !c.Resources.Limits.Cpu().IsZero(),
+				"deadline":                  spec.ActiveDeadlineSeconds != nil && *spec.ActiveDeadlineSeconds > 0,
+				"lifeline on stdin":         c.Stdin && c.StdinOnce && !c.TTY,
+				"holder as the one process": len(spec.Containers) == 1 && strings.HasSuffix(c.Command[0], "triage-sandbox") && c.Command[1] == "__hold",
+				"the unpacker, confined alike": len(spec.InitContainers) == 1 && spec.InitContainers[0].Command[1] == "__unpack" &&
+					reflect.DeepEqual(spec.InitContainers[0].SecurityContext, sc) && reflect.DeepEqual(spec.InitContainers[0].Resources, c.Resources),
+				"deny-all NetworkPolicy": r.NetworkPolicy != nil && len(r.NetworkPolicy.Spec.Ingress) == 0 && len(r.NetworkPolicy.Spec.Egress) == 0 && len(r.NetworkPolicy.Spec.PolicyTypes) == 2,
+			}
+			for name, ok := range checks {
+				if !ok {
+					t.Errorf("%s: not so in the rendered pod", name)
+				}
+			}
+			checkVolumes(t, p, spec)
+		})
+	}
+}
+
+// TestRenderNetworkOn: a sandbox with network has no deny-all policy.
+func TestRenderNetworkOn(t *testing.T) {
+	p := rolePolicy(t, profiles.RoleAgent, nil)
+	p.Network.Mode = policy.NetworkOutbound
+	r, err := Render(p, info("x", "ns"))
+	if err != nil || r.NetworkPolicy != nil {
+		t.Fatalf("Render = %+v, %v; want no NetworkPolicy", r, err)
+	}
+}
+
+// TestRenderRefuses: what a pod cannot be is refused with one line.
+func TestRenderRefuses(t *testing.T) {
+	for name, edit := range map[string]func(*policy.Policy){
+		"root":         func(p *policy.Policy) { p.User.UID = 0 },
+		"host root":    func(p *policy.Policy) { p.Base = policy.Base{Kind: policy.BaseHost, HostRoots: []string{"/usr"}} },
+		"host network": func(p *policy.Policy) { p.Network.Mode = policy.NetworkHost },
+		"host toolchain": func(p *policy.Policy) {
+			p.Mounts = append(p.Mounts, policy.Mount{Path: "/usr", ReadOnly: true, Kind: "dir", System: true})
+		},
+		"a discarded single file": func(p *policy.Policy) {
+			p.Mounts = append(p.Mounts, policy.Mount{Path: "/etc/x.conf", ReadOnly: true, Kind: "file", Discard: true})
+		},
+	} {
+		p := rolePolicy(t, profiles.RoleReproducer, nil)
+		edit(p)
+		if _, err := Render(p, info("x", "ns")); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: Render err = %v, want one line", name, err)
+		}
+	}
+}
+
+// TestEnforceRefusesLoopback: the policy layer refuses a loopback-only
+// role on this backend (no NetworkPolicy controller is known) unless it is
+// accepted as weaker.
+func TestEnforceRefusesLoopback(t *testing.T) {
+	p := rolePolicy(t, profiles.RoleReproducer, nil)
+	_, err := policy.Enforce(p, Name, Capabilities())
+	if err == nil || !strings.Contains(err.Error(), "own_loopback") || !strings.Contains(err.Error(), "accept_weaker") {
+		t.Fatalf("Enforce = %v, want a refusal naming own_loopback and accept_weaker", err)
+	}
+	p.Accepted = []policy.Capability{profiles.CapOwnLoopback, profiles.CapPidsLimit}
+	if weak, err := policy.Enforce(p, Name, Capabilities()); err != nil || len(weak) == 0 {
+		t.Fatalf("Enforce with accept_weaker = %v, %v", weak, err)
+	}
+}
+
+// TestRenderExec: a command becomes the supervisor's exec in the holder.
+func TestRenderExec(t *testing.T) {
+	p := rolePolicy(t, profiles.RoleAgent, nil)
+	e, err := RenderExec(p, backends.Command{Argv: []string{"true"}})
+	if err != nil || e.Container != holderContainer || e.Command[1] != "__exec" {
+		t.Fatalf("RenderExec = %+v, %v", e, err)
+	}
+}
+
+func backendsTTL(p *policy.Policy) time.Duration { return backends.TTL(p, 0) }
+
+// checkVolumes: every volume an emptyDir, bounded in memory or a copy of
+// a read-only directory that the holder mounts read-only; every
+// read-only directory of the policy is such a copy.
+func checkVolumes(t *testing.T, p *policy.Policy, spec corev1.PodSpec) {
+	t.Helper()
+	c := spec.Containers[0]
+	readOnly := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		if m.ReadOnly {
+			readOnly[m.Name] = m.MountPath
+		}
+	}
+	for _, v := range spec.Volumes {
+		bounded := v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory
+		if v.HostPath != nil || v.EmptyDir == nil || !bounded && readOnly[v.Name] == "" {
+			t.Errorf("volume %s is neither a size-bounded memory emptyDir nor a read-only copy: %+v", v.Name, v.VolumeSource)
+		}
+	}
+	for _, m := range p.Mounts {
+		if m.ReadOnly && !m.Discard && !slices.Contains(slices.Collect(maps.Values(readOnly)), m.Path) {
+			t.Errorf("read-only %s (%s) is not a read-only copy in the pod", m.Path, m.Why)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package kubernetes
+
+import (
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/kubecluster"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// TestSelftestOnNode: `triage-sandbox-kube selftest --backend kubernetes`
+// passes both roles on the local node (containerd, runc, the kubelet),
+// the workspace given to each pod by copy, with not applicable only where
+// the backend declares a capability missing (own_loopback: no
+// NetworkPolicy controller on the node; pids_limit: per node, not per
+// pod). Its pods and NetworkPolicies are all gone afterwards
+// (restrictedNamespace's cleanup).
+func TestSelftestOnNode(t *testing.T) {
+	selftestOnNode(t, cliWorkspace(t, "", ""))
+}
+
+// TestSelftestOnNodeGVisor: the same with runtime = "gvisor" (the node's
+// RuntimeClass for runsc, where runsc is installed: TRIAGE_SANDBOX_GVISOR=1
+// scripts/setup.sh). Opt-in (TRIAGE_SANDBOX_KUBE_GVISOR=1) until it
+// passes: Debian's runsc has no containerd shim, and under containerd's
+// runc shim the unpacker's init container exits (runsc lists it stopped)
+// but the exit never reaches the kubelet, so the holder never starts
+// (containerd-shim-runsc-v1 is what is missing).
+func TestSelftestOnNodeGVisor(t *testing.T) {
+	if os.Getenv("TRIAGE_SANDBOX_KUBE_GVISOR") == "" {
+		t.Skip("not passing yet under runsc without its containerd shim (an init container's exit never reaches the kubelet); TRIAGE_SANDBOX_KUBE_GVISOR=1 runs it")
+	}
+	_, n, _ := node(t)
+	if !slices.Contains(n.RuntimeClasses, kubecluster.GVisorClass) {
+		t.Skip("no runsc on this machine: TRIAGE_SANDBOX_GVISOR=1 scripts/setup.sh installs it")
+	}
+	selftestOnNode(t, cliWorkspace(t, "runtime = \""+kubecluster.GVisorClass+"\"\n", ""))
+}
+
+// selftestOnNode runs the selftest of each role in e and judges it: one
+// role at a time, so one role's pods fit the node's two CPUs at once (a
+// pod waiting past the backend's start bound would be inconclusive).
+func selftestOnNode(t *testing.T, e *cliEnv) {
+	for _, role := range profiles.Roles() {
+		start := time.Now()
+		stdout, stderr, runErr := e.run("selftest", "--json", "--role", string(role))
+		t.Logf("%s: selftest in %s", role, time.Since(start).Round(time.Second))
+		judgeSelftest(t, stdout, stderr, runErr)
+	}
+	e.awaitEmpty(t, time.Minute)
+}
+
+// judgeSelftest fails on any check neither ok nor not applicable for a
+// capability the backend declares missing.
+func judgeSelftest(t *testing.T, stdout, stderr string, runErr error) {
+	t.Helper()
+	var rep struct {
+		Roles []struct {
+			Role     string        `json:"role"`
+			Error    string        `json:"error"`
+			Duration time.Duration `json:"duration_ns"`
+			Checks   []struct {
+				ID, Status, Evidence string
+				OK                   bool
+			} `json:"checks"`
+		} `json:"roles"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Roles) != 1 {
+		t.Fatalf("selftest: %v; report %v: %s\nstderr: %s", runErr, err, stdout, stderr)
+	}
+	declared := map[string]string{"NET-11": "own_loopback", "NET-12": "own_loopback", "RES-01": "pids_limit"}
+	for _, r := range rep.Roles {
+		t.Logf("%s: %s, %d checks", r.Role, r.Duration.Round(time.Second), len(r.Checks))
+		if r.Error != "" {
+			t.Errorf("%s: %s", r.Role, r.Error)
+		}
+		for _, ch := range r.Checks {
+			switch {
+			case ch.Status == "n/a":
+				if cap, ok := declared[ch.ID]; !ok || !strings.Contains(ch.Evidence, cap) {
+					t.Errorf("%s %s not applicable, not for a declared missing capability: %s", r.Role, ch.ID, ch.Evidence)
+				}
+			case !ch.OK:
+				t.Errorf("%s %s %s: %s", r.Role, ch.ID, ch.Status, ch.Evidence)
+			}
+		}
+	}
+	if runErr != nil {
+		t.Errorf("selftest exit: %v\n%s", runErr, stderr)
+	}
+}

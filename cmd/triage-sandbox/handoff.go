@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
+	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes/kubecaps"
+)
+
+// handOff replaces this process with the binary that has backend compiled
+// in, when this one does not (the kubernetes backend lives in a second
+// binary so client-go costs the default one nothing): the same argv and
+// environment, so it compiles the same policy and does what was asked. It
+// returns nil when the backend is here, and a refusal naming how to build
+// the other binary when it cannot be found.
+func handOff(backend string) error {
+	bin := builtin.Elsewhere(backend)
+	if bin == "" {
+		return nil
+	}
+	self, _ := os.Executable()
+	path, err := findSibling(self, bin)
+	if err != nil {
+		return refuse(fmt.Errorf("--backend %s: %v; %s", backend, err, kubecaps.HowToBuild))
+	}
+	if err := syscall.Exec(path, append([]string{path}, os.Args[1:]...), os.Environ()); err != nil {
+		return refuse(fmt.Errorf("--backend %s: starting %s: %v", backend, path, err))
+	}
+	return nil // not reached
+}
+
+// findSibling finds bin beside self (an install keeps the two together),
+// then on PATH. It never finds self: that would hand off forever.
+func findSibling(self, bin string) (string, error) {
+	var candidates []string
+	if self != "" {
+		candidates = append(candidates, filepath.Join(filepath.Dir(self), bin))
+	}
+	if p, err := exec.LookPath(bin); err == nil {
+		candidates = append(candidates, p)
+	}
+	selfInfo, _ := os.Stat(self)
+	for _, c := range candidates {
+		info, err := os.Stat(c)
+		if err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+			continue
+		}
+		if selfInfo != nil && os.SameFile(info, selfInfo) {
+			continue
+		}
+		return c, nil
+	}
+	return "", errors.New("that backend is compiled into " + bin + ", found neither beside this binary nor on PATH")
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The cluster the kubernetes backend's tests run against, made on this
+# machine and cached (idempotent; each step is skipped when already done):
+#   - installs etcd-server, containerd and containernetworking-plugins from
+#     Debian if missing,
+#   - builds kube-apiserver and kubelet at the version scripts/kube/go.mod
+#     pins (k8s.io/kubernetes from the Go module proxy, its staging modules
+#     replaced by their releases) into $TRIAGE_SANDBOX_KUBE_DIR
+#     (default /var/cache/triage-sandbox/kube/<version>/); the first build
+#     takes about 20 minutes on 2 cores, later runs reuse the cache.
+# Prints the directory holding the binaries on stdout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/machine.sh
+. scripts/machine.sh
+ts_log_prefix=kube
+
+version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' scripts/kube/go.mod)
+[ -n "$version" ] || { ts_log "scripts/kube/go.mod names no k8s.io/kubernetes version"; exit 1; }
+dir=${TRIAGE_SANDBOX_KUBE_DIR:-/var/cache/triage-sandbox/kube/$version}
+
+need_pkgs=()
+command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || need_pkgs+=(etcd-server)
+command -v containerd >/dev/null 2>&1 || need_pkgs+=(containerd)
+command -v runc >/dev/null 2>&1 || need_pkgs+=(runc)
+[ -x /usr/lib/cni/loopback ] || need_pkgs+=(containernetworking-plugins)
+ts_install_packages ${need_pkgs[@]+"${need_pkgs[@]}"}
+
+mkdir -p "$dir"
+for b in kube-apiserver kubelet; do
+  [ -x "$dir/$b" ] && continue
+  ts_log "building $b $version into $dir (cached afterwards)"
+  (cd scripts/kube && CGO_ENABLED=0 go build -trimpath -o "$dir/$b.tmp" \
+    -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$version" "k8s.io/kubernetes/cmd/$b")
+  mv "$dir/$b.tmp" "$dir/$b"
+done
+echo "$dir"
