@@ -13,7 +13,7 @@ import (
 // init container fills the pod's copy of the workspace this way; the
 // holder's container then mounts those directories read-only).
 func RunUnpack(spec protocol.Unpack, in io.Reader, errOut io.Writer) int {
-	if err := guardFromCommand(); err != nil {
+	if err := guardFromCommand(nil); err != nil { // pods start as the sandbox identity
 		fmt.Fprintf(errOut, "triage-sandbox: %v\n", err)
 		return exitcodeRefused
 	}

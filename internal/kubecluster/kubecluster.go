@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package kubecluster starts a Kubernetes control plane on loopback for
 // tests: Debian's etcd and a kube-apiserver built by scripts/kube.sh, with
 // throw-away certificates, Pod Security Admission in force and the
