@@ -34,9 +34,21 @@ import (
 )
 
 // backendNames are the backends every test here runs against: every
-// registered one; one that cannot run here (seatbelt on Linux, oci
-// without root) is skipped with the reason.
-var backendNames = builtin.Registry().Names()
+// registered one compiled into this binary; one that cannot run here
+// (seatbelt on Linux, oci without root) is skipped with the reason. A
+// backend compiled only into another binary (kubernetes) is tested
+// through that binary in its own package.
+var backendNames = compiledHere(builtin.Registry().Names())
+
+func compiledHere(names []string) []string {
+	var here []string
+	for _, n := range names {
+		if builtin.Elsewhere(n) == "" {
+			here = append(here, n)
+		}
+	}
+	return here
+}
 
 // gvisor is the oci backend with gVisor's runsc as its runtime, for the
 // tests that also run there; dockerGVisor the docker backend with the
