@@ -123,8 +123,10 @@ func (s *sandbox) byExec(input bool) holderexec.Starter {
 			_, _ = stdcopy.StdCopy(gate.Stdout(), gate.Stderr(), att.Reader)
 		}()
 		wait := func() error {
-			<-copied
 			defer att.Close()
+			if s.streamOutlived(copied, att.Close) {
+				return &holderexec.ExitStatus{Code: holderexec.ExitKilled}
+			}
 			return s.execEnd(ctx, created.ID)
 		}
 		started := &holderexec.Started{Stdin: execStdin{att.HijackedResponse}, Wait: wait}
@@ -133,6 +135,31 @@ func (s *sandbox) byExec(input bool) holderexec.Starter {
 		}
 		return started, nil
 	}
+}
+
+// execDrain bounds how long an exec's output may trail its container's end.
+const execDrain = 500 * time.Millisecond
+
+// streamOutlived waits for an exec's output to end (copied) and says
+// whether it outlived the container: under gVisor the daemon never closes
+// the stream of an exec whose container was killed (the whole sandbox at
+// its memory limit), so past execDrain after the container's end the
+// stream is cut (cut) and the exec, gone with its container, counts as
+// killed.
+func (s *sandbox) streamOutlived(copied <-chan struct{}, cut func()) bool {
+	select {
+	case <-copied:
+		return false
+	case <-s.exited:
+	}
+	select {
+	case <-copied:
+		return false
+	case <-time.After(execDrain):
+	}
+	cut()
+	<-copied
+	return true
 }
 
 // execEnd is how an exec whose streams closed ended, as a Starter's Wait
