@@ -141,7 +141,7 @@ func (s *sandbox) byExec(input bool) holderexec.Starter {
 const execDrain = 500 * time.Millisecond
 
 // streamOutlived waits for an exec's output to end (copied) and says
-// whether it outlived the container: under gVisor the daemon never closes
+// whether it outlived the container: under gVisor the daemon may never close
 // the stream of an exec whose container was killed (the whole sandbox at
 // its memory limit), so past execDrain after the container's end the
 // stream is cut (cut) and the exec, gone with its container, counts as
