@@ -23,8 +23,14 @@ import (
 // output.
 const execAttempts = 3
 
-// oomEventLag bounds how long the daemon's oom event may trail the kill.
-const oomEventLag = time.Second
+// oomEventLag bounds how long the daemon's oom event may trail the kill;
+// oomEventLagEnded, for a container that ended by itself (gVisor's, killed
+// whole at its memory limit), whose exit and oom news reach the daemon
+// separately and, on a busy machine, seconds apart.
+const (
+	oomEventLag      = time.Second
+	oomEventLagEnded = 5 * time.Second
+)
 
 // Exec runs one command through the in-sandbox supervisor, started by the
 // holder over its control channel or, without one, by a docker exec; the
@@ -197,13 +203,20 @@ func (w execStdin) Close() error                { return w.att.CloseWrite() }
 
 // oomKills is one command's view of the container's oom events, for
 // holderexec.Run.OOMKills: the daemon tells of an OOM kill a moment after
-// it, so a count asked with a settle waits up to oomEventLag for news past
+// it, so a count asked with a settle waits up to oomEventLag (a container
+// that ended by itself: oomEventLagEnded) for news past
 // the count it gave before.
 func (s *sandbox) oomKills() func(settle time.Duration) uint64 {
 	var last int64
 	return func(settle time.Duration) uint64 {
+		wait := min(settle, oomEventLag)
+		if settle > 0 && s.ended() && !s.killed.Load() {
+			// Past its settle: an ended container without news of an OOM
+			// kill makes the run's result unknown.
+			wait = oomEventLagEnded
+		}
 		n := s.oomEvents.Load()
-		for end := time.Now().Add(min(settle, oomEventLag)); n == last && time.Now().Before(end); n = s.oomEvents.Load() {
+		for end := time.Now().Add(wait); n == last && time.Now().Before(end); n = s.oomEvents.Load() {
 			time.Sleep(50 * time.Millisecond)
 		}
 		last = n

@@ -74,3 +74,17 @@ func TestStreamOutlivedContainer(t *testing.T) {
 		})
 	}
 }
+
+// A container that ended by itself (gVisor's, killed whole at its memory
+// limit) waits longer for its oom news: exit and OOM reach the daemon
+// apart.
+func TestOOMKillsWaitsLongerForAnEndedContainer(t *testing.T) {
+	s := &sandbox{exited: make(chan struct{})}
+	kills := s.oomKills()
+	kills(0)
+	close(s.exited)
+	time.AfterFunc(oomEventLag+300*time.Millisecond, func() { s.oomEvents.Add(1) })
+	if got := kills(2 * time.Second); got != 1 {
+		t.Fatalf("ended container: %d, want the news that came after %v", got, oomEventLag)
+	}
+}
