@@ -24,9 +24,9 @@ import (
 const execAttempts = 3
 
 // oomEventLag bounds how long the daemon's oom event may trail the kill;
-// oomEventLagEnded, for a container that ended by itself (gVisor's, killed
-// whole at its memory limit), whose exit and oom news reach the daemon
-// separately and, on a busy machine, seconds apart.
+// oomEventLagEnded, for a container that ended by itself or runs gVisor
+// (killed whole at its memory limit), whose exit and oom news reach the
+// daemon separately and, on a busy machine, seconds apart.
 const (
 	oomEventLag      = time.Second
 	oomEventLagEnded = 5 * time.Second
@@ -50,7 +50,8 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	}
 	<-s.ctlReady
 	run := holderexec.Run{Policy: s.p, Sandbox: (*holderView)(s), Start: s.byExec(cmd.Stdin != nil),
-		Manifest: &s.manifest, Seccomp: holderexec.SeccompFor(s.rt), OOMKills: s.oomKills()}
+		Manifest: &s.manifest, Seccomp: holderexec.SeccompFor(s.rt), OOMKills: s.oomKills(),
+		OOMEndsSandbox: s.rt.UserSpaceKernel}
 	tries := execAttempts
 	if s.ctl != nil {
 		// The copy back rides on the command's own start: no docker exec
@@ -210,9 +211,11 @@ func (s *sandbox) oomKills() func(settle time.Duration) uint64 {
 	var last int64
 	return func(settle time.Duration) uint64 {
 		wait := min(settle, oomEventLag)
-		if settle > 0 && s.ended() && !s.killed.Load() {
+		if settle > 0 && (s.ended() || s.rt.UserSpaceKernel) && !s.killed.Load() {
 			// Past its settle: an ended container without news of an OOM
-			// kill makes the run's result unknown.
+			// kill makes the run's result unknown; under gVisor the news
+			// may come before the container's end, seconds after the
+			// command's.
 			wait = oomEventLagEnded
 		}
 		n := s.oomEvents.Load()
