@@ -44,6 +44,7 @@ type Backend struct {
 	selfExe string
 	host    string
 	engine  engineCache
+	runtime runtimeCache
 	// Adjust, when set, edits each create request before it is sent. Only
 	// tests use it, to weaken a container and prove the selftest notices.
 	Adjust func(*CreateRequest)
@@ -175,6 +176,10 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, errors.New("docker backend: no triage-sandbox binary to mount as init")
 	}
 	if err := b.Ready(ctx, p); err != nil {
+		return nil, err
+	}
+	p, err := b.withRuntime(ctx, p)
+	if err != nil {
 		return nil, err
 	}
 	ttl := opts.TTL

@@ -23,8 +23,14 @@ import (
 // output.
 const execAttempts = 3
 
-// oomEventLag bounds how long the daemon's oom event may trail the kill.
-const oomEventLag = time.Second
+// oomEventLag bounds how long the daemon's oom event may trail the kill;
+// oomEventLagEnded, for a container that ended by itself or runs gVisor
+// (killed whole at its memory limit), whose exit and oom news reach the
+// daemon separately and, on a busy machine, seconds apart.
+const (
+	oomEventLag      = time.Second
+	oomEventLagEnded = 5 * time.Second
+)
 
 // Exec runs one command through the in-sandbox supervisor, started by the
 // holder over its control channel or, without one, by a docker exec; the
@@ -44,7 +50,8 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	}
 	<-s.ctlReady
 	run := holderexec.Run{Policy: s.p, Sandbox: (*holderView)(s), Start: s.byExec(cmd.Stdin != nil),
-		Manifest: &s.manifest, Seccomp: holderexec.SeccompFor(s.rt), OOMKills: s.oomKills()}
+		Manifest: &s.manifest, Seccomp: holderexec.SeccompFor(s.rt), OOMKills: s.oomKills(),
+		OOMEndsSandbox: s.rt.UserSpaceKernel}
 	tries := execAttempts
 	if s.ctl != nil {
 		// The copy back rides on the command's own start: no docker exec
@@ -123,8 +130,10 @@ func (s *sandbox) byExec(input bool) holderexec.Starter {
 			_, _ = stdcopy.StdCopy(gate.Stdout(), gate.Stderr(), att.Reader)
 		}()
 		wait := func() error {
-			<-copied
 			defer att.Close()
+			if s.streamOutlived(copied, att.Close) {
+				return &holderexec.ExitStatus{Code: holderexec.ExitKilled}
+			}
 			return s.execEnd(ctx, created.ID)
 		}
 		started := &holderexec.Started{Stdin: execStdin{att.HijackedResponse}, Wait: wait}
@@ -133,6 +142,31 @@ func (s *sandbox) byExec(input bool) holderexec.Starter {
 		}
 		return started, nil
 	}
+}
+
+// execDrain bounds how long an exec's output may trail its container's end.
+const execDrain = 500 * time.Millisecond
+
+// streamOutlived waits for an exec's output to end (copied) and says
+// whether it outlived the container: under gVisor the daemon may never close
+// the stream of an exec whose container was killed (the whole sandbox at
+// its memory limit), so past execDrain after the container's end the
+// stream is cut (cut) and the exec, gone with its container, counts as
+// killed.
+func (s *sandbox) streamOutlived(copied <-chan struct{}, cut func()) bool {
+	select {
+	case <-copied:
+		return false
+	case <-s.exited:
+	}
+	select {
+	case <-copied:
+		return false
+	case <-time.After(execDrain):
+	}
+	cut()
+	<-copied
+	return true
 }
 
 // execEnd is how an exec whose streams closed ended, as a Starter's Wait
@@ -170,13 +204,22 @@ func (w execStdin) Close() error                { return w.att.CloseWrite() }
 
 // oomKills is one command's view of the container's oom events, for
 // holderexec.Run.OOMKills: the daemon tells of an OOM kill a moment after
-// it, so a count asked with a settle waits up to oomEventLag for news past
+// it, so a count asked with a settle waits up to oomEventLag (a container
+// that ended by itself: oomEventLagEnded) for news past
 // the count it gave before.
 func (s *sandbox) oomKills() func(settle time.Duration) uint64 {
 	var last int64
 	return func(settle time.Duration) uint64 {
+		wait := min(settle, oomEventLag)
+		if settle > 0 && (s.ended() || s.rt.UserSpaceKernel) && !s.killed.Load() {
+			// Past its settle: an ended container without news of an OOM
+			// kill makes the run's result unknown; under gVisor the news
+			// may come before the container's end, seconds after the
+			// command's.
+			wait = oomEventLagEnded
+		}
 		n := s.oomEvents.Load()
-		for end := time.Now().Add(min(settle, oomEventLag)); n == last && time.Now().Before(end); n = s.oomEvents.Load() {
+		for end := time.Now().Add(wait); n == last && time.Now().Before(end); n = s.oomEvents.Load() {
 			time.Sleep(50 * time.Millisecond)
 		}
 		last = n

@@ -39,3 +39,52 @@ func TestOOMKillsWaitsForTrailingNews(t *testing.T) {
 		t.Fatalf("no news: waited %v, want about %v", d, oomEventLag)
 	}
 }
+
+// An exec's stream that outlives its container (gVisor's, killed whole at
+// its memory limit) is cut execDrain after the container's end, and the
+// exec counts as killed; one that ends by itself is read to its end.
+func TestStreamOutlivedContainer(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		exited, ended bool // the container ended; the stream ends by itself
+		want          bool
+	}{
+		{"stream ends, container runs", false, true, false},
+		{"stream ends, container gone", true, true, false},
+		{"stream outlives its container", true, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &sandbox{exited: make(chan struct{})}
+			if tt.exited {
+				close(s.exited)
+			}
+			copied := make(chan struct{})
+			if tt.ended {
+				close(copied)
+			}
+			cut := false
+			start := time.Now()
+			got := s.streamOutlived(copied, func() { cut = true; close(copied) })
+			if got != tt.want || cut != tt.want {
+				t.Fatalf("outlived %v cut %v, want %v", got, cut, tt.want)
+			}
+			if d := time.Since(start); tt.want && (d < execDrain || d > execDrain+time.Second) {
+				t.Fatalf("cut after %v, want about %v", d, execDrain)
+			}
+		})
+	}
+}
+
+// A container that ended by itself (gVisor's, killed whole at its memory
+// limit) waits longer for its oom news: exit and OOM reach the daemon
+// apart.
+func TestOOMKillsWaitsLongerForAnEndedContainer(t *testing.T) {
+	s := &sandbox{exited: make(chan struct{})}
+	kills := s.oomKills()
+	kills(0)
+	close(s.exited)
+	time.AfterFunc(oomEventLag+300*time.Millisecond, func() { s.oomEvents.Add(1) })
+	if got := kills(2 * time.Second); got != 1 {
+		t.Fatalf("ended container: %d, want the news that came after %v", got, oomEventLag)
+	}
+}

@@ -268,9 +268,15 @@ func (s *sandbox) execExit(ctx context.Context, execID string) (int, error) {
 		if !ins.Running {
 			return ins.ExitCode, nil
 		}
+		if s.ended() {
+			// Under gVisor the daemon may never hear of the end of an exec
+			// whose container was killed: it went with its container.
+			return 0, errors.New("the command went with its container")
+		}
 		select {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("the command still runs after its streams closed")
+		case <-s.exited:
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -84,6 +84,10 @@ type Run struct {
 	// trails the kill). Exec asks it once before the command and once
 	// after, with a settle only when the end could be an OOM kill.
 	OOMKills func(settle time.Duration) uint64
+	// OOMEndsSandbox: the memory limit ends the whole sandbox (gVisor's
+	// kernel runs in its cgroup), so a command killed with news of an OOM
+	// kill is awaited with its sandbox even while the sandbox still runs.
+	OOMEndsSandbox bool
 	// CopyBackBound bounds the copy back from its first byte (0:
 	// CopyBackTimeout).
 	CopyBackBound time.Duration
@@ -276,7 +280,7 @@ func (r Run) judgeOOM(res *backends.Result, code int, oomBefore uint64) int {
 		return code
 	}
 	res.OOMKilled = true
-	if (code != ExitKilled || r.ended()) && r.endsSoon(10*time.Second) {
+	if (code != ExitKilled || r.ended() || r.OOMEndsSandbox) && r.endsSoon(10*time.Second) {
 		// The memory limit took the whole sandbox (gVisor's kernel runs
 		// in the sandbox's cgroup): the command ended with it.
 		res.WholeSandboxOOM = true

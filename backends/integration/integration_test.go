@@ -211,7 +211,7 @@ func TestExitCodes(t *testing.T) {
 // limit takes the whole sandbox (its kernel is charged for the memory),
 // which is reported as such, not as an unknown end.
 func TestOutOfMemoryToldApart(t *testing.T) {
-	for _, name := range append(backendNames, gvisor) {
+	for _, name := range append(backendNames, gvisor, dockerGVisor) {
 		t.Run(name, func(t *testing.T) {
 			k := newKit(t, name)
 			if name == local.Name && os.Geteuid() != 0 {
@@ -224,7 +224,7 @@ func TestOutOfMemoryToldApart(t *testing.T) {
 			if bomb.res.ExitCode != 137 || !bomb.res.OOMKilled {
 				t.Errorf("memory bomb: exit %d oom %v, want 137 and oom (stderr %q)", bomb.res.ExitCode, bomb.res.OOMKilled, bomb.stderr)
 			}
-			if name == gvisor && !bomb.res.WholeSandboxOOM {
+			if (name == gvisor || name == dockerGVisor) && !bomb.res.WholeSandboxOOM {
 				t.Errorf("gVisor: the whole sandbox's end is not reported as such")
 			}
 			kill := k.run(t, p, time.Minute, "sh", "-c", "kill -KILL $$")

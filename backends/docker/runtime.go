@@ -1,0 +1,68 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/triage-sandbox/triage-sandbox/policy"
+)
+
+// daemonInfo is what resolving the default runtime needs of the daemon.
+type daemonInfo interface {
+	Info(ctx context.Context, o client.InfoOptions) (client.SystemInfoResult, error)
+}
+
+// resolveRuntime names the runtime the daemon runs a container under when
+// none is configured: its default (runsc on a daemon set up for gVisor),
+// whose traits (helpers that start as root, gVisor's process limits,
+// exec-only commands) the sandbox must get. It fails closed: a sandbox
+// built for the wrong runtime is weaker than none.
+func resolveRuntime(ctx context.Context, d daemonInfo) (string, error) {
+	const fix = "; set [sandbox] runtime to the runtime the daemon runs containers under"
+	ctx, cancel := context.WithTimeout(ctx, infoTimeout)
+	defer cancel()
+	res, err := d.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return "", fmt.Errorf("asking the Docker daemon for its default runtime: %w%s", err, fix)
+	}
+	if res.Info.DefaultRuntime == "" {
+		return "", errors.New("the Docker daemon does not say its default runtime" + fix)
+	}
+	return res.Info.DefaultRuntime, nil
+}
+
+// infoTimeout bounds the daemon's /info, slow on a busy daemon (seconds).
+const infoTimeout = 30 * time.Second
+
+// runtimeCache remembers the daemon's default runtime once resolved. The
+// resolved name goes into every create request, so a daemon whose default
+// changes later still runs the sandbox under the runtime it was built for.
+type runtimeCache struct {
+	mu   sync.Mutex
+	name string
+}
+
+// withRuntime is p with the runtime its sandbox runs under named: p's
+// own, or the daemon's default (asked once per Backend).
+func (b *Backend) withRuntime(ctx context.Context, p *policy.Policy) (*policy.Policy, error) {
+	if p.Runtime != "" {
+		return p, nil
+	}
+	b.runtime.mu.Lock()
+	defer b.runtime.mu.Unlock()
+	if b.runtime.name == "" {
+		name, err := resolveRuntime(ctx, b.cli)
+		if err != nil {
+			return nil, err
+		}
+		b.runtime.name = name
+	}
+	q := *p
+	q.Runtime = b.runtime.name
+	return &q, nil
+}
