@@ -55,7 +55,7 @@ func TestControlChannelAndFallback(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer sess.Close(context.Background())
-			var out bytes.Buffer
+			var out testenv.Buffer
 			res, err := sess.Exec(context.Background(), sandbox.Request{Policy: p, NoAudit: true,
 				Command: backends.Command{Argv: []string{"sh", "-c", "echo hi; echo err >&2; exit 3"}},
 				Streams: backends.Streams{Stdout: &out, Stderr: &out}})

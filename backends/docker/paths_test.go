@@ -1,7 +1,6 @@
 package docker_test
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"strings"
@@ -86,7 +85,7 @@ func TestBothExecPathsEndAlike(t *testing.T) {
 				if tt.stdin != "" {
 					cmd.Stdin = strings.NewReader(tt.stdin)
 				}
-				var out bytes.Buffer
+				var out testenv.Buffer
 				started := time.Now()
 				res, err := s.Exec(ctx, cmd, backends.Streams{Stdout: &out, Stderr: &out})
 				t.Logf("%s: ended after %v", tt.name, time.Since(started).Round(time.Millisecond))

@@ -1,7 +1,6 @@
 package docker_test
 
 import (
-	"bytes"
 	"context"
 	"testing"
 
@@ -22,7 +21,7 @@ func runOutcome(t *testing.T, p *policy.Policy, argv ...string) (sandbox.Outcome
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
+	var out testenv.Buffer
 	res, err := sandbox.Run(context.Background(), b, sandbox.Request{
 		Policy: p, Command: backends.Command{Argv: argv},
 		Streams:  backends.Streams{Stdout: &out, Stderr: &out},

@@ -217,7 +217,7 @@ func (k *kit) run(t *testing.T, p *policy.Policy, timeout time.Duration, argv ..
 func (k *kit) runOutcome(t *testing.T, p *policy.Policy, argv ...string) (sandbox.Outcome, string) {
 	t.Helper()
 	w := k.watch()
-	var out bytes.Buffer
+	var out testenv.Buffer
 	res, err := sandbox.Run(context.Background(), k.b, sandbox.Request{
 		Policy: p, Command: backends.Command{Argv: argv},
 		Streams:  backends.Streams{Stdout: &out, Stderr: &out},

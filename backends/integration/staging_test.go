@@ -3,7 +3,6 @@
 package integration_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
@@ -121,7 +121,7 @@ func TestStagedHostChangesWin(t *testing.T) {
 		if err := os.WriteFile(shared, []byte("host v2"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var buf bytes.Buffer
+		var buf testenv.Buffer
 		out, err := sess.Exec(context.Background(), sandbox.Request{
 			Command: backends.Command{Argv: []string{"sh", "-c", "cat repros/shared.txt; echo sandbox > repros/shared.txt"}},
 			Streams: backends.Streams{Stdout: &buf, Stderr: &buf},

@@ -3,7 +3,6 @@
 package integration_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -70,7 +69,7 @@ func waitKeepersGone(t testing.TB, dir string) {
 // warmRun is one command through the warm backend, as `run` takes it.
 func warmRun(t *testing.T, b backends.Backend, p *policy.Policy, timeout time.Duration, argv ...string) (sandbox.Outcome, string) {
 	t.Helper()
-	var out bytes.Buffer
+	var out testenv.Buffer
 	res, err := sandbox.Run(context.Background(), b, sandbox.Request{
 		Policy: p, Timeout: timeout, Command: backends.Command{Argv: argv},
 		Streams: backends.Streams{Stdout: &out, Stderr: &out}, NoAudit: true,

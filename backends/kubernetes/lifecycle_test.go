@@ -3,7 +3,6 @@
 package kubernetes
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -130,7 +129,7 @@ func TestLifecycle(t *testing.T) {
 	t.Logf("started in %s", time.Since(start).Round(time.Millisecond))
 	defer sb.Close(ctx)
 	run := func(cmd backends.Command) (backends.Result, string) {
-		var out bytes.Buffer
+		var out testenv.Buffer
 		res, err := sb.Exec(ctx, cmd, backends.Streams{Stdout: &out, Stderr: &out})
 		if err != nil {
 			t.Fatalf("%v: %v", cmd.Argv, err)

@@ -80,7 +80,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	id := sess.Sandbox().ID()
 	exec1 := func(timeout time.Duration, script string) (sandbox.Outcome, string) {
-		var out bytes.Buffer
+		var out testenv.Buffer
 		res, err := sess.Exec(context.Background(), sandbox.Request{Timeout: timeout, NoGate: true,
 			Command: backends.Command{Argv: []string{"sh", "-c", script}}, Streams: backends.Streams{Stdout: &out, Stderr: &out}})
 		if err != nil {
