@@ -160,9 +160,10 @@ func TestMCPServerKilledLeavesNothing(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the client did not start the server")
 	}
-	// Both commands run: two sleeps of each (one setsid) show the token.
+	// Both commands run: each one's shell shows the token (a supervisor
+	// process may too, unless it is resident in the holder).
 	if !testenv.Eventually(60*time.Second, func() bool {
-		return len(processesWith(token, pid)) >= 4 && len(containersOf(t, cli, pid)) == 2
+		return len(processesWith(token, pid)) >= 2 && len(containersOf(t, cli, pid)) == 2
 	}) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("the commands never started: processes %v, containers %v", processesWith(token, pid), containersOf(t, cli, pid))
