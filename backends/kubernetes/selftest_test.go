@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/internal/kubecluster"
+	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes/kubecluster"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 

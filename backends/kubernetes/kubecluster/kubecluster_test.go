@@ -15,7 +15,7 @@ import (
 // scripts/kube/go.mod builds.
 func TestVersionPinned(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
-	mod, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "scripts", "kube", "go.mod"))
+	mod, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "scripts", "kube", "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
