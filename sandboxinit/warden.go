@@ -39,6 +39,9 @@ type warden struct {
 	// resident counts commands running resident (at most one): the
 	// holder's orphans are theirs meanwhile, not leftovers.
 	resident int
+	// quietSince: without subreapers, when the scans began to find no
+	// supervisor running (zero: one runs, or none has been looked for).
+	quietSince time.Time
 }
 
 // wardenPoll is how often the warden looks without being told a child
@@ -120,16 +123,36 @@ func (w *warden) killedSoFar() int {
 	return w.killed
 }
 
+// settled reports whether the holder's orphans in procs, scanned at now,
+// may be taken for leftovers. With subreapers, always. Without them, the
+// orphans of a running command come to pid 1 too, so only when no
+// supervisor has been seen for a whole poll: one scan that missed a live
+// supervisor (a /proc read that failed under load) must not kill what its
+// command left running on purpose.
+func (w *warden) settled(procs map[int]proc, now time.Time) bool {
+	if !w.noSubreaper {
+		return true
+	}
+	if supervisorRunning(procs) {
+		w.quietSince = time.Time{}
+		return false
+	}
+	if w.quietSince.IsZero() {
+		w.quietSince = now
+	}
+	return now.Sub(w.quietSince) >= wardenPoll
+}
+
 // leftovers are the processes (pid -> parent) that nobody started and
 // that came to the holder or to the init above it, with all their
-// descendants.
-func (w *warden) leftovers(procs map[int]proc) []int {
+// descendants. Unless settled, only the holder's dead children.
+func (w *warden) leftovers(procs map[int]proc, settled bool) []int {
 	children := map[int][]int{}
 	for pid, p := range procs {
 		children[p.ppid] = append(children[p.ppid], pid)
 	}
 	var out []int
-	if w.noSubreaper && supervisorRunning(procs) {
+	if !settled {
 		// Orphans now may be a running command's: only reap the dead.
 		for pid, p := range procs {
 			if p.ppid == w.self && p.zombie && !w.started[pid] {

@@ -59,7 +59,7 @@ func (w *warden) sweepLocked() {
 	}
 	for range 20 {
 		procs := readProcs()
-		left := w.leftovers(procs)
+		left := w.leftovers(procs, w.settled(procs, time.Now()))
 		alive := 0
 		w.onThread(func() {
 			for _, pid := range left {

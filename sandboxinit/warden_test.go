@@ -3,6 +3,7 @@ package sandboxinit
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestWardenLeftovers(t *testing.T) {
@@ -20,32 +21,63 @@ func TestWardenLeftovers(t *testing.T) {
 		60: {ppid: 7, zombie: true},
 	}
 	tests := []struct {
-		name        string
-		self        int
-		initAbove   bool
-		noSubreaper bool
-		started     []int
-		want        []int
+		name      string
+		self      int
+		initAbove bool
+		settled   bool
+		started   []int
+		want      []int
 	}{
-		{"under an init", 7, true, false, []int{20}, []int{30, 31, 32, 40, 41, 60}},
-		{"without an init above", 7, false, false, []int{20}, []int{30, 31, 32, 60}},
-		{"nothing started yet", 7, false, false, nil, []int{20, 21, 22, 30, 31, 32, 60}},
-		{"the holder is pid 1", 1, false, false, []int{7}, []int{40, 41}},
+		{"under an init", 7, true, true, []int{20}, []int{30, 31, 32, 40, 41, 60}},
+		{"without an init above", 7, false, true, []int{20}, []int{30, 31, 32, 60}},
+		{"nothing started yet", 7, false, true, nil, []int{20, 21, 22, 30, 31, 32, 60}},
+		{"the holder is pid 1", 1, false, true, []int{7}, []int{40, 41}},
 		// Without subreapers, orphans may be a running supervisor's (50):
 		// only the dead are reaped.
-		{"no subreaper, a supervisor runs", 7, false, true, []int{20}, []int{60}},
+		{"not settled", 7, false, false, []int{20}, []int{60}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &warden{self: tt.self, initAbove: tt.initAbove, noSubreaper: tt.noSubreaper, started: map[int]bool{}}
+			w := &warden{self: tt.self, initAbove: tt.initAbove, started: map[int]bool{}}
 			for _, pid := range tt.started {
 				w.started[pid] = true
 			}
-			got := w.leftovers(procs)
+			got := w.leftovers(procs, tt.settled)
 			slices.Sort(got)
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("leftovers = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestWardenSettled: without subreapers, the holder's orphans are taken for
+// leftovers only after no supervisor was seen for a whole poll, so that one
+// scan that missed a live supervisor does not kill its command's orphans.
+func TestWardenSettled(t *testing.T) {
+	running := map[int]proc{1: {ppid: 0}, 19: {ppid: 0}, 30: {ppid: 1}}
+	none := map[int]proc{1: {ppid: 0}, 30: {ppid: 1}}
+	t0 := time.Unix(1000, 0)
+	steps := []struct {
+		procs map[int]proc
+		at    time.Duration
+		want  bool
+	}{
+		{running, 0, false},
+		{none, 10 * time.Millisecond, false},              // the first quiet scan
+		{none, 10*time.Millisecond + wardenPoll/2, false}, // not a whole poll yet
+		{running, 10*time.Millisecond + wardenPoll, false},
+		{none, 20*time.Millisecond + wardenPoll, false}, // quiet again: starts over
+		{none, 20*time.Millisecond + 2*wardenPoll, true},
+		{none, 20*time.Millisecond + 3*wardenPoll, true},
+	}
+	w := &warden{self: 1, noSubreaper: true, started: map[int]bool{}}
+	for i, s := range steps {
+		if got := w.settled(s.procs, t0.Add(s.at)); got != s.want {
+			t.Fatalf("step %d: settled = %v, want %v", i, got, s.want)
+		}
+	}
+	if w := (&warden{self: 1}); !w.settled(running, t0) {
+		t.Fatal("with subreapers the holder's orphans are always leftovers")
 	}
 }
