@@ -114,6 +114,14 @@ type EngineReporter interface {
 	EngineInfo(ctx context.Context) (string, error)
 }
 
+// Attacher is a backend whose Start for some policies starts no sandbox of
+// this process: it attaches to one that another process (a session's or
+// pool's keeper) started and owns. The sweep of dead owners' leftovers
+// that goes beside every start is then that process's, not the caller's.
+type Attacher interface {
+	Attaches(p *policy.Policy) bool
+}
+
 // StartOptions are per-sandbox choices that are not policy.
 type StartOptions struct {
 	// TTL bounds the sandbox's whole life (its commands' timeouts plus the

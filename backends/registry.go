@@ -24,9 +24,11 @@ type Entry struct {
 	// Summary is one line for help texts: what the backend runs sandboxes
 	// with and where it fits.
 	Summary string
-	// Capabilities are what the backend enforces, known before it is made
-	// so a policy can be built for it without a daemon.
-	Capabilities []policy.Capability
+	// Capabilities says what the backend enforces, known before it is made
+	// so a policy can be built for it without a daemon. A func: asked only
+	// for the backend a policy is built for (local's looks at the cgroup
+	// hierarchy), never by help texts or other backends' runs.
+	Capabilities func() []policy.Capability
 	New          Factory
 }
 
@@ -50,7 +52,10 @@ func (r *Registry) Register(e Entry) {
 // Capabilities returns what the named backend enforces.
 func (r *Registry) Capabilities(name string) ([]policy.Capability, bool) {
 	e, ok := r.entries[name]
-	return e.Capabilities, ok
+	if !ok || e.Capabilities == nil {
+		return nil, ok
+	}
+	return e.Capabilities(), true
 }
 
 // Summary returns the named backend's one-line description ("" when it

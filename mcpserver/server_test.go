@@ -36,7 +36,7 @@ func newFixture(t *testing.T, fake *backendtest.Backend, toml string) *fixture {
 		t.Fatal(err)
 	}
 	reg := backends.NewRegistry()
-	reg.Register(backends.Entry{Name: "fake", Capabilities: fake.Caps, New: func(backends.Env) (backends.Backend, error) { return fake, nil }})
+	reg.Register(backends.Entry{Name: "fake", Capabilities: func() []policy.Capability { return fake.Caps }, New: func(backends.Env) (backends.Backend, error) { return fake, nil }})
 	host := policy.Host{Home: t.TempDir(), UID: 1000, GID: 1000, OS: "linux", Cwd: root,
 		Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}}
 	ctx, cancel := context.WithCancel(context.Background())

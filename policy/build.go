@@ -53,11 +53,12 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		p.Warnings = append(p.Warnings, "allow_all = true: NO isolation, the full environment (secrets included) passes and the guard is off")
 	}
 
+	// Before the mounts: a mount inside an unreadable path is refused.
+	p.Unreadable = unreadableList(sb, host)
 	pythonEnv, err := mounts(p, cfg, sb, role, host)
 	if err != nil {
 		return nil, err
 	}
-	p.Unreadable = unreadableList(sb, host)
 	maskUnderMounts(p, host)
 	p.Network = network(p.AllowAll, sb)
 
@@ -138,7 +139,7 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 	} else if warn != "" {
 		p.Warnings = append(p.Warnings, warn)
 	}
-	extra, extraErrs := neededDirs(cfg, sb, role, host)
+	extra, extraErrs := neededDirs(cfg, sb, role, host, p.Unreadable)
 	p.Mounts = append(p.Mounts, extra...)
 	errs = append(errs, extraErrs...)
 	if err := errors.Join(errs...); err != nil {
@@ -286,10 +287,9 @@ func outOfReach(cfg *config.File, root string, p *Policy) error {
 // names when the role passes that variable (the browsers live there). A
 // path inside an unreadable one is refused; unreadable paths below one are
 // masked like under any mount.
-func neededDirs(cfg *config.File, sb config.Sandbox, role profiles.Role, host Host) ([]Mount, []error) {
+func neededDirs(cfg *config.File, sb config.Sandbox, role profiles.Role, host Host, unreadable []string) ([]Mount, []error) {
 	var out []Mount
 	var errs []error
-	unreadable := unreadableList(sb, host)
 	add := func(raw, why string, where string) {
 		path := host.expandHome(raw)
 		if !filepath.IsAbs(path) {

@@ -65,9 +65,10 @@ func unreadableList(sb config.Sandbox, host Host) []string {
 	}
 	// A home reached through a symlink: "~/x" is unreadable under both
 	// names even while x does not exist, since mounts are canonical paths.
+	res := resolver{}
 	realHome := ""
 	if host.Home != "" {
-		if r, err := filepath.EvalSymlinks(host.Home); err == nil && r != filepath.Clean(host.Home) {
+		if r, err := res.eval(host.Home); err == nil && r != filepath.Clean(host.Home) {
 			realHome = r
 		}
 	}
@@ -81,12 +82,55 @@ func unreadableList(sb config.Sandbox, host Host) []string {
 			add(filepath.Join(realHome, strings.TrimPrefix(strings.TrimPrefix(p, "~"), "/")))
 		}
 		// A symlinked credential dir is unreadable under both names.
-		if real, err := filepath.EvalSymlinks(abs); err == nil {
+		if real, err := res.eval(abs); err == nil {
 			add(real)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// resolver is filepath.EvalSymlinks for absolute paths, resolving each
+// directory once: the credential list names dozens of paths under the
+// same few directories (~, ~/.config, ~/.local/share), and EvalSymlinks
+// walks each from the root again, an lstat per component, on every run.
+type resolver map[string]resolved
+
+type resolved struct {
+	path string
+	err  error
+}
+
+func (r resolver) eval(p string) (string, error) {
+	p = filepath.Clean(p)
+	if v, ok := r[p]; ok {
+		return v.path, v.err
+	}
+	path, err := r.resolve(p)
+	r[p] = resolved{path, err}
+	return path, err
+}
+
+// resolve canonicalises p's parent (once, through eval), then its last
+// element: a symlink there is resolved whole from the canonical parent.
+func (r resolver) resolve(p string) (string, error) {
+	dir, base := filepath.Split(p)
+	if base == "" || !filepath.IsAbs(dir) {
+		return filepath.EvalSymlinks(p)
+	}
+	parent, err := r.eval(dir)
+	if err != nil {
+		return "", err
+	}
+	joined := filepath.Join(parent, base)
+	fi, err := os.Lstat(joined)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return filepath.EvalSymlinks(joined)
+	}
+	return joined, nil
 }
 
 // maskUnderMounts decides what the backend must hide under the policy's

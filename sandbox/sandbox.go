@@ -156,10 +156,17 @@ func start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 	if err := policy.Prepare(p); err != nil {
 		return nil, err
 	}
-	swept := sweep(ctx, backend)
+	// A start that attaches to a keeper's sandbox starts nothing here: the
+	// keeper sweeps beside its own starts, off the command's path.
+	var swept <-chan struct{}
+	if a, ok := backend.(backends.Attacher); !ok || !a.Attaches(p) {
+		swept = sweep(ctx, backend)
+	}
 	sb, err := backend.Start(ctx, p, opts)
 	if err != nil {
-		awaitSweep(swept)
+		if swept != nil {
+			awaitSweep(swept)
+		}
 		return nil, err
 	}
 	return &Session{backend: backend, policy: p, sandbox: sb, weakened: weakened, gate: gk, swept: swept}, nil

@@ -704,3 +704,36 @@ func TestConflictsAreWarnings(t *testing.T) {
 		t.Errorf("warnings %q must name where the sandbox's version is kept", out.Warnings)
 	}
 }
+
+// attaching is a backend whose starts attach to a sandbox another process
+// (a keeper) started: warm.Backend for a session or a pool.
+type attaching struct{ *backendtest.Backend }
+
+func (attaching) Attaches(*policy.Policy) bool { return true }
+
+// TestSweepBesideOwnStartsOnly: a run that starts its own sandbox sweeps
+// dead owners' leftovers beside the start (and waits for it); one that
+// attaches to a keeper's sandbox sweeps nothing (the keeper does, beside
+// its own starts).
+func TestSweepBesideOwnStartsOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		attach bool
+		want   int
+	}{{"own start", false, 1}, {"attached", true, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPolicy(t, profiles.RoleAgent)
+			fake := newFake()
+			var b backends.Backend = fake
+			if tc.attach {
+				b = attaching{fake}
+			}
+			if _, err := Run(context.Background(), b, request(p, "true")); err != nil {
+				t.Fatal(err)
+			}
+			if n := fake.Sweeps(); n != tc.want {
+				t.Errorf("%d sweeps by the run, want %d", n, tc.want)
+			}
+		})
+	}
+}

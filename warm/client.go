@@ -43,6 +43,12 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 	return append(removed, more...), errors.Join(err, err2)
 }
 
+// Attaches implements backends.Attacher: a session's or pool's sandbox is
+// started, and swept beside, by its keeper.
+func (b *Backend) Attaches(p *policy.Policy) bool {
+	return p.Warm.Session != "" || p.Warm.Pool != 0
+}
+
 // Start implements backends.Backend.
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
 	if p.Warm.Session == "" && p.Warm.Pool == 0 {

@@ -57,7 +57,15 @@ type keeper struct {
 	slots    chan struct{}
 	closing  sync.WaitGroup
 	refilled chan struct{}
+
+	// The sweep beside this keeper's starts (the runs that attach here
+	// sweep nothing): one at a time.
+	sweeping atomic.Bool
+	sweeps   sync.WaitGroup
 }
+
+// sweepWait bounds how long a keeper's end waits for its last sweep.
+const sweepWait = 10 * time.Second
 
 // Keep runs the keeper until it ends: idle past the policy's expiry, told
 // to end, or signalled. It removes every sandbox it started before it
@@ -72,6 +80,8 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	k := newKeeper(o, cancel)
+	defer k.awaitSweeps()
+	k.sweepBeside(ctx)
 	if p.Warm.Session != "" {
 		sb, err := o.Backend.Start(ctx, p, backends.StartOptions{TTL: sessionLifetime})
 		if err != nil {
@@ -171,6 +181,39 @@ func newKeeper(o KeeperOptions, stop context.CancelFunc) *keeper {
 	return k
 }
 
+// sweepBeside removes what dead owners left (their sandboxes, and dead
+// keepers' records) beside a start of this keeper's, as sandbox.Start does
+// beside a one-shot run's, so nothing outlives its owner for longer than
+// until the next start anywhere. It runs off every command's path; a
+// sweep still under way covers the starts made meanwhile.
+func (k *keeper) sweepBeside(ctx context.Context) {
+	if !k.sweeping.CompareAndSwap(false, true) {
+		return
+	}
+	k.sweeps.Add(1)
+	go func() {
+		defer k.sweeps.Done()
+		defer k.sweeping.Store(false)
+		ctx := context.WithoutCancel(ctx)
+		if _, err := k.o.Backend.Sweep(ctx); err != nil {
+			k.logger.Printf("sweeping dead owners' sandboxes: %v", err)
+		}
+		if _, err := Sweep(k.o.Dir); err != nil {
+			k.logger.Printf("sweeping dead keepers' records: %v", err)
+		}
+	}()
+}
+
+// awaitSweeps waits, a bounded time, for the sweep under way.
+func (k *keeper) awaitSweeps() {
+	done := make(chan struct{})
+	go func() { k.sweeps.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(sweepWait):
+	}
+}
+
 // touch has keepRecord write the record again, off the caller's path;
 // touches while it writes fold into one.
 func (k *keeper) touch() {
@@ -238,6 +281,7 @@ func (k *keeper) fill(ctx context.Context) {
 			}
 			continue
 		}
+		k.sweepBeside(ctx)
 		// The staged copy waits for the take: a run sees the writable
 		// paths as they are when it takes the sandbox, not as at the fill.
 		sb, err := k.o.Backend.Start(ctx, k.p, backends.StartOptions{TTL: k.pooledTTL(), DeferStaging: true})
@@ -277,6 +321,7 @@ func (k *keeper) take(ctx context.Context) (backends.Sandbox, error) {
 		k.refillIfEmpty()
 		return k.stage(ctx, sb)
 	case k.slots <- struct{}{}:
+		k.sweepBeside(ctx)
 		sb, err := k.o.Backend.Start(ctx, k.p, backends.StartOptions{TTL: k.pooledTTL()})
 		if err != nil {
 			<-k.slots

@@ -418,6 +418,11 @@ func TestKeeperExpiresAndClosesEverything(t *testing.T) {
 			if b.Starts() < tc.wantStarts {
 				t.Errorf("%d starts, want at least %d", b.Starts(), tc.wantStarts)
 			}
+			// The runs that attach here sweep nothing: the keeper sweeps
+			// beside its own starts, and has ended its sweep when it ends.
+			if b.Sweeps() == 0 {
+				t.Error("the keeper started sandboxes without sweeping dead owners' leftovers")
+			}
 			closedAll(t, b)
 			pp := paths{dir, key(p)}
 			for _, f := range []string{pp.socket(), pp.record()} {

@@ -43,6 +43,7 @@ type Backend struct {
 
 	mu        sync.Mutex
 	starts    int
+	sweeps    int
 	startOpts []backends.StartOptions
 	started   []*Sandbox
 }
@@ -90,8 +91,21 @@ func (b *Backend) Available(context.Context) error { return nil }
 // Ready implements backends.Backend.
 func (b *Backend) Ready(context.Context, *policy.Policy) error { return nil }
 
-// Sweep implements backends.Backend: the fake leaves nothing to sweep.
-func (b *Backend) Sweep(context.Context) ([]string, error) { return nil, nil }
+// Sweep implements backends.Backend: the fake leaves nothing to sweep; it
+// counts the calls.
+func (b *Backend) Sweep(context.Context) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sweeps++
+	return nil, nil
+}
+
+// Sweeps is how many times Sweep was called.
+func (b *Backend) Sweeps() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sweeps
+}
 
 // SelfPath implements backends.Backend.
 func (b *Backend) SelfPath() string { return launch.InitPath }

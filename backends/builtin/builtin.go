@@ -26,25 +26,25 @@ func Registry() *backends.Registry {
 	r.Register(backends.Entry{
 		Name:         docker.Name,
 		Summary:      "a hardened container through the Docker daemon; the only one for network = true",
-		Capabilities: docker.Capabilities(),
+		Capabilities: docker.Capabilities,
 		New:          docker.New,
 	})
 	r.Register(backends.Entry{
 		Name:         oci.Name,
 		Summary:      "the same container run by runc, crun or runsc directly, no daemon (Linux, root)",
-		Capabilities: oci.Capabilities(),
+		Capabilities: oci.Capabilities,
 		New:          newOCI,
 	})
 	r.Register(backends.Entry{
 		Name:         seatbelt.Name,
 		Summary:      "macOS sandbox-exec with an SBPL profile rendered from the policy",
-		Capabilities: seatbelt.Capabilities(),
+		Capabilities: seatbelt.Capabilities,
 		New:          seatbelt.New,
 	})
 	r.Register(backends.Entry{
 		Name:         local.Name,
 		Summary:      "confined host processes (Linux namespaces, Landlock, seccomp), no container runtime",
-		Capabilities: local.Capabilities(),
+		Capabilities: local.Capabilities,
 		New:          local.New,
 	})
 	registerKubernetes(r)

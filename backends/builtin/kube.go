@@ -14,7 +14,7 @@ func registerKubernetes(r *backends.Registry) {
 	r.Register(backends.Entry{
 		Name:         kubernetes.Name,
 		Summary:      kubecaps.Summary,
-		Capabilities: kubernetes.Capabilities(),
+		Capabilities: kubernetes.Capabilities,
 		New:          kubernetes.New,
 	})
 }

@@ -16,7 +16,7 @@ func registerKubernetes(r *backends.Registry) {
 	r.Register(backends.Entry{
 		Name:         kubecaps.Name,
 		Summary:      kubecaps.Summary + "; in " + kubecaps.Binary,
-		Capabilities: kubecaps.Capabilities(),
+		Capabilities: kubecaps.Capabilities,
 		New: func(backends.Env) (backends.Backend, error) {
 			return nil, fmt.Errorf("the %s backend is compiled into %s, not this binary: run %s instead; %s",
 				kubecaps.Name, kubecaps.Binary, kubecaps.Binary, kubecaps.HowToBuild)

@@ -66,7 +66,7 @@ func workspace(t *testing.T, extra string) string {
 // so its tests here cannot import builtin.
 func registry() *backends.Registry {
 	r := backends.NewRegistry()
-	r.Register(backends.Entry{Name: Name, Capabilities: Capabilities(), New: New})
+	r.Register(backends.Entry{Name: Name, Capabilities: Capabilities, New: New})
 	return r
 }
 

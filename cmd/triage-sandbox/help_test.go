@@ -65,3 +65,25 @@ func TestOrList(t *testing.T) {
 		}
 	}
 }
+
+// TestRootFor: a command line naming a subcommand builds that one alone,
+// under its own name; anything else builds them all; and the table names
+// each subcommand under the name it answers to.
+func TestRootFor(t *testing.T) {
+	all := newRootCmd().Commands()
+	if len(all) != len(subcommands) {
+		t.Fatalf("%d subcommands built, %d in the table", len(all), len(subcommands))
+	}
+	for _, sc := range subcommands {
+		root := newRootCmdFor([]string{sc.name, "--help"})
+		cmds := root.Commands()
+		if len(cmds) != 1 || cmds[0].Name() != sc.name {
+			t.Errorf("%s: built %d commands (first %q), want %s alone", sc.name, len(cmds), cmds[0].Name(), sc.name)
+		}
+	}
+	for _, args := range [][]string{nil, {"help"}, {"help", "run"}, {"--help"}, {"completion", "bash"}, {"rnu"}} {
+		if n := len(newRootCmdFor(args).Commands()); n != len(all) {
+			t.Errorf("%q: built %d commands, want all %d", args, n, len(all))
+		}
+	}
+}

@@ -154,9 +154,11 @@ func leftOf(dirs, cgroups []string) []string {
 }
 
 // TestKillLeavesNothingOnEveryBackend: after kill -9 of triage-sandbox
-// mid-run on oci and local, the next run's start sweeps what the dead
-// owner left: processes, bundles, mounts (network namespaces), cgroups and
-// records. (Docker's container is removed by its lifeline; see above.)
+// mid-run on oci and local, the next start sweeps what the dead owner
+// left: processes, bundles, mounts (network namespaces), cgroups and
+// records; a one-shot run's start, or a session's, whose keeper sweeps
+// beside the start of its sandbox (the session's commands sweep nothing).
+// (Docker's container is removed by its lifeline; see above.)
 func TestKillLeavesNothingOnEveryBackend(t *testing.T) {
 	testenv.SkipShort(t, "runs sandboxes")
 	testenv.RequireRoot(t, "the oci and local backends' state lives under /run as root")
@@ -168,40 +170,52 @@ func TestKillLeavesNothingOnEveryBackend(t *testing.T) {
 				continue
 			}
 		}
-		t.Run(backend, func(t *testing.T) {
-			token := "killed-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-			cmd := exec.Command(testenv.Binary(t), "run", "--backend", backend, "--", "sh", "-c",
-				"sleep 300 & setsid sleep 301 & sleep 302; : "+token)
-			cmd.Dir = root
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pid := cmd.Process.Pid
-			// A forked child shows its parent's argv until it execs: the
-			// command runs once its sandbox's record exists too.
-			var dirs, cgroups []string
-			if !testenv.Eventually(60*time.Second, func() bool {
-				dirs, cgroups = ownedDirs(t, pid)
-				return len(processesWith(token, pid)) > 0 && len(dirs) > 0
-			}) {
+		for _, next := range []string{"run", "session"} {
+			t.Run(backend+"/"+next, func(t *testing.T) {
+				token := "killed-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+				cmd := exec.Command(testenv.Binary(t), "run", "--backend", backend, "--", "sh", "-c",
+					"sleep 300 & setsid sleep 301 & sleep 302; : "+token)
+				cmd.Dir = root
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				pid := cmd.Process.Pid
+				// A forked child shows its parent's argv until it execs: the
+				// command runs once its sandbox's record exists too.
+				var dirs, cgroups []string
+				if !testenv.Eventually(60*time.Second, func() bool {
+					dirs, cgroups = ownedDirs(t, pid)
+					return len(processesWith(token, pid)) > 0 && len(dirs) > 0
+				}) {
+					_ = cmd.Process.Kill()
+					t.Fatal("the command never started")
+				}
+				if len(dirs) != 1 {
+					t.Fatalf("want one state directory owned by %d, got %v", pid, dirs)
+				}
 				_ = cmd.Process.Kill()
-				t.Fatal("the command never started")
-			}
-			if len(dirs) != 1 {
-				t.Fatalf("want one state directory owned by %d, got %v", pid, dirs)
-			}
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			// The next start, of any command, sweeps.
-			if r := runCLI(t, root, nil, "run", "--backend", backend, "--", "true"); r.code != 0 {
-				t.Fatalf("the next run: exit %d: %s", r.code, r.stderr)
-			}
-			if !testenv.Eventually(20*time.Second, func() bool {
-				return len(processesWith(token, pid)) == 0 && len(leftOf(dirs, cgroups)) == 0
-			}) {
-				t.Fatalf("left behind after kill -9 and the next run: processes %v, state %v",
-					processesWith(token, pid), leftOf(dirs, cgroups))
-			}
-		})
+				_ = cmd.Wait()
+				// The next start, of any command, sweeps.
+				args := []string{"run", "--backend", backend, "--", "true"}
+				if next == "session" {
+					name := "sweep-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+					args = []string{"run", "--backend", backend, "--session", name, "--", "true"}
+					defer func() {
+						if r := runCLI(t, root, nil, "session", "end", name); r.code != 0 {
+							t.Errorf("session end %s: exit %d: %s", name, r.code, r.stderr)
+						}
+					}()
+				}
+				if r := runCLI(t, root, nil, args...); r.code != 0 {
+					t.Fatalf("the next run: exit %d: %s", r.code, r.stderr)
+				}
+				if !testenv.Eventually(20*time.Second, func() bool {
+					return len(processesWith(token, pid)) == 0 && len(leftOf(dirs, cgroups)) == 0
+				}) {
+					t.Fatalf("left behind after kill -9 and the next run: processes %v, state %v",
+						processesWith(token, pid), leftOf(dirs, cgroups))
+				}
+			})
+		}
 	}
 }

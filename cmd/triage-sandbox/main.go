@@ -55,7 +55,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(phase.With(context.Background(), tr), os.Interrupt, syscall.SIGTERM)
 	phase.Mark(ctx, "main")
 	endCLI := phase.Begin(ctx, "cli")
-	root := newRootCmd()
+	root := newRootCmdFor(os.Args[1:])
 	err = root.ExecuteContext(ctx)
 	stop()
 	code := report(err)
@@ -84,7 +84,44 @@ func report(err error) int {
 	return code
 }
 
+// subcommands makes each subcommand, by name.
+var subcommands = []struct {
+	name string
+	make func() *cobra.Command
+}{
+	{"run", newRunCmd}, {"check", newCheckCmd}, {"render", newRenderCmd}, {"policy", newPolicyCmd},
+	{"doctor", newDoctorCmd}, {"image", newImageCmd}, {"version", newVersionCmd}, {"selftest", newSelftestCmd},
+	{"gc", newGCCmd}, {"session", newSessionCmd}, {"mcp", newMCPCmd},
+}
+
+// newRootCmdFor is the root with only the subcommand args name when it
+// names one: every start builds its own command's flags and help, not all
+// of them. Anything else (no subcommand, help, completion, a flag first, a
+// name it does not know) gets every subcommand, so help, completion and
+// cobra's suggestions are whole.
+func newRootCmdFor(args []string) *cobra.Command {
+	if len(args) > 0 {
+		for _, sc := range subcommands {
+			if sc.name == args[0] {
+				root := newBareRootCmd()
+				root.AddCommand(sc.make())
+				return root
+			}
+		}
+	}
+	return newRootCmd()
+}
+
+// newRootCmd is the root with every subcommand.
 func newRootCmd() *cobra.Command {
+	root := newBareRootCmd()
+	for _, sc := range subcommands {
+		root.AddCommand(sc.make())
+	}
+	return root
+}
+
+func newBareRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "triage-sandbox",
 		Short:         "Run AI-triage commands and issue reproducers in a sandbox compiled from triage.toml",
@@ -94,8 +131,5 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return refuse(fmt.Errorf("%v (see --help)", err))
 	})
-	root.AddCommand(newRunCmd(), newCheckCmd(), newRenderCmd(), newPolicyCmd(), newDoctorCmd(),
-		newImageCmd(), newVersionCmd())
-	root.AddCommand(newSelftestCmd(), newGCCmd(), newSessionCmd(), newMCPCmd())
 	return root
 }

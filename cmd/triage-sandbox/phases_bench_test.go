@@ -20,8 +20,8 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
-// BenchmarkPhases traces `run -- true` per backend, cold and in a session,
-// and prints where each millisecond went: the CLI's own start-up (exec to
+// BenchmarkPhases traces `run -- true` per backend, cold, in a session and
+// as a pooled reproducer, and prints where each millisecond went: the CLI's own start-up (exec to
 // main), every phase the CLI and the session's keeper trace
 // (TRIAGE_SANDBOX_TRACE), and the whole run as seen from outside. Each
 // figure is the median over the runs (-benchtime Nx; 5x is plenty).
@@ -30,10 +30,10 @@ import (
 func BenchmarkPhases(b *testing.B) {
 	testenv.SkipShort(b, "runs sandboxes")
 	for _, backend := range []string{"docker", "oci", "local"} {
-		for _, mode := range []string{"cold", "session"} {
+		for _, mode := range []string{"cold", "session", "pool"} {
 			b.Run(backend+"/"+mode, func(b *testing.B) {
 				requireBackend(b, backend)
-				benchPhases(b, backend, mode == "session")
+				benchPhases(b, backend, mode)
 			})
 		}
 	}
@@ -52,11 +52,28 @@ func requireBackend(b *testing.B, backend string) {
 	}
 }
 
-func benchPhases(b *testing.B, backend string, session bool) {
-	root := workspace(b, "")
+func benchPhases(b *testing.B, backend, mode string) {
+	body := ""
+	if mode == "pool" {
+		body = "[sandbox.reproducer]\npool = 2\n"
+	}
+	root := workspace(b, body)
 	tracePath := filepath.Join(b.TempDir(), "trace.jsonl")
 	args := []string{"run", "--backend", backend}
-	if session {
+	switch mode {
+	case "pool":
+		args = append(args, "--role", "reproducer")
+		defer func() {
+			end := exec.Command(testenv.Binary(b), "session", "end", "pool:reproducer")
+			end.Dir = root
+			end.Env = append(os.Environ(), "TRIAGE_SANDBOX="+backend)
+			if out, err := end.CombinedOutput(); err != nil {
+				b.Errorf("ending the pool: %v %s", err, out)
+			}
+		}()
+		// The first run starts the keeper and its pool: not counted.
+		tracedRun(b, root, tracePath, append(args, "--", "true"))
+	case "session":
 		name := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 		args = append(args, "--session", name)
 		defer func() {
@@ -74,6 +91,11 @@ func benchPhases(b *testing.B, backend string, session bool) {
 	args = append(args, "--", "true")
 	var runs []map[string]float64
 	for i := 0; i < b.N; i++ {
+		if mode == "pool" {
+			// The pool refills off the runs' path, as between an agent's
+			// commands; a run that found it empty would time a start.
+			time.Sleep(time.Second)
+		}
 		// Only the lines this run adds: a keeper keeps appending.
 		from := fileSize(tracePath)
 		begun, walled := tracedRun(b, root, tracePath, args)
