@@ -16,6 +16,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -175,13 +176,17 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if b.selfExe == "" {
 		return nil, errors.New("docker backend: no triage-sandbox binary to mount as init")
 	}
+	endReady := phase.Begin(ctx, "start.ready")
 	if err := b.Ready(ctx, p); err != nil {
 		return nil, err
 	}
+	endReady()
+	endRuntime := phase.Begin(ctx, "start.runtime")
 	p, err := b.withRuntime(ctx, p)
 	if err != nil {
 		return nil, err
 	}
+	endRuntime()
 	ttl := opts.TTL
 	if ttl <= 0 {
 		ttl = backends.TTL(p, 0)
