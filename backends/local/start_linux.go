@@ -70,9 +70,6 @@ type sandbox struct {
 
 // Start implements backends.Backend.
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
-	if err := b.Available(ctx); err != nil {
-		return nil, err
-	}
 	if b.selfExe == "" {
 		return nil, errors.New("the local backend needs the static triage-sandbox binary")
 	}
@@ -105,6 +102,13 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	}
 	if err := s.start(ctx, pl, ttl, opts); err != nil {
 		_ = s.Close(context.WithoutCancel(ctx))
+		// The helper needs every layer and refuses to run without one (its
+		// clone makes the namespaces, Restrict loads Landlock at the plan's
+		// ABI and the seccomp filter), so the probe, a fork of its own,
+		// runs only to name the layer that is missing.
+		if err := b.Available(ctx); err != nil {
+			return nil, err
+		}
 		return nil, err
 	}
 	return s, nil
