@@ -21,8 +21,7 @@ func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) i
 		return exitcode.Refused
 	}
 	// The bounding set goes beside the build (see confine.DropBounding).
-	bounding := make(chan error, 1)
-	go func() { bounding <- confine.DropBounding() }()
+	bounding := confine.DropBounding()
 	planFile := os.NewFile(uintptr(spec.PlanFD), "plan")
 	plan, err := confine.ReadPlan(planFile)
 	_ = planFile.Close()
@@ -32,7 +31,7 @@ func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) i
 	if err := confine.Enter(plan); err != nil {
 		return fail(err)
 	}
-	if err := <-bounding; err != nil {
+	if err := bounding(); err != nil {
 		return fail(err)
 	}
 	if err := confine.Restrict(plan); err != nil {

@@ -71,12 +71,19 @@ func dropPrivileges(uid, gid int) error {
 // changes none of the capabilities the helper holds, only what an exec could
 // give, so the helper runs it beside Enter (which needs them): its forty-odd
 // all-thread calls, each a stop of every thread, then leave the start's
-// critical path. Restrict drops anything left and checks every thread.
-func DropBounding() error {
+// critical path. It checks at once that it runs in the helper (that reads
+// /proc, which Enter's pivot takes away for a while), then drops in the
+// background; wait returns the result. Restrict drops anything left and
+// checks every thread.
+func DropBounding() (wait func() error) {
 	if err := checkHelper(); err != nil {
-		return fmt.Errorf("confine: bounding set: %w", err)
+		err = fmt.Errorf("confine: bounding set: %w", err)
+		return func() error { return err }
 	}
-	return dropBounding()
+	done := make(chan error, 1)
+	// Only prctl calls: nothing here looks at the filesystem Enter changes.
+	go func() { done <- dropBounding() }()
+	return func() error { return <-done }
 }
 
 // dropBounding empties the bounding set, capability by capability, up to
