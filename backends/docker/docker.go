@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -16,6 +17,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -175,13 +177,12 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if b.selfExe == "" {
 		return nil, errors.New("docker backend: no triage-sandbox binary to mount as init")
 	}
-	if err := b.Ready(ctx, p); err != nil {
-		return nil, err
-	}
-	p, err := b.withRuntime(ctx, p)
+	endAsk := phase.Begin(ctx, "start.ask")
+	p, err := b.ask(ctx, p)
 	if err != nil {
 		return nil, err
 	}
+	endAsk()
 	ttl := opts.TTL
 	if ttl <= 0 {
 		ttl = backends.TTL(p, 0)
@@ -209,6 +210,37 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		sb.(*sandbox).warn(ovWarning)
 	}
 	return sb, nil
+}
+
+// ask puts to the daemon at once the questions a create request needs
+// answered, each a round trip of its own (/info a slow one on a busy
+// daemon): which engine it is (its raw /_ping, no version needed), then,
+// once the API version is negotiated, whether the image exists and which
+// runtime runs the sandbox. It returns p with that runtime named; the
+// first error in that order wins.
+func (b *Backend) ask(ctx context.Context, p *policy.Policy) (*policy.Policy, error) {
+	var engErr, imageErr, rtErr error
+	var withRT *policy.Policy
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _, engErr = b.Engine(ctx) }()
+	if err := b.Available(ctx); err != nil {
+		wg.Wait()
+		return nil, err
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); imageErr = b.EnsureImage(ctx, p.Base.Image) }()
+	go func() { defer wg.Done(); withRT, rtErr = b.withRuntime(ctx, p) }()
+	wg.Wait()
+	for _, err := range []error{imageErr, rtErr} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if engErr != nil {
+		return nil, b.stageErr(ctx, "asking the engine which it is", engErr)
+	}
+	return withRT, nil
 }
 
 // remove force-removes the container and returns once the daemon no longer

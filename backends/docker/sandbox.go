@@ -20,6 +20,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/protocol/control"
@@ -76,6 +77,7 @@ type sandbox struct {
 func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, opts backends.StartOptions, ov *overlay.Set) (backends.Sandbox, error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
+	endCreate := phase.Begin(ctx, "start.create")
 	created, err := b.cli.ContainerCreate(setupCtx, client.ContainerCreateOptions{
 		Name: req.Name, Config: req.Config, HostConfig: req.HostConfig,
 	})
@@ -85,6 +87,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		}
 		return nil, b.stageErr(ctx, "creating the sandbox container", err)
 	}
+	endCreate()
 	s := &sandbox{b: b, p: p, rt: rt, id: created.ID, exited: make(chan struct{}), ctlReady: make(chan struct{}), ov: ov}
 	if ln == nil {
 		close(s.ctlReady)
@@ -102,6 +105,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		_ = s.Close(ctx)
 		return nil, err
 	}
+	endAttach := phase.Begin(ctx, "start.attach")
 	att, err := b.cli.ContainerAttach(setupCtx, s.id, client.ContainerAttachOptions{
 		Stream: true, Stdin: true, Stdout: true, Stderr: true,
 	})
@@ -109,6 +113,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		return fail("attaching to the sandbox", err)
 	}
 	s.att = att.HijackedResponse
+	endAttach()
 	go func() { _, _ = stdcopy.StdCopy(&s.holdOut, &s.holdOut, s.att.Reader) }()
 	// Wait before start: with AutoRemove the container may be gone before a
 	// later wait could see its exit.
@@ -116,6 +121,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 	s.stopWatch = stopWatch
 	wait := b.cli.ContainerWait(watchCtx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	s.watchOOM(watchCtx)
+	endContainerStart := phase.Begin(ctx, "start.container-start")
 	if _, err := b.cli.ContainerStart(setupCtx, s.id, client.ContainerStartOptions{}); err != nil {
 		if ln != nil {
 			_ = ln.Close()
@@ -123,6 +129,8 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		}
 		return fail("starting the sandbox container", err)
 	}
+	endContainerStart()
+	defer phase.Begin(ctx, "start.holder-ready")()
 	if ln != nil {
 		go s.awaitControl(ctx, ln)
 	}
@@ -327,7 +335,9 @@ func (s *sandbox) execErr(ctx context.Context, stage string, err error) error {
 func (s *sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		ctx := context.WithoutCancel(ctx)
+		endRemove := phase.Begin(ctx, "close.remove")
 		err := s.b.remove(ctx, s.id)
+		endRemove()
 		// The removed container ends any wait for the holder's connection.
 		select {
 		case <-s.ctlReady:

@@ -142,13 +142,20 @@ func removeCgroups(dirs []string) error {
 			continue
 		}
 		var err error
-		for range 50 {
+		// A group just emptied may refuse removal for a moment (EBUSY):
+		// retry soon, then less often, for about a second in all.
+		wait := time.Millisecond
+		for deadline := time.Now().Add(time.Second); ; {
 			killAllIn(dir)
 			if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
 				err = nil
 				break
 			}
-			time.Sleep(20 * time.Millisecond)
+			if time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(wait)
+			wait = min(2*wait, 20*time.Millisecond)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("removing the cgroup %s: %w", dir, err))

@@ -20,6 +20,8 @@ func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) i
 		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: err.Error()})
 		return exitcode.Refused
 	}
+	// The bounding set goes beside the build (see confine.DropBounding).
+	bounding := confine.DropBounding()
 	planFile := os.NewFile(uintptr(spec.PlanFD), "plan")
 	plan, err := confine.ReadPlan(planFile)
 	_ = planFile.Close()
@@ -27,6 +29,9 @@ func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) i
 		return fail(err)
 	}
 	if err := confine.Enter(plan); err != nil {
+		return fail(err)
+	}
+	if err := bounding(); err != nil {
 		return fail(err)
 	}
 	if err := confine.Restrict(plan); err != nil {

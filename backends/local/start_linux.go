@@ -26,6 +26,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/protocol/control"
@@ -69,9 +70,6 @@ type sandbox struct {
 
 // Start implements backends.Backend.
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
-	if err := b.Available(ctx); err != nil {
-		return nil, err
-	}
 	if b.selfExe == "" {
 		return nil, errors.New("the local backend needs the static triage-sandbox binary")
 	}
@@ -104,6 +102,13 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	}
 	if err := s.start(ctx, pl, ttl, opts); err != nil {
 		_ = s.Close(context.WithoutCancel(ctx))
+		// The helper needs every layer and refuses to run without one (its
+		// clone makes the namespaces, Restrict loads Landlock at the plan's
+		// ABI and the seccomp filter), so the probe, a fork of its own,
+		// runs only to name the layer that is missing.
+		if err := b.Available(ctx); err != nil {
+			return nil, err
+		}
 		return nil, err
 	}
 	return s, nil
@@ -169,8 +174,18 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 		return err
 	}
 	s.lifeline = stdin
+	// The plan is in the pipe before the helper starts, so the helper
+	// builds the sandbox while this side records it and sets its cgroup
+	// (a pipe holds 64 KiB; a larger plan is written as it reads).
+	sent := make(chan error, 1)
+	go func() {
+		err := json.NewEncoder(planW).Encode(pl)
+		planW.Close()
+		sent <- err
+	}()
 	// Pdeathsig follows the thread that forked the helper: fork it from a
 	// locked thread that lives as long as the sandbox.
+	endFork := phase.Begin(ctx, "start.helper-exec")
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -184,29 +199,30 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 		close(s.Gone)
 	}()
 	if err := <-started; err != nil {
-		planW.Close()
 		close(s.Gone)
 		return fmt.Errorf("starting the local sandbox's helper: %w (%s)", err, namespaceHint())
 	}
+	endFork()
+	endPlan := phase.Begin(ctx, "start.plan")
 	if err := s.record(ttl); err != nil {
-		planW.Close()
 		return err
 	}
 	if s.cg != nil {
-		// Into the cgroup before it reads its plan, so before it can fork.
+		// Into the cgroup before it forks or fills a tmpfs: it forks
+		// nothing before a command is asked of it and unpacks nothing
+		// before the staged copy comes, both sent after this.
 		if err := s.cg.add(s.helper.Process.Pid); err != nil {
-			planW.Close()
 			return err
 		}
 		if c, err := oomwatch.ForPID(s.helper.Process.Pid); err == nil {
 			s.oom = c
 		}
 	}
-	err = json.NewEncoder(planW).Encode(pl)
-	planW.Close()
-	if err != nil {
+	if err := <-sent; err != nil {
 		return fmt.Errorf("sending the plan to the helper: %w%s", err, s.Said())
 	}
+	endPlan()
+	defer phase.Begin(ctx, "start.holder-ready")()
 	if s.staging.Defer(s.p, opts) {
 		return s.awaitHolder(ctx, holderexec.AwaitHolderAwaiting)
 	}
@@ -306,6 +322,7 @@ func (s *sandbox) kill() {
 // Close implements backends.Sandbox.
 func (s *sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		endHelper := phase.Begin(ctx, "close.helper")
 		if s.lifeline != nil {
 			_ = s.lifeline.Close() // the holder kills everything and exits
 		}
@@ -323,6 +340,8 @@ func (s *sandbox) Close(ctx context.Context) error {
 		if s.oom != nil {
 			_ = s.oom.Close()
 		}
+		endHelper()
+		defer phase.Begin(ctx, "close.cgroup")()
 		var errs []error
 		if s.cg != nil {
 			if err := s.cg.remove(); err != nil {

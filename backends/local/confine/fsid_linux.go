@@ -14,22 +14,45 @@ import (
 // and creates every file on a thread of its own whose filesystem ids are
 // the sandbox's.
 
-// asOwner runs fn on a new OS thread whose filesystem ids are uid and gid.
-// The thread exits with fn: from uid and gid it could not return to an id
-// the namespace does not map, so it must not serve anything else.
-func asOwner(uid, gid int, fn func() error) error {
-	done := make(chan error, 1)
+// fsOwner is one OS thread whose filesystem ids are uid and gid, on which
+// Enter creates every file: one thread for the whole build, not one per
+// file (a thread's start and exit each time, thirty-odd a sandbox). The
+// thread ends with stop: from uid and gid it could not return to an id the
+// namespace does not map, so it serves nothing but run's functions.
+type fsOwner struct {
+	jobs chan func() error
+	errs chan error
+}
+
+func newFSOwner(uid, gid int) (*fsOwner, error) {
+	o := &fsOwner{jobs: make(chan func() error), errs: make(chan error)}
+	ready := make(chan error, 1)
 	go func() {
 		// Never unlocked: the runtime ends the thread with the goroutine.
 		runtime.LockOSThread()
 		if err := setFSIDs(uid, gid); err != nil {
-			done <- err
+			ready <- err
 			return
 		}
-		done <- fn()
+		ready <- nil
+		for fn := range o.jobs {
+			o.errs <- fn()
+		}
 	}()
-	return <-done
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return o, nil
 }
+
+// run runs fn on the owner's thread and returns its error.
+func (o *fsOwner) run(fn func() error) error {
+	o.jobs <- fn
+	return <-o.errs
+}
+
+// stop ends the thread once it has finished what it runs.
+func (o *fsOwner) stop() { close(o.jobs) }
 
 // setFSIDs sets the calling thread's filesystem ids. setfsuid and setfsgid
 // report no error, only the previous id, so a second call reads the result.

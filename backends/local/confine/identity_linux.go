@@ -67,14 +67,41 @@ func dropPrivileges(uid, gid int) error {
 	return nil
 }
 
+// DropBounding empties the bounding set of every thread of the helper. It
+// changes none of the capabilities the helper holds, only what an exec could
+// give, so the helper runs it beside Enter (which needs them): its forty-odd
+// all-thread calls, each a stop of every thread, then leave the start's
+// critical path. It checks at once that it runs in the helper (that reads
+// /proc, which Enter's pivot takes away for a while), then drops in the
+// background; wait returns the result. Restrict drops anything left and
+// checks every thread.
+func DropBounding() (wait func() error) {
+	if err := checkHelper(); err != nil {
+		err = fmt.Errorf("confine: bounding set: %w", err)
+		return func() error { return err }
+	}
+	done := make(chan error, 1)
+	// Only prctl calls: nothing here looks at the filesystem Enter changes.
+	go func() { done <- dropBounding() }()
+	return func() error { return <-done }
+}
+
 // dropBounding empties the bounding set, capability by capability, up to
-// the first number the kernel does not know.
+// the first number the kernel does not know. A capability this thread's set
+// no longer holds is skipped: each drop reached every thread at once.
 func dropBounding() error {
 	for c := uintptr(0); c < 64; c++ {
-		err := llsyscall.AllThreadsPrctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0)
+		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, c, 0, 0, 0)
 		if errors.Is(err, unix.EINVAL) {
 			return nil
 		}
+		if err != nil {
+			return fmt.Errorf("reading capability %d of the bounding set: %w", c, err)
+		}
+		if in == 0 {
+			continue
+		}
+		err = llsyscall.AllThreadsPrctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0)
 		if err != nil {
 			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
 		}

@@ -60,7 +60,7 @@ func TestNamespaces(t *testing.T) {
 	}
 }
 
-// Enter and Restrict must refuse to touch a process that is not the
+// Enter, Restrict and DropBounding must refuse to touch a process that is not the
 // helper: here, the test process, in the host's namespaces.
 func TestEnterRestrictRefuseOutsideHelper(t *testing.T) {
 	if os.Getpid() == 1 {
@@ -72,7 +72,7 @@ func TestEnterRestrictRefuseOutsideHelper(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := statusFields(string(b))
-		return map[string]string{"NoNewPrivs": f["NoNewPrivs"], "Seccomp": f["Seccomp"], "CapEff": f["CapEff"]}
+		return map[string]string{"NoNewPrivs": f["NoNewPrivs"], "Seccomp": f["Seccomp"], "CapEff": f["CapEff"], "CapBnd": f["CapBnd"]}
 	}
 	before := status()
 	p := validPlan()
@@ -80,6 +80,9 @@ func TestEnterRestrictRefuseOutsideHelper(t *testing.T) {
 		if err := f(p); !errors.Is(err, errNotHelper) {
 			t.Errorf("%s in the test process: %v, want errNotHelper", name, err)
 		}
+	}
+	if err := DropBounding()(); !errors.Is(err, errNotHelper) {
+		t.Errorf("DropBounding in the test process: %v, want errNotHelper", err)
 	}
 	if after := status(); !reflect.DeepEqual(after, before) {
 		t.Errorf("the test process was restricted: %v -> %v", before, after)

@@ -32,8 +32,13 @@ func makePrivate() error {
 // tree to build in: the new root's tmpfs at newRoot, the host's root, and
 // the empty file masks are bound from. uid and gid (the sandbox's) own
 // what Enter creates.
-func pivotToScratch(uid, gid int) (*tree, error) {
+func pivotToScratch(uid, gid int) (_ *tree, err error) {
 	t := &tree{root: -1, host: -1, empty: -1, own: map[uint64]bool{}, uid: uid, gid: gid}
+	defer func() {
+		if err != nil {
+			t.close()
+		}
+	}()
 	scratch, err := newFS("tmpfs", append(t.ownerOptions(), fsOption{"size", "65536"}, fsOption{"nr_inodes", "16"},
 		fsOption{"mode", "700"}), attrsSafe|unix.MOUNT_ATTR_NOEXEC)
 	if err != nil {
@@ -67,11 +72,9 @@ func pivotToScratch(uid, gid int) (*tree, error) {
 		return nil, err
 	}
 	if t.host, err = openPath(unix.AT_FDCWD, oldRoot, resolveStrict&^unix.RESOLVE_BENEATH); err != nil {
-		t.close()
 		return nil, fmt.Errorf("opening the host's root: %w", err)
 	}
 	if err := t.mountNewRoot(); err != nil {
-		t.close()
 		return nil, err
 	}
 	return t, nil

@@ -24,10 +24,21 @@ type tree struct {
 	// uid and gid are the sandbox's ids, which own every file Enter
 	// creates and the tmpfs mounts it creates them on.
 	uid, gid int
+	// owner is the thread Enter creates files on (nil until the first).
+	owner *fsOwner
 }
 
 // asOwner runs fn with the sandbox's ids as its filesystem ids.
-func (t *tree) asOwner(fn func() error) error { return asOwner(t.uid, t.gid, fn) }
+func (t *tree) asOwner(fn func() error) error {
+	if t.owner == nil {
+		o, err := newFSOwner(t.uid, t.gid)
+		if err != nil {
+			return err
+		}
+		t.owner = o
+	}
+	return t.owner.run(fn)
+}
 
 // ownerOptions are the tmpfs options that give its root to the sandbox's
 // ids, so that Enter may create in it.
@@ -36,6 +47,10 @@ func (t *tree) ownerOptions() []fsOption {
 }
 
 func (t *tree) close() {
+	if t.owner != nil {
+		t.owner.stop()
+		t.owner = nil
+	}
 	for _, fd := range []int{t.root, t.host, t.empty} {
 		if fd >= 0 {
 			unix.Close(fd)
