@@ -28,7 +28,7 @@ type phaseResult struct {
 // phase's.
 type phaseRuns struct {
 	controls  map[string]*controlResult
-	controlEv *Evidence
+	controlEv []*Evidence
 	phases    map[Phase]phaseResult
 }
 
@@ -45,8 +45,9 @@ func (c *phaseClock) record(name string, since time.Time) {
 	c.mu.Unlock()
 }
 
-// runPhases prepares the writable paths, runs the controls on the host,
-// restores the canaries they used, then runs every sandbox phase. The
+// runPhases prepares the writable paths, runs the controls on the host
+// that the sandbox runs must wait for, restores the canaries they used,
+// then runs every sandbox phase while the other controls finish. The
 // report gets each part's duration and the kernel the sandbox presents.
 func runPhases(ctx context.Context, o Options, plan *rolePlan, rr *RoleReport) (*phaseRuns, error) {
 	e := plan.env
@@ -57,13 +58,15 @@ func runPhases(ctx context.Context, o Options, plan *rolePlan, rr *RoleReport) (
 	rr.Phases = clock.took
 	runs := &phaseRuns{}
 	t0 := time.Now()
-	runs.controls, runs.controlEv = runControls(ctx, o, e, plan.checks)
+	controls := startControls(ctx, o, e, plan.checks, clock)
 	clock.record("controls", t0)
 	if err := e.C.Replant(); err != nil {
+		controls.background.Wait()
 		return nil, fmt.Errorf("restoring canaries after the control run: %w", err)
 	}
 	cleanWritable(e.P)
 	runs.phases = runSandboxPhases(ctx, o, e, plan.checks, clock)
+	runs.controls, runs.controlEv = controls.wait()
 	if mainEv := runs.phases[PhaseMain].ev; mainEv != nil && mainEv.Obs[kernelInfo].OK {
 		rr.Versions["kernel_in_sandbox"] = mainEv.Obs[kernelInfo].Detail
 	}
