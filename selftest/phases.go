@@ -88,17 +88,17 @@ func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, cl
 		go func() {
 			defer side.Done()
 			defer clock.record(phaseName(ph), time.Now())
-			ev, err := runPhase(ctx, o, e, checks, ph)
+			ev, err := runPhase(ctx, o, e, checks, ph, clock)
 			mu.Lock()
 			results[ph] = phaseResult{ev, err}
 			mu.Unlock()
 		}()
 	}
 	t0 := time.Now()
-	mainEv, mainErr := runPhase(ctx, o, e, checks, PhaseMain)
+	mainEv, mainErr := runPhase(ctx, o, e, checks, PhaseMain, clock)
 	clock.record("main", t0)
 	t0 = time.Now()
-	secondEv, secondErr := runPhase(ctx, o, e, checks, PhaseSecond)
+	secondEv, secondErr := runPhase(ctx, o, e, checks, PhaseSecond, clock)
 	clock.record("second", t0)
 	side.Wait()
 	if o.Warm == "pool" && o.EndWarm != nil {
@@ -133,7 +133,7 @@ const kernelInfo = "INFO-kernel"
 
 // runPhase runs one sandbox run with the phase's steps and collects the
 // evidence inside and on the host.
-func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phase) (*Evidence, error) {
+func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phase, clock *phaseClock) (*Evidence, error) {
 	if phase == PhaseOutput {
 		return runOutputPhase(ctx, o, e)
 	}
@@ -175,7 +175,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	stdout := output.NewCapture(4 << 20)
 	var stderr bytes.Buffer
 	var survivors []int
-	res, err := runPlan(ctx, o, e, tag, sandbox.Request{
+	res, err := runPlan(ctx, o, e, phaseName(phase), clock, tag, sandbox.Request{
 		Timeout: timeout,
 		Streams: backends.Streams{Stdout: stdout, Stderr: &syncWriter{w: &stderr}},
 		// The probe's JSON must arrive raw, and probe runs are not user runs.
@@ -207,21 +207,29 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 // with argv built once the sandbox has placed its scratch.
 // afterExec runs while the sandbox still exists: a command's tree must be
 // gone when its Exec returns, not only when the sandbox closes.
-func runPlan(ctx context.Context, o Options, e *Env, tag string, req sandbox.Request, argv func(*Env) ([]string, error), afterExec func()) (sandbox.Outcome, error) {
+func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseClock, tag string, req sandbox.Request, argv func(*Env) ([]string, error), afterExec func()) (sandbox.Outcome, error) {
 	timeout := req.Timeout
 	p := o.warmPolicy(e.P, tag)
+	t0 := time.Now()
 	sess, err := sandbox.Start(ctx, o.Backend, p, backends.StartOptions{TTL: backends.TTL(p, timeout)})
+	clock.record(name+"/start", t0)
 	if err != nil {
 		return sandbox.Outcome{}, err
 	}
 	defer o.endWarm(p)
-	defer func() { _ = sess.Close(ctx) }()
+	defer func() {
+		t0 := time.Now()
+		_ = sess.Close(ctx)
+		clock.record(name+"/close", t0)
+	}()
 	phaseEnv := *e
 	phaseEnv.Scratch = sess.Sandbox().Scratch()
 	if req.Command.Argv, err = argv(&phaseEnv); err != nil {
 		return sandbox.Outcome{}, err
 	}
+	t0 = time.Now()
 	out, err := sess.Exec(ctx, req)
+	clock.record(name+"/exec", t0)
 	afterExec()
 	return out, err
 }
@@ -264,6 +272,10 @@ func (s *syncWriter) String() string {
 
 func phaseName(p Phase) string {
 	switch p {
+	case PhaseMain:
+		return "main"
+	case PhaseSecond:
+		return "second"
 	case PhaseTimeout:
 		return "timeout"
 	case PhaseBrowser:
