@@ -75,30 +75,51 @@ func runPhases(ctx context.Context, o Options, plan *rolePlan, rr *RoleReport) (
 
 // runSandboxPhases runs the main phase, then the second; the others run
 // beside them, as they do not touch the host-side evidence (snapshots,
-// listener counts) those two own.
+// listener counts) those two own. The output flood is the first command of
+// the timeout phase's sandbox (a sandbox start less; the flood has ended,
+// its output judged apart, before the timeout's command starts).
 func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, clock *phaseClock) map[Phase]phaseResult {
 	results := map[Phase]phaseResult{}
 	var mu sync.Mutex
+	set := func(ph Phase, ev *Evidence, err error) {
+		mu.Lock()
+		results[ph] = phaseResult{ev, err}
+		mu.Unlock()
+	}
+	shareOutput := hasPhase(checks, PhaseTimeout) && hasPhase(checks, PhaseOutput)
 	var side sync.WaitGroup
 	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser, PhaseOutput, PhaseMemory, PhaseProcesses, PhaseFill} {
-		if !hasPhase(checks, ph) {
+		if !hasPhase(checks, ph) || (ph == PhaseOutput && shareOutput) {
 			continue
+		}
+		var first func(*sandbox.Session)
+		flooded := false
+		if ph == PhaseTimeout && shareOutput {
+			first = func(sess *sandbox.Session) {
+				t0 := time.Now()
+				ev, err := outputExec(ctx, o, e, sess.Exec)
+				clock.record(phaseName(PhaseOutput), t0)
+				set(PhaseOutput, ev, err)
+				flooded = true
+			}
 		}
 		side.Add(1)
 		go func() {
 			defer side.Done()
 			defer clock.record(phaseName(ph), time.Now())
-			ev, err := runPhase(ctx, o, e, checks, ph, clock)
-			mu.Lock()
-			results[ph] = phaseResult{ev, err}
-			mu.Unlock()
+			ev, err := runPhase(ctx, o, e, checks, ph, clock, first)
+			set(ph, ev, err)
+			if first != nil && !flooded {
+				// The sandbox did not start: the flood shares its error.
+				set(PhaseOutput, nil, err)
+			}
 		}()
 	}
 	t0 := time.Now()
-	mainEv, mainErr := runPhase(ctx, o, e, checks, PhaseMain, clock)
+	mainEv, mainErr := runPhase(ctx, o, e, checks, PhaseMain, clock, nil)
 	clock.record("main", t0)
 	t0 = time.Now()
-	secondEv, secondErr := runPhase(ctx, o, e, checks, PhaseSecond, clock)
+	secondEv, secondErr := runPhase(ctx, o, e, checks, PhaseSecond, clock, nil)
 	clock.record("second", t0)
 	side.Wait()
 	if o.Warm == "pool" && o.EndWarm != nil {
@@ -133,7 +154,8 @@ const kernelInfo = "INFO-kernel"
 
 // runPhase runs one sandbox run with the phase's steps and collects the
 // evidence inside and on the host.
-func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phase, clock *phaseClock) (*Evidence, error) {
+// first, when set, runs in the started sandbox before the phase's command.
+func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phase, clock *phaseClock, first func(*sandbox.Session)) (*Evidence, error) {
 	if phase == PhaseOutput {
 		return runOutputPhase(ctx, o, e)
 	}
@@ -175,7 +197,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	stdout := output.NewCapture(4 << 20)
 	var stderr bytes.Buffer
 	var survivors []int
-	res, err := runPlan(ctx, o, e, phaseName(phase), clock, tag, sandbox.Request{
+	res, err := runPlan(ctx, o, e, phaseName(phase), clock, tag, first, sandbox.Request{
 		Timeout: timeout,
 		Streams: backends.Streams{Stdout: stdout, Stderr: &syncWriter{w: &stderr}},
 		// The probe's JSON must arrive raw, and probe runs are not user runs.
@@ -207,7 +229,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 // with argv built once the sandbox has placed its scratch.
 // afterExec runs while the sandbox still exists: a command's tree must be
 // gone when its Exec returns, not only when the sandbox closes.
-func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseClock, tag string, req sandbox.Request, argv func(*Env) ([]string, error), afterExec func()) (sandbox.Outcome, error) {
+func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseClock, tag string, first func(*sandbox.Session), req sandbox.Request, argv func(*Env) ([]string, error), afterExec func()) (sandbox.Outcome, error) {
 	timeout := req.Timeout
 	p := o.warmPolicy(e.P, tag)
 	t0 := time.Now()
@@ -222,6 +244,9 @@ func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseCl
 		_ = sess.Close(ctx)
 		clock.record(name+"/close", t0)
 	}()
+	if first != nil {
+		first(sess)
+	}
 	phaseEnv := *e
 	phaseEnv.Scratch = sess.Sandbox().Scratch()
 	if req.Command.Argv, err = argv(&phaseEnv); err != nil {
@@ -235,13 +260,24 @@ func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseCl
 }
 
 // runOutputPhase floods hostile output through the same pipeline `run`
-// uses, with the flood's secret among those to redact.
+// uses, with the flood's secret among those to redact, in a sandbox of its
+// own.
 func runOutputPhase(ctx context.Context, o Options, e *Env) (*Evidence, error) {
-	var shown bytes.Buffer
 	outP := o.warmPolicy(e.P, "output-"+e.C.Token)
 	defer o.endWarm(outP)
-	res, err := sandbox.Run(ctx, o.Backend, sandbox.Request{
-		Policy: outP, Timeout: time.Minute, NoAudit: true, NoGate: true,
+	return outputExec(ctx, o, e, func(ctx context.Context, req sandbox.Request) (sandbox.Outcome, error) {
+		req.Policy = outP
+		return sandbox.Run(ctx, o.Backend, req)
+	})
+}
+
+// outputExec runs the flood with exec: a sandbox of its own (sandbox.Run)
+// or a started one's (Session.Exec); either way the output goes through
+// the pipeline `run` uses.
+func outputExec(ctx context.Context, o Options, e *Env, exec func(context.Context, sandbox.Request) (sandbox.Outcome, error)) (*Evidence, error) {
+	var shown bytes.Buffer
+	res, err := exec(ctx, sandbox.Request{
+		Timeout: time.Minute, NoAudit: true, NoGate: true,
 		Command:  backends.Command{Argv: []string{o.Backend.SelfPath(), probe.ChildSubcommand, "flood", strconv.Itoa(floodBytes), floodSecret(e.C)}},
 		Streams:  backends.Streams{Stdout: &shown},
 		Redactor: output.NewRedactor([]output.Secret{{Name: "SELFTEST_SECRET", Value: floodSecret(e.C)}}, output.DefaultRules()),
