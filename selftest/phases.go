@@ -86,7 +86,8 @@ func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, cl
 		results[ph] = phaseResult{ev, err}
 		mu.Unlock()
 	}
-	shareOutput := hasPhase(checks, PhaseTimeout) && hasPhase(checks, PhaseOutput)
+	// A pooled sandbox runs exactly one command.
+	shareOutput := o.Warm != "pool" && hasPhase(checks, PhaseTimeout) && hasPhase(checks, PhaseOutput)
 	var side sync.WaitGroup
 	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser, PhaseOutput, PhaseMemory, PhaseProcesses, PhaseFill} {
 		if !hasPhase(checks, ph) || (ph == PhaseOutput && shareOutput) {
