@@ -47,8 +47,10 @@ func resourcesChecks() []Check {
 			Judge: fillJudge("RES-06"), Fix: "writable paths must be bounded staged copies ([sandbox] writable_size)"},
 		{ID: "RES-07", Name: "exhaust the host's inodes through the outputs", Category: "resources", Requires: []policy.Capability{profiles.CapBoundedWrites},
 			Phase: PhaseFill,
+			// The sandbox fills for real (keep_unbounded); the host control,
+			// with no copy back to face, stops at the proof (hostStep).
 			Steps: func(e *Env) []probe.Step {
-				return one(step("RES-07", "fill", map[string]string{"files": strconv.FormatInt(fillFiles(e.P), 10), "proof": "1000", "keep_unbounded": "true"}, e.repros("")))
+				return one(step("RES-07", "fill", map[string]string{"files": strconv.FormatInt(fillFiles(e.P), 10), "proof": "100", "keep_unbounded": "true"}, e.repros("")))
 			},
 			Judge: func(e *Env, ev *Evidence) (bool, string) {
 				made, why := fillJudge("RES-07")(e, ev)

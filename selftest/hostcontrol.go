@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,62 +24,174 @@ type controlResult struct {
 	notHere string
 }
 
-// runControls runs every hostile check outside the sandbox against the same
-// canaries. A check whose control does not succeed is inconclusive.
-func runControls(ctx context.Context, o Options, e *Env, checks []Check) (map[string]*controlResult, *Evidence) {
+// hostControls is the control runs of one role: those the sandbox runs
+// wait for (the main steps, which own the host-side evidence, and the
+// fills, which write the writable paths staging copies in), and those
+// that touch neither (memory, processes, and the phases with controls of
+// their own), which go on beside the sandbox runs.
+type hostControls struct {
+	mu      sync.Mutex
+	results map[string]*controlResult
+	evs     []*Evidence
+	// background are the controls the sandbox runs do not wait for.
+	background sync.WaitGroup
+}
+
+// sideControlPhases run as processes of their own, each beside the others:
+// together in one they were the selftest's longest serial stretch.
+var sideControlPhases = []Phase{PhaseMemory, PhaseProcesses, PhaseFill}
+
+// startControls runs the hostile checks' steps outside the sandbox against
+// the same canaries; it returns once the sandbox runs may start (the main
+// and fill controls are done and judged: their judges read the host as
+// the control left it). wait gives every control's verdict.
+func startControls(ctx context.Context, o Options, e *Env, checks []Check, clock *phaseClock) *hostControls {
+	hc := &hostControls{results: map[string]*controlResult{}}
+	var now sync.WaitGroup
+	hc.background.Add(1)
+	go func() {
+		defer hc.background.Done()
+		defer clock.record("control-own", time.Now())
+		hc.ownControls(ctx, o, e, checks)
+	}()
+	for _, ph := range sideControlPhases {
+		steps := controlSteps(e, checks, ph)
+		if len(steps) == 0 {
+			continue
+		}
+		wg := &now
+		if ph != PhaseFill {
+			wg = &hc.background
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer clock.record("control-"+phaseName(ph), time.Now())
+			obs, err := runHostPlan(ctx, o.SelfHost, e, probe.Plan{Steps: steps})
+			hc.judge(e, checks, ph, &Evidence{Host: true, Obs: obs}, err)
+		}()
+	}
+	t0 := time.Now()
+	ev, err := mainControl(ctx, o, e, controlSteps(e, checks, PhaseMain))
+	clock.record("control-main", t0)
+	hc.judge(e, checks, PhaseMain, ev, err)
+	now.Wait()
+	return hc
+}
+
+// judge judges the control of every hostile check of phase on ev.
+func (hc *hostControls) judge(e *Env, checks []Check, ph Phase, ev *Evidence, err error) {
 	out := map[string]*controlResult{}
-	var steps []probe.Step
 	for _, ch := range checks {
-		if ch.HasControl() && sideOrMain(ch.Phase) && ch.Steps != nil {
-			steps = append(steps, ch.Steps(e)...)
+		if ch.HasControl() && ch.Phase == ph {
+			out[ch.ID] = judgeControl(e, ch, ev, err)
 		}
 	}
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	maps.Copy(hc.results, out)
+	if err == nil {
+		hc.evs = append(hc.evs, ev)
+	}
+}
+
+// judgeControl is a check's control verdict on its evidence.
+func judgeControl(e *Env, ch Check, ev *Evidence, err error) *controlResult {
+	if err != nil {
+		return &controlResult{summary: "control did not run: " + err.Error()}
+	}
+	if ch.HostLacks != nil {
+		if lacks, why := ch.HostLacks(ev); lacks {
+			return &controlResult{notHere: why}
+		}
+	}
+	saw, detail := ch.Judge(e, ev)
+	return &controlResult{saw: saw, summary: detail}
+}
+
+// wait waits for the background controls and returns every check's
+// control verdict and the control runs' evidence (for the slowest steps).
+func (hc *hostControls) wait() (map[string]*controlResult, []*Evidence) {
+	hc.background.Wait()
+	return hc.results, hc.evs
+}
+
+// controlSteps are the steps of the phase's hostile checks, as the control
+// runs them.
+func controlSteps(e *Env, checks []Check, ph Phase) []probe.Step {
+	var steps []probe.Step
+	for _, ch := range checks {
+		if ch.HasControl() && ch.Phase == ph && ch.Steps != nil {
+			for _, s := range ch.Steps(e) {
+				steps = append(steps, hostStep(s))
+			}
+		}
+	}
+	return steps
+}
+
+// hostStep is a step as the control runs it. A fill that keeps what fits
+// does so for the sandbox's copy back to face; the host has none, so its
+// control stops at the proof (the filesystem's own count of free inodes
+// for the rest), as the probe does on a bounded filesystem: the answer
+// (the host has room) is the same, without tens of thousands of files.
+func hostStep(s probe.Step) probe.Step {
+	if s.Op != "fill" || s.Args["keep_unbounded"] == "" {
+		return s
+	}
+	args := maps.Clone(s.Args)
+	delete(args, "keep_unbounded")
+	s.Args = args
+	return s
+}
+
+// mainControl runs the main phase's steps on the host and observes the
+// host-side evidence around them, as the main sandbox run does.
+func mainControl(ctx context.Context, o Options, e *Env, steps []probe.Step) (*Evidence, error) {
 	before, err := e.C.Snapshot(e.Writable)
 	e.C.ResetHits()
 	ev := &Evidence{Host: true}
-	if err == nil {
-		ev.Obs, err = runHostPlan(ctx, o.SelfHost, e, probe.Plan{Steps: steps})
+	defer KillByToken("survivor-" + e.C.Token)
+	if err != nil {
+		return ev, err
 	}
-	if err == nil {
-		ev.Survivors = Survivors("survivor-" + e.C.Token)
-		ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
-		ev.SocketHits = e.C.DeepSocketHits()
-		var after map[string]string
-		if after, err = e.C.Snapshot(e.Writable); err == nil {
-			ev.Changed = Changed(before, after)
-		}
+	if ev.Obs, err = runHostPlan(ctx, o.SelfHost, e, probe.Plan{Steps: steps}); err != nil {
+		return ev, err
 	}
-	KillByToken("survivor-" + e.C.Token)
+	ev.Survivors = Survivors("survivor-" + e.C.Token)
+	ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
+	ev.SocketHits = e.C.DeepSocketHits()
+	after, err := e.C.Snapshot(e.Writable)
+	if err != nil {
+		return ev, err
+	}
+	ev.Changed = Changed(before, after)
+	return ev, nil
+}
+
+// ownControls runs and judges the controls of the checks whose phases
+// have controls of their own (second, timeout, output): none touches the
+// canaries or the writable paths, so they go on beside the sandbox runs.
+func (hc *hostControls) ownControls(ctx context.Context, o Options, e *Env, checks []Check) {
 	var outEv *Evidence
 	for _, ch := range checks {
-		if !ch.HasControl() {
+		if !ch.HasControl() || sideOrMain(ch.Phase) {
 			continue
 		}
-		if err != nil {
-			out[ch.ID] = &controlResult{summary: "control did not run: " + err.Error()}
-			continue
-		}
-		cev := ev
-		switch ch.Phase {
-		case PhaseMain, PhaseMemory, PhaseProcesses, PhaseFill: // in ev
-		case PhaseOutput:
+		var cev *Evidence
+		if ch.Phase == PhaseOutput {
 			if outEv == nil {
 				outEv = outputControl(ctx, o, e)
 			}
 			cev = outEv
-		default:
+		} else {
 			cev = secondPhaseControl(ctx, o, e, ch)
 		}
-		if ch.HostLacks != nil {
-			if lacks, why := ch.HostLacks(cev); lacks {
-				out[ch.ID] = &controlResult{notHere: why}
-				continue
-			}
-		}
-		saw, detail := ch.Judge(e, cev)
-		out[ch.ID] = &controlResult{saw: saw, summary: detail}
+		r := judgeControl(e, ch, cev, nil)
+		hc.mu.Lock()
+		hc.results[ch.ID] = r
+		hc.mu.Unlock()
 	}
-	return out, ev
 }
 
 // sideOrMain: the phase's hostile steps run in the host control as they

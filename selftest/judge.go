@@ -28,10 +28,8 @@ func (runs *phaseRuns) slowest() []string {
 		evs = append(evs, r.ev)
 	}
 	out := slowestSteps(evs, 5)
-	if runs.controlEv != nil {
-		for _, step := range slowestSteps([]*Evidence{runs.controlEv}, 3) {
-			out = append(out, "control "+step)
-		}
+	for _, step := range slowestSteps(runs.controlEv, 3) {
+		out = append(out, "control "+step)
 	}
 	return out
 }

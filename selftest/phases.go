@@ -28,7 +28,7 @@ type phaseResult struct {
 // phase's.
 type phaseRuns struct {
 	controls  map[string]*controlResult
-	controlEv *Evidence
+	controlEv []*Evidence
 	phases    map[Phase]phaseResult
 }
 
@@ -45,8 +45,9 @@ func (c *phaseClock) record(name string, since time.Time) {
 	c.mu.Unlock()
 }
 
-// runPhases prepares the writable paths, runs the controls on the host,
-// restores the canaries they used, then runs every sandbox phase. The
+// runPhases prepares the writable paths, runs the controls on the host
+// that the sandbox runs must wait for, restores the canaries they used,
+// then runs every sandbox phase while the other controls finish. The
 // report gets each part's duration and the kernel the sandbox presents.
 func runPhases(ctx context.Context, o Options, plan *rolePlan, rr *RoleReport) (*phaseRuns, error) {
 	e := plan.env
@@ -57,13 +58,15 @@ func runPhases(ctx context.Context, o Options, plan *rolePlan, rr *RoleReport) (
 	rr.Phases = clock.took
 	runs := &phaseRuns{}
 	t0 := time.Now()
-	runs.controls, runs.controlEv = runControls(ctx, o, e, plan.checks)
+	controls := startControls(ctx, o, e, plan.checks, clock)
 	clock.record("controls", t0)
 	if err := e.C.Replant(); err != nil {
+		controls.background.Wait()
 		return nil, fmt.Errorf("restoring canaries after the control run: %w", err)
 	}
 	cleanWritable(e.P)
 	runs.phases = runSandboxPhases(ctx, o, e, plan.checks, clock)
+	runs.controls, runs.controlEv = controls.wait()
 	if mainEv := runs.phases[PhaseMain].ev; mainEv != nil && mainEv.Obs[kernelInfo].OK {
 		rr.Versions["kernel_in_sandbox"] = mainEv.Obs[kernelInfo].Detail
 	}
@@ -72,30 +75,52 @@ func runPhases(ctx context.Context, o Options, plan *rolePlan, rr *RoleReport) (
 
 // runSandboxPhases runs the main phase, then the second; the others run
 // beside them, as they do not touch the host-side evidence (snapshots,
-// listener counts) those two own.
+// listener counts) those two own. The output flood is the first command of
+// the timeout phase's sandbox (a sandbox start less; the flood has ended,
+// its output judged apart, before the timeout's command starts).
 func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, clock *phaseClock) map[Phase]phaseResult {
 	results := map[Phase]phaseResult{}
 	var mu sync.Mutex
+	set := func(ph Phase, ev *Evidence, err error) {
+		mu.Lock()
+		results[ph] = phaseResult{ev, err}
+		mu.Unlock()
+	}
+	// A pooled sandbox runs exactly one command.
+	shareOutput := o.Warm != "pool" && hasPhase(checks, PhaseTimeout) && hasPhase(checks, PhaseOutput)
 	var side sync.WaitGroup
 	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser, PhaseOutput, PhaseMemory, PhaseProcesses, PhaseFill} {
-		if !hasPhase(checks, ph) {
+		if !hasPhase(checks, ph) || (ph == PhaseOutput && shareOutput) {
 			continue
+		}
+		var first func(*sandbox.Session)
+		flooded := false
+		if ph == PhaseTimeout && shareOutput {
+			first = func(sess *sandbox.Session) {
+				t0 := time.Now()
+				ev, err := outputExec(ctx, o, e, sess.Exec)
+				clock.record(phaseName(PhaseOutput), t0)
+				set(PhaseOutput, ev, err)
+				flooded = true
+			}
 		}
 		side.Add(1)
 		go func() {
 			defer side.Done()
 			defer clock.record(phaseName(ph), time.Now())
-			ev, err := runPhase(ctx, o, e, checks, ph)
-			mu.Lock()
-			results[ph] = phaseResult{ev, err}
-			mu.Unlock()
+			ev, err := runPhase(ctx, o, e, checks, ph, clock, first)
+			set(ph, ev, err)
+			if first != nil && !flooded {
+				// The sandbox did not start: the flood shares its error.
+				set(PhaseOutput, nil, err)
+			}
 		}()
 	}
 	t0 := time.Now()
-	mainEv, mainErr := runPhase(ctx, o, e, checks, PhaseMain)
+	mainEv, mainErr := runPhase(ctx, o, e, checks, PhaseMain, clock, nil)
 	clock.record("main", t0)
 	t0 = time.Now()
-	secondEv, secondErr := runPhase(ctx, o, e, checks, PhaseSecond)
+	secondEv, secondErr := runPhase(ctx, o, e, checks, PhaseSecond, clock, nil)
 	clock.record("second", t0)
 	side.Wait()
 	if o.Warm == "pool" && o.EndWarm != nil {
@@ -130,7 +155,8 @@ const kernelInfo = "INFO-kernel"
 
 // runPhase runs one sandbox run with the phase's steps and collects the
 // evidence inside and on the host.
-func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phase) (*Evidence, error) {
+// first, when set, runs in the started sandbox before the phase's command.
+func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phase, clock *phaseClock, first func(*sandbox.Session)) (*Evidence, error) {
 	if phase == PhaseOutput {
 		return runOutputPhase(ctx, o, e)
 	}
@@ -172,7 +198,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	stdout := output.NewCapture(4 << 20)
 	var stderr bytes.Buffer
 	var survivors []int
-	res, err := runPlan(ctx, o, e, tag, sandbox.Request{
+	res, err := runPlan(ctx, o, e, phaseName(phase), clock, tag, first, sandbox.Request{
 		Timeout: timeout,
 		Streams: backends.Streams{Stdout: stdout, Stderr: &syncWriter{w: &stderr}},
 		// The probe's JSON must arrive raw, and probe runs are not user runs.
@@ -204,33 +230,55 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 // with argv built once the sandbox has placed its scratch.
 // afterExec runs while the sandbox still exists: a command's tree must be
 // gone when its Exec returns, not only when the sandbox closes.
-func runPlan(ctx context.Context, o Options, e *Env, tag string, req sandbox.Request, argv func(*Env) ([]string, error), afterExec func()) (sandbox.Outcome, error) {
+func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseClock, tag string, first func(*sandbox.Session), req sandbox.Request, argv func(*Env) ([]string, error), afterExec func()) (sandbox.Outcome, error) {
 	timeout := req.Timeout
 	p := o.warmPolicy(e.P, tag)
+	t0 := time.Now()
 	sess, err := sandbox.Start(ctx, o.Backend, p, backends.StartOptions{TTL: backends.TTL(p, timeout)})
+	clock.record(name+"/start", t0)
 	if err != nil {
 		return sandbox.Outcome{}, err
 	}
 	defer o.endWarm(p)
-	defer func() { _ = sess.Close(ctx) }()
+	defer func() {
+		t0 := time.Now()
+		_ = sess.Close(ctx)
+		clock.record(name+"/close", t0)
+	}()
+	if first != nil {
+		first(sess)
+	}
 	phaseEnv := *e
 	phaseEnv.Scratch = sess.Sandbox().Scratch()
 	if req.Command.Argv, err = argv(&phaseEnv); err != nil {
 		return sandbox.Outcome{}, err
 	}
+	t0 = time.Now()
 	out, err := sess.Exec(ctx, req)
+	clock.record(name+"/exec", t0)
 	afterExec()
 	return out, err
 }
 
 // runOutputPhase floods hostile output through the same pipeline `run`
-// uses, with the flood's secret among those to redact.
+// uses, with the flood's secret among those to redact, in a sandbox of its
+// own.
 func runOutputPhase(ctx context.Context, o Options, e *Env) (*Evidence, error) {
-	var shown bytes.Buffer
 	outP := o.warmPolicy(e.P, "output-"+e.C.Token)
 	defer o.endWarm(outP)
-	res, err := sandbox.Run(ctx, o.Backend, sandbox.Request{
-		Policy: outP, Timeout: time.Minute, NoAudit: true, NoGate: true,
+	return outputExec(ctx, o, e, func(ctx context.Context, req sandbox.Request) (sandbox.Outcome, error) {
+		req.Policy = outP
+		return sandbox.Run(ctx, o.Backend, req)
+	})
+}
+
+// outputExec runs the flood with exec: a sandbox of its own (sandbox.Run)
+// or a started one's (Session.Exec); either way the output goes through
+// the pipeline `run` uses.
+func outputExec(ctx context.Context, o Options, e *Env, exec func(context.Context, sandbox.Request) (sandbox.Outcome, error)) (*Evidence, error) {
+	var shown bytes.Buffer
+	res, err := exec(ctx, sandbox.Request{
+		Timeout: time.Minute, NoAudit: true, NoGate: true,
 		Command:  backends.Command{Argv: []string{o.Backend.SelfPath(), probe.ChildSubcommand, "flood", strconv.Itoa(floodBytes), floodSecret(e.C)}},
 		Streams:  backends.Streams{Stdout: &shown},
 		Redactor: output.NewRedactor([]output.Secret{{Name: "SELFTEST_SECRET", Value: floodSecret(e.C)}}, output.DefaultRules()),
@@ -261,6 +309,10 @@ func (s *syncWriter) String() string {
 
 func phaseName(p Phase) string {
 	switch p {
+	case PhaseMain:
+		return "main"
+	case PhaseSecond:
+		return "second"
 	case PhaseTimeout:
 		return "timeout"
 	case PhaseBrowser:

@@ -118,6 +118,15 @@ func TestWeakenedPoliciesFail(t *testing.T) {
 		{name: "the engine's own seccomp default (AF_VSOCK open)", adjust: func(r *docker.CreateRequest) {
 			r.HostConfig.SecurityOpt = slices.DeleteFunc(r.HostConfig.SecurityOpt, func(o string) bool { return strings.HasPrefix(o, "seccomp=") })
 		}, want: map[string]string{"NET-13": "FAIL", "PRIV-03": "ok"}},
+		// The resource checks' controls run beside the sandbox runs: with
+		// the limit gone, the sandbox side must still be caught.
+		{name: "no process limit", adjust: func(r *docker.CreateRequest) {
+			unlimited := int64(-1)
+			r.HostConfig.PidsLimit = &unlimited
+		}, want: map[string]string{"RES-01": "FAIL", "RES-02": "ok"}},
+		{name: "no memory limit", adjust: func(r *docker.CreateRequest) {
+			r.HostConfig.Memory, r.HostConfig.MemorySwap = 0, 0
+		}, want: map[string]string{"RES-02": "FAIL", "RES-01": "ok"}},
 		{name: "allow_all", mutate: func(p *policy.Policy) { p.AllowAll = true },
 			want: map[string]string{"FS-01": "FAIL", "NET-01": "FAIL", "C-01": "FAIL"}},
 		{name: "control cannot see the canary", afterPlant: func(c *selftest.Canaries) {
