@@ -317,7 +317,8 @@ func sessionLeavesNothing(t *testing.T, k *kit) {
 		"(setsid sh -c 'echo started > $HOME/orphan; sleep 1; echo alive >> $HOME/orphan' &); "+
 			"for i in $(seq 100); do grep -q alive $HOME/orphan 2>/dev/null && break; sleep 0.1; done; cat $HOME/orphan; rm -f $HOME/orphan")
 	if res.ExitCode != 0 || !strings.Contains(out, "alive") {
-		t.Fatalf("an orphan was killed while its command ran: %+v %q", res.Result, out)
+		_, ps := warmRun(t, wb, p, 0, "ps", "-eo", "pid,ppid,stat,etime,comm")
+		t.Fatalf("an orphan was killed while its command ran: %+v %q; the sandbox's processes now:\n%s", res.Result, out, ps)
 	}
 	for _, tc := range []struct{ name, script string }{
 		{"daemon", "(setsid sh -c 'sleep 2; echo left > $HOME/leftover' &); sleep 0.3; echo started"},
