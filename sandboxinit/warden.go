@@ -124,18 +124,21 @@ func (w *warden) killedSoFar() int {
 }
 
 // settled reports whether the holder's orphans in procs, scanned at now,
-// may be taken for leftovers. With subreapers, always. Without them, the
-// orphans of a running command come to pid 1 too, so only when no
-// supervisor has been seen for a whole poll: one scan that missed a live
-// supervisor (a /proc read that failed under load) must not kill what its
-// command left running on purpose.
+// may be taken for leftovers. Not while a supervisor a runtime exec
+// started runs: where orphans come to pid 1 (gVisor's kernel has no
+// subreapers, and the holder's own prctl is no proof of it: it succeeded
+// once under load while the orphans still came to pid 1) they may be its
+// command's; elsewhere they came from a supervisor that died, and wait at
+// most until the live one ends. Without subreapers, only after no
+// supervisor was seen for a whole poll: one scan that missed a live one
+// must not kill what its command left running on purpose.
 func (w *warden) settled(procs map[int]proc, now time.Time) bool {
-	if !w.noSubreaper {
-		return true
-	}
 	if supervisorRunning(procs) {
 		w.quietSince = time.Time{}
 		return false
+	}
+	if !w.noSubreaper {
+		return true
 	}
 	if w.quietSince.IsZero() {
 		w.quietSince = now
