@@ -7,7 +7,9 @@
 #     pins (k8s.io/kubernetes from the Go module proxy, its staging modules
 #     replaced by their releases) into $TRIAGE_SANDBOX_KUBE_DIR
 #     (default /var/cache/triage-sandbox/kube/<version>/); the first build
-#     takes about 20 minutes on 2 cores, later runs reuse the cache.
+#     takes about 20 minutes on 2 cores, later runs reuse the cache,
+#   - builds gVisor (runsc and its containerd shim) for the node's gvisor
+#     RuntimeClass (scripts/gvisor.sh, cached the same way).
 # Prints the directory holding the binaries on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,4 +36,5 @@ for b in kube-apiserver kubelet; do
     -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$version" "k8s.io/kubernetes/cmd/$b")
   mv "$dir/$b.tmp" "$dir/$b"
 done
+scripts/gvisor.sh >/dev/null
 echo "$dir"

@@ -4,7 +4,6 @@ package kubernetes
 
 import (
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -25,20 +24,15 @@ func TestSelftestOnNode(t *testing.T) {
 	selftestOnNode(t, cliWorkspace(t, "", ""))
 }
 
-// TestSelftestOnNodeGVisor: the same with runtime = "gvisor" (the node's
-// RuntimeClass for runsc, where runsc is installed: TRIAGE_SANDBOX_GVISOR=1
-// scripts/setup.sh). Opt-in (TRIAGE_SANDBOX_KUBE_GVISOR=1) until it
-// passes: Debian's runsc has no containerd shim, and under containerd's
-// runc shim the unpacker's init container exits (runsc lists it stopped)
-// but the exit never reaches the kubelet, so the holder never starts
-// (containerd-shim-runsc-v1 is what is missing).
+// TestSelftestOnNodeGVisor: the same with runtime = "gvisor", the node's
+// RuntimeClass for runsc through its own containerd shim (both built by
+// scripts/gvisor.sh, cached); it fails where the cluster is required and
+// they are missing (kubecluster.RequireGVisor).
 func TestSelftestOnNodeGVisor(t *testing.T) {
-	if os.Getenv("TRIAGE_SANDBOX_KUBE_GVISOR") == "" {
-		t.Skip("not passing yet under runsc without its containerd shim (an init container's exit never reaches the kubelet); TRIAGE_SANDBOX_KUBE_GVISOR=1 runs it")
-	}
+	kubecluster.RequireGVisor(t)
 	_, n, _ := node(t)
 	if !slices.Contains(n.RuntimeClasses, kubecluster.GVisorClass) {
-		t.Skip("no runsc on this machine: TRIAGE_SANDBOX_GVISOR=1 scripts/setup.sh installs it")
+		t.Fatalf("the test node offers no %s RuntimeClass (%v) though %s is there", kubecluster.GVisorClass, n.RuntimeClasses, kubecluster.GVisorDir())
 	}
 	selftestOnNode(t, cliWorkspace(t, "runtime = \""+kubecluster.GVisorClass+"\"\n", ""))
 }

@@ -24,6 +24,41 @@ func TestVersionPinned(t *testing.T) {
 	}
 }
 
+// TestGVisorVersionPinned: the gVisor the node looks for is the one
+// scripts/gvisor/go.mod builds.
+func TestGVisorVersionPinned(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	mod, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "scripts", "gvisor", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mod), "require gvisor.dev/gvisor "+GVisorVersion+"\n") {
+		t.Errorf("scripts/gvisor/go.mod does not require gvisor.dev/gvisor %s", GVisorVersion)
+	}
+}
+
+func TestRunscConfig(t *testing.T) {
+	tests := []struct {
+		flags   []string
+		want    string
+		wantErr bool
+	}{
+		{nil, "", false},
+		{[]string{"--network=none", "--oci-seccomp"}, "  \"network\" = \"none\"\n  \"oci-seccomp\" = \"true\"\n", false},
+		{[]string{"--platform=systrap"}, "  \"platform\" = \"systrap\"\n", false},
+		// A value is quoted, never TOML of its own.
+		{[]string{"--x=a\"\nb = 1"}, "  \"x\" = \"a\\\"\\nb = 1\"\n", false},
+		{[]string{"-network=none"}, "", true},
+		{[]string{"--"}, "", true},
+	}
+	for _, tt := range tests {
+		got, err := runscConfig(tt.flags)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("runscConfig(%q) = %q, %v; want %q, error %v", tt.flags, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
 // TestStartStop: the control plane starts, answers, and leaves no process
 // behind once stopped.
 func TestStartStop(t *testing.T) {
