@@ -6,9 +6,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 
 	nodev1 "k8s.io/api/node/v1"
@@ -31,17 +30,12 @@ const GVisorVersion = "v0.0.0-20260905035102-160fafc42237"
 // GVisorScript builds and caches the gVisor binaries the node runs.
 const GVisorScript = "scripts/gvisor.sh"
 
-// The binaries scripts/gvisor.sh builds.
-const (
-	runscBinary = "runsc"
-	shimBinary  = "containerd-shim-runsc-v1"
-)
+// runscBinary is what scripts/gvisor.sh builds.
+const runscBinary = "runsc"
 
-// GVisorDir is where scripts/gvisor.sh put runsc and its containerd shim:
+// GVisorDir is where scripts/gvisor.sh put runsc:
 // $TRIAGE_SANDBOX_GVISOR_DIR, else /var/cache/triage-sandbox/gvisor/VERSION.
-// Debian's runsc is not used here: it has no containerd shim, and
-// containerd's runc shim driving runsc never reports an init container's
-// exit to the kubelet.
+// Debian's runsc (20221219) stays the docker and oci backends'.
 func GVisorDir() string {
 	if d := os.Getenv("TRIAGE_SANDBOX_GVISOR_DIR"); d != "" {
 		return d
@@ -49,13 +43,14 @@ func GVisorDir() string {
 	return filepath.Join("/var/cache/triage-sandbox/gvisor", GVisorVersion)
 }
 
-// gvisorMissing names the gVisor binaries the node lacks ("" none).
+// gvisorMissing names what the node's gvisor handler lacks ("" nothing).
 func gvisorMissing() string {
 	var missing []string
-	for _, b := range []string{runscBinary, shimBinary} {
-		if fi, err := os.Stat(filepath.Join(GVisorDir(), b)); err != nil || fi.Mode()&0o111 == 0 {
-			missing = append(missing, filepath.Join(GVisorDir(), b))
-		}
+	if fi, err := os.Stat(filepath.Join(GVisorDir(), runscBinary)); err != nil || fi.Mode()&0o111 == 0 {
+		missing = append(missing, filepath.Join(GVisorDir(), runscBinary)+" (build it with "+GVisorScript+", cached afterwards)")
+	}
+	if _, err := exec.LookPath("jq"); err != nil {
+		missing = append(missing, "jq (Debian jq; "+BuildScript+" installs it)")
 	}
 	return strings.Join(missing, ", ")
 }
@@ -64,56 +59,71 @@ func gvisorMissing() string {
 // line with the fix ("" when it does).
 func GVisorMissing() string {
 	if m := gvisorMissing(); m != "" {
-		return "no gvisor RuntimeClass on the test node: missing " + m + "; build them with " + GVisorScript + " (cached afterwards)"
+		return "no gvisor RuntimeClass on the test node: missing " + m
 	}
 	return ""
 }
 
 // runscHandler is the containerd configuration of the runtime handler
-// that runs gVisor through its own shim (io.containerd.runsc.v1), and the
-// shim's configuration beside it in dir: the runsc it runs, its root, and
-// runsc's flags as every backend gives them (runtimes.Traits.Flags: its
-// own loopback-only network stack, the container's seccomp profile loaded
-// inside). The platform is runsc's default (systrap: KVM does not start in
-// this VM). A pod is one gVisor sandbox, its containers in it.
+// that runs gVisor, and the runtime it names, written into dir.
+//
+// gVisor's own shim (containerd-shim-runsc-v1, a pod as one gVisor
+// sandbox) cannot start on a host that withholds CAP_SYS_RESOURCE, as
+// this VM does from every process: it sets its own oom_score_adj to -999
+// and, run as root, takes the refusal as fatal. So containerd's runc shim
+// drives runsc, as Docker does, and each container of a pod is a gVisor
+// sandbox of its own: the wrapper removes the CRI annotations that would
+// make runsc join the pod's first sandbox (whose processes the runc shim
+// of a later container could never reap, so an init container's exit never
+// reached the kubelet). runsc's flags are every backend's
+// (runtimes.Traits.Flags: its own loopback-only network stack, the
+// container's seccomp profile loaded inside); the platform is runsc's
+// default (systrap: KVM does not start in this VM).
 func runscHandler(dir string) (string, error) {
-	cfg := filepath.Join(dir, "runsc.toml")
-	flags, err := runscConfig(runtimes.Of(runscBinary).Flags)
+	jq, err := exec.LookPath("jq")
 	if err != nil {
 		return "", err
 	}
-	body := fmt.Sprintf("binary_name = %s\nroot = %s\nlog_path = %s\n[runsc_config]\n%s",
-		strconv.Quote(filepath.Join(GVisorDir(), runscBinary)), strconv.Quote(filepath.Join(dir, "runsc-root")),
-		strconv.Quote(filepath.Join(dir, "runsc-logs", "%ID%", "shim.log")), flags)
-	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+	argv := []string{filepath.Join(GVisorDir(), runscBinary)}
+	argv = append(argv, runtimes.Of(runscBinary).Flags...)
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = shellQuote(a)
+	}
+	script := fmt.Sprintf(runscWrapper, shellQuote(jq), strings.Join(quoted, " "))
+	wrapper := filepath.Join(dir, "runsc-wrapper")
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf(`    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%s]
-      runtime_type = "io.containerd.runsc.v1"
-      runtime_path = %q
+      runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%s.options]
-        TypeUrl = "io.containerd.runsc.v1.options"
-        ConfigPath = %q
-`, runscHandlerName, filepath.Join(GVisorDir(), shimBinary), runscHandlerName, cfg), nil
+        BinaryName = %q
+        Root = %q
+`, runscHandlerName, runscHandlerName, wrapper, filepath.Join(dir, "runsc-root")), nil
 }
 
-// runscConfig turns runsc's command-line flags ("--name=value", "--name")
-// into the shim's [runsc_config] table.
-func runscConfig(flags []string) (string, error) {
-	lines := make([]string, 0, len(flags))
-	for _, f := range flags {
-		name, value, ok := strings.Cut(strings.TrimPrefix(f, "--"), "=")
-		if !ok {
-			value = "true"
-		}
-		if !strings.HasPrefix(f, "--") || name == "" {
-			return "", fmt.Errorf("runsc flag %q is not --name or --name=value", f)
-		}
-		lines = append(lines, fmt.Sprintf("  %s = %s\n", strconv.Quote(name), strconv.Quote(value)))
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, ""), nil
-}
+// runscWrapper is the runtime the runc shim runs: on create, the bundle's
+// CRI container-type and sandbox-id annotations go (a sandbox per
+// container), then runsc with its flags (%%s: jq, runsc's argv).
+const runscWrapper = `#!/bin/sh
+set -eu
+prev= bundle= create=
+for a in "$@"; do
+  case $prev in --bundle|-b) bundle=$a ;; esac
+  [ "$a" = create ] && create=1
+  prev=$a
+done
+if [ -n "$create" ] && [ -n "$bundle" ]; then
+  %s 'del(.annotations["io.kubernetes.cri.container-type"], .annotations["io.kubernetes.cri.sandbox-id"])' \
+    "$bundle/config.json" > "$bundle/config.json.tmp"
+  mv "$bundle/config.json.tmp" "$bundle/config.json"
+fi
+exec %s "$@"
+`
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // createRuntimeClass makes the RuntimeClass name for handler.
 func (c *Cluster) createRuntimeClass(name, handler string) error {
