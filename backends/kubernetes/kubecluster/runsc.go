@@ -72,10 +72,9 @@ func GVisorMissing() string {
 // this VM does from every process: it sets its own oom_score_adj to -999
 // and, run as root, takes the refusal as fatal. So containerd's runc shim
 // drives runsc, as Docker does, and each container of a pod is a gVisor
-// sandbox of its own: the wrapper removes the CRI annotations that would
-// make runsc join the pod's first sandbox (whose processes the runc shim
-// of a later container could never reap, so an init container's exit never
-// reached the kubelet). runsc's flags are every backend's
+// sandbox of its own, as under Docker: the wrapper (runscWrapper) removes
+// the CRI annotations that would make runsc join the pod's first sandbox,
+// a model the runc shim was not made for. runsc's flags are every backend's
 // (runtimes.Traits.Flags: its own loopback-only network stack, the
 // container's seccomp profile loaded inside); the platform is runsc's
 // default (systrap: KVM does not start in this VM).
@@ -105,21 +104,31 @@ func runscHandler(dir string) (string, error) {
 
 // runscWrapper is the runtime the runc shim runs: on create, the bundle's
 // CRI container-type and sandbox-id annotations go (a sandbox per
-// container), then runsc with its flags (%%s: jq, runsc's argv).
+// container); a kill of a container whose sandbox has ended says "container
+// not running", the words the runc shim takes for a process already gone
+// (runsc says "sandbox is not running", and containerd's CRI, which kills
+// before it deletes an exited task, would retry forever: the kubelet never
+// heard of the exit); then runsc with its flags (%%[1]s: jq, %%[2]s: runsc's
+// argv).
 const runscWrapper = `#!/bin/sh
 set -eu
-prev= bundle= create=
+prev= bundle= cmd=
 for a in "$@"; do
   case $prev in --bundle|-b) bundle=$a ;; esac
-  [ "$a" = create ] && create=1
+  case $a in create|kill) [ -z "$cmd" ] && cmd=$a ;; esac
   prev=$a
 done
-if [ -n "$create" ] && [ -n "$bundle" ]; then
-  %s 'del(.annotations["io.kubernetes.cri.container-type"], .annotations["io.kubernetes.cri.sandbox-id"])' \
+if [ "$cmd" = create ] && [ -n "$bundle" ]; then
+  %[1]s 'del(.annotations["io.kubernetes.cri.container-type"], .annotations["io.kubernetes.cri.sandbox-id"])' \
     "$bundle/config.json" > "$bundle/config.json.tmp"
   mv "$bundle/config.json.tmp" "$bundle/config.json"
 fi
-exec %s "$@"
+if [ "$cmd" = kill ]; then
+  out=$(%[2]s "$@" 2>&1) && exit 0
+  case $out in *"is not running"*) echo "container not running: $out" >&2 ;; *) echo "$out" >&2 ;; esac
+  exit 1
+fi
+exec %[2]s "$@"
 `
 
 // shellQuote quotes s for sh.
