@@ -7,7 +7,10 @@
 #     pins (k8s.io/kubernetes from the Go module proxy, its staging modules
 #     replaced by their releases) into $TRIAGE_SANDBOX_KUBE_DIR
 #     (default /var/cache/triage-sandbox/kube/<version>/); the first build
-#     takes about 20 minutes on 2 cores, later runs reuse the cache.
+#     takes about 20 minutes on 2 cores, later runs reuse the cache,
+#   - builds gVisor's runsc for the node's gvisor RuntimeClass
+#     (scripts/gvisor.sh, cached the same way; jq from Debian edits each
+#     container's spec for it).
 # Prints the directory holding the binaries on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +27,7 @@ command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || need_pkgs+=(etcd-serv
 command -v containerd >/dev/null 2>&1 || need_pkgs+=(containerd)
 command -v runc >/dev/null 2>&1 || need_pkgs+=(runc)
 [ -x /usr/lib/cni/loopback ] || need_pkgs+=(containernetworking-plugins)
+command -v jq >/dev/null 2>&1 || need_pkgs+=(jq)
 ts_install_packages ${need_pkgs[@]+"${need_pkgs[@]}"}
 
 mkdir -p "$dir"
@@ -34,4 +38,5 @@ for b in kube-apiserver kubelet; do
     -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$version" "k8s.io/kubernetes/cmd/$b")
   mv "$dir/$b.tmp" "$dir/$b"
 done
+scripts/gvisor.sh >/dev/null
 echo "$dir"

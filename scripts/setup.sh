@@ -12,7 +12,7 @@
 #   - builds the sandbox image (offline base via debootstrap when
 #     debian:bookworm-slim cannot be pulled),
 #   - makes the kubernetes backend's test cluster binaries (scripts/kube.sh,
-#     cached).
+#     cached), gVisor's runsc for its node among them (scripts/gvisor.sh).
 #   - installs podman and loads the sandbox image into its store (the
 #     docker backend's test against Podman's Docker-compatible service).
 #     Podman keeps its own storage (/var/lib/containers) and, for the
@@ -69,7 +69,8 @@ CGO_ENABLED=0 go build -tags kubernetes -o bin/triage-sandbox-kube ./cmd/triage-
 ts_build_image bin/triage-sandbox
 # The kubernetes backend's test cluster: etcd, containerd and CNI from
 # Debian, kube-apiserver and kubelet built once into a cache (the first
-# build takes about 20 minutes on 2 cores; later runs reuse it).
+# build takes about 20 minutes on 2 cores; later runs reuse it), and runsc
+# for the node's gvisor RuntimeClass (scripts/gvisor.sh, cached too).
 scripts/kube.sh >/dev/null
 ts_podman_image
 log "ready: $(docker version --format 'engine {{.Server.Version}}, API {{.Server.APIVersion}}')"

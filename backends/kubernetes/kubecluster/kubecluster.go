@@ -64,7 +64,23 @@ func Require(t testing.TB, names ...string) {
 	if len(missing) == 0 {
 		return
 	}
-	msg := fmt.Sprintf("missing %s; build them with %s (cached afterwards)", strings.Join(missing, ", "), BuildScript)
+	missingPart(t, fmt.Sprintf("missing %s; build them with %s (cached afterwards)", strings.Join(missing, ", "), BuildScript))
+}
+
+// RequireGVisor is for a test of the node's gvisor RuntimeClass: it skips
+// t, or fails it where the cluster is required (as Require), when
+// scripts/gvisor.sh has not built runsc and its shim.
+func RequireGVisor(t testing.TB) {
+	t.Helper()
+	if msg := GVisorMissing(); msg != "" {
+		missingPart(t, msg)
+	}
+}
+
+// missingPart fails t under CI or TRIAGE_SANDBOX_REQUIRE_KUBE, else skips
+// it, with msg saying what is missing and how to make it.
+func missingPart(t testing.TB, msg string) {
+	t.Helper()
 	if os.Getenv("CI") != "" || os.Getenv("TRIAGE_SANDBOX_REQUIRE_KUBE") != "" {
 		t.Fatal(msg)
 	}

@@ -27,7 +27,8 @@ type Node struct {
 	// Socket is its containerd's address (ctr -a SOCKET -n k8s.io ...).
 	Socket string
 	// RuntimeClasses are the RuntimeClasses made for the node's runtime
-	// handlers besides runc (GVisorClass where runsc is installed).
+	// handlers besides runc (GVisorClass where scripts/gvisor.sh built
+	// runsc and its shim: GVisorMissing).
 	RuntimeClasses []string
 }
 
@@ -118,8 +119,8 @@ state = %q
         Root = %q
 `, filepath.Join(dir, "containerd-root"), filepath.Join(dir, "containerd-state"), n.Socket, PauseImage,
 		filepath.Join(dir, "cni-bin"), filepath.Join(dir, "cni-conf"), runcPath(), filepath.Join(dir, "runc-root"))
-	if runsc, err := exec.LookPath("runsc"); err == nil {
-		handler, err := runscHandler(dir, runsc)
+	if gvisorMissing() == "" {
+		handler, err := runscHandler(dir)
 		if err != nil {
 			return err
 		}

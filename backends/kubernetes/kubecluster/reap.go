@@ -66,11 +66,12 @@ func reapDead(reg string) {
 	}
 }
 
-// reap kills and deletes every container the node's runc knows under dir,
-// kills what else names dir on its command line (the shims), unmounts
-// what is mounted below it and removes it.
+// reap kills and deletes every container the node's runc and runsc know
+// under dir, kills what else names dir on its command line (the shims,
+// gVisor's sandbox and gofer processes), unmounts what is mounted below it
+// and removes it.
 func reap(dir string) {
-	for _, rt := range []struct{ bin, root string }{{runcPath(), "runc-root"}, {"runsc", "runsc-root"}} {
+	for _, rt := range []struct{ bin, root string }{{runcPath(), "runc-root"}, {filepath.Join(GVisorDir(), runscBinary), "runsc-root"}} {
 		root := filepath.Join(dir, "node", rt.root, "k8s.io")
 		if _, err := os.Stat(root); err != nil {
 			continue
