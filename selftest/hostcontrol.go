@@ -158,15 +158,24 @@ func mainControl(ctx context.Context, o Options, e *Env, steps []probe.Step) (*E
 	if ev.Obs, err = runHostPlan(ctx, o.SelfHost, e, probe.Plan{Steps: steps}); err != nil {
 		return ev, err
 	}
-	ev.Survivors = Survivors("survivor-" + e.C.Token)
+	return ev, observeAfter(e, before, ev)
+}
+
+// observeAfter adds to ev what the host saw once a phase's steps ran: the
+// processes left with the survivor token (then killed, before they can
+// change what is observed next), the canaries' hits and what changed in
+// the writable paths since before.
+func observeAfter(e *Env, before map[string]string, ev *Evidence) error {
+	ev.Survivors = append(ev.Survivors, Survivors("survivor-"+e.C.Token)...)
+	KillByToken("survivor-" + e.C.Token)
 	ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
 	ev.SocketHits = e.C.DeepSocketHits()
 	after, err := e.C.Snapshot(e.Writable)
 	if err != nil {
-		return ev, err
+		return err
 	}
 	ev.Changed = Changed(before, after)
-	return ev, nil
+	return nil
 }
 
 // ownControls runs and judges the controls of the checks whose phases

@@ -214,16 +214,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	if !observeHost {
 		return ev, nil
 	}
-	ev.Survivors = append(ev.Survivors, Survivors("survivor-"+e.C.Token)...)
-	KillByToken("survivor-" + e.C.Token)
-	ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
-	ev.SocketHits = e.C.DeepSocketHits()
-	after, err := e.C.Snapshot(e.Writable)
-	if err != nil {
-		return ev, err
-	}
-	ev.Changed = Changed(before, after)
-	return ev, nil
+	return ev, observeAfter(e, before, ev)
 }
 
 // runPlan runs one command through the one path (Start, Exec, Close),
