@@ -40,13 +40,26 @@ func ForPID(pid int) (Counter, error) {
 // before the kill, and once more when the cgroup is removed: a signal read
 // while the cgroup still exists is an OOM; once it is gone, every signal
 // but the last (the removal) is.
+//
+// The kernel skips the signal when another OOM in the cgroup holds its
+// lock, and still kills; memory.oom_control's own oom_kill count (4.13+)
+// counts every kill, right after the kill's SIGKILL. So while the cgroup
+// exists a kill is either news, and a settle waits for the count to catch
+// up with an end that could be a kill.
 type v1 struct {
 	mu      sync.Mutex
 	efd     *os.File
 	control string
-	kills   uint64
 	removed bool
+	// signals counts the OOM signals (not the removal's); field0 and field
+	// are memory.oom_control's oom_kill count when the watch began and
+	// last read. The kills are the larger of the two counts: each kill is
+	// in one or both, never counted twice.
+	signals       uint64
+	field0, field uint64
 }
+
+func (w *v1) kills() uint64 { return max(w.signals, w.field-w.field0) }
 
 func watchV1(dir string) (*v1, error) {
 	control := filepath.Join(dir, "memory.oom_control")
@@ -65,19 +78,70 @@ func watchV1(dir string) (*v1, error) {
 		efd.Close()
 		return nil, fmt.Errorf("registering for OOM notifications: %w", err)
 	}
-	return &v1{efd: efd, control: control}, nil
+	w := &v1{efd: efd, control: control}
+	w.field, _ = oomKillField(control)
+	w.field0 = w.field
+	return w, nil
+}
+
+// oomKillField reads the oom_kill count of a v1 memory.oom_control.
+func oomKillField(control string) (uint64, bool) {
+	b, err := os.ReadFile(control)
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// readField updates the oom_kill count and reports whether it grew.
+func (w *v1) readField() bool {
+	n, ok := oomKillField(w.control)
+	if !ok || n <= w.field {
+		return false
+	}
+	w.field = n
+	return true
+}
+
+// fieldLag bounds the wait for the oom_kill count to follow a kill's
+// SIGKILL: the kernel counts right after sending it, so only a preempted
+// OOM killer lags, and a command's SIGKILL that was no OOM kill (a
+// timeout's) should not wait the whole settle for news that never comes.
+const fieldLag = 250 * time.Millisecond
+
+// settle polls the signal and the count until either has news or d (at
+// most fieldLag) passes, or the cgroup is gone.
+func (w *v1) settle(d time.Duration) {
+	deadline := time.Now().Add(min(d, fieldLag))
+	for time.Now().Before(deadline) && exists(w.control) {
+		time.Sleep(10 * time.Millisecond)
+		n := w.read(0)
+		w.signals += n
+		if w.readField() || n > 0 {
+			return
+		}
+	}
 }
 
 func (w *v1) Kills(settle time.Duration) uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.removed {
-		return w.kills
+		return w.kills()
 	}
 	n := w.read(0)
 	if exists(w.control) {
-		w.kills += n
-		return w.kills
+		w.signals += n
+		if !w.readField() && n == 0 && settle > 0 {
+			w.settle(settle)
+		}
+		return w.kills()
 	}
 	if n == 0 {
 		// Gone, and its removal not yet signalled: wait for it.
@@ -90,10 +154,10 @@ func (w *v1) Kills(settle time.Duration) uint64 {
 		}
 	}
 	if n > 0 {
-		w.kills += n - 1
+		w.signals += n - 1
 	}
 	w.removed = true
-	return w.kills
+	return w.kills()
 }
 
 // read takes what the eventfd has counted, waiting up to d for a signal.
