@@ -301,6 +301,18 @@ func (c *Cluster) run(name string, argv ...string) (*proc, error) {
 
 // waitDial waits until addr accepts connections or the process ended.
 func (p *proc) waitDial(addr string, d time.Duration) error {
+	return p.waitUntil("did not listen on "+addr, d, func() bool {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
+}
+
+// waitUntil polls ready until it holds, the process ends or d passes;
+// what names the failure ("did not listen on ADDR").
+func (p *proc) waitUntil(what string, d time.Duration, ready func() bool) error {
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		select {
@@ -308,13 +320,12 @@ func (p *proc) waitDial(addr string, d time.Duration) error {
 			return fmt.Errorf("%s ended: %s", p.name, tail(p.log))
 		default:
 		}
-		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			conn.Close()
+		if ready() {
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("%s did not listen on %s within %s: %s", p.name, addr, d, tail(p.log))
+	return fmt.Errorf("%s %s within %s: %s", p.name, what, d, tail(p.log))
 }
 
 // stop sends SIGTERM to the process group, SIGKILL after a grace.

@@ -215,19 +215,10 @@ func (c *Cluster) awaitNodeReady(name string) error {
 
 // waitSocket waits until path exists or the process ended.
 func (p *proc) waitSocket(path string, d time.Duration) error {
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s ended: %s", p.name, tail(p.log))
-		default:
-		}
-		if _, err := os.Stat(path); err == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("%s made no %s within %s", p.name, path, d)
+	return p.waitUntil("made no "+path, d, func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
 }
 
 // RequireNode is Require plus what a node needs: root, the kubelet,
