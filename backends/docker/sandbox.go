@@ -202,7 +202,7 @@ func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 		}
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyBackTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holderexec.CopyBackTimeout)
 	defer cancel()
 	rep, err := s.export(ctx, out)
 	res.CopyBack = rep
@@ -210,9 +210,6 @@ func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 		res.CopyBackError = err.Error()
 	}
 }
-
-// copyBackTimeout bounds one copy back (a full staged filesystem).
-const copyBackTimeout = 2 * time.Minute
 
 func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, error) {
 	u, argv, err := helperStart(s.p, s.rt, launch.ExportArgv(s.p))
