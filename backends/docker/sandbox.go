@@ -195,20 +195,8 @@ func (s *sandbox) awaitHolder(ctx context.Context, await func(context.Context, *
 // applies them to the host. It runs after every command, however the
 // command ended.
 func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
-	_, out := staging.StagePaths(s.p)
-	if len(out) == 0 || s.ended() || s.killed.Load() {
-		if len(out) > 0 {
-			res.CopyBackError = holderexec.LostOutputs
-		}
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holderexec.CopyBackTimeout)
-	defer cancel()
-	rep, err := s.export(ctx, out)
-	res.CopyBack = rep
-	if err != nil {
-		res.CopyBackError = err.Error()
-	}
+	gone := func() bool { return s.ended() || s.killed.Load() }
+	holderexec.CopyBack(ctx, s.p, gone, s.export, res)
 }
 
 func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, error) {

@@ -364,3 +364,30 @@ func orDiscard(w io.Writer) io.Writer {
 	}
 	return w
 }
+
+// Export streams the sandbox's export of the staged outputs and applies
+// it to the host: what was applied, and why the copy back failed.
+type Export func(ctx context.Context, out []stage.Path) (*stage.Report, error)
+
+// CopyBack is the copy back of backends whose runtime starts the export:
+// after every command however it ended, nothing without staged outputs,
+// LostOutputs when the sandbox is gone (ended or killed), otherwise export
+// bounded by CopyBackTimeout and not cancelled with the run, so a
+// cancelled run still keeps what its command wrote.
+func CopyBack(ctx context.Context, p *policy.Policy, gone func() bool, export Export, res *backends.Result) {
+	_, out := staging.StagePaths(p)
+	if len(out) == 0 {
+		return
+	}
+	if gone() {
+		res.CopyBackError = LostOutputs
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CopyBackTimeout)
+	defer cancel()
+	rep, err := export(ctx, out)
+	res.CopyBack = rep
+	if err != nil {
+		res.CopyBackError = err.Error()
+	}
+}

@@ -97,34 +97,27 @@ func exitOf(err error) error {
 // copyBack exports the staged writable paths and applies them to the host,
 // after every command however it ended.
 func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
-	_, out := staging.StagePaths(s.p)
-	if len(out) == 0 {
-		return
-	}
-	if s.Ended() || s.killed.Load() {
-		res.CopyBackError = holderexec.LostOutputs
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holderexec.CopyBackTimeout)
-	defer cancel()
+	gone := func() bool { return s.Ended() || s.killed.Load() }
+	holderexec.CopyBack(ctx, s.p, gone, s.export, res)
+}
+
+// export streams the export in the pod over the exec API and applies it
+// to the host.
+func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, error) {
 	pr, pw := io.Pipe()
 	var stderr holderexec.SmallBuffer
 	done, err := s.stream(ctx, launch.ExportArgv(s.p), nil, pw, &stderr)
 	if err != nil {
-		res.CopyBackError = err.Error()
-		return
+		return nil, err
 	}
 	go func() { pw.CloseWithError(<-done) }()
 	m, rep, aerr := stage.Apply(ctx, pr, s.manifest, staging.StageSpec(s.p, staging.ExportPaths(s.p, out)))
 	_, rerr := io.Copy(io.Discard, pr)
 	s.manifest = m
-	res.CopyBack = &rep
-	switch {
-	case rerr != nil:
-		res.CopyBackError = fmt.Sprintf("copying the outputs back: the export in the sandbox failed: %v: %s", rerr, strings.TrimSpace(stderr.String()))
-	case aerr != nil:
-		res.CopyBackError = aerr.Error()
+	if rerr != nil {
+		return &rep, fmt.Errorf("copying the outputs back: the export in the sandbox failed: %v: %s", rerr, strings.TrimSpace(stderr.String()))
 	}
+	return &rep, aerr
 }
 
 // holderView is the sandbox as holderexec sees it.

@@ -239,44 +239,35 @@ func (s *sandbox) kill() {
 
 // copyBack exports the staged writable paths and applies them to the host.
 func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
-	_, out := staging.StagePaths(s.p)
-	if len(out) == 0 {
-		return
-	}
-	if s.Ended() || s.killed.Load() {
-		res.CopyBackError = holderexec.LostOutputs
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holderexec.CopyBackTimeout)
-	defer cancel()
+	gone := func() bool { return s.Ended() || s.killed.Load() }
+	holderexec.CopyBack(ctx, s.p, gone, s.export, res)
+}
+
+// export runs the export in the sandbox with a runtime exec and applies
+// its stream to the host.
+func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, error) {
 	procPath, err := s.processFile("export.json", launch.ExportArgv(s.p))
 	if err != nil {
-		res.CopyBackError = err.Error()
-		return
+		return nil, err
 	}
 	x := exec.CommandContext(ctx, s.runtime, s.rtArgs("exec", "--process", procPath, s.id)...)
 	stdout, err := x.StdoutPipe()
 	if err != nil {
-		res.CopyBackError = err.Error()
-		return
+		return nil, err
 	}
 	var stderr holderexec.SmallBuffer
 	x.Stderr = &stderr
 	if err := x.Start(); err != nil {
-		res.CopyBackError = "copying the outputs back: " + err.Error()
-		return
+		return nil, fmt.Errorf("copying the outputs back: %w", err)
 	}
 	m, rep, aerr := stage.Apply(ctx, stdout, s.manifest, staging.StageSpec(s.p, staging.ExportPaths(s.p, out)))
 	_, _ = io.Copy(io.Discard, stdout)
 	werr := x.Wait()
 	s.manifest = m
-	res.CopyBack = &rep
-	switch {
-	case werr != nil:
-		res.CopyBackError = fmt.Sprintf("copying the outputs back: the export in the sandbox failed (%v): %s", werr, strings.TrimSpace(stderr.String()))
-	case aerr != nil:
-		res.CopyBackError = aerr.Error()
+	if werr != nil {
+		return &rep, fmt.Errorf("copying the outputs back: the export in the sandbox failed (%v): %s", werr, strings.TrimSpace(stderr.String()))
 	}
+	return &rep, aerr
 }
 
 // Close implements backends.Sandbox: kill everything, delete the
