@@ -42,6 +42,7 @@ const (
 const (
 	planFD    = 3
 	controlFD = 4
+	traceFD   = 5
 )
 
 type sandbox struct {
@@ -159,14 +160,28 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 	}
 	hold := launch.HoldSpec(s.p, ttl)
 	hold.ControlFD = controlFD
-	args, err := protocol.Argv(s.b.selfExe, protocol.EntryLocal, protocol.Local{PlanFD: planFD, Hold: hold})
+	spec := protocol.Local{PlanFD: planFD, Hold: hold}
+	files := []*os.File{planR, holder}
+	// While this run is traced, the helper sends its own phases back.
+	var traceR, traceW *os.File
+	if phase.From(ctx) != nil {
+		if traceR, traceW, err = os.Pipe(); err != nil {
+			planW.Close()
+			return err
+		}
+		defer traceR.Close()
+		defer traceW.Close()
+		spec.TraceFD = traceFD
+		files = append(files, traceW)
+	}
+	args, err := protocol.Argv(s.b.selfExe, protocol.EntryLocal, spec)
 	if err != nil {
 		planW.Close()
 		return err
 	}
 	// The holder's environment is the one its commands inherit.
 	s.helper = &exec.Cmd{Path: s.b.selfExe, Args: args, Dir: "/", Env: s.p.EnvList(ScratchPaths),
-		ExtraFiles: []*os.File{planR, holder}, SysProcAttr: attr}
+		ExtraFiles: files, SysProcAttr: attr}
 	s.helper.Stdout, s.helper.Stderr = &s.Out, &s.Out
 	stdin, err := s.helper.StdinPipe()
 	if err != nil {
@@ -203,6 +218,22 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 		return fmt.Errorf("starting the local sandbox's helper: %w (%s)", err, namespaceHint())
 	}
 	endFork()
+	if traceR != nil {
+		_ = traceW.Close()
+		relayed := make(chan struct{})
+		go func() {
+			defer close(relayed)
+			phase.Relay(ctx, traceR, "helper", s.helper.Process.Pid)
+		}()
+		// The helper closes its end before it holds; one that failed
+		// earlier is gone, which closes it too.
+		defer func() {
+			select {
+			case <-relayed:
+			case <-time.After(time.Second):
+			}
+		}()
+	}
 	endPlan := phase.Begin(ctx, "start.plan")
 	if err := s.record(ttl); err != nil {
 		return err

@@ -2,6 +2,7 @@ package confine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,10 +73,10 @@ func helperMain() {
 	if err != nil {
 		fatalf("%v", err)
 	}
-	if err := Enter(p); err != nil {
+	if err := Enter(context.Background(), p); err != nil {
 		fatalf("%v", err)
 	}
-	if err := Restrict(p); err != nil {
+	if err := Restrict(context.Background(), p); err != nil {
 		fatalf("%v", err)
 	}
 	results := run(holderChecks(), s)

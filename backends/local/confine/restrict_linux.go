@@ -1,9 +1,11 @@
 package confine
 
 import (
+	"context"
 	"fmt"
 
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 	"golang.org/x/sys/unix"
 )
@@ -25,20 +27,23 @@ import (
 //  5. Landlock;
 //  6. the seccomp filter (TSYNC);
 //  7. every thread's /proc status read back and checked.
-func Restrict(p Plan) error {
+//
+// Each step is a phase of ctx's trace (package phase), when it has one.
+func Restrict(ctx context.Context, p Plan) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
 	if err := checkHelper(); err != nil {
 		return fmt.Errorf("confine: restrict: %w", err)
 	}
-	if err := restrict(p); err != nil {
+	if err := restrict(ctx, p); err != nil {
 		return fmt.Errorf("confine: restrict: %w", err)
 	}
 	return nil
 }
 
-func restrict(p Plan) error {
+func restrict(ctx context.Context, p Plan) error {
+	end := phase.Begin(ctx, "restrict.compile")
 	abi, err := landlockABI(p.Landlock.MinABI)
 	if err != nil {
 		return err
@@ -47,6 +52,8 @@ func restrict(p Plan) error {
 	if err != nil {
 		return err
 	}
+	end()
+	end = phase.Begin(ctx, "restrict.privileges")
 	if err := setRlimits(p.Rlimits); err != nil {
 		return err
 	}
@@ -56,11 +63,17 @@ func restrict(p Plan) error {
 	if err := llsyscall.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
+	end()
+	end = phase.Begin(ctx, "restrict.landlock")
 	if err := applyLandlock(p, abi); err != nil {
 		return err
 	}
+	end()
+	end = phase.Begin(ctx, "restrict.seccomp")
 	if err := seccompfilter.Load(filter); err != nil {
 		return err
 	}
+	end()
+	defer phase.Begin(ctx, "restrict.verify")()
 	return verifyThreads(p.UID, p.GID)
 }
