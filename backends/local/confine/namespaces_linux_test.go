@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"context"
 	"errors"
 	"os"
 	"reflect"
@@ -76,8 +77,8 @@ func TestEnterRestrictRefuseOutsideHelper(t *testing.T) {
 	}
 	before := status()
 	p := validPlan()
-	for name, f := range map[string]func(Plan) error{"Enter": Enter, "Restrict": Restrict} {
-		if err := f(p); !errors.Is(err, errNotHelper) {
+	for name, f := range map[string]func(context.Context, Plan) error{"Enter": Enter, "Restrict": Restrict} {
+		if err := f(context.Background(), p); !errors.Is(err, errNotHelper) {
 			t.Errorf("%s in the test process: %v, want errNotHelper", name, err)
 		}
 	}
