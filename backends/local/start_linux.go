@@ -201,21 +201,42 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 	// Pdeathsig follows the thread that forked the helper: fork it from a
 	// locked thread that lives as long as the sandbox.
 	endFork := phase.Begin(ctx, "start.helper-exec")
-	started := make(chan error, 1)
+	type forked struct {
+		err            error
+		began, inGroup bool
+	}
+	started := make(chan forked, 1)
 	go func() {
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		err := s.helper.Start()
-		started <- err
-		if err != nil {
+		var f forked
+		if s.cg != nil {
+			f.inGroup, f.err = s.cg.startInside(s.helper.Start)
+		}
+		if !f.inGroup {
+			f.err = s.helper.Start()
+		}
+		if !errors.Is(f.err, errStranded) {
+			// A thread left in the sandbox's groups ends with this
+			// goroutine instead.
+			defer runtime.UnlockOSThread()
+		}
+		f.began = s.helper.Process != nil
+		started <- f
+		if !f.began {
 			return
 		}
 		_ = s.helper.Wait()
 		close(s.Gone)
 	}()
-	if err := <-started; err != nil {
-		close(s.Gone)
-		return fmt.Errorf("starting the local sandbox's helper: %w (%s)", err, namespaceHint())
+	f := <-started
+	if f.err != nil {
+		if !f.began {
+			close(s.Gone)
+		}
+		if errors.Is(f.err, errStranded) {
+			return f.err
+		}
+		return fmt.Errorf("starting the local sandbox's helper: %w (%s)", f.err, namespaceHint())
 	}
 	endFork()
 	if traceR != nil {
@@ -239,11 +260,14 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 		return err
 	}
 	if s.cg != nil {
-		// Into the cgroup before it forks or fills a tmpfs: it forks
-		// nothing before a command is asked of it and unpacks nothing
-		// before the staged copy comes, both sent after this.
-		if err := s.cg.add(s.helper.Process.Pid); err != nil {
-			return err
+		// Born in its cgroup (see startInside), or moved in here before
+		// it forks or fills a tmpfs: it forks nothing before a command is
+		// asked of it and unpacks nothing before the staged copy comes,
+		// both sent after this.
+		if !f.inGroup {
+			if err := s.cg.add(s.helper.Process.Pid); err != nil {
+				return err
+			}
 		}
 		if c, err := oomwatch.ForPID(s.helper.Process.Pid); err == nil {
 			s.oom = c
