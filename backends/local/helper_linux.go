@@ -28,14 +28,15 @@ func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) i
 		tr = phase.ToWriter("helper", os.NewFile(uintptr(spec.TraceFD), "trace"))
 		ctx = phase.With(ctx, tr)
 	}
-	if err := confineSelf(ctx, spec); err != nil {
-		_ = tr.Close()
+	thread, err := confineSelf(ctx, spec)
+	_ = tr.Close()
+	if err != nil {
 		return fail(err)
 	}
-	_ = tr.Close()
 	ho := sandboxinit.HoldOptions{TTL: spec.Hold.TTL.D(), Stage: spec.Hold.Stage, Stdout: io.Out, Stderr: io.Err,
 		Control: os.NewFile(uintptr(spec.Hold.ControlFD), "control"), Helper: protocol.InitPath,
-		HelperEntries: []protocol.Entry{protocol.EntryExec, protocol.EntryExport}, SweepLeftovers: true}
+		HelperEntries: []protocol.Entry{protocol.EntryExec, protocol.EntryExport}, SweepLeftovers: true,
+		Thread: thread}
 	if spec.Hold.Lifeline {
 		ho.Lifeline = io.In
 	}
@@ -46,29 +47,37 @@ func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) i
 }
 
 // confineSelf reads the plan, builds the sandbox and restricts the helper.
-func confineSelf(ctx context.Context, spec protocol.Local) error {
+// It returns the thread the holder starts every child from: the one whose
+// bounding set is empty (see confine.DropForkerBounding).
+func confineSelf(ctx context.Context, spec protocol.Local) (*sandboxinit.Thread, error) {
 	defer phase.Begin(ctx, "confine")()
-	// The bounding set goes beside the build (see confine.DropBounding).
-	bounding := confine.DropBounding()
-	end := phase.Begin(ctx, "plan")
+	end := phase.Begin(ctx, "forker")
+	var forker int
+	thread, err := sandboxinit.NewThread(func() (err error) {
+		forker, err = confine.DropForkerBounding()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	end()
+	end = phase.Begin(ctx, "plan")
 	planFile := os.NewFile(uintptr(spec.PlanFD), "plan")
 	plan, err := confine.ReadPlan(planFile)
 	_ = planFile.Close()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	end()
 	end = phase.Begin(ctx, "enter")
 	if err := confine.Enter(ctx, plan); err != nil {
-		return err
-	}
-	end()
-	end = phase.Begin(ctx, "bounding-wait")
-	if err := bounding(); err != nil {
-		return err
+		return nil, err
 	}
 	end()
 	end = phase.Begin(ctx, "restrict")
 	defer end()
-	return confine.Restrict(ctx, plan)
+	if err := confine.Restrict(ctx, plan, forker); err != nil {
+		return nil, err
+	}
+	return thread, nil
 }

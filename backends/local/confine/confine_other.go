@@ -21,7 +21,10 @@ func Namespaces(uid, gid, hostUID, hostGID int) (*syscall.SysProcAttr, error) {
 func Enter(ctx context.Context, p Plan) error { return errNotLinux }
 
 // Restrict fails off Linux.
-func Restrict(ctx context.Context, p Plan) error { return errNotLinux }
+func Restrict(ctx context.Context, p Plan, forker int) error { return errNotLinux }
+
+// DropForkerBounding fails off Linux.
+func DropForkerBounding() (int, error) { return 0, errNotLinux }
 
 // Probe reports every layer missing off Linux.
 func Probe() Support {

@@ -76,7 +76,7 @@ func helperMain() {
 	if err := Enter(context.Background(), p); err != nil {
 		fatalf("%v", err)
 	}
-	if err := Restrict(context.Background(), p); err != nil {
+	if err := Restrict(context.Background(), p, 0); err != nil {
 		fatalf("%v", err)
 	}
 	results := run(holderChecks(), s)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"runtime"
 	"syscall"
 	"testing"
 )
@@ -77,13 +78,16 @@ func TestEnterRestrictRefuseOutsideHelper(t *testing.T) {
 	}
 	before := status()
 	p := validPlan()
-	for name, f := range map[string]func(context.Context, Plan) error{"Enter": Enter, "Restrict": Restrict} {
+	restrict := func(ctx context.Context, p Plan) error { return Restrict(ctx, p, 0) }
+	for name, f := range map[string]func(context.Context, Plan) error{"Enter": Enter, "Restrict": restrict} {
 		if err := f(context.Background(), p); !errors.Is(err, errNotHelper) {
 			t.Errorf("%s in the test process: %v, want errNotHelper", name, err)
 		}
 	}
-	if err := DropBounding()(); !errors.Is(err, errNotHelper) {
-		t.Errorf("DropBounding in the test process: %v, want errNotHelper", err)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if _, err := DropForkerBounding(); !errors.Is(err, errNotHelper) {
+		t.Errorf("DropForkerBounding in the test process: %v, want errNotHelper", err)
 	}
 	if after := status(); !reflect.DeepEqual(after, before) {
 		t.Errorf("the test process was restricted: %v -> %v", before, after)

@@ -19,7 +19,8 @@ import (
 //  1. checks that can fail without side effects: the plan, the Landlock
 //     ABI against MinABI, the seccomp filter for this architecture;
 //  2. resource limits (while raising them is still allowed);
-//  3. securebits locked, bounding and ambient sets emptied, supplementary
+//  3. securebits locked, bounding and ambient sets emptied (the bounding
+//     set on forker alone, when it is not 0: see DropForkerBounding), supplementary
 //     groups dropped (where the namespace allows it), uid and gid set,
 //     every capability set emptied; parent-death signal set again; the
 //     process made non-dumpable, so its commands cannot open its /proc;
@@ -29,20 +30,20 @@ import (
 //  7. every thread's /proc status read back and checked.
 //
 // Each step is a phase of ctx's trace (package phase), when it has one.
-func Restrict(ctx context.Context, p Plan) error {
+func Restrict(ctx context.Context, p Plan, forker int) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
 	if err := checkHelper(); err != nil {
 		return fmt.Errorf("confine: restrict: %w", err)
 	}
-	if err := restrict(ctx, p); err != nil {
+	if err := restrict(ctx, p, forker); err != nil {
 		return fmt.Errorf("confine: restrict: %w", err)
 	}
 	return nil
 }
 
-func restrict(ctx context.Context, p Plan) error {
+func restrict(ctx context.Context, p Plan, forker int) error {
 	end := phase.Begin(ctx, "restrict.compile")
 	abi, err := landlockABI(p.Landlock.MinABI)
 	if err != nil {
@@ -57,7 +58,7 @@ func restrict(ctx context.Context, p Plan) error {
 	if err := setRlimits(p.Rlimits); err != nil {
 		return err
 	}
-	if err := dropPrivileges(p.UID, p.GID); err != nil {
+	if err := dropPrivileges(p.UID, p.GID, forker); err != nil {
 		return err
 	}
 	if err := llsyscall.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
@@ -75,5 +76,5 @@ func restrict(ctx context.Context, p Plan) error {
 	}
 	end()
 	defer phase.Begin(ctx, "restrict.verify")()
-	return verifyThreads(p.UID, p.GID)
+	return verifyThreads(p.UID, p.GID, forker)
 }
