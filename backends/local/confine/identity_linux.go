@@ -35,17 +35,11 @@ const (
 
 // dropPrivileges switches to uid and gid and leaves no capability in any
 // set, on every thread; it needs CAP_SETPCAP, CAP_SETUID and CAP_SETGID
-// (the helper's until now). The bounding set is emptied on every thread
-// too, unless forker names the one thread that starts children, whose own
-// set DropForkerBounding emptied (see there).
-func dropPrivileges(uid, gid, forker int) error {
+// (the helper's until now). The bounding set is the forking thread's
+// alone, emptied before (see DropForkerBounding).
+func dropPrivileges(uid, gid int) error {
 	if err := llsyscall.AllThreadsPrctl(unix.PR_SET_SECUREBITS, lockedSecurebits, 0, 0, 0); err != nil {
 		return fmt.Errorf("securebits: %w", err)
-	}
-	if forker == 0 {
-		if err := dropBounding(); err != nil {
-			return err
-		}
 	}
 	if err := llsyscall.AllThreadsPrctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("clearing ambient capabilities: %w", err)
@@ -85,22 +79,15 @@ func DropForkerBounding() (tid int, err error) {
 	if err := checkHelper(); err != nil {
 		return 0, fmt.Errorf("confine: bounding set: %w", err)
 	}
-	if err := dropBoundingWith(func(c uintptr) error { return unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0) }); err != nil {
+	if err := dropBounding(); err != nil {
 		return 0, fmt.Errorf("confine: %w", err)
 	}
 	return unix.Gettid(), nil
 }
 
-// dropBounding empties the bounding set of every thread.
+// dropBounding empties the calling thread's bounding set, capability by
+// capability, up to the first number the kernel does not know.
 func dropBounding() error {
-	return dropBoundingWith(func(c uintptr) error { return llsyscall.AllThreadsPrctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0) })
-}
-
-// dropBoundingWith empties the bounding set, capability by capability, up
-// to the first number the kernel does not know. A capability this thread's
-// set no longer holds is skipped (an all-thread drop reached every thread
-// at once).
-func dropBoundingWith(drop func(c uintptr) error) error {
 	for c := uintptr(0); c < 64; c++ {
 		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, c, 0, 0, 0)
 		if errors.Is(err, unix.EINVAL) {
@@ -112,7 +99,7 @@ func dropBoundingWith(drop func(c uintptr) error) error {
 		if in == 0 {
 			continue
 		}
-		if err := drop(c); err != nil {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil {
 			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
 		}
 	}

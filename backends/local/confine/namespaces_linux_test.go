@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestNamespaces(t *testing.T) {
@@ -78,7 +80,7 @@ func TestEnterRestrictRefuseOutsideHelper(t *testing.T) {
 	}
 	before := status()
 	p := validPlan()
-	restrict := func(ctx context.Context, p Plan) error { return Restrict(ctx, p, 0) }
+	restrict := func(ctx context.Context, p Plan) error { return Restrict(ctx, p, unix.Gettid()) }
 	for name, f := range map[string]func(context.Context, Plan) error{"Enter": Enter, "Restrict": restrict} {
 		if err := f(context.Background(), p); !errors.Is(err, errNotHelper) {
 			t.Errorf("%s in the test process: %v, want errNotHelper", name, err)

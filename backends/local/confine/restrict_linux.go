@@ -19,8 +19,9 @@ import (
 //  1. checks that can fail without side effects: the plan, the Landlock
 //     ABI against MinABI, the seccomp filter for this architecture;
 //  2. resource limits (while raising them is still allowed);
-//  3. securebits locked, bounding and ambient sets emptied (the bounding
-//     set on forker alone, when it is not 0: see DropForkerBounding), supplementary
+//  3. securebits locked, ambient set emptied (the bounding set is forker's,
+//     the thread every child starts from, emptied before by
+//     DropForkerBounding), supplementary
 //     groups dropped (where the namespace allows it), uid and gid set,
 //     every capability set emptied; parent-death signal set again; the
 //     process made non-dumpable, so its commands cannot open its /proc;
@@ -58,7 +59,10 @@ func restrict(ctx context.Context, p Plan, forker int) error {
 	if err := setRlimits(p.Rlimits); err != nil {
 		return err
 	}
-	if err := dropPrivileges(p.UID, p.GID, forker); err != nil {
+	if forker <= 0 {
+		return fmt.Errorf("no thread to start children from (forker %d): see DropForkerBounding", forker)
+	}
+	if err := dropPrivileges(p.UID, p.GID); err != nil {
 		return err
 	}
 	if err := llsyscall.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {

@@ -12,8 +12,8 @@ import (
 // holds no capability in any set, has no_new_privs and a seccomp filter,
 // and runs as uid and gid: Restrict fails closed rather than trusting that
 // each call it made reached every thread. The bounding set must be empty on
-// every thread, or, when forker is not 0, on that thread (which must be
-// there), the only one children are started from (see DropForkerBounding).
+// forker, which must be there: the only thread children are started from
+// (see DropForkerBounding).
 func verifyThreads(uid, gid, forker int) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
@@ -27,7 +27,7 @@ func verifyThreads(uid, gid, forker int) error {
 		"NoNewPrivs": "1", "Seccomp": "2", "Uid": ids, "Gid": gids,
 	}
 	var errs []error
-	forkerSeen := forker == 0
+	forkerSeen := false
 	for _, t := range tasks {
 		tid, err := strconv.Atoi(t.Name())
 		if err != nil {
@@ -45,7 +45,7 @@ func verifyThreads(uid, gid, forker int) error {
 			forkerSeen = true
 		}
 		for k, v := range want {
-			if k == "CapBnd" && forker != 0 && tid != forker {
+			if k == "CapBnd" && tid != forker {
 				continue
 			}
 			if got[k] != v {
