@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"golang.org/x/sys/unix"
 )
 
 const cgroupRoot = "/sys/fs/cgroup"
@@ -209,12 +210,16 @@ func (cg *cgroup) startInside(start func() error) (handled bool, err error) {
 		return false, nil
 	}
 	var back []string
+	tid := strconv.Itoa(unix.Gettid())
 	for _, c := range v1Controllers {
 		dir, ok := v1Group(string(before), c)
 		if !ok {
 			return false, nil
 		}
-		if _, err := os.Stat(filepath.Join(dir, "tasks")); err != nil {
+		// The way back must be this thread's group as mounted here (a
+		// cgroup namespace may show other paths than the mount's).
+		tasks, err := os.ReadFile(filepath.Join(dir, "tasks"))
+		if err != nil || !slices.Contains(strings.Fields(string(tasks)), tid) {
 			return false, nil
 		}
 		back = append(back, dir)

@@ -74,6 +74,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if b.selfExe == "" {
 		return nil, errors.New("the local backend needs the static triage-sandbox binary")
 	}
+	endPlan := phase.Begin(ctx, "start.render")
 	pl, err := Plan(p, b.selfExe)
 	if err != nil {
 		return nil, err
@@ -93,8 +94,12 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		// reaches anything), and the run says so.
 		s.Warn("the project checkout is read-only on the local backend, so writes under it fail ([sandbox] checkout_writes = \"discard\" needs docker or oci as root)")
 	}
+	endPlan()
 	if os.Geteuid() == 0 && cgroupsUsable() == nil {
-		if s.cg, err = newCgroup(id, p.Limits); err != nil {
+		endCgroup := phase.Begin(ctx, "start.cgroup")
+		s.cg, err = newCgroup(id, p.Limits)
+		endCgroup()
+		if err != nil {
 			_ = os.RemoveAll(s.dir)
 			return nil, err
 		}
@@ -139,6 +144,7 @@ func newID() string {
 func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration, opts backends.StartOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
+	endPrepare := phase.Begin(ctx, "start.prepare")
 	attr, err := confine.Namespaces(s.p.User.UID, s.p.User.GID, os.Geteuid(), os.Getegid())
 	if err != nil {
 		return err
@@ -198,6 +204,7 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 		planW.Close()
 		sent <- err
 	}()
+	endPrepare()
 	// Pdeathsig follows the thread that forked the helper: fork it from a
 	// locked thread that lives as long as the sandbox.
 	endFork := phase.Begin(ctx, "start.helper-exec")
