@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/profiles"
-	"golang.org/x/sys/unix"
 )
 
 const cgroupRoot = "/sys/fs/cgroup"
@@ -209,17 +208,17 @@ func (cg *cgroup) startInside(start func() error) (handled bool, err error) {
 	if err != nil {
 		return false, nil
 	}
+	// The way back is this thread's group as mounted here: only where
+	// each hierarchy is mounted from its root (as seen from this cgroup
+	// namespace) do /proc's paths name directories under the mount.
+	mounts, err := os.ReadFile("/proc/thread-self/mountinfo")
+	if err != nil {
+		return false, nil
+	}
 	var back []string
-	tid := strconv.Itoa(unix.Gettid())
 	for _, c := range v1Controllers {
 		dir, ok := v1Group(string(before), c)
-		if !ok {
-			return false, nil
-		}
-		// The way back must be this thread's group as mounted here (a
-		// cgroup namespace may show other paths than the mount's).
-		tasks, err := os.ReadFile(filepath.Join(dir, "tasks"))
-		if err != nil || !slices.Contains(strings.Fields(string(tasks)), tid) {
+		if !ok || !mountedFromRoot(string(mounts), filepath.Join(cgroupRoot, c)) {
 			return false, nil
 		}
 		back = append(back, dir)
@@ -254,6 +253,25 @@ func (cg *cgroup) startInside(start func() error) (handled bool, err error) {
 		return true, errors.Join(err, lerr)
 	}
 	return true, err
+}
+
+// mountedFromRoot: a /proc/PID/mountinfo text has a cgroup mount on dir
+// (or where its symlink leads) whose root is the hierarchy's.
+func mountedFromRoot(mountinfo, dir string) bool {
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	found := false
+	for line := range strings.SplitSeq(mountinfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[4] != dir {
+			continue
+		}
+		// The last mount on dir is the one seen there.
+		_, fs, _ := strings.Cut(line, " - ")
+		found = f[3] == "/" && strings.HasPrefix(fs, "cgroup ")
+	}
+	return found
 }
 
 // v1Group finds controller c's group in a /proc/PID/cgroup text (lines of

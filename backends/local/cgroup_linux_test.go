@@ -34,6 +34,24 @@ func TestV1Group(t *testing.T) {
 	}
 }
 
+func TestMountedFromRoot(t *testing.T) {
+	info := "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n" +
+		"32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n" +
+		"40 31 0:35 /docker/abc /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n" +
+		"41 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n" +
+		"42 41 0:37 / /sys/fs/cgroup/pids rw,relatime - tmpfs tmpfs rw\n"
+	for dir, want := range map[string]bool{
+		"/sys/fs/cgroup/cpu":    true,
+		"/sys/fs/cgroup/memory": false, // mounted from a group below the root
+		"/sys/fs/cgroup/pids":   false, // covered by a tmpfs
+		"/sys/fs/cgroup/blkio":  false, // not mounted
+	} {
+		if got := mountedFromRoot(info, dir); got != want {
+			t.Errorf("mountedFromRoot(%s) = %v, want %v", dir, got, want)
+		}
+	}
+}
+
 // TestStartInside: the process started is born in the sandbox's groups,
 // and the starting thread is back in its own.
 func TestStartInside(t *testing.T) {
