@@ -64,6 +64,7 @@ func TestRoundTrip(t *testing.T) {
 	})
 	t.Run("local", func(t *testing.T) {
 		roundTrip(t, EntryLocal, Local{PlanFD: 3, Hold: Hold{ControlFD: 4, Lifeline: true, Stage: paths}}, DecodeLocal)
+		roundTrip(t, EntryLocal, Local{PlanFD: 3, TraceFD: 5, Hold: Hold{ControlFD: 4}}, DecodeLocal)
 	})
 	t.Run("keeper", func(t *testing.T) {
 		roundTrip(t, EntryKeeper, Keeper{Dir: "/run/user/0/triage-sandbox/warm"}, DecodeKeeper)
@@ -100,6 +101,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"negative max", decodeErr(DecodeExport), []string{`{"stage":[],"max_entries":-1}`}, "negative"},
 		{"local without plan", decodeErr(DecodeLocal), []string{`{"hold":{"control_fd":4}}`}, "required"},
 		{"local same fds", decodeErr(DecodeLocal), []string{`{"plan_fd":4,"hold":{"control_fd":4}}`}, "both 4"},
+		{"local trace fd on the plan's", decodeErr(DecodeLocal), []string{`{"plan_fd":3,"trace_fd":3,"hold":{"control_fd":4}}`}, "also plan_fd"},
+		{"local trace fd stderr", decodeErr(DecodeLocal), []string{`{"plan_fd":3,"trace_fd":2,"hold":{"control_fd":4}}`}, "above stderr"},
 		{"keeper relative", decodeErr(DecodeKeeper), []string{`{"dir":"warm"}`}, "absolute"},
 		{"probe without plan", decodeErr(DecodeProbe), []string{`{"tag":"x"}`}, "required"},
 		{"watch without owner", decodeErr(DecodeWatch), []string{`{"container":"abc"}`}, "required"},

@@ -213,10 +213,13 @@ func DecodeUnpack(args []string) (Unpack, error) {
 
 // Local is the local backend's helper's spec: its confinement plan comes
 // on PlanFD (JSON, see backends/local/confine), then it holds the sandbox
-// as Hold says, serving the control channel on Hold.ControlFD.
+// as Hold says, serving the control channel on Hold.ControlFD. TraceFD,
+// when set, takes the helper's own phases (package internal/phase) while
+// the host traces a run; it is closed before the helper holds.
 type Local struct {
-	PlanFD int  `json:"plan_fd"`
-	Hold   Hold `json:"hold"`
+	PlanFD  int  `json:"plan_fd"`
+	TraceFD int  `json:"trace_fd,omitempty"`
+	Hold    Hold `json:"hold"`
 }
 
 func (l *Local) validate() error {
@@ -228,6 +231,12 @@ func (l *Local) validate() error {
 	}
 	if l.PlanFD == l.Hold.ControlFD {
 		return fmt.Errorf("plan_fd and hold.control_fd are both %d", l.PlanFD)
+	}
+	if err := checkFD("trace_fd", l.TraceFD); err != nil {
+		return err
+	}
+	if l.TraceFD != 0 && (l.TraceFD == l.PlanFD || l.TraceFD == l.Hold.ControlFD) {
+		return fmt.Errorf("trace_fd %d is also plan_fd or hold.control_fd", l.TraceFD)
 	}
 	return l.Hold.validate()
 }

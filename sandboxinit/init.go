@@ -73,6 +73,9 @@ type HoldOptions struct {
 	// its supervisor died first (see warden). The sandbox's holders set
 	// it; a holder that cannot do it refuses to hold.
 	SweepLeftovers bool
+	// Thread, when set, is the warden's thread (with SweepLeftovers): the
+	// one every child is started from. Nil: the warden starts its own.
+	Thread *Thread
 }
 
 // Hold waits until the sandbox must end and kills everything in it. It
@@ -88,7 +91,7 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	var w *warden
 	if o.SweepLeftovers {
 		var err error
-		if w, err = newWarden(); err != nil {
+		if w, err = newWarden(o.Thread); err != nil {
 			_ = protocol.WriteStatus(statusOut(o), protocol.Status{State: protocol.StateHolderFailed,
 				Detail: "it cannot collect what commands leave behind: " + err.Error()})
 			return exitcodeRefused

@@ -1,7 +1,6 @@
 package sandboxinit
 
 import (
-	"runtime"
 	"sync"
 	"time"
 )
@@ -23,8 +22,8 @@ import (
 // supervisor had been started from a different thread).
 type warden struct {
 	self int
-	// jobs run on the warden's thread (see onThread).
-	jobs chan func()
+	// thread runs the warden's jobs (see onThread).
+	thread *Thread
 	// initAbove: the holder's parent is the sandbox's pid 1, an init that
 	// gets the orphans of supervisors a runtime exec started.
 	initAbove bool
@@ -62,20 +61,7 @@ func (w *warden) Start(start func() (int, error)) error {
 }
 
 // onThread runs f on the warden's own locked OS thread and waits for it.
-func (w *warden) onThread(f func()) {
-	done := make(chan struct{})
-	w.jobs <- func() { defer close(done); f() }
-	<-done
-}
-
-// serve runs the warden's jobs; its thread stays locked (and so is never
-// reused by other goroutines) for the holder's life.
-func (w *warden) serve() {
-	runtime.LockOSThread()
-	for f := range w.jobs {
-		f()
-	}
-}
+func (w *warden) onThread(f func()) { w.thread.Do(f) }
 
 // Exited forgets a child that ended and sweeps what it left behind.
 func (w *warden) Exited(pid int) {

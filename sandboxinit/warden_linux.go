@@ -18,16 +18,23 @@ import (
 // dead supervisor come to it, and returns its warden. A kernel without
 // subreapers (gVisor's) will do when orphans come to the sandbox's pid 1
 // anyway: the holder itself, or the init right above it.
-func newWarden() (*warden, error) {
+//
+// Its thread is th, or a new one when th is nil.
+func newWarden(th *Thread) (*warden, error) {
+	if th == nil {
+		var err error
+		if th, err = NewThread(nil); err != nil {
+			return nil, err
+		}
+	}
 	w := &warden{self: os.Getpid(), initAbove: os.Getppid() == 1 && os.Getpid() != 1, started: map[int]bool{},
-		jobs: make(chan func())}
+		thread: th}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		if w.self != 1 && !w.initAbove {
 			return nil, fmt.Errorf("making the holder a child subreaper: %w", err)
 		}
 		w.noSubreaper = true
 	}
-	go w.serve()
 	return w, nil
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // newWarden: only Linux lets the holder collect orphans (a subreaper).
-func newWarden() (*warden, error) {
+func newWarden(*Thread) (*warden, error) {
 	return nil, errors.New("no child subreaper on this system")
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -174,8 +175,117 @@ func killAllIn(dir string) {
 		return
 	}
 	for _, f := range strings.Fields(string(raw)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+		// Never this process: the thread that started the helper was in
+		// the group for a moment (see startInside).
+		if pid, err := strconv.Atoi(f); err == nil && pid > 1 && pid != os.Getpid() {
 			_ = killPID(pid)
 		}
 	}
+}
+
+// errStranded: the forking thread could not return to its own groups; it
+// must end with its goroutine (never be unlocked for other work).
+var errStranded = errors.New("the thread that started the helper could not leave the sandbox's cgroups")
+
+// startInside runs start on the calling thread, which the caller has locked,
+// while that thread alone is in the sandbox's v1 groups, so that the process
+// start forks is born in them: moving a whole process between v1 groups
+// waits for an RCU grace period (7-15 ms measured here, and every thread
+// of the helper stalls on it), moving one's own thread does not, and the
+// helper is never outside its limits. The thread then returns to its
+// groups, checked against /proc before it goes on.
+//
+// handled is false when it left start to the caller (a unified hierarchy,
+// or this thread's groups are not where it can find them, or it could not
+// join the sandbox's): the caller starts the helper and adds it after.
+// Otherwise err is start's, or wraps errStranded when the thread is still
+// in a sandbox group.
+func (cg *cgroup) startInside(start func() error) (handled bool, err error) {
+	if unified() || len(cg.dirs) != len(v1Controllers) {
+		return false, nil
+	}
+	before, err := os.ReadFile("/proc/thread-self/cgroup")
+	if err != nil {
+		return false, nil
+	}
+	// The way back is this thread's group as mounted here: only where
+	// each hierarchy is mounted from its root (as seen from this cgroup
+	// namespace) do /proc's paths name directories under the mount.
+	mounts, err := os.ReadFile("/proc/thread-self/mountinfo")
+	if err != nil {
+		return false, nil
+	}
+	var back []string
+	for _, c := range v1Controllers {
+		dir, ok := v1Group(string(before), c)
+		if !ok || !mountedFromRoot(string(mounts), filepath.Join(cgroupRoot, c)) {
+			return false, nil
+		}
+		back = append(back, dir)
+	}
+	leave := func() error {
+		var errs []error
+		for _, dir := range back {
+			if err := os.WriteFile(filepath.Join(dir, "tasks"), []byte("0"), 0o644); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		after, err := os.ReadFile("/proc/thread-self/cgroup")
+		if err == nil && string(after) != string(before) {
+			err = fmt.Errorf("its groups are %q, were %q", after, before)
+		}
+		if err := errors.Join(append(errs, err)...); err != nil {
+			return fmt.Errorf("%w: %w", errStranded, err)
+		}
+		return nil
+	}
+	for _, dir := range cg.dirs {
+		// "0" is the writing thread itself, in tasks that thread alone.
+		if err := os.WriteFile(filepath.Join(dir, "tasks"), []byte("0"), 0o644); err != nil {
+			if lerr := leave(); lerr != nil {
+				return true, lerr
+			}
+			return false, nil
+		}
+	}
+	err = start()
+	if lerr := leave(); lerr != nil {
+		return true, errors.Join(err, lerr)
+	}
+	return true, err
+}
+
+// mountedFromRoot: a /proc/PID/mountinfo text has a cgroup mount on dir
+// (or where its symlink leads) whose root is the hierarchy's.
+func mountedFromRoot(mountinfo, dir string) bool {
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	found := false
+	for line := range strings.SplitSeq(mountinfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[4] != dir {
+			continue
+		}
+		// The last mount on dir is the one seen there.
+		_, fs, _ := strings.Cut(line, " - ")
+		found = f[3] == "/" && strings.HasPrefix(fs, "cgroup ")
+	}
+	return found
+}
+
+// v1Group finds controller c's group in a /proc/PID/cgroup text (lines of
+// hierarchy:controllers:path) and returns its directory.
+func v1Group(procCgroup, c string) (string, bool) {
+	for line := range strings.SplitSeq(procCgroup, "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || !slices.Contains(strings.Split(f[1], ","), c) {
+			continue
+		}
+		if !strings.HasPrefix(f[2], "/") || strings.Contains(f[2], "/../") || strings.HasSuffix(f[2], "/..") {
+			return "", false
+		}
+		return filepath.Join(cgroupRoot, c, f[2]), true
+	}
+	return "", false
 }

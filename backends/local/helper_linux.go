@@ -7,6 +7,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 )
@@ -20,26 +21,22 @@ func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) i
 		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: err.Error()})
 		return exitcode.Refused
 	}
-	// The bounding set goes beside the build (see confine.DropBounding).
-	bounding := confine.DropBounding()
-	planFile := os.NewFile(uintptr(spec.PlanFD), "plan")
-	plan, err := confine.ReadPlan(planFile)
-	_ = planFile.Close()
+	var tr *phase.Tracer
+	if spec.TraceFD != 0 {
+		// Closed before the helper holds: nothing in the sandbox writes to
+		// it (and every descriptor is close-on-exec here anyway).
+		tr = phase.ToWriter("helper", os.NewFile(uintptr(spec.TraceFD), "trace"))
+		ctx = phase.With(ctx, tr)
+	}
+	thread, err := confineSelf(ctx, spec)
+	_ = tr.Close()
 	if err != nil {
-		return fail(err)
-	}
-	if err := confine.Enter(plan); err != nil {
-		return fail(err)
-	}
-	if err := bounding(); err != nil {
-		return fail(err)
-	}
-	if err := confine.Restrict(plan); err != nil {
 		return fail(err)
 	}
 	ho := sandboxinit.HoldOptions{TTL: spec.Hold.TTL.D(), Stage: spec.Hold.Stage, Stdout: io.Out, Stderr: io.Err,
 		Control: os.NewFile(uintptr(spec.Hold.ControlFD), "control"), Helper: protocol.InitPath,
-		HelperEntries: []protocol.Entry{protocol.EntryExec, protocol.EntryExport}, SweepLeftovers: true}
+		HelperEntries: []protocol.Entry{protocol.EntryExec, protocol.EntryExport}, SweepLeftovers: true,
+		Thread: thread}
 	if spec.Hold.Lifeline {
 		ho.Lifeline = io.In
 	}
@@ -47,4 +44,40 @@ func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) i
 		return fail(fmt.Errorf("control descriptor %d is not open", spec.Hold.ControlFD))
 	}
 	return sandboxinit.Hold(ctx, ho)
+}
+
+// confineSelf reads the plan, builds the sandbox and restricts the helper.
+// It returns the thread the holder starts every child from: the one whose
+// bounding set is empty (see confine.DropForkerBounding).
+func confineSelf(ctx context.Context, spec protocol.Local) (*sandboxinit.Thread, error) {
+	defer phase.Begin(ctx, "confine")()
+	end := phase.Begin(ctx, "forker")
+	var forker int
+	thread, err := sandboxinit.NewThread(func() (err error) {
+		forker, err = confine.DropForkerBounding()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	end()
+	end = phase.Begin(ctx, "plan")
+	planFile := os.NewFile(uintptr(spec.PlanFD), "plan")
+	plan, err := confine.ReadPlan(planFile)
+	_ = planFile.Close()
+	if err != nil {
+		return nil, err
+	}
+	end()
+	end = phase.Begin(ctx, "enter")
+	if err := confine.Enter(ctx, plan); err != nil {
+		return nil, err
+	}
+	end()
+	end = phase.Begin(ctx, "restrict")
+	defer end()
+	if err := confine.Restrict(ctx, plan, forker); err != nil {
+		return nil, err
+	}
+	return thread, nil
 }

@@ -42,6 +42,7 @@ const (
 const (
 	planFD    = 3
 	controlFD = 4
+	traceFD   = 5
 )
 
 type sandbox struct {
@@ -73,6 +74,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if b.selfExe == "" {
 		return nil, errors.New("the local backend needs the static triage-sandbox binary")
 	}
+	endPlan := phase.Begin(ctx, "start.render")
 	pl, err := Plan(p, b.selfExe)
 	if err != nil {
 		return nil, err
@@ -92,8 +94,12 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		// reaches anything), and the run says so.
 		s.Warn("the project checkout is read-only on the local backend, so writes under it fail ([sandbox] checkout_writes = \"discard\" needs docker or oci as root)")
 	}
+	endPlan()
 	if os.Geteuid() == 0 && cgroupsUsable() == nil {
-		if s.cg, err = newCgroup(id, p.Limits); err != nil {
+		endCgroup := phase.Begin(ctx, "start.cgroup")
+		s.cg, err = newCgroup(id, p.Limits)
+		endCgroup()
+		if err != nil {
 			_ = os.RemoveAll(s.dir)
 			return nil, err
 		}
@@ -138,6 +144,7 @@ func newID() string {
 func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration, opts backends.StartOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
+	endPrepare := phase.Begin(ctx, "start.prepare")
 	attr, err := confine.Namespaces(s.p.User.UID, s.p.User.GID, os.Geteuid(), os.Getegid())
 	if err != nil {
 		return err
@@ -159,14 +166,28 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 	}
 	hold := launch.HoldSpec(s.p, ttl)
 	hold.ControlFD = controlFD
-	args, err := protocol.Argv(s.b.selfExe, protocol.EntryLocal, protocol.Local{PlanFD: planFD, Hold: hold})
+	spec := protocol.Local{PlanFD: planFD, Hold: hold}
+	files := []*os.File{planR, holder}
+	// While this run is traced, the helper sends its own phases back.
+	var traceR, traceW *os.File
+	if phase.From(ctx) != nil {
+		if traceR, traceW, err = os.Pipe(); err != nil {
+			planW.Close()
+			return err
+		}
+		defer traceR.Close()
+		defer traceW.Close()
+		spec.TraceFD = traceFD
+		files = append(files, traceW)
+	}
+	args, err := protocol.Argv(s.b.selfExe, protocol.EntryLocal, spec)
 	if err != nil {
 		planW.Close()
 		return err
 	}
 	// The holder's environment is the one its commands inherit.
 	s.helper = &exec.Cmd{Path: s.b.selfExe, Args: args, Dir: "/", Env: s.p.EnvList(ScratchPaths),
-		ExtraFiles: []*os.File{planR, holder}, SysProcAttr: attr}
+		ExtraFiles: files, SysProcAttr: attr}
 	s.helper.Stdout, s.helper.Stderr = &s.Out, &s.Out
 	stdin, err := s.helper.StdinPipe()
 	if err != nil {
@@ -183,36 +204,77 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 		planW.Close()
 		sent <- err
 	}()
+	endPrepare()
 	// Pdeathsig follows the thread that forked the helper: fork it from a
 	// locked thread that lives as long as the sandbox.
 	endFork := phase.Begin(ctx, "start.helper-exec")
-	started := make(chan error, 1)
+	type forked struct {
+		err            error
+		began, inGroup bool
+	}
+	started := make(chan forked, 1)
 	go func() {
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		err := s.helper.Start()
-		started <- err
-		if err != nil {
+		var f forked
+		if s.cg != nil {
+			f.inGroup, f.err = s.cg.startInside(s.helper.Start)
+		}
+		if !f.inGroup {
+			f.err = s.helper.Start()
+		}
+		if !errors.Is(f.err, errStranded) {
+			// A thread left in the sandbox's groups ends with this
+			// goroutine instead.
+			defer runtime.UnlockOSThread()
+		}
+		f.began = s.helper.Process != nil
+		started <- f
+		if !f.began {
 			return
 		}
 		_ = s.helper.Wait()
 		close(s.Gone)
 	}()
-	if err := <-started; err != nil {
-		close(s.Gone)
-		return fmt.Errorf("starting the local sandbox's helper: %w (%s)", err, namespaceHint())
+	f := <-started
+	if f.err != nil {
+		if !f.began {
+			close(s.Gone)
+		}
+		if errors.Is(f.err, errStranded) {
+			return f.err
+		}
+		return fmt.Errorf("starting the local sandbox's helper: %w (%s)", f.err, namespaceHint())
 	}
 	endFork()
+	if traceR != nil {
+		_ = traceW.Close()
+		relayed := make(chan struct{})
+		go func() {
+			defer close(relayed)
+			phase.Relay(ctx, traceR, "helper", s.helper.Process.Pid)
+		}()
+		// The helper closes its end before it holds; one that failed
+		// earlier is gone, which closes it too.
+		defer func() {
+			select {
+			case <-relayed:
+			case <-time.After(time.Second):
+			}
+		}()
+	}
 	endPlan := phase.Begin(ctx, "start.plan")
 	if err := s.record(ttl); err != nil {
 		return err
 	}
 	if s.cg != nil {
-		// Into the cgroup before it forks or fills a tmpfs: it forks
-		// nothing before a command is asked of it and unpacks nothing
-		// before the staged copy comes, both sent after this.
-		if err := s.cg.add(s.helper.Process.Pid); err != nil {
-			return err
+		// Born in its cgroup (see startInside), or moved in here before
+		// it forks or fills a tmpfs: it forks nothing before a command is
+		// asked of it and unpacks nothing before the staged copy comes,
+		// both sent after this.
+		if !f.inGroup {
+			if err := s.cg.add(s.helper.Process.Pid); err != nil {
+				return err
+			}
 		}
 		if c, err := oomwatch.ForPID(s.helper.Process.Pid); err == nil {
 			s.oom = c

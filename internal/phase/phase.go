@@ -8,10 +8,14 @@
 package phase
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -41,7 +45,7 @@ type Tracer struct {
 	pid    int
 	origin time.Time
 	mu     sync.Mutex
-	f      *os.File
+	f      io.WriteCloser
 }
 
 // FromEnv opens the file EnvVar names for proc, or returns nil (tracing
@@ -56,6 +60,13 @@ func FromEnv(proc string) (*Tracer, error) {
 		return nil, fmt.Errorf("%s: %w", EnvVar, err)
 	}
 	return &Tracer{proc: proc, pid: os.Getpid(), origin: time.Now(), f: f}, nil
+}
+
+// ToWriter traces proc's phases to w: for a process that cannot reach the
+// trace file (the local helper, in a sandbox of its own), which sends its
+// lines to one that can (see Relay). Its origin is now.
+func ToWriter(proc string, w io.WriteCloser) *Tracer {
+	return &Tracer{proc: proc, pid: os.Getpid(), origin: time.Now(), f: w}
 }
 
 // Close closes the file; nil-safe.
@@ -128,4 +139,64 @@ func Span(ctx context.Context, name string, start, end time.Time) {
 	if t := From(ctx); t != nil && !start.IsZero() && !end.IsZero() {
 		t.emit(name, start, end.Sub(start))
 	}
+}
+
+// Relay limits: what another process sends is hostile input (the local
+// helper runs in the sandbox), so it is read in bounded lines, each checked.
+const (
+	relayMaxLines = 64
+	relayMaxLine  = 512
+)
+
+// relayName: a phase name of the kind this package's callers use.
+func relayName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && !strings.ContainsRune(".+_-", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Relay copies the events another process traced to r (see ToWriter) into
+// ctx's trace, as process proc with pid (its pid as the host sees it), until
+// r ends. Lines that are not well-formed events, and any beyond the first
+// relayMaxLines, are dropped. With no tracer in ctx it only drains r.
+func Relay(ctx context.Context, r io.Reader, proc string, pid int) {
+	t := From(ctx)
+	br := bufio.NewReaderSize(io.LimitReader(r, relayMaxLines*relayMaxLine), relayMaxLine)
+	for n := 0; ; n++ {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return // the end, or a line too long: the rest is not read
+		}
+		if t == nil || n >= relayMaxLines {
+			continue
+		}
+		var e Event
+		if json.Unmarshal(line, &e) != nil || !plausible(e) {
+			continue
+		}
+		e.Proc, e.PID = proc, pid
+		b, err := json.Marshal(e)
+		if err != nil {
+			continue
+		}
+		t.mu.Lock()
+		_, _ = t.f.Write(append(b, '\n'))
+		t.mu.Unlock()
+	}
+}
+
+// plausible: a phase name of the kind this package writes, and offsets
+// within a day of an origin within a day of now.
+func plausible(e Event) bool {
+	const day = 24 * time.Hour
+	ok := func(v float64) bool { return !math.IsNaN(v) && v >= 0 && v <= float64(day/time.Millisecond) }
+	origin := time.Unix(0, e.OriginUnixNS)
+	return relayName(e.Phase) && ok(e.StartMS) && ok(e.DurMS) &&
+		time.Since(origin) < day && time.Until(origin) < day
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -61,5 +63,50 @@ func TestLines(t *testing.T) {
 	g := got[1]
 	if g.Proc != "cli" || g.PID != os.Getpid() || g.DurMS < 2 || g.StartMS < got[0].StartMS || g.OriginUnixNS == 0 {
 		t.Errorf("gate event = %+v", g)
+	}
+}
+
+func TestRelay(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	t.Setenv(EnvVar, path)
+	tr, err := FromEnv("cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := With(context.Background(), tr)
+	now := time.Now().UnixNano()
+	good := func(name string) string {
+		b, _ := json.Marshal(Event{Proc: "x", PID: 1, Phase: name, StartMS: 1, DurMS: 2, OriginUnixNS: now})
+		return string(b)
+	}
+	in := strings.Join([]string{
+		good("enter"),
+		good("Bad Name\u001b[2J"), // not a phase name
+		`{"phase":"x","start_ms":-1,"origin_unix_ns":1}`, // negative, origin long ago
+		"not json",
+		good("restrict.seccomp"),
+	}, "\n") + "\n"
+	Relay(ctx, strings.NewReader(in), "helper", 42)
+	Relay(ctx, strings.NewReader(strings.Repeat("x", 2*relayMaxLine)+"\n"+good("after-a-long-line")+"\n"), "helper", 42)
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for line := range strings.SplitSeq(strings.TrimSpace(string(raw)), "\n") {
+		var e Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if e.Proc != "helper" || e.PID != 42 {
+			t.Errorf("relayed %+v: want proc helper, pid 42", e)
+		}
+		got = append(got, e.Phase)
+	}
+	if want := []string{"enter", "restrict.seccomp"}; !slices.Equal(got, want) {
+		t.Errorf("relayed phases %q, want %q", got, want)
 	}
 }

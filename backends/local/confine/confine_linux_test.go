@@ -249,6 +249,42 @@ func TestHelperConfinement(t *testing.T) {
 	testConfinement(t, t.TempDir(), exe, nil)
 }
 
+// TestRestrictRefusesForkerWithBoundingSet: without DropForkerBounding the
+// thread that starts every child keeps its bounding set, and Restrict
+// refuses to go on.
+func TestRestrictRefusesForkerWithBoundingSet(t *testing.T) {
+	testenv.RequireRoot(t, "maps the sandbox's nobody to the host's")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, t.TempDir())
+	s := spec{RO: "/work/ro", RW: "/work/rw", Tmpfs: "/work/tmp", Unlisted: "/work/unlisted",
+		Exe: "/confine.test", UID: nobody, GID: nobody, Hostname: "confine-test", KeepForkerBounding: true}
+	planJSON, err := json.Marshal(testPlan(t, f, exe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	specJSON, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := startHelper(exe, planJSON, string(specJSON), nobody, nobody, 0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []result
+	if err := json.Unmarshal(out, &results); err != nil {
+		t.Fatalf("results: %v: %q", err, out)
+	}
+	if len(results) != 1 {
+		t.Fatalf("results = %+v, want the one about Restrict", results)
+	}
+	if results[0].Err != "" {
+		t.Errorf("%s: %s", results[0].Name, results[0].Err)
+	}
+}
+
 // TestHelperConfinementUnprivileged runs the same checks with the helper
 // started by an unprivileged user (nobody), who can map only its own ids.
 func TestHelperConfinementUnprivileged(t *testing.T) {

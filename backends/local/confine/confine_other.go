@@ -3,6 +3,7 @@
 package confine
 
 import (
+	"context"
 	"errors"
 	"syscall"
 )
@@ -17,10 +18,13 @@ func Namespaces(uid, gid, hostUID, hostGID int) (*syscall.SysProcAttr, error) {
 }
 
 // Enter fails off Linux.
-func Enter(p Plan) error { return errNotLinux }
+func Enter(ctx context.Context, p Plan) error { return errNotLinux }
 
 // Restrict fails off Linux.
-func Restrict(p Plan) error { return errNotLinux }
+func Restrict(ctx context.Context, p Plan, forker int) error { return errNotLinux }
+
+// DropForkerBounding fails off Linux.
+func DropForkerBounding() (int, error) { return 0, errNotLinux }
 
 // Probe reports every layer missing off Linux.
 func Probe() Support {

@@ -14,9 +14,9 @@
 // and cgroup namespaces, does:
 //
 //	p, err := confine.ReadPlan(pipe)
-//	err = confine.Enter(p)    // new root, /proc, /dev, masks, pivot_root, hostname, lo
+//	err = confine.Enter(ctx, p)    // new root, /proc, /dev, masks, pivot_root, hostname, lo
 //	// ... anything else that still needs privileges ...
-//	err = confine.Restrict(p) // ids, capabilities, no_new_privs, Landlock, seccomp, rlimits
+//	err = confine.Restrict(ctx, p) // ids, capabilities, no_new_privs, Landlock, seccomp, rlimits
 //
 // after which it is the sandbox's holder, and every command it forks
 // inherits all of it. Nothing after Restrict can undo it.

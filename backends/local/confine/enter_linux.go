@@ -1,9 +1,12 @@
 package confine
 
 import (
+	"context"
 	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 )
 
 // Enter builds the sandbox's filesystem and network view and moves the
@@ -24,33 +27,42 @@ import (
 //  6. pivot_root into the new root, the old one detached, the new root's
 //     tmpfs made read-only;
 //  7. hostname (and NIS domain "(none)"), lo up, chdir to the workdir.
-func Enter(p Plan) error {
+//
+// Each step is a phase of ctx's trace (package phase), when it has one.
+func Enter(ctx context.Context, p Plan) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
 	if err := checkHelper(); err != nil {
 		return fmt.Errorf("confine: enter: %w", err)
 	}
-	if err := enter(p); err != nil {
+	if err := enter(ctx, p); err != nil {
 		return fmt.Errorf("confine: enter: %w", err)
 	}
 	return nil
 }
 
-func enter(p Plan) error {
+func enter(ctx context.Context, p Plan) error {
+	end := phase.Begin(ctx, "enter.private")
 	if err := makePrivate(); err != nil {
 		return err
 	}
+	end()
+	end = phase.Begin(ctx, "enter.scratch")
 	t, err := pivotToScratch(p.UID, p.GID)
 	if err != nil {
 		return err
 	}
 	defer t.close()
+	end()
+	end = phase.Begin(ctx, "enter.tree")
 	for _, s := range buildOrder(p) {
 		if err := t.apply(p, s); err != nil {
 			return err
 		}
 	}
+	end()
+	end = phase.Begin(ctx, "enter.proc-sys-dev")
 	if err := t.mountProc(); err != nil {
 		return err
 	}
@@ -62,6 +74,8 @@ func enter(p Plan) error {
 	if err := t.buildDev(p.DevShmSize); err != nil {
 		return err
 	}
+	end()
+	end = phase.Begin(ctx, "enter.read-only-masks")
 	for _, r := range p.ReadOnly {
 		if err := t.readOnly(r); err != nil {
 			return err
@@ -72,9 +86,13 @@ func enter(p Plan) error {
 			return err
 		}
 	}
+	end()
+	end = phase.Begin(ctx, "enter.pivot")
 	if err := t.pivotToNewRoot(); err != nil {
 		return err
 	}
+	end()
+	defer phase.Begin(ctx, "enter.settle")()
 	return settle(p)
 }
 

@@ -2,6 +2,7 @@ package confine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,6 +49,9 @@ type spec struct {
 	Hostname                string
 	Canary                  string   // the canary's content on the host
 	KernelMasks             []string // masked kernel paths the host has
+	// KeepForkerBounding: the helper skips DropForkerBounding and reports
+	// whether Restrict refused.
+	KeepForkerBounding bool
 }
 
 // result is one check's outcome; Err is empty when it passed.
@@ -72,10 +76,30 @@ func helperMain() {
 	if err != nil {
 		fatalf("%v", err)
 	}
-	if err := Enter(p); err != nil {
+	// As the local helper does: this thread starts every child (the
+	// checks' child below), and only its bounding set is emptied.
+	runtime.LockOSThread()
+	forker := unix.Gettid()
+	if !s.KeepForkerBounding {
+		if forker, err = DropForkerBounding(); err != nil {
+			fatalf("%v", err)
+		}
+	}
+	if err := Enter(context.Background(), p); err != nil {
 		fatalf("%v", err)
 	}
-	if err := Restrict(p); err != nil {
+	err = Restrict(context.Background(), p, forker)
+	if s.KeepForkerBounding {
+		// Restrict must refuse: the forking thread could hand its
+		// bounding set to every command.
+		r := result{Name: "restrict refuses a forking thread with a bounding set"}
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("thread %d: CapBnd", forker)) {
+			r.Err = fmt.Sprintf("Restrict: %v", err)
+		}
+		printResults([]result{r})
+		os.Exit(0)
+	}
+	if err != nil {
 		fatalf("%v", err)
 	}
 	results := run(holderChecks(), s)

@@ -1,11 +1,15 @@
 package confine
 
 import (
+	"context"
 	"errors"
 	"os"
 	"reflect"
+	"runtime"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestNamespaces(t *testing.T) {
@@ -76,13 +80,16 @@ func TestEnterRestrictRefuseOutsideHelper(t *testing.T) {
 	}
 	before := status()
 	p := validPlan()
-	for name, f := range map[string]func(Plan) error{"Enter": Enter, "Restrict": Restrict} {
-		if err := f(p); !errors.Is(err, errNotHelper) {
+	restrict := func(ctx context.Context, p Plan) error { return Restrict(ctx, p, unix.Gettid()) }
+	for name, f := range map[string]func(context.Context, Plan) error{"Enter": Enter, "Restrict": restrict} {
+		if err := f(context.Background(), p); !errors.Is(err, errNotHelper) {
 			t.Errorf("%s in the test process: %v, want errNotHelper", name, err)
 		}
 	}
-	if err := DropBounding()(); !errors.Is(err, errNotHelper) {
-		t.Errorf("DropBounding in the test process: %v, want errNotHelper", err)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if _, err := DropForkerBounding(); !errors.Is(err, errNotHelper) {
+		t.Errorf("DropForkerBounding in the test process: %v, want errNotHelper", err)
 	}
 	if after := status(); !reflect.DeepEqual(after, before) {
 		t.Errorf("the test process was restricted: %v -> %v", before, after)

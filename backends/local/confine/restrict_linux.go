@@ -1,9 +1,11 @@
 package confine
 
 import (
+	"context"
 	"fmt"
 
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 	"golang.org/x/sys/unix"
 )
@@ -17,7 +19,9 @@ import (
 //  1. checks that can fail without side effects: the plan, the Landlock
 //     ABI against MinABI, the seccomp filter for this architecture;
 //  2. resource limits (while raising them is still allowed);
-//  3. securebits locked, bounding and ambient sets emptied, supplementary
+//  3. securebits locked, ambient set emptied (the bounding set is forker's,
+//     the thread every child starts from, emptied before by
+//     DropForkerBounding), supplementary
 //     groups dropped (where the namespace allows it), uid and gid set,
 //     every capability set emptied; parent-death signal set again; the
 //     process made non-dumpable, so its commands cannot open its /proc;
@@ -25,20 +29,23 @@ import (
 //  5. Landlock;
 //  6. the seccomp filter (TSYNC);
 //  7. every thread's /proc status read back and checked.
-func Restrict(p Plan) error {
+//
+// Each step is a phase of ctx's trace (package phase), when it has one.
+func Restrict(ctx context.Context, p Plan, forker int) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
 	if err := checkHelper(); err != nil {
 		return fmt.Errorf("confine: restrict: %w", err)
 	}
-	if err := restrict(p); err != nil {
+	if err := restrict(ctx, p, forker); err != nil {
 		return fmt.Errorf("confine: restrict: %w", err)
 	}
 	return nil
 }
 
-func restrict(p Plan) error {
+func restrict(ctx context.Context, p Plan, forker int) error {
+	end := phase.Begin(ctx, "restrict.compile")
 	abi, err := landlockABI(p.Landlock.MinABI)
 	if err != nil {
 		return err
@@ -47,8 +54,13 @@ func restrict(p Plan) error {
 	if err != nil {
 		return err
 	}
+	end()
+	end = phase.Begin(ctx, "restrict.privileges")
 	if err := setRlimits(p.Rlimits); err != nil {
 		return err
+	}
+	if forker <= 0 {
+		return fmt.Errorf("no thread to start children from (forker %d): see DropForkerBounding", forker)
 	}
 	if err := dropPrivileges(p.UID, p.GID); err != nil {
 		return err
@@ -56,11 +68,17 @@ func restrict(p Plan) error {
 	if err := llsyscall.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
+	end()
+	end = phase.Begin(ctx, "restrict.landlock")
 	if err := applyLandlock(p, abi); err != nil {
 		return err
 	}
+	end()
+	end = phase.Begin(ctx, "restrict.seccomp")
 	if err := seccompfilter.Load(filter); err != nil {
 		return err
 	}
-	return verifyThreads(p.UID, p.GID)
+	end()
+	defer phase.Begin(ctx, "restrict.verify")()
+	return verifyThreads(p.UID, p.GID, forker)
 }

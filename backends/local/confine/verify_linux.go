@@ -11,8 +11,10 @@ import (
 // verifyThreads reads every thread's status back and fails unless each one
 // holds no capability in any set, has no_new_privs and a seccomp filter,
 // and runs as uid and gid: Restrict fails closed rather than trusting that
-// each call it made reached every thread.
-func verifyThreads(uid, gid int) error {
+// each call it made reached every thread. The bounding set must be empty on
+// forker, which must be there: the only thread children are started from
+// (see DropForkerBounding).
+func verifyThreads(uid, gid, forker int) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return fmt.Errorf("verify: listing threads: %w", err)
@@ -25,8 +27,10 @@ func verifyThreads(uid, gid int) error {
 		"NoNewPrivs": "1", "Seccomp": "2", "Uid": ids, "Gid": gids,
 	}
 	var errs []error
+	forkerSeen := false
 	for _, t := range tasks {
-		if _, err := strconv.Atoi(t.Name()); err != nil {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/status")
@@ -37,11 +41,20 @@ func verifyThreads(uid, gid int) error {
 			return fmt.Errorf("verify: thread %s: %w", t.Name(), err)
 		}
 		got := statusFields(string(b))
+		if tid == forker {
+			forkerSeen = true
+		}
 		for k, v := range want {
+			if k == "CapBnd" && tid != forker {
+				continue
+			}
 			if got[k] != v {
 				errs = append(errs, fmt.Errorf("thread %s: %s is %q, want %q", t.Name(), k, got[k], v))
 			}
 		}
+	}
+	if !forkerSeen {
+		errs = append(errs, fmt.Errorf("the thread that starts children (%d) is gone", forker))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("verify: %w", errors.Join(errs...))
