@@ -37,7 +37,7 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	run := holderexec.Run{Policy: s.p, Sandbox: (*holderView)(s), Start: s.byExec(cmd.Stdin != nil),
-		Manifest: &s.manifest, Seccomp: execSeccomp}
+		Manifest: &s.manifest, Seccomp: execSeccomp, NProc: execNProc(s.p, s.r.Info.Traits())}
 	res, err := run.Exec(ctx, cmd, out)
 	if err == nil {
 		s.copyBack(ctx, &res)
