@@ -4,7 +4,6 @@ package kubernetes
 
 import (
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -27,17 +26,12 @@ func TestSelftestOnNode(t *testing.T) {
 
 // TestSelftestOnNodeGVisor: the same with runtime = "gvisor", the node's
 // RuntimeClass for the runsc scripts/gvisor.sh builds (cached), driven by
-// containerd's runc shim; opted into, it fails where the cluster is
-// required and runsc is missing (kubecluster.RequireGVisor). Opt-in
-// (TRIAGE_SANDBOX_KUBE_GVISOR=1) until it passes: pods start and the
-// reproducer role passes, but the agent's C-02, C-08, C-09 and C-10 end
-// with exit 128 (2026-12-02, one run), likely its sandbox ended at the
-// memory headroom check: the backend does not yet apply gVisor's traits
-// (runtimes.Traits) to a pod whose RuntimeClass runs runsc.
+// containerd's runc shim. The backend reads the class's handler (runsc)
+// and applies gVisor's traits: without its process limit the agent's
+// headroom check (200 processes, each gVisor host memory, in 1 GiB) ended
+// the whole sandbox. It fails, not skips, where the cluster is required
+// and the class cannot be made (kubecluster.RequireGVisor says why).
 func TestSelftestOnNodeGVisor(t *testing.T) {
-	if os.Getenv("TRIAGE_SANDBOX_KUBE_GVISOR") == "" {
-		t.Skip("not passing yet under gVisor (agent C-02, C-08, C-09, C-10 exit 128); TRIAGE_SANDBOX_KUBE_GVISOR=1 runs it")
-	}
 	kubecluster.RequireGVisor(t)
 	_, n, _ := node(t)
 	if !slices.Contains(n.RuntimeClasses, kubecluster.GVisorClass) {
