@@ -92,3 +92,29 @@ func judgeSelftest(t *testing.T, stdout, stderr string, runErr error) {
 		t.Errorf("selftest exit: %v\n%s", runErr, stderr)
 	}
 }
+
+// TestGVisorMemoryLimitReported: under gVisor the memory limit may end the
+// whole pod (gVisor's kernel is charged in its cgroup) or only the
+// command; either way the run says so, never the runtime's lost exec
+// (128): the whole pod's end is an OOM kill (137, oom_killed), read from
+// the holder's OOMKilled status.
+func TestGVisorMemoryLimitReported(t *testing.T) {
+	kubecluster.RequireGVisor(t)
+	e := cliWorkspace(t, "runtime = \""+kubecluster.GVisorClass+"\"\nmemory = \"512m\"\n", "")
+	stdout, stderr, _ := e.run("run", "--json", "--", "python3", "-c", "x = bytearray(900 << 20); print('past the limit')")
+	var res struct {
+		ExitCode  int  `json:"exit_code"`
+		OOMKilled bool `json:"oom_killed"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("run: %v: %s\nstderr: %s", err, stdout, stderr)
+	}
+	t.Logf("exit %d, oom_killed %v", res.ExitCode, res.OOMKilled)
+	if strings.Contains(stdout, "past the limit") || res.ExitCode == 0 {
+		t.Fatalf("the command got past the memory limit: %s", stdout)
+	}
+	if res.ExitCode == 128 || res.ExitCode == 137 && !res.OOMKilled {
+		t.Errorf("exit %d, oom_killed %v: the memory limit's end not reported\nstderr: %s", res.ExitCode, res.OOMKilled, stderr)
+	}
+	e.awaitEmpty(t, time.Minute)
+}
