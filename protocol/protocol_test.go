@@ -54,6 +54,7 @@ func TestRoundTrip(t *testing.T) {
 			{Argv: []string{"sh", "-c", "echo -- --lifeline"}, Timeout: Duration(time.Minute), Grace: Duration(time.Second), Lifeline: true},
 			{Argv: []string{"x"}, Seccomp: "default", ExportFD: 3, Export: &Export{Stage: paths, MaxEntries: 32768}},
 			{Argv: []string{"x"}, Seccomp: "default", RunAs: &Identity{UID: 1000, GID: 0}},
+			{Argv: []string{"x"}, Seccomp: "default", NProc: 168},
 		} {
 			roundTrip(t, EntryExec, x, DecodeExec)
 		}
@@ -98,6 +99,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"empty argv", decodeErr(DecodeExec), []string{`{"argv":[]}`}, "empty command"},
 		{"export without fd", decodeErr(DecodeExec), []string{`{"argv":["x"],"export":{"stage":[]}}`}, "both or neither"},
 		{"fd without export", decodeErr(DecodeExec), []string{`{"argv":["x"],"export_fd":3}`}, "both or neither"},
+		{"negative nproc", decodeErr(DecodeExec), []string{`{"argv":["x"],"nproc":-1}`}, "negative nproc"},
 		{"negative max", decodeErr(DecodeExport), []string{`{"stage":[],"max_entries":-1}`}, "negative"},
 		{"local without plan", decodeErr(DecodeLocal), []string{`{"hold":{"control_fd":4}}`}, "required"},
 		{"local same fds", decodeErr(DecodeLocal), []string{`{"plan_fd":4,"hold":{"control_fd":4}}`}, "both 4"},

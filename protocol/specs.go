@@ -122,6 +122,12 @@ type Exec struct {
 	// Seccomp names a filter set the supervisor loads on itself before it
 	// starts the command, for runtimes whose exec loads none.
 	Seccomp string `json:"seccomp,omitempty"`
+	// NProc, when set, is the RLIMIT_NPROC the supervisor sets on itself
+	// before it starts the command (the command inherits it), for a
+	// runtime that counts the sandbox's processes in its own kernel and
+	// whose exec the backend cannot give rlimits (a pod's spec has none):
+	// gVisor's limit, runtimes.GVisorLimits.
+	NProc int64 `json:"nproc,omitempty"`
 	// ExportFD, when set, is an inherited descriptor the supervisor writes
 	// Export's paths to once the command's whole tree is gone: the copy
 	// back without a second exec.
@@ -138,6 +144,9 @@ func (x *Exec) validate() error {
 	}
 	if err := checkFD("export_fd", x.ExportFD); err != nil {
 		return err
+	}
+	if x.NProc < 0 {
+		return fmt.Errorf("negative nproc %d", x.NProc)
 	}
 	if x.Dir != "" && !path.IsAbs(x.Dir) {
 		return fmt.Errorf("dir %q is not absolute", x.Dir)

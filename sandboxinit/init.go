@@ -288,12 +288,19 @@ type ExecOptions struct {
 	// Seccomp, when set, names a filter set the supervisor loads on itself
 	// before it starts the command (for runtimes whose exec loads none).
 	Seccomp string
+	// NProc, when set, is the RLIMIT_NPROC it sets on itself before the
+	// command (protocol.Exec.NProc).
+	NProc int64
 }
 
 // Exec runs one command and returns the exit code the helper ends with.
 func Exec(ctx context.Context, o ExecOptions) int {
 	if len(o.Argv) == 0 {
 		fmt.Fprintln(o.Stderr, "triage-sandbox: empty command")
+		return exitcodeRefused
+	}
+	if err := limitProcs(o.NProc); err != nil {
+		fmt.Fprintf(o.Stderr, "triage-sandbox: %v\n", err)
 		return exitcodeRefused
 	}
 	if o.Seccomp != "" {

@@ -23,10 +23,18 @@ version=$(awk '$1 == "require" && $2 == "gvisor.dev/gvisor" {print $3}' scripts/
 dir=${TRIAGE_SANDBOX_GVISOR_DIR:-/var/cache/triage-sandbox/gvisor/$version}
 
 mkdir -p "$dir"
+# A failed build leaves its output's end in $dir/build-error, which the
+# tests quote (kubecluster.GVisorMissing); a good one removes it.
 if [ ! -x "$dir/runsc" ]; then
   ts_log "building runsc $version into $dir (cached afterwards)"
-  (cd scripts/gvisor && CGO_ENABLED=0 go build -trimpath -o "$dir/runsc.tmp" \
-    -ldflags "-s -w -X gvisor.dev/gvisor/runsc/version.version=$version" gvisor.dev/gvisor/runsc)
+  if ! out=$(cd scripts/gvisor && CGO_ENABLED=0 go build -trimpath -o "$dir/runsc.tmp" \
+    -ldflags "-s -w -X gvisor.dev/gvisor/runsc/version.version=$version" gvisor.dev/gvisor/runsc 2>&1); then
+    printf '%s\n' "$out" >&2
+    printf '%s\n' "$out" | tail -n 5 > "$dir/build-error"
+    ts_log "building runsc failed: $(tail -n 1 "$dir/build-error")"
+    exit 1
+  fi
   mv "$dir/runsc.tmp" "$dir/runsc"
 fi
+rm -f "$dir/build-error"
 echo "$dir"

@@ -12,8 +12,8 @@
 #   - builds the sandbox image (offline base via debootstrap when
 #     debian:bookworm-slim cannot be pulled),
 #   - makes the kubernetes backend's test cluster binaries (scripts/kube.sh,
-#     cached), gVisor's runsc for its node among them with
-#     TRIAGE_SANDBOX_KUBE_GVISOR=1 (scripts/gvisor.sh).
+#     cached), gVisor's runsc for its node's gvisor RuntimeClass among them
+#     (scripts/gvisor.sh).
 #   - installs podman and loads the sandbox image into its store (the
 #     docker backend's test against Podman's Docker-compatible service).
 #     Podman keeps its own storage (/var/lib/containers) and, for the

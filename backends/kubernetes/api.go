@@ -2,6 +2,8 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/url"
 
@@ -115,4 +117,20 @@ func (a *api) listNetworkPolicies(ctx context.Context, ns, selector string) (*ne
 	out := &networkingv1.NetworkPolicyList{}
 	return out, a.net.Get().Namespace(ns).Resource("networkpolicies").
 		VersionedParams(&metav1.ListOptions{LabelSelector: selector}, a.params).Do(ctx).Into(out)
+}
+
+// runtimeClassHandler is the handler of RuntimeClass name (node.k8s.io,
+// read raw: the scheme holds core and networking only).
+func (a *api) runtimeClassHandler(ctx context.Context, name string) (string, error) {
+	raw, err := a.core.Get().AbsPath("/apis/node.k8s.io/v1/runtimeclasses", name).DoRaw(ctx)
+	if err != nil {
+		return "", err
+	}
+	var rc struct {
+		Handler string `json:"handler"`
+	}
+	if err := json.Unmarshal(raw, &rc); err != nil {
+		return "", fmt.Errorf("RuntimeClass %s: %w", name, err)
+	}
+	return rc.Handler, nil
 }

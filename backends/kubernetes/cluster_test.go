@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -198,5 +200,33 @@ func TestWeakenedRejected(t *testing.T) {
 			t.Log(err)
 			_ = b.remove(context.Background(), r)
 		})
+	}
+}
+
+// TestRuntimeClassHandler: the backend reads a RuntimeClass's handler from
+// the API server, and takes the runtime's traits from it, not from the
+// class's name; a class it cannot read leaves the name to stand for it.
+func TestRuntimeClassHandler(t *testing.T) {
+	c := cluster(t)
+	ns := restrictedNamespace(t, c)
+	b := backendFor(t, c, ns)
+	ctx := context.Background()
+	name := strings.ToLower("ts-sandboxed-" + strconv.Itoa(os.Getpid()))
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: "runsc"}
+	if _, err := c.Client.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Client.NodeV1().RuntimeClasses().Delete(ctx, name, metav1.DeleteOptions{}) })
+	for class, want := range map[string]string{name: "runsc", "ts-no-such-class": "", "": ""} {
+		if got := b.handler(ctx, class); got != want {
+			t.Errorf("handler(%q) = %q, want %q", class, got, want)
+		}
+	}
+	p := rolePolicy(t, profiles.RoleAgent, nil)
+	p.Runtime = name
+	info := b.runInfo(p, backendsTTL(p))
+	info.Handler = b.handler(ctx, p.Runtime)
+	if !info.Traits().PidsCountThreads {
+		t.Errorf("class %s (handler runsc): traits %+v, want gVisor's", name, info.Traits())
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 
@@ -36,8 +38,14 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	rt := s.r.Info.Traits()
 	run := holderexec.Run{Policy: s.p, Sandbox: (*holderView)(s), Start: s.byExec(cmd.Stdin != nil),
-		Manifest: &s.manifest, Seccomp: execSeccomp}
+		Manifest: &s.manifest, Seccomp: execSeccomp, NProc: execNProc(s.p, rt)}
+	if rt.UserSpaceKernel {
+		// The memory limit ends the whole pod (gVisor's kernel is charged
+		// in its cgroup): the news is the holder's OOMKilled end.
+		run.OOMKills, run.OOMEndsSandbox = s.oomKills, true
+	}
 	res, err := run.Exec(ctx, cmd, out)
 	if err == nil {
 		s.copyBack(ctx, &res)
@@ -56,7 +64,11 @@ func (s *sandbox) byExec(input bool) holderexec.Starter {
 		}
 		// pr stays open: the stream's copier ends when holderexec closes
 		// pw (a closed pipe under it would be a library's log line).
-		started := &holderexec.Started{Stdin: pw, Wait: func() error { return exitOf(<-done) }}
+		started := &holderexec.Started{Stdin: pw, Wait: func() error {
+			err := exitOf(<-done)
+			s.awaitLostSandbox(err)
+			return err
+		}}
 		if input {
 			started.Stop = s.kill
 		}
@@ -80,6 +92,68 @@ func (s *sandbox) stream(ctx context.Context, argv []string, stdin io.Reader, st
 		done <- ex.StreamWithContext(context.WithoutCancel(ctx), remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	}()
 	return done, nil
+}
+
+// execLost is the code of an exec whose runtime lost the process: runsc
+// exec's when the sandbox under it ended (its kernel OOM-killed with it).
+const execLost = 128
+
+// Bounds of awaitLostSandbox: the attach (the holder's stdio) ends at once
+// with a sandbox that ended; the pod's status trails it by the kubelet's
+// next look.
+const (
+	lostAttachWait = 3 * time.Second
+	lostStatusWait = 10 * time.Second
+)
+
+// awaitLostSandbox: under a user-space kernel an exec that ended with
+// execLost may be the whole sandbox's end (the memory limit took gVisor's
+// kernel); the run judges that by the pod's status (oomKills), so wait
+// until the holder is seen gone, when its attach ended too. A command
+// that exits 128 by itself, its sandbox alive, costs lostAttachWait.
+func (s *sandbox) awaitLostSandbox(err error) {
+	var st *holderexec.ExitStatus
+	if !s.r.Info.Traits().UserSpaceKernel || !errors.As(err, &st) || st.Code != execLost {
+		return
+	}
+	select {
+	case <-s.attached:
+	case <-time.After(lostAttachWait):
+		return
+	}
+	select {
+	case <-s.Gone:
+	case <-time.After(lostStatusWait):
+	}
+}
+
+// oomKills is holderexec.Run.OOMKills under a user-space kernel: 1 once
+// the holder's container ended OOMKilled (the whole sandbox), else 0,
+// waiting up to settle for the pod's status to say so.
+func (s *sandbox) oomKills(settle time.Duration) uint64 {
+	deadline := time.Now().Add(settle)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+		pod, err := s.b.cli.getPod(ctx, s.r.Pod.Namespace, s.r.Pod.Name)
+		cancel()
+		if err == nil && oomKilled(pod) {
+			return 1
+		}
+		if err != nil || !time.Now().Before(deadline) {
+			return 0
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// oomKilled: the holder's container ended by the memory limit.
+func oomKilled(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.Name == holderContainer && c.State.Terminated != nil && c.State.Terminated.Reason == "OOMKilled" {
+			return true
+		}
+	}
+	return false
 }
 
 // exitOf is an exec stream's end as holderexec reads it.

@@ -165,11 +165,28 @@ func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artif
 	if err != nil {
 		return nil, err
 	}
-	exec, err := RenderExec(p, cmd)
+	exec, err := RenderExec(p, cmd, r.Info.Traits())
 	if err != nil {
 		return nil, err
 	}
 	return &Artifact{Pod: r.Pod, NetworkPolicy: r.NetworkPolicy, Exec: exec}, nil
+}
+
+// handler is the handler of RuntimeClass class as the API server has it
+// ("" for none, or where it cannot be read: RuntimeClasses are the
+// cluster's, and a namespace's user may not read them; the class's name
+// then stands for it, and a class that does not exist refuses the pod).
+func (b *Backend) handler(ctx context.Context, class string) string {
+	if class == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	h, err := b.cli.runtimeClassHandler(ctx, class)
+	if err != nil {
+		return ""
+	}
+	return h
 }
 
 func (b *Backend) runInfo(p *policy.Policy, ttl time.Duration) RunInfo {
@@ -206,15 +223,16 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if spool != nil {
 		defer spool.Close()
 	}
+	ctx = context.WithoutCancel(ctx)
+	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
 	info := b.runInfo(p, ttl)
 	info.CopyBytes = size
+	info.Handler = b.handler(setupCtx, p.Runtime)
 	r, err := Render(p, info)
 	if err != nil {
 		return nil, err
 	}
-	ctx = context.WithoutCancel(ctx)
-	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
-	defer cancel()
 	if err := b.create(setupCtx, r); err != nil {
 		return nil, errors.Join(err, b.remove(ctx, r))
 	}

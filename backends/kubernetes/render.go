@@ -16,6 +16,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -56,6 +57,11 @@ type RunInfo struct {
 	ExpiresAt   time.Time
 	// RuntimeClass is the pod's runtimeClassName ("" the cluster's default).
 	RuntimeClass string
+	// Handler is the RuntimeClass's handler as the API server has it: the
+	// runtime the node runs for it (runsc for gVisor); "" where it was not
+	// read (render, or an API that refused it): the class's name is then
+	// taken for it.
+	Handler string
 	// NodeName binds the pod to a node directly (no scheduler); "" leaves
 	// it to the scheduler.
 	NodeName string
@@ -64,10 +70,22 @@ type RunInfo struct {
 	CopyBytes int64
 }
 
+// Traits is what the pod's runtime is (runtimes.Of its handler): under
+// gVisor the policy's process limit is gVisor's RLIMIT_NPROC (execNProc)
+// and the memory limit ends the whole sandbox.
+func (i RunInfo) Traits() runtimes.Traits {
+	if i.Handler != "" {
+		return runtimes.Of(i.Handler)
+	}
+	return runtimes.Of(i.RuntimeClass)
+}
+
 // Rendered is one sandbox's objects.
 type Rendered struct {
 	Pod           *corev1.Pod
 	NetworkPolicy *networkingv1.NetworkPolicy
+	// Info is what it was rendered for.
+	Info RunInfo
 }
 
 // Render turns the policy into the sandbox's pod (its one container is
@@ -145,7 +163,7 @@ func Render(p *policy.Policy, info RunInfo) (*Rendered, error) {
 	if info.RuntimeClass != "" {
 		pod.Spec.RuntimeClassName = &info.RuntimeClass
 	}
-	out := &Rendered{Pod: pod}
+	out := &Rendered{Pod: pod, Info: info}
 	if p.Network.Mode == policy.NetworkLoopback {
 		out.NetworkPolicy = denyAll(p, info)
 	}
@@ -288,15 +306,30 @@ func volumes(p *policy.Policy, copies []copiedDir, copyBytes int64) ([]corev1.Vo
 
 func depth(p string) int { return strings.Count(path.Clean(p), "/") }
 
-// RenderExec is the exec one command becomes: the supervisor with the
-// command's spec, in the holder's container.
-func RenderExec(p *policy.Policy, cmd backends.Command) (*corev1.PodExecOptions, error) {
+// RenderExec is the exec one command becomes under runtime rt: the
+// supervisor with the command's spec, in the holder's container.
+func RenderExec(p *policy.Policy, cmd backends.Command, rt runtimes.Traits) (*corev1.PodExecOptions, error) {
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
 		return nil, err
 	}
 	spec := launch.ExecSpec(p, cmd)
-	spec.Seccomp = execSeccomp
+	spec.Seccomp, spec.NProc = execSeccomp, execNProc(p, rt)
 	return execOptions(launch.ExecArgv(spec)), nil
+}
+
+// execNProc is the RLIMIT_NPROC the supervisor sets before each command
+// (0: none). Under gVisor the node's pids cgroup counts gVisor's own
+// threads, and each task costs gVisor host memory charged to the pod's
+// limit: a command that forks up to the policy's pids (a pod has no pids
+// limit of its own) ends the whole sandbox by OOM instead of failing a
+// fork. gVisor's kernel enforces the rlimit (runtimes.GVisorLimits, as on
+// docker and oci); a pod's spec has no rlimits, so the supervisor sets it.
+func execNProc(p *policy.Policy, rt runtimes.Traits) int64 {
+	nproc, _, ok := runtimes.GVisorLimits(rt, p)
+	if !ok {
+		return 0
+	}
+	return nproc
 }
 
 func execOptions(argv []string) *corev1.PodExecOptions {

@@ -11,9 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 func rolePolicy(t testing.TB, role profiles.Role, edit func(*config.File)) *policy.Policy {
@@ -125,9 +127,48 @@ func TestEnforceRefusesLoopback(t *testing.T) {
 // TestRenderExec: a command becomes the supervisor's exec in the holder.
 func TestRenderExec(t *testing.T) {
 	p := rolePolicy(t, profiles.RoleAgent, nil)
-	e, err := RenderExec(p, backends.Command{Argv: []string{"true"}})
+	e, err := RenderExec(p, backends.Command{Argv: []string{"true"}}, runtimes.Of(""))
 	if err != nil || e.Container != holderContainer || e.Command[1] != "__exec" {
 		t.Fatalf("RenderExec = %+v, %v", e, err)
+	}
+}
+
+// TestRenderExecUnderGVisor: a pod whose RuntimeClass's handler runs
+// gVisor gets gVisor's process limit from its supervisor (a pod's spec has
+// no rlimits), the one GVisorLimits gives the docker and oci backends; a
+// native handler gets none (the name of the class counts only where its
+// handler is not known).
+func TestRenderExecUnderGVisor(t *testing.T) {
+	p := rolePolicy(t, profiles.RoleAgent, nil)
+	gvisorNProc, _, _ := runtimes.GVisorLimits(runtimes.Of("runsc"), p)
+	tests := []struct {
+		class, handler string
+		want           int64
+	}{
+		{"", "", 0},
+		{"sandboxed", "runsc", gvisorNProc},
+		{"gvisor", "gvisor", gvisorNProc},
+		{"gvisor", "", gvisorNProc},
+		{"gvisor", "runc", 0},
+		{"kata", "kata", 0},
+	}
+	for _, tt := range tests {
+		i := info("x", "ns")
+		i.RuntimeClass, i.Handler = tt.class, tt.handler
+		e, err := RenderExec(p, backends.Command{Argv: []string{"true"}}, i.Traits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := protocol.DecodeExec(e.Command[2:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.NProc != tt.want {
+			t.Errorf("class %q handler %q: nproc %d, want %d", tt.class, tt.handler, spec.NProc, tt.want)
+		}
+	}
+	if gvisorNProc <= 0 || gvisorNProc >= p.Limits.Pids {
+		t.Errorf("gVisor's process limit for a %d MiB agent is %d (pids %d): a task costs gVisor memory, so it is below pids", p.Limits.Memory>>20, gvisorNProc, p.Limits.Pids)
 	}
 }
 

@@ -4,7 +4,6 @@ package kubernetes
 
 import (
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -27,17 +26,12 @@ func TestSelftestOnNode(t *testing.T) {
 
 // TestSelftestOnNodeGVisor: the same with runtime = "gvisor", the node's
 // RuntimeClass for the runsc scripts/gvisor.sh builds (cached), driven by
-// containerd's runc shim; opted into, it fails where the cluster is
-// required and runsc is missing (kubecluster.RequireGVisor). Opt-in
-// (TRIAGE_SANDBOX_KUBE_GVISOR=1) until it passes: pods start and the
-// reproducer role passes, but the agent's C-02, C-08, C-09 and C-10 end
-// with exit 128 (2026-12-02, one run), likely its sandbox ended at the
-// memory headroom check: the backend does not yet apply gVisor's traits
-// (runtimes.Traits) to a pod whose RuntimeClass runs runsc.
+// containerd's runc shim. The backend reads the class's handler (runsc)
+// and applies gVisor's traits: without its process limit the agent's
+// headroom check (200 processes, each gVisor host memory, in 1 GiB) ended
+// the whole sandbox. It fails, not skips, where the cluster is required
+// and the class cannot be made (kubecluster.RequireGVisor says why).
 func TestSelftestOnNodeGVisor(t *testing.T) {
-	if os.Getenv("TRIAGE_SANDBOX_KUBE_GVISOR") == "" {
-		t.Skip("not passing yet under gVisor (agent C-02, C-08, C-09, C-10 exit 128); TRIAGE_SANDBOX_KUBE_GVISOR=1 runs it")
-	}
 	kubecluster.RequireGVisor(t)
 	_, n, _ := node(t)
 	if !slices.Contains(n.RuntimeClasses, kubecluster.GVisorClass) {
@@ -97,4 +91,35 @@ func judgeSelftest(t *testing.T, stdout, stderr string, runErr error) {
 	if runErr != nil {
 		t.Errorf("selftest exit: %v\n%s", runErr, stderr)
 	}
+}
+
+// TestGVisorMemoryLimitReported: under gVisor the memory limit may end the
+// whole pod (gVisor's kernel is charged in its cgroup) or only the
+// command (a refused allocation); either way the run says so, never the
+// runtime's lost exec (128), nor a sandbox that did not start (125): the
+// whole pod's end is an OOM kill (137, oom_killed), read from the
+// holder's OOMKilled status.
+func TestGVisorMemoryLimitReported(t *testing.T) {
+	kubecluster.RequireGVisor(t)
+	e := cliWorkspace(t, "runtime = \""+kubecluster.GVisorClass+"\"\nmemory = \"512m\"\n", "")
+	stdout, stderr, _ := e.run("run", "--json", "--", "python3", "-c", "x = bytearray(900 << 20); print('past the limit')")
+	var res struct {
+		ExitCode  int  `json:"exit_code"`
+		OOMKilled bool `json:"oom_killed"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("run: %v: %s\nstderr: %s", err, stdout, stderr)
+	}
+	t.Logf("exit %d, oom_killed %v", res.ExitCode, res.OOMKilled)
+	switch {
+	case strings.Contains(stdout, "past the limit") || res.ExitCode == 0:
+		t.Fatalf("the command got past the memory limit: %s", stdout)
+	case res.ExitCode == 137 && res.OOMKilled:
+		// The whole pod, or the command, ended by the memory limit.
+	case res.ExitCode == 1 && strings.Contains(stdout, "MemoryError"):
+		// gVisor's kernel refused the allocation.
+	default:
+		t.Errorf("exit %d, oom_killed %v: not the memory limit's end (128: the runtime's lost exec)\n%s\nstderr: %s", res.ExitCode, res.OOMKilled, stdout, stderr)
+	}
+	e.awaitEmpty(t, time.Minute)
 }

@@ -52,16 +52,23 @@ type Traits struct {
 // namespaces and cgroups (runc, crun, and any runtime not in the table).
 var native = Traits{PassesFDs: true, BindsSocketFile: true, SeccompOnExec: true}
 
-// table holds the runtimes that differ from a native one.
+// table holds the runtimes that differ from a native one, by the name of
+// the runtime's binary or of a Kubernetes RuntimeClass handler.
 var table = map[string]Traits{
 	// gVisor. It keeps its own network stack, and with --network=none
 	// that stack holds only its own loopback (not a namespace it would
 	// expect the caller to have configured); --oci-seccomp has it apply
 	// the bundle's seccomp filter to the container's first process.
-	"runsc": {
-		UserSpaceKernel: true, PidsCountThreads: true, OwnNetworkStack: true, HelpersStartAsRoot: true,
-		Flags: []string{"--network=none", "--oci-seccomp"},
-	},
+	"runsc": gvisor,
+	// gVisor by the name clusters give its RuntimeClass handler (GKE
+	// Sandbox's is gvisor; gVisor's own guide says runsc).
+	"gvisor": gvisor,
+}
+
+// gvisor is gVisor's runsc.
+var gvisor = Traits{
+	UserSpaceKernel: true, PidsCountThreads: true, OwnNetworkStack: true, HelpersStartAsRoot: true,
+	Flags: []string{"--network=none", "--oci-seccomp"},
 }
 
 // Of returns the traits of the runtime at path (or named so); a runtime

@@ -19,6 +19,7 @@ func TestOf(t *testing.T) {
 		{"io.containerd.runc.v2", native},
 		{"runsc", gvisor},
 		{"/usr/local/bin/runsc", gvisor},
+		{"gvisor", gvisor},
 		// A name is matched whole: a differently named runtime is not
 		// taken for gVisor.
 		{"runsc-debug", native},

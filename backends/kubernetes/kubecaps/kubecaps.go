@@ -37,6 +37,20 @@ const HowToBuild = "build it with scripts/setup.sh or `CGO_ENABLED=0 go build -t
 // cannot reveal, makes the deny-all policy hold), pids_limit (set per node
 // by the kubelet, not per pod). mask_under_mount holds trivially: no host
 // path is mounted (the node is another machine).
+//
+// Under a RuntimeClass whose handler runs gVisor (read from the API; the
+// backend takes the runtime's traits from it) the same hold, with two
+// differences. The memory limit holds gVisor's kernel too, so reaching it
+// may end the whole pod (reported as an OOM kill, from the holder's
+// OOMKilled status), and each task costs gVisor host memory, so the
+// supervisor sets gVisor's RLIMIT_NPROC before each command
+// (runtimes.GVisorLimits: a small memory limit is a small process limit;
+// still no pids_limit, as the holder's is not set).
+// And the helpers start as the sandbox's uid, as the restricted profile
+// asks, not as root taking it themselves as on docker and oci
+// (runtimes.Traits.HelpersStartAsRoot): gVisor before release 20251215
+// lets a process open another's descriptors of the same uid through
+// /proc/PID/fd, so run the node's gVisor from 20251215 on (docs/fleet.md).
 var capabilities = []policy.Capability{
 	profiles.CapOutboundNAT, profiles.CapPidNamespace, profiles.CapMemoryLimit, profiles.CapCPULimit,
 	profiles.CapUIDSwitch, profiles.CapMaskUnderMount, profiles.CapImageRoot,

@@ -40,6 +40,22 @@ func TestGVisorVersionPinned(t *testing.T) {
 	}
 }
 
+// TestGVisorMissingSaysWhy: without runsc the one line names it and how to
+// build it, or, after a failed build, what the build said.
+func TestGVisorMissingSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TRIAGE_SANDBOX_GVISOR_DIR", dir)
+	if got := GVisorMissing(); !strings.Contains(got, filepath.Join(dir, "runsc")) || !strings.Contains(got, "build it with "+GVisorScript) {
+		t.Errorf("no runsc: %q", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, buildErrorFile), []byte("go: downloading x\nrunsc/main.go:1: undefined: y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := GVisorMissing(); !strings.Contains(got, "could not build it: go: downloading x runsc/main.go:1: undefined: y") || strings.Contains(got, "\n") {
+		t.Errorf("after a failed build: %q", got)
+	}
+}
+
 // TestRunscWrapper: the runtime the node's runc shim runs for the gvisor
 // handler makes a sandbox of each container (the CRI annotations that would
 // join the pod's first one are gone, the others kept) and runs runsc with

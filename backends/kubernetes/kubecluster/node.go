@@ -164,6 +164,11 @@ func (c *Cluster) startKubelet(dir string, n *Node) error {
 		return err
 	}
 	port := freePort()
+	// No in-place resize: its path in the kubelet dereferences the pod
+	// cgroup config that cgroupsPerQOS: false leaves nil and panics
+	// (kubernetes/kubernetes#137999), which ended the node mid-test once
+	// (a gVisor selftest pod's "Missing actuated resource record" made the
+	// kubelet think it must resize it). These pods are never resized.
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %s
@@ -184,6 +189,7 @@ enforceNodeAllocatable: []
 cgroupsPerQOS: false
 serializeImagePulls: false
 localStorageCapacityIsolation: true
+featureGates: {InPlacePodVerticalScaling: false}
 `, ip, port, n.Socket, filepath.Join(dir, "pod-logs"))
 	path := filepath.Join(dir, "kubelet.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {

@@ -47,12 +47,30 @@ func GVisorDir() string {
 func gvisorMissing() string {
 	var missing []string
 	if fi, err := os.Stat(filepath.Join(GVisorDir(), runscBinary)); err != nil || fi.Mode()&0o111 == 0 {
-		missing = append(missing, filepath.Join(GVisorDir(), runscBinary)+" (build it with "+GVisorScript+", cached afterwards)")
+		why := "build it with " + GVisorScript + ", cached afterwards"
+		if said := buildError(); said != "" {
+			why = GVisorScript + " could not build it: " + said
+		}
+		missing = append(missing, filepath.Join(GVisorDir(), runscBinary)+" ("+why+")")
 	}
 	if _, err := exec.LookPath("jq"); err != nil {
 		missing = append(missing, "jq (Debian jq; "+BuildScript+" installs it)")
 	}
 	return strings.Join(missing, ", ")
+}
+
+// buildErrorFile is where scripts/gvisor.sh leaves the end of a failed
+// build's output.
+const buildErrorFile = "build-error"
+
+// buildError is what the last failed build of runsc said, on one line
+// ("" none).
+func buildError() string {
+	b, err := os.ReadFile(filepath.Join(GVisorDir(), buildErrorFile))
+	if err != nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(string(b)), " ")
 }
 
 // GVisorMissing says why the node offers no gvisor RuntimeClass, as one
