@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -333,7 +334,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		ctx := context.WithoutCancel(ctx)
 		endRemove := phase.Begin(ctx, "close.remove")
-		err := s.b.remove(ctx, s.id)
+		err := s.end(ctx)
 		endRemove()
 		// The removed container ends any wait for the holder's connection.
 		select {
@@ -364,6 +365,38 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 	})
 	return s.closeErr
+}
+
+// lifelineEndWait bounds how long Close waits for a holder told to end
+// (its lifeline cut) to be gone before it force-removes the container.
+const lifelineEndWait = 3 * time.Second
+
+// end ends the sandbox and returns once the daemon no longer has its
+// container. With a lifeline it ends the way `docker run --rm` does: the
+// lifeline cut, the holder kills everything and exits, the container's
+// pid namespace goes with it, and AutoRemove removes it. That spares the
+// daemon a kill through the runtime (about 60 ms of a cold run here). A
+// container not gone within lifelineEndWait, or a wait the daemon cannot
+// answer, is force-removed as before.
+func (s *sandbox) end(ctx context.Context) error {
+	if !s.p.Lifetime.Lifeline || s.att.Conn == nil || s.ended() {
+		return s.b.remove(ctx, s.id)
+	}
+	wctx, cancel := context.WithTimeout(ctx, lifelineEndWait)
+	defer cancel()
+	wait := s.b.cli.ContainerWait(wctx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
+	if err := s.att.CloseWrite(); err == nil {
+		select {
+		case <-wait.Result:
+			return nil
+		case err := <-wait.Error:
+			// Not found: removed before the wait reached the daemon.
+			if cerrdefs.IsNotFound(err) {
+				return nil
+			}
+		}
+	}
+	return s.b.remove(ctx, s.id)
 }
 
 // watchOOM counts the daemon's oom events for the container: exit code 137
