@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -47,6 +48,9 @@ type Backend struct {
 	host    string
 	engine  engineCache
 	runtime runtimeCache
+	// guess is the runtime a first start creates its container for while
+	// the daemon says its default (guessedRuntime; tests change it).
+	guess string
 	// Adjust, when set, edits each create request before it is sent. Only
 	// tests use it, to weaken a container and prove the selftest notices.
 	Adjust func(*CreateRequest)
@@ -59,7 +63,7 @@ func New(env backends.Env) (backends.Backend, error) {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
 	host, _ := os.Hostname()
-	return &Backend{cli: cli, selfExe: env.SelfExe, host: host}, nil
+	return &Backend{cli: cli, selfExe: env.SelfExe, host: host, guess: guessedRuntime}, nil
 }
 
 // Name implements backends.Backend.
@@ -177,12 +181,45 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if b.selfExe == "" {
 		return nil, errors.New("docker backend: no triage-sandbox binary to mount as init")
 	}
+	known := b.knownRuntime(p)
 	endAsk := phase.Begin(ctx, "start.ask")
-	p, err := b.ask(ctx, p)
+	a, err := b.ask(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	endAsk()
+	run := known
+	if run == nil {
+		if eng, _ := b.Engine(ctx); eng.IsPodman() || b.guess == "" {
+			if err := a.wait(); err != nil {
+				return nil, err
+			}
+			run = a.withRT
+		} else {
+			run = withRuntimeName(p, b.guess)
+		}
+	}
+	sb, err := b.startAs(ctx, run, opts, a)
+	if errors.Is(err, errRuntimeGuess) {
+		// The daemon's default is not the one guessed: build the sandbox
+		// again for the runtime it named.
+		sb, err = b.startAs(ctx, a.withRT, opts, a)
+	}
+	if err != nil {
+		// A create refused for a missing image: the answer that says how
+		// to build it comes first.
+		if aerr := a.wait(); aerr != nil {
+			return nil, aerr
+		}
+		return nil, err
+	}
+	return sb, nil
+}
+
+// startAs renders the holder for p (its runtime named) and starts it; the
+// container is started only once a confirms p's runtime is the one the
+// daemon runs containers under by default.
+func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.StartOptions, a *answers) (backends.Sandbox, error) {
 	ttl := opts.TTL
 	if ttl <= 0 {
 		ttl = backends.TTL(p, 0)
@@ -201,7 +238,8 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if b.Adjust != nil {
 		b.Adjust(req)
 	}
-	sb, err := b.start(context.WithoutCancel(ctx), p, rt, req, ln, opts, ov)
+	confirm := func() error { return a.confirm(p) }
+	sb, err := b.start(context.WithoutCancel(ctx), p, rt, req, ln, opts, ov, confirm)
 	if err != nil {
 		_ = ov.Remove()
 		return nil, err
@@ -212,35 +250,78 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	return sb, nil
 }
 
-// ask puts to the daemon at once the questions a create request needs
-// answered, each a round trip of its own (/info a slow one on a busy
-// daemon): which engine it is (its raw /_ping, no version needed), then,
-// once the API version is negotiated, whether the image exists and which
-// runtime runs the sandbox. It returns p with that runtime named; the
-// first error in that order wins.
-func (b *Backend) ask(ctx context.Context, p *policy.Policy) (*policy.Policy, error) {
-	var engErr, imageErr, rtErr error
-	var withRT *policy.Policy
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _, engErr = b.Engine(ctx) }()
+// guessedRuntime is Docker's own default runtime. A first start on a
+// Docker engine creates its container for it while /info (a slow round
+// trip on a busy daemon) says which runtime is the default; the container
+// starts only if that is the one (errRuntimeGuess otherwise).
+const guessedRuntime = "runc"
+
+// errRuntimeGuess: the daemon's default runtime is not the one a
+// container was created for; it was removed unstarted.
+var errRuntimeGuess = errors.New("the daemon's default runtime is not the one guessed")
+
+// answers are the daemon's answers a start waits for only before it
+// starts its container: whether the image exists and which runtime is the
+// daemon's default.
+type answers struct {
+	done   chan struct{}
+	withRT *policy.Policy // p with that runtime named
+	err    error          // the first error, image first
+}
+
+// wait returns once the daemon answered, with the first error.
+func (a *answers) wait() error {
+	<-a.done
+	return a.err
+}
+
+// confirm says whether a container built for p may start: the daemon
+// answered, the image exists, and p's runtime is the one it named.
+func (a *answers) confirm(p *policy.Policy) error {
+	if err := a.wait(); err != nil {
+		return err
+	}
+	if a.withRT.Runtime != p.Runtime {
+		return errRuntimeGuess
+	}
+	return nil
+}
+
+// ask puts to the daemon at once the questions a start needs answered,
+// each a round trip of its own: which engine it is (its raw /_ping, no
+// version needed), then, once the API version is negotiated, whether the
+// image exists and which runtime runs the sandbox (/info, slow on a busy
+// daemon). It returns once the ping and the engine answered, which a
+// create request needs; the rest comes on the answers. Errors come in
+// that order: the ping, the image, the runtime, the engine.
+func (b *Backend) ask(ctx context.Context, p *policy.Policy) (*answers, error) {
+	var engErr error
+	var eng sync.WaitGroup
+	eng.Add(1)
+	go func() { defer eng.Done(); _, engErr = b.Engine(ctx) }()
 	if err := b.Available(ctx); err != nil {
-		wg.Wait()
+		eng.Wait()
 		return nil, err
 	}
-	wg.Add(2)
-	go func() { defer wg.Done(); imageErr = b.EnsureImage(ctx, p.Base.Image) }()
-	go func() { defer wg.Done(); withRT, rtErr = b.withRuntime(ctx, p) }()
-	wg.Wait()
-	for _, err := range []error{imageErr, rtErr} {
-		if err != nil {
+	a := &answers{done: make(chan struct{})}
+	var imageErr, rtErr error
+	var rest sync.WaitGroup
+	rest.Add(2)
+	go func() { defer rest.Done(); imageErr = b.EnsureImage(ctx, p.Base.Image) }()
+	go func() { defer rest.Done(); a.withRT, rtErr = b.withRuntime(ctx, p) }()
+	go func() {
+		rest.Wait()
+		a.err = cmp.Or(imageErr, rtErr)
+		close(a.done)
+	}()
+	eng.Wait()
+	if engErr != nil {
+		if err := a.wait(); err != nil {
 			return nil, err
 		}
-	}
-	if engErr != nil {
 		return nil, b.stageErr(ctx, "asking the engine which it is", engErr)
 	}
-	return withRT, nil
+	return a, nil
 }
 
 // remove force-removes the container and returns once the daemon no longer

@@ -62,7 +62,26 @@ func (b *Backend) withRuntime(ctx context.Context, p *policy.Policy) (*policy.Po
 		}
 		b.runtime.name = name
 	}
+	return withRuntimeName(p, b.runtime.name), nil
+}
+
+// knownRuntime is p with its runtime named when that is known without
+// asking the daemon (p's own, or the default this Backend asked for
+// before); nil when not.
+func (b *Backend) knownRuntime(p *policy.Policy) *policy.Policy {
+	if p.Runtime != "" {
+		return p
+	}
+	b.runtime.mu.Lock()
+	defer b.runtime.mu.Unlock()
+	if b.runtime.name == "" {
+		return nil
+	}
+	return withRuntimeName(p, b.runtime.name)
+}
+
+func withRuntimeName(p *policy.Policy, name string) *policy.Policy {
 	q := *p
-	q.Runtime = b.runtime.name
-	return &q, nil
+	q.Runtime = name
+	return &q
 }

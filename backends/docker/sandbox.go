@@ -48,6 +48,9 @@ type sandbox struct {
 	exitStatus int64
 	waitErr    error
 	oomEvents  atomic.Int64
+	// started: the container was started (only Start sets it, before
+	// the sandbox is shared).
+	started bool
 	// killed: the host killed the whole container (a tree that would not
 	// end); nothing can be copied back from it.
 	killed atomic.Bool
@@ -75,7 +78,9 @@ type sandbox struct {
 
 // start creates, attaches to and starts the holder. ctx is not cancelled
 // by Ctrl-C (the caller strips that), so set-up is never cut half-way.
-func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, opts backends.StartOptions, ov *overlay.Set) (backends.Sandbox, error) {
+// confirm runs between the create and the start: an error removes the
+// container unstarted and is returned as it is.
+func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, opts backends.StartOptions, ov *overlay.Set, confirm func() error) (backends.Sandbox, error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	endCreate := phase.Begin(ctx, "start.create")
@@ -122,6 +127,16 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 	s.stopWatch = stopWatch
 	wait := b.cli.ContainerWait(watchCtx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	s.watchOOM(watchCtx)
+	endConfirm := phase.Begin(ctx, "start.confirm")
+	if err := confirm(); err != nil {
+		if ln != nil {
+			_ = ln.Close()
+			close(s.ctlReady)
+		}
+		_ = s.Close(ctx)
+		return nil, err
+	}
+	endConfirm()
 	endContainerStart := phase.Begin(ctx, "start.container-start")
 	if _, err := b.cli.ContainerStart(setupCtx, s.id, client.ContainerStartOptions{}); err != nil {
 		if ln != nil {
@@ -131,6 +146,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		return fail("starting the sandbox container", err)
 	}
 	endContainerStart()
+	s.started = true
 	defer phase.Begin(ctx, "start.holder-ready")()
 	if ln != nil {
 		go s.awaitControl(ctx, ln)
@@ -379,7 +395,7 @@ const lifelineEndWait = 3 * time.Second
 // container not gone within lifelineEndWait, or a wait the daemon cannot
 // answer, is force-removed as before.
 func (s *sandbox) end(ctx context.Context) error {
-	if !s.p.Lifetime.Lifeline || s.att.Conn == nil || s.ended() {
+	if !s.started || !s.p.Lifetime.Lifeline || s.att.Conn == nil || s.ended() {
 		return s.b.remove(ctx, s.id)
 	}
 	wctx, cancel := context.WithTimeout(ctx, lifelineEndWait)
