@@ -64,9 +64,9 @@ type sandbox struct {
 	// closed once that is decided.
 	ctl      *control.Client
 	ctlReady chan struct{}
-	// watcher is the host's watcher's lifeline (watch.go), closed once the
-	// container is removed.
-	watcher io.Closer
+	// watcher is the host's watcher's lifeline (watch.go), ended once the
+	// container is removed; nil until it started.
+	watcher *watcherLine
 
 	closeOnce sync.Once
 	closeErr  error
@@ -98,7 +98,8 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 	if ln == nil {
 		close(s.ctlReady)
 	}
-	if s.watcher, err = b.startWatcher(s.id); err != nil {
+	line, err := b.startWatcher(s.id)
+	if err != nil {
 		if ln != nil {
 			_ = ln.Close()
 			close(s.ctlReady)
@@ -106,6 +107,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		_ = b.remove(ctx, s.id)
 		return nil, err
 	}
+	s.watcher = &line
 	fail := func(stage string, err error) (backends.Sandbox, error) {
 		err = b.stageErr(ctx, stage, err)
 		_ = s.Close(ctx)
@@ -367,7 +369,11 @@ func (s *sandbox) Close(ctx context.Context) error {
 			s.stopWatch()
 		}
 		if s.watcher != nil {
-			_ = s.watcher.Close()
+			if err == nil {
+				_ = s.watcher.removed()
+			} else {
+				_ = s.watcher.Close()
+			}
 		}
 		if err == nil {
 			// Only once the container is gone: its bind holds the overlay.
