@@ -397,11 +397,16 @@ const lifelineEndWait = 3 * time.Second
 // container. With a lifeline it ends the way `docker run --rm` does: the
 // lifeline cut, the holder kills everything and exits, the container's
 // pid namespace goes with it, and AutoRemove removes it. That spares the
-// daemon a kill through the runtime (about 60 ms of a cold run here). A
-// container not gone within lifelineEndWait, or a wait the daemon cannot
-// answer, is force-removed as before.
+// daemon a kill through the runtime: a cold run took 0.96x of one that
+// force-removes (20 paired runs, load 5). A container not gone within
+// lifelineEndWait, or a wait the daemon cannot answer, is force-removed
+// as before; so is Podman's, whose compatible wait was not seen faster
+// than its forced remove (its removals vary by seconds here).
 func (s *sandbox) end(ctx context.Context) error {
 	if !s.started || !s.p.Lifetime.Lifeline || s.att.Conn == nil || s.ended() {
+		return s.b.remove(ctx, s.id)
+	}
+	if eng, err := s.b.Engine(ctx); err != nil || eng.IsPodman() {
 		return s.b.remove(ctx, s.id)
 	}
 	wctx, cancel := context.WithTimeout(ctx, lifelineEndWait)
