@@ -183,27 +183,27 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	}
 	known := b.knownRuntime(p)
 	endAsk := phase.Begin(ctx, "start.ask")
-	a, err := b.ask(ctx, p)
+	a, err := b.ask(ctx, p, func(e Engine) bool { return known == nil && !e.IsPodman() && b.guess != "" })
 	if err != nil {
 		return nil, err
 	}
 	endAsk()
 	run := known
 	if run == nil {
-		if eng, _ := b.Engine(ctx); eng.IsPodman() || b.guess == "" {
+		if a.byInspect {
+			run = withRuntimeName(p, b.guess)
+		} else {
 			if err := a.wait(); err != nil {
 				return nil, err
 			}
 			run = a.withRT
-		} else {
-			run = withRuntimeName(p, b.guess)
 		}
 	}
-	sb, err := b.startAs(ctx, run, opts, a)
+	sb, err := b.startAs(ctx, run, opts, a, a.byInspect && known == nil)
 	if errors.Is(err, errRuntimeGuess) {
-		// The daemon's default is not the one guessed: build the sandbox
-		// again for the runtime it named.
-		sb, err = b.startAs(ctx, a.withRT, opts, a)
+		// The daemon's default runtime wants another sandbox than the one
+		// guessed: build it again for the runtime the daemon gave.
+		sb, err = b.startAs(ctx, a.withRT, opts, a, false)
 	}
 	if err != nil {
 		// A create refused for a missing image: the answer that says how
@@ -216,10 +216,10 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	return sb, nil
 }
 
-// startAs renders the holder for p (its runtime named) and starts it; the
-// container is started only once a confirms p's runtime is the one the
-// daemon runs containers under by default.
-func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.StartOptions, a *answers) (backends.Sandbox, error) {
+// startAs renders the holder for p and starts it. With daemonPicks the
+// create request names no runtime (the daemon gives the container its
+// default) and p's is a guess of its traits; otherwise it names p's.
+func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.StartOptions, a *answers, daemonPicks bool) (backends.Sandbox, error) {
 	ttl := opts.TTL
 	if ttl <= 0 {
 		ttl = backends.TTL(p, 0)
@@ -228,6 +228,9 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 	req, err := render(p, rt, b.selfExe, b.runInfo(p, ttl))
 	if err != nil {
 		return nil, err
+	}
+	if daemonPicks {
+		req.HostConfig.Runtime = ""
 	}
 	ov, ovWarning := overlays(req, p)
 	if err := b.adapt(ctx, req, p, &ov); err != nil {
@@ -238,7 +241,7 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 	if b.Adjust != nil {
 		b.Adjust(req)
 	}
-	confirm := func() error { return a.confirm(p) }
+	confirm := func(id string) error { return b.confirm(ctx, a, p, id) }
 	sb, err := b.start(context.WithoutCancel(ctx), p, rt, req, ln, opts, ov, confirm)
 	if err != nil {
 		_ = ov.Remove()
@@ -250,23 +253,25 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 	return sb, nil
 }
 
-// guessedRuntime is Docker's own default runtime. A first start on a
-// Docker engine creates its container for it while /info (a slow round
-// trip on a busy daemon) says which runtime is the default; the container
-// starts only if that is the one (errRuntimeGuess otherwise).
+// guessedRuntime is Docker's own default runtime: a first start on a
+// Docker engine renders its sandbox for that runtime's traits and lets
+// the daemon give the container its default, then asks the created
+// container which it got (/info, the other way to learn the default, is
+// a slow round trip that keeps a busy daemon from the create beside it).
 const guessedRuntime = "runc"
 
-// errRuntimeGuess: the daemon's default runtime is not the one a
-// container was created for; it was removed unstarted.
+// errRuntimeGuess: the runtime the daemon gave a container wants another
+// sandbox than the one rendered; the container was removed unstarted.
 var errRuntimeGuess = errors.New("the daemon's default runtime is not the one guessed")
 
 // answers are the daemon's answers a start waits for only before it
-// starts its container: whether the image exists and which runtime is the
-// daemon's default.
+// starts its container: whether the image exists and, unless the created
+// container is to say it (byInspect), which runtime is the default.
 type answers struct {
-	done   chan struct{}
-	withRT *policy.Policy // p with that runtime named
-	err    error          // the first error, image first
+	done      chan struct{}
+	byInspect bool
+	withRT    *policy.Policy // p with the runtime named
+	err       error          // the first error, image first
 }
 
 // wait returns once the daemon answered, with the first error.
@@ -275,46 +280,77 @@ func (a *answers) wait() error {
 	return a.err
 }
 
-// confirm says whether a container built for p may start: the daemon
-// answered, the image exists, and p's runtime is the one it named.
-func (a *answers) confirm(p *policy.Policy) error {
+// confirm says whether the container id, built for p, may start: the
+// daemon answered, the image exists, and the container's runtime is p's,
+// or, when the daemon gave it its default, one with p's traits (p then
+// names it). A runtime with other traits sets a.withRT and returns
+// errRuntimeGuess; a daemon that cannot say refuses the start.
+func (b *Backend) confirm(ctx context.Context, a *answers, p *policy.Policy, id string) error {
 	if err := a.wait(); err != nil {
 		return err
 	}
-	if a.withRT.Runtime != p.Runtime {
+	if !a.byInspect {
+		if a.withRT.Runtime != p.Runtime {
+			return errRuntimeGuess
+		}
+		return nil
+	}
+	const fix = "; set [sandbox] runtime to the runtime the daemon runs containers under"
+	ictx, cancel := context.WithTimeout(ctx, infoTimeout)
+	defer cancel()
+	ins, err := b.cli.ContainerInspect(ictx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return fmt.Errorf("asking the Docker daemon which runtime the sandbox's container got: %w%s", err, fix)
+	}
+	got := ""
+	if ins.Container.HostConfig != nil {
+		got = ins.Container.HostConfig.Runtime
+	}
+	if got == "" {
+		return errors.New("the Docker daemon does not say which runtime the sandbox's container got" + fix)
+	}
+	if got != p.Runtime && !sameTraits(runtimes.Of(got), runtimes.Of(p.Runtime)) {
+		a.withRT = withRuntimeName(p, got)
 		return errRuntimeGuess
 	}
+	p.Runtime = got // p is this start's own copy
+	b.rememberRuntime(got)
 	return nil
 }
 
 // ask puts to the daemon at once the questions a start needs answered,
 // each a round trip of its own: which engine it is (its raw /_ping, no
 // version needed), then, once the API version is negotiated, whether the
-// image exists and which runtime runs the sandbox (/info, slow on a busy
-// daemon). It returns once the ping and the engine answered, which a
-// create request needs; the rest comes on the answers. Errors come in
-// that order: the ping, the image, the runtime, the engine.
-func (b *Backend) ask(ctx context.Context, p *policy.Policy) (*answers, error) {
+// image exists and, unless byInspect says the created container will
+// tell, which runtime runs the sandbox (/info, slow on a busy daemon). It
+// returns once the ping and the engine answered, which a create request
+// needs; the rest comes on the answers. Errors come in that order: the
+// ping, the image, the runtime, the engine.
+func (b *Backend) ask(ctx context.Context, p *policy.Policy, byInspect func(Engine) bool) (*answers, error) {
+	var eng Engine
 	var engErr error
-	var eng sync.WaitGroup
-	eng.Add(1)
-	go func() { defer eng.Done(); _, engErr = b.Engine(ctx) }()
+	engDone := make(chan struct{})
+	go func() { defer close(engDone); eng, engErr = b.Engine(ctx) }()
 	if err := b.Available(ctx); err != nil {
-		eng.Wait()
+		<-engDone
 		return nil, err
 	}
 	a := &answers{done: make(chan struct{})}
 	var imageErr, rtErr error
 	var rest sync.WaitGroup
-	rest.Add(2)
+	rest.Add(1)
 	go func() { defer rest.Done(); imageErr = b.EnsureImage(ctx, p.Base.Image) }()
-	go func() { defer rest.Done(); a.withRT, rtErr = b.withRuntime(ctx, p) }()
+	<-engDone
+	a.byInspect = engErr == nil && byInspect(eng)
+	if !a.byInspect {
+		rest.Add(1)
+		go func() { defer rest.Done(); a.withRT, rtErr = b.withRuntime(ctx, p) }()
+	}
 	go func() {
 		rest.Wait()
 		a.err = cmp.Or(imageErr, rtErr)
 		close(a.done)
 	}()
-	eng.Wait()
 	if engErr != nil {
 		if err := a.wait(); err != nil {
 			return nil, err

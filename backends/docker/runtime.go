@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
 
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -78,6 +80,22 @@ func (b *Backend) knownRuntime(p *policy.Policy) *policy.Policy {
 		return nil
 	}
 	return withRuntimeName(p, b.runtime.name)
+}
+
+// rememberRuntime keeps name as the daemon's default for this Backend's
+// later starts, unless one is kept already.
+func (b *Backend) rememberRuntime(name string) {
+	b.runtime.mu.Lock()
+	defer b.runtime.mu.Unlock()
+	if b.runtime.name == "" {
+		b.runtime.name = name
+	}
+}
+
+// sameTraits says whether two runtimes want the same sandbox.
+func sameTraits(a, b runtimes.Traits) bool {
+	a.Name, b.Name = "", ""
+	return reflect.DeepEqual(a, b)
 }
 
 func withRuntimeName(p *policy.Policy, name string) *policy.Policy {

@@ -80,7 +80,7 @@ type sandbox struct {
 // by Ctrl-C (the caller strips that), so set-up is never cut half-way.
 // confirm runs between the create and the start: an error removes the
 // container unstarted and is returned as it is.
-func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, opts backends.StartOptions, ov *overlay.Set, confirm func() error) (backends.Sandbox, error) {
+func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, opts backends.StartOptions, ov *overlay.Set, confirm func(id string) error) (backends.Sandbox, error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	endCreate := phase.Begin(ctx, "start.create")
@@ -130,7 +130,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 	wait := b.cli.ContainerWait(watchCtx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	s.watchOOM(watchCtx)
 	endConfirm := phase.Begin(ctx, "start.confirm")
-	if err := confirm(); err != nil {
+	if err := confirm(s.id); err != nil {
 		if ln != nil {
 			_ = ln.Close()
 			close(s.ctlReady)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,10 +80,12 @@ func assertNameGone(t *testing.T, cli *client.Client, name string) {
 	}
 }
 
-// A first start creates its container while /info says the daemon's
-// default runtime. When the guess was wrong, that container is removed
-// without ever starting and the sandbox is built again for the default:
-// the command runs under the runtime the daemon named, nothing else.
+// A first start on Docker renders its sandbox for runc's traits, lets the
+// daemon give the container its default runtime and asks the created
+// container which it got. When that runtime wants another sandbox (here:
+// the guess is made to be runsc's traits), the container is removed
+// without ever starting and the sandbox is built again for the runtime
+// the daemon gave, named: the command runs under it, nothing else.
 func TestStartWrongRuntimeGuessIsNeverStarted(t *testing.T) {
 	testenv.RequireDocker(t)
 	bk, err := docker.New(backends.Env{SelfExe: testenv.Binary(t)})
@@ -95,17 +98,11 @@ func TestStartWrongRuntimeGuessIsNeverStarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := info.Info.DefaultRuntime
-	var others []string
-	for name := range info.Info.Runtimes {
-		if name != def && name != "runsc" {
-			others = append(others, name)
-		}
+	guess := "runsc"
+	if def == guess || strings.HasSuffix(def, "/runsc") {
+		guess = "runc"
 	}
-	if len(others) == 0 {
-		t.Skipf("the daemon knows no runtime besides its default %q and runsc to guess wrongly", def)
-	}
-	slices.Sort(others)
-	docker.SetGuess(b, others[0])
+	docker.SetGuess(b, guess)
 	var seen creates
 	seen.record(b)
 	f := newFixture(t)
@@ -119,27 +116,28 @@ func TestStartWrongRuntimeGuessIsNeverStarted(t *testing.T) {
 		t.Fatalf("run: exit %d, %v", res.ExitCode, err)
 	}
 	reqs := seen.all()
-	if len(reqs) != 2 || reqs[0].HostConfig.Runtime != others[0] || reqs[1].HostConfig.Runtime != def {
+	if len(reqs) != 2 || reqs[0].HostConfig.Runtime != "" || reqs[1].HostConfig.Runtime != def {
 		var got []string
 		for _, r := range reqs {
 			got = append(got, r.HostConfig.Runtime)
 		}
-		t.Fatalf("created for runtimes %q, want [%s %s]", got, others[0], def)
+		t.Fatalf("created for runtimes %q, want [\"\" %s]", got, def)
 	}
 	cli := b.Client()
 	assertGone(t, cli, res.Sandbox)
 	assertNameGone(t, cli, reqs[0].Name)
 	if n := startedSince(t, cli, reqs[0].Name, since); n != 0 {
-		t.Fatalf("the container created for the wrong runtime was started %d time(s)", n)
+		t.Fatalf("the container built for the wrong runtime was started %d time(s)", n)
 	}
 	if n := startedSince(t, cli, reqs[1].Name, since); n != 1 {
 		t.Fatalf("the sandbox's container started %d time(s), want 1 (the events check must see it)", n)
 	}
 }
 
-// infoFailing is a proxy in front of the real daemon that fails every
-// /info: a daemon that cannot say its default runtime.
-func infoFailing(t *testing.T) string {
+// inspectFailing is a proxy in front of the real daemon that fails every
+// container inspect: a daemon that cannot say which runtime a container
+// got.
+func inspectFailing(t *testing.T) string {
 	t.Helper()
 	target := "/var/run/docker.sock"
 	if h := os.Getenv("DOCKER_HOST"); h != "" {
@@ -162,8 +160,8 @@ func infoFailing(t *testing.T) string {
 		FlushInterval: -1,
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/info") {
-			http.Error(w, `{"message":"info refused by the test"}`, http.StatusInternalServerError)
+		if inspectPath.MatchString(r.URL.Path) {
+			http.Error(w, `{"message":"inspect refused by the test"}`, http.StatusInternalServerError)
 			return
 		}
 		rp.ServeHTTP(w, r)
@@ -173,11 +171,18 @@ func infoFailing(t *testing.T) string {
 	return "unix://" + sock
 }
 
-// A daemon that cannot say its default runtime refuses the start, and the
-// container created while it was asked is removed without ever starting.
-func TestStartRefusedWhenInfoFails(t *testing.T) {
+var inspectPath = regexp.MustCompile(`/containers/[^/]+/json$`)
+
+// A daemon that cannot say which runtime the container got refuses the
+// start, and the container is removed without ever starting.
+func TestStartRefusedWhenTheRuntimeIsNotSaid(t *testing.T) {
 	testenv.RequireDocker(t)
-	t.Setenv("DOCKER_HOST", infoFailing(t))
+	// The test's own questions go to the daemon itself.
+	direct, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_HOST", inspectFailing(t))
 	bk, err := docker.New(backends.Env{SelfExe: testenv.Binary(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -192,16 +197,15 @@ func TestStartRefusedWhenInfoFails(t *testing.T) {
 		Policy: p, Command: backends.Command{Argv: []string{"true"}},
 		Streams: backends.Streams{Stdout: io.Discard, Stderr: io.Discard},
 	})
-	if err == nil || !strings.Contains(err.Error(), "asking the Docker daemon for its default runtime") {
-		t.Fatalf("run: %v; want the start refused for want of the default runtime", err)
+	if err == nil || !strings.Contains(err.Error(), "asking the Docker daemon which runtime the sandbox's container got") {
+		t.Fatalf("run: %v; want the start refused for want of the container's runtime", err)
 	}
 	reqs := seen.all()
 	if len(reqs) != 1 {
-		t.Fatalf("%d create request(s), want 1 (created beside /info)", len(reqs))
+		t.Fatalf("%d create request(s), want 1", len(reqs))
 	}
-	cli := b.Client()
-	assertNameGone(t, cli, reqs[0].Name)
-	if n := startedSince(t, cli, reqs[0].Name, since); n != 0 {
-		t.Fatalf("the container was started %d time(s) though the daemon never said its default runtime", n)
+	assertNameGone(t, direct, reqs[0].Name)
+	if n := startedSince(t, direct, reqs[0].Name, since); n != 0 {
+		t.Fatalf("the container was started %d time(s) though the daemon never said its runtime", n)
 	}
 }
