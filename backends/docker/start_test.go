@@ -24,6 +24,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
@@ -207,5 +208,43 @@ func TestStartRefusedWhenTheRuntimeIsNotSaid(t *testing.T) {
 	assertNameGone(t, direct, reqs[0].Name)
 	if n := startedSince(t, direct, reqs[0].Name, since); n != 0 {
 		t.Fatalf("the container was started %d time(s) though the daemon never said its runtime", n)
+	}
+}
+
+// On a daemon whose default runtime has another name than the guess but
+// the same traits, the first start's container runs under that default,
+// created with none named, and the sandbox names it from then on.
+func TestStartUnderADefaultOfAnotherName(t *testing.T) {
+	const def = "io.containerd.runc.v2"
+	d := testenv.StartDaemon(t, profiles.DefaultBaseImage, "--default-runtime", def)
+	t.Setenv("DOCKER_HOST", d.Host)
+	bk, err := docker.New(backends.Env{SelfExe: testenv.Binary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bk.(*docker.Backend)
+	var seen creates
+	seen.record(b)
+	f := newFixture(t)
+	image := d.Image
+	f.cfg.Sandbox.Image = &image
+	p := build(t, f, "agent", currentHost(t))
+	for i := range 2 {
+		res, err := sandbox.Run(context.Background(), b, sandbox.Request{
+			Policy: p, Command: backends.Command{Argv: []string{"true"}},
+			Streams: backends.Streams{Stdout: io.Discard, Stderr: io.Discard},
+		})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("run %d: exit %d, %v", i, res.ExitCode, err)
+		}
+		assertGone(t, b.Client(), res.Sandbox)
+	}
+	reqs := seen.all()
+	if len(reqs) != 2 || reqs[0].HostConfig.Runtime != "" || reqs[1].HostConfig.Runtime != def {
+		var got []string
+		for _, r := range reqs {
+			got = append(got, r.HostConfig.Runtime)
+		}
+		t.Fatalf("created for runtimes %q, want [\"\" %s] (the first lets the daemon choose, the second names its choice)", got, def)
 	}
 }
