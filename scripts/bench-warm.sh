@@ -28,7 +28,17 @@ for r in json.load(sys.stdin) or []:
 trap cleanup EXIT
 mkdir -p "$pw/repros"
 printf '[sandbox.reproducer]\npool = 2\n' > "$pw/triage.toml"
-ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s%N); echo $(( (e - s) / 1000000 )); }
+# mktemp -d makes 0700 directories the sandbox's identity cannot enter:
+# every command would be refused (126) before it ran.
+chmod 755 "$ws" "$pw"
+# A run that fails is no figure: stop with its output.
+ms() {
+  local s e out
+  s=$(date +%s%N)
+  if ! out=$("$@" 2>&1); then echo "bench-warm: failed: $*" >&2; echo "$out" | tail -3 >&2; exit 1; fi
+  e=$(date +%s%N)
+  echo $(( (e - s) / 1000000 ))
+}
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 cid=$(docker run -d --rm --network none --cap-drop ALL --security-opt no-new-privileges --read-only --init \

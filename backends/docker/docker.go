@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -47,6 +48,9 @@ type Backend struct {
 	host    string
 	engine  engineCache
 	runtime runtimeCache
+	// guess is the runtime a first start creates its container for while
+	// the daemon says its default (guessedRuntime; tests change it).
+	guess string
 	// Adjust, when set, edits each create request before it is sent. Only
 	// tests use it, to weaken a container and prove the selftest notices.
 	Adjust func(*CreateRequest)
@@ -59,7 +63,7 @@ func New(env backends.Env) (backends.Backend, error) {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
 	host, _ := os.Hostname()
-	return &Backend{cli: cli, selfExe: env.SelfExe, host: host}, nil
+	return &Backend{cli: cli, selfExe: env.SelfExe, host: host, guess: guessedRuntime}, nil
 }
 
 // Name implements backends.Backend.
@@ -177,12 +181,45 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if b.selfExe == "" {
 		return nil, errors.New("docker backend: no triage-sandbox binary to mount as init")
 	}
+	known := b.knownRuntime(p)
 	endAsk := phase.Begin(ctx, "start.ask")
-	p, err := b.ask(ctx, p)
+	a, err := b.ask(ctx, p, func(e Engine) bool { return known == nil && !e.IsPodman() && b.guess != "" })
 	if err != nil {
 		return nil, err
 	}
 	endAsk()
+	run := known
+	if run == nil {
+		if a.byInspect {
+			run = withRuntimeName(p, b.guess)
+		} else {
+			if err := a.wait(); err != nil {
+				return nil, err
+			}
+			run = a.withRT
+		}
+	}
+	sb, err := b.startAs(ctx, run, opts, a, a.byInspect && known == nil)
+	if errors.Is(err, errRuntimeGuess) {
+		// The daemon's default runtime wants another sandbox than the one
+		// guessed: build it again for the runtime the daemon gave.
+		sb, err = b.startAs(ctx, a.withRT, opts, a, false)
+	}
+	if err != nil {
+		// A create refused for a missing image: the answer that says how
+		// to build it comes first.
+		if aerr := a.wait(); aerr != nil {
+			return nil, aerr
+		}
+		return nil, err
+	}
+	return sb, nil
+}
+
+// startAs renders the holder for p and starts it. With daemonPicks the
+// create request names no runtime (the daemon gives the container its
+// default) and p's is a guess of its traits; otherwise it names p's.
+func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.StartOptions, a *answers, daemonPicks bool) (backends.Sandbox, error) {
 	ttl := opts.TTL
 	if ttl <= 0 {
 		ttl = backends.TTL(p, 0)
@@ -191,6 +228,9 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	req, err := render(p, rt, b.selfExe, b.runInfo(p, ttl))
 	if err != nil {
 		return nil, err
+	}
+	if daemonPicks {
+		req.HostConfig.Runtime = ""
 	}
 	ov, ovWarning := overlays(req, p)
 	if err := b.adapt(ctx, req, p, &ov); err != nil {
@@ -201,7 +241,8 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if b.Adjust != nil {
 		b.Adjust(req)
 	}
-	sb, err := b.start(context.WithoutCancel(ctx), p, rt, req, ln, opts, ov)
+	confirm := func(id string) error { return b.confirm(ctx, a, p, id) }
+	sb, err := b.start(context.WithoutCancel(ctx), p, rt, req, ln, opts, ov, confirm)
 	if err != nil {
 		_ = ov.Remove()
 		return nil, err
@@ -212,35 +253,111 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	return sb, nil
 }
 
-// ask puts to the daemon at once the questions a create request needs
-// answered, each a round trip of its own (/info a slow one on a busy
-// daemon): which engine it is (its raw /_ping, no version needed), then,
-// once the API version is negotiated, whether the image exists and which
-// runtime runs the sandbox. It returns p with that runtime named; the
-// first error in that order wins.
-func (b *Backend) ask(ctx context.Context, p *policy.Policy) (*policy.Policy, error) {
-	var engErr, imageErr, rtErr error
-	var withRT *policy.Policy
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _, engErr = b.Engine(ctx) }()
+// guessedRuntime is Docker's own default runtime: a first start on a
+// Docker engine renders its sandbox for that runtime's traits and lets
+// the daemon give the container its default, then asks the created
+// container which it got (/info, the other way to learn the default, is
+// a slow round trip that keeps a busy daemon from the create beside it).
+const guessedRuntime = "runc"
+
+// errRuntimeGuess: the runtime the daemon gave a container wants another
+// sandbox than the one rendered; the container was removed unstarted.
+var errRuntimeGuess = errors.New("the daemon's default runtime is not the one guessed")
+
+// answers are the daemon's answers a start waits for only before it
+// starts its container: whether the image exists and, unless the created
+// container is to say it (byInspect), which runtime is the default.
+type answers struct {
+	done      chan struct{}
+	byInspect bool
+	withRT    *policy.Policy // p with the runtime named
+	err       error          // the first error, image first
+}
+
+// wait returns once the daemon answered, with the first error.
+func (a *answers) wait() error {
+	<-a.done
+	return a.err
+}
+
+// confirm says whether the container id, built for p, may start: the
+// daemon answered, the image exists, and the container's runtime is p's,
+// or, when the daemon gave it its default, one with p's traits (p then
+// names it). A runtime with other traits sets a.withRT and returns
+// errRuntimeGuess; a daemon that cannot say refuses the start.
+func (b *Backend) confirm(ctx context.Context, a *answers, p *policy.Policy, id string) error {
+	if err := a.wait(); err != nil {
+		return err
+	}
+	if !a.byInspect {
+		if a.withRT.Runtime != p.Runtime {
+			return errRuntimeGuess
+		}
+		return nil
+	}
+	const fix = "; set [sandbox] runtime to the runtime the daemon runs containers under"
+	ictx, cancel := context.WithTimeout(ctx, infoTimeout)
+	defer cancel()
+	ins, err := b.cli.ContainerInspect(ictx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return fmt.Errorf("asking the Docker daemon which runtime the sandbox's container got: %w%s", err, fix)
+	}
+	got := ""
+	if ins.Container.HostConfig != nil {
+		got = ins.Container.HostConfig.Runtime
+	}
+	if got == "" {
+		return errors.New("the Docker daemon does not say which runtime the sandbox's container got" + fix)
+	}
+	if got != p.Runtime && !sameTraits(runtimes.Of(got), runtimes.Of(p.Runtime)) {
+		a.withRT = withRuntimeName(p, got)
+		return errRuntimeGuess
+	}
+	p.Runtime = got // p is this start's own copy
+	b.rememberRuntime(got)
+	return nil
+}
+
+// ask puts to the daemon at once the questions a start needs answered,
+// each a round trip of its own: which engine it is (its raw /_ping, no
+// version needed), then, once the API version is negotiated, whether the
+// image exists and, unless byInspect says the created container will
+// tell, which runtime runs the sandbox (/info, slow on a busy daemon). It
+// returns once the ping and the engine answered, which a create request
+// needs; the rest comes on the answers. Errors come in that order: the
+// ping, the image, the runtime, the engine.
+func (b *Backend) ask(ctx context.Context, p *policy.Policy, byInspect func(Engine) bool) (*answers, error) {
+	var eng Engine
+	var engErr error
+	engDone := make(chan struct{})
+	go func() { defer close(engDone); eng, engErr = b.Engine(ctx) }()
 	if err := b.Available(ctx); err != nil {
-		wg.Wait()
+		<-engDone
 		return nil, err
 	}
-	wg.Add(2)
-	go func() { defer wg.Done(); imageErr = b.EnsureImage(ctx, p.Base.Image) }()
-	go func() { defer wg.Done(); withRT, rtErr = b.withRuntime(ctx, p) }()
-	wg.Wait()
-	for _, err := range []error{imageErr, rtErr} {
-		if err != nil {
+	a := &answers{done: make(chan struct{})}
+	var imageErr, rtErr error
+	var rest sync.WaitGroup
+	rest.Add(1)
+	go func() { defer rest.Done(); imageErr = b.EnsureImage(ctx, p.Base.Image) }()
+	<-engDone
+	a.byInspect = engErr == nil && byInspect(eng)
+	if !a.byInspect {
+		rest.Add(1)
+		go func() { defer rest.Done(); a.withRT, rtErr = b.withRuntime(ctx, p) }()
+	}
+	go func() {
+		rest.Wait()
+		a.err = cmp.Or(imageErr, rtErr)
+		close(a.done)
+	}()
+	if engErr != nil {
+		if err := a.wait(); err != nil {
 			return nil, err
 		}
-	}
-	if engErr != nil {
 		return nil, b.stageErr(ctx, "asking the engine which it is", engErr)
 	}
-	return withRT, nil
+	return a, nil
 }
 
 // remove force-removes the container and returns once the daemon no longer

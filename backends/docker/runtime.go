@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
 
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -62,7 +64,42 @@ func (b *Backend) withRuntime(ctx context.Context, p *policy.Policy) (*policy.Po
 		}
 		b.runtime.name = name
 	}
+	return withRuntimeName(p, b.runtime.name), nil
+}
+
+// knownRuntime is p with its runtime named when that is known without
+// asking the daemon (p's own, or the default this Backend asked for
+// before); nil when not.
+func (b *Backend) knownRuntime(p *policy.Policy) *policy.Policy {
+	if p.Runtime != "" {
+		return p
+	}
+	b.runtime.mu.Lock()
+	defer b.runtime.mu.Unlock()
+	if b.runtime.name == "" {
+		return nil
+	}
+	return withRuntimeName(p, b.runtime.name)
+}
+
+// rememberRuntime keeps name as the daemon's default for this Backend's
+// later starts, unless one is kept already.
+func (b *Backend) rememberRuntime(name string) {
+	b.runtime.mu.Lock()
+	defer b.runtime.mu.Unlock()
+	if b.runtime.name == "" {
+		b.runtime.name = name
+	}
+}
+
+// sameTraits says whether two runtimes want the same sandbox.
+func sameTraits(a, b runtimes.Traits) bool {
+	a.Name, b.Name = "", ""
+	return reflect.DeepEqual(a, b)
+}
+
+func withRuntimeName(p *policy.Policy, name string) *policy.Policy {
 	q := *p
-	q.Runtime = b.runtime.name
-	return &q, nil
+	q.Runtime = name
+	return &q
 }

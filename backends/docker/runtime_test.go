@@ -74,3 +74,24 @@ func TestWithRuntime(t *testing.T) {
 		t.Fatalf("default: %+v, %v (caller's runtime %q); want runsc on a copy", got.Runtime, err, p.Runtime)
 	}
 }
+
+// A container may start under a default runtime of another name than the
+// one its sandbox was rendered for only when the two want the same
+// sandbox.
+func TestSameTraits(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{"runc", "runc", true},
+		{"runc", "crun", true},
+		{"runc", "io.containerd.runc.v2", true},
+		{"runc", "runsc", false},
+		{"runsc", "/usr/bin/runsc", true},
+		{"", "runsc", false},
+	} {
+		if got := sameTraits(runtimes.Of(tt.a), runtimes.Of(tt.b)); got != tt.want {
+			t.Errorf("sameTraits(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

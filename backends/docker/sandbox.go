@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -47,6 +48,9 @@ type sandbox struct {
 	exitStatus int64
 	waitErr    error
 	oomEvents  atomic.Int64
+	// started: the container was started (only Start sets it, before
+	// the sandbox is shared).
+	started bool
 	// killed: the host killed the whole container (a tree that would not
 	// end); nothing can be copied back from it.
 	killed atomic.Bool
@@ -60,9 +64,9 @@ type sandbox struct {
 	// closed once that is decided.
 	ctl      *control.Client
 	ctlReady chan struct{}
-	// watcher is the host's watcher's lifeline (watch.go), closed once the
-	// container is removed.
-	watcher io.Closer
+	// watcher is the host's watcher's lifeline (watch.go), ended once the
+	// container is removed; nil until it started.
+	watcher *watcherLine
 
 	closeOnce sync.Once
 	closeErr  error
@@ -74,7 +78,9 @@ type sandbox struct {
 
 // start creates, attaches to and starts the holder. ctx is not cancelled
 // by Ctrl-C (the caller strips that), so set-up is never cut half-way.
-func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, opts backends.StartOptions, ov *overlay.Set) (backends.Sandbox, error) {
+// confirm runs between the create and the start: an error removes the
+// container unstarted and is returned as it is.
+func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, opts backends.StartOptions, ov *overlay.Set, confirm func(id string) error) (backends.Sandbox, error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	endCreate := phase.Begin(ctx, "start.create")
@@ -92,7 +98,8 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 	if ln == nil {
 		close(s.ctlReady)
 	}
-	if s.watcher, err = b.startWatcher(s.id); err != nil {
+	line, err := b.startWatcher(s.id)
+	if err != nil {
 		if ln != nil {
 			_ = ln.Close()
 			close(s.ctlReady)
@@ -100,6 +107,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		_ = b.remove(ctx, s.id)
 		return nil, err
 	}
+	s.watcher = &line
 	fail := func(stage string, err error) (backends.Sandbox, error) {
 		err = b.stageErr(ctx, stage, err)
 		_ = s.Close(ctx)
@@ -121,6 +129,16 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 	s.stopWatch = stopWatch
 	wait := b.cli.ContainerWait(watchCtx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	s.watchOOM(watchCtx)
+	endConfirm := phase.Begin(ctx, "start.confirm")
+	if err := confirm(s.id); err != nil {
+		if ln != nil {
+			_ = ln.Close()
+			close(s.ctlReady)
+		}
+		_ = s.Close(ctx)
+		return nil, err
+	}
+	endConfirm()
 	endContainerStart := phase.Begin(ctx, "start.container-start")
 	if _, err := b.cli.ContainerStart(setupCtx, s.id, client.ContainerStartOptions{}); err != nil {
 		if ln != nil {
@@ -130,6 +148,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		return fail("starting the sandbox container", err)
 	}
 	endContainerStart()
+	s.started = true
 	defer phase.Begin(ctx, "start.holder-ready")()
 	if ln != nil {
 		go s.awaitControl(ctx, ln)
@@ -321,7 +340,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		ctx := context.WithoutCancel(ctx)
 		endRemove := phase.Begin(ctx, "close.remove")
-		err := s.b.remove(ctx, s.id)
+		err := s.end(ctx)
 		endRemove()
 		// The removed container ends any wait for the holder's connection.
 		select {
@@ -338,7 +357,11 @@ func (s *sandbox) Close(ctx context.Context) error {
 			s.stopWatch()
 		}
 		if s.watcher != nil {
-			_ = s.watcher.Close()
+			if err == nil {
+				_ = s.watcher.removed()
+			} else {
+				_ = s.watcher.Close()
+			}
 		}
 		if err == nil {
 			// Only once the container is gone: its bind holds the overlay.
@@ -352,6 +375,43 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 	})
 	return s.closeErr
+}
+
+// lifelineEndWait bounds how long Close waits for a holder told to end
+// (its lifeline cut) to be gone before it force-removes the container.
+const lifelineEndWait = 3 * time.Second
+
+// end ends the sandbox and returns once the daemon no longer has its
+// container. With a lifeline it ends the way `docker run --rm` does: the
+// lifeline cut, the holder kills everything and exits, the container's
+// pid namespace goes with it, and AutoRemove removes it. That spares the
+// daemon a kill through the runtime: a cold run took 0.96x of one that
+// force-removes (20 paired runs, load 5). A container not gone within
+// lifelineEndWait, or a wait the daemon cannot answer, is force-removed
+// as before; so is Podman's, whose compatible wait was not seen faster
+// than its forced remove (its removals vary by seconds here).
+func (s *sandbox) end(ctx context.Context) error {
+	if !s.started || !s.p.Lifetime.Lifeline || s.att.Conn == nil || s.ended() {
+		return s.b.remove(ctx, s.id)
+	}
+	if eng, err := s.b.Engine(ctx); err != nil || eng.IsPodman() {
+		return s.b.remove(ctx, s.id)
+	}
+	wctx, cancel := context.WithTimeout(ctx, lifelineEndWait)
+	defer cancel()
+	wait := s.b.cli.ContainerWait(wctx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
+	if err := s.att.CloseWrite(); err == nil {
+		select {
+		case <-wait.Result:
+			return nil
+		case err := <-wait.Error:
+			// Not found: removed before the wait reached the daemon.
+			if cerrdefs.IsNotFound(err) {
+				return nil
+			}
+		}
+	}
+	return s.b.remove(ctx, s.id)
 }
 
 // watchOOM counts the daemon's oom events for the container: exit code 137

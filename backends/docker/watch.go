@@ -20,14 +20,33 @@ import (
 // from the owner. When the owner dies (even by kill -9) the pipe closes
 // and the watcher removes the container, whatever runs inside it.
 
-// startWatcher starts the watcher of container id; closing what it returns
-// (after the container is removed) ends the watcher.
-func (b *Backend) startWatcher(id string) (io.Closer, error) {
+// watcherLine is the owner's end of its watcher's lifeline.
+type watcherLine struct{ w io.WriteCloser }
+
+// removed tells the watcher the container is gone and ends it: an owner
+// that exits right after its close would otherwise look dead to it, and
+// it would ask the daemon to remove what is no longer there.
+func (l watcherLine) removed() error {
+	_, _ = l.w.Write([]byte{removedWord})
+	return l.w.Close()
+}
+
+// Close ends the watcher without a word: it removes the container if the
+// owner is gone by then.
+func (l watcherLine) Close() error { return l.w.Close() }
+
+// removedWord is what an owner writes on the lifeline once it removed the
+// container itself.
+const removedWord = 'r'
+
+// startWatcher starts the watcher of container id; what it returns ends
+// the watcher.
+func (b *Backend) startWatcher(id string) (watcherLine, error) {
 	pid := os.Getpid()
 	argv, err := protocol.Argv(b.selfExe, protocol.EntryWatch,
 		protocol.Watch{Container: id, Owner: pid, OwnerStart: ownership.ProcessStart(pid)})
 	if err != nil {
-		return nil, err
+		return watcherLine{}, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = "/"
@@ -39,17 +58,23 @@ func (b *Backend) startWatcher(id string) (io.Closer, error) {
 		err = cmd.Start()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("starting the container's watcher: %w", err)
+		return watcherLine{}, fmt.Errorf("starting the container's watcher: %w", err)
 	}
 	go func() { _ = cmd.Wait() }()
-	return lifeline, nil
+	return watcherLine{lifeline}, nil
 }
 
 // Watch is the watcher's entry point: it waits for its lifeline to close;
-// then, if the owner is gone, it removes the container. An owner that is
-// alive closed the lifeline itself after removing the container.
+// then, unless the owner said it removed the container or is alive (it
+// closed the lifeline itself, after removing the container), it removes
+// the container.
 func Watch(ctx context.Context, spec protocol.Watch, lifeline io.Reader, errOut io.Writer) int {
+	var word [1]byte
+	n, _ := io.ReadFull(lifeline, word[:])
 	_, _ = io.Copy(io.Discard, lifeline)
+	if n == 1 && word[0] == removedWord {
+		return 0
+	}
 	if ownership.OwnerAlive(spec.Owner, spec.OwnerStart) {
 		return 0
 	}

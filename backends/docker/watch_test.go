@@ -9,6 +9,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -18,7 +19,8 @@ import (
 // TestWatcherRemovesTheContainerOfADeadOwner: the host's watcher removes a
 // container whose owner died, whatever runs inside (here a plain sleep
 // that no lifeline reaches); with the owner alive it leaves it alone (the
-// control: the owner removes its own containers).
+// control: the owner removes its own containers), and it leaves it alone
+// too when the owner said it removed it before it exited.
 func TestWatcherRemovesTheContainerOfADeadOwner(t *testing.T) {
 	testenv.RequireDocker(t)
 	cli, err := client.New(client.FromEnv)
@@ -29,7 +31,17 @@ func TestWatcherRemovesTheContainerOfADeadOwner(t *testing.T) {
 	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		t.Fatal(err)
 	}
-	for _, ownerDies := range []bool{false, true} {
+	for _, tc := range []struct {
+		ownerDies, saysRemoved, wantGone bool
+	}{
+		{ownerDies: false, wantGone: false},
+		{ownerDies: true, wantGone: true},
+		// An owner that said it removed the container and then exited:
+		// the watcher leaves the daemon alone (here the container is still
+		// there, so a remove would show).
+		{ownerDies: true, saysRemoved: true, wantGone: false},
+	} {
+		ownerDies := tc.ownerDies
 		created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 			Config: &container.Config{Image: "triage-sandbox:latest", Cmd: []string{"sleep", "300"}, Entrypoint: []string{},
 				Labels: map[string]string{profiles.LabelOwner: "triage-sandbox-test"}},
@@ -61,6 +73,11 @@ func TestWatcherRemovesTheContainerOfADeadOwner(t *testing.T) {
 			_ = owner.Process.Kill()
 			_ = owner.Wait()
 		}
+		if tc.saysRemoved {
+			if _, err := lifeline.Write([]byte{docker.RemovedWord}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		_ = lifeline.Close()
 		done := make(chan error, 1)
 		go func() { done <- watcher.Wait() }()
@@ -75,8 +92,8 @@ func TestWatcherRemovesTheContainerOfADeadOwner(t *testing.T) {
 		}
 		_, err = cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 		gone := err != nil
-		if gone != ownerDies {
-			t.Errorf("owner dies %v: container gone %v (%v)", ownerDies, gone, err)
+		if gone != tc.wantGone {
+			t.Errorf("%+v: container gone %v (%v)", tc, gone, err)
 		}
 		if !ownerDies {
 			_ = owner.Process.Kill()

@@ -39,10 +39,12 @@ type Daemon struct {
 	logPath string
 	cmd     *exec.Cmd
 	ctrd    *exec.Cmd // containerd runs apart, as under systemd, and survives dockerd
+	args    []string  // dockerd's flags beyond the ones Start gives
 }
 
-// StartDaemon starts the private daemon and loads the base image into it.
-func StartDaemon(t testing.TB, image string) *Daemon {
+// StartDaemon starts the private daemon, with dockerd's own flags args
+// added, and loads the base image into it.
+func StartDaemon(t testing.TB, image string, args ...string) *Daemon {
 	t.Helper()
 	RequireDocker(t)
 	if os.Getuid() != 0 {
@@ -51,7 +53,7 @@ func StartDaemon(t testing.TB, image string) *Daemon {
 	if _, err := exec.LookPath("dockerd"); err != nil {
 		t.Fatalf("dockerd not installed: %v", err)
 	}
-	d := &Daemon{dataDir: daemonDataDir, execDir: daemonExecDir, logPath: daemonLog, Image: image}
+	d := &Daemon{dataDir: daemonDataDir, execDir: daemonExecDir, logPath: daemonLog, Image: image, args: args}
 	d.Host = "unix://" + d.execDir + "/docker.sock"
 	if err := d.removeState(); err != nil {
 		t.Fatalf("removing a previous run's private daemon: %v", err)
@@ -129,6 +131,7 @@ func (d *Daemon) Start() error {
 	d.cmd = exec.Command("unshare", "--net", "--", "dockerd", "--containerd", ctrdSock, "--data-root", d.dataDir, "--exec-root", d.execDir,
 		"-H", d.Host, "--pidfile", d.execDir+"/docker.pid", "--bridge", "none",
 		"--iptables=false", "--ip-masq=false", "--ip-forward=false")
+	d.cmd.Args = append(d.cmd.Args, d.args...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := d.cmd.Start(); err != nil {
