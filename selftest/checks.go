@@ -77,8 +77,10 @@ type Evidence struct {
 	// SocketHits are the deep unix listeners' connections, by path.
 	SocketHits map[string]int64
 	Survivors  []int
-	Result     backends.Result
-	Stderr     string
+	// SurvivorsSeen describes the survivors as they were found.
+	SurvivorsSeen string
+	Result        backends.Result
+	Stderr        string
 	// Shown is what the output pipeline let through (PhaseOutput), and
 	// OutStats its counts; for the control, the raw output.
 	Shown    string

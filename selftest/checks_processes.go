@@ -15,7 +15,7 @@ func processesChecks() []Check {
 			},
 			Judge: func(_ *Env, ev *Evidence) (bool, string) {
 				if len(ev.Survivors) > 0 {
-					return true, fmt.Sprintf("still running after the run: pids %v", ev.Survivors)
+					return true, fmt.Sprintf("still running after the run: pids %v (%s)", ev.Survivors, ev.SurvivorsSeen)
 				}
 				return false, "no survivor (" + errnoEvidence(ev.Obs["PROC-02"]) + ")"
 			},

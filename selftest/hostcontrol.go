@@ -167,6 +167,7 @@ func mainControl(ctx context.Context, o Options, e *Env, steps []probe.Step) (*E
 // the writable paths since before.
 func observeAfter(e *Env, before map[string]string, ev *Evidence) error {
 	ev.Survivors = append(ev.Survivors, Survivors("survivor-"+e.C.Token)...)
+	ev.SurvivorsSeen = describeSurvivors(ev.Survivors)
 	KillByToken("survivor-" + e.C.Token)
 	ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
 	ev.SocketHits = e.C.DeepSocketHits()
