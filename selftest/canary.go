@@ -343,13 +343,20 @@ func Changed(before, after map[string]string) []string {
 	return out
 }
 
-// KillByToken kills every process whose argv holds token and waits briefly.
+// KillByToken kills every process whose argv holds token, until none is left (bounded).
 func KillByToken(token string) {
-	for _, pid := range Survivors(token) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for len(Survivors(token)) > 0 && time.Now().Before(deadline) {
+	// Each pass kills what it finds, so a process that appeared after the
+	// first scan (a spawn still on its way) is killed too, not left to be
+	// taken for the next phase's survivor.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids := Survivors(token)
+		if len(pids) == 0 || !time.Now().Before(deadline) {
+			return
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
