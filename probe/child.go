@@ -59,7 +59,8 @@ func Argv(self, tag, plan string) []string {
 }
 
 // Child runs a helper: "true"; "sleep TOKEN SECONDS" (the token sits in
-// argv so the host can find a survivor); "alloc BYTES" (allocate and touch).
+// argv so the host can find a survivor); "survivors TOKEN" (those seen from
+// inside); "alloc BYTES" (allocate and touch).
 func Child(args []string, errOut io.Writer) int {
 	if len(args) == 0 {
 		return 2
@@ -85,6 +86,22 @@ func Child(args []string, errOut io.Writer) int {
 			return 2
 		}
 		return flood(os.Stdout, n, args[2])
+	case "survivors":
+		// survivors TOKEN: the pids of live "sleep TOKEN" helpers in this
+		// sandbox, one a line, seen from inside: a user-space kernel
+		// (gVisor) hides the sandbox's processes from the host's scan.
+		if len(args) < 2 {
+			return 2
+		}
+		pids, err := SleepersWithToken("/proc", args[1])
+		if err != nil {
+			fmt.Fprintln(errOut, "survivors:", err)
+			return 1
+		}
+		for _, pid := range pids {
+			fmt.Println(pid)
+		}
+		return 0
 	case "alloc":
 		if len(args) < 2 {
 			return 2
@@ -98,4 +115,38 @@ func Child(args []string, errOut io.Writer) int {
 	}
 	fmt.Fprintln(errOut, "unknown helper", args[0])
 	return 2
+}
+
+// SleepersWithToken lists the live processes under procDir (a /proc) whose
+// argv is exactly a "sleep TOKEN" helper's, so that neither the scan itself
+// nor a supervisor whose spec quotes the token is taken for one.
+func SleepersWithToken(procDir, token string) ([]int, error) {
+	entries, err := os.ReadDir(procDir)
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		dir := procDir + "/" + e.Name()
+		b, err := os.ReadFile(dir + "/cmdline")
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		if len(argv) < 4 || argv[1] != ChildSubcommand || argv[2] != "sleep" || argv[3] != token {
+			continue
+		}
+		// A zombie is dead already; its parent has not reaped it yet.
+		if st, err := os.ReadFile(dir + "/stat"); err == nil {
+			if i := strings.LastIndexByte(string(st), ')'); i > 0 && strings.HasPrefix(strings.TrimSpace(string(st)[i+1:]), "Z") {
+				continue
+			}
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
 }

@@ -79,6 +79,11 @@ type Evidence struct {
 	Survivors  []int
 	// SurvivorsSeen describes the survivors as they were found.
 	SurvivorsSeen string
+	// InsideSurvivors are the main run's survivors as its sandbox sees
+	// them (pids there); InsideScanErr says why that scan did not run
+	// through (nil with no scan: a pooled sandbox, a macOS host).
+	InsideSurvivors []int
+	InsideScanErr   error
 	Result        backends.Result
 	Stderr        string
 	// Shown is what the output pipeline let through (PhaseOutput), and

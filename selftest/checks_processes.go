@@ -17,6 +17,14 @@ func processesChecks() []Check {
 				if len(ev.Survivors) > 0 {
 					return true, fmt.Sprintf("still running after the run: pids %v (%s)", ev.Survivors, ev.SurvivorsSeen)
 				}
+				if len(ev.InsideSurvivors) > 0 {
+					return true, fmt.Sprintf("still running in the sandbox after the run: pids %v there", ev.InsideSurvivors)
+				}
+				if ev.InsideScanErr != nil {
+					// Fail closed: where the host cannot see the sandbox's
+					// processes (gVisor), this scan is the only look.
+					return true, "could not look for survivors inside the sandbox: " + ev.InsideScanErr.Error()
+				}
 				return false, "no survivor (" + errnoEvidence(ev.Obs["PROC-02"]) + ")"
 			},
 			Fix: "the whole sandbox must end with the command"},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -197,17 +198,24 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	}
 	stdout := output.NewCapture(4 << 20)
 	var stderr bytes.Buffer
-	var survivors []int
+	var survivors, inside []int
+	var insideErr error
 	res, err := runPlan(ctx, o, e, phaseName(phase), clock, tag, first, sandbox.Request{
 		Timeout: timeout,
 		Streams: backends.Streams{Stdout: stdout, Stderr: &syncWriter{w: &stderr}},
 		// The probe's JSON must arrive raw, and probe runs are not user runs.
 		NoAudit: true, NoGate: true,
-	}, argv, func() { survivors = Survivors(tag) })
+	}, argv, func(sess *sandbox.Session) {
+		survivors = Survivors(tag)
+		if phase == PhaseMain && lookInside(o) {
+			inside, insideErr = insideSurvivors(ctx, o, sess, "survivor-"+e.C.Token)
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("the sandbox did not run: %w", err)
 	}
-	ev := &Evidence{Result: res.Result, Stderr: stderr.String(), Survivors: survivors, Outputs: res.Outputs}
+	ev := &Evidence{Result: res.Result, Stderr: stderr.String(), Survivors: survivors, Outputs: res.Outputs,
+		InsideSurvivors: inside, InsideScanErr: insideErr}
 	if ev.Obs, err = probe.ParseObservations(strings.NewReader(stdout.String())); err != nil && len(ev.Obs) == 0 {
 		return ev, err
 	}
@@ -221,7 +229,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 // with argv built once the sandbox has placed its scratch.
 // afterExec runs while the sandbox still exists: a command's tree must be
 // gone when its Exec returns, not only when the sandbox closes.
-func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseClock, tag string, first func(*sandbox.Session), req sandbox.Request, argv func(*Env) ([]string, error), afterExec func()) (sandbox.Outcome, error) {
+func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseClock, tag string, first func(*sandbox.Session), req sandbox.Request, argv func(*Env) ([]string, error), afterExec func(*sandbox.Session)) (sandbox.Outcome, error) {
 	timeout := req.Timeout
 	p := o.warmPolicy(e.P, tag)
 	t0 := time.Now()
@@ -247,8 +255,41 @@ func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseCl
 	t0 = time.Now()
 	out, err := sess.Exec(ctx, req)
 	clock.record(name+"/exec", t0)
-	afterExec()
+	afterExec(sess)
 	return out, err
+}
+
+// lookInside: the main run also looks for survivors from inside its
+// sandbox, where the sandbox runs Linux and takes a second command (a
+// pooled one runs exactly one).
+func lookInside(o Options) bool { return runtime.GOOS == "linux" && o.Warm != "pool" }
+
+// insideSurvivors runs the survivor scan in the main run's sandbox once its
+// command ended: the "sleep" helpers with token still alive there. It is
+// the only view of them where the sandbox's kernel is its own (gVisor):
+// the host's scan cannot see its processes.
+func insideSurvivors(ctx context.Context, o Options, sess *sandbox.Session, token string) ([]int, error) {
+	var out, errOut bytes.Buffer
+	res, err := sess.Exec(ctx, sandbox.Request{
+		Timeout: 30 * time.Second, NoAudit: true, NoGate: true,
+		Command: backends.Command{Argv: []string{o.Backend.SelfPath(), probe.ChildSubcommand, "survivors", token}},
+		Streams: backends.Streams{Stdout: &out, Stderr: &errOut},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.Result.ExitCode != 0 {
+		return nil, fmt.Errorf("the scan exited %d: %s", res.Result.ExitCode, strings.TrimSpace(errOut.String()))
+	}
+	var pids []int
+	for _, line := range strings.Fields(out.String()) {
+		pid, err := strconv.Atoi(line)
+		if err != nil {
+			return nil, fmt.Errorf("the scan printed %q", line)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
 }
 
 // runOutputPhase floods hostile output through the same pipeline `run`
