@@ -65,8 +65,9 @@ func TestSleepersWithTokenLive(t *testing.T) {
 			break
 		}
 	}
-	if !slices.Equal(got, []int{cmd.Process.Pid}) {
-		t.Fatalf("live: got %v, want [%d]", got, cmd.Process.Pid)
+	// sh's fork for its sleep has sh's argv until it execs: it may be seen too.
+	if !slices.Contains(got, cmd.Process.Pid) || len(got) > 2 {
+		t.Fatalf("live: got %v, want [%d] (and at most its fork)", got, cmd.Process.Pid)
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
