@@ -84,8 +84,8 @@ type Evidence struct {
 	// through (nil with no scan: a pooled sandbox, a macOS host).
 	InsideSurvivors []int
 	InsideScanErr   error
-	Result        backends.Result
-	Stderr        string
+	Result          backends.Result
+	Stderr          string
 	// Shown is what the output pipeline let through (PhaseOutput), and
 	// OutStats its counts; for the control, the raw output.
 	Shown    string
