@@ -269,11 +269,12 @@ func lookInside(o Options) bool { return runtime.GOOS == "linux" && o.Warm != "p
 // the only view of them where the sandbox's kernel is its own (gVisor):
 // the host's scan cannot see its processes.
 func insideSurvivors(ctx context.Context, o Options, sess *sandbox.Session, token string) ([]int, error) {
-	var out, errOut bytes.Buffer
+	// What the sandbox prints is bounded here and parsed strictly.
+	out, errOut := output.NewCapture(64<<10), output.NewCapture(4<<10)
 	res, err := sess.Exec(ctx, sandbox.Request{
 		Timeout: 30 * time.Second, NoAudit: true, NoGate: true,
 		Command: backends.Command{Argv: []string{o.Backend.SelfPath(), probe.ChildSubcommand, "survivors", token}},
-		Streams: backends.Streams{Stdout: &out, Stderr: &errOut},
+		Streams: backends.Streams{Stdout: out, Stderr: errOut},
 	})
 	if err != nil {
 		return nil, err

@@ -7,6 +7,9 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/triage-sandbox/triage-sandbox/output"
 )
 
 // WriteHuman prints the report as in the design doc: a header per role,
@@ -75,7 +78,10 @@ func versions(v map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-// oneLine escapes control characters and caps the length.
+// oneLine shows evidence (which may quote what the sandbox wrote) on one
+// line: C0 controls as spaces, the rest through the neutraliser the
+// command's output gets (C1 controls, bidirectional overrides), capped at
+// n bytes on a rune boundary.
 func oneLine(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
@@ -84,9 +90,13 @@ func oneLine(s string, n int) string {
 		return r
 	}, s)
 	if len(s) > n {
-		s = s[:n] + "…"
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
-	return s
+	return output.Line(s)
 }
 
 // WriteJSON prints one JSON object.
