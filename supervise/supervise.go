@@ -122,8 +122,8 @@ func Run(ctx context.Context, s Spec) Result {
 	if !ok {
 		return failed
 	}
-	res := r.await(s.Timeout, s.Grace)
-	r.killAll()
+	res, emptied := r.await(s.Timeout, s.Grace)
+	r.killAll(emptied)
 	if strays {
 		sweepStrays()
 	}
@@ -229,8 +229,9 @@ func (r *run) watch(ctx context.Context, lifeline io.Reader) {
 
 // await waits for the command's exit, its timeout or a cut, and then, but
 // for a cut, gives the tree SIGTERM and grace to end. The Result says
-// whether it timed out or was cut.
-func (r *run) await(timeoutAfter, grace time.Duration) Result {
+// whether it timed out or was cut; emptied, that its last scan of the tree
+// found nothing left (the first of killAll's two empty scans).
+func (r *run) await(timeoutAfter, grace time.Duration) (res Result, emptied bool) {
 	var timeout <-chan time.Time
 	if timeoutAfter > 0 {
 		timer := time.NewTimer(timeoutAfter)
@@ -241,7 +242,6 @@ func (r *run) await(timeoutAfter, grace time.Duration) Result {
 		grace = defaultGrace
 	}
 
-	var res Result
 	cutFirst := false
 	select {
 	case <-r.mainDone:
@@ -258,15 +258,18 @@ func (r *run) await(timeoutAfter, grace time.Duration) Result {
 		// A normal exit still ends the tree: background jobs get the same
 		// SIGTERM-then-SIGKILL as a timed-out command. A scan that found
 		// none left (the usual end) needs no SIGCONT and no grace: killAll's
-		// scans make sure of it.
-		if r.t.kill(syscall.SIGTERM) > 0 {
-			r.t.kill(syscall.SIGCONT)
-			if r.graceWait(grace) && !r.exited() {
-				res.LifelineCut = true
-			}
+		// scan makes the second empty one in a row.
+		if r.t.kill(syscall.SIGTERM) == 0 {
+			return res, true
 		}
+		r.t.kill(syscall.SIGCONT)
+		cut, emptied := r.graceWait(grace)
+		if cut && !r.exited() {
+			res.LifelineCut = true
+		}
+		return res, emptied
 	}
-	return res
+	return res, false
 }
 
 // settle reaps the command and sets res's duration, exit code and signal;
@@ -314,23 +317,24 @@ func (r *run) exited() bool {
 }
 
 // graceWait waits up to grace for the tree to die on its own after SIGTERM.
-// It reports whether the lifeline was cut (or ctx cancelled) meanwhile.
-func (r *run) graceWait(grace time.Duration) (cut bool) {
+// It reports whether the lifeline was cut (or ctx cancelled) meanwhile, and
+// whether its last scan found the tree empty.
+func (r *run) graceWait(grace time.Duration) (cut, emptied bool) {
 	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		if r.t.kill(0) == 0 {
-			return false
+			return false, true
 		}
 		select {
 		case <-deadline.C:
-			return false
+			return false, false
 		case <-r.cut:
-			return true
+			return true, false
 		case <-r.ctxDone:
-			return true
+			return true, false
 		case <-tick.C:
 		}
 	}
@@ -338,19 +342,24 @@ func (r *run) graceWait(grace time.Duration) (cut bool) {
 
 // killAll SIGKILLs the tree until nothing of it is left (zombies reaped),
 // for at most killBound. Two empty scans in a row are required because one
-// scan of /proc is not an atomic snapshot.
-func (r *run) killAll() {
+// scan of /proc is not an atomic snapshot; emptied says the scan just
+// before (await's) was the first. The usual end (a command that left
+// nothing) thus costs one more scan and no pause: a pause only spaces the
+// retries while something is left.
+func (r *run) killAll(emptied bool) {
 	deadline := time.Now().Add(killBound)
 	pause := 500 * time.Microsecond
-	for empty := 0; ; {
+	empty := 0
+	if emptied {
+		empty = 1
+	}
+	for {
 		if r.t.kill(syscall.SIGKILL) == 0 {
 			empty++
 		} else {
 			empty = 0
 		}
-		// Every command pays for the pause before the second scan: it is
-		// short, and none follows the last one.
-		if empty == 2 || time.Now().After(deadline) {
+		if empty >= 2 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(pause)

@@ -3,6 +3,7 @@ package supervise
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // spareThreads is how many OS threads beyond GOMAXPROCS the supervisor
@@ -28,11 +29,31 @@ const HelperTasks = helperProcs + spareThreads + 6
 // as Run does before it starts a command: also for a long-lived process in
 // the same process table as the commands (the sandbox's holder), which must
 // not die when one of them fills it.
+//
+// A process that reserved once does not again while none of its threads
+// ended since (the runtime never ends an idle thread, only one whose
+// goroutine exits locked to it): a resident supervisor's holder does not
+// pay for it on every command.
 func ReserveThreads() {
 	n := min(runtime.GOMAXPROCS(0), helperProcs)
 	runtime.GOMAXPROCS(n)
-	reserveThreads(n + spareThreads)
+	want := int64(n + spareThreads)
+	if r := reserved.Load(); r != 0 && int64(r>>32) >= want {
+		if now := threadCount(); now >= int64(uint32(r)) {
+			return
+		}
+	}
+	reserveThreads(int(want))
+	if now := threadCount(); now > 0 {
+		reserved.Store(want<<32 | now)
+	}
 }
+
+// reserved is the last reservation in this process: how many threads
+// (high half) and the process's thread count right after (low half). It
+// describes the process (its runtime's threads), as the subreaper flag
+// does.
+var reserved atomic.Int64
 
 // reserveThreads makes the Go runtime start n OS threads now, which it
 // then keeps idle for reuse. A command that fills the process table (a
