@@ -149,11 +149,13 @@ func Start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 // start is Start with the policy's gate already compiled (Run judged the
 // first command with it before any sandbox existed).
 func start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts backends.StartOptions, gk *Gatekeeper) (*Session, error) {
+	endPrepare := phase.Begin(ctx, "start.prepare")
 	weakened, err := policy.Enforce(p, backend.Name(), backend.Capabilities())
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = policy.Prepare(p)
 	}
-	if err := policy.Prepare(p); err != nil {
+	endPrepare()
+	if err != nil {
 		return nil, err
 	}
 	// A start that attaches to a keeper's sandbox starts nothing here: the
@@ -208,7 +210,10 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 	req.Policy = s.policy
 	out.Weakened = s.weakened
 	if !req.NoAudit {
-		defer func() { err = s.audit(req, &out, err) }()
+		defer func() {
+			defer phase.Begin(ctx, "exec.audit")()
+			err = s.audit(req, &out, err)
+		}()
 	}
 	if err := backends.CheckArgv(req.Command.Argv); err != nil {
 		return out, err
@@ -233,7 +238,10 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 		req.Command.Timeout = req.Timeout
 	}
 	defer neutraliseReport(&out) // last: after the reports below
-	defer s.inspectOutputs(&out)
+	defer func() {
+		defer phase.Begin(ctx, "exec.inspect-outputs")()
+		s.inspectOutputs(&out)
+	}()
 	defer copyBackReport(&out)
 	if req.Redactor == nil {
 		out.Result, err = s.sandbox.Exec(ctx, req.Command, req.Streams)
