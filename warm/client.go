@@ -17,6 +17,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/internal/progress"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
@@ -33,6 +34,9 @@ type Backend struct {
 	// SelfExe runs the keeper; Dir holds keepers' sockets and records.
 	SelfExe string
 	Dir     string
+	// Early, when set, is this run's connection to its session's keeper
+	// begun ahead (DialEarly); Start takes it or closes it.
+	Early *Early
 }
 
 // Sweep implements backends.Backend: the wrapped backend's leftovers and
@@ -52,20 +56,31 @@ func (b *Backend) Attaches(p *policy.Policy) bool {
 // Start implements backends.Backend.
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
 	if p.Warm.Session == "" && p.Warm.Pool == 0 {
+		b.Early.Close()
 		return b.Backend.Start(ctx, p, opts)
+	}
+	endEarly := phase.Begin(ctx, "start.early")
+	conn, h, ok := b.Early.take(ctx, b.Dir, p)
+	endEarly()
+	if ok {
+		return &remote{conn: conn, h: h}, nil
 	}
 	if err := hostfs.PrivateDir(b.Dir); err != nil {
 		return nil, fmt.Errorf("warm: the keepers' directory: %w", err)
 	}
 	pp := paths{b.Dir, key(p)}
+	endLock := phase.Begin(ctx, "start.lock")
 	unlock, err := lockFile(pp.lock())
+	endLock()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	var notes []string
 	for attempt := 0; attempt < 2; attempt++ {
+		endDial := phase.Begin(ctx, "start.dial")
 		conn, h, err := dial(pp)
+		endDial()
 		if err != nil {
 			if conn, h, err = b.startKeeper(ctx, p, pp); err != nil {
 				return nil, err

@@ -102,12 +102,10 @@ func (r Record) Alive() bool {
 // key names the keeper a policy needs: a session by its name within its
 // workspace and role; a pool by role, policy, image and backend.
 func key(p *policy.Policy) string {
-	var id string
 	if p.Warm.Session != "" {
-		id = strings.Join([]string{KindSession, p.WorkspaceRoot, string(p.Role), p.Warm.Session}, "\x00")
-	} else {
-		id = strings.Join([]string{KindPool, string(p.Role), p.Hash(), p.Base.Image, p.Backend}, "\x00")
+		return sessionKey(p.WorkspaceRoot, p.Role, p.Warm.Session)
 	}
+	id := strings.Join([]string{KindPool, string(p.Role), p.Hash(), p.Base.Image, p.Backend}, "\x00")
 	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:8])
 }

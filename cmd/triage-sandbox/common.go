@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,11 @@ type policyFlags struct {
 	backend string
 	workdir string
 	session string
+	// dialEarly: compileWithHost begins run's connection to its
+	// session's keeper (early) once the config is read; the backend's
+	// Start takes it.
+	dialEarly bool
+	early     *warm.Early
 }
 
 func (f *policyFlags) register(cmd *cobra.Command, defaultRole profiles.Role) {
@@ -47,11 +53,36 @@ func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 	if err != nil {
 		return nil, host, err
 	}
-	p, err := sandbox.Compile(builtin.Registry(), f.config, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir, Session: f.session})
+	reg := builtin.Registry()
+	cfg, err := sandbox.LoadConfig(f.config, host.Cwd, reg.Names())
+	if err != nil {
+		return nil, host, err
+	}
+	if f.dialEarly && f.session != "" {
+		// The keeper wakes while the policy is built; the policy then
+		// decides whether this connection is the one to use.
+		if root, err := canonical(cfg.Root); err == nil {
+			f.early = warm.DialEarly(warm.DefaultDir(), root, f.role, f.session)
+		}
+	}
+	p, err := sandbox.Build(reg, cfg, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir, Session: f.session})
 	if err == nil {
 		err = handOff(p.Backend)
 	}
+	if err != nil {
+		f.early.Close()
+	}
 	return p, host, err
+}
+
+// canonical is path absolute with no symlink, as the policy's workspace
+// root.
+func canonical(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
 }
 
 // printWarnings shows what the library returned for the user, each on one

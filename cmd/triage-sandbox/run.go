@@ -22,6 +22,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/runreport"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
+	"github.com/triage-sandbox/triage-sandbox/warm"
 )
 
 // runFlags are `run`'s flags.
@@ -69,6 +70,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	if err := checkRunArgs(cmd, args, f.timeout); err != nil {
 		return fail(err)
 	}
+	f.pf.dialEarly = true
 	endPolicy := phase.Begin(cmd.Context(), "config+policy")
 	p, host, err := f.pf.compileWithHost()
 	endPolicy()
@@ -90,6 +92,11 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	endBackend := phase.Begin(cmd.Context(), "backend")
 	b, err := newBackend(p, true)
 	endBackend()
+	if wb, ok := b.(*warm.Backend); ok {
+		wb.Early = f.pf.early
+	} else {
+		f.pf.early.Close()
+	}
 	if err != nil {
 		return fail(sandbox.RecordRefusal(req, err))
 	}
