@@ -59,13 +59,12 @@ func writeFrame(w io.Writer, t byte, payload []byte) error {
 	if len(payload) > maxFrame {
 		return fmt.Errorf("warm: a frame of %d bytes is over the %d-byte bound", len(payload), maxFrame)
 	}
-	var hdr [5]byte
-	hdr[0] = t
-	binary.BigEndian.PutUint32(hdr[1:], uint32(len(payload)))
-	if _, err := w.Write(hdr[:]); err != nil {
-		return err
-	}
-	_, err := w.Write(payload)
+	// One write per frame: the reader wakes once for it, not once for its
+	// header and again for its payload.
+	b := make([]byte, 5, 5+len(payload))
+	b[0] = t
+	binary.BigEndian.PutUint32(b[1:], uint32(len(payload)))
+	_, err := w.Write(append(b, payload...))
 	return err
 }
 
