@@ -341,3 +341,39 @@ func sessionLeavesNothing(t *testing.T, k *kit) {
 		}
 	}
 }
+
+// A session command's early connection (run dials its keeper while it
+// builds the policy) runs the command in the session's sandbox; after the
+// config changed, the early connection reaches the old sandbox and is not
+// used: the old sandbox is ended and the command runs in a new one.
+func TestSessionEarlyConnectionRefusesAChangedPolicy(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, k *kit) {
+		f := newFixture(t)
+		p := k.build(t, f, "agent", currentHost(t))
+		p.Warm = policy.Warm{Session: "early", Idle: time.Minute}
+		wb := k.warm(t)
+		res, _ := warmRun(t, wb, p, 0, "true")
+		first := res.Sandbox
+		wb.Early = warm.DialEarly(wb.Dir, p.WorkspaceRoot, p.Role, p.Warm.Session)
+		res, _ = warmRun(t, wb, p, 0, "true")
+		if res.ExitCode != 0 || res.Sandbox != first {
+			t.Fatalf("a command through the early connection: %+v (sandbox %s, first %s)", res.Result, res.Sandbox, first)
+		}
+		changed := *p
+		changed.Limits.Memory += 1 << 20
+		wb.Early = warm.DialEarly(wb.Dir, p.WorkspaceRoot, p.Role, p.Warm.Session)
+		res, _ = warmRun(t, wb, &changed, 0, "true")
+		if res.ExitCode != 0 || res.Sandbox == first {
+			t.Fatalf("a command of a changed policy ran in the old sandbox %s: %+v", first, res.Result)
+		}
+		if !strings.Contains(strings.Join(res.Warnings, "\n"), "the policy changed") {
+			t.Errorf("no word of the policy change: %q", res.Warnings)
+		}
+		k.waitNoLeftovers(t, first)
+		if _, err := warm.End(wb.Dir, &changed); err != nil {
+			t.Fatal(err)
+		}
+		waitKeepersGone(t, wb.Dir)
+		k.waitNoLeftovers(t, res.Sandbox)
+	})
+}
