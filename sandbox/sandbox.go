@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/internal/insidebin"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 
 	"github.com/triage-sandbox/triage-sandbox/audit"
@@ -501,7 +502,7 @@ func SelfExe() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("resolving the triage-sandbox binary: %w", err)
 	}
-	static, err := isStatic(exe)
+	static, err := insidebin.Static(exe)
 	if err != nil {
 		return "", err
 	}
