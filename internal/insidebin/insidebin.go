@@ -130,17 +130,23 @@ func sameSource(a, b *debug.BuildInfo) string {
 	if a.GoVersion != b.GoVersion {
 		return fmt.Sprintf("Go %s and %s", a.GoVersion, b.GoVersion)
 	}
-	if a.Main.Path != b.Main.Path || a.Main.Version != b.Main.Version || a.Main.Sum != b.Main.Sum {
-		return fmt.Sprintf("main module %s@%s and %s@%s", a.Main.Path, a.Main.Version, b.Main.Path, b.Main.Version)
-	}
 	as, bs := settingMap(a), settingMap(b)
-	if as["vcs.revision"] == "" {
-		return "no VCS revision stamped (build in a git checkout with -buildvcs=auto)"
-	}
-	for _, s := range []*map[string]string{&as, &bs} {
-		if (*s)["vcs.modified"] != "false" {
+	// A module version with its checksum (go install …@v1.2.3) names its
+	// source as surely as a clean revision; a build in a checkout (version
+	// (devel), or a pseudo-version without a checksum) needs the latter.
+	if !released(a.Main) {
+		if as["vcs.revision"] == "" || bs["vcs.revision"] == "" {
+			return "no VCS revision stamped (build both in a git checkout with -buildvcs=auto)"
+		}
+		if as["vcs.revision"] != bs["vcs.revision"] {
+			return fmt.Sprintf("vcs.revision %s and %s", as["vcs.revision"], bs["vcs.revision"])
+		}
+		if as["vcs.modified"] != "false" || bs["vcs.modified"] != "false" {
 			return "built from a modified tree (vcs.modified is not false)"
 		}
+	}
+	if a.Main.Path != b.Main.Path || a.Main.Version != b.Main.Version || a.Main.Sum != b.Main.Sum {
+		return fmt.Sprintf("main module %s@%s and %s@%s", a.Main.Path, a.Main.Version, b.Main.Path, b.Main.Version)
 	}
 	for _, k := range settings {
 		if as[k] != bs[k] {
@@ -161,6 +167,12 @@ func sameSource(a, b *debug.BuildInfo) string {
 		}
 	}
 	return ""
+}
+
+// released: a module version from a module proxy or tag, with its
+// checksum, not the (devel) of a build in a checkout.
+func released(m debug.Module) bool {
+	return m.Version != "" && m.Version != "(devel)" && m.Sum != ""
 }
 
 func sameModule(a, b *debug.Module) string {
