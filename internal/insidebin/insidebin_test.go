@@ -60,8 +60,12 @@ func TestSameSource(t *testing.T) {
 		{name: "cgo", b: func(bi *debug.BuildInfo) { set(bi, "CGO_ENABLED", "1") }, want: "CGO_ENABLED"},
 		{name: "tags", b: func(bi *debug.BuildInfo) { set(bi, "-tags", "kubernetes") }, want: "-tags"},
 		{name: "arch", b: func(bi *debug.BuildInfo) { set(bi, "GOARCH", "arm64") }, want: "GOARCH"},
-		{name: "dep version", b: func(bi *debug.BuildInfo) { bi.Deps[0] = &debug.Module{Path: "golang.org/x/sys", Version: "v0.48.0", Sum: "h1:old"} }, want: "golang.org/x/sys"},
-		{name: "dep sum", b: func(bi *debug.BuildInfo) { bi.Deps[0] = &debug.Module{Path: "golang.org/x/sys", Version: "v0.49.0", Sum: "h1:other"} }, want: "golang.org/x/sys"},
+		{name: "dep version", b: func(bi *debug.BuildInfo) {
+			bi.Deps[0] = &debug.Module{Path: "golang.org/x/sys", Version: "v0.48.0", Sum: "h1:old"}
+		}, want: "golang.org/x/sys"},
+		{name: "dep sum", b: func(bi *debug.BuildInfo) {
+			bi.Deps[0] = &debug.Module{Path: "golang.org/x/sys", Version: "v0.49.0", Sum: "h1:other"}
+		}, want: "golang.org/x/sys"},
 		{name: "dep replaced by a directory", b: func(bi *debug.BuildInfo) {
 			bi.Deps[0] = &debug.Module{Path: "golang.org/x/sys", Version: "v0.49.0", Sum: "h1:sys", Replace: &debug.Module{Path: "../sys"}}
 		}, a: func(bi *debug.BuildInfo) {
