@@ -486,8 +486,10 @@ func ExitCode(res backends.Result) int {
 	return res.ExitCode
 }
 
-// SelfExe returns the path of a static triage-sandbox binary to mount into
-// sandboxes: TRIAGE_SANDBOX_SELF (tests, packagers) or this executable. A
+// SelfExe returns the path of the CLI's static triage-sandbox binary:
+// TRIAGE_SANDBOX_SELF (tests, packagers) or this executable. It runs beside
+// sandboxes (keeper, watcher) and inside them when the small
+// triage-sandbox-inside beside it cannot be used (package insidebin). A
 // dynamically linked binary would depend on the image's libc, so it is
 // refused with the command that builds a static one.
 func SelfExe() (string, error) {
