@@ -123,7 +123,11 @@ func buildPackage(dir, name, tags, pkg string) (path string, out []byte, err err
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	cmd := exec.Command("go", "build", "-tags", tags, "-o", tmp.Name(), pkg)
+	// Never stamped with a VCS revision, whatever GOFLAGS says: so the CLI
+	// never proves the small binary its own source (package insidebin),
+	// and a test that wants the small one inside names it in
+	// backends.Env.InsideExe (InsideBinary).
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-tags", tags, "-o", tmp.Name(), pkg)
 	cmd.Dir = repoRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
