@@ -90,6 +90,10 @@ func usable(path, self string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("no %s: %w", Name, err)
 	}
+	// Mounted by path into containers: a relative one would name nothing.
+	if resolved, err = filepath.Abs(resolved); err != nil {
+		return "", err
+	}
 	fi, err := os.Stat(resolved)
 	if err != nil {
 		return "", err
