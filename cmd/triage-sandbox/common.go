@@ -91,7 +91,8 @@ func directBackend(ctx context.Context, p *policy.Policy, self string) (backends
 // backendEnv is what backends run: self beside sandboxes, and inside them
 // the small triage-sandbox-inside when it provably matches self (package
 // insidebin), else self. The trace says which (inside.separate or
-// inside.fallback).
+// inside.fallback); so does a warning when TRIAGE_SANDBOX_INSIDE named the
+// one not used.
 func backendEnv(ctx context.Context, self string) (backends.Env, error) {
 	c, err := chooseInside(self)
 	if err != nil {
@@ -101,6 +102,10 @@ func backendEnv(ctx context.Context, self string) (backends.Env, error) {
 		phase.Mark(ctx, "inside.separate")
 	} else {
 		phase.Mark(ctx, "inside.fallback")
+		if os.Getenv(insidebin.EnvVar) != "" {
+			// Named on purpose, so not replaced without a word.
+			printWarnings([]string{insidebin.EnvVar + ": " + c.Why + "; running " + self + " inside sandboxes instead"})
+		}
 	}
 	return backends.Env{SelfExe: self, InsideExe: c.Path}, nil
 }

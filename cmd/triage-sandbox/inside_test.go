@@ -31,6 +31,9 @@ func TestInsideBinaryChoice(t *testing.T) {
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "triage-sandbox ") {
 			t.Fatalf("the holder's binary is not the CLI's: %+v", r)
 		}
+		if !strings.Contains(r.stderr, "warning: "+insidebin.EnvVar+": ") || !strings.Contains(r.stderr, "no VCS revision") {
+			t.Fatalf("the explicit setting was replaced without a warning: %+v", r)
+		}
 		b, err := os.ReadFile(trace)
 		if err != nil || !strings.Contains(string(b), `"inside.fallback"`) || strings.Contains(string(b), `"inside.separate"`) {
 			t.Fatalf("trace (%v) does not say the fallback:\n%s", err, b)
