@@ -10,9 +10,24 @@ import (
 
 // Env is what a backend factory may use from the outside world.
 type Env struct {
-	// SelfExe is a static triage-sandbox binary that backends mount (read-only)
-	// into the sandbox as its init and probe.
+	// SelfExe is the CLI's static triage-sandbox binary: what backends run
+	// beside a sandbox (the docker backend's watcher), and inside it when
+	// InsideExe is empty.
 	SelfExe string
+	// InsideExe is the static binary backends run and mount (read-only)
+	// inside the sandbox as its holder, supervisor, helper and probe: the
+	// small triage-sandbox-inside when package insidebin chose it, else
+	// SelfExe (empty means SelfExe).
+	InsideExe string
+}
+
+// Inside is the binary that runs inside sandboxes: InsideExe, or SelfExe
+// when there is no separate one.
+func (e Env) Inside() string {
+	if e.InsideExe != "" {
+		return e.InsideExe
+	}
+	return e.SelfExe
 }
 
 // Factory makes a backend.

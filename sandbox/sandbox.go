@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/internal/insidebin"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 
 	"github.com/triage-sandbox/triage-sandbox/audit"
@@ -493,8 +494,10 @@ func ExitCode(res backends.Result) int {
 	return res.ExitCode
 }
 
-// SelfExe returns the path of a static triage-sandbox binary to mount into
-// sandboxes: TRIAGE_SANDBOX_SELF (tests, packagers) or this executable. A
+// SelfExe returns the path of the CLI's static triage-sandbox binary:
+// TRIAGE_SANDBOX_SELF (tests, packagers) or this executable. It runs beside
+// sandboxes (keeper, watcher) and inside them when the small
+// triage-sandbox-inside beside it cannot be used (package insidebin). A
 // dynamically linked binary would depend on the image's libc, so it is
 // refused with the command that builds a static one.
 func SelfExe() (string, error) {
@@ -509,7 +512,7 @@ func SelfExe() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("resolving the triage-sandbox binary: %w", err)
 	}
-	static, err := isStatic(exe)
+	static, err := insidebin.Static(exe)
 	if err != nil {
 		return "", err
 	}

@@ -39,10 +39,16 @@ install() {
   bin=$dir/triage-sandbox
   if [ -z "${TS_VERSION:-}" ]; then
     ts_log "building triage-sandbox from $ts_repo (static)"
-    (cd "$ts_repo" && CGO_ENABLED=0 go build -o "$bin" ./cmd/triage-sandbox)
+    # The small in-sandbox binary beside it, used when both carry the same
+    # clean git revision (package insidebin).
+    (cd "$ts_repo" && CGO_ENABLED=0 go build -buildvcs=auto -o "$bin" ./cmd/triage-sandbox &&
+      CGO_ENABLED=0 go build -buildvcs=auto -o "$dir/triage-sandbox-inside" ./cmd/triage-sandbox-inside)
   else
     ts_log "installing triage-sandbox $TS_VERSION (static)"
     GOBIN=$dir CGO_ENABLED=0 go install "github.com/triage-sandbox/triage-sandbox/cmd/triage-sandbox@$TS_VERSION"
+    # Versions before it have no small in-sandbox binary: the CLI runs itself.
+    GOBIN=$dir CGO_ENABLED=0 go install "github.com/triage-sandbox/triage-sandbox/cmd/triage-sandbox-inside@$TS_VERSION" 2>/dev/null ||
+      ts_log "triage-sandbox $TS_VERSION has no triage-sandbox-inside: the CLI runs itself inside sandboxes"
   fi
 }
 

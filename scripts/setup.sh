@@ -62,9 +62,13 @@ PY
   for _ in $(seq 1 20); do docker info --format '{{json .Runtimes}}' | grep -q '"runsc"' && break; sleep 0.5; done
 fi
 
-log "building bin/triage-sandbox and bin/triage-sandbox-kube (static)"
+log "building bin/triage-sandbox, bin/triage-sandbox-inside and bin/triage-sandbox-kube (static)"
 mkdir -p bin
-CGO_ENABLED=0 go build -o bin/triage-sandbox ./cmd/triage-sandbox
+# -buildvcs=auto (over a GOFLAGS that turns it off): the CLI runs the small
+# in-sandbox binary only when both carry the same clean git revision;
+# otherwise it runs itself inside sandboxes (slower to start, still right).
+CGO_ENABLED=0 go build -buildvcs=auto -o bin/triage-sandbox ./cmd/triage-sandbox
+CGO_ENABLED=0 go build -buildvcs=auto -o bin/triage-sandbox-inside ./cmd/triage-sandbox-inside
 CGO_ENABLED=0 go build -tags kubernetes -o bin/triage-sandbox-kube ./cmd/triage-sandbox
 
 ts_build_image bin/triage-sandbox

@@ -43,11 +43,14 @@ var capabilities = []policy.Capability{
 
 // Backend starts hardened containers as sandboxes.
 type Backend struct {
-	cli     *client.Client
-	selfExe string
-	host    string
-	engine  engineCache
-	runtime runtimeCache
+	cli *client.Client
+	// selfExe runs the watcher beside the container; insideExe is mounted
+	// as its holder (backends.Env.Inside).
+	selfExe   string
+	insideExe string
+	host      string
+	engine    engineCache
+	runtime   runtimeCache
 	// guess is the runtime a first start creates its container for while
 	// the daemon says its default (guessedRuntime; tests change it).
 	guess string
@@ -63,7 +66,7 @@ func New(env backends.Env) (backends.Backend, error) {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
 	host, _ := os.Hostname()
-	return &Backend{cli: cli, selfExe: env.SelfExe, host: host, guess: guessedRuntime}, nil
+	return &Backend{cli: cli, selfExe: env.SelfExe, insideExe: env.Inside(), host: host, guess: guessedRuntime}, nil
 }
 
 // Name implements backends.Backend.
@@ -150,7 +153,7 @@ func (b *Backend) EnsureImage(ctx context.Context, image string) error {
 // Render implements backends.Backend: the holder's create request (with
 // placeholder ownership data) and the exec request for cmd.
 func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artifact, error) {
-	create, err := Render(p, b.selfExe, b.runInfo(p, backends.TTL(p, cmd.Timeout)))
+	create, err := Render(p, b.insideExe, b.runInfo(p, backends.TTL(p, cmd.Timeout)))
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +181,7 @@ func (b *Backend) runInfo(p *policy.Policy, ttl time.Duration) RunInfo {
 // start the holder container. Set-up is not interrupted half-way: a create
 // cancelled in flight could leave a container whose id we never learn.
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
-	if b.selfExe == "" {
+	if b.insideExe == "" {
 		return nil, errors.New("docker backend: no triage-sandbox binary to mount as init")
 	}
 	known := b.knownRuntime(p)
@@ -225,7 +228,7 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 		ttl = backends.TTL(p, 0)
 	}
 	rt := runtimes.Of(p.Runtime)
-	req, err := render(p, rt, b.selfExe, b.runInfo(p, ttl))
+	req, err := render(p, rt, b.insideExe, b.runInfo(p, ttl))
 	if err != nil {
 		return nil, err
 	}

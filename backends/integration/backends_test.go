@@ -114,7 +114,9 @@ func newKit(t testing.TB, name string) *kit {
 		// The image's root is unpacked from the Docker daemon's image.
 		testenv.RequireDocker(t)
 	}
-	if k.b, err = reg.New(k.name, backends.Env{SelfExe: testenv.Binary(t)}); err != nil {
+	// The small binary runs inside (holder, supervisor, local helper), as
+	// in a release; the CLI's binary stays the one run beside.
+	if k.b, err = reg.New(k.name, backends.Env{SelfExe: testenv.Binary(t), InsideExe: testenv.InsideBinary(t)}); err != nil {
 		t.Fatalf("making the %s backend: %v", k.name, err)
 	}
 	return k

@@ -49,13 +49,14 @@ func Capabilities() []policy.Capability {
 
 // Backend starts confined host processes.
 type Backend struct {
+	// selfExe is the static binary the helper runs (env.Inside()).
 	selfExe  string
 	stateDir string
 }
 
-// New makes the backend; env.SelfExe is the static binary the helper runs.
+// New makes the backend; env.Inside() is the static binary the helper runs.
 func New(env backends.Env) (backends.Backend, error) {
-	return &Backend{selfExe: env.SelfExe, stateDir: defaultStateDir()}, nil
+	return &Backend{selfExe: env.Inside(), stateDir: defaultStateDir()}, nil
 }
 
 // defaultStateDir keeps ownership records where only this user writes.

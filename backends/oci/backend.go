@@ -59,6 +59,7 @@ type RootProvider interface {
 
 // Backend runs the rendered bundle with an OCI runtime, no daemon.
 type Backend struct {
+	// selfExe is the static binary mounted as the holder (env.Inside()).
 	selfExe string
 	roots   RootProvider
 	// stateDir holds the runtime's state (--root) and one bundle directory
@@ -69,7 +70,7 @@ type Backend struct {
 // New makes the backend. roots may be nil until the image cache is wired
 // (Available then says so).
 func New(env backends.Env, roots RootProvider) (*Backend, error) {
-	return &Backend{selfExe: env.SelfExe, roots: roots, stateDir: defaultStateDir()}, nil
+	return &Backend{selfExe: env.Inside(), roots: roots, stateDir: defaultStateDir()}, nil
 }
 
 func defaultStateDir() string {

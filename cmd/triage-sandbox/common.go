@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
+	"github.com/triage-sandbox/triage-sandbox/internal/insidebin"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -95,8 +98,8 @@ func printWarnings(ws []string) {
 
 // newBackendWith makes the policy's backend with self as its init; a
 // policy with a session or a pool gets its sandboxes from a keeper.
-func newBackendWith(p *policy.Policy, self string) (backends.Backend, error) {
-	b, err := directBackend(p, self)
+func newBackendWith(ctx context.Context, p *policy.Policy, self string) (backends.Backend, error) {
+	b, err := directBackend(ctx, p, self)
 	if err != nil || p.AllowAll || (p.Warm.Session == "" && p.Warm.Pool == 0) {
 		return b, err
 	}
@@ -105,17 +108,53 @@ func newBackendWith(p *policy.Policy, self string) (backends.Backend, error) {
 
 // directBackend makes the policy's backend itself, never through a keeper:
 // every sandbox it starts belongs to this process.
-func directBackend(p *policy.Policy, self string) (backends.Backend, error) {
+func directBackend(ctx context.Context, p *policy.Policy, self string) (backends.Backend, error) {
 	if p.AllowAll {
 		return local.NewUnconfined(backends.Env{})
 	}
-	return builtin.Registry().New(p.Backend, backendEnv(self))
+	env, err := backendEnv(ctx, self)
+	if err != nil {
+		return nil, err
+	}
+	return builtin.Registry().New(p.Backend, env)
 }
 
-func backendEnv(self string) backends.Env { return backends.Env{SelfExe: self} }
+// backendEnv is what backends run: self beside sandboxes, and inside them
+// the small triage-sandbox-inside when it provably matches self (package
+// insidebin), else self. The trace says which (inside.separate or
+// inside.fallback); so does a warning when TRIAGE_SANDBOX_INSIDE named the
+// one not used.
+func backendEnv(ctx context.Context, self string) (backends.Env, error) {
+	c, err := chooseInside(self)
+	if err != nil {
+		return backends.Env{}, err
+	}
+	if c.Separate {
+		phase.Mark(ctx, "inside.separate")
+	} else {
+		phase.Mark(ctx, "inside.fallback")
+		if os.Getenv(insidebin.EnvVar) != "" {
+			// Named on purpose, so not replaced without a word.
+			printWarnings([]string{insidebin.EnvVar + ": " + c.Why + "; running " + self + " inside sandboxes instead"})
+		}
+	}
+	return backends.Env{SelfExe: self, InsideExe: c.Path}, nil
+}
+
+// chooseInside is insidebin.Choose for self, this process's environment.
+func chooseInside(self string) (insidebin.Choice, error) {
+	if self == "" {
+		return insidebin.Choice{Why: "no triage-sandbox binary"}, nil
+	}
+	info, err := insidebin.SelfInfo(self)
+	if err != nil {
+		info = nil // Choose falls back, saying so
+	}
+	return insidebin.Choose(self, info, os.Getenv)
+}
 
 // newBackend makes the policy's backend with this binary as its init.
-func newBackend(p *policy.Policy, needSelf bool) (backends.Backend, error) {
+func newBackend(ctx context.Context, p *policy.Policy, needSelf bool) (backends.Backend, error) {
 	exe := ""
 	if needSelf {
 		var err error
@@ -125,7 +164,7 @@ func newBackend(p *policy.Policy, needSelf bool) (backends.Backend, error) {
 	} else if e, err := os.Executable(); err == nil {
 		exe = e
 	}
-	return newBackendWith(p, exe)
+	return newBackendWith(ctx, p, exe)
 }
 
 // dockerBackend connects to the daemon for commands that manage docker

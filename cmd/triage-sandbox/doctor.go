@@ -72,6 +72,7 @@ func newDoctorCmd() *cobra.Command {
 				rep.fail("static binary", err.Error())
 			} else {
 				rep.ok("static binary", exe)
+				doctorInside(rep, exe)
 			}
 			for _, name := range reg.Names() {
 				doctorBackend(cmd, rep, reg, name, exe, policies[name], configOK)
@@ -90,6 +91,20 @@ func newDoctorCmd() *cobra.Command {
 	cmd.Flags().StringVar(&pf.config, "config", "", "triage.toml to read")
 	addBackendsHelp(cmd, builtin.Registry())
 	return cmd
+}
+
+// doctorInside says which binary runs inside sandboxes, and why not the
+// small one when it is not.
+func doctorInside(rep *doctorReport, self string) {
+	c, err := chooseInside(self)
+	switch {
+	case err != nil:
+		rep.fail("inside binary", err.Error())
+	case c.Separate:
+		rep.ok("inside binary", c.Path)
+	default:
+		rep.note("inside binary", self+" (the CLI's own, slower to start): "+c.Why)
+	}
 }
 
 // doctorBackend checks one registered backend: for the configured one,

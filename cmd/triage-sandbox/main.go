@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
-	"github.com/triage-sandbox/triage-sandbox/internal/fdclean"
+	"github.com/triage-sandbox/triage-sandbox/internal/inside"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/output"
 )
@@ -40,13 +40,11 @@ func main() {
 	// Nothing of the caller's crosses by inheritance: no process started
 	// from here (helper, holder, supervisor, command) gets a descriptor
 	// that was not passed to it on purpose.
-	if err := fdclean.CloseOnExecAbove(2); err != nil {
+	if err := inside.Prepare(); err != nil {
 		os.Exit(report(refuse(err)))
 	}
-	if len(os.Args) > 1 {
-		if code, ok := runSandboxEntry(os.Args[1], os.Args[2:]); ok {
-			os.Exit(code)
-		}
+	if code, ok := inside.Run(sandboxEntries(), os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	tr, err := phase.FromEnv("cli")
 	if err != nil {

@@ -38,7 +38,7 @@ func newMCPCmd() *cobra.Command {
 			}
 			srv, err := mcpserver.New(cmd.Context(), mcpserver.Options{
 				Registry: builtin.Registry(), ConfigFlag: configFlag, Backend: backend, Host: host, Version: version(),
-				NewBackend: func(p *policy.Policy) (backends.Backend, error) { return directBackend(p, self) },
+				NewBackend: func(p *policy.Policy) (backends.Backend, error) { return directBackend(cmd.Context(), p, self) },
 			})
 			if err != nil {
 				return refuse(err)

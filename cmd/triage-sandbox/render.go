@@ -26,7 +26,7 @@ func newRenderCmd() *cobra.Command {
 			if err != nil {
 				return refuse(err)
 			}
-			b, err := newBackend(p, false)
+			b, err := newBackend(cmd.Context(), p, false)
 			if err != nil {
 				return refuse(err)
 			}

@@ -90,7 +90,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	}
 	endRedactor()
 	endBackend := phase.Begin(cmd.Context(), "backend")
-	b, err := newBackend(p, true)
+	b, err := newBackend(cmd.Context(), p, true)
 	endBackend()
 	if wb, ok := b.(*warm.Backend); ok {
 		wb.Early = f.pf.early

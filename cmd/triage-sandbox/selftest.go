@@ -62,7 +62,7 @@ func newSelftestCmd() *cobra.Command {
 			if err != nil {
 				return unavailable(err)
 			}
-			b, err := newBackendWith(p, self)
+			b, err := newBackendWith(cmd.Context(), p, self)
 			if err != nil {
 				return unavailable(err)
 			}

@@ -69,6 +69,28 @@ func KubeBinary(t testing.TB) string {
 	return kubePath
 }
 
+var (
+	insideOnce sync.Once
+	insidePath string
+	insideErr  error
+	insideOut  []byte
+)
+
+// InsideBinary builds the small in-sandbox binary, triage-sandbox-inside,
+// once per test process, beside Binary's, and returns its path: tests that
+// run sandboxes pass it as backends.Env.InsideExe, so the holder and the
+// local helper are the binary a release runs inside.
+func InsideBinary(t testing.TB) string {
+	t.Helper()
+	insideOnce.Do(func() {
+		insidePath, insideOut, insideErr = buildPackage(BinaryCache(), "triage-sandbox-inside", "", "./cmd/triage-sandbox-inside")
+	})
+	if insideErr != nil {
+		t.Fatalf("building triage-sandbox-inside: %v\n%s", insideErr, insideOut)
+	}
+	return insidePath
+}
+
 // BinaryCache is the directory where Binary keeps the static binary: a
 // cache the tests declare, the one file of theirs left in the temporary
 // directory. Each checkout has its own (a directory named by a digest of
@@ -87,6 +109,11 @@ func build(dir string) (path string, out []byte, err error) {
 
 // buildNamed is build for a binary name and build tags.
 func buildNamed(dir, name, tags string) (path string, out []byte, err error) {
+	return buildPackage(dir, name, tags, "./cmd/triage-sandbox")
+}
+
+// buildPackage is buildNamed for a main package.
+func buildPackage(dir, name, tags, pkg string) (path string, out []byte, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", nil, err
 	}
@@ -96,7 +123,11 @@ func buildNamed(dir, name, tags string) (path string, out []byte, err error) {
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	cmd := exec.Command("go", "build", "-tags", tags, "-o", tmp.Name(), "./cmd/triage-sandbox")
+	// Never stamped with a VCS revision, whatever GOFLAGS says: so the CLI
+	// never proves the small binary its own source (package insidebin),
+	// and a test that wants the small one inside names it in
+	// backends.Env.InsideExe (InsideBinary).
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-tags", tags, "-o", tmp.Name(), pkg)
 	cmd.Dir = repoRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package local
+package helper
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package sandbox
+package insidebin
 
 import (
 	"debug/elf"
@@ -6,9 +6,9 @@ import (
 	"runtime"
 )
 
-// isStatic reports whether the ELF binary at path needs no dynamic loader.
+// Static reports whether the ELF binary at path needs no dynamic loader.
 // Off Linux the binary never enters a Linux container, so it does not matter.
-func isStatic(path string) (bool, error) {
+func Static(path string) (bool, error) {
 	if runtime.GOOS != "linux" {
 		return true, nil
 	}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestLinksNoCLI: the binary's point is a cheap start, so it must not link
+// what makes the CLI's start dear (their package initialisation). The list
+// is of what go list says the binary is built from; the positive check
+// keeps the test from passing on an empty list.
+func TestLinksNoCLI(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	forbidden := []string{
+		"github.com/moby/moby/client",
+		"github.com/modelcontextprotocol/go-sdk",
+		"github.com/spf13/cobra",
+		"github.com/triage-sandbox/triage-sandbox/backends/docker",
+		"github.com/triage-sandbox/triage-sandbox/policy",
+		"github.com/triage-sandbox/triage-sandbox/config",
+		"github.com/triage-sandbox/triage-sandbox/gate",
+	}
+	for _, d := range deps {
+		for _, f := range forbidden {
+			if d == f || strings.HasPrefix(d, f+"/") {
+				t.Errorf("cmd/triage-sandbox-inside links %s", d)
+			}
+		}
+	}
+	for _, want := range []string{"github.com/triage-sandbox/triage-sandbox/internal/inside", "github.com/triage-sandbox/triage-sandbox/backends/local/helper"} {
+		if !slices.Contains(deps, want) {
+			t.Errorf("go list -deps does not list %s: the list is not the binary's", want)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+// Package inside dispatches the entry points that run inside a sandbox:
+// the holder, the supervisor (exec), export, unpack, the local backend's
+// helper and the selftest's probes. Both binaries call it: the CLI
+// (cmd/triage-sandbox, which adds the entries that run beside a sandbox)
+// and the small in-sandbox one (cmd/triage-sandbox-inside, which links
+// only this). Nothing here may import the Docker client, the MCP SDK or
+// cobra: their package initialisation is most of a start of the CLI, and
+// the in-sandbox side starts once per sandbox or command
+// (cmd/triage-sandbox-inside's test keeps that true).
+package inside
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/triage-sandbox/triage-sandbox/backends/local/helper"
+	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/internal/fdclean"
+	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
+)
+
+// Entries are the entry points that run inside a sandbox, each taking
+// one typed spec (package protocol) and nothing else.
+func Entries(ctx context.Context, stdio sandboxinit.Stdio) map[protocol.Entry]func(args []string) int {
+	return map[protocol.Entry]func(args []string) int{
+		protocol.EntryHold: func(args []string) int {
+			spec, err := protocol.DecodeHold(args)
+			if err != nil {
+				return Refused(err)
+			}
+			return sandboxinit.RunHold(ctx, spec, stdio)
+		},
+		protocol.EntryExec: func(args []string) int {
+			spec, err := protocol.DecodeExec(args)
+			if err != nil {
+				return Refused(err)
+			}
+			return sandboxinit.RunExec(ctx, spec, stdio)
+		},
+		protocol.EntryExport: func(args []string) int {
+			spec, err := protocol.DecodeExport(args)
+			if err != nil {
+				return Refused(err)
+			}
+			return sandboxinit.RunExport(spec, stdio.Out, stdio.Err)
+		},
+		protocol.EntryUnpack: func(args []string) int {
+			spec, err := protocol.DecodeUnpack(args)
+			if err != nil {
+				return Refused(err)
+			}
+			return sandboxinit.RunUnpack(spec, stdio.In, stdio.Err)
+		},
+		protocol.EntryLocal: func(args []string) int {
+			spec, err := protocol.DecodeLocal(args)
+			if err != nil {
+				return Refused(err)
+			}
+			return helper.RunHelper(ctx, spec, stdio)
+		},
+		protocol.EntryProbe: func(args []string) int {
+			spec, err := protocol.DecodeProbe(args)
+			if err != nil {
+				return Refused(err)
+			}
+			return runProbe(spec, stdio)
+		},
+		protocol.EntryProbeChild: func(args []string) int { return probe.Child(args, stdio.Err) },
+	}
+}
+
+// Stdio is the process's own standard streams.
+func Stdio() sandboxinit.Stdio {
+	return sandboxinit.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+}
+
+// Prepare is what every start of either binary does first: nothing of
+// the caller's crosses by inheritance, so no process started from here
+// (helper, holder, supervisor, command) gets a descriptor that was not
+// passed to it on purpose.
+func Prepare() error { return fdclean.CloseOnExecAbove(2) }
+
+// Run runs args[0] when it names one of entries; ok is false when it does
+// not (or args is empty).
+func Run(entries map[protocol.Entry]func(args []string) int, args []string) (code int, ok bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	run, ok := entries[protocol.Entry(args[0])]
+	if !ok {
+		return 0, false
+	}
+	return run(args[1:]), true
+}
+
+// runProbe runs a selftest probe's plan; its children are this binary.
+func runProbe(spec protocol.Probe, stdio sandboxinit.Stdio) int {
+	p, err := probe.DecodePlan(spec.Plan)
+	if err != nil {
+		return Refused(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return Refused(err)
+	}
+	return probe.Execute(p, self, stdio.Out, stdio.Err)
+}
+
+// Refused reports an entry's failure before it ran: one line, exit 125.
+func Refused(err error) int {
+	fmt.Fprintf(os.Stderr, "triage-sandbox: %v\n", err)
+	return exitcode.Refused
+}
