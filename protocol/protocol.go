@@ -42,6 +42,9 @@ const (
 	// EntryWatch is a container sandbox's watcher on the host: it removes
 	// the container when its owner dies.
 	EntryWatch Entry = "__watch"
+	// EntryWatchRemove is what a watcher execs once the owner is gone: it
+	// removes the container (the CLI's binary, with the Docker client).
+	EntryWatchRemove Entry = "__watch-remove"
 	// EntryProbe runs a selftest probe plan.
 	EntryProbe Entry = "__probe"
 	// EntryProbeChild is a probe's helper process (positional arguments).
@@ -50,7 +53,7 @@ const (
 
 // Entries lists every entry point, for the dispatcher and its tests.
 func Entries() []Entry {
-	return []Entry{EntryHold, EntryExec, EntryExport, EntryUnpack, EntryLocal, EntryKeeper, EntryWatch, EntryProbe, EntryProbeChild}
+	return []Entry{EntryHold, EntryExec, EntryExport, EntryUnpack, EntryLocal, EntryKeeper, EntryWatch, EntryWatchRemove, EntryProbe, EntryProbeChild}
 }
 
 // IsEntry reports whether arg names an entry point.

@@ -71,7 +71,8 @@ func TestRoundTrip(t *testing.T) {
 		roundTrip(t, EntryKeeper, Keeper{Dir: "/run/user/0/triage-sandbox/warm"}, DecodeKeeper)
 	})
 	t.Run("watch", func(t *testing.T) {
-		roundTrip(t, EntryWatch, Watch{Container: "0123abcd", Owner: 42, OwnerStart: "314099"}, DecodeWatch)
+		roundTrip(t, EntryWatch, Watch{Container: "0123abcd", Owner: 42, OwnerStart: "314099", Remover: "/usr/bin/triage-sandbox"}, DecodeWatch)
+		roundTrip(t, EntryWatchRemove, Watch{Container: "0123abcd", Owner: 42, OwnerStart: "314099", Remover: "/usr/bin/triage-sandbox"}, DecodeWatchRemove)
 	})
 	t.Run("probe", func(t *testing.T) {
 		roundTrip(t, EntryProbe, Probe{Tag: "t1", Plan: "eyJ4IjoxfQ"}, DecodeProbe)
@@ -108,7 +109,9 @@ func TestDecodeRefuses(t *testing.T) {
 		{"keeper relative", decodeErr(DecodeKeeper), []string{`{"dir":"warm"}`}, "absolute"},
 		{"probe without plan", decodeErr(DecodeProbe), []string{`{"tag":"x"}`}, "required"},
 		{"watch without owner", decodeErr(DecodeWatch), []string{`{"container":"abc"}`}, "required"},
-		{"watch a path", decodeErr(DecodeWatch), []string{`{"container":"../x","owner":1,"owner_start":"1"}`}, "container id"},
+		{"watch a path", decodeErr(DecodeWatch), []string{`{"container":"../x","owner":1,"owner_start":"1","remover":"/b"}`}, "container id"},
+		{"watch without a remover", decodeErr(DecodeWatch), []string{`{"container":"abc","owner":1,"owner_start":"1"}`}, "absolute path"},
+		{"watch a relative remover", decodeErr(DecodeWatch), []string{`{"container":"abc","owner":1,"owner_start":"1","remover":"bin/triage-sandbox"}`}, "absolute path"},
 		{"not json", decodeErr(DecodeExec), []string{`--lifeline`}, "bad spec"},
 		{"run as root", decodeErr(DecodeHold), []string{`{"run_as":{"uid":0,"gid":0}}`}, "above 0"},
 		{"run as a negative gid", decodeErr(DecodeExec), []string{`{"argv":["x"],"run_as":{"uid":1,"gid":-1}}`}, "above 0"},

@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/stage"
@@ -331,11 +332,14 @@ func EditHold(argv []string, edit func(*Hold)) ([]string, error) {
 // Watch is a container watcher's spec: the container, and its owner (a
 // pid and that process's start time, so pid reuse cannot pass for it).
 // Its stdin is the owner's lifeline: at EOF, if the owner is gone, the
-// watcher removes the container.
+// watcher execs Remover (an absolute path: the CLI's binary, which links
+// the Docker client the watcher does not) as EntryWatchRemove with the
+// same spec, and that removes the container.
 type Watch struct {
 	Container  string `json:"container"`
 	Owner      int    `json:"owner"`
 	OwnerStart string `json:"owner_start"`
+	Remover    string `json:"remover"`
 }
 
 func (w *Watch) validate() error {
@@ -345,6 +349,9 @@ func (w *Watch) validate() error {
 	if w.Owner <= 0 || w.OwnerStart == "" {
 		return fmt.Errorf("owner %d (start %q): both are required", w.Owner, w.OwnerStart)
 	}
+	if !filepath.IsAbs(w.Remover) || strings.ContainsRune(w.Remover, 0) {
+		return fmt.Errorf("remover %q: want the absolute path of the triage-sandbox binary", w.Remover)
+	}
 	return nil
 }
 
@@ -352,5 +359,13 @@ func (w *Watch) validate() error {
 func DecodeWatch(args []string) (Watch, error) {
 	var w Watch
 	err := decode(EntryWatch, args, &w)
+	return w, err
+}
+
+// DecodeWatchRemove reads a watcher's remover's spec (a Watch) from its
+// arguments.
+func DecodeWatchRemove(args []string) (Watch, error) {
+	var w Watch
+	err := decode(EntryWatchRemove, args, &w)
 	return w, err
 }

@@ -27,7 +27,7 @@ type watcherLine struct{ w io.WriteCloser }
 // that exits right after its close would otherwise look dead to it, and
 // it would ask the daemon to remove what is no longer there.
 func (l watcherLine) removed() error {
-	_, _ = l.w.Write([]byte{removedWord})
+	_, _ = l.w.Write([]byte{ownership.RemovedWord})
 	return l.w.Close()
 }
 
@@ -35,16 +35,18 @@ func (l watcherLine) removed() error {
 // owner is gone by then.
 func (l watcherLine) Close() error { return l.w.Close() }
 
-// removedWord is what an owner writes on the lifeline once it removed the
-// container itself.
-const removedWord = 'r'
-
 // startWatcher starts the watcher of container id; what it returns ends
 // the watcher.
 func (b *Backend) startWatcher(id string) (watcherLine, error) {
 	pid := os.Getpid()
-	argv, err := protocol.Argv(b.selfExe, protocol.EntryWatch,
-		protocol.Watch{Container: id, Owner: pid, OwnerStart: ownership.ProcessStart(pid)})
+	// The small binary waits; the CLI's, with the Docker client, is
+	// started only to remove.
+	exe := b.insideExe
+	if exe == "" {
+		exe = b.selfExe
+	}
+	argv, err := protocol.Argv(exe, protocol.EntryWatch,
+		protocol.Watch{Container: id, Owner: pid, OwnerStart: ownership.ProcessStart(pid), Remover: b.selfExe})
 	if err != nil {
 		return watcherLine{}, err
 	}
@@ -64,20 +66,10 @@ func (b *Backend) startWatcher(id string) (watcherLine, error) {
 	return watcherLine{lifeline}, nil
 }
 
-// Watch is the watcher's entry point: it waits for its lifeline to close;
-// then, unless the owner said it removed the container or is alive (it
-// closed the lifeline itself, after removing the container), it removes
-// the container.
-func Watch(ctx context.Context, spec protocol.Watch, lifeline io.Reader, errOut io.Writer) int {
-	var word [1]byte
-	n, _ := io.ReadFull(lifeline, word[:])
-	_, _ = io.Copy(io.Discard, lifeline)
-	if n == 1 && word[0] == removedWord {
-		return 0
-	}
-	if ownership.OwnerAlive(spec.Owner, spec.OwnerStart) {
-		return 0
-	}
+// RemoveOrphan is the watcher's remover, which the watcher (package
+// inside, in the small binary) execs once the owner died without saying
+// it removed the container: it removes the container.
+func RemoveOrphan(ctx context.Context, spec protocol.Watch, errOut io.Writer) int {
 	cli, err := client.New(client.FromEnv)
 	if err == nil {
 		_, err = cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})

@@ -20,7 +20,9 @@ import (
 // container whose owner died, whatever runs inside (here a plain sleep
 // that no lifeline reaches); with the owner alive it leaves it alone (the
 // control: the owner removes its own containers), and it leaves it alone
-// too when the owner said it removed it before it exited.
+// too when the owner said it removed it before it exited. The watcher is
+// the small inside binary (which waits, then execs the CLI's to remove) or,
+// when that one cannot be used, the CLI's own.
 func TestWatcherRemovesTheContainerOfADeadOwner(t *testing.T) {
 	testenv.RequireDocker(t)
 	cli, err := client.New(client.FromEnv)
@@ -31,15 +33,18 @@ func TestWatcherRemovesTheContainerOfADeadOwner(t *testing.T) {
 	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		t.Fatal(err)
 	}
+	cliBin, insideBin := testenv.Binary(t), testenv.InsideBinary(t)
 	for _, tc := range []struct {
+		watcher                          string
 		ownerDies, saysRemoved, wantGone bool
 	}{
-		{ownerDies: false, wantGone: false},
-		{ownerDies: true, wantGone: true},
+		{watcher: insideBin, ownerDies: false, wantGone: false},
+		{watcher: insideBin, ownerDies: true, wantGone: true},
 		// An owner that said it removed the container and then exited:
 		// the watcher leaves the daemon alone (here the container is still
 		// there, so a remove would show).
-		{ownerDies: true, saysRemoved: true, wantGone: false},
+		{watcher: insideBin, ownerDies: true, saysRemoved: true, wantGone: false},
+		{watcher: cliBin, ownerDies: true, wantGone: true},
 	} {
 		ownerDies := tc.ownerDies
 		created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
@@ -59,8 +64,8 @@ func TestWatcherRemovesTheContainerOfADeadOwner(t *testing.T) {
 		if err := owner.Start(); err != nil {
 			t.Fatal(err)
 		}
-		argv := protocol.MustArgv(testenv.Binary(t), protocol.EntryWatch, protocol.Watch{Container: id,
-			Owner: owner.Process.Pid, OwnerStart: ownership.ProcessStart(owner.Process.Pid)})
+		argv := protocol.MustArgv(tc.watcher, protocol.EntryWatch, protocol.Watch{Container: id,
+			Owner: owner.Process.Pid, OwnerStart: ownership.ProcessStart(owner.Process.Pid), Remover: cliBin})
 		watcher := exec.Command(argv[0], argv[1:]...)
 		lifeline, err := watcher.StdinPipe()
 		if err != nil {

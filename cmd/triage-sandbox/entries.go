@@ -19,19 +19,19 @@ import (
 
 // sandboxEntries are the entry points the binary runs inside a sandbox
 // (package inside: the small in-sandbox binary runs the same ones), and
-// those it runs beside one: the docker backend's watcher and the keeper
+// those it runs beside one: the docker backend's watcher's remover and the keeper
 // that holds sandboxes for sessions and pools. They are dispatched before
 // any CLI is built: each takes one typed spec (package protocol) and
 // nothing else.
 func sandboxEntries() map[protocol.Entry]func(args []string) int {
 	ctx := context.Background()
 	entries := inside.Entries(ctx, inside.Stdio())
-	entries[protocol.EntryWatch] = func(args []string) int {
-		spec, err := protocol.DecodeWatch(args)
+	entries[protocol.EntryWatchRemove] = func(args []string) int {
+		spec, err := protocol.DecodeWatchRemove(args)
 		if err != nil {
 			return inside.Refused(err)
 		}
-		return docker.Watch(ctx, spec, os.Stdin, os.Stderr)
+		return docker.RemoveOrphan(ctx, spec, os.Stderr)
 	}
 	entries[protocol.EntryKeeper] = func(args []string) int {
 		spec, err := protocol.DecodeKeeper(args)

@@ -1,6 +1,7 @@
 // Package inside dispatches the entry points that run inside a sandbox:
 // the holder, the supervisor (exec), export, unpack, the local backend's
-// helper and the selftest's probes. Both binaries call it: the CLI
+// helper and the selftest's probes; and the one that waits beside a
+// container on the host, the docker backend's watcher. Both binaries call it: the CLI
 // (cmd/triage-sandbox, which adds the entries that run beside a sandbox)
 // and the small in-sandbox one (cmd/triage-sandbox-inside, which links
 // only this). Nothing here may import the Docker client, the MCP SDK or
@@ -13,8 +14,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/local/helper"
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/internal/fdclean"
 	"github.com/triage-sandbox/triage-sandbox/probe"
@@ -69,7 +72,32 @@ func Entries(ctx context.Context, stdio sandboxinit.Stdio) map[protocol.Entry]fu
 			return runProbe(spec, stdio)
 		},
 		protocol.EntryProbeChild: func(args []string) int { return probe.Child(args, stdio.Err) },
+		protocol.EntryWatch: func(args []string) int {
+			spec, err := protocol.DecodeWatch(args)
+			if err != nil {
+				return Refused(err)
+			}
+			return watch(spec, stdio)
+		},
 	}
+}
+
+// watch is a container's watcher on the host, started beside each
+// container by the docker backend: it waits for the owner's lifeline in
+// this small binary (a start of the CLI's, which links the Docker client,
+// would compete with the container's start for the CPU) and execs the
+// CLI's binary to remove the container only when the owner died without
+// removing it.
+func watch(spec protocol.Watch, stdio sandboxinit.Stdio) int {
+	if !ownership.OwnerGone(stdio.In, spec.Owner, spec.OwnerStart) {
+		return 0
+	}
+	argv, err := protocol.Argv(spec.Remover, protocol.EntryWatchRemove, spec)
+	if err == nil {
+		err = syscall.Exec(argv[0], argv, os.Environ())
+	}
+	fmt.Fprintf(stdio.Err, "triage-sandbox: removing container %.12s after its owner died: %v (run `triage-sandbox gc`)\n", spec.Container, err)
+	return 1
 }
 
 // Stdio is the process's own standard streams.
