@@ -78,8 +78,8 @@ type sandbox struct {
 
 // start creates, attaches to and starts the holder. ctx is not cancelled
 // by Ctrl-C (the caller strips that), so set-up is never cut half-way.
-// confirm runs between the create and the start: an error removes the
-// container unstarted and is returned as it is.
+// confirm runs between the create and the start, beside the attach: an
+// error removes the container unstarted and is returned as it is.
 func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, opts backends.StartOptions, ov *overlay.Set, confirm func(id string) error) (backends.Sandbox, error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
@@ -108,6 +108,10 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		return nil, err
 	}
 	s.watcher = &line
+	// Which runtime the container got is asked beside the attach: each is
+	// a round trip of its own, and both come before the start.
+	confirmed := make(chan error, 1)
+	go func() { confirmed <- confirm(s.id) }()
 	fail := func(stage string, err error) (backends.Sandbox, error) {
 		err = b.stageErr(ctx, stage, err)
 		_ = s.Close(ctx)
@@ -118,6 +122,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		Stream: true, Stdin: true, Stdout: true, Stderr: true,
 	})
 	if err != nil {
+		<-confirmed // it writes this start's answers, which the caller reads
 		return fail("attaching to the sandbox", err)
 	}
 	s.att = att.HijackedResponse
@@ -130,7 +135,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 	wait := b.cli.ContainerWait(watchCtx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	s.watchOOM(watchCtx)
 	endConfirm := phase.Begin(ctx, "start.confirm")
-	if err := confirm(s.id); err != nil {
+	if err := <-confirmed; err != nil {
 		if ln != nil {
 			_ = ln.Close()
 			close(s.ctlReady)
