@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -26,6 +25,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
@@ -206,59 +206,32 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if ttl <= 0 {
 		ttl = backends.TTL(p, p.Timeout())
 	}
-	spec, err := Bundle(p, b.selfExe, ttl)
-	if err != nil {
-		return nil, err
+	// The image's root is leased (a round trip to the daemon and a lock)
+	// while the rest of the bundle is made.
+	lease := b.leaseRoot(ctx, p.Base.Image)
+	spec, dir, ovWarning, err := b.prepareBundle(ctx, p, rt, ttl)
+	root, release, lerr := lease()
+	if err == nil && lerr != nil {
+		err = fmt.Errorf("the image's root filesystem: %w", lerr)
 	}
-	root, release, err := b.roots.Root(ctx, p.Base.Image)
-	if err != nil {
-		return nil, fmt.Errorf("the image's root filesystem: %w", err)
-	}
-	spec.Root.Path = root
-	// Runtimes refuse a newer spec version than they know (crun 1.8: "unknown
-	// version specified"); the bundle uses nothing newer than 1.0.
-	if v := b.runtimeSpecVersion(ctx, rt); v != "" {
-		spec.Version = v
-	}
-	traits := runtimes.Of(rt)
-	if traits.PassesFDs {
-		// The holder serves commands on the channel the runtime passes as fd 3.
-		args, err := protocol.EditHold(spec.Process.Args, func(h *protocol.Hold) { h.ControlFD = 3 })
-		if err != nil {
-			release()
-			return nil, err
+	if err == nil {
+		spec.Root.Path = root
+		endWrite := phase.Begin(ctx, "start.bundle-write")
+		if err = writeJSON(filepath.Join(dir, "config.json"), spec); err != nil {
+			err = fmt.Errorf("writing the bundle: %w", err)
 		}
-		spec.Process.Args = args
-	}
-	id := newID()
-	dir, err := b.newBundleDir(id)
-	if err != nil {
-		release()
-		return nil, err
-	}
-	if err := adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p); err != nil {
-		release()
-		_ = removeBundle(dir)
-		return nil, err
-	}
-	ov, ovWarning := overlay.For(filepath.Join(dir, overlayDir), p)
-	bindOverlays(spec, ov)
-	if err := joinOwnLoopback(spec, traits, dir); err != nil {
-		release()
-		_ = removeBundle(dir)
-		return nil, err
-	}
-	rec := owner{PID: os.Getpid(), Start: ownership.ProcessStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(),
-		Runtime: rt, Role: string(p.Role), Policy: p.ShortHash()}
-	if err := writeJSON(filepath.Join(dir, "owner.json"), rec); err == nil {
-		err = writeJSON(filepath.Join(dir, "config.json"), spec)
+		endWrite()
 	}
 	if err != nil {
-		release()
-		_ = removeBundle(dir)
-		return nil, fmt.Errorf("writing the bundle: %w", err)
+		if release != nil {
+			release()
+		}
+		if dir != "" {
+			_ = removeBundle(dir)
+		}
+		return nil, err
 	}
-	s := &sandbox{b: b, p: p, id: id, dir: dir, runtime: rt, traits: traits, release: release, Holder: holderexec.NewHolder()}
+	s := &sandbox{b: b, p: p, id: filepath.Base(dir), dir: dir, runtime: rt, traits: runtimes.Of(rt), release: release, Holder: holderexec.NewHolder()}
 	if ovWarning != "" {
 		s.Warn(ovWarning)
 	}
@@ -267,6 +240,79 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, err
 	}
 	return s, nil
+}
+
+// leaseRoot starts leasing image's root and returns the wait for it.
+func (b *Backend) leaseRoot(ctx context.Context, image string) func() (string, func(), error) {
+	type leased struct {
+		root    string
+		release func()
+		err     error
+	}
+	done := make(chan leased, 1)
+	go func() {
+		defer phase.Begin(ctx, "start.rootfs")()
+		root, release, err := b.roots.Root(ctx, image)
+		done <- leased{root, release, err}
+	}()
+	return func() (string, func(), error) {
+		l := <-done
+		return l.root, l.release, l.err
+	}
+}
+
+// prepareBundle makes the bundle directory with its ownership record,
+// overlays and network namespace, and the spec its config.json is to hold
+// (without the root's path). A dir it returns, with or without an error,
+// is the caller's to remove.
+func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration) (*specs.Spec, string, string, error) {
+	endSpec := phase.Begin(ctx, "start.spec")
+	spec, err := Bundle(p, b.selfExe, ttl)
+	endSpec()
+	if err != nil {
+		return nil, "", "", err
+	}
+	// Runtimes refuse a newer spec version than they know (crun 1.8: "unknown
+	// version specified"); the bundle uses nothing newer than 1.0.
+	endVersion := phase.Begin(ctx, "start.spec-version")
+	if v := b.runtimeSpecVersion(ctx, rt); v != "" {
+		spec.Version = v
+	}
+	endVersion()
+	traits := runtimes.Of(rt)
+	if traits.PassesFDs {
+		// The holder serves commands on the channel the runtime passes as fd 3.
+		args, err := protocol.EditHold(spec.Process.Args, func(h *protocol.Hold) { h.ControlFD = 3 })
+		if err != nil {
+			return nil, "", "", err
+		}
+		spec.Process.Args = args
+	}
+	if err := adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p); err != nil {
+		return nil, "", "", err
+	}
+	endDir := phase.Begin(ctx, "start.bundle-dir")
+	dir, err := b.newBundleDir(newID())
+	if err == nil {
+		// The record first: a sweep judges the bundle by it alone.
+		rec := owner{PID: os.Getpid(), Start: ownership.ProcessStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(),
+			Runtime: rt, Role: string(p.Role), Policy: p.ShortHash()}
+		if err = writeJSON(filepath.Join(dir, "owner.json"), rec); err != nil {
+			err = fmt.Errorf("writing the bundle: %w", err)
+		}
+	}
+	endDir()
+	if err != nil {
+		return nil, dir, "", err
+	}
+	endOverlay := phase.Begin(ctx, "start.overlays")
+	ov, ovWarning := overlay.For(filepath.Join(dir, overlayDir), p)
+	endOverlay()
+	bindOverlays(spec, ov)
+	endNetns := phase.Begin(ctx, "start.netns")
+	err = joinOwnLoopback(spec, traits, dir)
+	endNetns()
+	return spec, dir, ovWarning, err
 }
 
 // adaptToRuntime changes what a runtime enforces differently (proc may be
@@ -351,13 +397,13 @@ func newID() string {
 }
 
 func writeJSON(path string, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+	// Compact: only runtimes and sweeps read it, and a spec's indentation
+	// costs a millisecond on every start.
+	b, err := json.Marshal(v)
+	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, buf.Bytes(), 0o600)
+	return os.WriteFile(path, b, 0o600)
 }
 
 // Sweep implements backends.Backend: bundles whose owner is gone or whose

@@ -21,6 +21,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/oomwatch"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/stage"
@@ -111,21 +112,27 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 	// Its own process group: a Ctrl-C at the terminal reaches triage-sandbox,
 	// which closes the sandbox; the runtime is not killed under it.
 	s.run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.run.Start(); err != nil {
+	endSpawn := phase.Begin(ctx, "start.runtime-spawn")
+	err = s.run.Start()
+	endSpawn()
+	if err != nil {
 		return fmt.Errorf("starting %s: %w", filepath.Base(s.runtime), err)
 	}
 	go func() {
 		_ = s.run.Wait()
 		close(s.Gone)
 	}()
+	endReady := phase.Begin(ctx, "start.holder-ready")
 	if s.staging.Defer(s.p, opts) {
 		err = s.awaitHolder(ctx, holderexec.AwaitHolderAwaiting)
 	} else {
 		err = s.stageIn(ctx)
 	}
+	endReady()
 	if err != nil {
 		return err
 	}
+	defer phase.Begin(ctx, "start.oom-watch")()
 	s.watchOOM()
 	return nil
 }
@@ -281,6 +288,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 		// foreground `runtime run` then deletes the container itself: the
 		// usual close costs no runtime exec. Only a holder that does not go
 		// is killed from outside.
+		endExit := phase.Begin(ctx, "close.runtime-exit")
 		if !s.awaitExit(closeGrace) {
 			s.kill()
 		}
@@ -292,6 +300,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 				<-s.Gone
 			}
 		}
+		endExit()
 		if s.ctl != nil {
 			_ = s.ctl.Close()
 		}
@@ -300,16 +309,20 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		var errs []error
 		if s.stateLeft() {
+			endDelete := phase.Begin(ctx, "close.delete")
 			if out, err := s.rt("delete", "--force", s.id).CombinedOutput(); err != nil && !strings.Contains(string(out), "not exist") {
 				errs = append(errs, fmt.Errorf("deleting container %s: %v: %s", s.id, err, strings.TrimSpace(string(out))))
 			}
+			endDelete()
 		}
+		endRemove := phase.Begin(ctx, "close.bundle")
 		if err := removeBundle(s.dir); err != nil {
 			errs = append(errs, err)
 		}
 		if s.release != nil {
 			s.release()
 		}
+		endRemove()
 		if err := errors.Join(errs...); err != nil {
 			s.closeErr = fmt.Errorf("%w (run `triage-sandbox gc`)", err)
 			s.Warn(s.closeErr.Error())
