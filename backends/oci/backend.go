@@ -57,6 +57,15 @@ type RootProvider interface {
 	Check(ctx context.Context, image string) error
 }
 
+// IDRoots is a RootProvider that names the image ID of the root it leased
+// and leases a cached root by ID alone, without the daemon: a start then
+// begins on the root the image had last time while the daemon is asked
+// which it has now (see Backend.Start).
+type IDRoots interface {
+	RootWithID(ctx context.Context, image string) (path, id string, release func(), err error)
+	RootOfID(ctx context.Context, id string) (path string, release func(), err error)
+}
+
 // Backend runs the rendered bundle with an OCI runtime, no daemon.
 type Backend struct {
 	selfExe string
@@ -191,6 +200,14 @@ func (b *Backend) newBundleDir(id string) (string, error) {
 }
 
 // Start implements backends.Backend.
+//
+// The image's root is asked of the daemon on every start, but that answer
+// is not waited for first: the start begins on the root the image had at
+// the last start (remembered in the state directory, leased from the
+// cache without the daemon) and the answer is checked before Start
+// returns, so no command ever runs on a root the image no longer names. A
+// root the image moved away from costs a second start; a daemon that does
+// not answer fails the start as before.
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
 	if err := b.Available(ctx); err != nil {
 		return nil, err
@@ -206,16 +223,67 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if ttl <= 0 {
 		ttl = backends.TTL(p, p.Timeout())
 	}
-	// The image's root is leased (a round trip to the daemon and a lock)
-	// while the rest of the bundle is made.
-	lease := b.leaseRoot(ctx, p.Base.Image)
+	image := p.Base.Image
+	lease, guess := b.leaseRoot(ctx, image), b.rememberedRoot(ctx, image)
+	var guessed *leasedRoot
+	s, err := b.startOn(ctx, p, rt, ttl, opts, func() (leasedRoot, error) {
+		if g, ok := guess(); ok {
+			guessed = &g
+			return g, nil
+		}
+		return lease()
+	})
+	if guessed == nil {
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	endConfirm := phase.Begin(ctx, "start.rootfs-confirm")
+	actual, lerr := lease()
+	endConfirm()
+	switch {
+	case lerr != nil:
+		if s != nil {
+			_ = s.Close(context.WithoutCancel(ctx))
+		}
+		return nil, lerr
+	case actual.id == guessed.id:
+		actual.release()
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	default:
+		// The image names another root now: start again on it.
+		if s != nil {
+			_ = s.Close(context.WithoutCancel(ctx))
+		}
+		s, err := b.startOn(ctx, p, rt, ttl, opts, func() (leasedRoot, error) { return actual, nil })
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// leasedRoot is an image's root, leased until release.
+type leasedRoot struct {
+	path, id string
+	release  func()
+}
+
+// startOn makes the bundle and starts it on the root root gives (asked
+// for once the rest of the bundle is made). The root's lease is the
+// sandbox's from then on, or released on an error.
+func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration, opts backends.StartOptions, root func() (leasedRoot, error)) (*sandbox, error) {
 	spec, dir, ovWarning, err := b.prepareBundle(ctx, p, rt, ttl)
-	root, release, lerr := lease()
+	r, lerr := root()
 	if err == nil && lerr != nil {
-		err = fmt.Errorf("the image's root filesystem: %w", lerr)
+		err = lerr
 	}
 	if err == nil {
-		spec.Root.Path = root
+		spec.Root.Path = r.path
 		endWrite := phase.Begin(ctx, "start.bundle-write")
 		if err = writeJSON(filepath.Join(dir, "config.json"), spec); err != nil {
 			err = fmt.Errorf("writing the bundle: %w", err)
@@ -223,15 +291,15 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		endWrite()
 	}
 	if err != nil {
-		if release != nil {
-			release()
+		if r.release != nil {
+			r.release()
 		}
 		if dir != "" {
 			_ = removeBundle(dir)
 		}
 		return nil, err
 	}
-	s := &sandbox{b: b, p: p, id: filepath.Base(dir), dir: dir, runtime: rt, traits: runtimes.Of(rt), release: release, Holder: holderexec.NewHolder()}
+	s := &sandbox{b: b, p: p, id: filepath.Base(dir), dir: dir, runtime: rt, traits: runtimes.Of(rt), release: r.release, Holder: holderexec.NewHolder()}
 	if ovWarning != "" {
 		s.Warn(ovWarning)
 	}
@@ -242,23 +310,96 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	return s, nil
 }
 
-// leaseRoot starts leasing image's root and returns the wait for it.
-func (b *Backend) leaseRoot(ctx context.Context, image string) func() (string, func(), error) {
+// leaseRoot starts leasing image's root (asking the daemon which it is)
+// and returns the wait for it. With IDRoots, the ID it finds is
+// remembered for the next start (rememberedRoot).
+func (b *Backend) leaseRoot(ctx context.Context, image string) func() (leasedRoot, error) {
 	type leased struct {
-		root    string
-		release func()
-		err     error
+		r   leasedRoot
+		err error
 	}
 	done := make(chan leased, 1)
 	go func() {
 		defer phase.Begin(ctx, "start.rootfs")()
-		root, release, err := b.roots.Root(ctx, image)
-		done <- leased{root, release, err}
+		var l leased
+		if ir, ok := b.roots.(IDRoots); ok {
+			l.r.path, l.r.id, l.r.release, l.err = ir.RootWithID(ctx, image)
+			if l.err == nil {
+				b.rememberRoot(image, l.r.id)
+			}
+		} else {
+			l.r.path, l.r.release, l.err = b.roots.Root(ctx, image)
+		}
+		if l.err != nil {
+			l.err = fmt.Errorf("the image's root filesystem: %w", l.err)
+		}
+		done <- l
 	}()
-	return func() (string, func(), error) {
+	return func() (leasedRoot, error) {
 		l := <-done
-		return l.root, l.release, l.err
+		return l.r, l.err
 	}
+}
+
+// rootIDFile is where image's root ID is remembered: in a directory of
+// the caller's alone, or nowhere.
+func (b *Backend) rootIDFile(image string) (string, bool) {
+	dir := filepath.Join(b.stateDir, "image-id")
+	if hostfs.PrivateDir(dir) != nil {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(image))
+	return filepath.Join(dir, hex.EncodeToString(sum[:8])), true
+}
+
+// rememberedRoot starts leasing the cached root image had at the last
+// start, without the daemon, and returns the wait for it: false when there
+// is none.
+func (b *Backend) rememberedRoot(ctx context.Context, image string) func() (leasedRoot, bool) {
+	ir, ok := b.roots.(IDRoots)
+	if !ok {
+		return func() (leasedRoot, bool) { return leasedRoot{}, false }
+	}
+	done := make(chan *leasedRoot, 1)
+	go func() {
+		defer phase.Begin(ctx, "start.rootfs-remembered")()
+		path, ok := b.rootIDFile(image)
+		if !ok {
+			done <- nil
+			return
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			done <- nil
+			return
+		}
+		id := strings.TrimSpace(string(raw))
+		root, release, err := ir.RootOfID(ctx, id)
+		if err != nil {
+			done <- nil
+			return
+		}
+		done <- &leasedRoot{path: root, id: id, release: release}
+	}()
+	return func() (leasedRoot, bool) {
+		if r := <-done; r != nil {
+			return *r, true
+		}
+		return leasedRoot{}, false
+	}
+}
+
+// rememberRoot keeps id as image's root ID, for the next start; a write
+// only when it changed.
+func (b *Backend) rememberRoot(image, id string) {
+	path, ok := b.rootIDFile(image)
+	if !ok {
+		return
+	}
+	if raw, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(raw)) == id {
+		return
+	}
+	_ = hostfs.WriteFileReplace(path, []byte(id+"\n"))
 }
 
 // prepareBundle makes the bundle directory with its ownership record,

@@ -3,11 +3,11 @@ package oci_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,7 +162,10 @@ func TestKillNineLeavesNothing(t *testing.T) {
 	entries, _ := os.ReadDir("/run/triage-sandbox/oci/bundles")
 	for _, e := range entries {
 		raw, _ := os.ReadFile(filepath.Join("/run/triage-sandbox/oci/bundles", e.Name(), "owner.json"))
-		if strings.Contains(string(raw), `"pid": `+strconv.Itoa(pid)+",") {
+		var rec struct {
+			PID int `json:"pid"`
+		}
+		if json.Unmarshal(raw, &rec) == nil && rec.PID == pid {
 			t.Errorf("bundle %s of the killed run survived the sweep", e.Name())
 		}
 	}
