@@ -404,34 +404,20 @@ func (b *Backend) rememberRoot(image, id string) {
 
 // prepareBundle makes the bundle directory with its ownership record,
 // overlays and network namespace, and the spec its config.json is to hold
-// (without the root's path). A dir it returns, with or without an error,
-// is the caller's to remove.
+// (without the root's path); the spec is rendered beside the directory's
+// making. A dir it returns, with or without an error, is the caller's to
+// remove.
 func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration) (*specs.Spec, string, string, error) {
-	endSpec := phase.Begin(ctx, "start.spec")
-	spec, err := Bundle(p, b.selfExe, ttl)
-	endSpec()
-	if err != nil {
-		return nil, "", "", err
-	}
-	// Runtimes refuse a newer spec version than they know (crun 1.8: "unknown
-	// version specified"); the bundle uses nothing newer than 1.0.
-	endVersion := phase.Begin(ctx, "start.spec-version")
-	if v := b.runtimeSpecVersion(ctx, rt); v != "" {
-		spec.Version = v
-	}
-	endVersion()
 	traits := runtimes.Of(rt)
-	if traits.PassesFDs {
-		// The holder serves commands on the channel the runtime passes as fd 3.
-		args, err := protocol.EditHold(spec.Process.Args, func(h *protocol.Hold) { h.ControlFD = 3 })
-		if err != nil {
-			return nil, "", "", err
-		}
-		spec.Process.Args = args
+	type rendered struct {
+		spec *specs.Spec
+		err  error
 	}
-	if err := adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p); err != nil {
-		return nil, "", "", err
-	}
+	specc := make(chan rendered, 1)
+	go func() {
+		spec, err := b.renderSpec(ctx, p, rt, traits, ttl)
+		specc <- rendered{spec, err}
+	}()
 	endDir := phase.Begin(ctx, "start.bundle-dir")
 	dir, err := b.newBundleDir(newID())
 	if err == nil {
@@ -443,17 +429,53 @@ func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string
 		}
 	}
 	endDir()
+	var ov *overlay.Set
+	var ovWarning, netns string
+	if err == nil {
+		endOverlay := phase.Begin(ctx, "start.overlays")
+		ov, ovWarning = overlay.For(filepath.Join(dir, overlayDir), p)
+		endOverlay()
+		endNetns := phase.Begin(ctx, "start.netns")
+		netns, err = ownLoopback(traits, dir)
+		endNetns()
+	}
+	r := <-specc
+	if err == nil {
+		err = r.err
+	}
 	if err != nil {
 		return nil, dir, "", err
 	}
-	endOverlay := phase.Begin(ctx, "start.overlays")
-	ov, ovWarning := overlay.For(filepath.Join(dir, overlayDir), p)
-	endOverlay()
-	bindOverlays(spec, ov)
-	endNetns := phase.Begin(ctx, "start.netns")
-	err = joinOwnLoopback(spec, traits, dir)
-	endNetns()
-	return spec, dir, ovWarning, err
+	bindOverlays(r.spec, ov)
+	joinNetns(r.spec, netns)
+	return r.spec, dir, ovWarning, nil
+}
+
+// renderSpec is the bundle's spec for p as runtime rt runs it.
+func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, traits runtimes.Traits, ttl time.Duration) (*specs.Spec, error) {
+	endSpec := phase.Begin(ctx, "start.spec")
+	defer endSpec()
+	spec, err := Bundle(p, b.selfExe, ttl)
+	if err != nil {
+		return nil, err
+	}
+	// Runtimes refuse a newer spec version than they know (crun 1.8: "unknown
+	// version specified"); the bundle uses nothing newer than 1.0.
+	if v := b.runtimeSpecVersion(ctx, rt); v != "" {
+		spec.Version = v
+	}
+	if traits.PassesFDs {
+		// The holder serves commands on the channel the runtime passes as fd 3.
+		args, err := protocol.EditHold(spec.Process.Args, func(h *protocol.Hold) { h.ControlFD = 3 })
+		if err != nil {
+			return nil, err
+		}
+		spec.Process.Args = args
+	}
+	if err := adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p); err != nil {
+		return nil, err
+	}
+	return spec, nil
 }
 
 // adaptToRuntime changes what a runtime enforces differently (proc may be
@@ -485,24 +507,32 @@ func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt runtimes.
 // netnsFile is where a bundle's network namespace is kept (bound).
 const netnsFile = "netns"
 
-// joinOwnLoopback gives the container a network namespace made beforehand
-// with lo up (runc leaves a new one's lo down, and the sandbox cannot raise
-// it). A runtime with its own network stack (gVisor's, with
-// --network=none) needs nothing.
-func joinOwnLoopback(spec *specs.Spec, rt runtimes.Traits, dir string) error {
+// ownLoopback makes the container's network namespace beforehand, in the
+// bundle, with lo up (runc leaves a new one's lo down, and the sandbox
+// cannot raise it), and returns its path. A runtime with its own network
+// stack (gVisor's, with --network=none) needs none: "".
+func ownLoopback(rt runtimes.Traits, dir string) (string, error) {
 	if rt.OwnNetworkStack {
-		return nil
+		return "", nil
 	}
 	path := filepath.Join(dir, netnsFile)
 	if err := netup.Create(path); err != nil {
-		return fmt.Errorf("the sandbox's network namespace: %w", err)
+		return "", fmt.Errorf("the sandbox's network namespace: %w", err)
+	}
+	return path, nil
+}
+
+// joinNetns has the container join the network namespace at path ("":
+// a new one, the runtime's).
+func joinNetns(spec *specs.Spec, path string) {
+	if path == "" {
+		return
 	}
 	for i, ns := range spec.Linux.Namespaces {
 		if ns.Type == specs.NetworkNamespace {
 			spec.Linux.Namespaces[i].Path = path
 		}
 	}
-	return nil
 }
 
 // overlayDir is where a bundle's overlays are (package overlay).
