@@ -133,7 +133,7 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 		return err
 	}
 	defer phase.Begin(ctx, "start.oom-watch")()
-	s.watchOOM()
+	s.watchOOM(ctx)
 	return nil
 }
 
@@ -169,12 +169,35 @@ func (s *sandbox) awaitHolder(ctx context.Context, await func(context.Context, *
 	}
 }
 
+// pidFileWait bounds the wait for the runtime's pid file.
+const pidFileWait = 5 * time.Second
+
 // watchOOM starts counting OOM kills in the container's memory cgroup.
 // Without it a run still ends right; it only cannot say why a SIGKILL came.
-func (s *sandbox) watchOOM() {
-	b, err := os.ReadFile(filepath.Join(s.dir, "pid"))
-	if err != nil {
-		return
+// runc writes the pid file once the holder's exec is under way, so it may
+// come just after the holder said it is ready: it is waited for (while the
+// runtime runs, within pidFileWait).
+func (s *sandbox) watchOOM(ctx context.Context) {
+	path := filepath.Join(s.dir, "pid")
+	deadline := time.NewTimer(pidFileWait)
+	defer deadline.Stop()
+	var b []byte
+	for {
+		var err error
+		if b, err = os.ReadFile(path); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		select {
+		case <-s.Gone:
+			return
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		case <-time.After(time.Millisecond):
+		}
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 0 {
