@@ -224,7 +224,9 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		ttl = backends.TTL(p, p.Timeout())
 	}
 	image := p.Base.Image
-	lease, guess := b.leaseRoot(ctx, image), b.rememberedRoot(ctx, image)
+	// The remembered ID is read before the daemon's answer can replace it.
+	guess := b.rememberedRoot(ctx, image)
+	lease := b.leaseRoot(ctx, image)
 	var guessed *leasedRoot
 	s, err := b.startOn(ctx, p, rt, ttl, opts, func() (leasedRoot, error) {
 		if g, ok := guess(); ok {
@@ -352,28 +354,27 @@ func (b *Backend) rootIDFile(image string) (string, bool) {
 	return filepath.Join(dir, hex.EncodeToString(sum[:8])), true
 }
 
-// rememberedRoot starts leasing the cached root image had at the last
-// start, without the daemon, and returns the wait for it: false when there
-// is none.
+// rememberedRoot reads the ID image's root had at the last start and
+// starts leasing that root from the cache, without the daemon; it returns
+// the wait for it: false when there is none.
 func (b *Backend) rememberedRoot(ctx context.Context, image string) func() (leasedRoot, bool) {
+	none := func() (leasedRoot, bool) { return leasedRoot{}, false }
 	ir, ok := b.roots.(IDRoots)
 	if !ok {
-		return func() (leasedRoot, bool) { return leasedRoot{}, false }
+		return none
 	}
+	path, ok := b.rootIDFile(image)
+	if !ok {
+		return none
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return none
+	}
+	id := strings.TrimSpace(string(raw))
 	done := make(chan *leasedRoot, 1)
 	go func() {
 		defer phase.Begin(ctx, "start.rootfs-remembered")()
-		path, ok := b.rootIDFile(image)
-		if !ok {
-			done <- nil
-			return
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			done <- nil
-			return
-		}
-		id := strings.TrimSpace(string(raw))
 		root, release, err := ir.RootOfID(ctx, id)
 		if err != nil {
 			done <- nil
