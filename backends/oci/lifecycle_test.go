@@ -132,7 +132,8 @@ func TestKillNineLeavesNothing(t *testing.T) {
 	marker := fmt.Sprintf("sleep 120 0.%d", time.Now().UnixNano()%1e9)
 	cmd := exec.Command(testenv.Binary(t), "run", "--backend", "oci", "--role", "reproducer", "--", "sh", "-c", "echo started; exec "+marker)
 	cmd.Dir = dir
-	var out bytes.Buffer
+	// Read while the command writes it: a buffer safe for that.
+	var out testenv.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -122,6 +123,10 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 		_ = s.run.Wait()
 		close(s.Gone)
 	}()
+	// The OOM watch is set up while the holder starts; no command runs
+	// before it is in place.
+	oomc := make(chan oomwatch.Counter, 1)
+	go func() { oomc <- s.watchOOM(ctx) }()
 	endReady := phase.Begin(ctx, "start.holder-ready")
 	if s.staging.Defer(s.p, opts) {
 		err = s.awaitHolder(ctx, holderexec.AwaitHolderAwaiting)
@@ -130,10 +135,16 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 	}
 	endReady()
 	if err != nil {
+		go func() {
+			if c := <-oomc; c != nil {
+				_ = c.Close()
+			}
+		}()
 		return err
 	}
-	defer phase.Begin(ctx, "start.oom-watch")()
-	s.watchOOM(ctx)
+	endOOM := phase.Begin(ctx, "start.oom-watch")
+	s.oom = <-oomc
+	endOOM()
 	return nil
 }
 
@@ -172,40 +183,44 @@ func (s *sandbox) awaitHolder(ctx context.Context, await func(context.Context, *
 // pidFileWait bounds the wait for the runtime's pid file.
 const pidFileWait = 5 * time.Second
 
-// watchOOM starts counting OOM kills in the container's memory cgroup.
-// Without it a run still ends right; it only cannot say why a SIGKILL came.
-// runc writes the pid file once the holder's exec is under way, so it may
-// come just after the holder said it is ready: it is waited for (while the
-// runtime runs, within pidFileWait).
-func (s *sandbox) watchOOM(ctx context.Context) {
+// watchOOM starts counting OOM kills in the container's memory cgroup, or
+// returns nil. Without it a run still ends right; it only cannot say why
+// a SIGKILL came. runc writes the pid file once the holder's exec is under
+// way (atomically: a rename), so it is waited for while the runtime runs,
+// within pidFileWait.
+func (s *sandbox) watchOOM(ctx context.Context) oomwatch.Counter {
 	path := filepath.Join(s.dir, "pid")
 	deadline := time.NewTimer(pidFileWait)
 	defer deadline.Stop()
-	var b []byte
+	var pid int
 	for {
-		var err error
-		if b, err = os.ReadFile(path); err == nil {
+		b, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		// Empty: a runtime that writes it in place, caught between the
+		// create and the write.
+		if err == nil && len(bytes.TrimSpace(b)) > 0 {
+			if pid, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil || pid <= 0 {
+				return nil
+			}
 			break
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return
 		}
 		select {
 		case <-s.Gone:
-			return
+			return nil
 		case <-ctx.Done():
-			return
+			return nil
 		case <-deadline.C:
-			return
+			return nil
 		case <-time.After(time.Millisecond):
 		}
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return
+	c, err := oomwatch.ForPID(pid)
+	if err != nil {
+		return nil
 	}
-	if c, err := oomwatch.ForPID(pid); err == nil {
-		s.oom = c
-	}
+	return c
 }
 
 func (s *sandbox) ID() string                   { return s.id }
