@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -26,6 +25,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
@@ -55,6 +55,15 @@ type RootProvider interface {
 	Root(ctx context.Context, image string) (path string, release func(), err error)
 	// Has reports whether image is unpacked already or can be.
 	Check(ctx context.Context, image string) error
+}
+
+// IDRoots is a RootProvider that names the image ID of the root it leased
+// and leases a cached root by ID alone, without the daemon: a start then
+// begins on the root the image had last time while the daemon is asked
+// which it has now (see Backend.Start).
+type IDRoots interface {
+	RootWithID(ctx context.Context, image string) (path, id string, release func(), err error)
+	RootOfID(ctx context.Context, id string) (path string, release func(), err error)
 }
 
 // Backend runs the rendered bundle with an OCI runtime, no daemon.
@@ -192,6 +201,14 @@ func (b *Backend) newBundleDir(id string) (string, error) {
 }
 
 // Start implements backends.Backend.
+//
+// The image's root is asked of the daemon on every start, but that answer
+// is not waited for first: the start begins on the root the image had at
+// the last start (remembered in the state directory, leased from the
+// cache without the daemon) and the answer is checked before Start
+// returns, so no command ever runs on a root the image no longer names. A
+// root the image moved away from costs a second start; a daemon that does
+// not answer fails the start as before.
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
 	if err := b.Available(ctx); err != nil {
 		return nil, err
@@ -207,59 +224,85 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if ttl <= 0 {
 		ttl = backends.TTL(p, p.Timeout())
 	}
-	spec, err := Bundle(p, b.selfExe, ttl)
-	if err != nil {
-		return nil, err
-	}
-	root, release, err := b.roots.Root(ctx, p.Base.Image)
-	if err != nil {
-		return nil, fmt.Errorf("the image's root filesystem: %w", err)
-	}
-	spec.Root.Path = root
-	// Runtimes refuse a newer spec version than they know (crun 1.8: "unknown
-	// version specified"); the bundle uses nothing newer than 1.0.
-	if v := b.runtimeSpecVersion(ctx, rt); v != "" {
-		spec.Version = v
-	}
-	traits := runtimes.Of(rt)
-	if traits.PassesFDs {
-		// The holder serves commands on the channel the runtime passes as fd 3.
-		args, err := protocol.EditHold(spec.Process.Args, func(h *protocol.Hold) { h.ControlFD = 3 })
+	image := p.Base.Image
+	// The remembered ID is read before the daemon's answer can replace it.
+	guess := b.rememberedRoot(ctx, image)
+	lease := b.leaseRoot(ctx, image)
+	var guessed *leasedRoot
+	s, err := b.startOn(ctx, p, rt, ttl, opts, func() (leasedRoot, error) {
+		if g, ok := guess(); ok {
+			guessed = &g
+			return g, nil
+		}
+		return lease()
+	})
+	if guessed == nil {
 		if err != nil {
-			release()
 			return nil, err
 		}
-		spec.Process.Args = args
+		return s, nil
 	}
-	id := newID()
-	dir, err := b.newBundleDir(id)
+	endConfirm := phase.Begin(ctx, "start.rootfs-confirm")
+	actual, lerr := lease()
+	endConfirm()
+	switch {
+	case lerr != nil:
+		if s != nil {
+			_ = s.Close(context.WithoutCancel(ctx))
+		}
+		return nil, lerr
+	case actual.id == guessed.id:
+		actual.release()
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	default:
+		// The image names another root now: start again on it.
+		if s != nil {
+			_ = s.Close(context.WithoutCancel(ctx))
+		}
+		s, err := b.startOn(ctx, p, rt, ttl, opts, func() (leasedRoot, error) { return actual, nil })
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// leasedRoot is an image's root, leased until release.
+type leasedRoot struct {
+	path, id string
+	release  func()
+}
+
+// startOn makes the bundle and starts it on the root root gives (asked
+// for once the rest of the bundle is made). The root's lease is the
+// sandbox's from then on, or released on an error.
+func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration, opts backends.StartOptions, root func() (leasedRoot, error)) (*sandbox, error) {
+	spec, dir, ovWarning, err := b.prepareBundle(ctx, p, rt, ttl)
+	r, lerr := root()
+	if err == nil && lerr != nil {
+		err = lerr
+	}
+	if err == nil {
+		spec.Root.Path = r.path
+		endWrite := phase.Begin(ctx, "start.bundle-write")
+		if err = writeJSON(filepath.Join(dir, "config.json"), spec); err != nil {
+			err = fmt.Errorf("writing the bundle: %w", err)
+		}
+		endWrite()
+	}
 	if err != nil {
-		release()
+		if r.release != nil {
+			r.release()
+		}
+		if dir != "" {
+			_ = removeBundle(dir)
+		}
 		return nil, err
 	}
-	if err := adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p); err != nil {
-		release()
-		_ = removeBundle(dir)
-		return nil, err
-	}
-	ov, ovWarning := overlay.For(filepath.Join(dir, overlayDir), p)
-	bindOverlays(spec, ov)
-	if err := joinOwnLoopback(spec, traits, dir); err != nil {
-		release()
-		_ = removeBundle(dir)
-		return nil, err
-	}
-	rec := owner{PID: os.Getpid(), Start: ownership.ProcessStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(),
-		Runtime: rt, Role: string(p.Role), Policy: p.ShortHash()}
-	if err := writeJSON(filepath.Join(dir, "owner.json"), rec); err == nil {
-		err = writeJSON(filepath.Join(dir, "config.json"), spec)
-	}
-	if err != nil {
-		release()
-		_ = removeBundle(dir)
-		return nil, fmt.Errorf("writing the bundle: %w", err)
-	}
-	s := &sandbox{b: b, p: p, id: id, dir: dir, runtime: rt, traits: traits, release: release, Holder: holderexec.NewHolder()}
+	s := &sandbox{b: b, p: p, id: filepath.Base(dir), dir: dir, runtime: rt, traits: runtimes.Of(rt), release: r.release, Holder: holderexec.NewHolder()}
 	if ovWarning != "" {
 		s.Warn(ovWarning)
 	}
@@ -268,6 +311,177 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, err
 	}
 	return s, nil
+}
+
+// leaseRoot starts leasing image's root (asking the daemon which it is)
+// and returns the wait for it. With IDRoots, the ID it finds is
+// remembered for the next start (rememberedRoot).
+func (b *Backend) leaseRoot(ctx context.Context, image string) func() (leasedRoot, error) {
+	type leased struct {
+		r   leasedRoot
+		err error
+	}
+	done := make(chan leased, 1)
+	go func() {
+		defer phase.Begin(ctx, "start.rootfs")()
+		var l leased
+		if ir, ok := b.roots.(IDRoots); ok {
+			l.r.path, l.r.id, l.r.release, l.err = ir.RootWithID(ctx, image)
+			if l.err == nil {
+				b.rememberRoot(image, l.r.id)
+			}
+		} else {
+			l.r.path, l.r.release, l.err = b.roots.Root(ctx, image)
+		}
+		if l.err != nil {
+			l.err = fmt.Errorf("the image's root filesystem: %w", l.err)
+		}
+		done <- l
+	}()
+	return func() (leasedRoot, error) {
+		l := <-done
+		return l.r, l.err
+	}
+}
+
+// rootIDFile is where image's root ID is remembered: in a directory of
+// the caller's alone, or nowhere.
+func (b *Backend) rootIDFile(image string) (string, bool) {
+	dir := filepath.Join(b.stateDir, "image-id")
+	if hostfs.PrivateDir(dir) != nil {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(image))
+	return filepath.Join(dir, hex.EncodeToString(sum[:8])), true
+}
+
+// rememberedRoot reads the ID image's root had at the last start and
+// starts leasing that root from the cache, without the daemon; it returns
+// the wait for it: false when there is none.
+func (b *Backend) rememberedRoot(ctx context.Context, image string) func() (leasedRoot, bool) {
+	none := func() (leasedRoot, bool) { return leasedRoot{}, false }
+	ir, ok := b.roots.(IDRoots)
+	if !ok {
+		return none
+	}
+	path, ok := b.rootIDFile(image)
+	if !ok {
+		return none
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return none
+	}
+	id := strings.TrimSpace(string(raw))
+	done := make(chan *leasedRoot, 1)
+	go func() {
+		defer phase.Begin(ctx, "start.rootfs-remembered")()
+		root, release, err := ir.RootOfID(ctx, id)
+		if err != nil {
+			done <- nil
+			return
+		}
+		done <- &leasedRoot{path: root, id: id, release: release}
+	}()
+	return func() (leasedRoot, bool) {
+		if r := <-done; r != nil {
+			return *r, true
+		}
+		return leasedRoot{}, false
+	}
+}
+
+// rememberRoot keeps id as image's root ID, for the next start; a write
+// only when it changed.
+func (b *Backend) rememberRoot(image, id string) {
+	path, ok := b.rootIDFile(image)
+	if !ok {
+		return
+	}
+	if raw, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(raw)) == id {
+		return
+	}
+	_ = hostfs.WriteFileReplace(path, []byte(id+"\n"))
+}
+
+// prepareBundle makes the bundle directory with its ownership record,
+// overlays and network namespace, and the spec its config.json is to hold
+// (without the root's path); the spec is rendered beside the directory's
+// making. A dir it returns, with or without an error, is the caller's to
+// remove.
+func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration) (*specs.Spec, string, string, error) {
+	traits := runtimes.Of(rt)
+	type rendered struct {
+		spec *specs.Spec
+		err  error
+	}
+	specc := make(chan rendered, 1)
+	go func() {
+		spec, err := b.renderSpec(ctx, p, rt, traits, ttl)
+		specc <- rendered{spec, err}
+	}()
+	endDir := phase.Begin(ctx, "start.bundle-dir")
+	dir, err := b.newBundleDir(newID())
+	if err == nil {
+		// The record first: a sweep judges the bundle by it alone.
+		rec := owner{PID: os.Getpid(), Start: ownership.ProcessStart(os.Getpid()), ExpiresAt: time.Now().Add(ttl).UTC(),
+			Runtime: rt, Role: string(p.Role), Policy: p.ShortHash()}
+		if err = writeJSON(filepath.Join(dir, "owner.json"), rec); err != nil {
+			err = fmt.Errorf("writing the bundle: %w", err)
+		}
+	}
+	endDir()
+	var ov *overlay.Set
+	var ovWarning, netns string
+	if err == nil {
+		endOverlay := phase.Begin(ctx, "start.overlays")
+		ov, ovWarning = overlay.For(filepath.Join(dir, overlayDir), p)
+		endOverlay()
+		endNetns := phase.Begin(ctx, "start.netns")
+		netns, err = ownLoopback(traits, dir)
+		endNetns()
+	}
+	r := <-specc
+	if err == nil {
+		err = r.err
+	}
+	if err != nil {
+		return nil, dir, "", err
+	}
+	bindOverlays(r.spec, ov)
+	joinNetns(r.spec, netns)
+	return r.spec, dir, ovWarning, nil
+}
+
+// renderSpec is the bundle's spec for p as runtime rt runs it.
+func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, traits runtimes.Traits, ttl time.Duration) (*specs.Spec, error) {
+	endSpec := phase.Begin(ctx, "start.spec")
+	defer endSpec()
+	spec, err := Bundle(p, b.selfExe, ttl)
+	if err != nil {
+		return nil, err
+	}
+	// Runtimes refuse a newer spec version than they know (crun 1.8: "unknown
+	// version specified"); the bundle uses nothing newer than 1.0.
+	if v := b.runtimeSpecVersion(ctx, rt); v != "" {
+		spec.Version = v
+	}
+	if traits.PassesFDs {
+		// The holder serves commands on the channel the runtime passes as fd 3.
+		args, err := protocol.EditHold(spec.Process.Args, func(h *protocol.Hold) { h.ControlFD = 3 })
+		if err != nil {
+			return nil, err
+		}
+		spec.Process.Args = args
+	}
+	if err := adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p); err != nil {
+		return nil, err
+	}
+	// encoding/json builds its encoder for each type on first use, which
+	// for a spec's types costs most of a millisecond: an encode here, beside
+	// the bundle directory's making, leaves the bundle's write a tenth of it.
+	_, _ = json.Marshal(spec)
+	return spec, nil
 }
 
 // adaptToRuntime changes what a runtime enforces differently (proc may be
@@ -299,24 +513,32 @@ func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt runtimes.
 // netnsFile is where a bundle's network namespace is kept (bound).
 const netnsFile = "netns"
 
-// joinOwnLoopback gives the container a network namespace made beforehand
-// with lo up (runc leaves a new one's lo down, and the sandbox cannot raise
-// it). A runtime with its own network stack (gVisor's, with
-// --network=none) needs nothing.
-func joinOwnLoopback(spec *specs.Spec, rt runtimes.Traits, dir string) error {
+// ownLoopback makes the container's network namespace beforehand, in the
+// bundle, with lo up (runc leaves a new one's lo down, and the sandbox
+// cannot raise it), and returns its path. A runtime with its own network
+// stack (gVisor's, with --network=none) needs none: "".
+func ownLoopback(rt runtimes.Traits, dir string) (string, error) {
 	if rt.OwnNetworkStack {
-		return nil
+		return "", nil
 	}
 	path := filepath.Join(dir, netnsFile)
 	if err := netup.Create(path); err != nil {
-		return fmt.Errorf("the sandbox's network namespace: %w", err)
+		return "", fmt.Errorf("the sandbox's network namespace: %w", err)
+	}
+	return path, nil
+}
+
+// joinNetns has the container join the network namespace at path ("":
+// a new one, the runtime's).
+func joinNetns(spec *specs.Spec, path string) {
+	if path == "" {
+		return
 	}
 	for i, ns := range spec.Linux.Namespaces {
 		if ns.Type == specs.NetworkNamespace {
 			spec.Linux.Namespaces[i].Path = path
 		}
 	}
-	return nil
 }
 
 // overlayDir is where a bundle's overlays are (package overlay).
@@ -352,13 +574,13 @@ func newID() string {
 }
 
 func writeJSON(path string, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+	// Compact: only runtimes and sweeps read it, and a spec's indentation
+	// costs a millisecond on every start.
+	b, err := json.Marshal(v)
+	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, buf.Bytes(), 0o600)
+	return os.WriteFile(path, b, 0o600)
 }
 
 // Sweep implements backends.Backend: bundles whose owner is gone or whose

@@ -3,11 +3,11 @@ package oci_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,7 +132,8 @@ func TestKillNineLeavesNothing(t *testing.T) {
 	marker := fmt.Sprintf("sleep 120 0.%d", time.Now().UnixNano()%1e9)
 	cmd := exec.Command(testenv.Binary(t), "run", "--backend", "oci", "--role", "reproducer", "--", "sh", "-c", "echo started; exec "+marker)
 	cmd.Dir = dir
-	var out bytes.Buffer
+	// Read while the command writes it: a buffer safe for that.
+	var out testenv.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -162,7 +163,10 @@ func TestKillNineLeavesNothing(t *testing.T) {
 	entries, _ := os.ReadDir("/run/triage-sandbox/oci/bundles")
 	for _, e := range entries {
 		raw, _ := os.ReadFile(filepath.Join("/run/triage-sandbox/oci/bundles", e.Name(), "owner.json"))
-		if strings.Contains(string(raw), `"pid": `+strconv.Itoa(pid)+",") {
+		var rec struct {
+			PID int `json:"pid"`
+		}
+		if json.Unmarshal(raw, &rec) == nil && rec.PID == pid {
 			t.Errorf("bundle %s of the killed run survived the sweep", e.Name())
 		}
 	}

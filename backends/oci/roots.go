@@ -40,6 +40,28 @@ func (r *CachedRoots) Root(ctx context.Context, image string) (string, func(), e
 	return lease.Root, func() { _ = lease.Close() }, nil
 }
 
+// RootWithID implements IDRoots.
+func (r *CachedRoots) RootWithID(ctx context.Context, image string) (string, string, func(), error) {
+	cli, err := r.client()
+	if err != nil {
+		return "", "", nil, fmt.Errorf("connecting to the Docker daemon to find image %q: %w", image, err)
+	}
+	lease, err := r.Cache.Acquire(ctx, cli, image)
+	if err != nil {
+		return "", "", nil, err
+	}
+	return lease.Root, lease.ID, func() { _ = lease.Close() }, nil
+}
+
+// RootOfID implements IDRoots: no daemon, the cache only.
+func (r *CachedRoots) RootOfID(ctx context.Context, id string) (string, func(), error) {
+	lease, err := r.Cache.AcquireID(ctx, id)
+	if err != nil {
+		return "", nil, err
+	}
+	return lease.Root, func() { _ = lease.Close() }, nil
+}
+
 // Check implements RootProvider: the image is known to the daemon (and so
 // cached already or unpackable).
 func (r *CachedRoots) Check(ctx context.Context, image string) error {

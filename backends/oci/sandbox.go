@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/oomwatch"
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/stage"
@@ -111,22 +113,38 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 	// Its own process group: a Ctrl-C at the terminal reaches triage-sandbox,
 	// which closes the sandbox; the runtime is not killed under it.
 	s.run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.run.Start(); err != nil {
+	endSpawn := phase.Begin(ctx, "start.runtime-spawn")
+	err = s.run.Start()
+	endSpawn()
+	if err != nil {
 		return fmt.Errorf("starting %s: %w", filepath.Base(s.runtime), err)
 	}
 	go func() {
 		_ = s.run.Wait()
 		close(s.Gone)
 	}()
+	// The OOM watch is set up while the holder starts; no command runs
+	// before it is in place.
+	oomc := make(chan oomwatch.Counter, 1)
+	go func() { oomc <- s.watchOOM(ctx) }()
+	endReady := phase.Begin(ctx, "start.holder-ready")
 	if s.staging.Defer(s.p, opts) {
 		err = s.awaitHolder(ctx, holderexec.AwaitHolderAwaiting)
 	} else {
 		err = s.stageIn(ctx)
 	}
+	endReady()
 	if err != nil {
+		go func() {
+			if c := <-oomc; c != nil {
+				_ = c.Close()
+			}
+		}()
 		return err
 	}
-	s.watchOOM()
+	endOOM := phase.Begin(ctx, "start.oom-watch")
+	s.oom = <-oomc
+	endOOM()
 	return nil
 }
 
@@ -162,20 +180,47 @@ func (s *sandbox) awaitHolder(ctx context.Context, await func(context.Context, *
 	}
 }
 
-// watchOOM starts counting OOM kills in the container's memory cgroup.
-// Without it a run still ends right; it only cannot say why a SIGKILL came.
-func (s *sandbox) watchOOM() {
-	b, err := os.ReadFile(filepath.Join(s.dir, "pid"))
+// pidFileWait bounds the wait for the runtime's pid file.
+const pidFileWait = 5 * time.Second
+
+// watchOOM starts counting OOM kills in the container's memory cgroup, or
+// returns nil. Without it a run still ends right; it only cannot say why
+// a SIGKILL came. runc writes the pid file once the holder's exec is under
+// way (atomically: a rename), so it is waited for while the runtime runs,
+// within pidFileWait.
+func (s *sandbox) watchOOM(ctx context.Context) oomwatch.Counter {
+	path := filepath.Join(s.dir, "pid")
+	deadline := time.NewTimer(pidFileWait)
+	defer deadline.Stop()
+	var pid int
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		// Empty: a runtime that writes it in place, caught between the
+		// create and the write.
+		if err == nil && len(bytes.TrimSpace(b)) > 0 {
+			if pid, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil || pid <= 0 {
+				return nil
+			}
+			break
+		}
+		select {
+		case <-s.Gone:
+			return nil
+		case <-ctx.Done():
+			return nil
+		case <-deadline.C:
+			return nil
+		case <-time.After(time.Millisecond):
+		}
+	}
+	c, err := oomwatch.ForPID(pid)
 	if err != nil {
-		return
+		return nil
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return
-	}
-	if c, err := oomwatch.ForPID(pid); err == nil {
-		s.oom = c
-	}
+	return c
 }
 
 func (s *sandbox) ID() string                   { return s.id }
@@ -281,6 +326,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 		// foreground `runtime run` then deletes the container itself: the
 		// usual close costs no runtime exec. Only a holder that does not go
 		// is killed from outside.
+		endExit := phase.Begin(ctx, "close.runtime-exit")
 		if !s.awaitExit(closeGrace) {
 			s.kill()
 		}
@@ -292,6 +338,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 				<-s.Gone
 			}
 		}
+		endExit()
 		if s.ctl != nil {
 			_ = s.ctl.Close()
 		}
@@ -300,16 +347,20 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		var errs []error
 		if s.stateLeft() {
+			endDelete := phase.Begin(ctx, "close.delete")
 			if out, err := s.rt("delete", "--force", s.id).CombinedOutput(); err != nil && !strings.Contains(string(out), "not exist") {
 				errs = append(errs, fmt.Errorf("deleting container %s: %v: %s", s.id, err, strings.TrimSpace(string(out))))
 			}
+			endDelete()
 		}
+		endRemove := phase.Begin(ctx, "close.bundle")
 		if err := removeBundle(s.dir); err != nil {
 			errs = append(errs, err)
 		}
 		if s.release != nil {
 			s.release()
 		}
+		endRemove()
 		if err := errors.Join(errs...); err != nil {
 			s.closeErr = fmt.Errorf("%w (run `triage-sandbox gc`)", err)
 			s.Warn(s.closeErr.Error())
