@@ -3,8 +3,10 @@ package ownership
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestOwnerGone: the watcher has work only when the lifeline ended without
@@ -17,6 +19,31 @@ func TestOwnerGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadStart := ProcessStart(self) + "0" // no process started then has this pid
+	// A zombie: exited, not yet waited for (an owner killed with SIGKILL
+	// whose parent has not read its status).
+	zombie := exec.Command("true")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = zombie.Wait() })
+	zpid := zombie.Process.Pid
+	zstart := ""
+	for i := 0; i < 500; i++ {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(zpid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if zstart == "" {
+			zstart = StatStartTime(string(b))
+		}
+		if statState(string(b)) == "Z" {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if b, _ := os.ReadFile("/proc/" + strconv.Itoa(zpid) + "/stat"); statState(string(b)) != "Z" || zstart == "" {
+		t.Fatalf("no zombie to test with: %q", b)
+	}
 	for _, tc := range []struct {
 		name     string
 		lifeline string
@@ -30,6 +57,8 @@ func TestOwnerGone(t *testing.T) {
 		{"owner dead, removed", "r", dead.Process.Pid, deadStart, false},
 		{"owner dead, another word", "x", dead.Process.Pid, deadStart, true},
 		{"pid reused: start differs", "", self, deadStart, true},
+		{"owner a zombie, no word", "", zpid, zstart, true},
+		{"owner a zombie, removed", "r", zpid, zstart, false},
 	} {
 		if got := OwnerGone(strings.NewReader(tc.lifeline), tc.owner, tc.start); got != tc.want {
 			t.Errorf("%s: OwnerGone = %v, want %v", tc.name, got, tc.want)
