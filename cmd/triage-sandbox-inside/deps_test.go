@@ -33,7 +33,7 @@ func TestLinksNoCLI(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"github.com/triage-sandbox/triage-sandbox/internal/inside", "github.com/triage-sandbox/triage-sandbox/backends/local/helper"} {
+	for _, want := range []string{"github.com/triage-sandbox/triage-sandbox/inside", "github.com/triage-sandbox/triage-sandbox/backends/local/helper"} {
 		if !slices.Contains(deps, want) {
 			t.Errorf("go list -deps does not list %s: the list is not the binary's", want)
 		}

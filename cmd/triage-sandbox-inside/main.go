@@ -13,7 +13,7 @@ import (
 	"os"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
-	"github.com/triage-sandbox/triage-sandbox/internal/inside"
+	"github.com/triage-sandbox/triage-sandbox/inside"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
-	"github.com/triage-sandbox/triage-sandbox/internal/inside"
+	"github.com/triage-sandbox/triage-sandbox/inside"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
