@@ -26,12 +26,26 @@ import (
 	"github.com/moby/moby/client"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	buildOut  []byte
-)
+// builtOnce is a binary built once per test process.
+type builtOnce struct {
+	once sync.Once
+	path string
+	out  []byte
+	err  error
+}
+
+// get builds with build on its first call and returns the path, failing t
+// when the build failed.
+func (b *builtOnce) get(t testing.TB, name string, build func() (string, []byte, error)) string {
+	t.Helper()
+	b.once.Do(func() { b.path, b.out, b.err = build() })
+	if b.err != nil {
+		t.Fatalf("building %s: %v\n%s", name, b.err, b.out)
+	}
+	return b.path
+}
+
+var cli, kube, inside builtOnce
 
 // Binary builds ./cmd/triage-sandbox with CGO_ENABLED=0 (once per test
 // process) and returns its path. Every test process links it afresh (go
@@ -39,42 +53,18 @@ var (
 // copy stays between runs, not one per test process.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binPath, buildOut, buildErr = build(BinaryCache())
-	})
-	if buildErr != nil {
-		t.Fatalf("building triage-sandbox: %v\n%s", buildErr, buildOut)
-	}
-	return binPath
+	return cli.get(t, "triage-sandbox", func() (string, []byte, error) { return build(BinaryCache()) })
 }
-
-var (
-	kubeOnce sync.Once
-	kubePath string
-	kubeErr  error
-	kubeOut  []byte
-)
 
 // KubeBinary builds the second binary, triage-sandbox-kube (build tag
 // kubernetes: the kubernetes backend linked in), once per test process,
 // beside Binary's, and returns its path.
 func KubeBinary(t testing.TB) string {
 	t.Helper()
-	kubeOnce.Do(func() {
-		kubePath, kubeOut, kubeErr = buildNamed(BinaryCache(), "triage-sandbox-kube", "kubernetes")
+	return kube.get(t, "triage-sandbox-kube", func() (string, []byte, error) {
+		return buildNamed(BinaryCache(), "triage-sandbox-kube", "kubernetes")
 	})
-	if kubeErr != nil {
-		t.Fatalf("building triage-sandbox-kube: %v\n%s", kubeErr, kubeOut)
-	}
-	return kubePath
 }
-
-var (
-	insideOnce sync.Once
-	insidePath string
-	insideErr  error
-	insideOut  []byte
-)
 
 // InsideBinary builds the small in-sandbox binary, triage-sandbox-inside,
 // once per test process, beside Binary's, and returns its path: tests that
@@ -82,13 +72,9 @@ var (
 // local helper are the binary a release runs inside.
 func InsideBinary(t testing.TB) string {
 	t.Helper()
-	insideOnce.Do(func() {
-		insidePath, insideOut, insideErr = buildPackage(BinaryCache(), "triage-sandbox-inside", "", "./cmd/triage-sandbox-inside")
+	return inside.get(t, "triage-sandbox-inside", func() (string, []byte, error) {
+		return buildPackage(BinaryCache(), "triage-sandbox-inside", "", "./cmd/triage-sandbox-inside")
 	})
-	if insideErr != nil {
-		t.Fatalf("building triage-sandbox-inside: %v\n%s", insideErr, insideOut)
-	}
-	return insidePath
 }
 
 // BinaryCache is the directory where Binary keeps the static binary: a
