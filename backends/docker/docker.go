@@ -228,6 +228,7 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 		ttl = backends.TTL(p, 0)
 	}
 	rt := runtimes.Of(p.Runtime)
+	endRender := phase.Begin(ctx, "start.render")
 	req, err := render(p, rt, b.insideExe, b.runInfo(p, ttl))
 	if err != nil {
 		return nil, err
@@ -244,6 +245,7 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 	if b.Adjust != nil {
 		b.Adjust(req)
 	}
+	endRender()
 	confirm := func(id string) error { return b.confirm(ctx, a, p, id) }
 	sb, err := b.start(context.WithoutCancel(ctx), p, rt, req, ln, opts, ov, confirm)
 	if err != nil {

@@ -98,7 +98,9 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 	if ln == nil {
 		close(s.ctlReady)
 	}
+	endWatcher := phase.Begin(ctx, "start.watcher")
 	line, err := b.startWatcher(s.id)
+	endWatcher()
 	if err != nil {
 		if ln != nil {
 			_ = ln.Close()
@@ -130,10 +132,12 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 	go func() { _, _ = stdcopy.StdCopy(&s.holdOut, &s.holdOut, s.att.Reader) }()
 	// Wait before start: with AutoRemove the container may be gone before a
 	// later wait could see its exit.
+	endWait := phase.Begin(ctx, "start.wait")
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	s.stopWatch = stopWatch
 	wait := b.cli.ContainerWait(watchCtx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	s.watchOOM(watchCtx)
+	endWait()
 	endConfirm := phase.Begin(ctx, "start.confirm")
 	if err := <-confirmed; err != nil {
 		if ln != nil {
