@@ -110,10 +110,26 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		return nil, err
 	}
 	s.watcher = &line
-	// Which runtime the container got is asked beside the attach: each is
-	// a round trip of its own, and both come before the start.
+	// Before the start, each a round trip of its own and none waiting for
+	// another, so they go at once: which runtime the container got, the
+	// wait for its exit (with AutoRemove the container may be gone before a
+	// later wait could see it), the subscription to its OOM events, and the
+	// attach.
 	confirmed := make(chan error, 1)
 	go func() { confirmed <- confirm(s.id) }()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	s.stopWatch = stopWatch
+	waiting := make(chan client.ContainerWaitResult, 1)
+	go func() {
+		defer phase.Begin(ctx, "start.wait")()
+		waiting <- b.cli.ContainerWait(watchCtx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	}()
+	oomWatched := make(chan struct{})
+	go func() {
+		defer close(oomWatched)
+		defer phase.Begin(ctx, "start.oom-watch")()
+		s.watchOOM(watchCtx)
+	}()
 	fail := func(stage string, err error) (backends.Sandbox, error) {
 		err = b.stageErr(ctx, stage, err)
 		_ = s.Close(ctx)
@@ -124,20 +140,18 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		Stream: true, Stdin: true, Stdout: true, Stderr: true,
 	})
 	if err != nil {
-		<-confirmed // it writes this start's answers, which the caller reads
+		// They write this start's answers (the caller reads them) and its
+		// watches (Close ends them).
+		<-confirmed
+		<-waiting
+		<-oomWatched
 		return fail("attaching to the sandbox", err)
 	}
 	s.att = att.HijackedResponse
 	endAttach()
 	go func() { _, _ = stdcopy.StdCopy(&s.holdOut, &s.holdOut, s.att.Reader) }()
-	// Wait before start: with AutoRemove the container may be gone before a
-	// later wait could see its exit.
-	endWait := phase.Begin(ctx, "start.wait")
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	s.stopWatch = stopWatch
-	wait := b.cli.ContainerWait(watchCtx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
-	s.watchOOM(watchCtx)
-	endWait()
+	wait := <-waiting
+	<-oomWatched
 	endConfirm := phase.Begin(ctx, "start.confirm")
 	if err := <-confirmed; err != nil {
 		if ln != nil {
