@@ -65,7 +65,7 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	p.Limits = limits(cfg, sb, role)
 	p.Scratch = Scratch{Size: p.Limits.TmpfsSize, HomeMode: 0o700, TmpMode: 0o1777, Exec: true, NoSuid: true, NoDev: true}
 	p.Lifetime = Lifetime{Lifeline: true, TTLMargin: profiles.TTLMargin, KillGrace: profiles.KillGrace}
-	p.User, err = identity(sb, host, root)
+	p.User, err = identity(sb, host, root, discardedCheckout(p.Mounts))
 	if err != nil {
 		return nil, err
 	}
@@ -638,8 +638,11 @@ func limits(cfg *config.File, sb config.Sandbox, role profiles.Role) profiles.Li
 
 // identity picks the uid:gid inside. Never 0: as the caller when the caller
 // is not root, so files in writable paths belong to them; when root runs us
-// (CI), as the workspace owner, or nobody when root owns that too.
-func identity(sb config.Sandbox, host Host, root string) (Identity, error) {
+// (CI), as the owner of the checkout whose writes are discarded (checkout,
+// "" without one), so the sandbox writes there what that owner could (its
+// build output, its coverage), else as the workspace owner, or nobody when
+// root owns both.
+func identity(sb config.Sandbox, host Host, root, checkout string) (Identity, error) {
 	if sb.User != nil {
 		var uid, gid int
 		if _, err := fmt.Sscanf(*sb.User, "%d:%d", &uid, &gid); err != nil || uid <= 0 || gid < 0 {
@@ -653,14 +656,43 @@ func identity(sb config.Sandbox, host Host, root string) (Identity, error) {
 	if host.UID != 0 {
 		return Identity{UID: host.UID, GID: host.GID, Why: "the caller"}, nil
 	}
-	fi, err := os.Stat(root)
+	if checkout != "" {
+		if uid, gid, err := owner(checkout); err == nil && uid != 0 {
+			return Identity{UID: uid, GID: gid, Switch: true, Why: "the checkout's owner (triage-sandbox runs as root; the sandbox writes in its discarded checkout what that owner could)"}, nil
+		}
+	}
+	uid, gid, err := owner(root)
 	if err != nil {
 		return Identity{}, fmt.Errorf("workspace root: %w", err)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
-		return Identity{UID: int(st.Uid), GID: int(st.Gid), Switch: true, Why: "the workspace owner (triage-sandbox runs as root)"}, nil
+	if uid != 0 {
+		return Identity{UID: uid, GID: gid, Switch: true, Why: "the workspace owner (triage-sandbox runs as root)"}, nil
 	}
 	return Identity{UID: 65534, GID: 65534, Switch: true, Why: "nobody (root runs triage-sandbox and owns the workspace; the outputs it writes back keep that owner)"}, nil
+}
+
+// owner is the uid and gid that own path.
+func owner(path string) (uid, gid int, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, fmt.Errorf("%s: no owner on this platform", path)
+	}
+	return int(st.Uid), int(st.Gid), nil
+}
+
+// discardedCheckout is the path of the checkout whose writes are
+// discarded, "" when there is none.
+func discardedCheckout(ms []Mount) string {
+	for _, m := range ms {
+		if m.Discard && m.ReadOnly && m.Kind == "dir" {
+			return m.Path
+		}
+	}
+	return ""
 }
 
 // workdir: an explicit --workdir must be visible inside or it is an error;

@@ -22,7 +22,6 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/backends/oomwatch"
-	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
@@ -89,11 +88,6 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, err
 	}
 	s := &sandbox{b: b, p: p, id: id, dir: dir, Holder: holderexec.NewHolder()}
-	if overlay.Wanted(p) {
-		// Not rendered here yet: the checkout stays read-only (no write
-		// reaches anything), and the run says so.
-		s.Warn("the project checkout is read-only on the local backend, so writes under it fail ([sandbox] checkout_writes = \"discard\" needs docker or oci as root)")
-	}
 	endPlan()
 	if os.Geteuid() == 0 && cgroupsUsable() == nil {
 		endCgroup := phase.Begin(ctx, "start.cgroup")

@@ -49,6 +49,10 @@ func Wanted(p *policy.Policy) bool {
 
 func discard(m policy.Mount) bool { return m.Discard && m.ReadOnly && m.Kind == "dir" }
 
+// Discarded reports whether m is a discard mount: a read-only directory
+// whose writes an overlay takes and throws away.
+func Discarded(m policy.Mount) bool { return discard(m) }
+
 // Available says why overlays cannot be made here, nil when they can.
 func Available() error {
 	if err := platformSupported(); err != nil {
