@@ -237,8 +237,10 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 		req.HostConfig.Runtime = ""
 	}
 	ov, ovWarning := overlays(req, p)
+	dov, ovWarning := b.daemonFallback(ctx, req, p, ovWarning)
 	if err := b.adapt(ctx, req, p, &ov); err != nil {
 		_ = ov.Remove()
+		_ = dov.remove(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	ln := withControl(rt, p, req)
@@ -250,7 +252,16 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 	sb, err := b.start(context.WithoutCancel(ctx), p, rt, req, ln, opts, ov, confirm)
 	if err != nil {
 		_ = ov.Remove()
+		_ = dov.remove(context.WithoutCancel(ctx))
 		return nil, err
+	}
+	if dov != nil {
+		sb.(*sandbox).dov = dov
+		endKeeper := phase.Begin(ctx, "start.overlay-keeper")
+		if err := dov.started(context.WithoutCancel(ctx)); err != nil {
+			sb.(*sandbox).warn("the checkout's overlay keeper: " + err.Error())
+		}
+		endKeeper()
 	}
 	if ovWarning != "" {
 		sb.(*sandbox).warn(ovWarning)

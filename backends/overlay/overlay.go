@@ -102,8 +102,8 @@ func Make(dir string, p *policy.Policy) (*Set, error) {
 // mountOne mounts name's tmpfs (the upper layer) and its overlay, and
 // returns the merged directory.
 func (s *Set) mountOne(name, lower string, size, inodes int64) (string, error) {
-	if strings.ContainsAny(lower, ",:\\\n") {
-		return "", fmt.Errorf("its path holds a character an overlay's options cannot carry (, : \\ or a newline); set [sandbox] checkout_writes = \"refuse\" or move it")
+	if err := CheckLower(lower); err != nil {
+		return "", err
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(lower, &st); err != nil {
@@ -142,6 +142,15 @@ func (s *Set) mountOne(name, lower string, size, inodes int64) (string, error) {
 		return "", fmt.Errorf("mounting the overlay: %w", err)
 	}
 	return merged, nil
+}
+
+// CheckLower refuses a lower directory whose path an overlay's options
+// cannot carry.
+func CheckLower(lower string) error {
+	if strings.ContainsAny(lower, ",:\\\n") {
+		return fmt.Errorf("its path holds a character an overlay's options cannot carry (, : \\ or a newline); set [sandbox] checkout_writes = \"refuse\" or move it")
+	}
+	return nil
 }
 
 // NewSet makes an empty set in dir (created here, 0700; it must not
