@@ -27,6 +27,24 @@ type Host struct {
 	LookPath func(string) (string, error)
 	// Exists says whether a host path exists (os.Stat by default).
 	Exists func(string) bool
+	// Owner is the owner and mode of a host path or, when it does not
+	// exist, of its nearest existing directory (that path); ok false when
+	// none can be read.
+	Owner func(string) (owner Owner, ok bool)
+}
+
+// Owner is who owns a host path, and its mode.
+type Owner struct {
+	Path     string
+	UID, GID int
+	Mode     os.FileMode
+}
+
+func (h Host) owner(path string) (Owner, bool) {
+	if h.Owner != nil {
+		return h.Owner(path)
+	}
+	return hostOwner(path)
 }
 
 func (h Host) lookPath(name string) (string, error) {
@@ -55,7 +73,8 @@ type Run struct {
 	// network off is hinted at even when it printed nothing).
 	Argv []string
 	// CheckoutDiscarded: the checkout is writable inside the sandbox and
-	// its writes are discarded at the end of the run (or session). A
+	// its writes are discarded at the end of the run (or session): the
+	// backend made its overlay, not only the policy asked for one. A
 	// refused write there is then not the checkout's mount.
 	CheckoutDiscarded bool
 }
@@ -191,7 +210,7 @@ func pathHint(p *policy.Policy, run Run, h Host, kind errno, path string) string
 	case kind == eNOENT:
 		return ""
 	case m.Why == checkoutWhy && run.CheckoutDiscarded:
-		return fmt.Sprintf("a write to %s was refused although the checkout is writable in the sandbox (the checkout's writes are discarded at the end of the run): the file's own permissions refuse the sandbox's user", output.Line(path))
+		return ownerRefused(p, h, path)
 	case !m.ReadOnly:
 		return ""
 	}
@@ -219,8 +238,11 @@ func readOnly(p *policy.Policy, m *policy.Mount, path string) string {
 	if rel, err := filepath.Rel(p.WorkspaceRoot, path); err == nil && m.Path == p.WorkspaceRoot {
 		return fmt.Sprintf("a write to %s was refused: the workspace is read-only except its outputs; to let the %s role write there, add %q to [sandbox] writable", shown, p.Role, output.Line(firstPart(rel)))
 	}
+	if m.Why == checkoutWhy && m.Discard {
+		return fmt.Sprintf("a write to %s was refused: the project checkout %s stayed read-only in this sandbox, because the backend could not make the overlay that [sandbox] checkout_writes = \"discard\" (the default) asks for (the warning says why); until it can, point the tool's output (coverage, cache, build directory) at the scratch ($TMPDIR) or at a path in [sandbox] writable", shown, output.Line(m.Path))
+	}
 	if m.Why == checkoutWhy {
-		return fmt.Sprintf("a write to %s was refused: the project checkout %s is mounted read-only; point the tool's output (coverage, cache, build directory) at the scratch ($TMPDIR) or at a path in [sandbox] writable", shown, output.Line(m.Path))
+		return fmt.Sprintf("a write to %s was refused: the project checkout %s is read-only ([sandbox] checkout_writes = \"refuse\"); set checkout_writes = \"discard\" to let commands write there with the writes thrown away, or point the tool's output at the scratch ($TMPDIR) or at a path in [sandbox] writable", shown, output.Line(m.Path))
 	}
 	return fmt.Sprintf("a write to %s was refused: %s is mounted read-only (%s); write under the outputs ([sandbox] writable) or the scratch ($TMPDIR) instead", shown, output.Line(m.Path), m.Why)
 }
@@ -247,4 +269,27 @@ func firstPart(rel string) string {
 
 func within(dir, p string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// ownerRefused: a write refused in a writable (discarded) checkout by the
+// file's own permissions. It names the sandbox's uid, the owner, and what
+// lets the sandbox write there.
+func ownerRefused(p *policy.Policy, h Host, path string) string {
+	shown := output.Line(path)
+	const lead = "a write to %s was refused although the checkout is writable in the sandbox (the checkout's writes are discarded at the end of the run): "
+	o, ok := h.owner(path)
+	if !ok {
+		return fmt.Sprintf(lead+"the file's own permissions refuse the sandbox's user (uid %d)", shown, p.User.UID)
+	}
+	what := output.Line(o.Path)
+	if o.Path != path {
+		what = "its directory " + what
+	}
+	switch {
+	case o.UID == p.User.UID:
+		return fmt.Sprintf(lead+"the sandbox runs as uid %d, which owns %s, but its mode %s refuses the write", shown, p.User.UID, what, o.Mode.Perm())
+	case o.UID == 0:
+		return fmt.Sprintf(lead+"the sandbox runs as uid %d and %s belongs to root (mode %s), and the sandbox never runs as root: give the checkout to a user on the host (chown -R), or set [sandbox] checkout_writes = \"refuse\" if read-only is meant", shown, p.User.UID, what, o.Mode.Perm())
+	}
+	return fmt.Sprintf(lead+"the sandbox runs as uid %d and %s belongs to uid %d (mode %s): run the sandbox as that owner with [sandbox] user = \"%d:%d\", or give the checkout to one user on the host", shown, p.User.UID, what, o.UID, o.Mode.Perm(), o.UID, o.GID)
 }

@@ -39,7 +39,7 @@ var host = Host{
 func TestFrom(t *testing.T) {
 	const (
 		wsWritable   = `add "out" to [sandbox] writable`
-		checkoutRO   = "the project checkout /src/widgets is mounted read-only"
+		checkoutRO   = "the project checkout /src/widgets is read-only ([sandbox] checkout_writes = \"refuse\")"
 		notVisible   = "exists on the host but is not visible in the sandbox: mount it read-only with [sandbox] read_only"
 		networkFalse = "network = false"
 	)
@@ -118,6 +118,8 @@ func TestFrom(t *testing.T) {
 func TestFromRuns(t *testing.T) {
 	writableCheckout := testPolicy()
 	writableCheckout.Mounts[2].ReadOnly = false
+	discardWanted := testPolicy()
+	discardWanted.Mounts[2].Discard = true
 	networkOn := testPolicy()
 	networkOn.Network.Mode = policy.NetworkOutbound
 	tests := []struct {
@@ -145,6 +147,9 @@ func TestFromRuns(t *testing.T) {
 		{"a writable checkout's refused write", writableCheckout, Run{ExitCode: 1, CheckoutDiscarded: true,
 			Output: "Error: EACCES: permission denied, open '/src/widgets/package-lock.json'"},
 			[]string{"the checkout's writes are discarded at the end of the run"}},
+		{"a discarded checkout the backend could not make", discardWanted, Run{ExitCode: 1,
+			Output: "Error: EROFS: read-only file system, mkdir '/src/widgets/dist'"},
+			[]string{`stayed read-only in this sandbox, because the backend could not make the overlay that [sandbox] checkout_writes = "discard"`}},
 		{"a writable checkout: no key to name", writableCheckout, Run{ExitCode: 1, CheckoutDiscarded: true,
 			Output: "Error: EROFS: read-only file system, open '/ws/out/x'"}, []string{`add "out" to [sandbox] writable`}},
 	}
@@ -179,5 +184,38 @@ func checkHints(t *testing.T, got, want []string) {
 		if !strings.Contains(got[i], w) {
 			t.Errorf("hint %q lacks %q", got[i], w)
 		}
+	}
+}
+
+// TestOwnerRefused: a write the file's own permissions refuse in a
+// writable checkout names the sandbox's uid, the owner and what fixes it.
+func TestOwnerRefused(t *testing.T) {
+	p := testPolicy()
+	p.Mounts[2].Discard = true
+	p.User = policy.Identity{UID: 1000, GID: 1000}
+	owned := func(o Owner) Host {
+		h := host
+		h.Owner = func(string) (Owner, bool) { return o, true }
+		return h
+	}
+	out := "Error: EACCES: permission denied, mkdir '/src/widgets/dist/esm'"
+	tests := []struct {
+		name string
+		h    Host
+		want string
+	}{
+		{"another user's", owned(Owner{Path: "/src/widgets/dist", UID: 1001, GID: 1002, Mode: 0o755}),
+			`the sandbox runs as uid 1000 and its directory /src/widgets/dist belongs to uid 1001 (mode -rwxr-xr-x): run the sandbox as that owner with [sandbox] user = "1001:1002"`},
+		{"root's", owned(Owner{Path: "/src/widgets/dist", UID: 0, GID: 0, Mode: 0o755}),
+			`belongs to root (mode -rwxr-xr-x), and the sandbox never runs as root: give the checkout to a user on the host (chown -R), or set [sandbox] checkout_writes = "refuse"`},
+		{"its own, by mode", owned(Owner{Path: "/src/widgets/dist", UID: 1000, GID: 1000, Mode: 0o555}),
+			"the sandbox runs as uid 1000, which owns its directory /src/widgets/dist, but its mode -r-xr-xr-x refuses the write"},
+		{"unknown", Host{Owner: func(string) (Owner, bool) { return Owner{}, false }},
+			"the file's own permissions refuse the sandbox's user (uid 1000)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkHints(t, From(p, Run{ExitCode: 1, CheckoutDiscarded: true, Output: out}, tt.h), []string{tt.want})
+		})
 	}
 }

@@ -259,6 +259,9 @@ func (r *remote) Warnings() []string {
 	return append(append([]string(nil), r.notes...), r.h.Warnings...)
 }
 
+// CheckoutDiscarded implements backends.DiscardReporter.
+func (r *remote) CheckoutDiscarded() bool { return r.h.CheckoutDiscarded }
+
 // Close detaches: a session's sandbox stays for its next command, a pooled
 // one is removed by its keeper.
 func (r *remote) Close(context.Context) error {

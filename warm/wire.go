@@ -39,6 +39,9 @@ type hello struct {
 	Scratch    policy.ScratchPaths `json:"scratch"`
 	PolicyHash string              `json:"policy_hash"`
 	Warnings   []string            `json:"warnings,omitempty"`
+	// CheckoutDiscarded: the sandbox's checkout is writable, its writes
+	// discarded (backends.CheckoutDiscarded).
+	CheckoutDiscarded bool `json:"checkout_discarded,omitempty"`
 	// Error: the keeper could not give this connection a sandbox.
 	Error string `json:"error,omitempty"`
 }

@@ -475,3 +475,9 @@ func containsAny(s string, subs ...string) bool {
 	}
 	return false
 }
+
+// CheckoutDiscarded implements backends.DiscardReporter: the host or the
+// daemon made the checkout's overlay.
+func (s *sandbox) CheckoutDiscarded() bool {
+	return (s.ov != nil && len(s.ov.Sources) > 0) || s.dov != nil
+}

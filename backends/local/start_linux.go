@@ -22,6 +22,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 	"github.com/triage-sandbox/triage-sandbox/backends/oomwatch"
+	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
@@ -425,3 +426,7 @@ func namespaceHint() string {
 	}
 	return "the kernel refused new namespaces; see `triage-sandbox doctor`"
 }
+
+// CheckoutDiscarded implements backends.DiscardReporter: the helper makes
+// the checkout's overlay, or the sandbox does not start.
+func (s *sandbox) CheckoutDiscarded() bool { return overlay.Wanted(s.p) }
