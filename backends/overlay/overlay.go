@@ -89,7 +89,7 @@ func Make(dir string, p *policy.Policy) (*Set, error) {
 		if !discard(m) {
 			continue
 		}
-		merged, err := s.mountOne(strconv.Itoa(i), m.Path, p.Limits.WritableSize, p.Limits.WritableInodes)
+		merged, err := s.mountOne(strconv.Itoa(i), m.Path, [2]int{p.User.UID, p.User.GID}, p.Limits.WritableSize, p.Limits.WritableInodes)
 		if err != nil {
 			_ = s.Remove()
 			return nil, fmt.Errorf("the overlay of %s (%s): %w", m.Path, m.Why, err)
@@ -100,8 +100,10 @@ func Make(dir string, p *policy.Policy) (*Set, error) {
 }
 
 // mountOne mounts name's tmpfs (the upper layer) and its overlay, and
-// returns the merged directory.
-func (s *Set) mountOne(name, lower string, size, inodes int64) (string, error) {
+// returns the merged directory. id is the sandbox's uid and gid: when the
+// host directory's owner is another, its lower layer is an id-mapped view
+// in which that owner's files are the sandbox's (idmapLower).
+func (s *Set) mountOne(name, lower string, id [2]int, size, inodes int64) (string, error) {
 	if err := CheckLower(lower); err != nil {
 		return "", err
 	}
@@ -113,6 +115,19 @@ func (s *Set) mountOne(name, lower string, size, inodes int64) (string, error) {
 	for _, d := range []string{layer, merged} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return "", err
+		}
+	}
+	owner := [2]int{int(st.Uid), int(st.Gid)}
+	if owner != id {
+		mapped := filepath.Join(s.dir, name+".lower")
+		if err := os.Mkdir(mapped, 0o700); err != nil {
+			return "", err
+		}
+		// A file system that takes no id mapping keeps the plain lower
+		// layer: the sandbox writes there what the host lets it, and a
+		// refused write's hint names the owner.
+		if err := idmapLower(lower, mapped, owner, id); err == nil {
+			lower, owner = mapped, id
 		}
 	}
 	opts := fmt.Sprintf("size=%d,mode=0700", max(size, 1<<20))
@@ -128,10 +143,10 @@ func (s *Set) mountOne(name, lower string, size, inodes int64) (string, error) {
 			return "", err
 		}
 	}
-	// The merged root is the upper root: it takes the host directory's
-	// owner and mode, so the sandbox may write exactly where the host
-	// directory would let it.
-	if err := os.Lchown(upper, int(st.Uid), int(st.Gid)); err != nil {
+	// The merged root is the upper root: it takes the (mapped) host
+	// directory's owner and mode, so the sandbox may write exactly where
+	// the host directory would let its owner.
+	if err := os.Lchown(upper, owner[0], owner[1]); err != nil {
 		return "", err
 	}
 	if err := os.Chmod(upper, os.FileMode(st.Mode&0o777)); err != nil {
@@ -235,7 +250,7 @@ func RemoveAt(dir string) error {
 		return err
 	}
 	var errs []error
-	for _, suffix := range []string{".merged", ".layer", ".tmpfs"} {
+	for _, suffix := range []string{".merged", ".layer", ".lower", ".tmpfs"} {
 		for _, e := range entries {
 			if !strings.HasSuffix(e.Name(), suffix) {
 				continue

@@ -26,6 +26,10 @@ import (
 //
 //   - as root with a root-owned workspace and a checkout owned by uid 1000
 //     (CI in a container): the sandbox runs as the checkout's owner;
+//   - as root with the reverse, a workspace owned by uid 1000 and a
+//     root-owned checkout: the sandbox runs as the workspace's owner, and
+//     the overlay's lower layer is an id-mapped view in which root's files
+//     are the sandbox's (docker and oci; the local helper cannot make one);
 //   - as a normal user (uid 1000, in the docker socket's group for docker):
 //     the overlay is the helper's own (local, in its user namespace) or the
 //     daemon's (docker); oci refuses a normal user altogether.
@@ -43,7 +47,7 @@ func TestCheckoutWritesEveryOwner(t *testing.T) {
 		t.Logf("no typescript cached (%s): the build writes dist/ without tsc", typescriptCache())
 	}
 	for _, backend := range []string{"docker", "oci", "local"} {
-		for _, who := range []string{"root", "user"} {
+		for _, who := range []string{"root", "user", "root-reverse"} {
 			t.Run(backend+"/"+who, func(t *testing.T) {
 				if backend == "oci" {
 					if _, err := exec.LookPath("runc"); err != nil {
@@ -53,20 +57,31 @@ func TestCheckoutWritesEveryOwner(t *testing.T) {
 						t.Skip("the oci backend refuses a normal user altogether (rootless runc is not set up)")
 					}
 				}
+				if backend == "local" && who == "root-reverse" {
+					t.Skip("the local helper cannot give a root-owned checkout an id-mapped view (only root in the host's namespace can): not built yet")
+				}
 				config := "[project]\ncheckout = \"../widgets\"\n"
 				if backend == "local" && who == "user" {
 					// A normal user has no cgroup of its own here.
 					config += "[sandbox]\naccept_weaker = [\"memory_limit\", \"pids_limit\", \"cpu_limit\"]\n"
 				}
-				root, checkout := ownedProject(t, "nodebuild", config, ts, who == "user")
+				root, checkout := ownedProject(t, "nodebuild", config, ts, who != "root")
+				if who == "root-reverse" {
+					// The reverse: a user's workspace, root's checkout. The
+					// sandbox runs as the workspace's owner and sees root's
+					// files as its own in an id-mapped lower layer.
+					if out, err := exec.Command("chown", "-R", "0:0", checkout).CombinedOutput(); err != nil {
+						t.Fatalf("chown: %v: %s", err, out)
+					}
+				}
 				before := treeHash(t, checkout)
 				args := []string{"run", "--json", "--role", "reproducer", "--backend", backend, "--workdir", checkout, "--",
 					"sh", "-c", "npm run build && npm test && ls dist coverage | wc -l && id -u"}
 				var r cliResult
-				if who == "root" {
-					r = runCLI(t, root, nil, args...)
-				} else {
+				if who == "user" {
 					r = runAsUser(t, root, args...)
+				} else {
+					r = runCLI(t, root, nil, args...)
 				}
 				var rep runreport.Report
 				if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
