@@ -48,6 +48,8 @@ type daemonOverlay struct {
 	b       *Backend
 	volumes []string // removed in this order: overlays first
 	keeper  string   // the keeper container's id while it runs
+	// released is the keeper's removal under way (release), nil before.
+	released chan error
 }
 
 // keeperLayer is where the keeper mounts the tmpfs volume.
@@ -212,6 +214,17 @@ func (d *daemonOverlay) started(ctx context.Context) error {
 	return err
 }
 
+// release removes the keeper in the background once the sandbox holds
+// the overlay (its removal is a round trip the command need not wait
+// for); remove waits for it.
+func (d *daemonOverlay) release(ctx context.Context) {
+	if d == nil || d.released != nil {
+		return
+	}
+	d.released = make(chan error, 1)
+	go func() { d.released <- d.started(ctx) }()
+}
+
 // remove removes the keeper and the volumes, once the sandbox's container
 // is gone. It is idempotent.
 func (d *daemonOverlay) remove(ctx context.Context) error {
@@ -219,6 +232,13 @@ func (d *daemonOverlay) remove(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
+	if d.released != nil {
+		if err := <-d.released; err != nil {
+			errs = append(errs, err)
+		}
+		d.released = make(chan error, 1)
+		d.released <- nil
+	}
 	if err := d.started(ctx); err != nil {
 		errs = append(errs, err)
 	}

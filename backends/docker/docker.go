@@ -257,11 +257,7 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 	}
 	if dov != nil {
 		sb.(*sandbox).dov = dov
-		endKeeper := phase.Begin(ctx, "start.overlay-keeper")
-		if err := dov.started(context.WithoutCancel(ctx)); err != nil {
-			sb.(*sandbox).warn("the checkout's overlay keeper: " + err.Error())
-		}
-		endKeeper()
+		dov.release(context.WithoutCancel(ctx))
 	}
 	if ovWarning != "" {
 		sb.(*sandbox).warn(ovWarning)
