@@ -343,3 +343,31 @@ func Sweep(parent string) ([]string, error) {
 	}
 	return removed, errors.Join(errs...)
 }
+
+// MapOwner gives a discarded directory whose owner is not the sandbox's
+// ids a read-only, id-mapped view at target (created here, 0700, in a
+// directory of root's alone) in which the owner's files are the sandbox's
+// (id: uid and gid), for a backend that makes the overlay itself from it
+// (the local helper). mapped is false when no view is needed (the owner
+// is the sandbox's) or none could be made (not root; a file system that
+// takes no id mapping): the directory is then used as it is. Unmount
+// target before removing what holds it.
+func MapOwner(dir, target string, id [2]int) (mapped bool) {
+	var st syscall.Stat_t
+	if os.Geteuid() != 0 || syscall.Stat(dir, &st) != nil {
+		return false
+	}
+	owner := [2]int{int(st.Uid), int(st.Gid)}
+	if owner == id || os.Mkdir(target, 0o700) != nil {
+		return false
+	}
+	if err := idmapLower(dir, target, owner, id); err != nil {
+		_ = os.Remove(target)
+		return false
+	}
+	return true
+}
+
+// Unmount detaches what is mounted at path (nothing mounted is fine) and
+// checks nothing is left.
+func Unmount(path string) error { return unmount(path) }

@@ -29,7 +29,10 @@ import (
 //   - as root with the reverse, a workspace owned by uid 1000 and a
 //     root-owned checkout: the sandbox runs as the workspace's owner, and
 //     the overlay's lower layer is an id-mapped view in which root's files
-//     are the sandbox's (docker and oci; the local helper cannot make one);
+//     are the sandbox's (made on the host, for local too: the helper's
+//     user namespace could not);
+//   - as root with everything root's (CI in a container): the sandbox runs
+//     as nobody, root's files nobody's in the id-mapped view;
 //   - as a normal user (uid 1000, in the docker socket's group for docker):
 //     the overlay is the helper's own (local, in its user namespace) or the
 //     daemon's (docker); oci refuses a normal user altogether.
@@ -47,7 +50,7 @@ func TestCheckoutWritesEveryOwner(t *testing.T) {
 		t.Logf("no typescript cached (%s): the build writes dist/ without tsc", typescriptCache())
 	}
 	for _, backend := range []string{"docker", "oci", "local"} {
-		for _, who := range []string{"root", "user", "root-reverse"} {
+		for _, who := range []string{"root", "user", "root-reverse", "root-all"} {
 			t.Run(backend+"/"+who, func(t *testing.T) {
 				if backend == "oci" {
 					if _, err := exec.LookPath("runc"); err != nil {
@@ -57,16 +60,17 @@ func TestCheckoutWritesEveryOwner(t *testing.T) {
 						t.Skip("the oci backend refuses a normal user altogether (rootless runc is not set up)")
 					}
 				}
-				if backend == "local" && who == "root-reverse" {
-					t.Skip("the local helper cannot give a root-owned checkout an id-mapped view (only root in the host's namespace can): not built yet")
-				}
 				config := "[project]\ncheckout = \"../widgets\"\n"
 				if backend == "local" && who == "user" {
 					// A normal user has no cgroup of its own here.
 					config += "[sandbox]\naccept_weaker = [\"memory_limit\", \"pids_limit\", \"cpu_limit\"]\n"
 				}
-				root, checkout := ownedProject(t, "nodebuild", config, ts, who != "root")
-				if who == "root-reverse" {
+				root, checkout := ownedProject(t, "nodebuild", config, ts, who == "user" || who == "root-reverse")
+				wantUID := "1000"
+				if who == "root-all" {
+					wantUID = "65534"
+				}
+				if who == "root-reverse" || who == "root-all" {
 					// The reverse: a user's workspace, root's checkout. The
 					// sandbox runs as the workspace's owner and sees root's
 					// files as its own in an id-mapped lower layer.
@@ -96,8 +100,8 @@ func TestCheckoutWritesEveryOwner(t *testing.T) {
 					}
 				}
 				lines := strings.Fields(rep.Stdout)
-				if len(lines) < 2 || lines[len(lines)-1] != "1000" || lines[len(lines)-2] == "0" {
-					t.Errorf("want dist/ and coverage/ written as uid 1000, got stdout %s", rep.Stdout)
+				if len(lines) < 2 || lines[len(lines)-1] != wantUID || lines[len(lines)-2] == "0" {
+					t.Errorf("want dist/ and coverage/ written as uid %s, got stdout %s", wantUID, rep.Stdout)
 				}
 				if ts != "" && !strings.Contains(rep.Stdout, "built with tsc") {
 					t.Errorf("tsc did not build: %s", rep.Stdout)
