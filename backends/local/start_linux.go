@@ -97,7 +97,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		s.cg, err = newCgroup(id, p.Limits)
 		endCgroup()
 		if err != nil {
-			_ = os.RemoveAll(s.dir)
+			_ = removeStateDir(s.dir)
 			return nil, err
 		}
 	} else if p.Limits.Pids > 0 {
