@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,7 +82,8 @@ func TestCheckoutWritesEveryOwner(t *testing.T) {
 				}
 				before := treeHash(t, checkout)
 				args := []string{"run", "--json", "--role", "reproducer", "--backend", backend, "--workdir", checkout, "--",
-					"sh", "-c", "npm run build && npm test && ls dist coverage | wc -l && id -u"}
+					"sh", "-c", `npm run build && npm test && echo "written=$(ls dist coverage | wc -l) uid=$(id -u)" &&
+echo "kib=$(df -k . | tail -1 | awk '{print $2}') opts=$(grep " $PWD " /proc/self/mountinfo | cut -d' ' -f6)"`}
 				var r cliResult
 				if who == "user" {
 					r = runAsUser(t, root, args...)
@@ -99,9 +102,22 @@ func TestCheckoutWritesEveryOwner(t *testing.T) {
 						t.Errorf("warning: %s", w)
 					}
 				}
-				lines := strings.Fields(rep.Stdout)
-				if len(lines) < 2 || lines[len(lines)-1] != wantUID || lines[len(lines)-2] == "0" {
+				got := map[string]string{}
+				for _, f := range strings.Fields(rep.Stdout) {
+					if k, v, ok := strings.Cut(f, "="); ok {
+						got[k] = v
+					}
+				}
+				if got["uid"] != wantUID || got["written"] == "" || got["written"] == "0" {
 					t.Errorf("want dist/ and coverage/ written as uid %s, got stdout %s", wantUID, rep.Stdout)
+				}
+				// Bounded like the staged writable paths (the reproducer's
+				// writable_size), nosuid, nodev.
+				if kib, err := strconv.Atoi(got["kib"]); err != nil || kib <= 0 || kib > 512*1024 {
+					t.Errorf("the checkout's file system holds %q KiB, want at most the reproducer's writable_size (512 MiB)", got["kib"])
+				}
+				if opts := strings.Split(got["opts"], ","); !slices.Contains(opts, "nosuid") || !slices.Contains(opts, "nodev") {
+					t.Errorf("the checkout's mount options %q lack nosuid or nodev", got["opts"])
 				}
 				if ts != "" && !strings.Contains(rep.Stdout, "built with tsc") {
 					t.Errorf("tsc did not build: %s", rep.Stdout)
