@@ -4,7 +4,6 @@ package overlay
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -49,14 +48,11 @@ func idmapLower(lower, target string, from, to [2]int) error {
 // line): the mapping is written before the exec, the fd is taken, the
 // child killed.
 func userns(from, to [2]int) (int, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return -1, err
-	}
 	// ptrace is per thread: the child's tracer is this one.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cmd := exec.Command(self)
+	// This binary as the kernel has it, even if its file was replaced.
+	cmd := exec.Command("/proc/self/exe")
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER,
 		Ptrace:      true,
