@@ -97,24 +97,24 @@ var patterns = sync.OnceValue(func() hintPatterns {
 		eROFS: {
 			regexp.MustCompile(`Read-only file system: '([^']+)'`),                                                    // Python
 			regexp.MustCompile(`EROFS: read-only file system, \w+ '([^']+)'`),                                         // Node
-			regexp.MustCompile(`(?i)(/[^\s:'"()]+): read-only file system`),                                           // Go, Java nio, coreutils
-			regexp.MustCompile(`(/[^\s:'"()]+) \(Read-only file system\)`),                                            // java.io
+			regexp.MustCompile(`(?i)(/[^\s:'"()‘’]+)’?: read-only file system`),                                       // Go, Java nio, coreutils
+			regexp.MustCompile(`(/[^\s:'"()‘’]+) \(Read-only file system\)`),                                          // java.io
 			regexp.MustCompile(`cannot (?:create|touch|remove|open|make)[^\n]*'(/[^']+)'[^\n]*Read-only file system`), // coreutils
 		},
 		eACCES: {
 			regexp.MustCompile(`Permission denied: '(/[^']+)'`),                                                   // Python
 			regexp.MustCompile(`EACCES: permission denied, \w+ '(/[^']+)'`),                                       // Node
-			regexp.MustCompile(`(?i)(/[^\s:'"()]+): permission denied`),                                           // Go, coreutils
-			regexp.MustCompile(`(/[^\s:'"()]+) \(Permission denied\)`),                                            // java.io
-			regexp.MustCompile(`java\.nio\.file\.AccessDeniedException: (/[^\s:'"()]+)`),                          // Java nio
+			regexp.MustCompile(`(?i)(/[^\s:'"()‘’]+)’?: permission denied`),                                       // Go, coreutils
+			regexp.MustCompile(`(/[^\s:'"()‘’]+) \(Permission denied\)`),                                          // java.io
+			regexp.MustCompile(`java\.nio\.file\.AccessDeniedException: (/[^\s:'"()‘’]+)`),                        // Java nio
 			regexp.MustCompile(`cannot (?:create|touch|remove|open|make)[^\n]*'(/[^']+)'[^\n]*Permission denied`), // coreutils
 		},
 		eNOENT: {
 			regexp.MustCompile(`No such file or directory: '(/[^']+)'`),                             // Python
 			regexp.MustCompile(`ENOENT: no such file or directory, \w+ '(/[^']+)'`),                 // Node
-			regexp.MustCompile(`(?i)(/[^\s:'"()]+): no such file or directory`),                     // Go, coreutils
-			regexp.MustCompile(`(/[^\s:'"()]+) \(No such file or directory\)`),                      // java.io
-			regexp.MustCompile(`java\.nio\.file\.NoSuchFileException: (/[^\s:'"()]+)`),              // Java nio
+			regexp.MustCompile(`(?i)(/[^\s:'"()‘’]+)’?: no such file or directory`),                 // Go, coreutils
+			regexp.MustCompile(`(/[^\s:'"()‘’]+) \(No such file or directory\)`),                    // java.io
+			regexp.MustCompile(`java\.nio\.file\.NoSuchFileException: (/[^\s:'"()‘’]+)`),            // Java nio
 			regexp.MustCompile(`cannot (?:access|open|stat) '(/[^']+)': No such file or directory`), // coreutils
 		},
 	},

@@ -219,3 +219,16 @@ func TestOwnerRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestCoreutilsQuotes: coreutils in a UTF-8 locale quotes paths with ‘ ’;
+// the hint names the path without them.
+func TestCoreutilsQuotes(t *testing.T) {
+	p := testPolicy()
+	p.User = policy.Identity{UID: 1000, GID: 1000}
+	h := host
+	h.Owner = func(string) (Owner, bool) {
+		return Owner{Path: "/src/widgets/ro", UID: 1000, GID: 1000, Mode: 0o555}, true
+	}
+	got := From(p, Run{ExitCode: 1, CheckoutDiscarded: true, Output: "mkdir: cannot create directory ‘/src/widgets/ro/x’: Permission denied"}, h)
+	checkHints(t, got, []string{"a write to /src/widgets/ro/x was refused although"})
+}
