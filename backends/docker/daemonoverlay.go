@@ -71,8 +71,11 @@ func (b *Backend) daemonOverlays(ctx context.Context, req *CreateRequest, p *pol
 		}
 	}()
 	labels := maps.Clone(req.Config.Labels)
-	type layer struct{ upper, lower string }
+	// layer is one discard mount's: its upper layer's volume, where the
+	// daemon mounts that, and the host directory.
+	type layer struct{ upper, mountpoint, lower string }
 	var layers []layer
+	var uppers []string
 	for i, m := range p.Mounts {
 		if !overlay.Discarded(m) {
 			continue
@@ -81,7 +84,7 @@ func (b *Backend) daemonOverlays(ctx context.Context, req *CreateRequest, p *pol
 			return nil, err
 		}
 		name := req.Name + "-upper" + strconv.Itoa(i)
-		_, err := b.cli.VolumeCreate(ctx, client.VolumeCreateOptions{
+		vol, err := b.cli.VolumeCreate(ctx, client.VolumeCreateOptions{
 			Name: name, Driver: "local", Labels: labels,
 			DriverOpts: map[string]string{"type": "tmpfs", "device": "tmpfs", "o": fmt.Sprintf(
 				"size=%d,nr_inodes=%d,mode=0700,uid=%d,gid=%d,nosuid,nodev",
@@ -91,22 +94,22 @@ func (b *Backend) daemonOverlays(ctx context.Context, req *CreateRequest, p *pol
 			return nil, fmt.Errorf("the upper layer's volume: %w", err)
 		}
 		d.volumes = append(d.volumes, name)
-		layers = append(layers, layer{name, m.Path})
+		layers = append(layers, layer{name, vol.Volume.Mountpoint, m.Path})
+		uppers = append(uppers, name)
 	}
 	if len(layers) == 0 {
 		return d, nil
 	}
-	if err := d.keep(ctx, req, p, labels, layers[0].lower, upperNames(layers, func(l layer) string { return l.upper })); err != nil {
+	if err := d.keep(ctx, req, p, labels, layers[0].lower, uppers); err != nil {
 		return nil, err
 	}
 	for i, l := range layers {
-		vol, err := b.cli.VolumeInspect(ctx, l.upper, client.VolumeInspectOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("the upper layer's volume: %w", err)
-		}
-		mp := vol.Volume.Mountpoint
+		mp := l.mountpoint
 		name := req.Name + "-overlay" + strconv.Itoa(i)
 		opts := "lowerdir=" + l.lower + ",upperdir=" + mp + "/upper,workdir=" + mp + "/work,nosuid,nodev"
+		if mp == "" {
+			return nil, errors.New("the daemon gave the upper layer's volume no mount point")
+		}
 		if err := overlay.CheckLower(mp); err != nil {
 			return nil, fmt.Errorf("the daemon's volume directory %s: %w", mp, err)
 		}
@@ -130,14 +133,6 @@ func (b *Backend) daemonOverlays(ctx context.Context, req *CreateRequest, p *pol
 		}
 	}
 	return d, nil
-}
-
-func upperNames[T any](ls []T, f func(T) string) []string {
-	out := make([]string, 0, len(ls))
-	for _, l := range ls {
-		out = append(out, f(l))
-	}
-	return out
 }
 
 // keep starts the keeper with every upper layer's volume mounted at
