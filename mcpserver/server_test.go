@@ -149,7 +149,12 @@ func TestRun(t *testing.T) {
 			return &backendtest.Sandbox{Result: backends.Result{TimedOut: true, ExitCode: 137}}
 		},
 			args: map[string]any{"argv": []string{"sleep", "30"}, "timeout_seconds": 1},
-			code: exitcode.Timeout, text: []string{"TIMED OUT"}, execs: 1},
+			code: exitcode.Timeout, text: []string{"TIMED OUT", "hint: the agent role's timeout is [sandbox.agent] timeout", "timeout_seconds can only shorten it"}, execs: 1},
+		{name: "a reproducer's timeout names [repro] timeout", sandbox: func() *backendtest.Sandbox {
+			return &backendtest.Sandbox{Result: backends.Result{TimedOut: true, ExitCode: 137}}
+		},
+			args: map[string]any{"argv": []string{"sleep", "30"}, "role": "reproducer"},
+			code: exitcode.Timeout, text: []string{"TIMED OUT", "hint: the reproducer role's timeout is [repro] timeout in "}, execs: 1},
 		{name: "denied by the gate", args: map[string]any{"command": "git push origin main"}, isError: true,
 			code: exitcode.Refused, text: []string{"DENIED", "git-remote", "Do not retry it in another form"}},
 		{name: "a confirm rule has nobody to ask", args: map[string]any{"argv": []string{"make", "deploy"}}, isError: true,
@@ -158,8 +163,8 @@ func TestRun(t *testing.T) {
 			code: exitcode.Refused, text: []string{"not both"}},
 		{name: "no command", args: map[string]any{}, isError: true, code: exitcode.Refused, text: []string{"empty command"}},
 		{name: "unknown role", args: map[string]any{"argv": []string{"true"}, "role": "root"}, isError: true},
-		{name: "timeout above the role's", args: map[string]any{"argv": []string{"true"}, "role": "reproducer", "timeout_seconds": 121},
-			isError: true, code: exitcode.Refused, text: []string{"timeout_seconds 121", "reproducer role's timeout, 120"}},
+		{name: "timeout above the role's", args: map[string]any{"argv": []string{"true"}, "role": "reproducer", "timeout_seconds": 301},
+			isError: true, code: exitcode.Refused, text: []string{"timeout_seconds 301", "reproducer role's timeout, 300"}},
 		{name: "a reproducer has no session", args: map[string]any{"argv": []string{"true"}, "role": "reproducer", "session": "s1"},
 			isError: true, code: exitcode.Refused, text: []string{"sessions are for the agent role"}},
 		{name: "the agent cannot choose the backend", args: map[string]any{"argv": []string{"true"}, "backend": "local"}, isError: true},

@@ -63,6 +63,8 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	p.Network = network(p.AllowAll, sb)
 
 	p.Limits = limits(cfg, sb, role)
+	key, set := cfg.TimeoutKey(role)
+	p.TimeoutKey, p.TimeoutDefault = key, !set
 	p.Scratch = Scratch{Size: p.Limits.TmpfsSize, HomeMode: 0o700, TmpMode: 0o1777, Exec: true, NoSuid: true, NoDev: true}
 	p.Lifetime = Lifetime{Lifeline: true, TTLMargin: profiles.TTLMargin, KillGrace: profiles.KillGrace}
 	p.User, err = identity(sb, host, root)
