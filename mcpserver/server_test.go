@@ -328,3 +328,26 @@ func TestBadConfigStopsTheServer(t *testing.T) {
 		t.Errorf("err = %v, want the unknown key named", err)
 	}
 }
+
+// TestSessionKeepsItsSandboxWhenFilesAppear: files that appear at the
+// workspace root (a conflict file beside NOTES.md, which triage-sandbox
+// writes itself) or in a writable path keep the session's sandbox
+// (policy's TestIdentityIgnoresListedEntries has what still ends it).
+func TestSessionKeepsItsSandboxWhenFilesAppear(t *testing.T) {
+	fake := backendtest.NewShared(&backendtest.Sandbox{})
+	f := newFixture(t, fake, "")
+	f.call(t, ToolRun, map[string]any{"argv": []string{"true"}, "session": "s"})
+	for _, name := range []string{"NOTES.md.from-sandbox-20261206T003000-1a2b3c", "dropped.txt", "issues/34.md"} {
+		full := filepath.Join(f.root, name)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, _ := f.call(t, ToolRun, map[string]any{"argv": []string{"true"}, "session": "s"})
+	if fake.Starts() != 1 || strings.Contains(textOf(res), "policy changed") {
+		t.Fatalf("files at the root ended the session: starts %d: %s", fake.Starts(), textOf(res))
+	}
+}

@@ -1,0 +1,89 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// TestIdentityIgnoresListedEntries: a session (or pool) is kept by the
+// policy's identity, which does not change when files appear at the
+// workspace root or in a writable path: the conflict file triage-sandbox
+// itself writes beside NOTES.md used to end the session's sandbox, and
+// its HOME with the warm caches. The root is a skeleton (NOTES.md and
+// INDEX.md are writable files in it), so its listing was in the hash.
+// A real change (the config, a credential path, a readable mount) still
+// changes the identity.
+func TestIdentityIgnoresListedEntries(t *testing.T) {
+	cfg := workspace(t, "[project]\ncheckout = \"../widgets\"\n")
+	root := cfg.Root
+	build := func(cfg *config.File) *Policy {
+		t.Helper()
+		p, err := Build(cfg, profiles.RoleAgent, fakeHost(t), Options{Session: "s1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, Prepare(p))
+		return p
+	}
+	before := build(cfg)
+	if !contains(before.Staging.Skeletons, before.WorkspaceRoot) {
+		t.Fatalf("the workspace root %s is not a skeleton: %v (the test is moot)", before.WorkspaceRoot, before.Staging.Skeletons)
+	}
+	// What runs leave: a conflict file beside NOTES.md, files in the
+	// writable paths, and what the maintainer drops at the root.
+	for name, body := range map[string]string{
+		"NOTES.md.from-sandbox-20261206T003000-1a2b3c": "the sandbox's version\n",
+		"issues/34.md":   "an issue\n",
+		"repros/r.py":    "print(1)\n",
+		"scratch.txt":    "mine\n",
+		"newdir/x.txt":   "x\n",
+		".triage/x.json": "{}\n",
+	} {
+		full := filepath.Join(root, name)
+		must(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		must(t, os.WriteFile(full, []byte(body), 0o644))
+	}
+	must(t, os.Symlink("/etc/hostname", filepath.Join(root, "link")))
+	after := build(cfg)
+	if after.Hash() == before.Hash() {
+		t.Errorf("the policy hash did not change although the root's listing did (the test is moot)")
+	}
+	if after.Identity() != before.Identity() {
+		t.Errorf("identity changed when files appeared at the root and in writable paths: %s → %s", before.Identity(), after.Identity())
+	}
+
+	cache := filepath.Join(filepath.Dir(root), "cache")
+	must(t, os.Mkdir(cache, 0o755))
+	changed := map[string]string{
+		"a config edit":         "[project]\ncheckout = \"../widgets\"\n[sandbox]\nmemory = \"3g\"\n",
+		"a new readable mount":  "[project]\ncheckout = \"../widgets\"\n[sandbox]\nread_only = [\"" + cache + "\"]\n",
+		"a new credential path": "[project]\ncheckout = \"../widgets\"\n[sandbox]\nsecrets = [\"~/.ssh\", \"" + filepath.Join(root, "scratch.txt") + "\"]\n",
+		"a gate rule":           "[project]\ncheckout = \"../widgets\"\n[sandbox]\ndeny = [\"gh issue close*\"]\n",
+		"a new writable path":   "[project]\ncheckout = \"../widgets\"\n[sandbox.agent]\nwritable = [\"issues\", \"repros\", \"NOTES.md\", \"INDEX.md\", \".triage\", \"out\"]\n",
+	}
+	for name, body := range changed {
+		t.Run(name, func(t *testing.T) {
+			must(t, os.WriteFile(cfg.Path, []byte(body), 0o644))
+			c, err := config.Load(cfg.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := build(c).Identity(); got == after.Identity() {
+				t.Errorf("identity unchanged after %s", name)
+			}
+		})
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
