@@ -332,7 +332,7 @@ func TestBadConfigStopsTheServer(t *testing.T) {
 // TestSessionKeepsItsSandboxWhenFilesAppear: files that appear at the
 // workspace root (a conflict file beside NOTES.md, which triage-sandbox
 // writes itself) or in a writable path keep the session's sandbox
-// (policy's TestIdentityIgnoresListedEntries has what still ends it).
+// (policy's TestWarmHashIgnoresListedEntries has what still ends it).
 func TestSessionKeepsItsSandboxWhenFilesAppear(t *testing.T) {
 	fake := backendtest.NewShared(&backendtest.Sandbox{})
 	f := newFixture(t, fake, "")

@@ -117,7 +117,7 @@ type Mount struct {
 	System bool `json:"system,omitempty"`
 	// Listed marks an entry of a skeleton directory (Staging.Skeletons),
 	// mounted because it was there when the policy was built, not because
-	// the config names it. Identity leaves it out.
+	// the config names it. WarmHash leaves it out.
 	Listed bool `json:"listed,omitempty"`
 }
 
@@ -289,7 +289,7 @@ type ScratchVar struct {
 // session keeps its sandbox when a command starts elsewhere.
 func (p *Policy) Hash() string { return p.digest(true) }
 
-// Identity is what a warm sandbox (a session's, a pool's) is kept by: the
+// WarmHash is what a warm sandbox (a session's, a pool's) is kept by: the
 // Hash without the entries a skeleton directory's listing added (Listed
 // mounts). Files appear at the workspace root without anything deciding
 // it: the conflict file written beside NOTES.md, a file the maintainer
@@ -301,9 +301,9 @@ func (p *Policy) Hash() string { return p.digest(true) }
 // reaches the policy except through a listing: its writable directories
 // are staged whole and never listed, and what it writes beside a
 // writable file is discarded.
-func (p *Policy) Identity() string { return p.digest(false) }
+func (p *Policy) WarmHash() string { return p.digest(false) }
 
-// digest is Hash (listed true) or Identity (listed false).
+// digest is Hash (listed true) or WarmHash (listed false).
 func (p *Policy) digest(listed bool) string {
 	type envName struct{ Name, Value string }
 	canon := struct {

@@ -9,15 +9,15 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
-// TestIdentityIgnoresListedEntries: a session (or pool) is kept by the
-// policy's identity, which does not change when files appear at the
+// TestWarmHashIgnoresListedEntries: a session (or pool) is kept by the
+// policy's WarmHash, which does not change when files appear at the
 // workspace root or in a writable path: the conflict file triage-sandbox
 // itself writes beside NOTES.md used to end the session's sandbox, and
 // its HOME with the warm caches. The root is a skeleton (NOTES.md and
 // INDEX.md are writable files in it), so its listing was in the hash.
 // A real change (the config, a credential path, a readable mount) still
-// changes the identity.
-func TestIdentityIgnoresListedEntries(t *testing.T) {
+// changes it.
+func TestWarmHashIgnoresListedEntries(t *testing.T) {
 	cfg := workspace(t, "[project]\ncheckout = \"../widgets\"\n")
 	root := cfg.Root
 	build := func(cfg *config.File) *Policy {
@@ -52,8 +52,8 @@ func TestIdentityIgnoresListedEntries(t *testing.T) {
 	if after.Hash() == before.Hash() {
 		t.Errorf("the policy hash did not change although the root's listing did (the test is moot)")
 	}
-	if after.Identity() != before.Identity() {
-		t.Errorf("identity changed when files appeared at the root and in writable paths: %s → %s", before.Identity(), after.Identity())
+	if after.WarmHash() != before.WarmHash() {
+		t.Errorf("WarmHash changed when files appeared at the root and in writable paths: %s → %s", before.WarmHash(), after.WarmHash())
 	}
 
 	cache := filepath.Join(filepath.Dir(root), "cache")
@@ -72,8 +72,8 @@ func TestIdentityIgnoresListedEntries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := build(c).Identity(); got == after.Identity() {
-				t.Errorf("identity unchanged after %s", name)
+			if got := build(c).WarmHash(); got == after.WarmHash() {
+				t.Errorf("WarmHash unchanged after %s", name)
 			}
 		})
 	}
