@@ -48,15 +48,10 @@ type Policy struct {
 	Scratch Scratch `json:"scratch"`
 	// Staging bounds the writable paths and keeps writes off the host
 	// until they are copied back.
-	Staging Staging         `json:"staging"`
-	Limits  profiles.Limits `json:"limits"`
-	// TimeoutKey is the config key that decides Limits.Timeout (e.g.
-	// "[repro] timeout"), so a timeout message names what to raise;
-	// TimeoutDefault says it is unset and the role's default applies.
-	TimeoutKey     string   `json:"timeout_key"`
-	TimeoutDefault bool     `json:"timeout_default,omitempty"`
-	Lifetime       Lifetime `json:"lifetime"`
-	User           Identity `json:"user"`
+	Staging  Staging         `json:"staging"`
+	Limits   profiles.Limits `json:"limits"`
+	Lifetime Lifetime        `json:"lifetime"`
+	User     Identity        `json:"user"`
 	// Base is the readable root: an image, or host roots as an allow-list.
 	Base    Base   `json:"base"`
 	Runtime string `json:"runtime,omitempty"`
@@ -87,6 +82,12 @@ type Policy struct {
 	// Config is the triage.toml this policy came from ("" for the built-in
 	// defaults); reports say which file was used.
 	Config string `json:"config"`
+
+	// TimeoutKey is the config key that decides Limits.Timeout (e.g.
+	// "[repro] timeout"), so a timeout message names what to raise;
+	// TimeoutDefault says it is unset and the role's default applies.
+	TimeoutKey     string `json:"timeout_key"`
+	TimeoutDefault bool   `json:"timeout_default,omitempty"`
 
 	// Warnings are things the operator should know (an exact credential name
 	// passed on purpose, a missing interpreter, allow_all).
