@@ -296,7 +296,8 @@ func (p *Policy) Hash() string { return p.digest(true) }
 // it: the conflict file written beside NOTES.md, a file the maintainer
 // drops there. A sandbox started before they appeared does not have them
 // (it sees less, never more), so it may keep running; a new sandbox gets
-// them. Everything the config, the credential list and the host decide
+// them. An entry removed since stays as the kept sandbox saw it at its
+// start, which it could read all along. Everything the config, the credential list and the host decide
 // (every other mount, masks, unreadable paths, limits, ...) stays in it,
 // so a real change still ends the old sandbox. Nothing a sandbox writes
 // reaches the policy except through a listing: its writable directories
