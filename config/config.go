@@ -112,6 +112,7 @@ func (o Options) Parse(name string, data []byte, root string) (*File, error) {
 	if err := joinProblems(c.probs); err != nil {
 		return nil, err
 	}
+	f.Warnings = c.warnings
 	return f, nil
 }
 

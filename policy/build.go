@@ -47,6 +47,7 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
 	p := &Policy{Role: role, WorkspaceRoot: root, Config: cfg.Path}
+	p.Warnings = append(p.Warnings, cfg.Warnings...)
 	p.Backend = chooseBackend(opts.Backend, host, sb)
 	p.AllowAll = sb.AllowAll != nil && *sb.AllowAll
 	if p.AllowAll {

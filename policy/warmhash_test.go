@@ -3,6 +3,7 @@ package policy
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
@@ -86,4 +87,21 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestConfigWarningsReachThePolicy: what the config only warns about is
+// shown where the policy's warnings are (run, doctor, the MCP result).
+func TestConfigWarningsReachThePolicy(t *testing.T) {
+	cfg := workspace(t, "[project]\nchekout = \"../widgets\"\n")
+	p, err := Build(cfg, profiles.RoleAgent, fakeHost(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, w := range p.Warnings {
+		found = found || strings.Contains(w, `project.chekout: not a key triage-sandbox reads`) && strings.Contains(w, `did you mean "checkout"?`)
+	}
+	if !found {
+		t.Errorf("warnings %q lack the typo", p.Warnings)
+	}
 }
