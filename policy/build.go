@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -129,13 +130,13 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 	if cfg.Path == "" {
 		p.Warnings = append(p.Warnings, noConfigWarning(root, notCreated))
 	}
-	if m, ok, err := checkoutMount(cfg, root); err != nil {
+	if m, ok, err := checkoutMount(cfg, root, host); err != nil {
 		errs = append(errs, err)
 	} else if ok {
 		m.Discard = sb.CheckoutWrites == nil || *sb.CheckoutWrites == "discard"
 		p.Mounts = append(p.Mounts, m)
 	}
-	if ms, warn := pythonMounts(cfg, root); len(ms) > 0 {
+	if ms, warn := pythonMounts(cfg, root, host); len(ms) > 0 {
 		p.Mounts = append(p.Mounts, ms...)
 		pythonEnv = ms[0].Path
 		p.Python = filepath.Join(pythonEnv, "bin", filepath.Base(cfg.Project.Python))
@@ -451,15 +452,21 @@ func looksLikeFile(rel string) bool {
 	return i > 0 && i < len(base)-1
 }
 
-func checkoutMount(cfg *config.File, root string) (Mount, bool, error) {
-	if cfg.Project.Checkout == "" {
-		return Mount{}, false, nil
-	}
-	p := cfg.Project.Checkout
+// projectPath is a [project] path as the host finds it: "~/" is the
+// home (as in read_only), a relative path is the workspace root's.
+func projectPath(raw, root string, host Host) string {
+	p := host.expandHome(raw)
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(root, p)
 	}
-	dir, err := canonicalDir(p)
+	return filepath.Clean(p)
+}
+
+func checkoutMount(cfg *config.File, root string, host Host) (Mount, bool, error) {
+	if cfg.Project.Checkout == "" {
+		return Mount{}, false, nil
+	}
+	dir, err := canonicalDir(projectPath(cfg.Project.Checkout, root, host))
 	if err != nil {
 		return Mount{}, false, fmt.Errorf("%s: [project] checkout %q: %w; clone the repository there or fix the path",
 			configName(cfg), cfg.Project.Checkout, err)
@@ -474,16 +481,14 @@ func checkoutMount(cfg *config.File, root string) (Mount, bool, error) {
 // venv's base interpreter (pyvenv.cfg `home`, a pyenv build outside the
 // venv) and the prefix of the file the interpreter path resolves to (its
 // shared library included).
-func pythonMounts(cfg *config.File, root string) ([]Mount, string) {
+func pythonMounts(cfg *config.File, root string, host Host) ([]Mount, string) {
 	py := cfg.Project.Python
 	if py == "" || !strings.ContainsRune(py, '/') {
 		return nil, ""
 	}
-	if !filepath.IsAbs(py) {
-		py = filepath.Join(root, py)
-	}
+	py = projectPath(py, root, host)
 	if _, err := os.Stat(py); err != nil {
-		return nil, fmt.Sprintf("[project] python %q not found (%v); reproducers will not find it", cfg.Project.Python, err)
+		return nil, pythonNotFound(cfg, root, host, py, err)
 	}
 	prefix := filepath.Dir(filepath.Dir(filepath.Clean(py)))
 	dir, err := canonicalDir(prefix)
@@ -503,6 +508,32 @@ func pythonMounts(cfg *config.File, root string) ([]Mount, string) {
 		add(filepath.Dir(filepath.Dir(real)), "the prefix the configured python resolves to")
 	}
 	return out, ""
+}
+
+// pythonNotFound says where [project] python was looked for, why there,
+// and, when the checkout has that path (a venv made in the checkout), the
+// value that names it.
+func pythonNotFound(cfg *config.File, root string, host Host, tried string, err error) string {
+	raw := cfg.Project.Python
+	msg := fmt.Sprintf("[project] python %q not found at %s", raw, tried)
+	if errors.Is(err, fs.ErrNotExist) {
+		msg += " (no such file)"
+	} else {
+		msg += fmt.Sprintf(" (%v)", err)
+	}
+	rel := !filepath.IsAbs(raw) && !strings.HasPrefix(raw, "~/")
+	if rel {
+		msg += fmt.Sprintf("; a relative path resolves against the workspace root %s (the directory holding triage.toml), not the current directory or the checkout", root)
+		if co := cfg.Project.Checkout; co != "" {
+			inCheckout := filepath.Join(projectPath(co, root, host), raw)
+			if _, err := os.Stat(inCheckout); err == nil {
+				if r, err := filepath.Rel(root, inCheckout); err == nil {
+					msg += fmt.Sprintf("; the checkout has one: python = %q", filepath.ToSlash(r))
+				}
+			}
+		}
+	}
+	return msg + "; reproducers will not find it"
 }
 
 // hostToolchain: the toolchain key, or by default the host's, unless the
