@@ -102,6 +102,7 @@ func inputSchema[In any]() *jsonschema.Schema {
 
 func (s *Server) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (*mcp.CallToolResult, *runreport.Report, error) {
 	rep := runreport.New(nil)
+	rep.Config = s.cfg.Path // also when no policy can be built from it
 	argv, role, err := in.parse()
 	if err != nil {
 		return refused(rep, err)

@@ -78,6 +78,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 		if host.Cwd != "" {
 			// Refused before a policy existed: recorded all the same.
 			err = sandbox.RecordConfigRefusal(host, f.pf.config, f.pf.role, args, err)
+			out.Config = f.pf.configPath(host.Cwd)
 		}
 		return fail(err)
 	}
