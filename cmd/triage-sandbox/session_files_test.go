@@ -68,6 +68,11 @@ func TestSessionKeepsSandboxWhenFilesAppear(t *testing.T) {
 			if r.code != 0 || strings.TrimSpace(r.stdout) != "warm" || strings.Contains(r.stderr, "policy changed") {
 				t.Fatalf("the session's sandbox was not kept: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 			}
+			// The kept sandbox still holds its version of NOTES.md: kept
+			// beside once, not again by every later command.
+			if again, _ := filepath.Glob(filepath.Join(root, "NOTES.md.from-sandbox-*")); len(again) != len(kept) || strings.Contains(r.stderr, "conflict") {
+				t.Errorf("the conflict came back: kept %v, stderr %s", again, r.stderr)
+			}
 			// A real change still ends it.
 			if err := os.WriteFile(filepath.Join(root, "triage.toml"), []byte(body+"memory = \"1500m\"\n"), 0o644); err != nil {
 				t.Fatal(err)
