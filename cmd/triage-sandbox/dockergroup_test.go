@@ -53,6 +53,11 @@ func TestDockerSocketRefusedSaysJoinTheGroup(t *testing.T) {
 		if strings.Contains(got, "start it (systemctl") {
 			t.Errorf("%s: still told to start a running daemon:\n%s", args[0], got)
 		}
+		for _, line := range strings.Split(got, "\n") {
+			if strings.Contains(line, "permission denied") && !strings.Contains(line, "--backend local") {
+				t.Errorf("%s: a refusal without its fix: %s", args[0], line)
+			}
+		}
 	}
 }
 
