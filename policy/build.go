@@ -136,14 +136,16 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 		m.Discard = sb.CheckoutWrites == nil || *sb.CheckoutWrites == "discard"
 		p.Mounts = append(p.Mounts, m)
 	}
-	if ms, warn := pythonMounts(cfg, root, host); len(ms) > 0 {
+	if ms, warn, err := pythonMounts(cfg, root, host); err != nil {
+		errs = append(errs, err)
+	} else if len(ms) > 0 {
 		p.Mounts = append(p.Mounts, ms...)
 		pythonEnv = ms[0].Path
 		p.Python = filepath.Join(pythonEnv, "bin", filepath.Base(cfg.Project.Python))
 	} else if warn != "" {
 		p.Warnings = append(p.Warnings, warn)
 	}
-	extra, extraErrs := neededDirs(cfg, sb, role, host, p.Unreadable)
+	extra, extraErrs := neededDirs(cfg, sb, role, host, root, p.Unreadable)
 	p.Mounts = append(p.Mounts, extra...)
 	errs = append(errs, extraErrs...)
 	if err := errors.Join(errs...); err != nil {
@@ -291,13 +293,18 @@ func outOfReach(cfg *config.File, root string, p *Policy) error {
 // names when the role passes that variable (the browsers live there). A
 // path inside an unreadable one is refused; unreadable paths below one are
 // masked like under any mount.
-func neededDirs(cfg *config.File, sb config.Sandbox, role profiles.Role, host Host, unreadable []string) ([]Mount, []error) {
+func neededDirs(cfg *config.File, sb config.Sandbox, role profiles.Role, host Host, root string, unreadable []string) ([]Mount, []error) {
 	var out []Mount
 	var errs []error
+	written := writtenBySandboxes(cfg, root)
 	add := func(raw, why string, where string) {
 		path := host.expandHome(raw)
 		if !filepath.IsAbs(path) {
-			path = filepath.Join(cfg.Root, path)
+			path = filepath.Join(root, path)
+		}
+		if err := written.checkSource(cfg, where, raw, path); err != nil {
+			errs = append(errs, err)
+			return
 		}
 		dir, err := canonicalDir(path)
 		if err != nil {
@@ -466,7 +473,11 @@ func checkoutMount(cfg *config.File, root string, host Host) (Mount, bool, error
 	if cfg.Project.Checkout == "" {
 		return Mount{}, false, nil
 	}
-	dir, err := canonicalDir(projectPath(cfg.Project.Checkout, root, host))
+	path := projectPath(cfg.Project.Checkout, root, host)
+	if err := writtenBySandboxes(cfg, root).checkSource(cfg, "[project] checkout", cfg.Project.Checkout, path); err != nil {
+		return Mount{}, false, err
+	}
+	dir, err := canonicalDir(path)
 	if err != nil {
 		return Mount{}, false, fmt.Errorf("%s: [project] checkout %q: %w; clone the repository there or fix the path",
 			configName(cfg), cfg.Project.Checkout, err)
@@ -481,19 +492,24 @@ func checkoutMount(cfg *config.File, root string, host Host) (Mount, bool, error
 // venv's base interpreter (pyvenv.cfg `home`, a pyenv build outside the
 // venv) and the prefix of the file the interpreter path resolves to (its
 // shared library included).
-func pythonMounts(cfg *config.File, root string, host Host) ([]Mount, string) {
+func pythonMounts(cfg *config.File, root string, host Host) ([]Mount, string, error) {
 	py := cfg.Project.Python
 	if py == "" || !strings.ContainsRune(py, '/') {
-		return nil, ""
+		return nil, "", nil
 	}
 	py = projectPath(py, root, host)
+	// The environment's pyvenv.cfg and the interpreter's link decide more
+	// mounts: none of it may be a sandbox's to write.
+	if err := writtenBySandboxes(cfg, root).checkSource(cfg, "[project] python", cfg.Project.Python, py); err != nil {
+		return nil, "", err
+	}
 	if _, err := os.Stat(py); err != nil {
-		return nil, pythonNotFound(cfg, root, host, py, err)
+		return nil, pythonNotFound(cfg, root, host, py, err), nil
 	}
 	prefix := filepath.Dir(filepath.Dir(filepath.Clean(py)))
 	dir, err := canonicalDir(prefix)
 	if err != nil {
-		return nil, fmt.Sprintf("[project] python environment %s: %v", prefix, err)
+		return nil, fmt.Sprintf("[project] python environment %s: %v", prefix, err), nil
 	}
 	out := []Mount{{Path: dir, ReadOnly: true, Kind: "dir", Why: "python environment"}}
 	add := func(base, why string) {
@@ -507,7 +523,7 @@ func pythonMounts(cfg *config.File, root string, host Host) ([]Mount, string) {
 	if real, err := filepath.EvalSymlinks(py); err == nil {
 		add(filepath.Dir(filepath.Dir(real)), "the prefix the configured python resolves to")
 	}
-	return out, ""
+	return out, "", nil
 }
 
 // pythonNotFound says where [project] python was looked for, why there,
