@@ -46,7 +46,7 @@ func newRunCmd() *cobra.Command {
 		RunE: f.run,
 	}
 	f.pf.register(cmd, profiles.RoleAgent)
-	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "kill the command after this long (default: the role's timeout)")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "kill the command after this long, e.g. 90s or 5m (default: the role's timeout: [repro] timeout, or [sandbox.agent] timeout, in triage.toml)")
 	cmd.Flags().StringVar(&f.pf.workdir, "workdir", "", "directory to start in; must be visible in the sandbox")
 	cmd.Flags().StringVar(&f.pf.session, "session", "", "run in the named agent session's sandbox (started on first use; scratch persists between its commands)")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print one JSON object with the result and the (capped) output")
