@@ -24,6 +24,7 @@ func TestHarnessKeyTypos(t *testing.T) {
 			[]string{`triage.toml:2: project.Checkout: not a key triage-sandbox reads (the harness owns [project]; the value is ignored); did you mean "checkout"?`}},
 		{"ai-triager's own keys are quiet", "[project]\nname = \"w\"\nrepo = \"o/w\"\ncheckout = \"../w\"\npython = \"python3\"\npackages = [\"w\"]\nclaim_ttl_hours = 3\n[repro]\ntimeout = 120\nbrowse_harness = \"h.py\"\n", nil},
 		{"the key itself is set too: not a typo", "[project]\ncheckout = \"../w\"\ncheckouts = [\"a\"]\n", nil},
+		{"a longer key of the harness's is no typo", "[project]\npython_version = \"3.12\"\ncheckout_depth = 1\n[repro]\ntimeout_retries = 2\n", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

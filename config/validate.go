@@ -76,7 +76,7 @@ func (c *checker) harnessTypos(table string, m map[string]any, ours []string) {
 		if slices.Contains(ours, k) {
 			continue
 		}
-		s := suggest(k, ours)
+		s := typoOf(k, ours)
 		if _, set := m[s]; s == "" || set {
 			continue
 		}
