@@ -303,9 +303,11 @@ func (s *Stream) showLines(lines []byte) int {
 	if len(lines) == 0 {
 		return 0
 	}
-	if b, changed := s.neutralise(lines); len(b) <= s.headLeft {
-		s.showHead(b, changed)
-		return len(lines)
+	if len(lines) <= s.headLeft { // else they cannot all fit: cleaning never shrinks text
+		if b, changed := s.neutralise(lines); len(b) <= s.headLeft {
+			s.showHead(b, changed)
+			return len(lines)
+		}
 	}
 	var show []byte
 	var changed int64
