@@ -63,7 +63,7 @@ func TestPytestNodeIDRoundTrip(t *testing.T) {
 	collect, text := agent.run(t, checkout, append(pytest, "--collect-only", "-q")...)
 	collected := nodeIDs(collect.Stdout)
 	const paramID = "tests/test_calc.py::test_evaluate[2 * (3 + 4)-14]"
-	if collect.ExitCode != 0 || !contains(collected, paramID) {
+	if collect.ExitCode != 0 || !hasID(collected, paramID) {
 		t.Fatalf("--collect-only: exit %d, ids %q\n%s", collect.ExitCode, collected, text)
 	}
 	rep, text := agent.run(t, checkout, append(pytest, "-v")...)
@@ -101,7 +101,7 @@ func nodeIDs(out string) []string {
 	return ids
 }
 
-func contains(ss []string, s string) bool {
+func hasID(ss []string, s string) bool {
 	for _, x := range ss {
 		if x == s {
 			return true
