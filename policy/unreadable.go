@@ -40,6 +40,10 @@ import (
 //     masked: a socket created after the sandbox started, and one past the
 //     scan's entry budget, which only a mount of a whole home directory or
 //     larger reaches; the policy then warns that the scan stopped.
+//     System directories (Mount.System: the host's /usr, or a python
+//     environment's prefix in it) are not scanned: only root can make a
+//     socket in them (systemDir says why), and walking the whole of /usr
+//     cost every run more than half a second.
 
 // The socket scan's budget, per mount: it walks every directory (no depth
 // bound: a depth bound is where finding #7's socket lived), reading at most
@@ -144,6 +148,9 @@ func maskUnderMounts(p *Policy, host Host) {
 		warnings = homeCovered(p.Mounts, masked, host)
 	}
 	for _, m := range p.Mounts {
+		if m.System {
+			continue // only root can make a socket there: see systemDir
+		}
 		socks, truncated := socketsUnder(m)
 		masked = append(masked, socks...)
 		if truncated {

@@ -84,7 +84,7 @@ func copiedDirs(p *policy.Policy) ([]copiedDir, error) {
 		}
 		switch {
 		case m.System:
-			return nil, fmt.Errorf("the kubernetes backend cannot give a pod the host's %s (%s): the node is another machine; name the image in [sandbox] image or set [sandbox] toolchain = \"image\"", m.Path, m.Why)
+			return nil, fmt.Errorf("the kubernetes backend cannot give a pod the host's %s (%s): the node is another machine; use the image's own: name the image in [sandbox] image, set [sandbox] toolchain = \"image\", or name its interpreter in [project] python (\"python3\")", m.Path, m.Why)
 		case m.Kind == "file" && m.Discard:
 			return nil, fmt.Errorf("the kubernetes backend has no discard mount of a single file: %s (%s)", m.Path, m.Why)
 		}
