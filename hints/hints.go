@@ -112,6 +112,8 @@ var patterns = sync.OnceValue(func() hintPatterns {
 			regexp.MustCompile(`\blookup ([^\s:]+)(?: on \S+)?: `),                                     // Go
 			regexp.MustCompile(`Could not resolve host: ([^\s'",)]+)`),                                 // curl
 			regexp.MustCompile(`Failed to resolve '([^']+)'`),                                          // urllib3
+			regexp.MustCompile(`host='([^']+)'[^\n]*(?:name resolution|Name or service not known)`),    // urllib3 1.x
+			regexp.MustCompile(`Cannot connect to host ([^\s:]+)[^\n]*(?:name resolution|not known)`),  // aiohttp
 			regexp.MustCompile(`UnknownHostException: ([^\s:]+)`),                                      // Java
 		},
 		networkRe: regexp.MustCompile(`\b(?:EAI_AGAIN|ENETUNREACH|ENOTFOUND|ETIMEDOUT)\b|(?i:network is unreachable|temporary failure in name resolution|name or service not known|could not resolve host|getaddrinfo|failed to establish a new connection|npm ERR! network|npm error network|dial tcp: lookup|connection timed out|Max retries exceeded with url)`),

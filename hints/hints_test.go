@@ -107,6 +107,12 @@ func TestFrom(t *testing.T) {
 		{"python requests: localhost", `requests.exceptions.ConnectionError: HTTPConnectionPool(host='localhost', port=5173): Max retries exceeded with url: / ` +
 			`(Caused by NameResolutionError("<urllib3.connection.HTTPConnection object at 0x7f>: Failed to resolve 'localhost' ([Errno -3] Temporary failure in name resolution)"))`,
 			1, []string{localName}},
+		{"python urllib3 1.x: localhost", "requests.exceptions.ConnectionError: HTTPConnectionPool(host='localhost', port=8000): Max retries exceeded with url: / " +
+			"(Caused by NewConnectionError('<urllib3.connection.HTTPConnection object at 0x7f>: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution'))",
+			1, []string{localName}},
+		{"aiohttp: localhost", "aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host localhost:8080 ssl:default [Temporary failure in name resolution]", 1, []string{localName}},
+		{"python: a registry, not localhost", "HTTPSConnectionPool(host='pypi.org', port=443): Max retries exceeded with url: /simple/x/ (Caused by NewConnectionError('x: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution'))",
+			1, []string{networkFalse}},
 		{"java: localhost", "java.net.UnknownHostException: localhost: Temporary failure in name resolution", 1, []string{localName}},
 		{"localhost and the registry", "Error: getaddrinfo EAI_AGAIN localhost\nnpm ERR! network request to https://registry.npmjs.org/x failed, reason: getaddrinfo ENOTFOUND registry.npmjs.org",
 			1, []string{localName, networkFalse}},
