@@ -30,7 +30,8 @@ var host = Host{
 		return "", errors.New("not found")
 	},
 	Exists: func(path string) bool {
-		return path == "/opt/data/x.csv" || path == "/home/u/.ssh/id_rsa" || path == "/usr/local/go/bin/go"
+		return path == "/opt/data/x.csv" || path == "/home/u/.ssh/id_rsa" || path == "/usr/local/go/bin/go" ||
+			path == "/run/dbus/system_bus_socket"
 	},
 }
 
@@ -42,6 +43,7 @@ func TestFrom(t *testing.T) {
 		checkoutRO   = "the project checkout /src/widgets is read-only ([sandbox] checkout_writes = \"refuse\")"
 		notVisible   = "exists on the host but is not visible in the sandbox: mount it read-only with [sandbox] read_only"
 		networkFalse = "network = false"
+		localName    = "the name localhost did not resolve in the sandbox: that is not the network"
 	)
 	tests := []struct {
 		name, output string
@@ -96,12 +98,40 @@ func TestFrom(t *testing.T) {
 		{"curl", "curl: (6) Could not resolve host: example.com", 6, []string{networkFalse}},
 		{"go: proxy", `go: example.com/m@v1.0.0: Get "https://proxy.golang.org/x": dial tcp: lookup proxy.golang.org: Temporary failure in name resolution`, 1, []string{networkFalse}},
 
+		// The name localhost failing is the sandbox's /etc/hosts, never the
+		// network (issue 34 #5: vitest under oci).
+		{"node: vitest on localhost", "Error: getaddrinfo EAI_AGAIN localhost\n    at GetAddrInfoReqWrap.onlookup [as oncomplete] (node:dns:120:26) {\n" +
+			"  errno: -3001,\n  code: 'EAI_AGAIN',\n  syscall: 'getaddrinfo',\n  hostname: 'localhost'\n}", 1, []string{localName}},
+		{"node: a .localhost name", "Error: getaddrinfo ENOTFOUND api.localhost", 1, []string{localName}},
+		{"go: localhost", "dial tcp: lookup localhost on 127.0.0.1:53: read udp 127.0.0.1:40000->127.0.0.1:53: read: connection refused", 1, []string{localName}},
+		{"curl: localhost", "curl: (6) Could not resolve host: localhost", 6, []string{localName}},
+		{"python requests: localhost", `requests.exceptions.ConnectionError: HTTPConnectionPool(host='localhost', port=5173): Max retries exceeded with url: / ` +
+			`(Caused by NameResolutionError("<urllib3.connection.HTTPConnection object at 0x7f>: Failed to resolve 'localhost' ([Errno -3] Temporary failure in name resolution)"))`,
+			1, []string{localName}},
+		{"python urllib3 1.x: localhost", "requests.exceptions.ConnectionError: HTTPConnectionPool(host='localhost', port=8000): Max retries exceeded with url: / " +
+			"(Caused by NewConnectionError('<urllib3.connection.HTTPConnection object at 0x7f>: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution'))",
+			1, []string{localName}},
+		{"aiohttp: localhost", "aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host localhost:8080 ssl:default [Temporary failure in name resolution]", 1, []string{localName}},
+		{"python: a registry, not localhost", "HTTPSConnectionPool(host='pypi.org', port=443): Max retries exceeded with url: /simple/x/ (Caused by NewConnectionError('x: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution'))",
+			1, []string{networkFalse}},
+		{"java: localhost", "java.net.UnknownHostException: localhost: Temporary failure in name resolution", 1, []string{localName}},
+		{"localhost and the registry", "Error: getaddrinfo EAI_AGAIN localhost\nnpm ERR! network request to https://registry.npmjs.org/x failed, reason: getaddrinfo ENOTFOUND registry.npmjs.org",
+			1, []string{localName, networkFalse}},
+
 		// Missing tools and Chromium.
 		{"tool missing in the image", "sh: 1: less: not found", 1, []string{"less is missing in the sandbox but the host has it (/usr/bin/less)"}},
 		{"python's form", "FileNotFoundError: [Errno 2] No such file or directory: 'less'", 1, []string{"less is missing"}},
 		{"a tool nobody has", "bash: frobnicate: command not found", 127, nil},
 		{"chromium", "[0101/000000.000000:FATAL:zygote_host_impl_linux.cc(127)] No usable sandbox! Update your kernel or see https://chromium.googlesource.com/...", 1,
 			[]string{"pass --no-sandbox"}},
+		// Chromium's D-Bus lines (as it printed them in the sandbox) are
+		// noise, never a path to mount: the host's system bus socket must
+		// not be suggested for read_only.
+		{"chromium's D-Bus noise", "[25:57:1206/011816.264254:ERROR:dbus/bus.cc:405] Failed to connect to the bus: Failed to connect to socket /run/dbus/system_bus_socket: No such file or directory\n" +
+			"[25:57:1206/011816.276378:ERROR:dbus/bus.cc:405] Failed to connect to the bus: Could not parse server address: Unknown address type (examples of valid types are \"tcp\" and on UNIX \"unix\")\n" +
+			"[25:25:1206/011820.054954:ERROR:dbus/object_proxy.cc:572] Failed to call method: org.freedesktop.DBus.NameHasOwner: object_path= /org/freedesktop/DBus: unknown error type: \n" +
+			"AssertionError: expected 'hi'", 1,
+			[]string{"the \"Failed to connect to the bus\" lines are Chromium looking for D-Bus, which the sandbox has none of: harmless, not why the command failed; --log-level=3 quiets them"}},
 		{"chromium via playwright", "browserType.launch: Target page, context or browser has been closed\n[pid=12][err] Failed to move to new namespace: PID namespaces supported, Network namespace supported, but failed: errno = Operation not permitted", 1,
 			[]string{"pass --no-sandbox"}},
 	}

@@ -104,6 +104,14 @@ type Limits struct {
 	OOMScoreAdj int
 }
 
+// ReproducerTimeout is a reproducer's default timeout. Every reproducer is
+// a cold build: spf13/cobra's `go test ./...` took 118-152 s on 2 cores
+// and a one-file Go module 70-110 s under load, so the former 120 s
+// killed ordinary first runs. 300 s (the agent's) covers them about
+// twice over; what it costs is a hung reproducer holding its 2 CPUs and
+// 2 GiB for 5 minutes instead of 2, which a triage run can afford once.
+const ReproducerTimeout = 300 * time.Second
+
 // DefaultLimits returns the per-role resource defaults. Reproducers get more
 // room because headless Chromium needs it (pids, /dev/shm, memory).
 func DefaultLimits(role Role) Limits {
@@ -113,7 +121,7 @@ func DefaultLimits(role Role) Limits {
 			NoFile: 4096, FileSize: 1024 * mib, TmpfsSize: 256 * mib, ShmSize: 64 * mib, OOMScoreAdj: OOMScoreAdj,
 			WritableSize: 256 * mib, WritableInodes: 32768}
 	}
-	return Limits{Timeout: 120 * time.Second, Memory: 2048 * mib, CPUs: 2, Pids: 1024,
+	return Limits{Timeout: ReproducerTimeout, Memory: 2048 * mib, CPUs: 2, Pids: 1024,
 		NoFile: 4096, FileSize: 1024 * mib, TmpfsSize: 512 * mib, ShmSize: 256 * mib, OOMScoreAdj: OOMScoreAdj,
 		WritableSize: 512 * mib, WritableInodes: 32768}
 }
@@ -198,6 +206,18 @@ func CapabilityMeaning(c Capability) string { return capabilityMeanings[c] }
 func HostRoots() []string {
 	return []string{"/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
 		"/opt/homebrew", "/System", "/Library/Frameworks", "/private/etc"}
+}
+
+// SystemTrees are the host directories that only the operating system and
+// its package manager write: the programs and libraries of Linux's /usr
+// and the unmerged /bin, /sbin and /lib*, macOS's /System and its command
+// line tools. No daemon keeps a socket there (sockets live in /run, /tmp,
+// /var). A host path in one of them, root's and writable by no one else
+// all the way down from the tree's top, is a system directory
+// (policy.Mount.System).
+func SystemTrees() []string {
+	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+		"/System", "/Library/Developer/CommandLineTools"}
 }
 
 // KernelMaskedPaths are /proc and /sys entries every container backend
