@@ -34,17 +34,17 @@ func BenchmarkConfigAndPolicySystemVenv(b *testing.B) {
 // not the base's site-packages, which the venv does not use and which is
 // masked instead (on the machine of issue 34, 7,957 of the base's 8,264
 // directories; 208–781 ms a run when they were walked). The base is the
-// first of ~/.pyenv/versions/3.*; TRIAGE_SANDBOX_BENCH_PYTHON names
-// another interpreter.
+// first of ~/.pyenv/versions/3.1[1-3]* (as the docker tests take);
+// TRIAGE_SANDBOX_BENCH_PYTHON names another interpreter.
 //
 //	go test -run '^$' -bench ConfigAndPolicyPyenvVenv -benchtime 20x ./policy/
 func BenchmarkConfigAndPolicyPyenvVenv(b *testing.B) {
 	base := os.Getenv("TRIAGE_SANDBOX_BENCH_PYTHON")
 	if base == "" {
 		home, _ := os.UserHomeDir()
-		found, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", "3.*", "bin", "python3"))
+		found, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", "3.1[1-3]*", "bin", "python3"))
 		if len(found) == 0 {
-			b.Skip("no pyenv CPython 3 under ~/.pyenv/versions")
+			b.Skip("no pyenv CPython 3.11-3.13 under ~/.pyenv/versions")
 		}
 		base = found[0]
 	}
