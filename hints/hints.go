@@ -125,6 +125,12 @@ var patterns = sync.OnceValue(func() hintPatterns {
 		// chromiumRe is Chromium refusing to start without its own sandbox
 		// (user namespaces or a setuid helper, which ours withholds).
 		chromiumRe: regexp.MustCompile(`No usable sandbox!|Failed to move to new namespace|zygote_host_impl_linux\.cc.*sandbox`),
+		// dbusLineRe is a line of Chromium's D-Bus client failing: the
+		// sandbox has no bus (and must not: the host's system bus is a
+		// way out), and no environment variable quiets it
+		// (DBUS_SESSION_BUS_ADDRESS=disabled:, DBUS_SYSTEM_BUS_ADDRESS or
+		// unix:path=/dev/null only change its wording: measured).
+		dbusLineRe: regexp.MustCompile(`(?m)^.*(?:dbus/(?:bus|object_proxy)\.cc|Failed to connect to the bus: ).*$`),
 	}
 })
 
@@ -133,12 +139,14 @@ type hintPatterns struct {
 	// of the shells and coreutils, Python, Node, Go and Java.
 	pathRes                              map[errno][]*regexp.Regexp
 	readOnlyAnyRe, networkRe, chromiumRe *regexp.Regexp
+	dbusLineRe                           *regexp.Regexp
 	missingRe, failedNameRes             []*regexp.Regexp
 }
 
 const (
 	networkHint   = "the output shows a network failure: the sandbox reaches only its own loopback ([sandbox] network = false); a reproducer that needs the network cannot run here"
 	chromiumHint  = "Chromium's own sandbox cannot start inside this one (it needs user namespaces or a setuid helper, which the sandbox withholds): pass --no-sandbox (Playwright: chromiumSandbox: false; Puppeteer: args: ['--no-sandbox']). That is safe here, as ai-triager does it: the browser stays confined by this sandbox (no network beyond loopback, no credentials, read-only files)"
+	dbusHint      = "the \"Failed to connect to the bus\" lines are Chromium looking for D-Bus, which the sandbox has none of: harmless, not why the command failed; --log-level=3 quiets them (Playwright and Puppeteer: args: ['--log-level=3'])"
 	localhostHint = "the name localhost did not resolve in the sandbox: that is not the network (the sandbox keeps its own loopback, and localhost needs no DNS) " +
 		"but a /etc/hosts that does not name it (the image's, or the host's on the local backend); `triage-sandbox selftest` checks it (C-11); 127.0.0.1 works meanwhile"
 	readOnlyHint = "the output shows a write refused on a read-only file system: only the writable paths ([sandbox] writable, relative to the workspace root) and the scratch ($HOME, $TMPDIR) can be written in the sandbox"
@@ -148,6 +156,11 @@ const (
 func From(p *policy.Policy, run Run, h Host) []string {
 	if run.ExitCode == 0 || p == nil || p.AllowAll {
 		return nil
+	}
+	dbus := patterns().dbusLineRe.MatchString(run.Output)
+	if dbus {
+		// Its lines name the host's bus socket: never a path to mount.
+		run.Output = patterns().dbusLineRe.ReplaceAllString(run.Output, "")
 	}
 	seen := map[string]bool{}
 	var out []string
@@ -179,6 +192,9 @@ func From(p *policy.Policy, run Run, h Host) []string {
 	}
 	if patterns().chromiumRe.MatchString(run.Output) {
 		add(chromiumHint)
+	}
+	if dbus {
+		add(dbusHint)
 	}
 	sort.Strings(out)
 	return out

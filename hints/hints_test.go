@@ -30,7 +30,8 @@ var host = Host{
 		return "", errors.New("not found")
 	},
 	Exists: func(path string) bool {
-		return path == "/opt/data/x.csv" || path == "/home/u/.ssh/id_rsa" || path == "/usr/local/go/bin/go"
+		return path == "/opt/data/x.csv" || path == "/home/u/.ssh/id_rsa" || path == "/usr/local/go/bin/go" ||
+			path == "/run/dbus/system_bus_socket"
 	},
 }
 
@@ -123,6 +124,14 @@ func TestFrom(t *testing.T) {
 		{"a tool nobody has", "bash: frobnicate: command not found", 127, nil},
 		{"chromium", "[0101/000000.000000:FATAL:zygote_host_impl_linux.cc(127)] No usable sandbox! Update your kernel or see https://chromium.googlesource.com/...", 1,
 			[]string{"pass --no-sandbox"}},
+		// Chromium's D-Bus lines (as it printed them in the sandbox) are
+		// noise, never a path to mount: the host's system bus socket must
+		// not be suggested for read_only.
+		{"chromium's D-Bus noise", "[25:57:1206/011816.264254:ERROR:dbus/bus.cc:405] Failed to connect to the bus: Failed to connect to socket /run/dbus/system_bus_socket: No such file or directory\n" +
+			"[25:57:1206/011816.276378:ERROR:dbus/bus.cc:405] Failed to connect to the bus: Could not parse server address: Unknown address type (examples of valid types are \"tcp\" and on UNIX \"unix\")\n" +
+			"[25:25:1206/011820.054954:ERROR:dbus/object_proxy.cc:572] Failed to call method: org.freedesktop.DBus.NameHasOwner: object_path= /org/freedesktop/DBus: unknown error type: \n" +
+			"AssertionError: expected 'hi'", 1,
+			[]string{"the \"Failed to connect to the bus\" lines are Chromium looking for D-Bus, which the sandbox has none of: harmless, not why the command failed; --log-level=3 quiets them"}},
 		{"chromium via playwright", "browserType.launch: Target page, context or browser has been closed\n[pid=12][err] Failed to move to new namespace: PID namespaces supported, Network namespace supported, but failed: errno = Operation not permitted", 1,
 			[]string{"pass --no-sandbox"}},
 	}

@@ -21,11 +21,12 @@ import (
 // a socket included. Everything else of the base stays mounted and is
 // scanned as before.
 //
-// Why reading pyvenv.cfg for this is safe even when the venv lies in a
-// writable path, where a sandbox may have rewritten it: hiding only takes
-// away; a forged `false` can only leave a venv without packages it was
-// not reading (Python reads the same file and then does not look there),
-// and a forged `true` only leaves things as they were without this rule.
+// Why reading pyvenv.cfg for this needs no trust in it: a python
+// environment a sandbox could write is refused anyway (sources.go), and
+// hiding only takes away: a forged `false` can only leave a venv without
+// packages it was not reading (Python reads the same file and then does
+// not look there), a forged `true` only leaves things as they were
+// without this rule.
 
 // venvUsesBaseSitePackages mirrors CPython's site.venv(): the pyvenv.cfg
 // Python reads is the first regular file of bin/pyvenv.cfg and

@@ -117,8 +117,7 @@ func (b *Backend) Available(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if _, err := b.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		return fmt.Errorf("cannot reach the Docker daemon at %s: %v; start it (systemctl start docker, or dockerd &) or set DOCKER_HOST",
-			b.cli.DaemonHost(), err)
+		return unreachable(b.cli.DaemonHost(), err, probeSocket(b.cli.DaemonHost()))
 	}
 	return nil
 }
