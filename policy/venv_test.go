@@ -115,6 +115,9 @@ func TestVenvBaseSitePackagesHidden(t *testing.T) {
 					if !strings.Contains(base.Why, "without its site-packages") {
 						t.Errorf("the base's Why does not say what is left out: %q", base.Why)
 					}
+					if !strings.Contains(Explain(p), b.site+"  (masked: not used by the python environment") {
+						t.Errorf("policy's explanation does not say why %s is masked:\n%s", b.site, Explain(p))
+					}
 					return
 				}
 				if base.Hidden != nil || slices.Contains(p.Masked, b.site) {
