@@ -35,6 +35,7 @@ if [ ! -x "$dir/runsc" ]; then
     exit 1
   fi
   mv "$dir/runsc.tmp" "$dir/runsc"
+  ts_log "built runsc in $(ts_duration "$SECONDS")"
 fi
 rm -f "$dir/build-error"
 echo "$dir"

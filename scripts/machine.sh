@@ -35,7 +35,8 @@ ts_as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 ts_main_packages() {
   { command -v dockerd && command -v docker; } >/dev/null 2>&1 || echo docker.io
   command -v debootstrap >/dev/null 2>&1 || echo debootstrap
-  command -v chromium >/dev/null 2>&1 || echo chromium
+  # The names the browser check looks for on PATH (probe.browserNames).
+  command -v chromium chromium-browser google-chrome headless_shell chrome >/dev/null 2>&1 || echo chromium
   if [ "${TRIAGE_SANDBOX_GVISOR:-0}" = 1 ]; then
     command -v runsc >/dev/null 2>&1 || echo runsc
   fi
