@@ -123,7 +123,7 @@ ts_image_base() {
     return 0
   fi
   ts_timed "debian:bookworm-slim cannot be pulled: building an offline base with debootstrap" \
-    "about 2 min the first time" "$ts_repo/images/build-base.sh" triage-sandbox-base:bookworm >&2
+    "about 2 min 20 s the first time" "$ts_repo/images/build-base.sh" triage-sandbox-base:bookworm >&2
   echo triage-sandbox-base:bookworm
 }
 
@@ -131,7 +131,7 @@ ts_build_image() {
   local bin=$1 image=${2:-${TRIAGE_SANDBOX_IMAGE:-triage-sandbox:latest}} base=${BASE_IMAGE:-}
   docker image inspect "$image" >/dev/null 2>&1 && return 0
   [ -n "$base" ] || base=$(ts_image_base)
-  ts_timed "building $image from $base" "about 2 min the first time" \
+  ts_timed "building $image from $base" "about 1 min 30 s to 3 min 30 s the first time" \
     "$bin" image build --base "$base" --tag "$image"
 }
 

@@ -247,7 +247,7 @@ func TestSetupTestsOneAptCall(t *testing.T) {
 		t.Errorf("bin/triage-sandbox-kube not built: %q", b)
 	}
 	for _, step := range []string{"building kube-apiserver", "building kubelet", "building runsc", "loading triage-sandbox:latest into Podman"} {
-		if !regexp.MustCompile(regexp.QuoteMeta(step) + `.*\(about \d+ min`).MatchString(out) {
+		if !regexp.MustCompile(regexp.QuoteMeta(step) + `.*\(about \d+[^)]* min`).MatchString(out) {
 			t.Errorf("no progress line with the expected time for %q:\n%s", step, out)
 		}
 	}
