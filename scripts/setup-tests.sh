@@ -14,7 +14,7 @@
 #   - the sandbox image loaded into Podman's own store (Podman keeps its
 #     storage in /var/lib/containers and, for the sandboxes' network "none",
 #     touches no iptables rule or bridge of dockerd's),
-#   - the MCP TypeScript SDK's client from the npm registry, so that no test
+#   - the MCP TypeScript SDK's client and typescript from the npm registry, so that no test
 #     dials a public address (cmd/triage-sandbox mcp_test.go names the same
 #     version).
 # Each long step prints a line with its expected time, and how long it took.
@@ -36,5 +36,13 @@ if [ ! -f "$npm_dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
   mkdir -p "$npm_dir"
   ts_timed "installing $mcp_sdk from the npm registry" "about 10 s" \
     npm install --no-audit --no-fund --no-save --prefix "$npm_dir" "$mcp_sdk" >/dev/null
+fi
+# typescript for the checkout-writes test's real tsc build (cmd/triage-sandbox
+# checkoutwrites_test.go looks in the same cache; the CI tier fails without it).
+ts_dir="${XDG_CACHE_HOME:-$HOME/.cache}/triage-sandbox-test/typescript"
+if [ ! -f "$ts_dir/node_modules/typescript/bin/tsc" ]; then
+  mkdir -p "$ts_dir"
+  ts_timed "installing typescript@5 from the npm registry" "about 10 s" \
+    npm install --no-audit --no-fund --no-save --prefix "$ts_dir" typescript@5 >/dev/null
 fi
 ts_log "ready in $(ts_duration "$SECONDS")"

@@ -59,8 +59,11 @@ case $name in
     esac ;;
   podman) [ "$1 $2" != "image exists" ] || exit 1; cat >/dev/null ;;
   npm)
-    while [ $# -gt 0 ]; do [ "$1" = --prefix ] && prefix=$2; shift; done
-    mkdir -p "$prefix/node_modules/@modelcontextprotocol/sdk" && echo '{}' >"$prefix/node_modules/@modelcontextprotocol/sdk/package.json" ;;
+    while [ $# -gt 0 ]; do [ "$1" = --prefix ] && prefix=$2; pkg=$1; shift; done
+    case "$pkg" in
+      typescript@*) mkdir -p "$prefix/node_modules/typescript/bin" && touch "$prefix/node_modules/typescript/bin/tsc" ;;
+      *) mkdir -p "$prefix/node_modules/@modelcontextprotocol/sdk" && echo '{}' >"$prefix/node_modules/@modelcontextprotocol/sdk/package.json" ;;
+    esac ;;
 esac
 exit 0
 `
@@ -251,8 +254,9 @@ func TestSetupTestsOneAptCall(t *testing.T) {
 			t.Errorf("no progress line with the expected time for %q:\n%s", step, out)
 		}
 	}
-	if len(m.calls(t, "npm")) != 1 {
-		t.Errorf("npm calls %q, want one install", m.calls(t, "npm"))
+	// One install per npm package the tests use: the MCP client and tsc.
+	if len(m.calls(t, "npm")) != 2 {
+		t.Errorf("npm calls %q, want two installs (the MCP SDK, typescript)", m.calls(t, "npm"))
 	}
 
 	if err := os.Remove(m.log); err != nil {

@@ -33,7 +33,7 @@ func TestPytestNodeIDRoundTrip(t *testing.T) {
 		t.Skip("no pyenv CPython 3.11-3.13 under /root/.pyenv/versions (the venv's base interpreter)")
 	}
 	if _, err := os.Stat(filepath.Join(debianPackages, "pytest")); err != nil {
-		t.Skip("python3-pytest is not installed (scripts/setup.sh installs it)")
+		t.Skip("python3-pytest is not installed (scripts/setup-tests.sh installs it)")
 	}
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {

@@ -45,7 +45,7 @@ func TestPyenvVenv(t *testing.T) {
 		t.Skip("no pyenv CPython 3.11-3.13 under ~/.pyenv/versions")
 	}
 	if _, err := os.Stat(filepath.Join(debianPackages, "pytest")); err != nil {
-		t.Skip("python3-pytest is not installed (scripts/setup.sh installs it)")
+		t.Skip("python3-pytest is not installed (scripts/setup-tests.sh installs it)")
 	}
 	base := bases[0]
 	prefix := filepath.Dir(filepath.Dir(base))
