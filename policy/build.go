@@ -59,6 +59,12 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if err != nil {
 		return nil, err
 	}
+	var deps goDeps
+	if !p.AllowAll {
+		deps = goDependencies(p, projectDir(p), host)
+		p.Mounts = dedupeMounts(append(p.Mounts, deps.mounts...))
+		p.Warnings = append(p.Warnings, deps.warnings...)
+	}
 	maskUnderMounts(p, host)
 	p.Network = network(p.AllowAll, sb)
 
@@ -111,7 +117,23 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		return nil, err
 	}
 	environment(p, role, sb, host, pythonEnv)
+	for _, e := range deps.env {
+		if _, ok := sb.SetEnv[e.Name]; !ok {
+			setEnv(p, e.Name, e.Value, e.Why)
+		}
+	}
+	p.Env = sortEnv(p.Env)
 	return p, nil
+}
+
+// projectDir is the project's checkout, else the workspace root.
+func projectDir(p *Policy) string {
+	for _, m := range p.Mounts {
+		if m.Why == "project checkout" {
+			return m.Path
+		}
+	}
+	return p.WorkspaceRoot
 }
 
 // mounts sets p's mounts: the workspace root read-only, the role's
