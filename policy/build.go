@@ -60,7 +60,9 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		return nil, err
 	}
 	var deps goDeps
-	if !p.AllowAll {
+	// With the network on, go fetches what it lacks into the sandbox's
+	// own module cache, as on the host: nothing to mount or switch off.
+	if !p.AllowAll && network(false, sb).LoopbackOnly() {
 		deps = goDependencies(p, projectDir(p), host)
 		p.Mounts = dedupeMounts(append(p.Mounts, deps.mounts...))
 		p.Warnings = append(p.Warnings, deps.warnings...)
