@@ -119,7 +119,18 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		return nil, err
 	}
 	environment(p, role, sb, host, pythonEnv)
-	for _, e := range deps.env {
+	var cacheEnv []EnvVar
+	if !p.AllowAll {
+		var warn string
+		p.GoCache, cacheEnv, warn = preparedGoCache(p, host, deps)
+		if warn != "" && role == profiles.RoleReproducer {
+			p.Warnings = append(p.Warnings, warn)
+		}
+		if p.Base.Kind == BaseImage {
+			p.Traversable = traversable(p.Mounts)
+		}
+	}
+	for _, e := range append(deps.env, cacheEnv...) {
 		if _, ok := sb.SetEnv[e.Name]; !ok {
 			setEnv(p, e.Name, e.Value, e.Why)
 		}

@@ -49,6 +49,11 @@ type goDeps struct {
 	mounts   []Mount
 	env      []EnvVar
 	warnings []string
+	// dir is the Go module's directory, and goMod and goSum its files as
+	// the host has them: the prepared build cache's key ("" when the
+	// files are not trusted or not there).
+	dir          string
+	goMod, goSum []byte
 }
 
 // goDependencies decides the Go mounts and variables for the project in
@@ -68,7 +73,21 @@ func goDependencies(p *Policy, dir string, host Host) goDeps {
 		d.warnings = append(d.warnings, fmt.Sprintf("%s is under the writable path %s: a sandbox could have written it, so its modules are not mounted; keep the checkout out of the writable paths", sum, w))
 		return d
 	}
+	if w := writableCovers(p, goMod); w != "" {
+		d.env = goEnv("")
+		d.warnings = append(d.warnings, fmt.Sprintf("%s is under the writable path %s: a sandbox could have written it; keep the checkout out of the writable paths", goMod, w))
+		return d
+	}
+	modData, err := readHostFile(goMod)
+	if err != nil {
+		d.env = goEnv("")
+		d.warnings = append(d.warnings, fmt.Sprintf("Go module %s: reading go.mod: %v", dir, err))
+		return d
+	}
 	data, err := readHostFile(sum)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		d.dir, d.goMod, d.goSum = dir, modData, data
+	}
 	if err != nil {
 		d.env = goEnv("")
 		if !errors.Is(err, fs.ErrNotExist) { // no go.sum: no dependencies

@@ -79,6 +79,9 @@ type Policy struct {
 	// Python is the configured interpreter as the sandbox sees it ("" when
 	// [project] python is a bare name: the image's own).
 	Python string `json:"python,omitempty"`
+	// GoCache is the Go project's prepared build cache (nil when the
+	// project is not a Go module or the sandbox's go is not the host's).
+	GoCache *GoCache `json:"go_cache,omitempty"`
 	// Config is the triage.toml this policy came from ("" for the built-in
 	// defaults); reports say which file was used.
 	Config string `json:"config"`
