@@ -75,26 +75,43 @@ func must(t *testing.T, err error) {
 
 // TestGoModuleWithDependencies: `go test ./...` of a Go module with a
 // third-party dependency passes in a reproducer with the default config
-// and the network off: the module go.sum names is readable from the
-// host's module cache, the cache's other modules are not, and the host
-// checkout is unchanged.
+// and the network off, cold (no prepared cache: a long timeout, as a cold
+// build of the standard library takes minutes on a loaded machine) and
+// warm (after `prepare`, within the default timeout): the module go.sum
+// names is readable from the host's module cache, the cache's other
+// modules are not, what a reproducer writes in the prepared cache reaches
+// neither the host nor the next reproducer, and the host checkout is
+// unchanged.
 func TestGoModuleWithDependencies(t *testing.T) {
 	for _, backend := range realProjectBackends(t) {
 		t.Run(backend, func(t *testing.T) {
 			cache := goDepsCache(t)
 			root, checkout := realProject(t, "godeps")
 			env := []string{"GOMODCACHE=" + cache}
-			rep, took := runReportEnv(t, root, env, "--role", "reproducer", "--backend", backend, "--workdir", checkout, "--",
-				"sh", "-c", "go test ./... && go env GOPROXY && ls "+cache+" "+cache+"/cache/download")
-			if rep.ExitCode != 0 {
-				t.Fatalf("go test: exit %d\nstdout %s\nstderr %s\nhints %q warnings %q", rep.ExitCode, rep.Stdout, rep.Stderr, rep.Hints, rep.Warnings)
+			run := func(name string, args ...string) time.Duration {
+				t.Helper()
+				rep, took := runReportEnv(t, root, env, append([]string{"--role", "reproducer", "--backend", backend, "--workdir", checkout}, args...)...)
+				if rep.ExitCode != 0 {
+					t.Fatalf("%s: exit %d\nstdout %s\nstderr %s\nhints %q warnings %q", name, rep.ExitCode, rep.Stdout, rep.Stderr, rep.Hints, rep.Warnings)
+				}
+				if !strings.Contains(rep.Stdout, "ok  \texample.com/godeps") || strings.Contains(rep.Stdout, "private.example") {
+					t.Errorf("%s: stdout: %s", name, rep.Stdout)
+				}
+				if name == "cold" && !strings.Contains(strings.Join(rep.Warnings, "\n"), "triage-sandbox prepare") {
+					t.Errorf("cold: no warning that the cache is not prepared: %q", rep.Warnings)
+				}
+				t.Logf("%s: %v", name, took.Round(time.Millisecond))
+				return took
 			}
-			t.Logf("go test ./... (cold): %v", took)
-			if !strings.Contains(rep.Stdout, "ok  \texample.com/godeps") || !strings.Contains(rep.Stdout, "\noff\n") {
-				t.Errorf("stdout: %s", rep.Stdout)
+			run("cold", "--timeout", "15m", "--", "sh", "-c", "go test ./... && go env GOPROXY && ls "+cache+" "+cache+"/cache/download")
+
+			if r := runCLI(t, root, env, "prepare", "--backend", backend); r.code != 0 {
+				t.Fatalf("prepare: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
-			if strings.Contains(rep.Stdout, "private.example") {
-				t.Errorf("a module go.sum does not name is visible:\n%s", rep.Stdout)
+			run("warm", "--", "sh", "-c", `go test ./... && echo poison > "$(go env GOCACHE)/poison" && ls "$(go env GOCACHE)/poison"`)
+			run("warm again", "--", "sh", "-c", `test ! -e "$(go env GOCACHE)/poison" && go test ./...`)
+			if found, _ := filepath.Glob(filepath.Join(stateDir(t), "triage-sandbox", "caches", "go", "*", "poison")); len(found) > 0 {
+				t.Errorf("a reproducer's write reached the prepared cache: %q", found)
 			}
 			checkoutUnchanged(t, checkout)
 		})
