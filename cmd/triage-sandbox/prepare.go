@@ -16,30 +16,45 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
-// prepareArgv builds what `go test ./...` builds (every package, its tests
-// and vet's facts) and runs no test.
-var prepareArgv = []string{"go", "test", "-run=^$", "./..."}
+// prepareArgv is what a reproducer runs most: `go test ./...` builds
+// every package, its tests and vet's facts, and its passing results are
+// cached as on the maintainer's machine (a reproducer that changes a
+// package runs that package's tests again). buildOnlyArgv builds the
+// same and runs no test.
+var (
+	prepareArgv   = []string{"go", "test", "./..."}
+	buildOnlyArgv = []string{"go", "test", "-run=^$", "./..."}
+)
 
 func newPrepareCmd() *cobra.Command {
 	var pf policyFlags
+	var buildOnly bool
 	cmd := &cobra.Command{
 		Use:   "prepare",
 		Short: "Build the project's caches (Go build cache) once, for every reproducer to read",
-		Long: "Build the project's Go build cache in a sandbox of the reproducer's policy, from the\n" +
+		Long: "Build the project's Go build cache (go test ./...: the packages, their tests, and the\n" +
+			"results of the tests that pass) in a sandbox of the reproducer's policy, from the\n" +
 			"checkout as the host has it (run it before any issue is read), and keep it in\n" +
 			"triage-sandbox's state directory. Reproducers then read it, and what they write\n" +
 			"there is discarded with their sandbox. Run it again when go.mod, go.sum or go\n" +
 			"change: a reproducer only uses a cache built for exactly those.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return prepare(cmd, &pf) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			argv := prepareArgv
+			if buildOnly {
+				argv = buildOnlyArgv
+			}
+			return prepare(cmd, &pf, argv)
+		},
 	}
+	cmd.Flags().BoolVar(&buildOnly, "build-only", false, "build the packages and their tests but run no test (go test -run=^$)")
 	pf.role = profiles.RoleReproducer
 	addBackendFlag(cmd, &pf.backend, "")
 	cmd.Flags().StringVar(&pf.config, "config", "", "triage.toml to read (default: nearest triage.toml from the current directory up)")
 	return cmd
 }
 
-func prepare(cmd *cobra.Command, pf *policyFlags) error {
+func prepare(cmd *cobra.Command, pf *policyFlags, argv []string) error {
 	p, host, err := pf.compileWithHost()
 	if err != nil {
 		return refuse(err)
@@ -53,10 +68,10 @@ func prepare(cmd *cobra.Command, pf *policyFlags) error {
 		_ = prep.Abandon()
 		return refuse(err)
 	}
-	fmt.Fprintf(os.Stderr, "triage-sandbox: prepare: building the Go build cache of %s (%s; a cold build can take minutes)\n", p.GoCache.Project, output.Line(fmt.Sprint(prepareArgv)))
+	fmt.Fprintf(os.Stderr, "triage-sandbox: prepare: building the Go build cache of %s (%s; a cold build can take minutes)\n", p.GoCache.Project, output.Line(fmt.Sprint(argv)))
 	start := time.Now()
 	req := sandbox.Request{
-		Policy: prep.Policy, Command: backends.Command{Argv: prepareArgv, Workdir: p.GoCache.Project},
+		Policy: prep.Policy, Command: backends.Command{Argv: argv, Workdir: p.GoCache.Project},
 		Redactor: output.NewRedactor(sandbox.Secrets(prep.Policy, host), output.DefaultRules()),
 		Streams:  backends.Streams{Stdout: os.Stderr, Stderr: os.Stderr},
 		// Our own command, not one anybody asked for.
@@ -74,7 +89,7 @@ func prepare(cmd *cobra.Command, pf *policyFlags) error {
 	// A package that fails to build still leaves the others' entries,
 	// which are as trusted: the cache is kept, and the failure said.
 	if code := sandbox.ExitCode(res.Result); code != 0 {
-		fmt.Fprintf(os.Stderr, "triage-sandbox: warning: prepare: %v exited %d; the cache keeps what was built\n", prepareArgv, code)
+		fmt.Fprintf(os.Stderr, "triage-sandbox: warning: prepare: %v exited %d; the cache keeps what was built and what passed\n", argv, code)
 	}
 	if err := prep.Commit(); err != nil {
 		_ = prep.Abandon()
