@@ -633,7 +633,9 @@ func within(dir, p string) bool {
 	if dir == "/" {
 		return strings.HasPrefix(p, "/")
 	}
-	return strings.HasPrefix(p, dir+"/")
+	// No dir+"/": this runs for every pair of mounts, and a large go.sum
+	// makes hundreds.
+	return len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir)
 }
 
 func limits(cfg *config.File, sb config.Sandbox, role profiles.Role) profiles.Limits {

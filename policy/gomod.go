@@ -316,7 +316,7 @@ func moduleMounts(cache string, versions []goVersion) (ms []Mount, missing []str
 		if !v.modOnly {
 			full, ok := w.lookup(filepath.FromSlash(escPath)+"@"+escVer, true)
 			if ok {
-				ms = append(ms, Mount{Path: full, ReadOnly: true, Kind: "dir", Why: why})
+				ms = append(ms, Mount{Path: full, ReadOnly: true, Kind: "dir", Why: why, NoSockets: true})
 			}
 			complete = complete && ok
 		}

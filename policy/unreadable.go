@@ -217,6 +217,9 @@ func homeCovered(mounts []Mount, masked []string, host Host) []string {
 // other. Out of budget, the .git directories of what is left in the queue
 // are still looked at (git's fsmonitor daemon keeps its socket there).
 func socketsUnder(m Mount) (socks []string, truncated bool) {
+	if m.NoSockets {
+		return nil, false
+	}
 	fi, err := os.Lstat(m.Path)
 	if err != nil {
 		return nil, false
