@@ -90,15 +90,15 @@ func TestGoModuleWithDependencies(t *testing.T) {
 			env := []string{"GOMODCACHE=" + cache}
 			run := func(name string, args ...string) time.Duration {
 				t.Helper()
-				rep, took := runReportEnv(t, root, env, append([]string{"--role", "reproducer", "--backend", backend, "--workdir", checkout}, args...)...)
+				rep, took, stderr := runReportEnv(t, root, env, append([]string{"--role", "reproducer", "--backend", backend, "--workdir", checkout}, args...)...)
 				if rep.ExitCode != 0 {
 					t.Fatalf("%s: exit %d\nstdout %s\nstderr %s\nhints %q warnings %q", name, rep.ExitCode, rep.Stdout, rep.Stderr, rep.Hints, rep.Warnings)
 				}
 				if !strings.Contains(rep.Stdout, "ok  \texample.com/godeps") || strings.Contains(rep.Stdout, "private.example") {
 					t.Errorf("%s: stdout: %s", name, rep.Stdout)
 				}
-				if name == "cold" && !strings.Contains(strings.Join(rep.Warnings, "\n"), "triage-sandbox prepare") {
-					t.Errorf("cold: no warning that the cache is not prepared: %q", rep.Warnings)
+				if prepared := !strings.Contains(stderr, "run `triage-sandbox prepare`"); prepared != (name != "cold") {
+					t.Errorf("%s: the warning that the cache is not prepared is wrong: %s", name, stderr)
 				}
 				t.Logf("%s: %v", name, took.Round(time.Millisecond))
 				return took
@@ -119,7 +119,8 @@ func TestGoModuleWithDependencies(t *testing.T) {
 }
 
 // runReportEnv is runReport with variables added to the CLI's environment.
-func runReportEnv(t *testing.T, root string, env []string, args ...string) (runreport.Report, time.Duration) {
+// Policy warnings are on stderr, returned too.
+func runReportEnv(t *testing.T, root string, env []string, args ...string) (runreport.Report, time.Duration, string) {
 	t.Helper()
 	start := time.Now()
 	r := runCLI(t, root, env, append([]string{"run", "--json"}, args...)...)
@@ -128,5 +129,5 @@ func runReportEnv(t *testing.T, root string, env []string, args ...string) (runr
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("run %v: exit %d, --json: %v\nstdout %q\nstderr %s", args, r.code, err, r.stdout, r.stderr)
 	}
-	return rep, took
+	return rep, took, r.stderr
 }
