@@ -4,7 +4,11 @@
 # the same command on the host with a warm cache; interleaved, N each
 # (default 10), medians and the ratio (the target is at most 2x).
 #
-#   scripts/bench-go-prepared.sh [N] [BACKEND]
+#   scripts/bench-go-prepared.sh [N] [BACKEND] [POOL]
+#
+# POOL > 0 gives reproducers a pool of that many started sandboxes
+# ([sandbox.reproducer] pool): the sandbox's start is then off the run's
+# path, and what is left is the command's own time in the sandbox.
 #
 # The module is the godeps fixture (cmd/triage-sandbox/testdata/realprojects):
 # its dependency is published to a module proxy in a directory, so nothing
@@ -14,17 +18,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10}
 backend=${2:-docker}
+pool=${3:-0}
 repo=$(pwd)
 bin=$repo/bin/triage-sandbox
 [ -x "$bin" ] || { CGO_ENABLED=0 go build -buildvcs=auto -o bin/triage-sandbox ./cmd/triage-sandbox &&
   CGO_ENABLED=0 go build -buildvcs=auto -o bin/triage-sandbox-inside ./cmd/triage-sandbox-inside; }
 dir=$(mktemp -d)
-cleanup() { GOMODCACHE=$dir/modcache go clean -modcache 2>/dev/null || true; rm -rf "$dir"; }
+cleanup() {
+  [ "$pool" = 0 ] || (cd "$dir/ws" && XDG_STATE_HOME=$dir/state "$bin" session end pool:reproducer >/dev/null 2>&1) || true
+  GOMODCACHE=$dir/modcache go clean -modcache 2>/dev/null || true
+  rm -rf "$dir"
+}
 trap cleanup EXIT
 chmod 755 "$dir"
 ws=$dir/ws co=$dir/widgets
 mkdir -p "$ws" "$co" "$dir/state"
 printf '[project]\ncheckout = "../widgets"\n' > "$ws/triage.toml"
+[ "$pool" = 0 ] || printf '[sandbox.reproducer]\npool = %d\n' "$pool" >> "$ws/triage.toml"
 cp -a cmd/triage-sandbox/testdata/realprojects/godeps/. "$co/"
 
 # The dependency, published to a directory proxy as the go command expects
@@ -65,7 +75,8 @@ s=(); h=()
 for _ in $(seq 1 "$n"); do
   s+=("$(ms "${sandboxed[@]}")")
   h+=("$(ms hostrun)")
+  [ "$pool" = 0 ] || sleep 2 # the pool refills off the measured path
 done
 ms_s=$(median "${s[@]}") ms_h=$(median "${h[@]}")
-printf 'go test ./... (godeps, %d runs each, medians): reproducer on %s with the prepared cache %d ms, host with a warm cache %d ms: %.2fx\n' \
-  "$n" "$backend" "$ms_s" "$ms_h" "$(awk -v a="$ms_s" -v b="$ms_h" 'BEGIN {print a/b}')"
+printf 'go test ./... (godeps, %d runs each, medians): reproducer on %s (pool %d) with the prepared cache %d ms, host with a warm cache %d ms: %.2fx\n' \
+  "$n" "$backend" "$pool" "$ms_s" "$ms_h" "$(awk -v a="$ms_s" -v b="$ms_h" 'BEGIN {print a/b}')"
