@@ -112,6 +112,12 @@ func goDependencies(p *Policy, dir string, host Host) goDeps {
 	}
 	ms, missing := moduleMounts(cache, versions)
 	d.mounts = ms
+	if len(ms) == 0 {
+		// Nothing mounted: the cache's path does not exist inside, and go
+		// would fail creating it; its default (in HOME) lets it say which
+		// module it cannot look up.
+		d.env = goEnv("")
+	}
 	if len(missing) > 0 {
 		d.warnings = append(d.warnings, fmt.Sprintf("%d of the modules %s names are not in the host's module cache %s (first: %s): run `go mod download` in %s on the host (see README, Dependencies)",
 			len(missing), sum, cache, missing[0], dir))

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
 
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/runreport"
 )
 
@@ -130,4 +131,32 @@ func runReportEnv(t *testing.T, root string, env []string, args ...string) (runr
 		t.Fatalf("run %v: exit %d, --json: %v\nstdout %q\nstderr %s", args, r.code, err, r.stdout, r.stderr)
 	}
 	return rep, took, r.stderr
+}
+
+// TestGoModuleMissingDependencyHint: a module go.sum names that the host's
+// cache lacks is named in a warning, and go's failure ends with the hint
+// that names the recipe (go mod download on the host), not the network.
+func TestGoModuleMissingDependencyHint(t *testing.T) {
+	testenv.SkipShort(t, "runs a sandbox")
+	testenv.RequireDocker(t)
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the host has no go")
+	}
+	root := workspace(t, "[project]\ncheckout = \"../widgets\"\n")
+	checkout := filepath.Join(filepath.Dir(root), "widgets")
+	if out, err := exec.Command("cp", "-a", filepath.Join("testdata", "realprojects", "godeps")+"/.", checkout).CombinedOutput(); err != nil {
+		t.Fatalf("copying: %v: %s", err, out)
+	}
+	empty := t.TempDir()
+	must(t, os.Chmod(empty, 0o755))
+	rep, _, stderr := runReportEnv(t, root, []string{"GOMODCACHE=" + empty}, "--role", "reproducer", "--workdir", checkout, "--", "go", "list", "-deps", "./...")
+	if rep.ExitCode == 0 {
+		t.Fatalf("go list passed without its dependency: %s", rep.Stdout)
+	}
+	if !strings.Contains(stderr, "example.com/greet@v1.0.0") || !strings.Contains(stderr, "`go mod download`") {
+		t.Errorf("no warning naming the missing module: %s", stderr)
+	}
+	if !strings.Contains(strings.Join(rep.Hints, "\n"), "`go mod download` in the checkout") {
+		t.Errorf("hints %q\nstderr %s", rep.Hints, rep.Stderr)
+	}
 }
