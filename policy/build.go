@@ -597,29 +597,36 @@ func venvHome(cfgPath string) string {
 }
 
 // dedupeMounts drops read-only mounts already covered by a read-only parent;
-// writable mounts always stay, they are the exceptions.
+// writable mounts always stay, they are the exceptions. It looks up each
+// mount's ancestors rather than comparing every pair: a large go.sum
+// makes hundreds of mounts.
 func dedupeMounts(ms []Mount) []Mount {
-	var out []Mount
+	// A mount whose writes are discarded is not the same as the
+	// read-only one around it.
+	plain := map[string]bool{}
 	for _, m := range ms {
-		covered := false
-		// A mount whose writes are discarded is not the same as the
-		// read-only one around it.
 		if m.ReadOnly && !m.Discard {
-			for _, o := range ms {
-				if o.ReadOnly && !o.Discard && o.Path != m.Path && within(o.Path, m.Path) {
-					covered = true
-				}
+			plain[m.Path] = true
+		}
+	}
+	covered := func(p string) bool {
+		for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+			if plain[dir] {
+				return true
+			}
+			if dir == "/" || dir == "." {
+				return false
 			}
 		}
-		dup := false
-		for _, o := range out {
-			if o.Path == m.Path {
-				dup = true
-			}
+	}
+	var out []Mount
+	seen := map[string]bool{}
+	for _, m := range ms {
+		if seen[m.Path] || (m.ReadOnly && !m.Discard && m.Path != "/" && covered(m.Path)) {
+			continue
 		}
-		if !covered && !dup {
-			out = append(out, m)
-		}
+		seen[m.Path] = true
+		out = append(out, m)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out

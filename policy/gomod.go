@@ -312,7 +312,7 @@ func moduleMounts(cache string, versions []goVersion) (ms []Mount, missing []str
 		found := 0
 		for _, ext := range files {
 			if full, ok := w.lookup(dl+ext, false); ok {
-				ms = append(ms, Mount{Path: full, ReadOnly: true, Kind: "file", Why: why})
+				ms = append(ms, Mount{Path: full, ReadOnly: true, Kind: "file", Why: why, NoSockets: true})
 				if ext != ".info" {
 					found++
 				}

@@ -113,11 +113,11 @@ type Mount struct {
 	// System marks a host system directory (the host toolchain's /usr):
 	// root-owned, not scanned for sockets the way other mounts are.
 	System bool `json:"system,omitempty"`
-	// NoSockets marks a directory that holds no unix socket by
+	// NoSockets marks a path that is no unix socket and holds none by
 	// construction, so it is not scanned for one on every run: a Go
 	// module's extracted tree (written from a zip, which cannot hold a
-	// socket, and left read-only by go), hundreds of them for a large
-	// go.sum.
+	// socket, and left read-only by go) and its files in the download
+	// cache (checked regular files), hundreds of them for a large go.sum.
 	NoSockets bool `json:"no_sockets,omitempty"`
 }
 
