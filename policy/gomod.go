@@ -63,74 +63,81 @@ func goDependencies(p *Policy, dir string, host Host) goDeps {
 	if dir == "" {
 		return d
 	}
-	goMod := filepath.Join(dir, "go.mod")
-	if _, err := os.Lstat(goMod); err != nil {
+	if _, err := os.Lstat(filepath.Join(dir, "go.mod")); err != nil {
 		return d // not a Go module (go.work alone: not handled yet)
 	}
-	sum := filepath.Join(dir, "go.sum")
-	if w := writableCovers(p, sum); w != "" {
-		d.env = goEnv("")
-		d.warnings = append(d.warnings, fmt.Sprintf("%s is under the writable path %s: a sandbox could have written it, so its modules are not mounted; keep the checkout out of the writable paths", sum, w))
+	d.env = goEnv("")
+	mod, sum, hasSum, warn := readGoFiles(p, dir)
+	if warn != "" {
+		d.warnings = append(d.warnings, warn)
 		return d
 	}
-	if w := writableCovers(p, goMod); w != "" {
-		d.env = goEnv("")
-		d.warnings = append(d.warnings, fmt.Sprintf("%s is under the writable path %s: a sandbox could have written it; keep the checkout out of the writable paths", goMod, w))
-		return d
-	}
-	modData, err := readHostFile(goMod)
-	if err != nil {
-		d.env = goEnv("")
-		d.warnings = append(d.warnings, fmt.Sprintf("Go module %s: reading go.mod: %v", dir, err))
-		return d
-	}
-	data, err := readHostFile(sum)
-	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		d.dir, d.goMod, d.goSum = dir, modData, data
-	}
-	if err != nil {
-		d.env = goEnv("")
-		if !errors.Is(err, fs.ErrNotExist) { // no go.sum: no dependencies
-			d.warnings = append(d.warnings, fmt.Sprintf("Go module %s: reading go.sum: %v; its dependencies are not mounted", dir, err))
-		}
-		return d
-	}
-	cache, why := goModCache(host)
-	d.env = goEnv(cache)
-	if cache == "" {
-		d.warnings = append(d.warnings, "Go module "+dir+": the host's module cache is not known ("+why+"); its dependencies are not mounted")
-		return d
-	}
-	if w := goCacheUsable(p, cache); w != "" {
-		d.env = goEnv("")
-		d.warnings = append(d.warnings, w)
-		return d
-	}
-	versions, bad := parseGoSum(data)
-	if len(bad) > 0 {
-		d.warnings = append(d.warnings, fmt.Sprintf("%s: %d lines name no valid module version and were skipped (first: %s)", sum, len(bad), bad[0]))
-	}
-	ms, missing := moduleMounts(cache, versions)
-	d.mounts = ms
-	if len(ms) == 0 {
-		// Nothing mounted: the cache's path does not exist inside, and go
-		// would fail creating it; its default (in HOME) lets it say which
-		// module it cannot look up.
-		d.env = goEnv("")
-	}
-	if len(missing) > 0 {
-		d.warnings = append(d.warnings, fmt.Sprintf("%d of the modules %s names are not in the host's module cache %s (first: %s): run `go mod download` in %s on the host (see README, Dependencies)",
-			len(missing), sum, cache, missing[0], dir))
+	d.dir, d.goMod, d.goSum = dir, mod, sum
+	if hasSum { // no go.sum: no dependencies
+		d.mountModules(p, host, sum)
 	}
 	return d
 }
 
+// readGoFiles reads dir's go.mod and go.sum as the host has them, never
+// where a sandbox can write; warn says why they are not used.
+func readGoFiles(p *Policy, dir string) (mod, sum []byte, hasSum bool, warn string) {
+	for _, name := range []string{"go.mod", "go.sum"} {
+		if w := writableCovers(p, filepath.Join(dir, name)); w != "" {
+			return nil, nil, false, fmt.Sprintf("%s is under the writable path %s: a sandbox could have written it, so the modules it names are not mounted; keep the checkout out of the writable paths",
+				filepath.Join(dir, name), w)
+		}
+	}
+	mod, err := readHostFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return nil, nil, false, fmt.Sprintf("Go module %s: reading go.mod: %v", dir, err)
+	}
+	sum, err = readHostFile(filepath.Join(dir, "go.sum"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return mod, nil, false, ""
+	case err != nil:
+		return nil, nil, false, fmt.Sprintf("Go module %s: reading go.sum: %v; its dependencies are not mounted", dir, err)
+	}
+	return mod, sum, true, ""
+}
+
+// mountModules mounts the module versions go.sum names from the host's
+// module cache and points GOMODCACHE there.
+func (d *goDeps) mountModules(p *Policy, host Host, sum []byte) {
+	cache, why := goModCache(host)
+	if cache == "" {
+		d.warnings = append(d.warnings, "Go module "+d.dir+": the host's module cache is not known ("+why+"); its dependencies are not mounted")
+		return
+	}
+	if w := goCacheUsable(p, cache); w != "" {
+		d.warnings = append(d.warnings, w)
+		return
+	}
+	versions, bad := parseGoSum(sum)
+	sumPath := filepath.Join(d.dir, "go.sum")
+	if len(bad) > 0 {
+		d.warnings = append(d.warnings, fmt.Sprintf("%s: %d lines name no valid module version and were skipped (first: %s)", sumPath, len(bad), bad[0]))
+	}
+	ms, missing := moduleMounts(cache, versions)
+	d.mounts = ms
+	// Nothing mounted: the cache's path does not exist inside, and go
+	// would fail creating it; its default (in HOME) lets it say which
+	// module it cannot look up.
+	if len(ms) > 0 {
+		d.env = goEnv(cache)
+	}
+	if len(missing) > 0 {
+		d.warnings = append(d.warnings, fmt.Sprintf("%d of the modules %s names are not in the host's module cache %s (first: %s): run `go mod download` in %s on the host (see README, Dependencies)",
+			len(missing), sumPath, cache, missing[0], d.dir))
+	}
+}
+
 // goEnv are the variables that keep the go command off the network and on
-// the mounted modules. GOFLAGS is left alone: -mod=mod would let go rewrite
-// go.mod and go.sum, and the default (-mod=readonly) names a module that
-// is missing instead.
-// GOMODCACHE is set only with a cache ("" leaves go's default, in the
-// sandbox's HOME).
+// the mounted modules; GOMODCACHE only with a cache ("" leaves go's
+// default, in the sandbox's HOME). GOFLAGS is left alone: -mod=mod would
+// let go rewrite go.mod and go.sum, and the default (-mod=readonly) names
+// a module that is missing instead.
 func goEnv(cache string) []EnvVar {
 	env := []EnvVar{
 		{Name: "GOPROXY", Value: "off", Why: "Go: no module proxy is reachable; go.sum's modules are mounted"},
