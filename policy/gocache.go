@@ -202,6 +202,9 @@ func ForGoCachePrepare(p *Policy, host Host) (*GoCachePrepare, error) {
 	q.Warm = Warm{}
 	q.Env = slices.DeleteFunc(slices.Clone(p.Env), func(e EnvVar) bool { return e.Name == "GOCACHE" })
 	q.Env = sortEnv(append(q.Env, EnvVar{Name: "GOCACHE", Value: building, Why: "Go: the build cache being prepared"}))
+	if q.Base.Kind == BaseImage {
+		q.Traversable = traversable(q.Mounts)
+	}
 	q.Workdir = p.GoCache.Project
 	q.GoCache = nil
 	return &GoCachePrepare{Policy: &q, Building: building, cache: *p.GoCache, caches: caches}, nil
@@ -261,11 +264,21 @@ func (g *GoCachePrepare) Commit() error {
 	entries, _ := os.ReadDir(g.caches)
 	for _, e := range entries {
 		full := filepath.Join(g.caches, e.Name())
-		if strings.HasPrefix(e.Name(), prefix) && full != g.cache.Dir && !strings.Contains(e.Name(), ".building-") {
+		if strings.HasPrefix(e.Name(), prefix) && full != g.cache.Dir && !buildingNow(e) {
 			_ = removeAllWritable(full)
 		}
 	}
 	return nil
+}
+
+// buildingNow: e is a cache another prepare may still be building (one
+// older than two prepare timeouts was left by a prepare that died).
+func buildingNow(e os.DirEntry) bool {
+	if !strings.Contains(e.Name(), ".building-") {
+		return false
+	}
+	fi, err := e.Info()
+	return err == nil && time.Since(fi.ModTime()) < 2*PrepareTimeout
 }
 
 // Abandon removes what the run built.
