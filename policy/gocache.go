@@ -90,9 +90,10 @@ func projectKey(dir string) string {
 	return filepath.Base(dir) + "-" + hex.EncodeToString(sum[:6])
 }
 
-// visibleGo is the go on the host's PATH that the sandbox runs too (under
-// a host root or a read-only mount: the host toolchain), canonical; ""
-// when the sandbox's go is not the host's.
+// visibleGo is the go the sandbox runs when it is the host's: the first on
+// the host's PATH in a directory visible inside (under a host root or a
+// read-only mount: the host toolchain), as the sandbox's PATH keeps those
+// in the host's order; canonical, "" for none.
 func visibleGo(p *Policy, host Host) string {
 	hostPath, _ := host.Getenv("PATH")
 	for _, dir := range filepath.SplitList(hostPath) {
@@ -107,7 +108,7 @@ func visibleGo(p *Policy, host Host) string {
 		visible := slices.ContainsFunc(p.Base.HostRoots, func(r string) bool { return within(r, dir) }) ||
 			slices.ContainsFunc(p.Mounts, func(m Mount) bool { return m.ReadOnly && !m.Discard && within(m.Path, dir) })
 		if !visible {
-			return ""
+			continue // not on the sandbox's PATH (systemPath): the next one is
 		}
 		real, err := filepath.EvalSymlinks(bin)
 		if err != nil {
