@@ -13,18 +13,23 @@ import (
 // fakeModCache fills a module cache under dir/mod with the files the go
 // command leaves for each "path@version" (escaped as the cache escapes
 // them), and returns it.
-func fakeModCache(t *testing.T, dir string, versions ...string) string {
+func fakeModCache(t testing.TB, dir string, versions ...string) string {
 	t.Helper()
+	check := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	cache := filepath.Join(dir, "mod")
 	for _, pv := range versions {
 		path, ver, _ := strings.Cut(pv, "@")
 		dl := filepath.Join(cache, "cache", "download", path, "@v")
-		must(t, os.MkdirAll(dl, 0o755))
+		check(os.MkdirAll(dl, 0o755))
 		for _, ext := range []string{".mod", ".info", ".ziphash", ".zip"} {
-			must(t, os.WriteFile(filepath.Join(dl, ver+ext), []byte("x"), 0o444))
+			check(os.WriteFile(filepath.Join(dl, ver+ext), []byte("x"), 0o444))
 		}
-		must(t, os.MkdirAll(filepath.Join(cache, path+"@"+ver), 0o755))
-		must(t, os.WriteFile(filepath.Join(cache, path+"@"+ver, "a.go"), []byte("package a\n"), 0o444))
+		check(os.MkdirAll(filepath.Join(cache, path+"@"+ver), 0o755))
+		check(os.WriteFile(filepath.Join(cache, path+"@"+ver, "a.go"), []byte("package a\n"), 0o444))
 	}
 	return cache
 }
@@ -189,4 +194,25 @@ func TestGoModCacheLocation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzGoSumMounts: whatever go.sum says, every mount stays in the module
+// cache, names no "..", and only a checked module version is mounted.
+func FuzzGoSumMounts(f *testing.F) {
+	f.Add("example.com/ok v1.0.0 h1:x=\nexample.com/ok v1.0.0/go.mod h1:y=\n")
+	f.Add("../../etc v1.0.0 h1:x=\n")
+	f.Add("example.com/../x v1.0.0 h1:x=\nexample.com/ok ../../v1 h1:x=\n")
+	f.Add("Example.com/OK v1.0.0 h1:x=\nexample.com/ok/v2 v2.0.0+incompatible h1:x=\n")
+	f.Add("example.com/ok v1.0.0\x00 h1:x=\n/abs v1.0.0 h1:x=\nexample.com/ok@v1.0.0 v1.0.0 h1:x=\n")
+	cache := fakeModCache(f, f.TempDir(), "example.com/ok@v1.0.0", "example.com/!o!k@v1.0.0")
+	f.Fuzz(func(t *testing.T, sum string) {
+		versions, _ := parseGoSum([]byte(sum))
+		ms, _ := moduleMounts(cache, versions)
+		for _, m := range ms {
+			rel, err := filepath.Rel(cache, m.Path)
+			if err != nil || !filepath.IsLocal(rel) || strings.Contains(m.Path, "/../") || !m.ReadOnly {
+				t.Fatalf("mount %+v escapes the cache %s", m, cache)
+			}
+		}
+	})
 }
