@@ -104,6 +104,18 @@ var patterns = sync.OnceValue(func() hintPatterns {
 		readOnlyAnyRe: regexp.MustCompile(`(?i)ReadOnlyFileSystemException|read-only file system|EROFS`),
 		// networkRe: error codes match as written ("FileNotFoundError" is
 		// no ENOTFOUND), phrases in any case.
+		// failedNameRes find the name a failed lookup names, in the
+		// wording of Node, Go, curl, Python's urllib3 and Java.
+		failedNameRes: []*regexp.Regexp{
+			regexp.MustCompile(`getaddrinfo (?:EAI_AGAIN|ENOTFOUND|EAI_NONAME|EAI_FAIL) ([^\s'",)]+)`), // Node
+			regexp.MustCompile(`hostname: '([^']+)'`),                                                  // Node's error object
+			regexp.MustCompile(`\blookup ([^\s:]+)(?: on \S+)?: `),                                     // Go
+			regexp.MustCompile(`Could not resolve host: ([^\s'",)]+)`),                                 // curl
+			regexp.MustCompile(`Failed to resolve '([^']+)'`),                                          // urllib3
+			regexp.MustCompile(`host='([^']+)'[^\n]*(?:name resolution|Name or service not known)`),    // urllib3 1.x
+			regexp.MustCompile(`Cannot connect to host ([^\s:]+)[^\n]*(?:name resolution|not known)`),  // aiohttp
+			regexp.MustCompile(`UnknownHostException: ([^\s:]+)`),                                      // Java
+		},
 		networkRe: regexp.MustCompile(`\b(?:EAI_AGAIN|ENETUNREACH|ENOTFOUND|ETIMEDOUT)\b|(?i:network is unreachable|temporary failure in name resolution|name or service not known|could not resolve host|getaddrinfo|failed to establish a new connection|npm ERR! network|npm error network|dial tcp: lookup|connection timed out|Max retries exceeded with url)`),
 		missingRe: []*regexp.Regexp{
 			regexp.MustCompile(`(?m)(?:^|\s)(?:sh|bash|dash|zsh)?:?\s*(?:\d+:\s*)?([A-Za-z0-9._+-]+): (?:command )?not found`),
@@ -121,12 +133,14 @@ type hintPatterns struct {
 	// of the shells and coreutils, Python, Node, Go and Java.
 	pathRes                              map[errno][]*regexp.Regexp
 	readOnlyAnyRe, networkRe, chromiumRe *regexp.Regexp
-	missingRe                            []*regexp.Regexp
+	missingRe, failedNameRes             []*regexp.Regexp
 }
 
 const (
-	networkHint  = "the output shows a network failure: the sandbox reaches only its own loopback ([sandbox] network = false); a reproducer that needs the network cannot run here"
-	chromiumHint = "Chromium's own sandbox cannot start inside this one (it needs user namespaces or a setuid helper, which the sandbox withholds): pass --no-sandbox (Playwright: chromiumSandbox: false; Puppeteer: args: ['--no-sandbox']). That is safe here, as ai-triager does it: the browser stays confined by this sandbox (no network beyond loopback, no credentials, read-only files)"
+	networkHint   = "the output shows a network failure: the sandbox reaches only its own loopback ([sandbox] network = false); a reproducer that needs the network cannot run here"
+	chromiumHint  = "Chromium's own sandbox cannot start inside this one (it needs user namespaces or a setuid helper, which the sandbox withholds): pass --no-sandbox (Playwright: chromiumSandbox: false; Puppeteer: args: ['--no-sandbox']). That is safe here, as ai-triager does it: the browser stays confined by this sandbox (no network beyond loopback, no credentials, read-only files)"
+	localhostHint = "the name localhost did not resolve in the sandbox: that is not the network (the sandbox keeps its own loopback, and localhost needs no DNS) " +
+		"but a /etc/hosts that does not name it (the image's, or the host's on the local backend); `triage-sandbox selftest` checks it (C-11); 127.0.0.1 works meanwhile"
 	readOnlyHint = "the output shows a write refused on a read-only file system: only the writable paths ([sandbox] writable, relative to the workspace root) and the scratch ($HOME, $TMPDIR) can be written in the sandbox"
 )
 
@@ -146,7 +160,14 @@ func From(p *policy.Policy, run Run, h Host) []string {
 	if named := pathHints(p, run, h, add); !named[eROFS] && patterns().readOnlyAnyRe.MatchString(run.Output) {
 		add(readOnlyHint)
 	}
-	if p.Network.LoopbackOnly() {
+	local, other := failedLookups(run.Output)
+	if local {
+		add(localhostHint)
+	}
+	// A lookup of localhost that failed is not the network's: the
+	// network hint only when something else failed too (or nothing
+	// named says what).
+	if p.Network.LoopbackOnly() && (!local || other) {
 		add(networkHintFor(run))
 	}
 	for _, re := range patterns().missingRe {

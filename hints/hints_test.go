@@ -42,6 +42,7 @@ func TestFrom(t *testing.T) {
 		checkoutRO   = "the project checkout /src/widgets is mounted read-only"
 		notVisible   = "exists on the host but is not visible in the sandbox: mount it read-only with [sandbox] read_only"
 		networkFalse = "network = false"
+		localName    = "the name localhost did not resolve in the sandbox: that is not the network"
 	)
 	tests := []struct {
 		name, output string
@@ -106,6 +107,26 @@ func TestFrom(t *testing.T) {
 		{"npm: registry EAI_AGAIN", "npm ERR! request to https://registry.npmjs.org/x failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org", 1, []string{"`npm ci` in the checkout"}},
 		{"pip: no index", "WARNING: Retrying (Retry(total=4...)) after connection broken by 'NewConnectionError(...: Failed to establish a new connection: [Errno 101] Network is unreachable')': /simple/requests/\nERROR: Could not find a version that satisfies the requirement requests (from versions: none)\nERROR: No matching distribution found for requests", 1,
 			[]string{"name its interpreter in [project] python"}},
+
+		// The name localhost failing is the sandbox's /etc/hosts, never the
+		// network (issue 34 #5: vitest under oci).
+		{"node: vitest on localhost", "Error: getaddrinfo EAI_AGAIN localhost\n    at GetAddrInfoReqWrap.onlookup [as oncomplete] (node:dns:120:26) {\n" +
+			"  errno: -3001,\n  code: 'EAI_AGAIN',\n  syscall: 'getaddrinfo',\n  hostname: 'localhost'\n}", 1, []string{localName}},
+		{"node: a .localhost name", "Error: getaddrinfo ENOTFOUND api.localhost", 1, []string{localName}},
+		{"go: localhost", "dial tcp: lookup localhost on 127.0.0.1:53: read udp 127.0.0.1:40000->127.0.0.1:53: read: connection refused", 1, []string{localName}},
+		{"curl: localhost", "curl: (6) Could not resolve host: localhost", 6, []string{localName}},
+		{"python requests: localhost", `requests.exceptions.ConnectionError: HTTPConnectionPool(host='localhost', port=5173): Max retries exceeded with url: / ` +
+			`(Caused by NameResolutionError("<urllib3.connection.HTTPConnection object at 0x7f>: Failed to resolve 'localhost' ([Errno -3] Temporary failure in name resolution)"))`,
+			1, []string{localName}},
+		{"python urllib3 1.x: localhost", "requests.exceptions.ConnectionError: HTTPConnectionPool(host='localhost', port=8000): Max retries exceeded with url: / " +
+			"(Caused by NewConnectionError('<urllib3.connection.HTTPConnection object at 0x7f>: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution'))",
+			1, []string{localName}},
+		{"aiohttp: localhost", "aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host localhost:8080 ssl:default [Temporary failure in name resolution]", 1, []string{localName}},
+		{"python: a registry, not localhost", "HTTPSConnectionPool(host='pypi.org', port=443): Max retries exceeded with url: /simple/x/ (Caused by NewConnectionError('x: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution'))",
+			1, []string{networkFalse}},
+		{"java: localhost", "java.net.UnknownHostException: localhost: Temporary failure in name resolution", 1, []string{localName}},
+		{"localhost and the registry", "Error: getaddrinfo EAI_AGAIN localhost\nnpm ERR! network request to https://registry.npmjs.org/x failed, reason: getaddrinfo ENOTFOUND registry.npmjs.org",
+			1, []string{localName, networkFalse}},
 
 		// Missing tools and Chromium.
 		{"tool missing in the image", "sh: 1: less: not found", 1, []string{"less is missing in the sandbox but the host has it (/usr/bin/less)"}},

@@ -49,6 +49,33 @@ func networkHintFor(run Run) string {
 	return ""
 }
 
+// failedLookups reads the names whose lookup the output shows failing:
+// local says one is the loopback's own name (localhost, or a name under
+// .localhost, RFC 6761), other that one is not.
+func failedLookups(out string) (local, other bool) {
+	for _, re := range patterns().failedNameRes {
+		for _, m := range re.FindAllStringSubmatch(out, 8) {
+			if isLocalName(m[1]) {
+				local = true
+			} else {
+				other = true
+			}
+		}
+	}
+	return local, other
+}
+
+// isLocalName: the loopback's own names, which resolve through /etc/hosts
+// with no DNS.
+func isLocalName(name string) bool {
+	name = strings.TrimSuffix(strings.ToLower(name), ".")
+	switch name {
+	case "localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback":
+		return true
+	}
+	return strings.HasSuffix(name, ".localhost")
+}
+
 // networkTool names the network tool argv runs ("npm view"), looking into
 // a `sh -c` script's words too; "" when it runs none.
 func networkTool(argv []string) string {

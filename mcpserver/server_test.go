@@ -138,6 +138,12 @@ func TestRun(t *testing.T) {
 		{name: "argv in the reproducer role", sandbox: func() *backendtest.Sandbox { return &backendtest.Sandbox{Stdout: "1\n"} },
 			args: map[string]any{"argv": []string{"python3", "-c", "print(1)"}, "role": "reproducer"},
 			code: 0, text: []string{"exit 0", "--- stdout ---\n1"}, execs: 1, wantArgv: []string{"python3", "-c", "print(1)"}},
+		{name: "ids are shown as printed, changed lines counted", sandbox: func() *backendtest.Sandbox {
+			return &backendtest.Sandbox{Stdout: "tests/x.py::test_y[a b] PASSED\n::1 localhost\n::add-mask::x\n"}
+		},
+			args: map[string]any{"argv": []string{"pytest", "-v"}},
+			code: 0, text: []string{"--- stdout (1 line changed to be shown safely", "every other line is as printed) ---\ntests/x.py::test_y[a b] PASSED\n::1 localhost\n[workflow command neutralised] ::add-mask::x"},
+			execs: 1},
 		{name: "one shell line", sandbox: func() *backendtest.Sandbox { return &backendtest.Sandbox{Stdout: "a\n"} },
 			args: map[string]any{"command": "echo a | cat"},
 			code: 0, text: []string{"exit 0"}, execs: 1, wantArgv: []string{"sh", "-c", "echo a | cat"}},

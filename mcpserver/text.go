@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/runreport"
 )
 
@@ -19,8 +20,8 @@ func summary(r *runreport.Report) string {
 		return strings.TrimRight(b.String(), "\n")
 	}
 	b.WriteString(ending(r) + "\n")
-	writeStream(&b, "stdout", r.Stdout, r.StdoutStats.Truncated, r.StdoutStats.OmittedBytes)
-	writeStream(&b, "stderr", r.Stderr, r.StderrStats.Truncated, r.StderrStats.OmittedBytes)
+	writeStream(&b, "stdout", r.Stdout, r.StdoutStats)
+	writeStream(&b, "stderr", r.Stderr, r.StderrStats)
 	writeList(&b, "hint", r.Hints)
 	writeList(&b, "warning", r.Warnings)
 	if n := len(r.SpecialFiles); n > 0 {
@@ -44,13 +45,24 @@ func ending(r *runreport.Report) string {
 	return fmt.Sprintf("exit %d", r.ExitCode)
 }
 
-func writeStream(b *strings.Builder, name, s string, truncated bool, omitted int64) {
+// writeStream writes one stream's output under a header that says what was
+// left out and how many lines were changed to be shown safely: every other
+// line is byte for byte what the command printed, so a test id, a path or
+// a name in it can be passed back as it is.
+func writeStream(b *strings.Builder, name, s string, st output.Stats) {
 	if s == "" {
 		return
 	}
 	fmt.Fprintf(b, "--- %s", name)
-	if truncated {
-		fmt.Fprintf(b, " (truncated: %d bytes left out between head and tail)", omitted)
+	if st.Truncated {
+		fmt.Fprintf(b, " (truncated: %d bytes left out between head and tail)", st.OmittedBytes)
+	}
+	switch st.ChangedLines {
+	case 0:
+	case 1:
+		b.WriteString(" (1 line changed to be shown safely: a workflow command marked, or control characters escaped; every other line is as printed)")
+	default:
+		fmt.Fprintf(b, " (%d lines changed to be shown safely: workflow commands marked, or control characters escaped; every other line is as printed)", st.ChangedLines)
 	}
 	b.WriteString(" ---\n" + s)
 	if !strings.HasSuffix(s, "\n") {

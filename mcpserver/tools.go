@@ -71,6 +71,8 @@ func (s *Server) addTools(srv *mcp.Server) {
 		Description: "Run one command in a sandbox of the workspace " + s.cfg.Root + ": no network (loopback only), " +
 			"no credentials, writes only to the role's writable paths. Returns the exit code (124 timed out, 125 refused), " +
 			"the cleaned and capped stdout and stderr, the gate's verdict and hints about sandbox restrictions. " +
+			"Output lines are byte for byte as the command printed them (a test id such as tests/x.py::test_y can be passed back as shown), " +
+			"except lines changed to be safe to show (a workflow command marked, control characters escaped), which are counted in changed_lines. " +
 			"A command the gate denies is not run; do not retry it in another form.",
 		InputSchema: inputSchema[RunInput](),
 	}, s.run)

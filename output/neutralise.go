@@ -7,116 +7,186 @@ import (
 	"unicode/utf8"
 )
 
-// neutraliser makes command output safe to show in a terminal, a model's
-// context or a CI log: control characters become visible pictures, so an
-// escape sequence (OSC 52 clipboard writes, title and cursor reports, CSI
-// queries) is shown rather than obeyed; bidi overrides and invisible
-// characters are escaped (Trojan Source); and a line that GitHub Actions
-// would read as a workflow command is marked and defused (see "Workflow
-// commands" below).
-type neutraliser struct {
-	midLine bool     // the previous chunk did not end with a newline
-	line    lineScan // the current line so far, when it spans chunks
-}
-
-// workflowPrefix is put before lines the Actions runner would obey.
+// workflowPrefix is put before a line the Actions runner would obey.
 const workflowPrefix = "[workflow command neutralised] "
 
-// Workflow commands. actions/runner (ActionCommandManager.TryProcessCommand)
-// reads each line of output (ended by \n, \r\n or a bare \r) with two
-// parsers:
+// Workflow commands. actions/runner reads a step's stdout and stderr each
+// on its own, line by line (StreamReader.ReadLine: \n, \r\n or a bare \r
+// ends a line), and gives every line to two parsers
+// (ActionCommandManager.TryProcessCommand):
 //
-//   - ActionCommand.TryParseV2 TrimStart()s the line, removing every char
-//     for which .NET's char.IsWhiteSpace is true (dotnetSpace), and obeys it
-//     when it then StartsWith("::");
+//   - ActionCommand.TryParseV2 TrimStart()s the line (every char for which
+//     .NET's char.IsWhiteSpace is true: dotnetSpace), requires that it then
+//     StartsWith("::"), and that IndexOf("::", 2) finds the "::" that ends
+//     the command's name and properties. A line that starts with "::" and
+//     has no second "::" is not a command: `::1 localhost ip6-localhost`
+//     (an /etc/hosts line), `::ffff:10.0.0.1` and a lone "::" are shown
+//     as printed.
 //   - the legacy ActionCommand.TryParse obeys a line that holds "##["
 //     anywhere (IndexOf) with a "]" after it.
 //
-// Both comparisons are culture-sensitive: with ICU, characters that collate
-// as nothing (ignorable: most controls, format characters such as U+00AD and
-// U+200B, variation selectors) may be skipped inside "::" and "##[" too.
+// Both then look the command's name up among the registered ones. We do
+// not: the set changes between runner versions, and after
+// ::stop-commands::TOKEN the token itself is a command, whatever word it
+// is. StartsWith and IndexOf(string) compare culture-sensitively: with ICU,
+// characters that collate as nothing (ignorable: most controls, format
+// characters such as U+00AD and U+200B, variation selectors) may be
+// skipped inside "::" and "##[" too, so ignorables are skipped here
+// everywhere, and a "::" may overlap the first one's second colon (with
+// an ignorable between the first colons, IndexOf("::", 2) may start on
+// the second of them).
 //
 // So a line is marked with workflowPrefix when, skipping white space and
-// ignorables at its start, it begins with ':' and ':' (ignorables between),
-// or when it holds '#', '#', '[' (ignorables between); the prefix makes the
-// line start with '['. Since a prefix cannot stop a search anywhere in the
-// line, every such '[' is also written as `\[`. The Azure Pipelines form
-// "##vso[" is treated the same way.
+// ignorables at its start, it begins with "::" and holds another "::"
+// after (ignorables between): the prefix makes it start with '['. A line
+// that holds "##[" or "##vso[" (the Azure Pipelines form; ignorables
+// between, any case) is marked too, and every such '[' is written `\[`,
+// since a prefix cannot stop a search anywhere in the line; this rule
+// stays wide (no "]" needed): such lines are rare in real output. Nothing
+// else is changed for workflow commands: `tests/x.py::test_y`,
+// `std::vector` and `a::b::c` mid-line are shown as printed.
 //
-// A line start is not only where one stream has a newline: a CI log that
-// merges stdout and stderr (GitHub Actions does) starts a line wherever the
-// other stream's newline lands, at any write boundary of ours or any byte a
-// pipe splits a write at. So the second ':' of every "::" (ignorables
-// between), at the start of a line or not, is written as `\:`: no "::"
-// is ever shown, and the runner needs one to start a command and another
-// to end its name. All steps are idempotent: a marked, defused line
-// matches no rule. Lines are judged one by one and each
-// one anew: the runner's ::stop-commands:: makes later lines inert to the
-// runner only, not to this rule.
+// These rules hold per line, so each line must reach the runner as the
+// line that was judged: Stream writes whole lines only (see "Whole lines"
+// in stream.go). The runner's ::stop-commands:: makes later lines inert to
+// the runner only: every line is judged anew.
 
-// lineScan is what the rules need of the current line when it spans
-// chunks (a line longer than a chunk).
-type lineScan struct {
-	lead   uint8  // leadSpace, leadColon or leadDone
-	marked bool   // the prefix was written for this line
-	hist   uint64 // sigBefore of the line so far
+// neutralise makes text safe to show in a terminal, a model's context or
+// a CI log, line by line: control characters become visible pictures, so
+// an escape sequence (OSC 52 clipboard writes, title and cursor reports,
+// CSI queries) is shown rather than obeyed; bidi overrides and invisible
+// characters are escaped (Trojan Source); invalid UTF-8 is shown as \xNN;
+// and a line the Actions runner would read as a workflow command is marked
+// and defused. Each line (ended by '\n'; the last may lack one) is judged
+// whole, from its start, and every other line comes back byte-identical.
+// It returns the text and the number of lines it changed. Newlines are
+// neither added nor removed. Cleaning its result again changes nothing.
+func neutralise(s string) (string, int) {
+	if plain(s) {
+		return s, 0
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	changed := 0
+	for len(s) > 0 {
+		end := strings.IndexByte(s, '\n') + 1
+		if end == 0 {
+			end = len(s)
+		}
+		start := b.Len()
+		cleanLine(&b, s[:end])
+		if b.String()[start:] != s[:end] {
+			changed++
+		}
+		s = s[end:]
+	}
+	return b.String(), changed
 }
 
-const (
-	leadSpace = iota // only white space and ignorables so far
-	leadColon        // then a ':'
-	leadDone         // the "::" rule is decided
-)
-
-// scanLead advances the "::" rule over s, the line's next characters, and
-// reports whether they complete it. It stops at the first decision.
-func (l *lineScan) scanLead(s string) (command bool) {
-	for _, r := range s {
-		ign := ignorable(r)
-		switch l.lead {
-		case leadSpace:
-			switch {
-			case ign || dotnetSpace(r):
-			case r == ':':
-				l.lead = leadColon
-			default:
-				l.lead = leadDone
+// cleanLine writes one line (with its '\n', if it has one) cleaned.
+func cleanLine(b *strings.Builder, line string) {
+	body := strings.TrimSuffix(line, "\n")
+	if v2Command(body) || hasLegacy(body) {
+		b.WriteString(workflowPrefix)
+	}
+	var hist uint64
+	for i := 0; i < len(body); {
+		r, size := utf8.DecodeRuneInString(body[i:])
+		switch {
+		case r == '[' && legacyBefore(hist):
+			b.WriteString(`\[`)
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(b, "\\x%02x", body[i])
+		case r == '\t':
+			b.WriteByte('\t')
+		case r == '\r':
+			if i+1 == len(body) && len(line) > len(body) {
+				b.WriteByte('\r') // CRLF
+			} else {
+				b.WriteString("\u240d") // ␍: a bare CR could overwrite what was shown, and ends a line for the runner
 			}
-		case leadColon:
-			if !ign {
-				l.lead = leadDone
-				return r == ':'
-			}
+		case r < 0x20:
+			b.WriteRune(0x2400 + r) // control pictures: ␛ for ESC, ␇ for BEL, ␀ for NUL
+		case r == 0x7f:
+			b.WriteRune(0x2421) // ␡
+		case r >= 0x80 && r <= 0x9f, isInvisible(r):
+			fmt.Fprintf(b, "\\u%04x", r)
 		default:
-			return false
+			b.WriteString(body[i : i+size])
+		}
+		hist = pushSig(hist, r)
+		i += size
+	}
+	b.WriteString(line[len(body):])
+}
+
+// v2Command reports whether TryParseV2 could take line as a command:
+// skipping white space and ignorables at its start, it begins with "::",
+// and another "::" follows (ignorables skipped; it may share the first
+// one's second colon).
+func v2Command(line string) bool {
+	const (
+		lead  = iota // white space and ignorables so far
+		colon        // then one ':'
+		key          // "::" seen: look for the next one
+	)
+	state, prevColon := lead, false
+	for _, r := range line {
+		if ignorable(r) {
+			continue
+		}
+		switch state {
+		case lead:
+			if dotnetSpace(r) {
+				continue
+			}
+			if r != ':' {
+				return false
+			}
+			state = colon
+		case colon:
+			if r != ':' {
+				return false
+			}
+			state, prevColon = key, true
+		default:
+			if r == ':' && prevColon {
+				return true
+			}
+			prevColon = r == ':'
 		}
 	}
 	return false
 }
 
-// sigBefore packs the last five significant (not ignorable) characters of
-// a line made of what hist describes followed by s: the latest in the low
-// byte, ASCII lower-cased, 0 for any other character.
-func sigBefore(hist uint64, s string) uint64 {
-	var h uint64
-	n := 0
-	for i := len(s); i > 0 && n < 5; {
-		r, size := utf8.DecodeLastRuneInString(s[:i])
-		i -= size
-		if ignorable(r) {
-			continue
-		}
-		c := uint64(0)
-		if r < utf8.RuneSelf {
-			c = uint64(unicode.ToLower(r))
-		}
-		h |= c << (8 * n)
-		n++
+// hasLegacy reports whether line holds "##[" or "##vso[" (ignorables
+// between, any case).
+func hasLegacy(line string) bool {
+	if !strings.Contains(line, "[") || !strings.Contains(line, "#") {
+		return false
 	}
-	if n < 5 {
-		h |= hist << (8 * n)
+	var hist uint64
+	for _, r := range line {
+		if r == '[' && legacyBefore(hist) {
+			return true
+		}
+		hist = pushSig(hist, r)
 	}
-	return h & (1<<40 - 1)
+	return false
+}
+
+// pushSig adds r to hist, the last five significant (not ignorable)
+// characters of a line: the latest in the low byte, ASCII lower-cased, 0
+// for any other character.
+func pushSig(hist uint64, r rune) uint64 {
+	if ignorable(r) {
+		return hist
+	}
+	c := uint64(0)
+	if r < utf8.RuneSelf {
+		c = uint64(unicode.ToLower(r))
+	}
+	return (hist<<8 | c) & (1<<40 - 1)
 }
 
 // legacyBefore: a '[' after these significant characters makes "##[" or
@@ -126,129 +196,16 @@ func legacyBefore(h uint64) bool {
 	return h&0xffff == hh || h == hhvso
 }
 
-// needsMark reports whether s, what follows of the line up to its newline
-// or the end of the chunk, makes it a workflow command: command for the
-// "::" form, legacy for "##[".
-func (l lineScan) needsMark(s string) (command, legacy bool) {
-	command = l.scanLead(s)
-	for j := 0; ; j++ {
-		k := strings.IndexByte(s[j:], '[')
-		if k < 0 {
-			return command, false
-		}
-		j += k
-		if legacyBefore(sigBefore(l.hist, s[:j])) {
-			return command, true
-		}
-	}
-}
-
-// carry records the state of the line left unfinished at the end of a
-// chunk: seg is its part in this chunk.
-func (n *neutraliser) carry(seg string) {
-	n.line.scanLead(seg)
-	n.line.hist = sigBefore(n.line.hist, seg)
-}
-
-func (n *neutraliser) clean(s string) string {
-	if !n.midLine {
-		n.line = lineScan{}
-	}
-	if n.plain(s) {
-		n.midLine = len(s) > 0 && s[len(s)-1] != '\n'
-		if n.midLine {
-			n.line = lineScan{}
-			n.carry(s[strings.LastIndexByte(s, '\n')+1:])
-		}
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	seg := 0 // where the current line's part in s starts
-	for i := 0; i < len(s); {
-		if i == seg {
-			n.markLine(&b, s, i)
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == '[' || r == ':':
-			if n.breaks(r, s[seg:i]) {
-				b.WriteByte('\\')
-			}
-			b.WriteRune(r)
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case r == '\n':
-			b.WriteByte('\n')
-			n.line = lineScan{}
-			seg = i + 1
-		case r == '\t':
-			b.WriteByte('\t')
-		case r == '\r':
-			if i+1 < len(s) && s[i+1] == '\n' {
-				b.WriteByte('\r')
-			} else {
-				b.WriteString("\u240d") // ␍: a bare CR could overwrite what was shown
-			}
-		case r < 0x20:
-			b.WriteRune(0x2400 + r) // control pictures: ␛ for ESC, ␇ for BEL, ␀ for NUL
-		case r == 0x7f:
-			b.WriteRune(0x2421) // ␡
-		case r >= 0x80 && r <= 0x9f, isInvisible(r):
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	n.midLine = len(s) > 0 && s[len(s)-1] != '\n'
-	if n.midLine {
-		n.carry(s[seg:])
-	}
-	return b.String()
-}
-
-// markLine writes the prefix before the line whose part in this chunk
-// starts at s[i] when that part makes it a workflow command.
-func (n *neutraliser) markLine(b *strings.Builder, s string, i int) {
-	end := strings.IndexByte(s[i:], '\n')
-	if end < 0 {
-		end = len(s) - i
-	}
-	// Mid-line (a line longer than a chunk) the prefix still goes before
-	// the "::" it breaks; a "##[" is only defused there, as the prefix
-	// could complete a "##" shown before.
-	lineStart := i > 0 || !n.midLine
-	if command, legacy := n.line.needsMark(s[i : i+end]); !n.line.marked && (command || lineStart && legacy) {
-		b.WriteString(workflowPrefix)
-		n.line.marked = true
-	}
-}
-
-// breaks reports whether r, after before on the current line, completes a
-// "##[" or "##vso[" (r is '[') or a "::" (r is ':'; a merged log can start
-// a line anywhere, so none is shown): r is then written after a backslash.
-func (n *neutraliser) breaks(r rune, before string) bool {
-	h := sigBefore(n.line.hist, before)
-	if r == '[' {
-		return legacyBefore(h)
-	}
-	return h&0xff == ':'
-}
-
-// plain is the fast path: a chunk that starts a line and holds printable
-// ASCII, tabs and newlines only, no "##", no "::" and no line that starts
-// (after spaces and tabs) with ':'.
-func (n *neutraliser) plain(s string) bool {
-	if n.midLine {
-		return false
-	}
+// plain is the fast path: text that holds printable ASCII, tabs and
+// newlines only, no "##", and no line whose first character after spaces
+// and tabs is ':' (only such a line can be a "::" command).
+func plain(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if special[s[i]] {
 			return false
 		}
 	}
-	if strings.Contains(s, "##") || strings.Contains(s, "::") {
+	if strings.Contains(s, "##") {
 		return false
 	}
 	for i := 0; i < len(s); {

@@ -22,6 +22,11 @@ type Options struct {
 	// Ceiling, shared by the streams of one run, stops the command when the
 	// bytes produced pass its limit.
 	Ceiling *Ceiling
+	// SinkLock, shared by the streams of one run, serialises their writes:
+	// their sinks may be one file (a CI log, 2>&1), and a write larger than
+	// a pipe's atomic size can be split by another writer's (see "Whole
+	// lines").
+	SinkLock *sync.Mutex
 }
 
 // Ceiling is a hard byte limit shared by a run's streams. When crossed it
@@ -61,6 +66,9 @@ type Stats struct {
 	Truncated    bool  `json:"truncated"`
 	OmittedBytes int64 `json:"omitted_bytes"` // produced bytes left out between head and tail
 	OmittedLines int64 `json:"omitted_lines"`
+	// ChangedLines are the lines shown changed by the neutraliser; every
+	// other line shown is byte for byte what the command printed.
+	ChangedLines int64 `json:"changed_lines" jsonschema:"lines shown changed to be safe (a workflow command marked, control or invisible characters escaped, invalid UTF-8 shown as \\xNN); every other line shown is byte for byte what the command printed, so an id or path in it can be passed back as it is"`
 }
 
 // maxHold is how much of a line without newline is held for redaction
@@ -72,25 +80,38 @@ const (
 )
 
 // Stream is one output stream of a run. The head is redacted, neutralised
-// and streamed to the sink as it comes; once it is full, raw bytes go to a
-// ring that keeps the latest ones, and only what the ring still holds at the
-// end is redacted and shown. Memory stays bounded whatever the command
-// prints, work is spent only on what is shown, and Write never blocks on
-// it, so the command is always drained.
+// and streamed to the sink as it comes, line by line; once it is full, raw
+// bytes go to a ring that keeps the latest ones, and only what the ring
+// still holds at the end is redacted and shown. Memory stays bounded
+// whatever the command prints, work is spent only on what is shown, and
+// Write never blocks on it, so the command is always drained.
+//
+// Whole lines. Unless Raw, every write to the sink is whole lines: it
+// starts where a line starts and ends with '\n'. The head shows a line
+// only once its newline came, and ends before the first line that does
+// not fit (that line starts the tail); the omission marker is a line of
+// its own; the tail's first line is judged from where the tail starts;
+// and a last line the command left without a newline is shown with one.
+// So when two streams (or triage-sandbox's own messages) share one file,
+// whatever the interleaving of their writes, every line of that file is
+// one line some stream judged whole, from its start, and the neutraliser's
+// per-line rules hold for the file: no line start can be formed by one
+// stream's partial line followed by another's write, nor by a chunk
+// boundary or the cap. SinkLock keeps a write from being split by another
+// writer's (a pipe write larger than PIPE_BUF is not atomic).
 type Stream struct {
 	mu   sync.Mutex
 	sink io.Writer
 	o    Options
 
-	pending []byte // head phase: raw bytes awaiting a newline
+	pending []byte // head phase: raw bytes awaiting a cut no secret spans
+	line    []byte // head phase: the redacted start of a line not yet ended
 	inPEM   bool   // inside a private key block
-	neut    neutraliser
 
-	headCap, headLeft int
-	headOpen          bool
-	headRaw           int64 // raw bytes consumed by the head phase
-	headLines         int64 // newlines shown in the head
-	headShown         int   // bytes shown in the head
+	headLeft  int
+	headOpen  bool
+	headLines int64 // newlines shown in the head
+	headShown int   // bytes shown in the head
 
 	ring    *ring // tail phase: the latest raw bytes
 	tailRaw int64 // raw bytes written in the tail phase
@@ -105,7 +126,7 @@ func NewStream(sink io.Writer, o Options) *Stream {
 	if o.Limit <= 0 {
 		o.Limit = DefaultLimit
 	}
-	return &Stream{sink: sink, o: o, headCap: o.Limit / 2, headLeft: o.Limit / 2, headOpen: true}
+	return &Stream{sink: sink, o: o, headLeft: o.Limit / 2, headOpen: true}
 }
 
 // Write takes raw output. It always reports len(p) consumed.
@@ -122,7 +143,6 @@ func (s *Stream) Write(p []byte) (int, error) {
 		s.ringWrite(p)
 		return n, nil
 	}
-	s.headRaw += int64(n)
 	s.pending = append(s.pending, p...)
 	if i := bytes.LastIndexByte(s.pending, '\n'); i >= 0 {
 		// A secret holding a newline may go on in a later write: keep it.
@@ -142,11 +162,11 @@ func (s *Stream) Write(p []byte) (int, error) {
 		s.processHead(s.pending[:cut])
 		s.pending = s.pending[cut:]
 	}
-	if !s.headOpen && len(s.pending) > 0 {
-		// The head closed: what was waiting for a newline starts the tail.
-		s.headRaw -= int64(len(s.pending))
+	if !s.headOpen {
+		// The head closed: what was waiting for a newline goes on the tail.
+		s.ringWrite(s.line)
 		s.ringWrite(s.pending)
-		s.pending = nil
+		s.line, s.pending = nil, nil
 	}
 	return n, nil
 }
@@ -222,11 +242,11 @@ func (s *Stream) tailStart(b []byte, at int) int {
 	}
 }
 
-// clean redacts and neutralises complete lines; a block that touches a
-// private key block goes line by line.
-func (s *Stream) clean(b []byte) []byte {
+// redact redacts raw bytes; a block that touches a private key block
+// goes line by line.
+func (s *Stream) redact(b []byte) []byte {
 	if !s.inPEM && !bytes.Contains(b, pemKey) {
-		return s.cleanLine(b)
+		return []byte(s.o.Redactor.Redact(string(b)))
 	}
 	var out []byte
 	for len(b) > 0 {
@@ -234,59 +254,92 @@ func (s *Stream) clean(b []byte) []byte {
 		if i < 0 {
 			i = len(b) - 1
 		}
-		out = append(out, s.cleanLine(b[:i+1])...)
+		out = append(out, s.redactLine(b[:i+1])...)
 		b = b[i+1:]
 	}
 	return out
 }
 
-func (s *Stream) cleanLine(line []byte) []byte {
+func (s *Stream) redactLine(line []byte) []byte {
 	if s.inPEM || isPEMBegin(line) {
 		begin := !s.inPEM
 		s.inPEM = !isPEMEnd(line)
-		s.neut.midLine = false // what follows starts a line
 		if begin {
 			return []byte("<redacted:private-key>\n")
 		}
 		return nil
 	}
-	text := s.o.Redactor.Redact(string(line))
-	if !s.o.Raw {
-		text = s.neut.clean(text)
-	}
-	return []byte(text)
+	return []byte(s.o.Redactor.Redact(string(line)))
 }
 
-// processHead cleans raw lines and streams them while the head has room;
-// the cleaned text that does not fit starts the tail.
+// neutralise cleans whole lines (Raw: leaves them), and says how many
+// lines it changed.
+func (s *Stream) neutralise(b []byte) ([]byte, int64) {
+	if s.o.Raw {
+		return b, 0
+	}
+	text, changed := neutralise(string(b))
+	return []byte(text), int64(changed)
+}
+
+// processHead redacts raw bytes and shows the lines they end, as long as
+// they fit in the head; the first that does not closes it.
 func (s *Stream) processHead(raw []byte) {
-	b := s.clean(raw)
-	take := len(b)
-	if take > s.headLeft {
-		take = headCut(b, s.headLeft)
-		s.headLeft = 0
-	} else {
-		s.headLeft -= take
+	s.line = append(s.line, s.redact(raw)...)
+	end := bytes.LastIndexByte(s.line, '\n') + 1
+	shown := s.showLines(s.line[:end])
+	// Cleaning never shrinks text: a line already longer than the room
+	// left cannot fit.
+	if shown < end || len(s.line)-end > s.headLeft || s.headLeft == 0 {
+		s.closeHead(s.line[shown:])
+		return
 	}
-	s.write(b[:take])
-	s.headShown += take
-	s.headLines += int64(bytes.Count(b[:take], []byte{'\n'}))
-	if s.headLeft == 0 {
-		s.headOpen = false
-		// Cleaned text is safe to clean again (both passes are idempotent),
-		// so it can share the ring with raw bytes.
-		s.ringWrite(b[take:])
-	}
+	s.line = append(s.line[:0], s.line[end:]...)
 }
 
-// headCut picks where the head ends within limit (< len(b)): after the last
-// newline if there is one in the last quarter, else on a character boundary
-// and never inside a run of token characters: before the run, however long.
-func headCut(b []byte, limit int) int {
-	if i := bytes.LastIndexByte(b[:limit], '\n'); i >= 0 && i >= limit*3/4 {
-		return i + 1
+// showLines shows the whole redacted lines that fit in the head, in one
+// write, and returns how many bytes of lines that was.
+func (s *Stream) showLines(lines []byte) int {
+	if len(lines) == 0 {
+		return 0
 	}
-	return runStart(b, runeBoundary(b, limit))
+	if len(lines) <= s.headLeft { // else they cannot all fit: cleaning never shrinks text
+		if b, changed := s.neutralise(lines); len(b) <= s.headLeft {
+			s.showHead(b, changed)
+			return len(lines)
+		}
+	}
+	var show []byte
+	var changed int64
+	n := 0
+	for n < len(lines) {
+		i := n + bytes.IndexByte(lines[n:], '\n') + 1
+		b, c := s.neutralise(lines[n:i])
+		if len(show)+len(b) > s.headLeft {
+			break
+		}
+		show, changed, n = append(show, b...), changed+c, i
+	}
+	s.showHead(show, changed)
+	return n
+}
+
+// showHead writes cleaned whole lines in the head.
+func (s *Stream) showHead(b []byte, changed int64) {
+	s.write(b)
+	s.stats.ChangedLines += changed
+	s.headLeft -= len(b)
+	s.headShown += len(b)
+	s.headLines += int64(bytes.Count(b, []byte{'\n'}))
+}
+
+// closeHead ends the head: rest, redacted but not shown, starts the tail.
+// Redacted text is safe to redact again, so it can share the ring with raw
+// bytes.
+func (s *Stream) closeHead(rest []byte) {
+	s.headLeft, s.headOpen = 0, false
+	s.ringWrite(rest)
+	s.line = nil
 }
 
 // runeBoundary backs off from at to the start of a UTF-8 character.
@@ -318,7 +371,20 @@ func (s *Stream) write(b []byte) {
 	if s.sinkErr != nil || len(b) == 0 || s.sink == nil {
 		return
 	}
+	if l := s.o.SinkLock; l != nil {
+		l.Lock()
+		defer l.Unlock()
+	}
 	_, s.sinkErr = s.sink.Write(b)
+}
+
+// endLine ends b, the last of what is shown, with a newline if it lacks
+// one (Raw: leaves it), so the next write to a shared sink starts a line.
+func (s *Stream) endLine(b []byte) []byte {
+	if s.o.Raw || len(b) == 0 || b[len(b)-1] == '\n' {
+		return b
+	}
+	return append(b, '\n')
 }
 
 // Close flushes what is held, writes the marker and the cleaned tail, and
@@ -335,6 +401,14 @@ func (s *Stream) Close() Stats {
 			s.processHead(s.pending)
 		}
 		s.pending = nil
+	}
+	if s.headOpen && len(s.line) > 0 {
+		// The last line, which the command left without a newline.
+		if b, changed := s.neutralise(s.endLine(s.line)); len(b) <= s.headLeft+1 {
+			s.showHead(b, changed)
+		} else {
+			s.closeHead(s.line)
+		}
 	}
 	var tail []byte
 	if s.ring != nil {
@@ -353,9 +427,12 @@ func (s *Stream) Close() Stats {
 		s.write([]byte(fmt.Sprintf("\n[... %d bytes, %d lines omitted ...]\n", dropped, s.stats.OmittedLines)))
 	}
 	if len(tail) > 0 {
-		s.neut.midLine = false
+		// Its first line is judged from where the tail starts, which
+		// starts a line (after the marker, or after the head's last line).
 		s.inPEM = false
-		s.write(s.clean(tail))
+		b, changed := s.neutralise(s.endLine(s.redact(tail)))
+		s.stats.ChangedLines += changed
+		s.write(b)
 	}
 	if s.o.Ceiling.Hit() {
 		s.stats.Truncated = true

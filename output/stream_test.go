@@ -58,6 +58,9 @@ func TestCapBoundaries(t *testing.T) {
 			}
 			head, tail, _ := strings.Cut(out, "\n[... ")
 			_, tail, _ = strings.Cut(tail, "...]\n")
+			if !strings.HasSuffix(tt.input, "\n") {
+				tail = strings.TrimSuffix(tail, "\n") // the last line is shown with a newline
+			}
 			if !strings.HasPrefix(tt.input, head) || !strings.HasSuffix(tt.input, tail) {
 				t.Fatalf("head/tail not a prefix/suffix of the input")
 			}
@@ -75,16 +78,22 @@ func TestCapBoundaries(t *testing.T) {
 }
 
 func TestHeadFilledExactlyThenMore(t *testing.T) {
-	// The tail starts after a separator: never inside a token, which
-	// could be the end of a secret.
-	out, st := run(t, Options{Limit: 20}, "012345678 ", "abcdefghij", "KLMNOPQRST", " uvwxyz")
-	if !st.Truncated || !strings.HasPrefix(out, "012345678 \n[") || !strings.HasSuffix(out, "]\nuvwxyz") {
+	// The head shows whole lines only; the tail starts after a separator:
+	// never inside a token, which could be the end of a secret.
+	out, st := run(t, Options{Limit: 20}, "012345678\n", "abcdefghij", "KLMNOPQRST", " uvwxyz")
+	if !st.Truncated || !strings.HasPrefix(out, "012345678\n\n[") || !strings.HasSuffix(out, "]\nuvwxyz\n") {
 		t.Fatalf("%q %+v", out, st)
 	}
-	// Nor does the head end inside one: a token longer than the head is
-	// not shown in it at all.
+	// A line longer than the head is not shown in it at all: the tail
+	// shows its end.
 	out, st = run(t, Options{Limit: 20}, "0123456789", "abcdefghij", "KLMNOPQRST", " uvwxyz")
-	if out != "\n[... 31 bytes, 0 lines omitted ...]\nuvwxyz" || st.OmittedBytes != 31 {
+	if out != "\n[... 31 bytes, 0 lines omitted ...]\nuvwxyz\n" || st.OmittedBytes != 31 {
+		t.Fatalf("%q %+v", out, st)
+	}
+	// Below the cap, a line the head could not take is shown whole, after
+	// the head's lines.
+	out, st = run(t, Options{Limit: 40}, "ab\n", "0123456789abcdefghijKLMNOPQRST\n")
+	if out != "ab\n0123456789abcdefghijKLMNOPQRST\n" || st.Truncated {
 		t.Fatalf("%q %+v", out, st)
 	}
 }
@@ -98,10 +107,10 @@ func TestRingWrapWithManySmallWrites(t *testing.T) {
 		want.WriteString(c)
 	}
 	out, st := run(t, Options{Limit: 256}, chunks...)
-	if !st.Truncated || !strings.HasSuffix(want.String(), out[strings.LastIndex(out, "]\n")+2:]) {
+	if !st.Truncated || !strings.HasSuffix(want.String(), strings.TrimSuffix(out[strings.LastIndex(out, "]\n")+2:], "\n")) {
 		t.Fatalf("tail wrong: %q", out)
 	}
-	if !strings.HasSuffix(out, "4998,4999,") {
+	if !strings.HasSuffix(out, "4998,4999,\n") {
 		t.Fatalf("latest bytes lost: %q", out[len(out)-20:])
 	}
 }
@@ -187,9 +196,10 @@ func TestNeutralise(t *testing.T) {
 		{"bare CR", "safe\revil\n", []string{"\revil"}, []string{"safe␍evil"}},
 		{"CRLF kept", "a\r\nb\n", nil, []string{"a\r\nb"}},
 		{"NUL and invalid UTF-8", "a\x00b\xff\xfec\n", []string{"\x00", "\xff"}, []string{"a␀b\\xff\\xfec"}},
-		// No "::" anywhere: a merged log can start a line at any of them.
-		{"workflow commands", "::add-mask::x\n  ::stop-commands::tok\n##[set-output name=a]b\nok :: here\n", []string{"::"},
-			[]string{workflowPrefix + `:\:add-mask:\:x`, workflowPrefix + `  :\:stop-commands:\:tok`, workflowPrefix + "##\\[set-output", "\nok :\\: here"}},
+		// Marked where the runner acts: at a line's start. The rest of the
+		// line is kept, and "::" elsewhere too.
+		{"workflow commands", "::add-mask::x\n  ::stop-commands::tok\n##[set-output name=a]b\nok :: here\n", []string{"\n::", "\n  ::", "##["},
+			[]string{workflowPrefix + "::add-mask::x\n", workflowPrefix + "  ::stop-commands::tok\n", workflowPrefix + "##\\[set-output", "\nok :: here\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,6 +262,6 @@ func BenchmarkCleanBlock(b *testing.B) {
 	b.SetBytes(int64(len(block)))
 	s := NewStream(nil, Options{Redactor: red})
 	for i := 0; i < b.N; i++ {
-		_ = s.clean(block)
+		_, _ = s.neutralise(s.redact(block))
 	}
 }

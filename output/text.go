@@ -5,10 +5,11 @@ import "strings"
 // Text neutralises text triage-sandbox prints that holds names the sandbox
 // chose (a file it left, a symlink's target, an error about either): the
 // rules the command's own output gets, so an escape sequence is shown, not
-// obeyed, and no workflow command can start a line. Newlines are kept.
+// obeyed, and no line of it is a workflow command. Newlines are kept; the
+// caller prints it from the start of a line.
 func Text(s string) string {
-	var n neutraliser
-	return n.clean(s)
+	t, _ := neutralise(s)
+	return t
 }
 
 // Line is Text for a message shown on one line: a newline in s is shown

@@ -11,8 +11,10 @@ func TestTextAndLine(t *testing.T) {
 		fn   func(string) string
 		want string
 	}{
-		{Line, `x␛]0;title␇␛[2J␊:\:error title=forged:\:run me␍`},
-		{Text, "x␛]0;title␇␛[2J\n" + workflowPrefix + `:\:error title=forged:\:run me␍`},
+		// One line: the "::" is not at its start, and the caller prints it
+		// after its own words ("warning: ").
+		{Line, `x␛]0;title␇␛[2J␊::error title=forged::run me␍`},
+		{Text, "x␛]0;title␇␛[2J\n" + workflowPrefix + `::error title=forged::run me␍`},
 	} {
 		got := tt.fn(name)
 		if got != tt.want {

@@ -78,6 +78,7 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		return nil, err
 	}
 	p.Base = base(sb, opts.Capabilities)
+	joinSystemMounts(p)
 	if p.Base.Kind == BaseImage && !p.AllowAll && hostToolchain(sb) {
 		p.Mounts = dedupeMounts(append(p.Mounts, toolchainMounts()...))
 	}
@@ -168,6 +169,7 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 		p.Mounts = append(p.Mounts, m)
 	}
 	if ms, warn := pythonMounts(cfg, root); len(ms) > 0 {
+		markSystem(ms, profiles.SystemTrees())
 		p.Mounts = append(p.Mounts, ms...)
 		pythonEnv = ms[0].Path
 		p.Python = filepath.Join(pythonEnv, "bin", filepath.Base(cfg.Project.Python))
@@ -175,6 +177,7 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 		p.Warnings = append(p.Warnings, warn)
 	}
 	extra, extraErrs := neededDirs(cfg, sb, role, host, p.Unreadable)
+	markSystem(extra, profiles.SystemTrees())
 	p.Mounts = append(p.Mounts, extra...)
 	errs = append(errs, extraErrs...)
 	if err := errors.Join(errs...); err != nil {

@@ -45,15 +45,6 @@ func mountPaths(p *Policy, cache string) []string {
 	return out
 }
 
-func envValue(p *Policy, name string) string {
-	for _, e := range p.Env {
-		if e.Name == name {
-			return e.Value
-		}
-	}
-	return ""
-}
-
 // TestGoSumModulesMounted: a checkout's go.sum decides which of the host
 // cache's module versions are mounted, read-only, and nothing else of the
 // cache (another module, another version, the zips) is; go is told to

@@ -110,8 +110,11 @@ type Mount struct {
 	// paths, or, where it cannot, read-only (and says so). The host's
 	// directory never changes either way.
 	Discard bool `json:"discard,omitempty"`
-	// System marks a host system directory (the host toolchain's /usr):
-	// root-owned, not scanned for sockets the way other mounts are.
+	// System marks a host system directory (the host toolchain's /usr, or
+	// a python environment or read_only path in profiles.SystemTrees that
+	// only root can write): not scanned for sockets the way other mounts
+	// are, and left out on a host-root base whose roots already give it
+	// (system.go).
 	System bool `json:"system,omitempty"`
 	// NoSockets marks a path that is no unix socket and holds none by
 	// construction, so it is not scanned for one on every run: a Go

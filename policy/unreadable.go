@@ -1,9 +1,7 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -40,6 +38,10 @@ import (
 //     masked: a socket created after the sandbox started, and one past the
 //     scan's entry budget, which only a mount of a whole home directory or
 //     larger reaches; the policy then warns that the scan stopped.
+//     System directories (Mount.System: the host's /usr, or a python
+//     environment's prefix in it) are not scanned: only root can make a
+//     socket in them (systemDir says why), and walking the whole of /usr
+//     cost every run more than half a second.
 
 // The socket scan's budget, per mount: it walks every directory (no depth
 // bound: a depth bound is where finding #7's socket lived), reading at most
@@ -144,6 +146,9 @@ func maskUnderMounts(p *Policy, host Host) {
 		warnings = homeCovered(p.Mounts, masked, host)
 	}
 	for _, m := range p.Mounts {
+		if m.System {
+			continue // only root can make a socket there: see systemDir
+		}
 		socks, truncated := socketsUnder(m)
 		masked = append(masked, socks...)
 		if truncated {
@@ -232,23 +237,24 @@ func socketsUnder(m Mount) (socks []string, truncated bool) {
 	}
 	queue := []string{m.Path}
 	budget := socketScanEntries
+	buf := make([]byte, direntBufSize)
 	for len(queue) > 0 {
 		dir := queue[0]
 		queue = queue[1:]
 		if budget <= 0 {
 			truncated = true
-			socks = append(socks, gitSockets(filepath.Join(dir, ".git"), 0)...)
+			socks = append(socks, gitSockets(filepath.Join(dir, ".git"), 0, buf)...)
 			continue
 		}
-		entries, more := readDir(dir, budget)
+		entries, more := readDir(dir, budget, buf)
 		budget -= len(entries)
 		truncated = truncated || more
 		for _, e := range entries {
-			p := filepath.Join(dir, e.Name())
+			p := filepath.Join(dir, e.name)
 			switch {
-			case e.Type()&fs.ModeSocket != 0:
+			case e.sock:
 				socks = append(socks, p)
-			case e.IsDir():
+			case e.dir:
 				queue = append(queue, p)
 			}
 		}
@@ -259,19 +265,19 @@ func socketsUnder(m Mount) (socks []string, truncated bool) {
 // gitSockets returns the sockets directly in a git directory and in the
 // git directories of its worktrees and submodules (nested submodules a
 // few levels down).
-func gitSockets(gitDir string, depth int) []string {
-	entries, _ := readDir(gitDir, 1000)
+func gitSockets(gitDir string, depth int, buf []byte) []string {
+	entries, _ := readDir(gitDir, 1000, buf)
 	var out []string
 	for _, e := range entries {
-		p := filepath.Join(gitDir, e.Name())
+		p := filepath.Join(gitDir, e.name)
 		switch {
-		case e.Type()&fs.ModeSocket != 0:
+		case e.sock:
 			out = append(out, p)
-		case e.IsDir() && (e.Name() == "worktrees" || e.Name() == "modules") && depth < 4:
-			subs, _ := readDir(p, 1000)
+		case e.dir && (e.name == "worktrees" || e.name == "modules") && depth < 4:
+			subs, _ := readDir(p, 1000, buf)
 			for _, s := range subs {
-				if s.IsDir() {
-					out = append(out, gitSockets(filepath.Join(p, s.Name()), depth+1)...)
+				if s.dir {
+					out = append(out, gitSockets(filepath.Join(p, s.name), depth+1, buf)...)
 				}
 			}
 		}
@@ -279,25 +285,11 @@ func gitSockets(gitDir string, depth int) []string {
 	return out
 }
 
-// readDir reads at most n entries of dir; more says there were others.
-// A directory the caller cannot read is skipped: the sandbox, running as
-// the caller or as the workspace owner, could not list it either.
-func readDir(dir string, n int) (entries []fs.DirEntry, more bool) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	entries, err = f.ReadDir(n)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return entries, false
-	}
-	if len(entries) == n {
-		if extra, _ := f.ReadDir(1); len(extra) > 0 {
-			more = true
-		}
-	}
-	return entries, more
+// dirEntry is what the scan needs of a directory entry: its name and
+// whether it is a directory or a socket (never following a symlink).
+type dirEntry struct {
+	name      string
+	dir, sock bool
 }
 
 func dedupe(paths []string) []string {

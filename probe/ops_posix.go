@@ -367,11 +367,13 @@ func opExec(s Step, _ string) Observation {
 	return Observation{OK: true, Detail: strings.TrimSpace(string(out))}
 }
 
-// opHTTPSelf serves HTTP on loopback and fetches it: the reproducer pattern.
+// opHTTPSelf serves HTTP on loopback and fetches it: the reproducer
+// pattern. Args: addr to listen on (a name is resolved: "localhost:0"),
+// and host, when set, the name to fetch it by instead of the address.
 func opHTTPSelf(s Step, _ string) Observation {
 	ln, err := net.Listen("tcp", s.Args["addr"])
 	if err != nil {
-		return Observation{Errno: errnoName(err), Detail: "listen"}
+		return Observation{Errno: lookupErrno(err), Detail: "listen on " + s.Args["addr"]}
 	}
 	defer ln.Close()
 	marker := "triage-selftest-page"
@@ -381,16 +383,37 @@ func opHTTPSelf(s Step, _ string) Observation {
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	cl := &http.Client{Timeout: 3 * time.Second}
-	resp, err := cl.Get("http://" + ln.Addr().String() + "/")
+	url := "http://" + ln.Addr().String() + "/"
+	if name := s.Args["host"]; name != "" {
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		url = "http://" + net.JoinHostPort(name, port) + "/"
+	}
+	resp, err := cl.Get(url)
 	if err != nil {
-		return Observation{Errno: errnoName(err), Detail: "get"}
+		return Observation{Errno: lookupErrno(err), Detail: "get " + url}
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || string(b) != marker {
 		return Observation{Errno: "EINVAL", Detail: fmt.Sprintf("status %d body %q", resp.StatusCode, b)}
 	}
-	return Observation{OK: true, Detail: "served and fetched " + ln.Addr().String()}
+	return Observation{OK: true, Detail: "served on " + ln.Addr().String() + " and fetched " + url}
+}
+
+// lookupErrno names a failed name lookup as getaddrinfo(3) does
+// (EAI_AGAIN: no DNS server answered; EAI_NONAME: none knows the name),
+// what a program in the sandbox would print; other errors by their errno.
+func lookupErrno(err error) string {
+	var dns *net.DNSError
+	switch {
+	case !errors.As(err, &dns):
+		return errnoName(err)
+	case dns.IsNotFound:
+		return "EAI_NONAME"
+	case dns.IsTemporary || dns.IsTimeout:
+		return "EAI_AGAIN"
+	}
+	return "EAI_FAIL"
 }
 
 // opScratchIO writes and reads back in each directory, makes a FIFO, and

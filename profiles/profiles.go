@@ -200,6 +200,18 @@ func HostRoots() []string {
 		"/opt/homebrew", "/System", "/Library/Frameworks", "/private/etc"}
 }
 
+// SystemTrees are the host directories that only the operating system and
+// its package manager write: the programs and libraries of Linux's /usr
+// and the unmerged /bin, /sbin and /lib*, macOS's /System and its command
+// line tools. No daemon keeps a socket there (sockets live in /run, /tmp,
+// /var). A host path in one of them, root's and writable by no one else
+// all the way down from the tree's top, is a system directory
+// (policy.Mount.System).
+func SystemTrees() []string {
+	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+		"/System", "/Library/Developer/CommandLineTools"}
+}
+
 // KernelMaskedPaths are /proc and /sys entries every container backend
 // hides (Docker's default list; setting masked paths replaces it).
 func KernelMaskedPaths() []string {

@@ -28,7 +28,7 @@ type Report struct {
 	PolicyHash    string              `json:"policy_hash,omitempty" jsonschema:"digest of everything that decided isolation"`
 	Gate          sandbox.GateVerdict `json:"gate" jsonschema:"the gate's verdict on the command"`
 	Sandbox       string              `json:"sandbox,omitempty" jsonschema:"the sandbox's id"`
-	Stdout        string              `json:"stdout" jsonschema:"standard output: secrets redacted, terminal escapes neutralised, capped (head and tail)"`
+	Stdout        string              `json:"stdout" jsonschema:"standard output: secrets redacted, terminal escapes and workflow commands neutralised, capped (head and tail), in whole lines; every line not counted in stdout_stats.changed_lines is byte for byte as printed"`
 	Stderr        string              `json:"stderr" jsonschema:"standard error, cleaned and capped as stdout"`
 	StdoutBytes   int64               `json:"stdout_bytes" jsonschema:"bytes the command wrote to stdout, before capping"`
 	StderrBytes   int64               `json:"stderr_bytes" jsonschema:"bytes the command wrote to stderr, before capping"`

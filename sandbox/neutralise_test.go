@@ -20,12 +20,17 @@ import (
 // change, a screen clear, and a newline starting a workflow command.
 const hostileName = "x\x1b]0;pwned\x07\x1b[2J\n::error title=forged::run me"
 
-// unsafeIn names what in s would act on a terminal or a CI log.
+// unsafeIn names what in s, one line, would act on a terminal or a CI
+// log: an escape, a line break, or a workflow command at its start ("::"
+// elsewhere is kept: the runner acts only at a line's start).
 func unsafeIn(s string) string {
-	for _, bad := range []string{"\x1b", "\x07", "\n", "\r", "::", "\u009b"} {
+	for _, bad := range []string{"\x1b", "\x07", "\n", "\r", "\u009b", "##["} {
 		if strings.Contains(s, bad) {
 			return bad
 		}
+	}
+	if strings.HasPrefix(strings.TrimLeft(s, " \t"), "::") {
+		return "::"
 	}
 	return ""
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/internal/insidebin"
@@ -251,7 +252,9 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	ceiling := &output.Ceiling{Limit: s.policy.Output.Ceiling, Stop: func() { cancel(ErrOutputCeiling) }}
-	opts := output.Options{Limit: int(s.policy.Output.Limit), Redactor: req.Redactor, Raw: req.Raw, Ceiling: ceiling}
+	// One sink lock: stdout and stderr may be one file (a CI log, 2>&1),
+	// and each stream writes whole lines only if no write is split.
+	opts := output.Options{Limit: int(s.policy.Output.Limit), Redactor: req.Redactor, Raw: req.Raw, Ceiling: ceiling, SinkLock: &sync.Mutex{}}
 	// What was shown (cleaned, bounded) is also what hints read.
 	shown := output.NewCapture(2 * int(s.policy.Output.Limit))
 	stdout := output.NewStream(teeTo(req.Streams.Stdout, shown), opts)

@@ -123,11 +123,16 @@ type Check struct {
 	// SandboxOOMBlocks: the whole sandbox killed at its memory limit is a
 	// verdict (the Judge's), not a missing observation.
 	SandboxOOMBlocks bool
+	// ControlOnHost: an allowed check of the main phase whose steps also
+	// run outside the sandbox, for what the host itself may lack (the
+	// name localhost): where the host cannot do it either, a failure
+	// inside is inconclusive, not the sandbox's.
+	ControlOnHost bool
 }
 
 // HasControl reports whether the check runs once outside the sandbox too:
-// every hostile one does.
-func (c *Check) HasControl() bool { return c.Expect == Blocked }
+// every hostile one does, and a control that asks for it.
+func (c *Check) HasControl() bool { return c.Expect == Blocked || c.ControlOnHost }
 
 func step(id, op string, args map[string]string, list ...string) probe.Step {
 	return probe.Step{ID: id, Op: op, Args: args, List: list}

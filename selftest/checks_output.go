@@ -80,8 +80,9 @@ func outputChecks() []Check {
 
 // runnerWouldParse says whether the GitHub Actions runner takes line as a
 // workflow command: after String.Trim() (.NET whitespace) it starts with
-// "::", or it holds "##[" anywhere (the legacy parser's IndexOf). Written
-// apart from the output package, so the check does not grade its own rule.
+// "::" and holds a second "::" (TryParseV2's IndexOf("::", 2)), or it
+// holds "##[" anywhere (the legacy parser's IndexOf). Written apart from
+// the output package, so the check does not grade its own rule.
 func runnerWouldParse(line string) bool {
 	trimmed := strings.TrimLeftFunc(line, func(r rune) bool {
 		switch {
@@ -91,7 +92,7 @@ func runnerWouldParse(line string) bool {
 		}
 		return false
 	})
-	return strings.HasPrefix(trimmed, "::") || strings.Contains(line, "##[")
+	return strings.HasPrefix(trimmed, "::") && strings.Contains(trimmed[2:], "::") || strings.Contains(line, "##[")
 }
 
 // leadingPartial returns the proper suffix of token that text starts with

@@ -9,8 +9,8 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
-// programControls: what a reproducer's programs need: localhost, a
-// browser, processes and ptys, headroom, git and venv in scratch.
+// programControls: what a reproducer's programs need: localhost (its
+// address and its name), a browser, processes and ptys, headroom, git and venv in scratch.
 func programControls() []Check {
 	return []Check{
 		{ID: "C-05", Name: "serve and fetch on localhost", Category: "controls",
@@ -18,6 +18,14 @@ func programControls() []Check {
 				return one(step("C-05", "http_self", map[string]string{"addr": "127.0.0.1:0"}))
 			},
 			Judge: okJudge("C-05"), Fix: "loopback must stay up (network none keeps lo)"},
+		{ID: "C-11", Name: "serve and fetch on the name localhost", Category: "controls", ControlOnHost: true,
+			// The name, not the address: it resolves through /etc/hosts with
+			// no DNS, and an image's root has that file empty (vitest, and
+			// every test server on http://localhost: EAI_AGAIN localhost).
+			Steps: func(e *Env) []probe.Step {
+				return one(step("C-11", "http_self", map[string]string{"addr": "localhost:0", "host": "localhost"}))
+			},
+			Judge: okJudge("C-11"), Fix: "the sandbox's /etc/hosts must name localhost (127.0.0.1 and ::1), as Docker's and the oci backend's bundle do"},
 		{ID: "C-06", Name: "serve on localhost and load it in headless Chromium", Category: "controls",
 			Roles: []profiles.Role{profiles.RoleReproducer}, Phase: PhaseBrowser,
 			Steps: func(e *Env) []probe.Step { return one(step("C-06", "browser", nil)) },

@@ -49,7 +49,7 @@ func TestSeatbeltCatalogueOnMacOS(t *testing.T) {
 	core := []string{"FS-01", "FS-02", "FS-03", "FS-04", "FS-09", "FS-10", "FS-11", "ENV-01", "IPC-01", "IPC-04", "IPC-06", "IPC-07",
 		"TTY-01", "WR-01", "WR-02", "WR-03", "WR-03b", "WR-04", "WR-05", "WR-06", "WR-07", "WR-08", "WR-09", "WR-11",
 		"CI-01", "NET-01", "NET-03", "NET-10", "NET-13", "PROC-02", "PROC-03", "OUT-01", "OUT-02",
-		"C-01", "C-02", "C-03", "C-04", "C-05", "C-07", "C-08", "C-09", "C-10", "C-10b"}
+		"C-01", "C-02", "C-03", "C-04", "C-05", "C-07", "C-08", "C-09", "C-10", "C-10b", "C-11"}
 	e := stepEnv()
 	for _, role := range profiles.Roles() {
 		run, na := applicable(Catalogue(), role, b)

@@ -43,3 +43,34 @@ func TestHostStep(t *testing.T) {
 		}
 	}
 }
+
+// TestControlOnHostJudged: an allowed check with a control on the host
+// (C-11, the name localhost) fails where the host can do it and the
+// sandbox cannot; where the host cannot either, the sandbox is not to
+// blame: inconclusive, never ok.
+func TestControlOnHostJudged(t *testing.T) {
+	ch := find(t, "C-11")
+	if !ch.HasControl() || ch.Phase != PhaseMain {
+		t.Fatalf("C-11 has no control on the host in the main phase: %+v", ch)
+	}
+	e := stepEnv()
+	ok := &Evidence{Obs: map[string]probe.Observation{"C-11": {OK: true, Detail: "served"}}}
+	failed := &Evidence{Obs: map[string]probe.Observation{"C-11": {Errno: "EAI_AGAIN", Detail: "listen on localhost:0"}}}
+	hostCan, hostCannot := judgeControl(e, ch, ok, nil), judgeControl(e, ch, failed, nil)
+	for _, tc := range []struct {
+		name    string
+		inside  *Evidence
+		control *controlResult
+		want    string
+	}{
+		{"both can", ok, hostCan, StatusOK},
+		{"the sandbox cannot", failed, hostCan, StatusFail},
+		{"neither can", failed, hostCannot, StatusInconclusive},
+		{"the sandbox can, the host not", ok, hostCannot, StatusOK},
+	} {
+		r := judge(e, ch, tc.inside, nil, tc.control)
+		if r.Status != tc.want || r.OK != (tc.want == StatusOK) || r.Control == "" {
+			t.Errorf("%s: %+v, want %s with the control's evidence", tc.name, r, tc.want)
+		}
+	}
+}

@@ -76,6 +76,13 @@ func judge(e *Env, ch Check, ev *Evidence, runErr error, control *controlResult)
 		r.Observed = map[bool]string{true: "allowed", false: "blocked"}[succeeded]
 		r.OK = succeeded
 		r.Status = map[bool]string{true: StatusOK, false: StatusFail}[succeeded]
+		if control != nil {
+			r.Control = control.summary
+			if !succeeded && !control.saw {
+				r.Status = StatusInconclusive
+				r.Evidence += "; the control outside the sandbox could not do it either: the host lacks it, not the sandbox"
+			}
+		}
 		return r
 	}
 	r.Observed = map[bool]string{true: "allowed", false: "blocked"}[succeeded]

@@ -17,6 +17,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
@@ -73,8 +74,11 @@ func fileGroups(copies []copiedDir) []fileGroup {
 func fileVolume(i int) string { return fmt.Sprintf("f%d", i) }
 
 // copiedDirs are the policy's read-only directories the pod gets by copy,
-// parents first. A host system directory (the host toolchain) or a single
-// file cannot be given that way: refused, saying what to do instead.
+// parents first. A whole host system directory (the host toolchain's
+// /usr, or the /usr a python environment made from the system's brings)
+// or a single file cannot be given that way: refused, saying what to do
+// instead. A system directory inside one (read_only = ["/usr/local/go"])
+// is copied like any other.
 func copiedDirs(p *policy.Policy) ([]copiedDir, error) {
 	staged := stagedPaths(p)
 	var out []copiedDir
@@ -83,8 +87,8 @@ func copiedDirs(p *policy.Policy) ([]copiedDir, error) {
 			continue
 		}
 		switch {
-		case m.System:
-			return nil, fmt.Errorf("the kubernetes backend cannot give a pod the host's %s (%s): the node is another machine; name the image in [sandbox] image or set [sandbox] toolchain = \"image\"", m.Path, m.Why)
+		case m.System && !insideSystemTree(m.Path):
+			return nil, fmt.Errorf("the kubernetes backend cannot give a pod the host's %s (%s): the node is another machine; use the image's own: name the image in [sandbox] image, set [sandbox] toolchain = \"image\", or name its interpreter in [project] python (\"python3\")", m.Path, m.Why)
 		case m.Kind == "file" && m.Discard:
 			return nil, fmt.Errorf("the kubernetes backend has no discard mount of a single file: %s (%s)", m.Path, m.Why)
 		}
@@ -92,6 +96,12 @@ func copiedDirs(p *policy.Policy) ([]copiedDir, error) {
 	}
 	slices.SortFunc(out, func(a, b copiedDir) int { return depth(a.Path) - depth(b.Path) })
 	return out, nil
+}
+
+// insideSystemTree: path lies below one of profiles.SystemTrees, not at
+// its top.
+func insideSystemTree(path string) bool {
+	return slices.ContainsFunc(profiles.SystemTrees(), func(t string) bool { return strings.HasPrefix(path, t+"/") })
 }
 
 // stagedPaths are the directories the holder's staged copy fills (the

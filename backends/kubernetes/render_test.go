@@ -97,6 +97,12 @@ func TestRenderRefuses(t *testing.T) {
 		"host toolchain": func(p *policy.Policy) {
 			p.Mounts = append(p.Mounts, policy.Mount{Path: "/usr", ReadOnly: true, Kind: "dir", System: true})
 		},
+		"the host toolchain's /etc/alternatives": func(p *policy.Policy) {
+			p.Mounts = append(p.Mounts, policy.Mount{Path: "/etc/alternatives", ReadOnly: true, Kind: "dir", System: true})
+		},
+		"a system python's /usr": func(p *policy.Policy) {
+			p.Mounts = append(p.Mounts, policy.Mount{Path: "/usr", ReadOnly: true, Kind: "dir", System: true, Why: "python environment"})
+		},
 		"a discarded single file": func(p *policy.Policy) {
 			p.Mounts = append(p.Mounts, policy.Mount{Path: "/etc/x.conf", ReadOnly: true, Kind: "file", Discard: true})
 		},
@@ -106,6 +112,18 @@ func TestRenderRefuses(t *testing.T) {
 		if _, err := Render(p, info("x", "ns")); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: Render err = %v, want one line", name, err)
 		}
+	}
+}
+
+// TestRenderCopiesASystemDirInsideATree: a system directory below a
+// system tree (read_only = ["/usr/local/go"]) is copied like any other
+// read-only directory; only a whole tree is refused.
+func TestRenderCopiesASystemDirInsideATree(t *testing.T) {
+	p := rolePolicy(t, profiles.RoleReproducer, nil)
+	p.Mounts = append(p.Mounts, policy.Mount{Path: "/usr/local/go", ReadOnly: true, Kind: "dir", System: true, Why: "[sandbox] read_only"})
+	dirs, err := copiedDirs(p)
+	if err != nil || !slices.ContainsFunc(dirs, func(d copiedDir) bool { return d.Path == "/usr/local/go" }) {
+		t.Errorf("copied %+v, %v; want /usr/local/go among them", dirs, err)
 	}
 }
 

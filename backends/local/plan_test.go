@@ -2,6 +2,7 @@ package local
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -134,3 +135,45 @@ func TestPlanRefuses(t *testing.T) {
 type maskT = confineMask
 
 func confineSymlink(path, target string) confineSym { return confineSym{Path: path, Target: target} }
+
+// TestPlanSystemPython is issue 34's #6: with [project] python the
+// system's interpreter (as the README recommends) or a venv made from it,
+// the python environment brought /usr as a mount beside the host root
+// /usr, and every plan was refused ("binds[2].target: "/usr" is also the
+// target of binds[0].target", exit 125). The venv is a real one.
+func TestPlanSystemPython(t *testing.T) {
+	const system = "/usr/bin/python3"
+	if _, err := os.Stat(system); err != nil {
+		t.Skipf("no %s here: %v", system, err)
+	}
+	venv := filepath.Join(t.TempDir(), "venv")
+	if out, err := exec.Command(system, "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+		t.Skipf("%s -m venv: %v: %s", system, err, out)
+	}
+	for _, py := range []string{system, filepath.Join(venv, "bin", "python3")} {
+		t.Run(py, func(t *testing.T) {
+			root := t.TempDir()
+			cfg := config.Default(root)
+			cfg.Project.Python = py
+			host := policy.Host{Home: t.TempDir(), UID: 1000, GID: 1000, OS: "linux", Cwd: root, Env: []string{"PATH=/usr/bin:/bin"}}
+			caps := append(Capabilities(), "memory_limit", "pids_limit", "cpu_limit", "uid_switch")
+			p, err := policy.Build(cfg, "reproducer", host, policy.Options{Backend: Name, Capabilities: caps})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl, err := Plan(p, "/opt/triage-sandbox")
+			if err != nil {
+				t.Fatalf("the plan is refused: %v", err)
+			}
+			n := 0
+			for _, b := range pl.Binds {
+				if b.Dest() == "/usr" {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("/usr is bound %d times: %+v", n, pl.Binds)
+			}
+		})
+	}
+}

@@ -430,6 +430,9 @@ func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string
 			err = fmt.Errorf("writing the bundle: %w", err)
 		}
 	}
+	if err == nil {
+		err = writeHosts(dir)
+	}
 	endDir()
 	var ov *overlay.Set
 	var ovWarning, netns string
@@ -450,7 +453,26 @@ func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string
 	}
 	bindOverlays(r.spec, ov)
 	joinNetns(r.spec, netns)
+	bindHosts(r.spec, dir)
 	return r.spec, dir, ovWarning, nil
+}
+
+// writeHosts writes the bundle's hosts file (HostsFile).
+func writeHosts(dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, HostsFile), []byte(HostsContent), 0o644); err != nil {
+		return fmt.Errorf("writing the bundle's hosts file: %w", err)
+	}
+	return nil
+}
+
+// bindHosts makes the hosts file's mount source absolute: runc resolves a
+// relative one against the bundle, but not every runtime is known to.
+func bindHosts(spec *specs.Spec, dir string) {
+	for i, m := range spec.Mounts {
+		if m.Type == "bind" && m.Source == HostsFile {
+			spec.Mounts[i].Source = filepath.Join(dir, HostsFile)
+		}
+	}
 }
 
 // renderSpec is the bundle's spec for p as runtime rt runs it.

@@ -28,6 +28,24 @@ var ScratchPaths = policy.ScratchPaths{Home: "/home/sandbox", Tmp: "/tmp"}
 // ExecProcessAnnotation holds the JSON process spec of the rendered command.
 const ExecProcessAnnotation = "io.triage-sandbox.exec-process"
 
+// HostsFile is the bundle's file bound read-only at /etc/hosts (a mount
+// source relative to the bundle, as the runtime spec allows), and
+// HostsContent what the backend writes in it: the names a sandbox with
+// only its own loopback resolves with no DNS, as Docker writes them for
+// --network none. An image's root has an empty /etc/hosts (Docker's init
+// layer leaves it for the daemon to fill), so without it
+// getaddrinfo("localhost") asked a DNS server the sandbox cannot reach:
+// EAI_AGAIN, and every test server on http://localhost failed.
+const (
+	HostsFile    = "hosts"
+	HostsContent = "127.0.0.1\tlocalhost\n" +
+		"::1\tlocalhost ip6-localhost ip6-loopback\n" +
+		"fe00::0\tip6-localnet\n" +
+		"ff00::0\tip6-mcastprefix\n" +
+		"ff02::1\tip6-allnodes\n" +
+		"ff02::2\tip6-allrouters\n"
+)
+
 // Spec is the artifact.
 type Spec struct{ *specs.Spec }
 
@@ -136,6 +154,7 @@ func mounts(p *policy.Policy, selfExe string) []specs.Mount {
 		scratchMount(p, ScratchPaths.Tmp, p.Scratch.TmpMode),
 		scratchMount(p, ScratchPaths.Home, p.Scratch.HomeMode, fmt.Sprintf("uid=%d", p.User.UID), fmt.Sprintf("gid=%d", p.User.GID)),
 		{Destination: launch.InitPath, Type: "bind", Source: selfExe, Options: []string{"rbind", "ro", "rprivate"}},
+		{Destination: "/etc/hosts", Type: "bind", Source: HostsFile, Options: []string{"rbind", "ro", "rprivate", "nosuid", "nodev", "noexec"}},
 	}
 	for _, dir := range p.Traversable {
 		out = append(out, specs.Mount{Destination: dir, Type: "tmpfs", Source: "tmpfs", Options: launch.TraversableMountOptions(p)})

@@ -286,9 +286,19 @@ func checkMounts(t *testing.T, p *policy.Policy, s Spec) {
 	if !ok || init.Source != selfExe || !hasOpt(init, "ro") || hasOpt(init, "rw") {
 		t.Errorf("init binary mount %+v (present %v), want %s read-only", init, ok, selfExe)
 	}
-	// Nothing besides the policy's mounts and the init binary comes from the host.
+	// The bundle's hosts file names localhost (the image's /etc/hosts is
+	// empty), read-only.
+	hosts, ok := mountAt(s, "/etc/hosts")
+	if !ok || hosts.Source != HostsFile || !hasOpt(hosts, "ro") || hasOpt(hosts, "rw") {
+		t.Errorf("hosts file mount %+v (present %v), want the bundle's %s read-only", hosts, ok, HostsFile)
+	}
+	if !strings.Contains(HostsContent, "127.0.0.1\tlocalhost\n") || !strings.Contains(HostsContent, "::1\tlocalhost ") {
+		t.Errorf("the hosts file does not name localhost on both loopbacks: %q", HostsContent)
+	}
+	// Nothing besides the policy's mounts, the init binary and the
+	// bundle's hosts file comes from the host.
 	for _, m := range s.Mounts {
-		if m.Type == "bind" && m.Destination != launch.InitPath &&
+		if m.Type == "bind" && m.Destination != launch.InitPath && m.Destination != "/etc/hosts" &&
 			!slices.ContainsFunc(p.Mounts, func(pm policy.Mount) bool { return pm.Path == m.Destination }) {
 			t.Errorf("bind mount %+v is not in the policy", m)
 		}
