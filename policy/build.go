@@ -120,16 +120,22 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		return nil, err
 	}
 	environment(p, role, sb, host, pythonEnv)
-	var cacheEnv []EnvVar
 	if !p.AllowAll {
-		var warn string
-		p.GoCache, cacheEnv, warn = preparedGoCache(p, host, deps)
-		if warn != "" && role == profiles.RoleReproducer {
-			p.Warnings = append(p.Warnings, warn)
-		}
-		if p.Base.Kind == BaseImage {
-			p.Traversable = traversable(p.Mounts)
-		}
+		dependencyEnv(p, sb, role, host, deps)
+	}
+	return p, nil
+}
+
+// dependencyEnv adds the project's prepared Go build cache when it is
+// ready (a discard mount) and the Go variables; set_env wins.
+func dependencyEnv(p *Policy, sb config.Sandbox, role profiles.Role, host Host, deps goDeps) {
+	gocache, cacheEnv, warn := preparedGoCache(p, host, deps)
+	p.GoCache = gocache
+	if warn != "" && role == profiles.RoleReproducer {
+		p.Warnings = append(p.Warnings, warn)
+	}
+	if p.Base.Kind == BaseImage {
+		p.Traversable = traversable(p.Mounts)
 	}
 	for _, e := range append(deps.env, cacheEnv...) {
 		if _, ok := sb.SetEnv[e.Name]; !ok {
@@ -137,7 +143,6 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		}
 	}
 	p.Env = sortEnv(p.Env)
-	return p, nil
 }
 
 // projectDir is the project's checkout, else the workspace root.
