@@ -113,7 +113,7 @@ func TestGoModuleWithDependencies(t *testing.T) {
 			if r := runCLI(t, root, env, "prepare", "--backend", backend); r.code != 0 {
 				t.Fatalf("prepare: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
-			run("warm", "--", "sh", "-c", `go test ./... && echo poison > "$(go env GOCACHE)/poison" && ls "$(go env GOCACHE)/poison"`)
+			run("warm", "--", "sh", "-c", `go test ./... && echo poison > "$(go env GOCACHE)/poison" && ls "$(go env GOCACHE)/poison" `+cache+" "+cache+"/cache/download")
 			run("warm again", "--", "sh", "-c", `test ! -e "$(go env GOCACHE)/poison" && go test ./...`)
 			if found, _ := filepath.Glob(filepath.Join(stateDir(t), "triage-sandbox", "caches", "go", "*", "poison")); len(found) > 0 {
 				t.Errorf("a reproducer's write reached the prepared cache: %q", found)
