@@ -160,6 +160,21 @@ type Sandbox interface {
 	Warnings() []string
 }
 
+// DiscardReporter is a sandbox that says whether its project checkout is
+// writable with the writes discarded: whether its backend made the overlay
+// the policy asks for (policy.Mount.Discard), not only whether it asked.
+type DiscardReporter interface {
+	CheckoutDiscarded() bool
+}
+
+// CheckoutDiscarded: sb's checkout is writable, its writes discarded. A
+// sandbox that does not say is taken as read-only, so a hint never calls
+// a path writable that may not be.
+func CheckoutDiscarded(sb Sandbox) bool {
+	r, ok := sb.(DiscardReporter)
+	return ok && r.CheckoutDiscarded()
+}
+
 // CheckArgv refuses an argv with no program.
 func CheckArgv(argv []string) error {
 	if len(argv) == 0 || argv[0] == "" {

@@ -112,6 +112,7 @@ func (o Options) Parse(name string, data []byte, root string) (*File, error) {
 	if err := joinProblems(c.probs); err != nil {
 		return nil, err
 	}
+	f.Warnings = c.warnings
 	return f, nil
 }
 
@@ -165,4 +166,24 @@ func (f *File) Resolve(role profiles.Role) Sandbox {
 		k.merge(&out, &over, &f.Sandbox)
 	}
 	return out
+}
+
+// TimeoutKey names the key that decides role's timeout, as a message to
+// the operator writes it: the one that set it (set true), or, when the
+// role runs on its default, the one to set ([repro] timeout for a
+// reproducer, as ai-triager's own file has it; [sandbox.agent] timeout
+// for the agent). Precedence is Resolve's and policy's: the role's table,
+// then [sandbox], then [repro].
+func (f *File) TimeoutKey(role profiles.Role) (key string, set bool) {
+	own := "[sandbox." + string(role) + "] timeout"
+	switch {
+	case role == profiles.RoleAgent && f.Agent.Timeout != nil,
+		role == profiles.RoleReproducer && f.Reproducer.Timeout != nil:
+		return own, true
+	case f.Sandbox.Timeout != nil:
+		return "[sandbox] timeout", true
+	case role == profiles.RoleReproducer:
+		return "[repro] timeout", f.Repro.Timeout != nil
+	}
+	return own, false
 }

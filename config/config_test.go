@@ -128,10 +128,10 @@ var problemTests = []struct {
 	},
 	{
 		name: "wrong types",
-		toml: "[project]\ncheckout = 5\n[repro]\ntimeout = \"2m\"\n[sandbox]\nenv = \"PIXI_*\"\ncpus = \"2\"\npids = 1.5\nset_env = [\"A=1\"]\n",
+		toml: "[project]\ncheckout = 5\n[repro]\ntimeout = [2]\n[sandbox]\nenv = \"PIXI_*\"\ncpus = \"2\"\npids = 1.5\nset_env = [\"A=1\"]\n",
 		want: []string{
 			`triage.toml:2: project.checkout: expected a string, got integer 5`,
-			`triage.toml:4: repro.timeout: expected an integer, got string "2m"`,
+			`triage.toml:4: repro.timeout: expected an integer of seconds or a duration string ("5m"), got array`,
 			`triage.toml:6: sandbox.env: expected an array of strings, got string "PIXI_*"`,
 			`triage.toml:7: sandbox.cpus: expected a number, got string "2"`,
 			`triage.toml:8: sandbox.pids: expected an integer, got float 1.5`,

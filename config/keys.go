@@ -99,7 +99,7 @@ var sandboxKeys = []keySpec[Sandbox]{
 		func(s *Sandbox) **bool { return &s.AllowAll }, (*checker).boolean),
 	table("set_env", "fixed variables set inside, e.g. `{ LLMFORMAT = \"1\" }`", `{ LLMFORMAT = "1" }`,
 		func(s *Sandbox) *map[string]string { return &s.SetEnv }, (*checker).setEnv),
-	scalar("timeout", "role timeout in seconds (overrides `[repro] timeout`)", `30`,
+	scalar("timeout", "role timeout: seconds or a duration (`\"5m\"`); overrides `[repro] timeout`", `"30s"`,
 		func(s *Sandbox) **int { return &s.Timeout }, (*checker).timeout),
 	scalar("memory", "memory limit (`\"2g\"`, `\"512m\"`, bytes); swap is set equal, so there is none", `"2g"`,
 		func(s *Sandbox) **int64 { return &s.Memory }, sizeAtLeast(minMemory, "2g")),
@@ -153,8 +153,8 @@ var sandboxKeys = []keySpec[Sandbox]{
 		func(s *Sandbox) **string { return &s.CheckoutWrites }, stringWhere(oneOf("discard", "refuse"))),
 	scalar("pool", "(reproducer) keep this many started sandboxes ready, 1–16; each runs exactly one command", `2`,
 		func(s *Sandbox) **int64 { return &s.Pool }, intIn(1, maxPool, "", "e.g. pool = 2 keeps two reproducer sandboxes ready")),
-	scalar("warm_idle", "seconds after which an unused session or pool ends, 10–86400", `600`,
-		func(s *Sandbox) **int { return &s.WarmIdle }, asInt(intIn(10, 86400, " seconds", "e.g. warm_idle = 600"))),
+	scalar("warm_idle", "an unused session or pool ends after this long: seconds or a duration (`\"10m\"`), 10–86400 s", `"10m"`,
+		func(s *Sandbox) **int { return &s.WarmIdle }, secondsIn(10, 86400, "must be between 10 and 86400 seconds")),
 }
 
 // guardKeys are the keys of [sandbox.guard], in the order a problem lists
@@ -170,7 +170,7 @@ var guardKeys = []keySpec[Guard]{
 		func(g *Guard) **float64 { return &g.MaxRisk }, numberIn(0, 1, "")),
 	scalar("url", "the model's OpenAI-compatible endpoint, e.g. `http://127.0.0.1:8080/v1`", `"http://127.0.0.1:8080/v1"`,
 		func(g *Guard) **string { return &g.URL }, stringWhere(anyString)),
-	scalar("timeout", "seconds to wait for the model's answer", `60`,
+	scalar("timeout", "how long to wait for the model's answer: seconds or a duration (`\"1m\"`)", `60`,
 		func(g *Guard) **int { return &g.Timeout }, (*checker).timeout),
 	list("command", "instead of `url`: an argv that reads the request JSON on stdin and prints the scores JSON", `["judge", "--json"]`,
 		func(g *Guard) *[]string { return &g.Command }, stringsWhere(checkNonEmpty)),

@@ -83,3 +83,33 @@ func TestResolveNoAlias(t *testing.T) {
 		t.Errorf("Resolve result aliases the File: %+v", f.Sandbox)
 	}
 }
+
+// TestTimeoutKey: a timeout message names the key that set the role's
+// timeout, or the one to set when it is the default: for a reproducer
+// the harness's own [repro] timeout, for the agent its table's.
+func TestTimeoutKey(t *testing.T) {
+	tests := []struct {
+		toml        string
+		role        profiles.Role
+		want        string
+		wantSetHere bool
+	}{
+		{"", profiles.RoleReproducer, "[repro] timeout", false},
+		{"", profiles.RoleAgent, "[sandbox.agent] timeout", false},
+		{"[repro]\ntimeout = 120\n", profiles.RoleReproducer, "[repro] timeout", true},
+		{"[repro]\ntimeout = 120\n", profiles.RoleAgent, "[sandbox.agent] timeout", false},
+		{"[repro]\ntimeout = 120\n[sandbox]\ntimeout = 60\n", profiles.RoleReproducer, "[sandbox] timeout", true},
+		{"[sandbox]\ntimeout = 60\n", profiles.RoleAgent, "[sandbox] timeout", true},
+		{"[sandbox]\ntimeout = 60\n[sandbox.reproducer]\ntimeout = \"5m\"\n", profiles.RoleReproducer, "[sandbox.reproducer] timeout", true},
+		{"[sandbox.agent]\ntimeout = \"5m\"\n", profiles.RoleAgent, "[sandbox.agent] timeout", true},
+	}
+	for _, tt := range tests {
+		f, err := Parse("triage.toml", []byte(tt.toml), "/ws")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, set := f.TimeoutKey(tt.role); got != tt.want || set != tt.wantSetHere {
+			t.Errorf("%q as %s: TimeoutKey = %q, %v; want %q, %v", tt.toml, tt.role, got, set, tt.want, tt.wantSetHere)
+		}
+	}
+}

@@ -14,6 +14,25 @@ func unknownKeyHint(key string, valid []string) string {
 	return "valid keys: " + strings.Join(valid, ", ")
 }
 
+// typoOf returns the entry of valid that key is a slip of: the same but
+// for case, or within suggest's edit distance. Unlike suggest it never
+// takes a prefix for a slip: in a table the harness owns, a longer key
+// (python_version) is one of its own, not a misspelt one of ours.
+func typoOf(key string, valid []string) string {
+	s := suggest(key, valid)
+	if s == "" || strings.EqualFold(s, key) {
+		return s
+	}
+	maxDist := 2
+	if len(key) < 3 {
+		maxDist = 1
+	}
+	if editDistance(strings.ToLower(key), strings.ToLower(s)) > maxDist {
+		return ""
+	}
+	return s
+}
+
 // suggest returns the entry of valid closest to key: a case-insensitive match,
 // else the nearest within a small edit distance, else one that key is a prefix
 // of (or that is a prefix of key); "" when nothing is close.

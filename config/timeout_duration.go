@@ -37,17 +37,52 @@ func TimeoutDuration(seconds int) time.Duration {
 	return time.Duration(max(MinTimeoutSeconds, min(seconds, MaxTimeoutSeconds))) * time.Second
 }
 
-// timeout reads a timeout in seconds: an integer within
-// MinTimeoutSeconds..MaxTimeoutSeconds.
+// durationSyntax is how a duration key is written, named for key.
+func durationSyntax(key string) string {
+	return fmt.Sprintf(`write seconds as an integer (%s = 300) or a duration with a unit ("90s", "5m", "1h30m")`, key)
+}
+
+// timeout reads a timeout: seconds within MinTimeoutSeconds..MaxTimeoutSeconds.
 func (c *checker) timeout(p []string, v any) *int {
-	n, ok := c.integer(p, v)
-	if !ok {
-		return nil
+	return secondsIn(MinTimeoutSeconds, MaxTimeoutSeconds, timeoutRange)(c, p, v)
+}
+
+// secondsIn reads a duration key as whole seconds within lo..hi (rng says
+// so in a problem). It takes what --timeout takes: an integer is seconds,
+// as ai-triager's own triage.toml writes [repro] timeout; a string is a Go
+// duration ("90s", "5m", "1h30m"). Sub-second parts are refused rather than
+// rounded, so the value used is the value written.
+func secondsIn(lo, hi int, rng string) parser[*int] {
+	return func(c *checker, p []string, v any) *int {
+		var d time.Duration
+		var got string
+		switch x := v.(type) {
+		case int64:
+			if x < int64(lo) || x > int64(hi) {
+				c.add(p, fmt.Sprintf("%s, got %d", rng, x), "")
+				return nil
+			}
+			d = time.Duration(x) * time.Second
+		case string:
+			parsed, err := time.ParseDuration(x)
+			if err != nil {
+				c.add(p, quoteShort(x)+" is not a duration", durationSyntax(p[len(p)-1]))
+				return nil
+			}
+			d, got = parsed, quoteShort(x)
+		default:
+			c.wrongType(p, `an integer of seconds or a duration string ("5m")`, v)
+			return nil
+		}
+		if d < time.Duration(lo)*time.Second || d > time.Duration(hi)*time.Second {
+			c.add(p, fmt.Sprintf("%s, got %s", rng, got), "")
+			return nil
+		}
+		if d%time.Second != 0 {
+			c.add(p, got+" is not a whole number of seconds", fmt.Sprintf("write e.g. %q", (d.Truncate(time.Second)+time.Second).String()))
+			return nil
+		}
+		n := int(d / time.Second)
+		return &n
 	}
-	if n < MinTimeoutSeconds || n > MaxTimeoutSeconds {
-		c.add(p, fmt.Sprintf("%s, got %d", timeoutRange, n), "")
-		return nil
-	}
-	i := int(n)
-	return &i
 }

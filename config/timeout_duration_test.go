@@ -3,6 +3,7 @@ package config
 import (
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -106,4 +107,64 @@ func mustParse(t *testing.T, s string) time.Duration {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestDurationKeys: every duration-like key takes what --timeout takes (a
+// Go duration string such as "5m") as well as an integer of seconds, as
+// ai-triager's own triage.toml writes [repro] timeout. A bad value is one
+// problem naming the file, line and key. `timeout = "5m"` used to be
+// refused with "expected an integer" although `--timeout 5m` worked.
+func TestDurationKeys(t *testing.T) {
+	keys := []struct {
+		table, key string
+		rng        string
+		get        func(f *File) *int
+	}{
+		{"[repro]", "repro.timeout", timeoutRange, func(f *File) *int { return f.Repro.Timeout }},
+		{"[sandbox]", "sandbox.timeout", timeoutRange, func(f *File) *int { return f.Sandbox.Timeout }},
+		{"[sandbox.agent]", "sandbox.agent.timeout", timeoutRange, func(f *File) *int { return f.Agent.Timeout }},
+		{"[sandbox.reproducer]", "sandbox.reproducer.timeout", timeoutRange, func(f *File) *int { return f.Reproducer.Timeout }},
+		{"[sandbox.guard]", "sandbox.guard.timeout", timeoutRange, func(f *File) *int { return f.Guard.Timeout }},
+		{"[sandbox]", "sandbox.warm_idle", "must be between 10 and 86400 seconds", func(f *File) *int { return f.Sandbox.WarmIdle }},
+		{"[sandbox.agent]", "sandbox.agent.warm_idle", "must be between 10 and 86400 seconds", func(f *File) *int { return f.Agent.WarmIdle }},
+	}
+	good := []struct {
+		v    string
+		want int
+	}{
+		{`"5m"`, 300}, {`"90s"`, 90}, {`"1h30m"`, 5400}, {`"24h"`, 86400}, {`"1m0.000s"`, 60}, {`300`, 300},
+	}
+	for _, k := range keys {
+		name := k.key[strings.LastIndex(k.key, ".")+1:]
+		for _, g := range good {
+			f, err := Parse("triage.toml", []byte(k.table+"\n"+name+" = "+g.v+"\n"), "/ws")
+			if err != nil {
+				t.Errorf("%s %s = %s: %v", k.table, name, g.v, err)
+				continue
+			}
+			if got := k.get(f); got == nil || *got != g.want {
+				t.Errorf("%s %s = %s read as %v, want %d", k.table, name, g.v, got, g.want)
+			}
+		}
+		rng := k.rng
+		bad := []struct{ v, want string }{
+			{`"5 minutes"`, `"5 minutes" is not a duration; write seconds as an integer (` + name + ` = 300) or a duration with a unit ("90s", "5m", "1h30m")`},
+			{`"300"`, `"300" is not a duration; write seconds as an integer (` + name + ` = 300) or a duration with a unit ("90s", "5m", "1h30m")`},
+			{`""`, `"" is not a duration; write seconds as an integer (` + name + ` = 300) or a duration with a unit ("90s", "5m", "1h30m")`},
+			{`"90.5s"`, `"90.5s" is not a whole number of seconds; write e.g. "1m31s"`},
+			{`"-1m"`, rng + `, got "-1m"`},
+			{`"25h"`, rng + `, got "25h"`},
+			{`"9999999999h"`, `"9999999999h" is not a duration; write seconds as an integer (` + name + ` = 300) or a duration with a unit ("90s", "5m", "1h30m")`},
+			{`1.5`, `expected an integer of seconds or a duration string ("5m"), got float 1.5`},
+			{`true`, `expected an integer of seconds or a duration string ("5m"), got boolean true`},
+		}
+		for _, b := range bad {
+			doc := "# a comment\n" + k.table + "\n" + name + " = " + b.v + "\n"
+			_, err := Parse("triage.toml", []byte(doc), "/ws")
+			want := "triage.toml:3: " + k.key + ": " + b.want
+			if err == nil || err.Error() != want {
+				t.Errorf("%s %s = %s:\n got  %v\n want %s", k.table, name, b.v, err, want)
+			}
+		}
+	}
 }

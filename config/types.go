@@ -22,6 +22,11 @@ type File struct {
 	Agent      Sandbox
 	Reproducer Sandbox
 	Guard      Guard
+
+	// Warnings are what is not wrong enough to refuse, each on one line
+	// with file:line: a key of a harness-owned table ([project], [repro])
+	// a typo away from one triage-sandbox reads.
+	Warnings []string
 }
 
 // Project is the part of [project] the sandbox needs.

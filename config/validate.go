@@ -22,6 +22,7 @@ type checker struct {
 	// backends are the names [sandbox] backend accepts (Options.Backends).
 	backends []string
 	probs    []*Problem
+	warnings []string
 }
 
 func (c *checker) add(path []string, msg, hint string) {
@@ -60,8 +61,35 @@ func (c *checker) section(root map[string]any, name string) (map[string]any, boo
 	return c.table([]string{name}, v)
 }
 
+// projectKeys and reproKeys are the keys triage-sandbox reads in the
+// harness's [project] and [repro].
+var (
+	projectKeys = []string{"checkout", "python"}
+	reproKeys   = []string{"timeout"}
+)
+
+// harnessTypos warns about each key of a harness-owned table that is a
+// typo away from one we read (and not set beside it): the harness's own
+// keys stay allowed, but `chekout` must not be ignored without a word.
+func (c *checker) harnessTypos(table string, m map[string]any, ours []string) {
+	for _, k := range sortedKeys(m) {
+		if slices.Contains(ours, k) {
+			continue
+		}
+		s := typoOf(k, ours)
+		if _, set := m[s]; s == "" || set {
+			continue
+		}
+		p := &Problem{File: c.file, Line: c.lines.line([]string{table, k}), Key: toml.Key([]string{table, k}).String(),
+			Msg:  fmt.Sprintf("not a key triage-sandbox reads (the harness owns [%s]; the value is ignored)", table),
+			Hint: fmt.Sprintf("did you mean %q?", s)}
+		c.warnings = append(c.warnings, p.Error())
+	}
+}
+
 // project reads the two keys of [project] the sandbox needs; the harness owns the rest.
 func (c *checker) project(m map[string]any) Project {
+	c.harnessTypos("project", m, projectKeys)
 	var p Project
 	if v, ok := m["checkout"]; ok {
 		if s, ok := c.str([]string{"project", "checkout"}, v); ok {
@@ -78,6 +106,7 @@ func (c *checker) project(m map[string]any) Project {
 
 // repro reads the one key of [repro] the sandbox needs.
 func (c *checker) repro(m map[string]any) Repro {
+	c.harnessTypos("repro", m, reproKeys)
 	var r Repro
 	if v, ok := m["timeout"]; ok {
 		r.Timeout = c.timeout([]string{"repro", "timeout"}, v)

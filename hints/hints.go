@@ -27,6 +27,24 @@ type Host struct {
 	LookPath func(string) (string, error)
 	// Exists says whether a host path exists (os.Stat by default).
 	Exists func(string) bool
+	// Owner is the owner and mode of a host path or, when it does not
+	// exist, of its nearest existing directory (that path); ok false when
+	// none can be read.
+	Owner func(string) (owner Owner, ok bool)
+}
+
+// Owner is who owns a host path, and its mode.
+type Owner struct {
+	Path     string
+	UID, GID int
+	Mode     os.FileMode
+}
+
+func (h Host) owner(path string) (Owner, bool) {
+	if h.Owner != nil {
+		return h.Owner(path)
+	}
+	return hostOwner(path)
 }
 
 func (h Host) lookPath(name string) (string, error) {
@@ -55,7 +73,8 @@ type Run struct {
 	// network off is hinted at even when it printed nothing).
 	Argv []string
 	// CheckoutDiscarded: the checkout is writable inside the sandbox and
-	// its writes are discarded at the end of the run (or session). A
+	// its writes are discarded at the end of the run (or session): the
+	// backend made its overlay, not only the policy asked for one. A
 	// refused write there is then not the checkout's mount.
 	CheckoutDiscarded bool
 }
@@ -78,24 +97,24 @@ var patterns = sync.OnceValue(func() hintPatterns {
 		eROFS: {
 			regexp.MustCompile(`Read-only file system: '([^']+)'`),                                                    // Python
 			regexp.MustCompile(`EROFS: read-only file system, \w+ '([^']+)'`),                                         // Node
-			regexp.MustCompile(`(?i)(/[^\s:'"()]+): read-only file system`),                                           // Go, Java nio, coreutils
-			regexp.MustCompile(`(/[^\s:'"()]+) \(Read-only file system\)`),                                            // java.io
+			regexp.MustCompile(`(?i)(/[^\s:'"()‘’]+)’?: read-only file system`),                                       // Go, Java nio, coreutils
+			regexp.MustCompile(`(/[^\s:'"()‘’]+) \(Read-only file system\)`),                                          // java.io
 			regexp.MustCompile(`cannot (?:create|touch|remove|open|make)[^\n]*'(/[^']+)'[^\n]*Read-only file system`), // coreutils
 		},
 		eACCES: {
 			regexp.MustCompile(`Permission denied: '(/[^']+)'`),                                                   // Python
 			regexp.MustCompile(`EACCES: permission denied, \w+ '(/[^']+)'`),                                       // Node
-			regexp.MustCompile(`(?i)(/[^\s:'"()]+): permission denied`),                                           // Go, coreutils
-			regexp.MustCompile(`(/[^\s:'"()]+) \(Permission denied\)`),                                            // java.io
-			regexp.MustCompile(`java\.nio\.file\.AccessDeniedException: (/[^\s:'"()]+)`),                          // Java nio
+			regexp.MustCompile(`(?i)(/[^\s:'"()‘’]+)’?: permission denied`),                                       // Go, coreutils
+			regexp.MustCompile(`(/[^\s:'"()‘’]+) \(Permission denied\)`),                                          // java.io
+			regexp.MustCompile(`java\.nio\.file\.AccessDeniedException: (/[^\s:'"()‘’]+)`),                        // Java nio
 			regexp.MustCompile(`cannot (?:create|touch|remove|open|make)[^\n]*'(/[^']+)'[^\n]*Permission denied`), // coreutils
 		},
 		eNOENT: {
 			regexp.MustCompile(`No such file or directory: '(/[^']+)'`),                             // Python
 			regexp.MustCompile(`ENOENT: no such file or directory, \w+ '(/[^']+)'`),                 // Node
-			regexp.MustCompile(`(?i)(/[^\s:'"()]+): no such file or directory`),                     // Go, coreutils
-			regexp.MustCompile(`(/[^\s:'"()]+) \(No such file or directory\)`),                      // java.io
-			regexp.MustCompile(`java\.nio\.file\.NoSuchFileException: (/[^\s:'"()]+)`),              // Java nio
+			regexp.MustCompile(`(?i)(/[^\s:'"()‘’]+)’?: no such file or directory`),                 // Go, coreutils
+			regexp.MustCompile(`(/[^\s:'"()‘’]+) \(No such file or directory\)`),                    // java.io
+			regexp.MustCompile(`java\.nio\.file\.NoSuchFileException: (/[^\s:'"()‘’]+)`),            // Java nio
 			regexp.MustCompile(`cannot (?:access|open|stat) '(/[^']+)': No such file or directory`), // coreutils
 		},
 	},
@@ -125,6 +144,12 @@ var patterns = sync.OnceValue(func() hintPatterns {
 		// chromiumRe is Chromium refusing to start without its own sandbox
 		// (user namespaces or a setuid helper, which ours withholds).
 		chromiumRe: regexp.MustCompile(`No usable sandbox!|Failed to move to new namespace|zygote_host_impl_linux\.cc.*sandbox`),
+		// dbusLineRe is a line of Chromium's D-Bus client failing: the
+		// sandbox has no bus (and must not: the host's system bus is a
+		// way out), and no environment variable quiets it
+		// (DBUS_SESSION_BUS_ADDRESS=disabled:, DBUS_SYSTEM_BUS_ADDRESS or
+		// unix:path=/dev/null only change its wording: measured).
+		dbusLineRe: regexp.MustCompile(`(?m)^.*(?:dbus/(?:bus|object_proxy)\.cc|Failed to connect to the bus: ).*$`),
 	}
 })
 
@@ -133,12 +158,14 @@ type hintPatterns struct {
 	// of the shells and coreutils, Python, Node, Go and Java.
 	pathRes                              map[errno][]*regexp.Regexp
 	readOnlyAnyRe, networkRe, chromiumRe *regexp.Regexp
+	dbusLineRe                           *regexp.Regexp
 	missingRe, failedNameRes             []*regexp.Regexp
 }
 
 const (
 	networkHint   = "the output shows a network failure: the sandbox reaches only its own loopback ([sandbox] network = false); a reproducer that needs the network cannot run here"
 	chromiumHint  = "Chromium's own sandbox cannot start inside this one (it needs user namespaces or a setuid helper, which the sandbox withholds): pass --no-sandbox (Playwright: chromiumSandbox: false; Puppeteer: args: ['--no-sandbox']). That is safe here, as ai-triager does it: the browser stays confined by this sandbox (no network beyond loopback, no credentials, read-only files)"
+	dbusHint      = "the \"Failed to connect to the bus\" lines are Chromium looking for D-Bus, which the sandbox has none of: harmless, not why the command failed; --log-level=3 quiets them (Playwright and Puppeteer: args: ['--log-level=3'])"
 	localhostHint = "the name localhost did not resolve in the sandbox: that is not the network (the sandbox keeps its own loopback, and localhost needs no DNS) " +
 		"but a /etc/hosts that does not name it (the image's, or the host's on the local backend); `triage-sandbox selftest` checks it (C-11); 127.0.0.1 works meanwhile"
 	readOnlyHint = "the output shows a write refused on a read-only file system: only the writable paths ([sandbox] writable, relative to the workspace root) and the scratch ($HOME, $TMPDIR) can be written in the sandbox"
@@ -148,6 +175,11 @@ const (
 func From(p *policy.Policy, run Run, h Host) []string {
 	if run.ExitCode == 0 || p == nil || p.AllowAll {
 		return nil
+	}
+	dbus := patterns().dbusLineRe.MatchString(run.Output)
+	if dbus {
+		// Its lines name the host's bus socket: never a path to mount.
+		run.Output = patterns().dbusLineRe.ReplaceAllString(run.Output, "")
 	}
 	seen := map[string]bool{}
 	var out []string
@@ -179,6 +211,9 @@ func From(p *policy.Policy, run Run, h Host) []string {
 	}
 	if patterns().chromiumRe.MatchString(run.Output) {
 		add(chromiumHint)
+	}
+	if dbus {
+		add(dbusHint)
 	}
 	sort.Strings(out)
 	return out
@@ -212,7 +247,7 @@ func pathHint(p *policy.Policy, run Run, h Host, kind errno, path string) string
 	case kind == eNOENT:
 		return ""
 	case m.Why == checkoutWhy && run.CheckoutDiscarded:
-		return fmt.Sprintf("a write to %s was refused although the checkout is writable in the sandbox (the checkout's writes are discarded at the end of the run): the file's own permissions refuse the sandbox's user", output.Line(path))
+		return ownerRefused(p, h, path)
 	case !m.ReadOnly:
 		return ""
 	}
@@ -240,8 +275,11 @@ func readOnly(p *policy.Policy, m *policy.Mount, path string) string {
 	if rel, err := filepath.Rel(p.WorkspaceRoot, path); err == nil && m.Path == p.WorkspaceRoot {
 		return fmt.Sprintf("a write to %s was refused: the workspace is read-only except its outputs; to let the %s role write there, add %q to [sandbox] writable", shown, p.Role, output.Line(firstPart(rel)))
 	}
+	if m.Why == checkoutWhy && m.Discard {
+		return fmt.Sprintf("a write to %s was refused: the project checkout %s stayed read-only in this sandbox, because the backend could not make the overlay that [sandbox] checkout_writes = \"discard\" (the default) asks for (the warning says why); until it can, point the tool's output (coverage, cache, build directory) at the scratch ($TMPDIR) or at a path in [sandbox] writable", shown, output.Line(m.Path))
+	}
 	if m.Why == checkoutWhy {
-		return fmt.Sprintf("a write to %s was refused: the project checkout %s is mounted read-only; point the tool's output (coverage, cache, build directory) at the scratch ($TMPDIR) or at a path in [sandbox] writable", shown, output.Line(m.Path))
+		return fmt.Sprintf("a write to %s was refused: the project checkout %s is read-only ([sandbox] checkout_writes = \"refuse\"); set checkout_writes = \"discard\" to let commands write there with the writes thrown away, or point the tool's output at the scratch ($TMPDIR) or at a path in [sandbox] writable", shown, output.Line(m.Path))
 	}
 	return fmt.Sprintf("a write to %s was refused: %s is mounted read-only (%s); write under the outputs ([sandbox] writable) or the scratch ($TMPDIR) instead", shown, output.Line(m.Path), m.Why)
 }
@@ -268,4 +306,27 @@ func firstPart(rel string) string {
 
 func within(dir, p string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// ownerRefused: a write refused in a writable (discarded) checkout by the
+// file's own permissions. It names the sandbox's uid, the owner, and what
+// lets the sandbox write there.
+func ownerRefused(p *policy.Policy, h Host, path string) string {
+	shown := output.Line(path)
+	const lead = "a write to %s was refused although the checkout is writable in the sandbox (the checkout's writes are discarded at the end of the run): "
+	o, ok := h.owner(path)
+	if !ok {
+		return fmt.Sprintf(lead+"the file's own permissions refuse the sandbox's user (uid %d)", shown, p.User.UID)
+	}
+	what := output.Line(o.Path)
+	if o.Path != path {
+		what = "its directory " + what
+	}
+	switch {
+	case o.UID == p.User.UID:
+		return fmt.Sprintf(lead+"the sandbox runs as uid %d, which owns %s, but its mode %s refuses the write", shown, p.User.UID, what, o.Mode.Perm())
+	case o.UID == 0:
+		return fmt.Sprintf(lead+"the sandbox runs as uid %d and %s belongs to root (mode %s), and the sandbox never runs as root: give the checkout to a user on the host (chown -R), or set [sandbox] checkout_writes = \"refuse\" if read-only is meant", shown, p.User.UID, what, o.Mode.Perm())
+	}
+	return fmt.Sprintf(lead+"the sandbox runs as uid %d and %s belongs to uid %d (mode %s): run the sandbox as that owner with [sandbox] user = \"%d:%d\", or give the checkout to one user on the host", shown, p.User.UID, what, o.UID, o.Mode.Perm(), o.UID, o.GID)
 }

@@ -30,7 +30,8 @@ var host = Host{
 		return "", errors.New("not found")
 	},
 	Exists: func(path string) bool {
-		return path == "/opt/data/x.csv" || path == "/home/u/.ssh/id_rsa" || path == "/usr/local/go/bin/go"
+		return path == "/opt/data/x.csv" || path == "/home/u/.ssh/id_rsa" || path == "/usr/local/go/bin/go" ||
+			path == "/run/dbus/system_bus_socket"
 	},
 }
 
@@ -39,7 +40,7 @@ var host = Host{
 func TestFrom(t *testing.T) {
 	const (
 		wsWritable   = `add "out" to [sandbox] writable`
-		checkoutRO   = "the project checkout /src/widgets is mounted read-only"
+		checkoutRO   = "the project checkout /src/widgets is read-only ([sandbox] checkout_writes = \"refuse\")"
 		notVisible   = "exists on the host but is not visible in the sandbox: mount it read-only with [sandbox] read_only"
 		networkFalse = "network = false"
 		localName    = "the name localhost did not resolve in the sandbox: that is not the network"
@@ -134,6 +135,14 @@ func TestFrom(t *testing.T) {
 		{"a tool nobody has", "bash: frobnicate: command not found", 127, nil},
 		{"chromium", "[0101/000000.000000:FATAL:zygote_host_impl_linux.cc(127)] No usable sandbox! Update your kernel or see https://chromium.googlesource.com/...", 1,
 			[]string{"pass --no-sandbox"}},
+		// Chromium's D-Bus lines (as it printed them in the sandbox) are
+		// noise, never a path to mount: the host's system bus socket must
+		// not be suggested for read_only.
+		{"chromium's D-Bus noise", "[25:57:1206/011816.264254:ERROR:dbus/bus.cc:405] Failed to connect to the bus: Failed to connect to socket /run/dbus/system_bus_socket: No such file or directory\n" +
+			"[25:57:1206/011816.276378:ERROR:dbus/bus.cc:405] Failed to connect to the bus: Could not parse server address: Unknown address type (examples of valid types are \"tcp\" and on UNIX \"unix\")\n" +
+			"[25:25:1206/011820.054954:ERROR:dbus/object_proxy.cc:572] Failed to call method: org.freedesktop.DBus.NameHasOwner: object_path= /org/freedesktop/DBus: unknown error type: \n" +
+			"AssertionError: expected 'hi'", 1,
+			[]string{"the \"Failed to connect to the bus\" lines are Chromium looking for D-Bus, which the sandbox has none of: harmless, not why the command failed; --log-level=3 quiets them"}},
 		{"chromium via playwright", "browserType.launch: Target page, context or browser has been closed\n[pid=12][err] Failed to move to new namespace: PID namespaces supported, Network namespace supported, but failed: errno = Operation not permitted", 1,
 			[]string{"pass --no-sandbox"}},
 	}
@@ -150,6 +159,8 @@ func TestFrom(t *testing.T) {
 func TestFromRuns(t *testing.T) {
 	writableCheckout := testPolicy()
 	writableCheckout.Mounts[2].ReadOnly = false
+	discardWanted := testPolicy()
+	discardWanted.Mounts[2].Discard = true
 	networkOn := testPolicy()
 	networkOn.Network.Mode = policy.NetworkOutbound
 	tests := []struct {
@@ -177,6 +188,9 @@ func TestFromRuns(t *testing.T) {
 		{"a writable checkout's refused write", writableCheckout, Run{ExitCode: 1, CheckoutDiscarded: true,
 			Output: "Error: EACCES: permission denied, open '/src/widgets/package-lock.json'"},
 			[]string{"the checkout's writes are discarded at the end of the run"}},
+		{"a discarded checkout the backend could not make", discardWanted, Run{ExitCode: 1,
+			Output: "Error: EROFS: read-only file system, mkdir '/src/widgets/dist'"},
+			[]string{`stayed read-only in this sandbox, because the backend could not make the overlay that [sandbox] checkout_writes = "discard"`}},
 		{"a writable checkout: no key to name", writableCheckout, Run{ExitCode: 1, CheckoutDiscarded: true,
 			Output: "Error: EROFS: read-only file system, open '/ws/out/x'"}, []string{`add "out" to [sandbox] writable`}},
 	}
@@ -212,4 +226,50 @@ func checkHints(t *testing.T, got, want []string) {
 			t.Errorf("hint %q lacks %q", got[i], w)
 		}
 	}
+}
+
+// TestOwnerRefused: a write the file's own permissions refuse in a
+// writable checkout names the sandbox's uid, the owner and what fixes it.
+func TestOwnerRefused(t *testing.T) {
+	p := testPolicy()
+	p.Mounts[2].Discard = true
+	p.User = policy.Identity{UID: 1000, GID: 1000}
+	owned := func(o Owner) Host {
+		h := host
+		h.Owner = func(string) (Owner, bool) { return o, true }
+		return h
+	}
+	out := "Error: EACCES: permission denied, mkdir '/src/widgets/dist/esm'"
+	tests := []struct {
+		name string
+		h    Host
+		want string
+	}{
+		{"another user's", owned(Owner{Path: "/src/widgets/dist", UID: 1001, GID: 1002, Mode: 0o755}),
+			`the sandbox runs as uid 1000 and its directory /src/widgets/dist belongs to uid 1001 (mode -rwxr-xr-x): run the sandbox as that owner with [sandbox] user = "1001:1002"`},
+		{"root's", owned(Owner{Path: "/src/widgets/dist", UID: 0, GID: 0, Mode: 0o755}),
+			`belongs to root (mode -rwxr-xr-x), and the sandbox never runs as root: give the checkout to a user on the host (chown -R), or set [sandbox] checkout_writes = "refuse"`},
+		{"its own, by mode", owned(Owner{Path: "/src/widgets/dist", UID: 1000, GID: 1000, Mode: 0o555}),
+			"the sandbox runs as uid 1000, which owns its directory /src/widgets/dist, but its mode -r-xr-xr-x refuses the write"},
+		{"unknown", Host{Owner: func(string) (Owner, bool) { return Owner{}, false }},
+			"the file's own permissions refuse the sandbox's user (uid 1000)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkHints(t, From(p, Run{ExitCode: 1, CheckoutDiscarded: true, Output: out}, tt.h), []string{tt.want})
+		})
+	}
+}
+
+// TestCoreutilsQuotes: coreutils in a UTF-8 locale quotes paths with ‘ ’;
+// the hint names the path without them.
+func TestCoreutilsQuotes(t *testing.T) {
+	p := testPolicy()
+	p.User = policy.Identity{UID: 1000, GID: 1000}
+	h := host
+	h.Owner = func(string) (Owner, bool) {
+		return Owner{Path: "/src/widgets/ro", UID: 1000, GID: 1000, Mode: 0o555}, true
+	}
+	got := From(p, Run{ExitCode: 1, CheckoutDiscarded: true, Output: "mkdir: cannot create directory ‘/src/widgets/ro/x’: Permission denied"}, h)
+	checkHints(t, got, []string{"a write to /src/widgets/ro/x was refused although"})
 }

@@ -155,7 +155,12 @@ func TestRun(t *testing.T) {
 			return &backendtest.Sandbox{Result: backends.Result{TimedOut: true, ExitCode: 137}}
 		},
 			args: map[string]any{"argv": []string{"sleep", "30"}, "timeout_seconds": 1},
-			code: exitcode.Timeout, text: []string{"TIMED OUT"}, execs: 1},
+			code: exitcode.Timeout, text: []string{"TIMED OUT", "hint: the agent role's timeout is [sandbox.agent] timeout", "timeout_seconds can only shorten it"}, execs: 1},
+		{name: "a reproducer's timeout names [repro] timeout", sandbox: func() *backendtest.Sandbox {
+			return &backendtest.Sandbox{Result: backends.Result{TimedOut: true, ExitCode: 137}}
+		},
+			args: map[string]any{"argv": []string{"sleep", "30"}, "role": "reproducer"},
+			code: exitcode.Timeout, text: []string{"TIMED OUT", "hint: the reproducer role's timeout is [repro] timeout in "}, execs: 1},
 		{name: "denied by the gate", args: map[string]any{"command": "git push origin main"}, isError: true,
 			code: exitcode.Refused, text: []string{"DENIED", "git-remote", "Do not retry it in another form"}},
 		{name: "a confirm rule has nobody to ask", args: map[string]any{"argv": []string{"make", "deploy"}}, isError: true,
@@ -164,8 +169,8 @@ func TestRun(t *testing.T) {
 			code: exitcode.Refused, text: []string{"not both"}},
 		{name: "no command", args: map[string]any{}, isError: true, code: exitcode.Refused, text: []string{"empty command"}},
 		{name: "unknown role", args: map[string]any{"argv": []string{"true"}, "role": "root"}, isError: true},
-		{name: "timeout above the role's", args: map[string]any{"argv": []string{"true"}, "role": "reproducer", "timeout_seconds": 121},
-			isError: true, code: exitcode.Refused, text: []string{"timeout_seconds 121", "reproducer role's timeout, 120"}},
+		{name: "timeout above the role's", args: map[string]any{"argv": []string{"true"}, "role": "reproducer", "timeout_seconds": 301},
+			isError: true, code: exitcode.Refused, text: []string{"timeout_seconds 301", "reproducer role's timeout, 300"}},
 		{name: "a reproducer has no session", args: map[string]any{"argv": []string{"true"}, "role": "reproducer", "session": "s1"},
 			isError: true, code: exitcode.Refused, text: []string{"sessions are for the agent role"}},
 		{name: "the agent cannot choose the backend", args: map[string]any{"argv": []string{"true"}, "backend": "local"}, isError: true},
@@ -327,5 +332,28 @@ func TestBadConfigStopsTheServer(t *testing.T) {
 		NewBackend: func(*policy.Policy) (backends.Backend, error) { return nil, nil }})
 	if err == nil || !strings.Contains(err.Error(), "netwrk") {
 		t.Errorf("err = %v, want the unknown key named", err)
+	}
+}
+
+// TestSessionKeepsItsSandboxWhenFilesAppear: files that appear at the
+// workspace root (a conflict file beside NOTES.md, which triage-sandbox
+// writes itself) or in a writable path keep the session's sandbox
+// (policy's TestWarmHashIgnoresListedEntries has what still ends it).
+func TestSessionKeepsItsSandboxWhenFilesAppear(t *testing.T) {
+	fake := backendtest.NewShared(&backendtest.Sandbox{})
+	f := newFixture(t, fake, "")
+	f.call(t, ToolRun, map[string]any{"argv": []string{"true"}, "session": "s"})
+	for _, name := range []string{"NOTES.md.from-sandbox-20261206T003000-1a2b3c", "dropped.txt", "issues/34.md"} {
+		full := filepath.Join(f.root, name)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, _ := f.call(t, ToolRun, map[string]any{"argv": []string{"true"}, "session": "s"})
+	if fake.Starts() != 1 || strings.Contains(textOf(res), "policy changed") {
+		t.Fatalf("files at the root ended the session: starts %d: %s", fake.Starts(), textOf(res))
 	}
 }

@@ -48,18 +48,19 @@ func (t *sessions) entry(name string) *session {
 
 // exec runs req in the named session's sandbox, starting it under base
 // on first use. The working directory is the command's (req.Command), so
-// it does not change the sandbox. A policy that changed otherwise since
+// it does not change the sandbox. A policy whose WarmHash changed since
 // the sandbox started (a file the policy reads, such as the interpreter's
 // environment) ends it and starts a new one, with a warning: the old
-// sandbox must not run a command of another policy.
+// sandbox must not run a command of another policy. Files that appeared
+// at the workspace root do not change it (policy.WarmHash).
 func (t *sessions) exec(ctx, base context.Context, b backends.Backend, req sandbox.Request) (sandbox.Outcome, error) {
 	p := req.Policy
 	e := t.lock(p.Warm.Session)
 	defer e.mu.Unlock()
 	var notes []string
-	if e.sess != nil && e.hash != p.Hash() {
+	if e.sess != nil && e.hash != p.WarmHash() {
 		notes = append(notes, fmt.Sprintf("session %s: the policy changed (%s → %s); its sandbox was ended and a new one started",
-			p.Warm.Session, short(e.hash), p.ShortHash()))
+			p.Warm.Session, short(e.hash), short(p.WarmHash())))
 		if err := e.sess.Close(context.WithoutCancel(base)); err != nil {
 			notes = append(notes, "ending the old sandbox: "+err.Error())
 		}
@@ -70,7 +71,7 @@ func (t *sessions) exec(ctx, base context.Context, b backends.Backend, req sandb
 		if err != nil {
 			return sandbox.Outcome{Warnings: notes}, sandbox.RecordRefusal(req, err)
 		}
-		e.sess, e.hash, e.idle = s, p.Hash(), p.Warm.Idle
+		e.sess, e.hash, e.idle = s, p.WarmHash(), p.Warm.Idle
 		notes = append(notes, s.Sandbox().Warnings()...)
 	}
 	out, err := e.sess.Exec(ctx, req)

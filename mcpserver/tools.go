@@ -104,6 +104,7 @@ func inputSchema[In any]() *jsonschema.Schema {
 
 func (s *Server) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (*mcp.CallToolResult, *runreport.Report, error) {
 	rep := runreport.New(nil)
+	rep.Config = s.cfg.Path // also when no policy can be built from it
 	argv, role, err := in.parse()
 	if err != nil {
 		return refused(rep, err)
@@ -135,6 +136,9 @@ func (s *Server) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (
 		res, err = sandbox.Run(ctx, b, req)
 	}
 	rep.SetOutcome(res, err, stdout.String(), stderr.String())
+	if rep.TimedOut {
+		rep.Hints = append(rep.Hints, output.Line(timeoutHint(p)))
+	}
 	return &mcp.CallToolResult{IsError: rep.Error != "", Content: text(summary(rep))}, rep, nil
 }
 
@@ -214,6 +218,17 @@ func (in RunInput) timeout(p *policy.Policy) (time.Duration, error) {
 			secs, config.MinTimeout.Seconds(), p.Role, limit.Seconds())
 	}
 	return time.Duration(secs * float64(time.Second)), nil
+}
+
+// timeoutHint names the key that decides the role's timeout: the agent
+// cannot raise it (timeout_seconds only shortens), the operator can.
+func timeoutHint(p *policy.Policy) string {
+	where := p.Config
+	if where == "" {
+		where = "a triage.toml at " + p.WorkspaceRoot
+	}
+	return fmt.Sprintf("the %s role's timeout is %s in %s, %s, set by the operator; timeout_seconds can only shorten it",
+		p.Role, p.TimeoutKey, where, p.Timeout())
 }
 
 // workdir resolves a relative working directory against the workspace

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -47,6 +48,7 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
 	p := &Policy{Role: role, WorkspaceRoot: root, Config: cfg.Path}
+	p.Warnings = append(p.Warnings, cfg.Warnings...)
 	p.Backend = chooseBackend(opts.Backend, host, sb)
 	p.AllowAll = sb.AllowAll != nil && *sb.AllowAll
 	if p.AllowAll {
@@ -71,9 +73,11 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	p.Network = network(p.AllowAll, sb)
 
 	p.Limits = limits(cfg, sb, role)
+	key, set := cfg.TimeoutKey(role)
+	p.TimeoutKey, p.TimeoutDefault = key, !set
 	p.Scratch = Scratch{Size: p.Limits.TmpfsSize, HomeMode: 0o700, TmpMode: 0o1777, Exec: true, NoSuid: true, NoDev: true}
 	p.Lifetime = Lifetime{Lifeline: true, TTLMargin: profiles.TTLMargin, KillGrace: profiles.KillGrace}
-	p.User, err = identity(sb, host, root)
+	p.User, err = identity(sb, host, root, discardedCheckout(p.Mounts))
 	if err != nil {
 		return nil, err
 	}
@@ -167,13 +171,15 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 	if cfg.Path == "" {
 		p.Warnings = append(p.Warnings, noConfigWarning(root, notCreated))
 	}
-	if m, ok, err := checkoutMount(cfg, root); err != nil {
+	if m, ok, err := checkoutMount(cfg, root, host); err != nil {
 		errs = append(errs, err)
 	} else if ok {
 		m.Discard = sb.CheckoutWrites == nil || *sb.CheckoutWrites == "discard"
 		p.Mounts = append(p.Mounts, m)
 	}
-	if ms, warn := pythonMounts(cfg, root); len(ms) > 0 {
+	if ms, warn, err := pythonMounts(cfg, root, host); err != nil {
+		errs = append(errs, err)
+	} else if len(ms) > 0 {
 		markSystem(ms, profiles.SystemTrees())
 		p.Mounts = append(p.Mounts, ms...)
 		pythonEnv = ms[0].Path
@@ -181,7 +187,7 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 	} else if warn != "" {
 		p.Warnings = append(p.Warnings, warn)
 	}
-	extra, extraErrs := neededDirs(cfg, sb, role, host, p.Unreadable)
+	extra, extraErrs := neededDirs(cfg, sb, role, host, root, p.Unreadable)
 	markSystem(extra, profiles.SystemTrees())
 	p.Mounts = append(p.Mounts, extra...)
 	errs = append(errs, extraErrs...)
@@ -330,13 +336,18 @@ func outOfReach(cfg *config.File, root string, p *Policy) error {
 // names when the role passes that variable (the browsers live there). A
 // path inside an unreadable one is refused; unreadable paths below one are
 // masked like under any mount.
-func neededDirs(cfg *config.File, sb config.Sandbox, role profiles.Role, host Host, unreadable []string) ([]Mount, []error) {
+func neededDirs(cfg *config.File, sb config.Sandbox, role profiles.Role, host Host, root string, unreadable []string) ([]Mount, []error) {
 	var out []Mount
 	var errs []error
+	written := writtenBySandboxes(cfg, root)
 	add := func(raw, why string, where string) {
 		path := host.expandHome(raw)
 		if !filepath.IsAbs(path) {
-			path = filepath.Join(cfg.Root, path)
+			path = filepath.Join(root, path)
+		}
+		if err := written.checkSource(cfg, where, raw, path); err != nil {
+			errs = append(errs, err)
+			return
 		}
 		dir, err := canonicalDir(path)
 		if err != nil {
@@ -491,15 +502,25 @@ func looksLikeFile(rel string) bool {
 	return i > 0 && i < len(base)-1
 }
 
-func checkoutMount(cfg *config.File, root string) (Mount, bool, error) {
-	if cfg.Project.Checkout == "" {
-		return Mount{}, false, nil
-	}
-	p := cfg.Project.Checkout
+// projectPath is a [project] path as the host finds it: "~/" is the
+// home (as in read_only), a relative path is the workspace root's.
+func projectPath(raw, root string, host Host) string {
+	p := host.expandHome(raw)
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(root, p)
 	}
-	dir, err := canonicalDir(p)
+	return filepath.Clean(p)
+}
+
+func checkoutMount(cfg *config.File, root string, host Host) (Mount, bool, error) {
+	if cfg.Project.Checkout == "" {
+		return Mount{}, false, nil
+	}
+	path := projectPath(cfg.Project.Checkout, root, host)
+	if err := writtenBySandboxes(cfg, root).checkSource(cfg, "[project] checkout", cfg.Project.Checkout, path); err != nil {
+		return Mount{}, false, err
+	}
+	dir, err := canonicalDir(path)
 	if err != nil {
 		return Mount{}, false, fmt.Errorf("%s: [project] checkout %q: %w; clone the repository there or fix the path",
 			configName(cfg), cfg.Project.Checkout, err)
@@ -514,21 +535,24 @@ func checkoutMount(cfg *config.File, root string) (Mount, bool, error) {
 // venv's base interpreter (pyvenv.cfg `home`, a pyenv build outside the
 // venv) and the prefix of the file the interpreter path resolves to (its
 // shared library included).
-func pythonMounts(cfg *config.File, root string) ([]Mount, string) {
+func pythonMounts(cfg *config.File, root string, host Host) ([]Mount, string, error) {
 	py := cfg.Project.Python
 	if py == "" || !strings.ContainsRune(py, '/') {
-		return nil, ""
+		return nil, "", nil
 	}
-	if !filepath.IsAbs(py) {
-		py = filepath.Join(root, py)
+	py = projectPath(py, root, host)
+	// The environment's pyvenv.cfg and the interpreter's link decide more
+	// mounts: none of it may be a sandbox's to write.
+	if err := writtenBySandboxes(cfg, root).checkSource(cfg, "[project] python", cfg.Project.Python, py); err != nil {
+		return nil, "", err
 	}
 	if _, err := os.Stat(py); err != nil {
-		return nil, fmt.Sprintf("[project] python %q not found (%v); reproducers will not find it", cfg.Project.Python, err)
+		return nil, pythonNotFound(cfg, root, host, py, err), nil
 	}
 	prefix := filepath.Dir(filepath.Dir(filepath.Clean(py)))
 	dir, err := canonicalDir(prefix)
 	if err != nil {
-		return nil, fmt.Sprintf("[project] python environment %s: %v", prefix, err)
+		return nil, fmt.Sprintf("[project] python environment %s: %v", prefix, err), nil
 	}
 	out := []Mount{{Path: dir, ReadOnly: true, Kind: "dir", Why: "python environment"}}
 	add := func(base, why string) {
@@ -542,7 +566,33 @@ func pythonMounts(cfg *config.File, root string) ([]Mount, string) {
 	if real, err := filepath.EvalSymlinks(py); err == nil {
 		add(filepath.Dir(filepath.Dir(real)), "the prefix the configured python resolves to")
 	}
-	return out, ""
+	return out, "", nil
+}
+
+// pythonNotFound says where [project] python was looked for, why there,
+// and, when the checkout has that path (a venv made in the checkout), the
+// value that names it.
+func pythonNotFound(cfg *config.File, root string, host Host, tried string, err error) string {
+	raw := cfg.Project.Python
+	msg := fmt.Sprintf("[project] python %q not found at %s", raw, tried)
+	if errors.Is(err, fs.ErrNotExist) {
+		msg += " (no such file)"
+	} else {
+		msg += fmt.Sprintf(" (%v)", err)
+	}
+	rel := !filepath.IsAbs(raw) && !strings.HasPrefix(raw, "~/")
+	if rel {
+		msg += fmt.Sprintf("; a relative path resolves against the workspace root %s (the directory holding triage.toml), not the current directory or the checkout", root)
+		if co := cfg.Project.Checkout; co != "" {
+			inCheckout := filepath.Join(projectPath(co, root, host), raw)
+			if _, err := os.Stat(inCheckout); err == nil {
+				if r, err := filepath.Rel(root, inCheckout); err == nil {
+					msg += fmt.Sprintf("; the checkout has one: python = %q", filepath.ToSlash(r))
+				}
+			}
+		}
+	}
+	return msg + "; reproducers will not find it"
 }
 
 // hostToolchain: the toolchain key, or by default the host's, unless the
@@ -690,8 +740,11 @@ func limits(cfg *config.File, sb config.Sandbox, role profiles.Role) profiles.Li
 
 // identity picks the uid:gid inside. Never 0: as the caller when the caller
 // is not root, so files in writable paths belong to them; when root runs us
-// (CI), as the workspace owner, or nobody when root owns that too.
-func identity(sb config.Sandbox, host Host, root string) (Identity, error) {
+// (CI), as the owner of the checkout whose writes are discarded (checkout,
+// "" without one), so the sandbox writes there what that owner could (its
+// build output, its coverage), else as the workspace owner, or nobody when
+// root owns both.
+func identity(sb config.Sandbox, host Host, root, checkout string) (Identity, error) {
 	if sb.User != nil {
 		var uid, gid int
 		if _, err := fmt.Sscanf(*sb.User, "%d:%d", &uid, &gid); err != nil || uid <= 0 || gid < 0 {
@@ -705,14 +758,43 @@ func identity(sb config.Sandbox, host Host, root string) (Identity, error) {
 	if host.UID != 0 {
 		return Identity{UID: host.UID, GID: host.GID, Why: "the caller"}, nil
 	}
-	fi, err := os.Stat(root)
+	if checkout != "" {
+		if uid, gid, err := owner(checkout); err == nil && uid != 0 {
+			return Identity{UID: uid, GID: gid, Switch: true, Why: "the checkout's owner (triage-sandbox runs as root; the sandbox writes in its discarded checkout what that owner could)"}, nil
+		}
+	}
+	uid, gid, err := owner(root)
 	if err != nil {
 		return Identity{}, fmt.Errorf("workspace root: %w", err)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
-		return Identity{UID: int(st.Uid), GID: int(st.Gid), Switch: true, Why: "the workspace owner (triage-sandbox runs as root)"}, nil
+	if uid != 0 {
+		return Identity{UID: uid, GID: gid, Switch: true, Why: "the workspace owner (triage-sandbox runs as root)"}, nil
 	}
 	return Identity{UID: 65534, GID: 65534, Switch: true, Why: "nobody (root runs triage-sandbox and owns the workspace; the outputs it writes back keep that owner)"}, nil
+}
+
+// owner is the uid and gid that own path.
+func owner(path string) (uid, gid int, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, fmt.Errorf("%s: no owner on this platform", path)
+	}
+	return int(st.Uid), int(st.Gid), nil
+}
+
+// discardedCheckout is the path of the checkout whose writes are
+// discarded, "" when there is none.
+func discardedCheckout(ms []Mount) string {
+	for _, m := range ms {
+		if m.Discard && m.ReadOnly && m.Kind == "dir" {
+			return m.Path
+		}
+	}
+	return ""
 }
 
 // workdir: an explicit --workdir must be visible inside or it is an error;

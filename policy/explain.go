@@ -116,11 +116,19 @@ func explainEnv(w writef, p *Policy) {
 	}
 }
 
+// timeoutSource names the key that decides the timeout.
+func timeoutSource(p *Policy) string {
+	if p.TimeoutDefault {
+		return "the role's default; " + p.TimeoutKey + " sets it"
+	}
+	return p.TimeoutKey
+}
+
 // explainLimits: the identity, limits, lifetime and reuse.
 func explainLimits(w writef, p *Policy) {
 	w("\nruns as uid %d gid %d: %s\n", p.User.UID, p.User.GID, p.User.Why)
-	w("limits: timeout %s, memory %d MiB (no swap), %.2g CPUs, %d processes, %d open files\n",
-		p.Limits.Timeout, p.Limits.Memory>>20, p.Limits.CPUs, p.Limits.Pids, p.Limits.NoFile)
+	w("limits: timeout %s (%s), memory %d MiB (no swap), %.2g CPUs, %d processes, %d open files\n",
+		p.Limits.Timeout, timeoutSource(p), p.Limits.Memory>>20, p.Limits.CPUs, p.Limits.Pids, p.Limits.NoFile)
 	w("limits: files up to %d MiB each, core dumps %d bytes, OOM score adjustment %d; lifetime: lifeline %v, TTL timeout+%s, SIGTERM grace %s\n",
 		p.Limits.FileSize>>20, p.Limits.Core, p.Limits.OOMScoreAdj, p.Lifetime.Lifeline, p.Lifetime.TTLMargin, p.Lifetime.KillGrace)
 	switch {

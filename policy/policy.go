@@ -86,6 +86,12 @@ type Policy struct {
 	// defaults); reports say which file was used.
 	Config string `json:"config"`
 
+	// TimeoutKey is the config key that decides Limits.Timeout (e.g.
+	// "[repro] timeout"), so a timeout message names what to raise;
+	// TimeoutDefault says it is unset and the role's default applies.
+	TimeoutKey     string `json:"timeout_key"`
+	TimeoutDefault bool   `json:"timeout_default,omitempty"`
+
 	// Warnings are things the operator should know (an exact credential name
 	// passed on purpose, a missing interpreter, allow_all).
 	Warnings []string `json:"warnings,omitempty"`
@@ -122,6 +128,10 @@ type Mount struct {
 	// socket, and left read-only by go) and its files in the download
 	// cache (checked regular files), hundreds of them for a large go.sum.
 	NoSockets bool `json:"no_sockets,omitempty"`
+	// Listed marks an entry of a skeleton directory (Staging.Skeletons),
+	// mounted because it was there when the policy was built, not because
+	// the config names it. WarmHash leaves it out.
+	Listed bool `json:"listed,omitempty"`
 }
 
 // Network says what the sandbox may reach.
@@ -285,11 +295,30 @@ type ScratchVar struct {
 	Why    string `json:"why"`
 }
 
-// Hash is a stable digest of everything that decides isolation. Warnings and
+// Hash is a stable digest of everything that decides isolation and of the
+// gate that judges each command. Warnings and
 // explanations do not change it, and neither does the working directory:
 // it is each command's (backends.Command.Workdir), not the sandbox's, so a
 // session keeps its sandbox when a command starts elsewhere.
-func (p *Policy) Hash() string {
+func (p *Policy) Hash() string { return p.digest(true) }
+
+// WarmHash is what a warm sandbox (a session's, a pool's) is kept by: the
+// Hash without the entries a skeleton directory's listing added (Listed
+// mounts). Files appear at the workspace root without anything deciding
+// it: the conflict file written beside NOTES.md, a file the maintainer
+// drops there. A sandbox started before they appeared does not have them
+// (it sees less, never more), so it may keep running; a new sandbox gets
+// them. An entry removed since stays as the kept sandbox saw it at its
+// start, which it could read all along. Everything the config, the credential list and the host decide
+// (every other mount, masks, unreadable paths, limits, ...) stays in it,
+// so a real change still ends the old sandbox. Nothing a sandbox writes
+// reaches the policy except through a listing: its writable directories
+// are staged whole and never listed, and what it writes beside a
+// writable file is discarded.
+func (p *Policy) WarmHash() string { return p.digest(false) }
+
+// digest is Hash (listed true) or WarmHash (listed false).
+func (p *Policy) digest(listed bool) string {
 	type envName struct{ Name, Value string }
 	canon := struct {
 		Role, Backend, Root string
@@ -309,14 +338,20 @@ func (p *Policy) Hash() string {
 		Accepted            []Capability
 		AllowToolConfig     []string
 		Warm                Warm
+		// Gate: a session's sandbox judges with the gate it started
+		// with, so an edited deny list must end it.
+		Gate Gate
 	}{
 		Role: string(p.Role), Backend: p.Backend, Root: p.WorkspaceRoot,
 		AllowAll: p.AllowAll, Unreadable: p.Unreadable, Masked: p.Masked, Traversable: p.Traversable,
 		Network: p.Network, Scratch: p.Scratch, Limits: p.Limits, Lifetime: p.Lifetime,
 		UID: p.User.UID, GID: p.User.GID, Base: p.Base, Runtime: p.Runtime, Accepted: p.Accepted,
-		AllowToolConfig: p.AllowToolConfig, Warm: p.Warm,
+		AllowToolConfig: p.AllowToolConfig, Warm: p.Warm, Gate: p.Gate,
 	}
 	for _, m := range p.Mounts {
+		if m.Listed && !listed {
+			continue
+		}
 		m.Why = ""
 		canon.Mounts = append(canon.Mounts, m)
 	}

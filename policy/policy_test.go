@@ -316,3 +316,36 @@ func TestNestedWritableStagedOnce(t *testing.T) {
 		t.Errorf("writable = %v, want only repros", got)
 	}
 }
+
+// TestIdentityCheckoutOwner: root runs triage-sandbox (CI in a container)
+// with a root-owned workspace and a user's checkout: the sandbox runs as
+// the checkout's owner, so it writes in its discarded checkout what that
+// owner could; with the checkout's writes refused, nothing changes.
+func TestIdentityCheckoutOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("gives the checkout to another uid: needs root")
+	}
+	host := Host{Home: "/root", OS: "linux", UID: 0, GID: 0}
+	tests := []struct {
+		name, body   string
+		checkoutUID  int
+		wantUID      int
+		wantWhyStart string
+	}{
+		{"user's checkout", "[project]\ncheckout = \"../widgets\"\n", 1000, 1000, "the checkout's owner"},
+		{"root's checkout", "[project]\ncheckout = \"../widgets\"\n", 0, 65534, "nobody"},
+		{"writes refused", "[project]\ncheckout = \"../widgets\"\n[sandbox]\ncheckout_writes = \"refuse\"\n", 1000, 65534, "nobody"},
+		{"no checkout", "", 1000, 65534, "nobody"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := workspace(t, tt.body)
+			must(t, os.Chown(filepath.Join(filepath.Dir(cfg.Root), "widgets"), tt.checkoutUID, tt.checkoutUID))
+			p, err := Build(cfg, "reproducer", host, Options{})
+			must(t, err)
+			if p.User.UID != tt.wantUID || p.User.GID != tt.wantUID || !strings.HasPrefix(p.User.Why, tt.wantWhyStart) {
+				t.Errorf("identity %+v, want %d:%d (%s…)", p.User, tt.wantUID, tt.wantUID, tt.wantWhyStart)
+			}
+		})
+	}
+}

@@ -89,9 +89,9 @@ func stageWritable(p *Policy) error {
 			}
 			switch t := e.Type(); {
 			case t.IsDir():
-				p.Mounts = append(p.Mounts, Mount{Path: full, ReadOnly: true, Kind: "dir", Why: "read-only entry of " + s})
+				p.Mounts = append(p.Mounts, Mount{Path: full, ReadOnly: true, Kind: "dir", Listed: true, Why: "read-only entry of " + s})
 			case t.IsRegular():
-				p.Mounts = append(p.Mounts, Mount{Path: full, ReadOnly: true, Kind: "file", Why: "read-only entry of " + s})
+				p.Mounts = append(p.Mounts, Mount{Path: full, ReadOnly: true, Kind: "file", Listed: true, Why: "read-only entry of " + s})
 			case t&os.ModeSymlink != 0:
 				p.Staging.Links = append(p.Staging.Links, full)
 			}

@@ -80,7 +80,7 @@ func opBrowser(s Step, _ string) Observation {
 		if err != nil {
 			detail = err.Error()
 			if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
-				detail += ": " + lastLine(string(ee.Stderr))
+				detail += ": " + failureLine(string(ee.Stderr))
 			}
 		}
 		return Observation{Errno: "EIO", Detail: detail}
@@ -88,7 +88,15 @@ func opBrowser(s Step, _ string) Observation {
 	return Observation{OK: true, Detail: filepath.Base(bin) + " rendered the page from " + ln.Addr().String()}
 }
 
-func lastLine(s string) string {
+// failureLine is the last line Chromium printed that is not its D-Bus
+// client failing (the sandbox has no bus; those lines come last and say
+// nothing about why it failed), or the last line when all are.
+func failureLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if !strings.Contains(lines[i], "dbus/bus.cc") && !strings.Contains(lines[i], "dbus/object_proxy.cc") {
+			return lines[i]
+		}
+	}
 	return lines[len(lines)-1]
 }

@@ -104,6 +104,14 @@ type Limits struct {
 	OOMScoreAdj int
 }
 
+// ReproducerTimeout is a reproducer's default timeout. Every reproducer is
+// a cold build: spf13/cobra's `go test ./...` took 118-152 s on 2 cores
+// and a one-file Go module 70-110 s under load, so the former 120 s
+// killed ordinary first runs. 300 s (the agent's) covers them about
+// twice over; what it costs is a hung reproducer holding its 2 CPUs and
+// 2 GiB for 5 minutes instead of 2, which a triage run can afford once.
+const ReproducerTimeout = 300 * time.Second
+
 // DefaultLimits returns the per-role resource defaults. Reproducers get more
 // room because headless Chromium needs it (pids, /dev/shm, memory).
 func DefaultLimits(role Role) Limits {
@@ -113,7 +121,7 @@ func DefaultLimits(role Role) Limits {
 			NoFile: 4096, FileSize: 1024 * mib, TmpfsSize: 256 * mib, ShmSize: 64 * mib, OOMScoreAdj: OOMScoreAdj,
 			WritableSize: 256 * mib, WritableInodes: 32768}
 	}
-	return Limits{Timeout: 120 * time.Second, Memory: 2048 * mib, CPUs: 2, Pids: 1024,
+	return Limits{Timeout: ReproducerTimeout, Memory: 2048 * mib, CPUs: 2, Pids: 1024,
 		NoFile: 4096, FileSize: 1024 * mib, TmpfsSize: 512 * mib, ShmSize: 256 * mib, OOMScoreAdj: OOMScoreAdj,
 		WritableSize: 512 * mib, WritableInodes: 32768}
 }

@@ -267,21 +267,9 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 	}
 	if err == nil && !out.Canceled {
 		out.Hints = hints.From(s.policy, hints.Run{Output: shown.String(), ExitCode: ExitCode(out.Result),
-			TimedOut: out.TimedOut, Argv: req.Command.Argv, CheckoutDiscarded: checkoutDiscarded(s.policy)}, hints.Host{})
+			TimedOut: out.TimedOut, Argv: req.Command.Argv, CheckoutDiscarded: backends.CheckoutDiscarded(s.sandbox)}, hints.Host{})
 	}
 	return out, err
-}
-
-// checkoutDiscarded: the policy lets commands write under the project
-// checkout, with the writes discarded at the end (the host's checkout is
-// never changed). A backend that cannot keeps it read-only and warns.
-func checkoutDiscarded(p *policy.Policy) bool {
-	for _, m := range p.Mounts {
-		if m.Why == "project checkout" {
-			return m.Discard
-		}
-	}
-	return false
 }
 
 func teeTo(w io.Writer, also io.Writer) io.Writer {

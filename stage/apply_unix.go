@@ -216,21 +216,24 @@ func (a *applier) refused(name string, root Path, hdr *tar.Header) bool {
 }
 
 // changedOnHost reports (and records as a conflict) a name the host
-// changed since the copy in: then the host's version stays.
+// changed since the copy in: then the host's version stays. The next
+// manifest holds the sandbox's version (want): a sandbox that outlives
+// the command (a session's) still has it at the next copy-back, which
+// is then no change and no second conflict; an edit of it is a new
+// conflict, since the sandbox never saw the host's version.
 func (a *applier) changedOnHost(name string, want, old State, had bool, cur State, exists bool) bool {
 	switch {
 	case had && !exists && old.Type != tar.TypeDir:
 		a.conflict(name, "deleted on the host meanwhile; the sandbox's version is not written")
-		return true
 	case had && exists && !sameState(old, cur):
 		a.conflict(name, "changed on the host meanwhile; the host's version stays")
-		a.now[name] = old
-		return true
 	case !had && exists && !(cur.Type == tar.TypeDir && want.Type == tar.TypeDir):
 		a.conflict(name, "created on the host meanwhile (or not readable by the sandbox); the host's version stays")
-		return true
+	default:
+		return false
 	}
-	return false
+	a.now[name] = want
+	return true
 }
 
 // keepBeside keeps the sandbox's version of a regular file the host

@@ -517,3 +517,64 @@ func TestExportPastTheBoundSendsNothing(t *testing.T) {
 		t.Errorf("a directory at its bound was reported past it")
 	}
 }
+
+// TestConflictReportedOnce: in a session the sandbox's copy outlives one
+// command, so after a conflict every later export still holds the
+// sandbox's version. It is kept beside the host's once; the next command
+// that leaves it alone reports nothing (it wrote another
+// NOTES.md.from-sandbox-* each time), and a new edit of the sandbox's is
+// again a conflict, kept beside: the host's version is never overwritten
+// by a sandbox that never saw it.
+func TestConflictReportedOnce(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	notes := filepath.Join(root, "NOTES.md")
+	write(t, notes, "v1", 0o644)
+	spec := Spec{Paths: []Path{{notes, KindFile}}, UID: os.Getuid(), GID: os.Getgid()}
+	m, err := Pack(ctx, io.Discard, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// export is what the sandbox exports with NOTES.md holding body; the
+	// host's file is put back as it was afterwards.
+	export := func(body string) []byte {
+		t.Helper()
+		host, _ := os.ReadFile(notes)
+		fi, _ := os.Stat(notes)
+		write(t, notes, body, 0o644)
+		var out bytes.Buffer
+		if err := Export(&out, spec.Paths); err != nil {
+			t.Fatal(err)
+		}
+		write(t, notes, string(host), 0o644)
+		os.Chtimes(notes, fi.ModTime(), fi.ModTime())
+		return out.Bytes()
+	}
+	apply := func(exp []byte) Report {
+		t.Helper()
+		now, rep, err := Apply(ctx, bytes.NewReader(exp), m, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m = now
+		return rep
+	}
+	agent := export("agent")
+	write(t, notes, "host edit", 0o644)
+	if c := changeOf(apply(agent), notes); c.Action != "conflict" || read(t, c.KeptAs) != "agent" {
+		t.Fatalf("first copy-back: %+v", c)
+	}
+	for i := 0; i < 2; i++ {
+		if rep := apply(agent); len(rep.Changes) != 0 || rep.Written != 0 {
+			t.Fatalf("the same sandbox version again (command %d): %+v", i+2, rep)
+		}
+	}
+	kept, _ := filepath.Glob(notes + ".from-sandbox-*")
+	if len(kept) != 1 {
+		t.Errorf("kept files %v, want one", kept)
+	}
+	c := changeOf(apply(export("agent, again")), notes)
+	if c.Action != "conflict" || read(t, c.KeptAs) != "agent, again" || read(t, notes) != "host edit" {
+		t.Fatalf("a new edit after the conflict: %+v, NOTES.md %q", c, read(t, notes))
+	}
+}

@@ -90,12 +90,14 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 			conn.Close()
 			return nil, fmt.Errorf("warm: the keeper has no sandbox for this run: %s", h.Error)
 		}
-		if h.PolicyHash == p.Hash() {
+		if h.PolicyHash == p.WarmHash() {
 			return &remote{conn: conn, h: h, notes: notes}, nil
 		}
 		// The policy changed: the old sandbox must not run this command.
+		// (Files that appeared at the workspace root do not change it:
+		// see policy.WarmHash.)
 		notes = append(notes, fmt.Sprintf("%s: the policy changed (%s → %s); its sandbox was ended and a new one started",
-			describe(p), short(h.PolicyHash), p.ShortHash()))
+			describe(p), short(h.PolicyHash), short(p.WarmHash())))
 		endKeeper(pp, conn)
 	}
 	return nil, errors.New("warm: the keeper kept an old policy after it was told to end")
@@ -258,6 +260,9 @@ func (r *remote) Scratch() policy.ScratchPaths { return r.h.Scratch }
 func (r *remote) Warnings() []string {
 	return append(append([]string(nil), r.notes...), r.h.Warnings...)
 }
+
+// CheckoutDiscarded implements backends.DiscardReporter.
+func (r *remote) CheckoutDiscarded() bool { return r.h.CheckoutDiscarded }
 
 // Close detaches: a session's sandbox stays for its next command, a pooled
 // one is removed by its keeper.

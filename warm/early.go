@@ -58,7 +58,7 @@ func (e *Early) take(ctx context.Context, dir string, p *policy.Policy) (net.Con
 		e.drop()
 		return nil, hello{}, false
 	}
-	if e.err != nil || e.dir != dir || p.Warm.Session == "" || e.k != key(p) || e.h.Error != "" || e.h.PolicyHash != p.Hash() {
+	if e.err != nil || e.dir != dir || p.Warm.Session == "" || e.k != key(p) || e.h.Error != "" || e.h.PolicyHash != p.WarmHash() {
 		e.drop()
 		return nil, hello{}, false
 	}

@@ -62,8 +62,8 @@ func TestEarlyIsTakenOnlyByItsSessionsPolicy(t *testing.T) {
 			}
 			if ok {
 				defer conn.Close()
-				if h.PolicyHash != p.Hash() {
-					t.Errorf("hello's policy %s, want %s", h.PolicyHash, p.Hash())
+				if h.PolicyHash != p.WarmHash() {
+					t.Errorf("hello's policy %s, want %s", h.PolicyHash, p.WarmHash())
 				}
 			}
 			if _, _, again := e.take(context.Background(), tc.takeDir, tc.p); again {

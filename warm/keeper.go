@@ -407,7 +407,7 @@ func (k *keeper) serve(ctx context.Context, conn net.Conn) {
 		}
 		defer k.discard(ctx, sb)
 	}
-	if err := c.sendJSON(fHello, hello{ID: sb.ID(), Scratch: sb.Scratch(), PolicyHash: k.p.Hash(), Warnings: sb.Warnings()}); err != nil {
+	if err := c.sendJSON(fHello, hello{ID: sb.ID(), Scratch: sb.Scratch(), PolicyHash: k.p.WarmHash(), Warnings: sb.Warnings(), CheckoutDiscarded: backends.CheckoutDiscarded(sb)}); err != nil {
 		return
 	}
 	frames := make(chan frame)

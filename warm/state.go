@@ -105,7 +105,7 @@ func key(p *policy.Policy) string {
 	if p.Warm.Session != "" {
 		return sessionKey(p.WorkspaceRoot, p.Role, p.Warm.Session)
 	}
-	id := strings.Join([]string{KindPool, string(p.Role), p.Hash(), p.Base.Image, p.Backend}, "\x00")
+	id := strings.Join([]string{KindPool, string(p.Role), p.WarmHash(), p.Base.Image, p.Backend}, "\x00")
 	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:8])
 }

@@ -35,10 +35,14 @@ const (
 const maxFrame = 1 << 20
 
 type hello struct {
-	ID         string              `json:"id"`
-	Scratch    policy.ScratchPaths `json:"scratch"`
-	PolicyHash string              `json:"policy_hash"`
-	Warnings   []string            `json:"warnings,omitempty"`
+	ID      string              `json:"id"`
+	Scratch policy.ScratchPaths `json:"scratch"`
+	// PolicyHash is the keeper's policy's WarmHash: what a client compares.
+	PolicyHash string   `json:"policy_hash"`
+	Warnings   []string `json:"warnings,omitempty"`
+	// CheckoutDiscarded: the sandbox's checkout is writable, its writes
+	// discarded (backends.CheckoutDiscarded).
+	CheckoutDiscarded bool `json:"checkout_discarded,omitempty"`
 	// Error: the keeper could not give this connection a sandbox.
 	Error string `json:"error,omitempty"`
 }

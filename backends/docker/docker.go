@@ -117,8 +117,7 @@ func (b *Backend) Available(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if _, err := b.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		return fmt.Errorf("cannot reach the Docker daemon at %s: %v; start it (systemctl start docker, or dockerd &) or set DOCKER_HOST",
-			b.cli.DaemonHost(), err)
+		return unreachable(b.cli.DaemonHost(), err, probeSocket(b.cli.DaemonHost()))
 	}
 	return nil
 }
@@ -237,8 +236,10 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 		req.HostConfig.Runtime = ""
 	}
 	ov, ovWarning := overlays(req, p)
+	dov, ovWarning := b.daemonFallback(ctx, req, p, ovWarning)
 	if err := b.adapt(ctx, req, p, &ov); err != nil {
 		_ = ov.Remove()
+		_ = dov.remove(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	ln := withControl(rt, p, req)
@@ -250,7 +251,12 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 	sb, err := b.start(context.WithoutCancel(ctx), p, rt, req, ln, opts, ov, confirm)
 	if err != nil {
 		_ = ov.Remove()
+		_ = dov.remove(context.WithoutCancel(ctx))
 		return nil, err
+	}
+	if dov != nil {
+		sb.(*sandbox).dov = dov
+		dov.release(context.WithoutCancel(ctx))
 	}
 	if ovWarning != "" {
 		sb.(*sandbox).warn(ovWarning)

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
@@ -103,6 +104,10 @@ func (b *Backend) Engine(ctx context.Context) (Engine, error) {
 	defer cancel()
 	h, err := pingHeaders(ctx, b.cli.Dialer())
 	if err != nil {
+		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+			// A running daemon that refuses the caller: say what fixes it.
+			return Engine{}, unreachable(b.cli.DaemonHost(), err, probeSocket(b.cli.DaemonHost()))
+		}
 		return Engine{}, fmt.Errorf("asking the engine at %s which it is: %w", b.cli.DaemonHost(), err)
 	}
 	e := engineOf(h)

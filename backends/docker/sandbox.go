@@ -74,6 +74,8 @@ type sandbox struct {
 	warnings  []string
 	// ov is the overlays of the checkout's discarded writes (nil: none).
 	ov *overlay.Set
+	// dov is those overlays when the daemon mounted them (nil: none).
+	dov *daemonOverlay
 }
 
 // start creates, attaches to and starts the holder. ctx is not cancelled
@@ -388,7 +390,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		if err == nil {
 			// Only once the container is gone: its bind holds the overlay.
-			err = s.ov.Remove()
+			err = errors.Join(s.ov.Remove(), s.dov.remove(ctx))
 		}
 		if err != nil {
 			s.closeErr = fmt.Errorf("removing container %s: %w (run `triage-sandbox gc`)", shortID(s.id), err)
@@ -472,4 +474,10 @@ func containsAny(s string, subs ...string) bool {
 		}
 	}
 	return false
+}
+
+// CheckoutDiscarded implements backends.DiscardReporter: the host or the
+// daemon made the checkout's overlay.
+func (s *sandbox) CheckoutDiscarded() bool {
+	return (s.ov != nil && len(s.ov.Sources) > 0) || s.dov != nil
 }

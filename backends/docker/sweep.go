@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
@@ -42,6 +43,11 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 		}
 		removed = append(removed, c.ID)
 	}
+	// The daemon's overlay volumes (daemonOverlay) of those sandboxes, once
+	// their containers are gone.
+	gone, err := b.sweepVolumes(ctx, now)
+	removed = append(removed, gone...)
+	errs = append(errs, err)
 	if os.Geteuid() == 0 {
 		// Overlays whose owner died (kill -9) with or after its container.
 		gone, err := overlay.Sweep(overlayRoot)
@@ -71,4 +77,37 @@ func stale(labels map[string]string, host string, now time.Time) bool {
 func processAlive(pid int, start string) bool {
 	now := ownership.ProcessStart(pid)
 	return now != "" && (start == "" || now == start)
+}
+
+// sweepVolumes removes the volumes of daemonOverlays whose owner is gone,
+// the overlays first (an upper layer's volume is in use while its overlay
+// is mounted).
+func (b *Backend) sweepVolumes(ctx context.Context, now time.Time) ([]string, error) {
+	list, err := b.cli.VolumeList(ctx, client.VolumeListOptions{
+		Filters: make(client.Filters).Add("label", profiles.LabelOwner+"=triage-sandbox"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing triage-sandbox volumes: %w", err)
+	}
+	var overlays, uppers []string
+	for _, v := range list.Items {
+		if !stale(v.Labels, b.host, now) {
+			continue
+		}
+		if v.Options["type"] == "overlay" {
+			overlays = append(overlays, v.Name)
+		} else {
+			uppers = append(uppers, v.Name)
+		}
+	}
+	var removed []string
+	var errs []error
+	for _, name := range append(overlays, uppers...) {
+		if _, err := b.cli.VolumeRemove(ctx, name, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing volume %s: %w", name, err))
+			continue
+		}
+		removed = append(removed, name)
+	}
+	return removed, errors.Join(errs...)
 }

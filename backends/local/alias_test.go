@@ -5,4 +5,5 @@ import "github.com/triage-sandbox/triage-sandbox/backends/local/confine"
 type (
 	confineMask = confine.Mask
 	confineSym  = confine.Symlink
+	confineBind = confine.Bind
 )

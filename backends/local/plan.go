@@ -11,6 +11,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
@@ -67,7 +68,16 @@ func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
 		if !m.ReadOnly && p.Staged() {
 			continue // a staged copy on its own tmpfs, below
 		}
-		pl.Binds = append(pl.Binds, confine.Bind{Source: m.Path, Write: !m.ReadOnly, Why: m.Why})
+		b := confine.Bind{Source: m.Path, Write: !m.ReadOnly, Why: m.Why}
+		if overlay.Discarded(m) {
+			// The checkout: writable through an overlay the helper makes
+			// in its own user namespace, discarded with the sandbox.
+			b.Discard = &confine.UpperLayer{Size: max(p.Limits.WritableSize, 1<<20), Inodes: max(p.Limits.WritableInodes, 1024)}
+			pl.Binds = append(pl.Binds, b)
+			pl.Landlock.ReadWrite = append(pl.Landlock.ReadWrite, m.Path)
+			continue
+		}
+		pl.Binds = append(pl.Binds, b)
 		if m.ReadOnly {
 			pl.Landlock.ReadOnly = append(pl.Landlock.ReadOnly, m.Path)
 		} else {

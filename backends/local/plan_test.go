@@ -136,6 +136,37 @@ type maskT = confineMask
 
 func confineSymlink(path, target string) confineSym { return confineSym{Path: path, Target: target} }
 
+// TestPlanDiscardsTheCheckout: the project checkout is bound read-only with
+// a bounded upper layer whose writes are discarded (the helper's overlay),
+// and Landlock lets the sandbox write there; with checkout_writes =
+// "refuse" it is a plain read-only bind.
+func TestPlanDiscardsTheCheckout(t *testing.T) {
+	for _, discard := range []bool{true, false} {
+		checkout := t.TempDir()
+		p := buildPolicy(t, "reproducer", func(p *policy.Policy) {
+			p.Mounts = append(p.Mounts, policy.Mount{Path: checkout, ReadOnly: true, Kind: "dir", Discard: discard, Why: "project checkout"})
+		})
+		pl, err := Plan(p, "/opt/triage-sandbox")
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(pl.Binds, func(b confineBind) bool { return b.Source == checkout })
+		if i < 0 {
+			t.Fatalf("discard %v: the checkout is not bound", discard)
+		}
+		b := pl.Binds[i]
+		writable := slices.Contains(pl.Landlock.ReadWrite, checkout)
+		switch {
+		case b.Write:
+			t.Errorf("discard %v: the checkout is bound writable from the host", discard)
+		case discard && (b.Discard == nil || b.Discard.Size != p.Limits.WritableSize || b.Discard.Inodes != p.Limits.WritableInodes || !writable):
+			t.Errorf("the checkout's upper layer %+v (Landlock writable %v), want %d bytes, %d inodes, writable", b.Discard, writable, p.Limits.WritableSize, p.Limits.WritableInodes)
+		case !discard && (b.Discard != nil || writable):
+			t.Errorf("checkout_writes = refuse: upper layer %+v, Landlock writable %v", b.Discard, writable)
+		}
+	}
+}
+
 // TestPlanSystemPython is issue 34's #6: with [project] python the
 // system's interpreter (as the README recommends) or a venv made from it,
 // the python environment brought /usr as a mount beside the host root

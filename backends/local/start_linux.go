@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,18 +90,14 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return nil, err
 	}
 	s := &sandbox{b: b, p: p, id: id, dir: dir, Holder: holderexec.NewHolder()}
-	if overlay.Wanted(p) {
-		// Not rendered here yet: the checkout stays read-only (no write
-		// reaches anything), and the run says so.
-		s.Warn("the project checkout is read-only on the local backend, so writes under it fail ([sandbox] checkout_writes = \"discard\" needs docker or oci as root)")
-	}
+	mapOwners(&pl, p, dir)
 	endPlan()
 	if os.Geteuid() == 0 && cgroupsUsable() == nil {
 		endCgroup := phase.Begin(ctx, "start.cgroup")
 		s.cg, err = newCgroup(id, p.Limits)
 		endCgroup()
 		if err != nil {
-			_ = os.RemoveAll(s.dir)
+			_ = removeStateDir(s.dir)
 			return nil, err
 		}
 	} else if p.Limits.Pids > 0 {
@@ -410,7 +407,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
-		if err := os.RemoveAll(s.dir); err != nil {
+		if err := removeStateDir(s.dir); err != nil {
 			errs = append(errs, err)
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -430,4 +427,27 @@ func namespaceHint() string {
 		return "unprivileged user namespaces are off: sysctl kernel.unprivileged_userns_clone=1, or run as root"
 	}
 	return "the kernel refused new namespaces; see `triage-sandbox doctor`"
+}
+
+// CheckoutDiscarded implements backends.DiscardReporter: the helper makes
+// the checkout's overlay, or the sandbox does not start.
+func (s *sandbox) CheckoutDiscarded() bool { return overlay.Wanted(s.p) }
+
+// mapOwners: root runs the sandbox as another identity than a discarded
+// directory's owner (a root-owned checkout in CI): the helper's user
+// namespace maps only the sandbox's ids, so it would see the owner's files
+// as nobody's. The directory is bound from a read-only view, made here in
+// the host's namespace (only root there can), in which the owner's files
+// are the sandbox's; the helper's overlay takes it as its lower layer.
+// Without such a view the directory is bound as it is.
+func mapOwners(pl *confine.Plan, p *policy.Policy, dir string) {
+	for i, b := range pl.Binds {
+		if b.Discard == nil {
+			continue
+		}
+		target := filepath.Join(dir, mappedPrefix+strconv.Itoa(i))
+		if overlay.MapOwner(b.Source, target, [2]int{p.User.UID, p.User.GID}) {
+			pl.Binds[i].Target, pl.Binds[i].Source = b.Dest(), target
+		}
+	}
 }

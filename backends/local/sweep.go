@@ -3,9 +3,13 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 )
 
@@ -41,11 +45,32 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if err := os.RemoveAll(s.Dir); err != nil {
+		if err := removeStateDir(s.Dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		removed = append(removed, s.Name)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// mappedPrefix names the id-mapped views (mapOwners) in a sandbox's state
+// directory.
+const mappedPrefix = "mapped-"
+
+// removeStateDir unmounts a sandbox's id-mapped views, then removes its
+// state directory; with a view still mounted nothing is removed.
+func removeStateDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), mappedPrefix) {
+			if err := overlay.Unmount(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("the sandbox's state %s: %w", dir, err)
+			}
+		}
+	}
+	return os.RemoveAll(dir)
 }

@@ -306,6 +306,7 @@ func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl 
 	if ovWarning != "" {
 		s.Warn(ovWarning)
 	}
+	s.discarded = ovWarning == "" && overlay.Wanted(p)
 	if err := s.start(ctx, opts); err != nil {
 		_ = s.Close(context.WithoutCancel(ctx))
 		return nil, err

@@ -61,6 +61,8 @@ type sandbox struct {
 	oom oomwatch.Counter
 	// killed: the host killed the container; nothing can be copied back.
 	killed atomic.Bool
+	// discarded: the checkout's overlay was made (backends.DiscardReporter).
+	discarded bool
 	// execMu: one command at a time (the supervisor is one per exec, but
 	// the copy back must see a quiet sandbox).
 	execMu sync.Mutex
@@ -393,3 +395,6 @@ func (s *sandbox) stateLeft() bool {
 	}
 	return true
 }
+
+// CheckoutDiscarded implements backends.DiscardReporter.
+func (s *sandbox) CheckoutDiscarded() bool { return s.discarded }

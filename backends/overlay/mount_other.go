@@ -23,3 +23,5 @@ func mount(_, _, _ string, _ uintptr, _ string) error { return errNeedsLinux }
 
 // detach: nothing can have been mounted by this package off Linux.
 func detach(string) error { return errNotMounted }
+
+func idmapLower(_, _ string, _, _ [2]int) error { return errNeedsLinux }

@@ -49,6 +49,10 @@ func Wanted(p *policy.Policy) bool {
 
 func discard(m policy.Mount) bool { return m.Discard && m.ReadOnly && m.Kind == "dir" }
 
+// Discarded reports whether m is a discard mount: a read-only directory
+// whose writes an overlay takes and throws away.
+func Discarded(m policy.Mount) bool { return discard(m) }
+
 // Available says why overlays cannot be made here, nil when they can.
 func Available() error {
 	if err := platformSupported(); err != nil {
@@ -85,7 +89,7 @@ func Make(dir string, p *policy.Policy) (*Set, error) {
 		if !discard(m) {
 			continue
 		}
-		merged, err := s.mountOne(strconv.Itoa(i), m.Path, p.Limits.WritableSize, p.Limits.WritableInodes)
+		merged, err := s.mountOne(strconv.Itoa(i), m.Path, [2]int{p.User.UID, p.User.GID}, p.Limits.WritableSize, p.Limits.WritableInodes)
 		if err != nil {
 			_ = s.Remove()
 			return nil, fmt.Errorf("the overlay of %s (%s): %w", m.Path, m.Why, err)
@@ -96,10 +100,12 @@ func Make(dir string, p *policy.Policy) (*Set, error) {
 }
 
 // mountOne mounts name's tmpfs (the upper layer) and its overlay, and
-// returns the merged directory.
-func (s *Set) mountOne(name, lower string, size, inodes int64) (string, error) {
-	if strings.ContainsAny(lower, ",:\\\n") {
-		return "", fmt.Errorf("its path holds a character an overlay's options cannot carry (, : \\ or a newline); set [sandbox] checkout_writes = \"refuse\" or move it")
+// returns the merged directory. id is the sandbox's uid and gid: when the
+// host directory's owner is another, its lower layer is an id-mapped view
+// in which that owner's files are the sandbox's (idmapLower).
+func (s *Set) mountOne(name, lower string, id [2]int, size, inodes int64) (string, error) {
+	if err := CheckLower(lower); err != nil {
+		return "", err
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(lower, &st); err != nil {
@@ -109,6 +115,19 @@ func (s *Set) mountOne(name, lower string, size, inodes int64) (string, error) {
 	for _, d := range []string{layer, merged} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return "", err
+		}
+	}
+	owner := [2]int{int(st.Uid), int(st.Gid)}
+	if owner != id {
+		mapped := filepath.Join(s.dir, name+".lower")
+		if err := os.Mkdir(mapped, 0o700); err != nil {
+			return "", err
+		}
+		// A file system that takes no id mapping keeps the plain lower
+		// layer: the sandbox writes there what the host lets it, and a
+		// refused write's hint names the owner.
+		if err := idmapLower(lower, mapped, owner, id); err == nil {
+			lower, owner = mapped, id
 		}
 	}
 	opts := fmt.Sprintf("size=%d,mode=0700", max(size, 1<<20))
@@ -124,10 +143,10 @@ func (s *Set) mountOne(name, lower string, size, inodes int64) (string, error) {
 			return "", err
 		}
 	}
-	// The merged root is the upper root: it takes the host directory's
-	// owner and mode, so the sandbox may write exactly where the host
-	// directory would let it.
-	if err := os.Lchown(upper, int(st.Uid), int(st.Gid)); err != nil {
+	// The merged root is the upper root: it takes the (mapped) host
+	// directory's owner and mode, so the sandbox may write exactly where
+	// the host directory would let its owner.
+	if err := os.Lchown(upper, owner[0], owner[1]); err != nil {
 		return "", err
 	}
 	if err := os.Chmod(upper, os.FileMode(st.Mode&0o777)); err != nil {
@@ -138,6 +157,15 @@ func (s *Set) mountOne(name, lower string, size, inodes int64) (string, error) {
 		return "", fmt.Errorf("mounting the overlay: %w", err)
 	}
 	return merged, nil
+}
+
+// CheckLower refuses a lower directory whose path an overlay's options
+// cannot carry.
+func CheckLower(lower string) error {
+	if strings.ContainsAny(lower, ",:\\\n") {
+		return fmt.Errorf("its path holds a character an overlay's options cannot carry (, : \\ or a newline); set [sandbox] checkout_writes = \"refuse\" or move it")
+	}
+	return nil
 }
 
 // NewSet makes an empty set in dir (created here, 0700; it must not
@@ -222,7 +250,7 @@ func RemoveAt(dir string) error {
 		return err
 	}
 	var errs []error
-	for _, suffix := range []string{".merged", ".layer", ".tmpfs"} {
+	for _, suffix := range []string{".merged", ".layer", ".lower", ".tmpfs"} {
 		for _, e := range entries {
 			if !strings.HasSuffix(e.Name(), suffix) {
 				continue
@@ -315,3 +343,31 @@ func Sweep(parent string) ([]string, error) {
 	}
 	return removed, errors.Join(errs...)
 }
+
+// MapOwner gives a discarded directory whose owner is not the sandbox's
+// ids a read-only, id-mapped view at target (created here, 0700, in a
+// directory of root's alone) in which the owner's files are the sandbox's
+// (id: uid and gid), for a backend that makes the overlay itself from it
+// (the local helper). mapped is false when no view is needed (the owner
+// is the sandbox's) or none could be made (not root; a file system that
+// takes no id mapping): the directory is then used as it is. Unmount
+// target before removing what holds it.
+func MapOwner(dir, target string, id [2]int) (mapped bool) {
+	var st syscall.Stat_t
+	if os.Geteuid() != 0 || syscall.Stat(dir, &st) != nil {
+		return false
+	}
+	owner := [2]int{int(st.Uid), int(st.Gid)}
+	if owner == id || os.Mkdir(target, 0o700) != nil {
+		return false
+	}
+	if err := idmapLower(dir, target, owner, id); err != nil {
+		_ = os.Remove(target)
+		return false
+	}
+	return true
+}
+
+// Unmount detaches what is mounted at path (nothing mounted is fine) and
+// checks nothing is left.
+func Unmount(path string) error { return unmount(path) }

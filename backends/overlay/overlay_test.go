@@ -135,3 +135,58 @@ func TestTmpfsOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlayMapsTheOwner: root runs the sandbox as uid 1000 and the host
+// directory is root's: in the merged view its files are 1000's (the lower
+// layer is an id-mapped view), that view is read-only, the host's files
+// keep their owner, and Remove leaves nothing mounted.
+func TestOverlayMapsTheOwner(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	lower := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(lower, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lower, "sub", "a.txt"), []byte("host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := discardPolicy(lower, 1<<20, 64)
+	p.User = policy.Identity{UID: 1000, GID: 1000}
+	parent := t.TempDir()
+	s, err := Make(filepath.Join(parent, "set"), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Remove()
+	merged, _ := s.Source(lower)
+	for _, rel := range []string{".", "sub", "sub/a.txt"} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(merged, rel), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != 1000 || st.Gid != 1000 {
+			t.Errorf("%s in the merged view: owner %d:%d, want 1000:1000", rel, st.Uid, st.Gid)
+		}
+	}
+	mapped := filepath.Join(parent, "set", "0.lower")
+	if err := os.WriteFile(filepath.Join(mapped, "sub", "a.txt"), []byte("x"), 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("writing through the id-mapped view: %v, want EROFS", err)
+	}
+	if err := os.WriteFile(filepath.Join(merged, "sub", "a.txt"), []byte("sandbox\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(lower, "sub", "a.txt"), &st); err != nil || st.Uid != 0 {
+		t.Errorf("the host's file: owner %d, %v", st.Uid, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(lower, "sub", "a.txt")); string(got) != "host\n" {
+		t.Errorf("the host's file changed: %q", got)
+	}
+	if err := s.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if mounted(t, parent) {
+		t.Error("Remove left a mount")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
+	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/internal/insidebin"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/output"
@@ -76,6 +77,20 @@ func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 		f.early.Close()
 	}
 	return p, host, err
+}
+
+// configPath is the triage.toml this command reads (absolute; "" for
+// the built-in defaults), for the report of a run refused before a policy
+// existed: the file was found even when it could not be used.
+func (f *policyFlags) configPath(cwd string) string {
+	if f.config != "" {
+		if abs, err := filepath.Abs(f.config); err == nil {
+			return abs
+		}
+		return f.config
+	}
+	p, _ := config.Find(cwd)
+	return p
 }
 
 // canonical is path absolute with no symlink, as the policy's workspace

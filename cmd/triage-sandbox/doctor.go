@@ -138,6 +138,12 @@ type policyLayerReporter interface {
 }
 
 func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry, name, exe string, ps []*policy.Policy, configOK bool) {
+	if detail, ok := elsewhereDetail(name, exe); ok {
+		// A policy for it would have handed doctor over (handOff) before
+		// this point; here it is only information.
+		rep.info(name, detail)
+		return
+	}
 	b, err := reg.New(name, backends.Env{SelfExe: exe})
 	if err != nil {
 		if len(ps) > 0 {

@@ -34,6 +34,22 @@ func handOff(backend string) error {
 	return nil // not reached
 }
 
+// elsewhereDetail is doctor's line for a backend compiled into another
+// binary (ok false: name is here): where that binary is and that a run
+// for the backend is handed over to it, or how to build it.
+func elsewhereDetail(name, self string) (detail string, ok bool) {
+	bin := builtin.Elsewhere(name)
+	if bin == "" {
+		return "", false
+	}
+	path, err := findSibling(self, bin)
+	if err != nil {
+		return fmt.Sprintf("%v; %s", err, kubecaps.HowToBuild), true
+	}
+	return fmt.Sprintf("compiled into %s: `--backend %s` (or [sandbox] backend = %q) hands the run over to it; `%s doctor` checks the cluster",
+		path, name, name, bin), true
+}
+
 // findSibling finds bin beside self (an install keeps the two together),
 // then on PATH. It never finds self: that would hand off forever.
 func findSibling(self, bin string) (string, error) {

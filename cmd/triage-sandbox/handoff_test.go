@@ -111,3 +111,35 @@ func TestHandOff(t *testing.T) {
 		t.Fatalf("another backend was handed off: %+v", r)
 	}
 }
+
+// TestDoctorOnABackendElsewhere: doctor beside triage-sandbox-kube says
+// a kubernetes run is handed over to it (it said "run
+// triage-sandbox-kube instead", as if nothing would); without it, how to
+// build it.
+func TestDoctorOnABackendElsewhere(t *testing.T) {
+	if builtin.Elsewhere(kubecaps.Name) == "" {
+		t.Skip("built with the kubernetes tag: this is the second binary")
+	}
+	dir := t.TempDir()
+	t.Setenv("PATH", t.TempDir()) // not the machine's own install
+	self := filepath.Join(dir, "triage-sandbox")
+	if err := os.WriteFile(self, []byte("self"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	detail, ok := elsewhereDetail("kubernetes", self)
+	if !ok || !strings.Contains(detail, "build it with scripts/setup.sh") {
+		t.Errorf("no sibling: %q lacks how to build it", detail)
+	}
+	kube := filepath.Join(dir, "triage-sandbox-kube")
+	if err := os.WriteFile(kube, []byte("kube"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	detail, ok = elsewhereDetail("kubernetes", self)
+	want := "compiled into " + kube + ": `--backend kubernetes` (or [sandbox] backend = \"kubernetes\") hands the run over to it; `triage-sandbox-kube doctor` checks the cluster"
+	if !ok || detail != want {
+		t.Errorf("beside it:\n got  %q (%v)\n want %q", detail, ok, want)
+	}
+	if _, ok := elsewhereDetail("docker", self); ok {
+		t.Error("docker is not elsewhere")
+	}
+}

@@ -46,7 +46,7 @@ func newRunCmd() *cobra.Command {
 		RunE: f.run,
 	}
 	f.pf.register(cmd, profiles.RoleAgent)
-	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "kill the command after this long (default: the role's timeout)")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "kill the command after this long, e.g. 90s or 5m (default: the role's timeout: [repro] timeout, or [sandbox.agent] timeout, in triage.toml)")
 	cmd.Flags().StringVar(&f.pf.workdir, "workdir", "", "directory to start in; must be visible in the sandbox")
 	cmd.Flags().StringVar(&f.pf.session, "session", "", "run in the named agent session's sandbox (started on first use; scratch persists between its commands)")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print one JSON object with the result and the (capped) output")
@@ -78,6 +78,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 		if host.Cwd != "" {
 			// Refused before a policy existed: recorded all the same.
 			err = sandbox.RecordConfigRefusal(host, f.pf.config, f.pf.role, args, err)
+			out.Config = f.pf.configPath(host.Cwd)
 		}
 		return fail(err)
 	}
@@ -159,10 +160,8 @@ func reportRun(p *policy.Policy, res sandbox.Outcome, timeout time.Duration) {
 		fmt.Fprintf(os.Stderr, "triage-sandbox: warning: weaker mode accepted: the %s backend does not enforce %s\n", p.Backend, w)
 	}
 	switch {
-	case res.TimedOut && p.Warm.Session != "":
-		fmt.Fprintf(os.Stderr, "triage-sandbox: timed out after %s; the command's whole process tree was killed, session %s stays\n", effective(timeout, p.Timeout()), p.Warm.Session)
 	case res.TimedOut:
-		fmt.Fprintf(os.Stderr, "triage-sandbox: timed out after %s; the sandbox was killed\n", effective(timeout, p.Timeout()))
+		fmt.Fprintln(os.Stderr, "triage-sandbox: "+output.Line(timeoutLine(p, timeout)))
 	case res.OutputCeiling:
 		fmt.Fprintf(os.Stderr, "triage-sandbox: stopped: the command printed more than %d bytes (raise [sandbox] output_ceiling if this is expected)\n", p.Output.Ceiling)
 	case res.OOMKilled:
@@ -170,11 +169,53 @@ func reportRun(p *policy.Policy, res sandbox.Outcome, timeout time.Duration) {
 	}
 }
 
-func effective(flag, role time.Duration) time.Duration {
-	if flag > 0 {
-		return flag
+// timeoutLine says that the command timed out, what was killed, and what
+// gives it longer: --timeout, or the config key that set the role's
+// timeout (or the one to set, when it is the role's default).
+func timeoutLine(p *policy.Policy, flag time.Duration) string {
+	d := p.Timeout()
+	why := fmt.Sprintf("the %s's timeout, %s in %s", p.Role, p.TimeoutKey, p.Config)
+	switch {
+	case flag > 0:
+		d, why = flag, "--timeout "+shortDuration(flag)
+	case p.Config == "" && !p.TimeoutDefault:
+		why = fmt.Sprintf("the %s's timeout, %s", p.Role, p.TimeoutKey)
+	case p.TimeoutDefault:
+		why = fmt.Sprintf("the %s's default timeout", p.Role)
 	}
-	return role
+	killed := "the sandbox was killed"
+	if p.Warm.Session != "" {
+		killed = "the command's whole process tree was killed, session " + p.Warm.Session + " stays"
+	}
+	line := fmt.Sprintf("timed out after %s (%s); %s; ", shortDuration(d), why, killed)
+	longer := shortDuration(min(2*d, config.MaxTimeout))
+	where := p.Config
+	if where == "" {
+		where = "a triage.toml at " + p.WorkspaceRoot
+	}
+	switch {
+	case d >= config.MaxTimeout:
+		return line + shortDuration(config.MaxTimeout) + " is the longest a timeout may be"
+	case flag > 0:
+		return line + fmt.Sprintf("to give it longer, pass --timeout %s or leave it out for the %s's timeout, %s (%s)",
+			longer, p.Role, shortDuration(p.Timeout()), p.TimeoutKey)
+	case p.TimeoutDefault || p.Config == "":
+		return line + fmt.Sprintf("to give it longer, set %s in %s (e.g. timeout = %q) or pass --timeout %s", p.TimeoutKey, where, longer, longer)
+	}
+	return line + fmt.Sprintf("to give it longer, raise %s there (e.g. timeout = %q) or pass --timeout %s", p.TimeoutKey, longer, longer)
+}
+
+// shortDuration is d as --timeout and triage.toml take it, without the
+// zero units time.Duration.String adds ("5m", not "5m0s").
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // leftoverSummary names the first few leftovers for the one warning line.

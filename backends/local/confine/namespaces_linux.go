@@ -20,9 +20,12 @@ const Cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | u
 // in what it created as the sandbox's ids, which it does not own
 // (CAP_DAC_READ_SEARCH; in the namespace it covers only files whose owner
 // the namespace maps, so none of the host's but the sandbox's own).
+// CAP_DAC_OVERRIDE is what the kernel asks of an overlay's mounter (a
+// discarded checkout's, see overlay_linux.go); in the namespace it too
+// covers only the sandbox's own files, which their owner may chmod anyway.
 func helperCaps(root bool) []uintptr {
 	caps := []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE,
-		unix.CAP_SETUID, unix.CAP_SETGID}
+		unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_DAC_OVERRIDE}
 	if root {
 		caps = append(caps, unix.CAP_DAC_READ_SEARCH)
 	}

@@ -51,7 +51,19 @@ type Bind struct {
 	// Target is the path inside; empty means the same as Source.
 	Target string `json:"target,omitempty"`
 	Write  bool   `json:"write"`
-	Why    string `json:"why,omitempty"`
+	// Discard makes a read-only directory bind writable with writes that
+	// go nowhere: an overlay whose lower layer is Source (the kernel never
+	// writes a lower layer) and whose upper layer is a fresh tmpfs bounded
+	// by Discard, gone with the sandbox. Not with Write.
+	Discard *UpperLayer `json:"discard,omitempty"`
+	Why     string      `json:"why,omitempty"`
+}
+
+// UpperLayer bounds a discarded bind's upper layer (bytes, inodes); both are
+// required.
+type UpperLayer struct {
+	Size   int64 `json:"size"`
+	Inodes int64 `json:"inodes"`
 }
 
 // Dest is where the bind appears inside.

@@ -57,6 +57,15 @@ func TestValidate(t *testing.T) {
 		{"soft above hard", func(p *Plan) { p.Rlimits = []Rlimit{{Name: "NOFILE", Soft: 2, Hard: 1}} }, "above hard"},
 		{"mask relative", func(p *Plan) { p.Masks = []Mask{{Path: ".ssh"}} }, "masks[0].path"},
 		{"symlink without target", func(p *Plan) { p.Symlinks = []Symlink{{Path: "/lib"}} }, "symlinks[0].target"},
+		{"discarded bind", func(p *Plan) {
+			p.Binds = []Bind{{Source: "/src", Discard: &UpperLayer{Size: 1 << 20, Inodes: 100}}}
+		}, ""},
+		{"discarded and writable", func(p *Plan) {
+			p.Binds = []Bind{{Source: "/src", Write: true, Discard: &UpperLayer{Size: 1 << 20, Inodes: 100}}}
+		}, "binds[0].discard"},
+		{"unbounded upper layer", func(p *Plan) {
+			p.Binds = []Bind{{Source: "/src", Discard: &UpperLayer{Size: 1 << 20}}}
+		}, "always bounded"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -51,6 +51,12 @@ func (t *tree) bind(b Bind) error {
 	if err != nil {
 		return fmt.Errorf("bind %s: %w", b.Source, err)
 	}
+	if b.Discard != nil {
+		if !isDir(mode) {
+			return fmt.Errorf("bind %s: a discarded bind must be a directory", b.Source)
+		}
+		return t.overlay(b, src)
+	}
 	// Recursive for files too: something may be mounted on the file itself.
 	mfd, err := cloneTree(src, true)
 	if err != nil {

@@ -49,6 +49,9 @@ func (p Plan) Validate() error {
 			bad(f+".source", "%v", err)
 		}
 		mountTarget(f+".target", b.Dest(), targets)
+		if d := b.Discard; d != nil && (b.Write || d.Size <= 0 || d.Inodes <= 0) {
+			bad(f+".discard", "wants a read-only bind and a positive size and inodes (write %v, size %d, inodes %d): an upper layer is always bounded", b.Write, d.Size, d.Inodes)
+		}
 	}
 	for i, t := range p.Tmpfs {
 		f := fmt.Sprintf("tmpfs[%d]", i)
