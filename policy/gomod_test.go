@@ -133,14 +133,13 @@ func TestGoSumHostile(t *testing.T) {
 }
 
 // TestGoSumWritableNotRead: a go.sum a sandbox could have written (the
-// checkout inside a writable path) chooses nothing.
+// workspace is the module, and go.sum one of its writable paths) chooses
+// nothing.
 func TestGoSumWritableNotRead(t *testing.T) {
 	cache := fakeModCache(t, t.TempDir(), "example.com/dep@v1.0.0")
-	cfg := workspace(t, "[project]\ncheckout = \"repros/w\"\n[sandbox]\nwritable = [\"repros\"]\n")
-	checkout := filepath.Join(cfg.Root, "repros", "w")
-	must(t, os.MkdirAll(checkout, 0o755))
-	must(t, os.WriteFile(filepath.Join(checkout, "go.mod"), []byte("module example.com/w\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(checkout, "go.sum"), []byte("example.com/dep v1.0.0 h1:x=\n"), 0o644))
+	cfg := workspace(t, "[sandbox]\nwritable = [\"go.sum\"]\n")
+	must(t, os.WriteFile(filepath.Join(cfg.Root, "go.mod"), []byte("module example.com/w\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(cfg.Root, "go.sum"), []byte("example.com/dep v1.0.0 h1:x=\n"), 0o644))
 	p, err := Build(cfg, profiles.RoleReproducer, fakeHost(t, "GOMODCACHE="+cache), Options{})
 	must(t, err)
 	if got := mountPaths(p, cache); len(got) > 0 {
