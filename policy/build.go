@@ -181,6 +181,13 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 		errs = append(errs, err)
 	} else if len(ms) > 0 {
 		markSystem(ms, profiles.SystemTrees())
+		for i := range ms {
+			if ms[i].System {
+				// Not scanned anyway, and on a host-root base it is the
+				// host root's (system.go): nothing to hide there.
+				ms[i].Hidden = nil
+			}
+		}
 		p.Mounts = append(p.Mounts, ms...)
 		pythonEnv = ms[0].Path
 		p.Python = filepath.Join(pythonEnv, "bin", filepath.Base(cfg.Project.Python))
@@ -195,6 +202,7 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 		return "", err
 	}
 	p.Mounts = dedupeMounts(p.Mounts)
+	keepHiddenClear(p.Mounts)
 	return pythonEnv, nil
 }
 
@@ -555,10 +563,23 @@ func pythonMounts(cfg *config.File, root string, host Host) ([]Mount, string, er
 		return nil, fmt.Sprintf("[project] python environment %s: %v", prefix, err), nil
 	}
 	out := []Mount{{Path: dir, ReadOnly: true, Kind: "dir", Why: "python environment"}}
+	// A venv that does not include its base's site-packages is not given
+	// them (venv.go): not mounted, not scanned.
+	ownPackagesOnly := !venvUsesBaseSitePackages(dir)
 	add := func(base, why string) {
-		if d, err := canonicalDir(base); err == nil && d != "/" && !within(d, dir) {
-			out = append(out, Mount{Path: d, ReadOnly: true, Kind: "dir", Why: why})
+		// A base inside the environment is already mounted with it; one
+		// that holds it (pyenv-virtualenv's versions/X/envs/NAME) is not.
+		d, err := canonicalDir(base)
+		if err != nil || d == "/" || within(dir, d) {
+			return
 		}
+		m := Mount{Path: d, ReadOnly: true, Kind: "dir", Why: why}
+		if ownPackagesOnly {
+			if m.Hidden = baseSitePackages(d, dir); m.Hidden != nil {
+				m.Why += ", without its site-packages (the venv does not include them: include-system-site-packages = false)"
+			}
+		}
+		out = append(out, m)
 	}
 	if home := venvHome(filepath.Join(dir, "pyvenv.cfg")); home != "" {
 		add(filepath.Dir(home), "the python environment's base interpreter (pyvenv.cfg home)")

@@ -78,8 +78,13 @@ func explainUnreadable(w writef, p *Policy) {
 	for _, u := range p.Unreadable {
 		unreadable[u] = true
 	}
+	hidden := hiddenSet(p.Mounts)
 	for _, m := range p.Masked {
-		if !unreadable[m] {
+		switch {
+		case unreadable[m]:
+		case hidden[m]:
+			w("  %s  (masked: not used by the python environment, see its base's mount)\n", m)
+		default:
 			w("  %s  (masked: a host socket under a mount)\n", m)
 		}
 	}

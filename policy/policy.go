@@ -32,8 +32,9 @@ type Policy struct {
 	// Unreadable are credential paths: never mounted, or masked where a
 	// mounted parent would expose them.
 	Unreadable []string `json:"unreadable"`
-	// Masked is the subset of Unreadable that lies under a mount and must be
-	// hidden explicitly by the backend.
+	// Masked is what the backend must hide explicitly under the mounts:
+	// the unreadable paths that lie under one, the host sockets found in
+	// them and the mounts' Hidden directories.
 	Masked []string `json:"masked,omitempty"`
 
 	Network Network  `json:"network"`
@@ -128,6 +129,12 @@ type Mount struct {
 	// socket, and left read-only by go) and its files in the download
 	// cache (checked regular files), hundreds of them for a large go.sum.
 	NoSockets bool `json:"no_sockets,omitempty"`
+	// Hidden are directories under Path the sandbox is not given: masked
+	// like the unreadable paths (an empty directory inside) and not
+	// scanned for sockets, which the mask hides with the rest. Only what
+	// no one inside needs: a venv's base site-packages when the venv does
+	// not include them (venv.go).
+	Hidden []string `json:"hidden,omitempty"`
 	// Listed marks an entry of a skeleton directory (Staging.Skeletons),
 	// mounted because it was there when the policy was built, not because
 	// the config names it. WarmHash leaves it out.

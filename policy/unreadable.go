@@ -41,7 +41,9 @@ import (
 //     System directories (Mount.System: the host's /usr, or a python
 //     environment's prefix in it) are not scanned: only root can make a
 //     socket in them (systemDir says why), and walking the whole of /usr
-//     cost every run more than half a second.
+//     cost every run more than half a second. A mount's Hidden
+//     directories (a venv's unused base site-packages, venv.go) are
+//     masked whole and so not walked either.
 
 // The socket scan's budget, per mount: it walks every directory (no depth
 // bound: a depth bound is where finding #7's socket lived), reading at most
@@ -145,11 +147,13 @@ func maskUnderMounts(p *Policy, host Host) {
 	if !p.AllowAll {
 		warnings = homeCovered(p.Mounts, masked, host)
 	}
+	hidden := hiddenSet(p.Mounts)
 	for _, m := range p.Mounts {
 		if m.System {
 			continue // only root can make a socket there: see systemDir
 		}
-		socks, truncated := socketsUnder(m)
+		masked = append(masked, m.Hidden...)
+		socks, truncated := socketsUnder(m, hidden)
 		masked = append(masked, socks...)
 		if truncated {
 			warnings = append(warnings, fmt.Sprintf("the %s %s holds more than %d entries: the scan for host sockets "+
@@ -221,7 +225,8 @@ func homeCovered(mounts []Mount, masked []string, host Host) []string {
 // out). Symlinks are not followed; .git directories are walked like any
 // other. Out of budget, the .git directories of what is left in the queue
 // are still looked at (git's fsmonitor daemon keeps its socket there).
-func socketsUnder(m Mount) (socks []string, truncated bool) {
+// A hidden directory (Mount.Hidden, masked whole) is not walked.
+func socketsUnder(m Mount, hidden map[string]bool) (socks []string, truncated bool) {
 	if m.NoSockets {
 		return nil, false
 	}
@@ -250,16 +255,28 @@ func socketsUnder(m Mount) (socks []string, truncated bool) {
 		budget -= len(entries)
 		truncated = truncated || more
 		for _, e := range entries {
-			p := filepath.Join(dir, e.name)
+			if !e.sock && !e.dir {
+				continue // most entries: no path to build
+			}
+			p := joinName(dir, e.name)
 			switch {
 			case e.sock:
 				socks = append(socks, p)
-			case e.dir:
+			case !hidden[p]:
 				queue = append(queue, p)
 			}
 		}
 	}
 	return socks, truncated
+}
+
+// joinName is filepath.Join for a clean directory and one name, without
+// Join's cleaning pass (the scan makes one per directory it walks).
+func joinName(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
 }
 
 // gitSockets returns the sockets directly in a git directory and in the

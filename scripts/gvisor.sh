@@ -26,7 +26,7 @@ mkdir -p "$dir"
 # A failed build leaves its output's end in $dir/build-error, which the
 # tests quote (kubecluster.GVisorMissing); a good one removes it.
 if [ ! -x "$dir/runsc" ]; then
-  ts_log "building runsc $version into $dir (cached afterwards)"
+  ts_log "building runsc $version into $dir (about 6 to 10 min on 2 cores the first time, cached after)"
   if ! out=$(cd scripts/gvisor && CGO_ENABLED=0 go build -trimpath -o "$dir/runsc.tmp" \
     -ldflags "-s -w -X gvisor.dev/gvisor/runsc/version.version=$version" gvisor.dev/gvisor/runsc 2>&1); then
     printf '%s\n' "$out" >&2
@@ -35,6 +35,7 @@ if [ ! -x "$dir/runsc" ]; then
     exit 1
   fi
   mv "$dir/runsc.tmp" "$dir/runsc"
+  ts_log "built runsc in $(ts_duration "$SECONDS")"
 fi
 rm -f "$dir/build-error"
 echo "$dir"

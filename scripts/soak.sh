@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
-scripts/setup.sh
+scripts/setup-tests.sh
 image=${SOAK_IMAGE:-triage-sandbox-base:bookworm}
 docker image inspect "$image" >/dev/null 2>&1 || image=triage-sandbox:latest
 label="io.example.unrelated=soak-$$"

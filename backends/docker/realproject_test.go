@@ -36,7 +36,7 @@ func TestRealProject(t *testing.T) {
 		t.Skip("no pyenv CPython 3.11-3.13 under /root/.pyenv/versions (the base interpreter outside the venv)")
 	}
 	if _, err := os.Stat(filepath.Join(debianPackages, "pytest")); err != nil {
-		t.Skip("python3-pytest is not installed (scripts/setup.sh installs it)")
+		t.Skip("python3-pytest is not installed (scripts/setup-tests.sh installs it)")
 	}
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {

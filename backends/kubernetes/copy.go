@@ -115,12 +115,15 @@ func stagedPaths(p *policy.Policy) []string {
 }
 
 // packSpec is what the host packs for the copies: each copied directory,
-// without the unreadable paths, the staged paths and the copies nested in
-// it (each filled on its own).
+// without the unreadable paths, the mounts' hidden directories, the staged
+// paths and the copies nested in it (each filled on its own).
 // (A copied file may itself lie in a staged directory: only what is
 // nested in a copied directory is skipped.)
 func packSpec(p *policy.Policy, dirs []copiedDir) stage.Spec {
 	spec := stage.Spec{UID: p.User.UID, GID: p.User.GID, Skip: append([]string(nil), p.Unreadable...)}
+	for _, m := range p.Mounts {
+		spec.Skip = append(spec.Skip, m.Hidden...) // masked elsewhere: not copied
+	}
 	staged := stagedPaths(p)
 	for i, d := range dirs {
 		spec.Paths = append(spec.Paths, d.stagePath())

@@ -16,6 +16,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 func rolePolicy(t testing.TB, role profiles.Role, edit func(*config.File)) *policy.Policy {
@@ -124,6 +125,23 @@ func TestRenderCopiesASystemDirInsideATree(t *testing.T) {
 	dirs, err := copiedDirs(p)
 	if err != nil || !slices.ContainsFunc(dirs, func(d copiedDir) bool { return d.Path == "/usr/local/go" }) {
 		t.Errorf("copied %+v, %v; want /usr/local/go among them", dirs, err)
+	}
+}
+
+// TestPackSpecLeavesOutHidden: a mount's hidden directory (a venv's
+// unused base site-packages) is masked on the other backends; a pod's
+// copy leaves it out.
+func TestPackSpecLeavesOutHidden(t *testing.T) {
+	p := rolePolicy(t, profiles.RoleReproducer, nil)
+	const base, site = "/opt/py/3.11.7", "/opt/py/3.11.7/lib/python3.11/site-packages"
+	p.Mounts = append(p.Mounts, policy.Mount{Path: base, ReadOnly: true, Kind: "dir", Hidden: []string{site}, Why: "base"})
+	dirs, err := copiedDirs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := packSpec(p, dirs)
+	if !slices.Contains(spec.Skip, site) || !slices.ContainsFunc(spec.Paths, func(sp stage.Path) bool { return sp.Path == base }) {
+		t.Errorf("pack paths %+v skip %q: want %s copied without %s", spec.Paths, spec.Skip, base, site)
 	}
 }
 

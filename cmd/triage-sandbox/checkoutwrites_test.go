@@ -49,6 +49,11 @@ func TestCheckoutWritesEveryOwner(t *testing.T) {
 	testenv.RequireDocker(t)
 	ts := typescriptModules()
 	if ts == "" {
+		// The CI tier has scripts/test.sh install it (no test reaches the
+		// network): there a missing tsc is a failure, never a weaker test.
+		if os.Getenv("CI") != "" || os.Getenv("TRIAGE_SANDBOX_REQUIRE_DOCKER") != "" {
+			t.Fatalf("no typescript cached in %s: scripts/test.sh installs it (npm install --prefix DIR typescript@5)", typescriptCache())
+		}
 		t.Logf("no typescript cached (%s): the build writes dist/ without tsc", typescriptCache())
 	}
 	for _, backend := range []string{"docker", "oci", "local"} {

@@ -18,7 +18,7 @@ import (
 // podmanRunDir holds the test's own Podman service socket; nothing else of
 // the service's is the test's: Podman keeps its images and containers in
 // its own store (/var/lib/containers), apart from dockerd's, and the
-// sandbox image loaded there stays as the tests' cache (scripts/setup.sh
+// sandbox image loaded there stays as the tests' cache (scripts/setup-tests.sh
 // loads it too).
 const podmanRunDir = "/run/triage-sandbox-testpodman"
 
@@ -33,14 +33,14 @@ type Podman struct {
 // StartPodman starts Podman's Docker-compatible service as root on a
 // socket of the test's own, with image in Podman's store (loaded from
 // dockerd when missing), and stops it when the test ends. Podman missing
-// fails under CI or TRIAGE_SANDBOX_REQUIRE_DOCKER (scripts/setup.sh
+// fails under CI or TRIAGE_SANDBOX_REQUIRE_DOCKER (scripts/setup-tests.sh
 // installs it) and skips elsewhere.
 func StartPodman(t testing.TB, image string) *Podman {
 	t.Helper()
 	RequireRoot(t, "Podman's service runs rootful here")
 	if _, err := exec.LookPath("podman"); err != nil {
 		if os.Getenv("CI") != "" || os.Getenv("TRIAGE_SANDBOX_REQUIRE_DOCKER") != "" {
-			t.Fatalf("podman not installed (scripts/setup.sh installs it): %v", err)
+			t.Fatalf("podman not installed (scripts/setup-tests.sh installs it): %v", err)
 		}
 		t.Skipf("podman not installed: %v", err)
 	}

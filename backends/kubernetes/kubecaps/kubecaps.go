@@ -25,7 +25,7 @@ const Summary = "pods through the Kubernetes API (restricted Pod Security, Netwo
 
 // HowToBuild says how to make Binary, for the one line that refuses
 // without it.
-const HowToBuild = "build it with scripts/setup.sh or `CGO_ENABLED=0 go build -tags " + BuildTag +
+const HowToBuild = "build it with `TRIAGE_SANDBOX_KUBE=1 scripts/setup.sh` or `CGO_ENABLED=0 go build -tags " + BuildTag +
 	" -o " + Binary + " ./cmd/triage-sandbox` and put it beside triage-sandbox or on PATH"
 
 // capabilities: what a pod on a cluster we know nothing else about
