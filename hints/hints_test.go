@@ -98,6 +98,17 @@ func TestFrom(t *testing.T) {
 		{"curl", "curl: (6) Could not resolve host: example.com", 6, []string{networkFalse}},
 		{"go: proxy", `go: example.com/m@v1.0.0: Get "https://proxy.golang.org/x": dial tcp: lookup proxy.golang.org: Temporary failure in name resolution`, 1, []string{networkFalse}},
 
+		// Dependency fetches: the hint names the recipe, not only the network.
+		{"go: proxy names the recipe", `go: example.com/m@v1.0.0: Get "https://proxy.golang.org/example.com/m/@v/v1.0.0.mod": dial tcp: lookup proxy.golang.org on 127.0.0.11:53: dial udp 127.0.0.11:53: connect: network is unreachable`, 1,
+			[]string{"`go mod download` in the checkout on the host so every one is there (README, section \"Dependencies\")"}},
+		{"go: GOPROXY=off", "go: example.com/m@v1.0.0: module lookup disabled by GOPROXY=off", 1, []string{"`go mod download` in the checkout on the host so every one is there (README, section \"Dependencies\")"}},
+		{"go: newer toolchain", "go: go.mod requires go >= 1.99 (running go 1.26.8; GOTOOLCHAIN=local)", 1, []string{"newer go than the sandbox's"}},
+		{"npm: registry ENOTFOUND", "npm error code ENOTFOUND\nnpm error network request to https://registry.npmjs.org/left-pad failed, reason: getaddrinfo ENOTFOUND registry.npmjs.org", 1,
+			[]string{"network = false); install the dependencies on the host (`npm ci` in the checkout)"}},
+		{"npm: registry EAI_AGAIN", "npm ERR! request to https://registry.npmjs.org/x failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org", 1, []string{"`npm ci` in the checkout"}},
+		{"pip: no index", "WARNING: Retrying (Retry(total=4...)) after connection broken by 'NewConnectionError(...: Failed to establish a new connection: [Errno 101] Network is unreachable')': /simple/requests/\nERROR: Could not find a version that satisfies the requirement requests (from versions: none)\nERROR: No matching distribution found for requests", 1,
+			[]string{"name its interpreter in [project] python"}},
+
 		// The name localhost failing is the sandbox's /etc/hosts, never the
 		// network (issue 34 #5: vitest under oci).
 		{"node: vitest on localhost", "Error: getaddrinfo EAI_AGAIN localhost\n    at GetAddrInfoReqWrap.onlookup [as oncomplete] (node:dns:120:26) {\n" +

@@ -31,6 +31,9 @@ var networkTools = map[string][]string{
 // command that timed out was trying to reach the network (the output
 // says so, or it is a network tool).
 func networkHintFor(run Run) string {
+	if h := depFetchHint(run.Output); h != "" {
+		return h
+	}
 	if patterns().networkRe.MatchString(run.Output) {
 		if run.TimedOut {
 			return "the command timed out while it was trying to reach the network: " + networkHint

@@ -61,6 +61,14 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if err != nil {
 		return nil, err
 	}
+	var deps goDeps
+	// With the network on, go fetches what it lacks into the sandbox's
+	// own module cache, as on the host: nothing to mount or switch off.
+	if !p.AllowAll && network(false, sb).LoopbackOnly() {
+		deps = goDependencies(p, projectDir(p), host)
+		p.Mounts = dedupeMounts(append(p.Mounts, deps.mounts...))
+		p.Warnings = append(p.Warnings, deps.warnings...)
+	}
 	maskUnderMounts(p, host)
 	p.Network = network(p.AllowAll, sb)
 
@@ -116,7 +124,39 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		return nil, err
 	}
 	environment(p, role, sb, host, pythonEnv)
+	if !p.AllowAll {
+		dependencyEnv(p, sb, role, host, deps)
+	}
 	return p, nil
+}
+
+// dependencyEnv adds the project's prepared Go build cache when it is
+// ready (a discard mount) and the Go variables; set_env wins.
+func dependencyEnv(p *Policy, sb config.Sandbox, role profiles.Role, host Host, deps goDeps) {
+	gocache, cacheEnv, warn := preparedGoCache(p, host, deps)
+	p.GoCache = gocache
+	if warn != "" && role == profiles.RoleReproducer {
+		p.Warnings = append(p.Warnings, warn)
+	}
+	if p.Base.Kind == BaseImage {
+		p.Traversable = traversable(p.Mounts)
+	}
+	for _, e := range append(deps.env, cacheEnv...) {
+		if _, ok := sb.SetEnv[e.Name]; !ok {
+			setEnv(p, e.Name, e.Value, e.Why)
+		}
+	}
+	p.Env = sortEnv(p.Env)
+}
+
+// projectDir is the project's checkout, else the workspace root.
+func projectDir(p *Policy) string {
+	for _, m := range p.Mounts {
+		if m.Why == "project checkout" {
+			return m.Path
+		}
+	}
+	return p.WorkspaceRoot
 }
 
 // mounts sets p's mounts: the workspace root read-only, the role's
@@ -636,29 +676,36 @@ func venvHome(cfgPath string) string {
 }
 
 // dedupeMounts drops read-only mounts already covered by a read-only parent;
-// writable mounts always stay, they are the exceptions.
+// writable mounts always stay, they are the exceptions. It looks up each
+// mount's ancestors rather than comparing every pair: a large go.sum
+// makes hundreds of mounts.
 func dedupeMounts(ms []Mount) []Mount {
-	var out []Mount
+	// A mount whose writes are discarded is not the same as the
+	// read-only one around it.
+	plain := map[string]bool{}
 	for _, m := range ms {
-		covered := false
-		// A mount whose writes are discarded is not the same as the
-		// read-only one around it.
 		if m.ReadOnly && !m.Discard {
-			for _, o := range ms {
-				if o.ReadOnly && !o.Discard && o.Path != m.Path && within(o.Path, m.Path) {
-					covered = true
-				}
+			plain[m.Path] = true
+		}
+	}
+	covered := func(p string) bool {
+		for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+			if plain[dir] {
+				return true
+			}
+			if dir == "/" || dir == "." {
+				return false
 			}
 		}
-		dup := false
-		for _, o := range out {
-			if o.Path == m.Path {
-				dup = true
-			}
+	}
+	var out []Mount
+	seen := map[string]bool{}
+	for _, m := range ms {
+		if seen[m.Path] || (m.ReadOnly && !m.Discard && m.Path != "/" && covered(m.Path)) {
+			continue
 		}
-		if !covered && !dup {
-			out = append(out, m)
-		}
+		seen[m.Path] = true
+		out = append(out, m)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
@@ -672,7 +719,9 @@ func within(dir, p string) bool {
 	if dir == "/" {
 		return strings.HasPrefix(p, "/")
 	}
-	return strings.HasPrefix(p, dir+"/")
+	// No dir+"/": this runs for every pair of mounts, and a large go.sum
+	// makes hundreds.
+	return len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir)
 }
 
 func limits(cfg *config.File, sb config.Sandbox, role profiles.Role) profiles.Limits {

@@ -80,6 +80,9 @@ type Policy struct {
 	// Python is the configured interpreter as the sandbox sees it ("" when
 	// [project] python is a bare name: the image's own).
 	Python string `json:"python,omitempty"`
+	// GoCache is the Go project's prepared build cache (nil when the
+	// project is not a Go module or the sandbox's go is not the host's).
+	GoCache *GoCache `json:"go_cache,omitempty"`
 	// Config is the triage.toml this policy came from ("" for the built-in
 	// defaults); reports say which file was used.
 	Config string `json:"config"`
@@ -120,6 +123,12 @@ type Mount struct {
 	// are, and left out on a host-root base whose roots already give it
 	// (system.go).
 	System bool `json:"system,omitempty"`
+	// NoSockets marks a path that is no unix socket and holds none by
+	// construction, so it is not scanned for one on every run: a Go
+	// module's extracted tree (written from a zip, which cannot hold a
+	// socket, and left read-only by go) and its files in the download
+	// cache (checked regular files), hundreds of them for a large go.sum.
+	NoSockets bool `json:"no_sockets,omitempty"`
 	// Hidden are directories under Path the sandbox is not given: masked
 	// like the unreadable paths (an empty directory inside) and not
 	// scanned for sockets, which the mask hides with the rest. Only what

@@ -227,6 +227,9 @@ func homeCovered(mounts []Mount, masked []string, host Host) []string {
 // are still looked at (git's fsmonitor daemon keeps its socket there).
 // A hidden directory (Mount.Hidden, masked whole) is not walked.
 func socketsUnder(m Mount, hidden map[string]bool) (socks []string, truncated bool) {
+	if m.NoSockets {
+		return nil, false
+	}
 	fi, err := os.Lstat(m.Path)
 	if err != nil {
 		return nil, false

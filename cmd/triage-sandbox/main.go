@@ -89,7 +89,7 @@ var subcommands = []struct {
 }{
 	{"run", newRunCmd}, {"check", newCheckCmd}, {"render", newRenderCmd}, {"policy", newPolicyCmd},
 	{"doctor", newDoctorCmd}, {"image", newImageCmd}, {"version", newVersionCmd}, {"selftest", newSelftestCmd},
-	{"gc", newGCCmd}, {"session", newSessionCmd}, {"mcp", newMCPCmd},
+	{"gc", newGCCmd}, {"session", newSessionCmd}, {"mcp", newMCPCmd}, {"prepare", newPrepareCmd},
 }
 
 // newRootCmdFor is the root with only the subcommand args name when it
