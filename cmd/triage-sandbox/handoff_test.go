@@ -127,7 +127,7 @@ func TestDoctorOnABackendElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	detail, ok := elsewhereDetail("kubernetes", self)
-	if !ok || !strings.Contains(detail, "build it with scripts/setup.sh") {
+	if !ok || !strings.Contains(detail, "build it with `TRIAGE_SANDBOX_KUBE=1 scripts/setup.sh`") {
 		t.Errorf("no sibling: %q lacks how to build it", detail)
 	}
 	kube := filepath.Join(dir, "triage-sandbox-kube")
