@@ -28,20 +28,14 @@ import (
 // and exactly that test runs.
 func TestPytestNodeIDRoundTrip(t *testing.T) {
 	testenv.RequireDocker(t)
-	bases, _ := filepath.Glob("/root/.pyenv/versions/3.1[1-3]*/bin/python3")
-	if len(bases) == 0 {
-		t.Skip("no pyenv CPython 3.11-3.13 under /root/.pyenv/versions (the venv's base interpreter)")
-	}
-	if _, err := os.Stat(filepath.Join(debianPackages, "pytest")); err != nil {
-		t.Skip("python3-pytest is not installed (scripts/setup-tests.sh installs it)")
-	}
+	base := pytestBase(t)
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	checkout, ws, venv := filepath.Join(dir, "minicalc"), filepath.Join(dir, "ws"), filepath.Join(dir, "venv")
 	sh(t, "", "cp", "-r", "testdata/minicalc", checkout)
-	sh(t, "", bases[0], "-m", "venv", "--without-pip", venv)
+	sh(t, "", base, "-m", "venv", "--without-pip", venv)
 	site, _ := filepath.Glob(filepath.Join(venv, "lib", "python3.*", "site-packages"))
 	if len(site) != 1 {
 		t.Fatalf("venv site-packages: %v", site)

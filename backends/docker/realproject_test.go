@@ -20,6 +20,21 @@ var pytestModules = []string{"pytest", "_pytest", "pluggy", "iniconfig", "packag
 
 const debianPackages = "/usr/lib/python3/dist-packages"
 
+// pytestBase is the pyenv CPython a test's venv is made from (its base
+// interpreter lies outside the venv, as on many users' machines); the test
+// is skipped where there is none, or no Debian pytest to copy in.
+func pytestBase(t *testing.T) string {
+	t.Helper()
+	bases, _ := filepath.Glob("/root/.pyenv/versions/3.1[1-3]*/bin/python3")
+	if len(bases) == 0 {
+		t.Skip("no pyenv CPython 3.11-3.13 under /root/.pyenv/versions (the base interpreter outside the venv)")
+	}
+	if _, err := os.Stat(filepath.Join(debianPackages, "pytest")); err != nil {
+		t.Skip("python3-pytest is not installed (scripts/setup-tests.sh installs it)")
+	}
+	return bases[0]
+}
+
 // TestRealProject is the trial of the real-projects issue as a test: a
 // root-owned ai-triager workspace for a small real package (the minicalc
 // fixture) whose venv's base interpreter lives outside the venv. With the
@@ -31,13 +46,7 @@ const debianPackages = "/usr/lib/python3/dist-packages"
 func TestRealProject(t *testing.T) {
 	testenv.RequireDocker(t)
 	testenv.RequireRoot(t, "the workspace is root-owned, as in CI")
-	bases, _ := filepath.Glob("/root/.pyenv/versions/3.1[1-3]*/bin/python3")
-	if len(bases) == 0 {
-		t.Skip("no pyenv CPython 3.11-3.13 under /root/.pyenv/versions (the base interpreter outside the venv)")
-	}
-	if _, err := os.Stat(filepath.Join(debianPackages, "pytest")); err != nil {
-		t.Skip("python3-pytest is not installed (scripts/setup-tests.sh installs it)")
-	}
+	base := pytestBase(t)
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -49,7 +58,7 @@ func TestRealProject(t *testing.T) {
 	sh(t, checkout, "git", "init", "-q")
 	sh(t, checkout, "git", "add", ".")
 	sh(t, checkout, "git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "minicalc: first commit")
-	sh(t, "", bases[0], "-m", "venv", "--without-pip", venv)
+	sh(t, "", base, "-m", "venv", "--without-pip", venv)
 	site, _ := filepath.Glob(filepath.Join(venv, "lib", "python3.*", "site-packages"))
 	if len(site) != 1 {
 		t.Fatalf("venv site-packages: %v", site)

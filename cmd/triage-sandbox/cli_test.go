@@ -25,6 +25,13 @@ func runCLI(t *testing.T, dir string, env []string, args ...string) cliResult {
 	cmd.Dir = dir
 	// Audit logs go to the state directory: one per test, not the user's.
 	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+stateDir(t)), env...)
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd to its end and returns its exit code and output; only a
+// failure to run it at all ends the test.
+func runCmd(t *testing.T, cmd *exec.Cmd) cliResult {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
