@@ -180,21 +180,39 @@ func ownedProject(t *testing.T, name, config, ts string, userOwned bool) (root, 
 // from copies of the binaries it can read.
 func runAsUser(t *testing.T, dir string, args ...string) cliResult {
 	t.Helper()
+	return runAsUserWithHome(t, userHome(t), dir, args...)
+}
+
+// userHome is a home directory of projectUser's, for one or more runAsUser.
+func userHome(t *testing.T) string {
+	t.Helper()
+	parent := t.TempDir()
+	home := filepath.Join(parent, "home")
+	if err := os.Chmod(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, projectUser, projectUser); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// runAsUserWithHome is runAsUser with home (and the state directory in it)
+// kept across runs: a prepare and the runs that read what it prepared.
+func runAsUserWithHome(t *testing.T, home, dir string, args ...string) cliResult {
+	t.Helper()
 	bin := t.TempDir()
-	home := filepath.Join(bin, "home")
-	for _, d := range []string{bin, home} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	self := filepath.Join(bin, "triage-sandbox")
 	for src, dst := range map[string]string{testenv.Binary(t): self, testenv.InsideBinary(t): filepath.Join(bin, "triage-sandbox-inside")} {
 		if out, err := exec.Command("cp", src, dst).CombinedOutput(); err != nil {
 			t.Fatalf("copying %s: %v: %s", src, err, out)
 		}
-	}
-	if err := os.Chown(home, projectUser, projectUser); err != nil {
-		t.Fatal(err)
 	}
 	groups := []uint32{projectUser}
 	var st syscall.Stat_t

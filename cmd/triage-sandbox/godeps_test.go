@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,5 +163,59 @@ func TestGoModuleMissingDependencyHint(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(rep.Hints, "\n"), "`go mod download` in the checkout") {
 		t.Errorf("hints %q\nstderr %s", rep.Hints, rep.Stderr)
+	}
+}
+
+// TestGoModuleWithDependenciesAsUser: the same Go module as
+// TestGoModuleWithDependencies, for a normal user (in the docker group on
+// docker; on local with no cgroup of its own) whose module cache is where
+// go puts it by default (~/go/pkg/mod, found without GOMODCACHE): prepare,
+// then a reproducer's `go test ./...` with the default config passes, reads
+// only the module go.sum names, and the host checkout is unchanged.
+func TestGoModuleWithDependenciesAsUser(t *testing.T) {
+	for _, backend := range []string{"docker", "local"} {
+		t.Run(backend, func(t *testing.T) {
+			testenv.SkipShort(t, "runs a real project's tests in sandboxes")
+			testenv.RequireRoot(t, "gives the checkout to another uid and runs the CLI as a normal user")
+			testenv.RequireDocker(t)
+			cache := goDepsCache(t)
+			config := "[project]\ncheckout = \"../widgets\"\n"
+			if backend == "local" {
+				// A normal user has no cgroup of its own here.
+				config += "[sandbox]\naccept_weaker = [\"memory_limit\", \"pids_limit\", \"cpu_limit\"]\n"
+			}
+			root, checkout := ownedProject(t, "godeps", config, "", true)
+			home := userHome(t)
+			modcache := filepath.Join(home, "go", "pkg", "mod")
+			must(t, os.MkdirAll(filepath.Dir(modcache), 0o755))
+			for _, c := range [][]string{{"cp", "-a", cache, modcache}, {"chown", "-R", fmt.Sprintf("%d:%d", projectUser, projectUser), filepath.Join(home, "go")}} {
+				if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+					t.Fatalf("%v: %v: %s", c, err, out)
+				}
+			}
+			before := treeHash(t, checkout)
+			if r := runAsUserWithHome(t, home, root, "prepare", "--backend", backend); r.code != 0 {
+				t.Fatalf("prepare: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			r := runAsUserWithHome(t, home, root, "run", "--json", "--role", "reproducer", "--backend", backend, "--workdir", checkout, "--",
+				"sh", "-c", "go test ./... && id -u && ls "+modcache+"/cache/download")
+			var rep runreport.Report
+			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+				t.Fatalf("exit %d, --json: %v\nstdout %q\nstderr %s", r.code, err, r.stdout, r.stderr)
+			}
+			if rep.ExitCode != 0 {
+				t.Fatalf("go test: exit %d\nstdout %s\nstderr %s\nhints %q warnings %q", rep.ExitCode, rep.Stdout, rep.Stderr, rep.Hints, rep.Warnings)
+			}
+			if !strings.Contains(rep.Stdout, "ok  \texample.com/godeps") || strings.Contains(rep.Stdout, "private.example") ||
+				!strings.Contains(rep.Stdout, fmt.Sprintf("\n%d\n", projectUser)) {
+				t.Errorf("stdout: %s", rep.Stdout)
+			}
+			if strings.Contains(r.stderr, "run `triage-sandbox prepare`") {
+				t.Errorf("the prepared cache was not used: %s", r.stderr)
+			}
+			if after := treeHash(t, checkout); after != before {
+				t.Errorf("the host checkout changed: %s before, %s after", before, after)
+			}
+		})
 	}
 }
