@@ -43,14 +43,53 @@ func TestSelftestOnNodeGVisor(t *testing.T) {
 // selftestOnNode runs the selftest of each role in e and judges it: one
 // role at a time, so one role's pods fit the node's two CPUs at once (a
 // pod waiting past the backend's start bound would be inconclusive).
+//
+// A role whose only bad results are inconclusive runs once more, and that
+// second run is the one judged: on this shared 2-core node the runtime's
+// own exec (runc init, uid 0, oom_score_adj 0) was once OOM-killed in the
+// memory check's exhausted cgroup before the probe could report (RES-02,
+// exit 137, seen once in four CI runs). An inconclusive check twice, or a
+// single FAIL, still fails the test.
 func selftestOnNode(t *testing.T, e *cliEnv) {
 	for _, role := range profiles.Roles() {
-		start := time.Now()
-		stdout, stderr, runErr := e.run("selftest", "--json", "--role", string(role))
-		t.Logf("%s: selftest in %s", role, time.Since(start).Round(time.Second))
-		judgeSelftest(t, stdout, stderr, runErr)
+		for try := 1; ; try++ {
+			start := time.Now()
+			stdout, stderr, runErr := e.run("selftest", "--json", "--role", string(role))
+			t.Logf("%s: selftest in %s (try %d)", role, time.Since(start).Round(time.Second), try)
+			if try == 1 && onlyInconclusive(stdout) {
+				t.Logf("%s: only inconclusive results, once more:\n%s", role, stdout)
+				continue
+			}
+			judgeSelftest(t, stdout, stderr, runErr)
+			break
+		}
 	}
 	e.awaitEmpty(t, time.Minute)
+}
+
+// onlyInconclusive reports whether a selftest --json report holds at least
+// one inconclusive check and no failed one.
+func onlyInconclusive(stdout string) bool {
+	var rep struct {
+		Roles []struct {
+			Checks []struct{ Status string } `json:"checks"`
+		} `json:"roles"`
+	}
+	if json.Unmarshal([]byte(stdout), &rep) != nil {
+		return false
+	}
+	inconclusive := false
+	for _, r := range rep.Roles {
+		for _, ch := range r.Checks {
+			switch ch.Status {
+			case "INCONCLUSIVE":
+				inconclusive = true
+			case "FAIL":
+				return false
+			}
+		}
+	}
+	return inconclusive
 }
 
 // judgeSelftest fails on any check neither ok nor not applicable for a
