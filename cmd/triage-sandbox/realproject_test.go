@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,13 +60,7 @@ func checkoutUnchanged(t *testing.T, checkout string) {
 
 func runReport(t *testing.T, root string, args ...string) (runreport.Report, time.Duration) {
 	t.Helper()
-	start := time.Now()
-	r := runCLI(t, root, nil, append([]string{"run", "--json"}, args...)...)
-	took := time.Since(start)
-	var rep runreport.Report
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("run %v: exit %d, --json: %v\nstdout %q\nstderr %s", args, r.code, err, r.stdout, r.stderr)
-	}
+	rep, took, _ := runReportEnv(t, root, nil, args...)
 	return rep, took
 }
 
