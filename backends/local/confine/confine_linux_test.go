@@ -22,10 +22,20 @@ import (
 // TestMain also serves as the helper and its child: namespaces and
 // restrictions must be applied in a fresh process, so tests re-exec the
 // test binary.
+func init() {
+	if os.Getenv(envMode) == modeHelper {
+		runtime.LockOSThread() // main stays on the leader: see TestMain
+	}
+}
+
 func TestMain(m *testing.M) {
 	switch os.Getenv(envMode) {
 	case modeHelper:
-		helperMain()
+		// The real helper forks from the warden's thread, never the
+		// thread group leader; the helper here does the same on purpose
+		// (init keeps main on the leader), so /proc/self is not the forker.
+		go helperMain()
+		select {}
 	case modeChild:
 		childMain()
 	case modeLaunch:

@@ -358,22 +358,7 @@ func inheritedChecks() []check {
 			return nil
 		}},
 		{"user namespace maps only the sandbox's ids", mapsOnlySandboxIDs},
-		{"status: no caps, no_new_privs, seccomp", func(spec) error {
-			b, err := os.ReadFile("/proc/self/status")
-			if err != nil {
-				return err
-			}
-			f := statusFields(string(b))
-			for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
-				if f[k] != "0000000000000000" {
-					return fmt.Errorf("%s %s", k, f[k])
-				}
-			}
-			if f["NoNewPrivs"] != "1" || f["Seccomp"] != "2" {
-				return fmt.Errorf("NoNewPrivs %s Seccomp %s", f["NoNewPrivs"], f["Seccomp"])
-			}
-			return nil
-		}},
+		{"status: no caps, no_new_privs, seccomp", noCapsOnAnyThread},
 		{"masked canary file reads empty", func(s spec) error {
 			b, err := os.ReadFile(s.RO + "/secret")
 			if err != nil || len(b) != 0 {
@@ -528,6 +513,41 @@ func onlyMapping(p string, id int) error {
 	want := []string{strconv.Itoa(id), strconv.Itoa(id), "1"}
 	if len(lines) != 1 || !slices.Equal(strings.Fields(lines[0]), want) {
 		return fmt.Errorf("%s holds %q, want the one line %q", p, b, strings.Join(want, " "))
+	}
+	return nil
+}
+
+// noCapsOnAnyThread: every thread holds no capability, with no_new_privs
+// and seccomp on. The bounding set is per thread and only the forking one's
+// is emptied (DropForkerBounding); the checks run on that thread (the holder
+// locks it), so its set is read through /proc/thread-self. /proc/self is the
+// thread group leader, which is not the forker when Go moved main off it.
+func noCapsOnAnyThread(spec) error {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return err
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/status")
+		if err != nil {
+			return err
+		}
+		f := statusFields(string(b))
+		for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+			if f[k] != "0000000000000000" {
+				return fmt.Errorf("thread %s: %s %s", task.Name(), k, f[k])
+			}
+		}
+		if f["NoNewPrivs"] != "1" || f["Seccomp"] != "2" {
+			return fmt.Errorf("thread %s: NoNewPrivs %s Seccomp %s", task.Name(), f["NoNewPrivs"], f["Seccomp"])
+		}
+	}
+	b, err := os.ReadFile("/proc/thread-self/status")
+	if err != nil {
+		return err
+	}
+	if bnd := statusFields(string(b))["CapBnd"]; bnd != "0000000000000000" {
+		return fmt.Errorf("forking thread: CapBnd %s", bnd)
 	}
 	return nil
 }
