@@ -25,12 +25,16 @@ import (
 type Host struct {
 	// LookPath finds a command on the host (exec.LookPath by default).
 	LookPath func(string) (string, error)
-	// Exists says whether a host path exists (os.Stat by default).
-	Exists func(string) bool
-	// Owner is the owner and mode of a host path or, when it does not
-	// exist, of its nearest existing directory (that path); ok false when
-	// none can be read.
-	Owner func(string) (owner Owner, ok bool)
+	// Lstat is the owner and mode (type bits included) of one host path,
+	// its last component not followed (os.Lstat by default); ok false
+	// when it cannot be read.
+	Lstat func(string) (entry Entry, ok bool)
+}
+
+// Entry is what an lstat of one host path shows.
+type Entry struct {
+	UID, GID int
+	Mode     os.FileMode
 }
 
 // Owner is who owns a host path, and its mode.
@@ -40,11 +44,11 @@ type Owner struct {
 	Mode     os.FileMode
 }
 
-func (h Host) owner(path string) (Owner, bool) {
-	if h.Owner != nil {
-		return h.Owner(path)
+func (h Host) lstat(path string) (Entry, bool) {
+	if h.Lstat != nil {
+		return h.Lstat(path)
 	}
-	return hostOwner(path)
+	return hostLstat(path)
 }
 
 func (h Host) lookPath(name string) (string, error) {
@@ -52,14 +56,6 @@ func (h Host) lookPath(name string) (string, error) {
 		return h.LookPath(name)
 	}
 	return exec.LookPath(name)
-}
-
-func (h Host) exists(path string) bool {
-	if h.Exists != nil {
-		return h.Exists(path)
-	}
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 // Run is what hints read about one finished command.
@@ -204,7 +200,9 @@ func From(p *policy.Policy, run Run, h Host) []string {
 	}
 	for _, re := range patterns().missingRe {
 		for _, m := range re.FindAllStringSubmatch(run.Output, 8) {
-			if where, err := h.lookPath(m[1]); err == nil {
+			// Only where the sandbox's identity could see the host's copy
+			// (PATH may hold root's own directories): no oracle either.
+			if where, err := h.lookPath(m[1]); err == nil && h.seenBy(p.User, where) {
 				add(fmt.Sprintf("%s is missing in the sandbox but the host has it (%s): add it to the image (images/Dockerfile, or [sandbox] image)", output.Line(m[1]), where))
 			}
 		}
@@ -284,14 +282,18 @@ func readOnly(p *policy.Policy, m *policy.Mount, path string) string {
 	return fmt.Sprintf("a write to %s was refused: %s is mounted read-only (%s); write under the outputs ([sandbox] writable) or the scratch ($TMPDIR) instead", shown, output.Line(m.Path), m.Why)
 }
 
-// notMounted hints at a host path that exists but is not mounted.
+// notMounted hints at a host path that exists but is not mounted. The
+// orchestrator may be root and the path came from the sandbox's output, so
+// the hint says a path exists only when the sandbox's identity could have
+// learnt that itself (seenBy); a path it could not see gets the answer a
+// missing one gets, none, and the hint is no stat oracle on the host.
 func notMounted(p *policy.Policy, path string, h Host) string {
 	for _, u := range p.Unreadable {
 		if within(u, path) {
 			return ""
 		}
 	}
-	if !h.exists(path) {
+	if !h.seenBy(p.User, path) {
 		return ""
 	}
 	return fmt.Sprintf("%s exists on the host but is not visible in the sandbox: mount it read-only with [sandbox] read_only if the command needs it", output.Line(path))
@@ -314,7 +316,7 @@ func within(dir, p string) bool {
 func ownerRefused(p *policy.Policy, h Host, path string) string {
 	shown := output.Line(path)
 	const lead = "a write to %s was refused although the checkout is writable in the sandbox (the checkout's writes are discarded at the end of the run): "
-	o, ok := h.owner(path)
+	o, ok := h.ownerWithin(p.User, mountOf(p, path).Path, path)
 	if !ok {
 		return fmt.Sprintf(lead+"the file's own permissions refuse the sandbox's user (uid %d)", shown, p.User.UID)
 	}

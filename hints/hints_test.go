@@ -2,6 +2,7 @@ package hints
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -24,16 +25,34 @@ func testPolicy() *policy.Policy {
 
 var host = Host{
 	LookPath: func(name string) (string, error) {
-		if name == "less" {
+		switch name {
+		case "less":
 			return "/usr/bin/less", nil
+		case "mytool":
+			return "/root/bin/mytool", nil
 		}
 		return "", errors.New("not found")
 	},
-	Exists: func(path string) bool {
-		return path == "/opt/data/x.csv" || path == "/home/u/.ssh/id_rsa" || path == "/usr/local/go/bin/go" ||
-			path == "/run/dbus/system_bus_socket"
-	},
+	Lstat: fakeHost{
+		"/": dir(0, 0o755), "/opt": dir(0, 0o755), "/opt/data": dir(0, 0o755), "/opt/data/x.csv": file(0, 0o644),
+		"/home": dir(0, 0o755), "/home/u": dir(1000, 0o755), "/home/u/.ssh": dir(1000, 0o700), "/home/u/.ssh/id_rsa": file(1000, 0o600),
+		"/usr": dir(0, 0o755), "/usr/local": dir(0, 0o755), "/usr/local/go": dir(0, 0o755), "/usr/local/go/bin": dir(0, 0o755),
+		"/usr/local/go/bin/go": file(0, 0o755), "/usr/bin": dir(0, 0o755), "/usr/bin/less": file(0, 0o755),
+		"/root": dir(0, 0o700), "/root/bin": dir(0, 0o755), "/root/bin/mytool": file(0, 0o755),
+		"/run": dir(0, 0o755), "/run/dbus": dir(0, 0o755), "/run/dbus/system_bus_socket": {Mode: os.ModeSocket | 0o666},
+	}.lstat,
 }
+
+// fakeHost is a host's file tree for Host.Lstat: path to entry.
+type fakeHost map[string]Entry
+
+func (f fakeHost) lstat(p string) (Entry, bool) {
+	e, ok := f[p]
+	return e, ok
+}
+
+func dir(uid int, perm os.FileMode) Entry  { return Entry{UID: uid, GID: uid, Mode: os.ModeDir | perm} }
+func file(uid int, perm os.FileMode) Entry { return Entry{UID: uid, GID: uid, Mode: perm} }
 
 // TestFrom: real error texts of shells, Python, Node, Go, Java and
 // Chromium, each with the hint it gets (substrings, one per hint).
@@ -234,9 +253,13 @@ func TestOwnerRefused(t *testing.T) {
 	p := testPolicy()
 	p.Mounts[2].Discard = true
 	p.User = policy.Identity{UID: 1000, GID: 1000}
+	// The checkout's root is the sandbox's; dist is o's.
 	owned := func(o Owner) Host {
 		h := host
-		h.Owner = func(string) (Owner, bool) { return o, true }
+		h.Lstat = fakeHost{
+			"/src/widgets":      dir(1000, 0o755),
+			"/src/widgets/dist": {UID: o.UID, GID: o.GID, Mode: os.ModeDir | o.Mode},
+		}.lstat
 		return h
 	}
 	out := "Error: EACCES: permission denied, mkdir '/src/widgets/dist/esm'"
@@ -251,7 +274,7 @@ func TestOwnerRefused(t *testing.T) {
 			`belongs to root (mode -rwxr-xr-x), and the sandbox never runs as root: give the checkout to a user on the host (chown -R), or set [sandbox] checkout_writes = "refuse"`},
 		{"its own, by mode", owned(Owner{Path: "/src/widgets/dist", UID: 1000, GID: 1000, Mode: 0o555}),
 			"the sandbox runs as uid 1000, which owns its directory /src/widgets/dist, but its mode -r-xr-xr-x refuses the write"},
-		{"unknown", Host{Owner: func(string) (Owner, bool) { return Owner{}, false }},
+		{"unknown", Host{Lstat: fakeHost{}.lstat},
 			"the file's own permissions refuse the sandbox's user (uid 1000)"},
 	}
 	for _, tt := range tests {
@@ -267,9 +290,75 @@ func TestCoreutilsQuotes(t *testing.T) {
 	p := testPolicy()
 	p.User = policy.Identity{UID: 1000, GID: 1000}
 	h := host
-	h.Owner = func(string) (Owner, bool) {
-		return Owner{Path: "/src/widgets/ro", UID: 1000, GID: 1000, Mode: 0o555}, true
-	}
+	h.Lstat = fakeHost{"/src/widgets": dir(1000, 0o755), "/src/widgets/ro": dir(1000, 0o555)}.lstat
 	got := From(p, Run{ExitCode: 1, CheckoutDiscarded: true, Output: "mkdir: cannot create directory ‘/src/widgets/ro/x’: Permission denied"}, h)
 	checkHints(t, got, []string{"a write to /src/widgets/ro/x was refused although"})
+}
+
+// TestNoStatOracle: a path a failing command prints is said to exist on
+// the host only when the sandbox's identity could have seen it there; a
+// path it could not see gets what a missing path gets (no hint), so the
+// hint, worked out as the orchestrator (root in CI), is no oracle.
+func TestNoStatOracle(t *testing.T) {
+	p := testPolicy()
+	p.User = policy.Identity{UID: 1000, GID: 1000}
+	h := Host{Lstat: fakeHost{
+		"/": dir(0, 0o755), "/root": dir(0, 0o700), "/root/.bashrc": file(0, 0o644),
+		"/var": dir(0, 0o755), "/var/lib": dir(0, 0o755), "/var/lib/docker": dir(0, 0o710),
+		"/var/lib/docker/volumes": dir(0, 0o755),
+		"/opt":                    dir(0, 0o755), "/opt/data": dir(0, 0o755), "/opt/data/x.csv": file(0, 0o644),
+		"/opt/data/other.key": file(1001, 0o600), "/opt/data/team.csv": {UID: 1001, GID: 1000, Mode: 0o640},
+		"/opt/link": {Mode: os.ModeSymlink | 0o777},
+		"/srv":      dir(1000, 0o311), "/srv/blind": file(0, 0o644),
+	}.lstat}
+	const seen = "exists on the host"
+	tests := []struct {
+		name, path string
+		want       bool
+	}{
+		{"readable by anyone", "/opt/data/x.csv", true},
+		{"readable through its group", "/opt/data/team.csv", true},
+		{"another user's private file", "/opt/data/other.key", false},
+		{"inside root's home", "/root/.bashrc", false},
+		{"a directory it may not search", "/var/lib/docker/volumes", false},
+		{"through a host symlink", "/opt/link/.bashrc", false},
+		{"an unreadable store", "/home/u/.ssh/id_rsa", false},
+		{"missing", "/opt/data/nope.csv", false},
+		{"searchable, not listable, readable", "/srv/blind", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := "cat: " + tt.path + ": No such file or directory"
+			got := strings.Join(From(p, Run{ExitCode: 1, Output: out}, h), "\n")
+			if strings.Contains(got, seen) != tt.want {
+				t.Errorf("hint %q: says %q = %v, want %v", got, seen, !tt.want, tt.want)
+			}
+		})
+	}
+}
+
+// TestOwnerNotThroughHostLinks: a refused write under a symlink the
+// checkout holds names no owner: the link's target on the host is not what
+// the sandbox saw.
+func TestOwnerNotThroughHostLinks(t *testing.T) {
+	p := testPolicy()
+	p.Mounts[2].Discard = true
+	p.User = policy.Identity{UID: 1000, GID: 1000}
+	h := Host{Lstat: fakeHost{
+		"/src/widgets": dir(1000, 0o755), "/src/widgets/link": {Mode: os.ModeSymlink | 0o777},
+		"/src/widgets/link/x": file(0, 0o600),
+	}.lstat}
+	got := From(p, Run{ExitCode: 1, CheckoutDiscarded: true, Output: "Error: EACCES: permission denied, open '/src/widgets/link/x'"}, h)
+	checkHints(t, got, []string{"the file's own permissions refuse the sandbox's user (uid 1000)"})
+}
+
+// TestMissingToolNoOracle: a tool the host has only where the sandbox's
+// identity could not look (root's own PATH entry) is not named.
+func TestMissingToolNoOracle(t *testing.T) {
+	p := testPolicy()
+	p.User = policy.Identity{UID: 1000, GID: 1000}
+	if got := From(p, Run{ExitCode: 127, Output: "sh: 1: mytool: not found"}, host); len(got) != 0 {
+		t.Errorf("hints %q, want none", got)
+	}
+	checkHints(t, From(p, Run{ExitCode: 127, Output: "sh: 1: less: not found"}, host), []string{"less is missing in the sandbox but the host has it (/usr/bin/less)"})
 }

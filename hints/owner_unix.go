@@ -4,23 +4,18 @@ package hints
 
 import (
 	"os"
-	"path/filepath"
 	"syscall"
 )
 
-// hostOwner is the owner of path or of its nearest existing directory.
-func hostOwner(path string) (Owner, bool) {
-	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
-		fi, err := os.Lstat(p)
-		if err == nil {
-			st, ok := fi.Sys().(*syscall.Stat_t)
-			if !ok {
-				return Owner{}, false
-			}
-			return Owner{Path: p, UID: int(st.Uid), GID: int(st.Gid), Mode: fi.Mode()}, true
-		}
-		if p == filepath.Dir(p) {
-			return Owner{}, false
-		}
+// hostLstat is os.Lstat's owner and mode.
+func hostLstat(path string) (Entry, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return Entry{}, false
 	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return Entry{}, false
+	}
+	return Entry{UID: int(st.Uid), GID: int(st.Gid), Mode: fi.Mode()}, true
 }
