@@ -16,6 +16,12 @@ import (
 // TTL, as a keeper's); idle expiry normally ends it long before.
 const sessionLifetime = 12 * time.Hour
 
+// Defaults of [sandbox.mcp].
+const (
+	DefaultMaxSessions = 4
+	DefaultMaxStarting = 2
+)
+
 // session is one named agent session: one sandbox, one command at a time
 // (as a keeper runs them).
 type session struct {
