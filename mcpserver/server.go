@@ -32,9 +32,6 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
-// expireEvery is how often idle sessions are looked for.
-const expireEvery = 30 * time.Second
-
 // Options configure a server; all of it is fixed for the server's life.
 type Options struct {
 	// Registry names the backends a config may choose.
@@ -62,6 +59,9 @@ type Server struct {
 	mu       sync.Mutex
 	backends map[string]backends.Backend
 	sessions *sessions
+	// starting bounds the sandboxes being started at once, by sessions
+	// and by runs without one.
+	starting slots
 }
 
 // New reads the config once and checks that both roles compile, so a bad
@@ -75,7 +75,9 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{o: o, cfg: cfg, base: ctx, backends: map[string]backends.Backend{}}
-	s.sessions = newSessions()
+	l, starting := bounds(cfg)
+	s.starting = make(slots, starting)
+	s.sessions = newSessions(l, s.starting)
 	for _, role := range []profiles.Role{profiles.RoleAgent, profiles.RoleReproducer} {
 		if _, err := s.policy(role, "", ""); err != nil {
 			return nil, fmt.Errorf("the %s role: %w", role, err)
@@ -91,7 +93,7 @@ func (s *Server) WorkspaceRoot() string { return s.cfg.Root }
 // session.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	expiring, stop := context.WithCancel(ctx)
-	go s.sessions.expire(expiring, expireEvery)
+	go s.sessions.expire(expiring, expireEvery(s.sessions.limits.idle))
 	err := s.MCP().Run(ctx, t)
 	stop()
 	s.Close()
@@ -114,6 +116,28 @@ func (s *Server) MCP() *mcp.Server {
 		&mcp.ServerOptions{Instructions: instructions(s.cfg.Root)})
 	s.addTools(srv)
 	return srv
+}
+
+// bounds are [sandbox.mcp]'s bounds, or their defaults, and the agent
+// role's idle time (sessions are the agent's).
+func bounds(cfg *config.File) (limits, int) {
+	where := cfg.Path
+	if where == "" {
+		where = "a triage.toml at " + cfg.Root
+	}
+	l := limits{maxSessions: DefaultMaxSessions, where: "the default; [sandbox.mcp] max_sessions in " + where + " sets it",
+		idle: policy.DefaultWarmIdle}
+	if m := cfg.MCP.MaxSessions; m != nil {
+		l.maxSessions, l.where = int(*m), "[sandbox.mcp] max_sessions in "+where
+	}
+	if sec := cfg.Resolve(profiles.RoleAgent).WarmIdle; sec != nil {
+		l.idle = time.Duration(*sec) * time.Second
+	}
+	starting := DefaultMaxStarting
+	if m := cfg.MCP.MaxStarting; m != nil {
+		starting = int(*m)
+	}
+	return l, starting
 }
 
 // policy builds role's policy from the config read at start; only the

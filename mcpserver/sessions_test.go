@@ -176,3 +176,17 @@ func TestIdleSessionEnds(t *testing.T) {
 		t.Errorf("sessions still listed: %v", names)
 	}
 }
+
+func TestExpireEvery(t *testing.T) {
+	for _, c := range []struct{ idle, want time.Duration }{
+		{10 * time.Second, time.Second},
+		{5 * time.Second, time.Second},
+		{100 * time.Second, 10 * time.Second},
+		{10 * time.Minute, 30 * time.Second},
+		{24 * time.Hour, 30 * time.Second},
+	} {
+		if got := expireEvery(c.idle); got != c.want {
+			t.Errorf("expireEvery(%v) = %v, want %v", c.idle, got, c.want)
+		}
+	}
+}
