@@ -183,6 +183,7 @@ var guardKeys = []keySpec[Guard]{
 const (
 	maxMCPSessions = 64
 	maxMCPStarting = 16
+	maxMCPRuns     = 16
 )
 
 // mcpKeys are the keys of [sandbox.mcp] (the MCP server's own bounds);
@@ -192,6 +193,8 @@ var mcpKeys = []keySpec[MCP]{
 		func(m *MCP) **int64 { return &m.MaxSessions }, intIn(1, maxMCPSessions, "", "e.g. max_sessions = 4")),
 	scalar("max_starting", "`triage-sandbox mcp`: sandboxes being started at once (a session's first command, a run without a session), 1–16; more wait their turn", `1`,
 		func(m *MCP) **int64 { return &m.MaxStarting }, intIn(1, maxMCPStarting, "", "e.g. max_starting = 2")),
+	scalar("max_runs", "`triage-sandbox mcp`: runs without a session at once (each a sandbox of its own for its command, e.g. a reproducer's), 1–16; more wait their turn", `1`,
+		func(m *MCP) **int64 { return &m.MaxRuns }, intIn(1, maxMCPRuns, "", "e.g. max_runs = 2")),
 }
 
 // sandboxTables are the tables [sandbox] may hold besides its keys.

@@ -112,6 +112,9 @@ type MCP struct {
 	MaxSessions *int64
 	// MaxStarting bounds the sandboxes being started at once.
 	MaxStarting *int64
+	// MaxRuns bounds the runs without a session at once: each holds a
+	// sandbox of its own for the length of its command.
+	MaxRuns *int64
 }
 
 // Guard is [sandbox.guard]; each field has its key in guardKeys (keys.go).

@@ -190,3 +190,37 @@ func TestExpireEvery(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsAreBounded: runs without a session hold a sandbox each for
+// their command; at most max_runs do at once, the rest wait.
+func TestRunsAreBounded(t *testing.T) {
+	var now, most atomic.Int32
+	fake := backendtest.New()
+	fake.NewSandbox = func(n int) *backendtest.Sandbox {
+		return &backendtest.Sandbox{Name: fmt.Sprint("fake-", n), ExecFunc: func(context.Context, backends.Command, backends.Streams) (backends.Result, error) {
+			n := now.Add(1)
+			defer now.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(50 * time.Millisecond)
+			return backends.Result{}, nil
+		}}
+	}
+	f := newFixture(t, fake, "[sandbox.mcp]\nmax_runs = 2\nmax_starting = 8\n")
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := f.client.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolRun,
+				Arguments: map[string]any{"argv": []string{"true"}, "role": "reproducer"}})
+			if err != nil || res.IsError {
+				t.Errorf("call %d: %v %s", i, err, textOf(res))
+			}
+		}()
+	}
+	wg.Wait()
+	if m := most.Load(); m > 2 || m < 1 {
+		t.Errorf("%d runs at once, want at most 2", m)
+	}
+}
