@@ -60,8 +60,8 @@ type Server struct {
 	backends map[string]backends.Backend
 	sessions *sessions
 	// starting bounds the sandboxes being started at once, by sessions
-	// and by runs without one.
-	starting slots
+	// and by runs without one; runs the runs without a session.
+	starting, runs slots
 }
 
 // New reads the config once and checks that both roles compile, so a bad
@@ -75,8 +75,8 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{o: o, cfg: cfg, base: ctx, backends: map[string]backends.Backend{}}
-	l, starting := bounds(cfg)
-	s.starting = make(slots, starting)
+	l, starting, runs := bounds(cfg)
+	s.starting, s.runs = make(slots, starting), make(slots, runs)
 	s.sessions = newSessions(l, s.starting)
 	for _, role := range []profiles.Role{profiles.RoleAgent, profiles.RoleReproducer} {
 		if _, err := s.policy(role, "", ""); err != nil {
@@ -119,13 +119,14 @@ func (s *Server) MCP() *mcp.Server {
 }
 
 // bounds are [sandbox.mcp]'s bounds, or their defaults, and the agent
-// role's idle time (sessions are the agent's).
-func bounds(cfg *config.File) (limits, int) {
+// role's idle time (sessions are the agent's): the sessions' limits, the
+// starts and the runs without a session at once.
+func bounds(cfg *config.File) (l limits, starting, runs int) {
 	where := cfg.Path
 	if where == "" {
 		where = "a triage.toml at " + cfg.Root
 	}
-	l := limits{maxSessions: DefaultMaxSessions, where: "the default; [sandbox.mcp] max_sessions in " + where + " sets it",
+	l = limits{maxSessions: DefaultMaxSessions, where: "the default; [sandbox.mcp] max_sessions in " + where + " sets it",
 		idle: policy.DefaultWarmIdle}
 	if m := cfg.MCP.MaxSessions; m != nil {
 		l.maxSessions, l.where = int(*m), "[sandbox.mcp] max_sessions in "+where
@@ -133,11 +134,14 @@ func bounds(cfg *config.File) (limits, int) {
 	if sec := cfg.Resolve(profiles.RoleAgent).WarmIdle; sec != nil {
 		l.idle = time.Duration(*sec) * time.Second
 	}
-	starting := DefaultMaxStarting
+	starting, runs = DefaultMaxStarting, DefaultMaxRuns
 	if m := cfg.MCP.MaxStarting; m != nil {
 		starting = int(*m)
 	}
-	return l, starting
+	if m := cfg.MCP.MaxRuns; m != nil {
+		runs = int(*m)
+	}
+	return l, starting, runs
 }
 
 // policy builds role's policy from the config read at start; only the

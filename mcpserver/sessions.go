@@ -21,11 +21,12 @@ const sessionLifetime = 12 * time.Hour
 // warm_idle after its last command, and a model steered by an issue's text
 // picks the names: 4 is room for an agent's real work (one session per
 // line of inquiry, rarely more than two) at 4 GiB in the worst case,
-// beside a reproducer's 2 GiB, on a 16 GiB CI runner. Two starts at once
-// keep the machine's cores for the commands.
+// beside two reproducers' 2 GiB each, on a 16 GiB CI runner. Two starts
+// at once keep the machine's cores for the commands.
 const (
 	DefaultMaxSessions = 4
 	DefaultMaxStarting = 2
+	DefaultMaxRuns     = 2
 )
 
 // session is one named agent session: one sandbox, one command at a time

@@ -143,9 +143,15 @@ func (s *Server) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (
 	return &mcp.CallToolResult{IsError: rep.Error != "", Content: text(summary(rep))}, rep, nil
 }
 
-// runOnce runs req in a sandbox of its own, started once a start slot is
-// free (the slot is freed when the sandbox is up, or the run ends).
+// runOnce runs req in a sandbox of its own once a run slot is free (for
+// the whole run) and then a start slot (freed when the sandbox is up, or
+// the run ends).
 func (s *Server) runOnce(ctx context.Context, b backends.Backend, req sandbox.Request) (sandbox.Outcome, error) {
+	endRun, err := s.runs.take(ctx)
+	if err != nil {
+		return sandbox.Outcome{}, sandbox.RecordRefusal(req, fmt.Errorf("waiting for a run to end: %w", err))
+	}
+	defer endRun()
 	release, err := s.starting.take(ctx)
 	if err != nil {
 		return sandbox.Outcome{}, sandbox.RecordRefusal(req, fmt.Errorf("waiting to start a sandbox: %w", err))
