@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -113,7 +114,7 @@ func (s *Server) Close() {
 // MCP is the protocol server with the tools registered.
 func (s *Server) MCP() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "triage-sandbox", Title: "triage-sandbox", Version: s.o.Version},
-		&mcp.ServerOptions{Instructions: instructions(s.cfg.Root)})
+		&mcp.ServerOptions{Instructions: instructions(s.cfg.Root, s.sessions.limits.maxSessions)})
 	s.addTools(srv)
 	return srv
 }
@@ -175,10 +176,11 @@ func (s *Server) backend(p *policy.Policy) (backends.Backend, error) {
 	return b, nil
 }
 
-func instructions(root string) string {
+func instructions(root string, maxSessions int) string {
 	return "A sandboxed shell for the workspace " + root + ". Every command runs in a sandbox " +
 		"without network, credentials or write access outside the role's writable paths; the gate " +
 		"refuses dangerous commands. A denied command must not be retried in another form. " +
 		"Use role reproducer for issue reproducers (a fresh sandbox each run) and role agent with a " +
-		"session name to keep files in HOME and scratch between commands."
+		"session name to keep files in HOME and scratch between commands; at most " + strconv.Itoa(maxSessions) +
+		" sessions run at once, so reuse one, and end one you no longer need with end_session."
 }
