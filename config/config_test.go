@@ -201,6 +201,16 @@ var problemTests = []struct {
 		},
 	},
 	{
+		name: "mcp",
+		toml: "[sandbox.mcp]\nmax_sessions = 0\nmax_starting = 17\nmax_session = 2\n[sandbox.agent.mcp]\nmax_sessions = 2\n",
+		want: []string{
+			`triage.toml:2: sandbox.mcp.max_sessions: must be between 1 and 64, got 0; e.g. max_sessions = 4`,
+			`triage.toml:3: sandbox.mcp.max_starting: must be between 1 and 16, got 17; e.g. max_starting = 2`,
+			`triage.toml:4: sandbox.mcp.max_session: unknown key; did you mean "max_sessions"?`,
+			`triage.toml:5: sandbox.agent.mcp: nested table not allowed in [sandbox.agent]; move it to [sandbox.mcp]`,
+		},
+	},
+	{
 		name: "env patterns, set_env names, user",
 		toml: "[sandbox]\nenv = [\"OK_1\", \"LC_[A-Z]*\", \"FOO BAR\", \"X[\"]\n" +
 			"set_env = { LLMFORMAT = \"1\", 1X = \"a\", N = 2 }\nuser = \"0:1000\"\n" +

@@ -21,6 +21,7 @@ func FuzzParse(f *testing.F) {
 		"[sandbox\n",
 		"a = \"\"\"\n[sandbox]\nx = 1\n\"\"\"\n[sandbox.guard]\nmin_safe = nan\n",
 		"\"\\u2028\" = 1\n[sandbox]\n\"\\u0085\\r\" = 2\n",
+		"[sandbox.mcp]\nmax_sessions = 65\nmax_starting = 1.5\n[sandbox.mcp.x]\n",
 	} {
 		f.Add([]byte(s))
 	}

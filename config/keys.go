@@ -178,8 +178,27 @@ var guardKeys = []keySpec[Guard]{
 		func(g *Guard) **string { return &g.APIKeyEnv }, stringWhere(anyString)),
 }
 
+// Bounds of [sandbox.mcp]: a session pins its sandbox's memory for up
+// to warm_idle after its last command, so the most is kept small.
+const (
+	maxMCPSessions = 64
+	maxMCPStarting = 16
+	maxMCPRuns     = 16
+)
+
+// mcpKeys are the keys of [sandbox.mcp] (the MCP server's own bounds);
+// it has no per-role tables, merge is unused.
+var mcpKeys = []keySpec[MCP]{
+	scalar("max_sessions", "`triage-sandbox mcp`: named sessions alive at once, 1–64; a new name past it is refused, naming the live ones and `end_session`", `2`,
+		func(m *MCP) **int64 { return &m.MaxSessions }, intIn(1, maxMCPSessions, "", "e.g. max_sessions = 4")),
+	scalar("max_starting", "`triage-sandbox mcp`: sandboxes being started at once (a session's first command, a run without a session), 1–16; more wait their turn", `1`,
+		func(m *MCP) **int64 { return &m.MaxStarting }, intIn(1, maxMCPStarting, "", "e.g. max_starting = 2")),
+	scalar("max_runs", "`triage-sandbox mcp`: runs without a session at once (each a sandbox of its own for its command, e.g. a reproducer's), 1–16; more wait their turn", `1`,
+		func(m *MCP) **int64 { return &m.MaxRuns }, intIn(1, maxMCPRuns, "", "e.g. max_runs = 2")),
+}
+
 // sandboxTables are the tables [sandbox] may hold besides its keys.
-var sandboxTables = []string{string(profiles.RoleAgent), string(profiles.RoleReproducer), "guard"}
+var sandboxTables = []string{string(profiles.RoleAgent), string(profiles.RoleReproducer), "guard", "mcp"}
 
 // keyNames lists the names of keys, in order.
 func keyNames[S any](keys []keySpec[S]) []string {

@@ -57,6 +57,7 @@ func checkKeys[S any](t *testing.T, keys []keySpec[S]) {
 func TestKeysCoverStruct(t *testing.T) {
 	t.Run("sandbox", func(t *testing.T) { checkKeys(t, sandboxKeys) })
 	t.Run("guard", func(t *testing.T) { checkKeys(t, guardKeys) })
+	t.Run("mcp", func(t *testing.T) { checkKeys(t, mcpKeys) })
 }
 
 // only returns a Sandbox with nothing set but the field k stores, taken from s.
@@ -103,6 +104,17 @@ func TestEveryKeyParsedAndResolved(t *testing.T) {
 				t.Fatalf("example %s: %v", k.example, err)
 			}
 			if reflect.ValueOf(k.field(&f.Guard)).Elem().IsZero() {
+				t.Fatalf("%s = %s left %s unset", k.name, k.example, fieldOf(t, k))
+			}
+		})
+	}
+	for _, k := range mcpKeys {
+		t.Run("mcp."+k.name, func(t *testing.T) {
+			f, err := Parse("triage.toml", []byte("[sandbox.mcp]\n"+k.name+" = "+k.example+"\n"), "/ws")
+			if err != nil {
+				t.Fatalf("example %s: %v", k.example, err)
+			}
+			if reflect.ValueOf(k.field(&f.MCP)).Elem().IsZero() {
 				t.Fatalf("%s = %s left %s unset", k.name, k.example, fieldOf(t, k))
 			}
 		})
@@ -251,6 +263,9 @@ func TestREADMEKeyTable(t *testing.T) {
 	}
 	for _, k := range guardKeys {
 		keys = append(keys, entry{"[sandbox.guard] " + k.name, k.doc})
+	}
+	for _, k := range mcpKeys {
+		keys = append(keys, entry{"[sandbox.mcp] " + k.name, k.doc})
 	}
 	want := map[string]bool{}
 	for _, e := range keys {

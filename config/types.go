@@ -22,6 +22,7 @@ type File struct {
 	Agent      Sandbox
 	Reproducer Sandbox
 	Guard      Guard
+	MCP        MCP
 
 	// Warnings are what is not wrong enough to refuse, each on one line
 	// with file:line: a key of a harness-owned table ([project], [repro])
@@ -101,6 +102,19 @@ type Sandbox struct {
 	// CheckoutWrites is what happens to writes under the project checkout:
 	// "discard" (allowed, thrown away with the sandbox) or "refuse" (EROFS).
 	CheckoutWrites *string
+}
+
+// MCP is [sandbox.mcp], what `triage-sandbox mcp` holds at once; each
+// field has its key in mcpKeys (keys.go).
+type MCP struct {
+	// MaxSessions bounds the named sessions alive at once: each holds a
+	// started sandbox (its memory, tmpfs and watcher) until it ends.
+	MaxSessions *int64
+	// MaxStarting bounds the sandboxes being started at once.
+	MaxStarting *int64
+	// MaxRuns bounds the runs without a session at once: each holds a
+	// sandbox of its own for the length of its command.
+	MaxRuns *int64
 }
 
 // Guard is [sandbox.guard]; each field has its key in guardKeys (keys.go).

@@ -114,7 +114,8 @@ func (c *checker) repro(m map[string]any) Repro {
 	return r
 }
 
-// sandboxSection reads [sandbox], then its per-role tables and [sandbox.guard].
+// sandboxSection reads [sandbox], then its per-role tables, [sandbox.guard]
+// and [sandbox.mcp].
 func (c *checker) sandboxSection(f *File, sb map[string]any) {
 	f.Sandbox = c.sandbox([]string{"sandbox"}, sb, false)
 	for _, name := range sandboxTables {
@@ -134,6 +135,8 @@ func (c *checker) sandboxSection(f *File, sb map[string]any) {
 			f.Reproducer = c.sandbox(p, m, true)
 		case "guard":
 			f.Guard = c.guard(p, m)
+		case "mcp":
+			f.MCP = c.mcp(p, m)
 		}
 	}
 }
@@ -164,6 +167,10 @@ func (c *checker) notSandboxKey(base []string, k string, v any, role bool) {
 		// read by sandboxSection
 	case role:
 		c.add(concat(base, []string{k}), "unknown key", unknownKeyHint(k, keyNames(sandboxKeys)))
+	case suggest(k, keyNames(sandboxKeys)) != "":
+		// A key's slip names a key, before a table a short name is also
+		// close to (mem: memory, not mcp).
+		c.add(concat(base, []string{k}), "unknown key", unknownKeyHint(k, keyNames(sandboxKeys)))
 	default:
 		c.add(concat(base, []string{k}), "unknown key", unknownKeyHint(k, append(keyNames(sandboxKeys), sandboxTables...)))
 	}
@@ -193,6 +200,20 @@ func (c *checker) guard(base []string, m map[string]any) Guard {
 		}
 	}
 	return g
+}
+
+// mcp reads [sandbox.mcp].
+func (c *checker) mcp(base []string, m map[string]any) MCP {
+	var out MCP
+	for _, k := range sortedKeys(m) {
+		p := concat(base, []string{k})
+		if key, ok := lookup(mcpKeys, k); ok {
+			key.read(c, p, m[k], &out)
+		} else {
+			c.add(p, "unknown key", unknownKeyHint(k, keyNames(mcpKeys)))
+		}
+	}
+	return out
 }
 
 // Parsers of the key table: each reports what is wrong and returns nil.

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -31,9 +32,6 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
-
-// expireEvery is how often idle sessions are looked for.
-const expireEvery = 30 * time.Second
 
 // Options configure a server; all of it is fixed for the server's life.
 type Options struct {
@@ -62,6 +60,9 @@ type Server struct {
 	mu       sync.Mutex
 	backends map[string]backends.Backend
 	sessions *sessions
+	// starting bounds the sandboxes being started at once, by sessions
+	// and by runs without one; runs the runs without a session.
+	starting, runs slots
 }
 
 // New reads the config once and checks that both roles compile, so a bad
@@ -75,7 +76,9 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{o: o, cfg: cfg, base: ctx, backends: map[string]backends.Backend{}}
-	s.sessions = newSessions()
+	l, starting, runs := bounds(cfg)
+	s.starting, s.runs = make(slots, starting), make(slots, runs)
+	s.sessions = newSessions(l, s.starting)
 	for _, role := range []profiles.Role{profiles.RoleAgent, profiles.RoleReproducer} {
 		if _, err := s.policy(role, "", ""); err != nil {
 			return nil, fmt.Errorf("the %s role: %w", role, err)
@@ -91,7 +94,7 @@ func (s *Server) WorkspaceRoot() string { return s.cfg.Root }
 // session.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	expiring, stop := context.WithCancel(ctx)
-	go s.sessions.expire(expiring, expireEvery)
+	go s.sessions.expire(expiring, expireEvery(s.sessions.limits.idle))
 	err := s.MCP().Run(ctx, t)
 	stop()
 	s.Close()
@@ -111,9 +114,35 @@ func (s *Server) Close() {
 // MCP is the protocol server with the tools registered.
 func (s *Server) MCP() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "triage-sandbox", Title: "triage-sandbox", Version: s.o.Version},
-		&mcp.ServerOptions{Instructions: instructions(s.cfg.Root)})
+		&mcp.ServerOptions{Instructions: instructions(s.cfg.Root, s.sessions.limits.maxSessions)})
 	s.addTools(srv)
 	return srv
+}
+
+// bounds are [sandbox.mcp]'s bounds, or their defaults, and the agent
+// role's idle time (sessions are the agent's): the sessions' limits, the
+// starts and the runs without a session at once.
+func bounds(cfg *config.File) (l limits, starting, runs int) {
+	where := cfg.Path
+	if where == "" {
+		where = "a triage.toml at " + cfg.Root
+	}
+	l = limits{maxSessions: DefaultMaxSessions, where: "the default; [sandbox.mcp] max_sessions in " + where + " sets it",
+		idle: policy.DefaultWarmIdle}
+	if m := cfg.MCP.MaxSessions; m != nil {
+		l.maxSessions, l.where = int(*m), "[sandbox.mcp] max_sessions in "+where
+	}
+	if sec := cfg.Resolve(profiles.RoleAgent).WarmIdle; sec != nil {
+		l.idle = time.Duration(*sec) * time.Second
+	}
+	starting, runs = DefaultMaxStarting, DefaultMaxRuns
+	if m := cfg.MCP.MaxStarting; m != nil {
+		starting = int(*m)
+	}
+	if m := cfg.MCP.MaxRuns; m != nil {
+		runs = int(*m)
+	}
+	return l, starting, runs
 }
 
 // policy builds role's policy from the config read at start; only the
@@ -147,10 +176,11 @@ func (s *Server) backend(p *policy.Policy) (backends.Backend, error) {
 	return b, nil
 }
 
-func instructions(root string) string {
+func instructions(root string, maxSessions int) string {
 	return "A sandboxed shell for the workspace " + root + ". Every command runs in a sandbox " +
 		"without network, credentials or write access outside the role's writable paths; the gate " +
 		"refuses dangerous commands. A denied command must not be retried in another form. " +
 		"Use role reproducer for issue reproducers (a fresh sandbox each run) and role agent with a " +
-		"session name to keep files in HOME and scratch between commands."
+		"session name to keep files in HOME and scratch between commands; at most " + strconv.Itoa(maxSessions) +
+		" sessions run at once, so reuse one, and end one you no longer need with end_session."
 }

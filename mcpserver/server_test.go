@@ -31,17 +31,25 @@ type fixture struct {
 
 func newFixture(t *testing.T, fake *backendtest.Backend, toml string) *fixture {
 	t.Helper()
+	f := newFixtureOn(t, fake, toml)
+	f.fake = fake
+	return f
+}
+
+// newFixtureOn is newFixture on any backend (fake is then nil).
+func newFixtureOn(t *testing.T, fake backends.Backend, toml string) *fixture {
+	t.Helper()
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "triage.toml"), []byte("[sandbox]\nbackend = \"fake\"\nconfirm = [\"make deploy*\"]\n"+toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	reg := backends.NewRegistry()
-	reg.Register(backends.Entry{Name: "fake", Capabilities: func() []policy.Capability { return fake.Caps }, New: func(backends.Env) (backends.Backend, error) { return fake, nil }})
+	reg.Register(backends.Entry{Name: "fake", Capabilities: fake.Capabilities, New: func(backends.Env) (backends.Backend, error) { return fake, nil }})
 	host := policy.Host{Home: t.TempDir(), UID: 1000, GID: 1000, OS: "linux", Cwd: root,
 		Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	f := &fixture{fake: fake, root: root}
+	f := &fixture{root: root}
 	srv, err := New(ctx, Options{Registry: reg, Host: host, Version: "test",
 		NewBackend: func(p *policy.Policy) (backends.Backend, error) {
 			f.backend = p.Backend

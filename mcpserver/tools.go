@@ -43,7 +43,7 @@ type CommandInput struct {
 type RunInput struct {
 	CommandInput
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"kill the command (its whole process tree) after this many seconds; 0 or absent means the role's timeout, which is also the most you may ask for"`
-	Session        string  `json:"session,omitempty" jsonschema:"agent role only: run in this named session's sandbox, started on first use; files in HOME and scratch persist between its commands until end_session or the server ends (1-64 letters, digits, '.', '_' or '-')"`
+	Session        string  `json:"session,omitempty" jsonschema:"agent role only: run in this named session's sandbox, started on first use; files in HOME and scratch persist between its commands until end_session, the server's end, or the operator's idle time without a command; how many sessions may run at once is in this tool's description (1-64 letters, digits, '.', '_' or '-')"`
 }
 
 // CheckOutput is the check tool's result.
@@ -73,7 +73,8 @@ func (s *Server) addTools(srv *mcp.Server) {
 			"the cleaned and capped stdout and stderr, the gate's verdict and hints about sandbox restrictions. " +
 			"Output lines are byte for byte as the command printed them (a test id such as tests/x.py::test_y can be passed back as shown), " +
 			"except lines changed to be safe to show (a workflow command marked, control characters escaped), which are counted in changed_lines. " +
-			"A command the gate denies is not run; do not retry it in another form.",
+			"A command the gate denies is not run; do not retry it in another form. " +
+			fmt.Sprintf("At most %d sessions run at once: end one you no longer need with %s.", s.sessions.limits.maxSessions, ToolEndSession),
 		InputSchema: inputSchema[RunInput](),
 	}, s.run)
 	mcp.AddTool(srv, &mcp.Tool{
@@ -86,7 +87,7 @@ func (s *Server) addTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        ToolEndSession,
 		Title:       "End an agent session",
-		Description: "End a named agent session: its sandbox, with everything in its HOME and scratch, is removed.",
+		Description: "End a named agent session: its sandbox, with everything in its HOME and scratch, is removed, and its place is free for a new session.",
 	}, s.endSession)
 }
 
@@ -133,13 +134,31 @@ func (s *Server) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (
 	if in.Session != "" {
 		res, err = s.sessions.exec(ctx, s.base, b, req)
 	} else {
-		res, err = sandbox.Run(ctx, b, req)
+		res, err = s.runOnce(ctx, b, req)
 	}
 	rep.SetOutcome(res, err, stdout.String(), stderr.String())
 	if rep.TimedOut {
 		rep.Hints = append(rep.Hints, output.Line(timeoutHint(p)))
 	}
 	return &mcp.CallToolResult{IsError: rep.Error != "", Content: text(summary(rep))}, rep, nil
+}
+
+// runOnce runs req in a sandbox of its own once a run slot is free (for
+// the whole run) and then a start slot (freed when the sandbox is up, or
+// the run ends).
+func (s *Server) runOnce(ctx context.Context, b backends.Backend, req sandbox.Request) (sandbox.Outcome, error) {
+	endRun, err := s.runs.take(ctx)
+	if err != nil {
+		return sandbox.Outcome{}, sandbox.RecordRefusal(req, fmt.Errorf("waiting for a run to end: %w", err))
+	}
+	defer endRun()
+	release, err := s.starting.take(ctx)
+	if err != nil {
+		return sandbox.Outcome{}, sandbox.RecordRefusal(req, fmt.Errorf("waiting to start a sandbox: %w", err))
+	}
+	defer release()
+	req.Started = release
+	return sandbox.Run(ctx, b, req)
 }
 
 // refused is a run that did not start: a result the model reads.

@@ -146,7 +146,7 @@ func (a *applier) entry(hdr *tar.Header, body io.Reader) error {
 	}
 	if a.changedOnHost(name, want, old, had, cur, exists) {
 		if hdr.Typeflag == tar.TypeReg {
-			a.keepBeside(dfd, base, name, hdr, body)
+			a.keepBeside(dfd, base, name, keptMode(hdr.Mode, cur, exists), hdr, body)
 		}
 		return nil
 	}
@@ -236,11 +236,23 @@ func (a *applier) changedOnHost(name string, want, old State, had bool, cur Stat
 	return true
 }
 
+// keptMode is a kept conflict copy's mode: the owner may read and write
+// it; group and others may read it only when both the host's version and
+// the sandbox's let them; nobody may write or execute it but the owner.
+// The sandbox chooses its own file's mode, so it alone must never widen
+// the copy (a 0666 file would leave a world-writable one on the host).
+func keptMode(sandbox int64, cur State, exists bool) uint32 {
+	if !exists || cur.Type != tar.TypeReg {
+		return 0o600
+	}
+	return 0o600 | uint32(sandbox&cur.Mode&0o044)
+}
+
 // keepBeside keeps the sandbox's version of a regular file the host
 // changed meanwhile, so neither edit is lost: under a new name of our own
-// beside it (created exclusively, never executable), recorded in the
+// beside it (created exclusively, mode as keptMode says), recorded in the
 // conflict. A file it cannot write is said in the conflict's detail.
-func (a *applier) keepBeside(dfd int, base, name string, hdr *tar.Header, body io.Reader) {
+func (a *applier) keepBeside(dfd int, base, name string, mode uint32, hdr *tar.Header, body io.Reader) {
 	c := &a.rep.Changes[len(a.rep.Changes)-1]
 	kept := base + ".from-sandbox-" + time.Now().UTC().Format("20060102T150405") + "-" + randomHex(3)
 	fd, err := unix.Openat(dfd, kept, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
@@ -254,7 +266,7 @@ func (a *applier) keepBeside(dfd int, base, name string, hdr *tar.Header, body i
 		cerr = unix.Fchown(fd, a.spec.UID, a.spec.GID)
 	}
 	if cerr == nil {
-		cerr = unix.Fchmod(fd, uint32(hdr.Mode&0o666))
+		cerr = unix.Fchmod(fd, mode)
 	}
 	if err := f.Close(); cerr == nil {
 		cerr = err
@@ -424,15 +436,21 @@ func removeAt(dfd int, base string, cur State) error {
 	return unix.Unlinkat(dfd, base, 0)
 }
 
-// sameState compares what matters for "unchanged": type, size, mode,
-// mtime (to the nanosecond), and a symlink's target. Directories compare by type
-// alone (their mtime moves with every entry).
+// sameState compares what matters for "unchanged": type, size, mode and
+// mtime (to the nanosecond) of a file. Directories compare by type alone
+// (their mtime moves with every entry), symlinks by their target: a link's
+// mode is always 0777 on Linux, its size is its target's length (which
+// pack and lstat record differently), and an unpack cannot keep its mtime,
+// so any of those would make every link a change on every copy-back.
 func sameState(a, b State) bool {
 	if a.Type != b.Type {
 		return false
 	}
-	if a.Type == tar.TypeDir {
+	switch a.Type {
+	case tar.TypeDir:
 		return true
+	case tar.TypeSymlink:
+		return a.Link == b.Link
 	}
 	return a.Size == b.Size && a.Mode == b.Mode && a.MTime.Equal(b.MTime) && a.Link == b.Link
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // roundTrip plays one run: pack the host paths, give the sandbox a fresh
@@ -576,5 +578,139 @@ func TestConflictReportedOnce(t *testing.T) {
 	c := changeOf(apply(export("agent, again")), notes)
 	if c.Action != "conflict" || read(t, c.KeptAs) != "agent, again" || read(t, notes) != "host edit" {
 		t.Fatalf("a new edit after the conflict: %+v, NOTES.md %q", c, read(t, notes))
+	}
+}
+
+// TestSymlinkInAWritablePath: a symlink the host already has in a
+// writable path is no conflict when nothing touched it, and the sandbox's
+// change to it is applied; a symlink's state is its target (its size,
+// mode and mtime say nothing a target does not).
+func TestSymlinkInAWritablePath(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		sandbox, host func(link string)
+		want          string // the link's target after the copy-back; "" gone
+		action        string // the change reported for it; "" none
+	}{
+		{"untouched", func(string) {}, nil, "a.txt", ""},
+		{"retargeted in the sandbox", func(l string) { os.Remove(l); os.Symlink("b.txt", l) }, nil, "b.txt", ""},
+		{"deleted in the sandbox", func(l string) { os.Remove(l) }, nil, "", ""},
+		{"retargeted on the host", func(l string) { os.Remove(l); os.Symlink("b.txt", l) },
+			func(l string) { os.Remove(l); os.Symlink("c.txt", l) }, "c.txt", "conflict"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			repros := filepath.Join(t.TempDir(), "repros")
+			link := filepath.Join(repros, "current")
+			write(t, filepath.Join(repros, "a.txt"), "a", 0o644)
+			if err := os.Symlink("a.txt", link); err != nil {
+				t.Fatal(err)
+			}
+			// The link is older than the copy: an unpack cannot keep a
+			// symlink's mtime, so a stale one must not read as a change.
+			old := time.Now().Add(-time.Hour)
+			if err := unix.Lutimes(link, []unix.Timeval{unix.NsecToTimeval(old.UnixNano()), unix.NsecToTimeval(old.UnixNano())}); err != nil {
+				t.Fatal(err)
+			}
+			spec := Spec{Paths: []Path{{repros, KindDir}}, UID: os.Getuid(), GID: os.Getgid()}
+			var host func()
+			if c.host != nil {
+				host = func() { c.host(link) }
+			}
+			rep, _ := roundTrip(t, spec, func() { c.sandbox(link) }, host)
+			got, err := os.Readlink(link)
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("the link points at %q, want %q", got, c.want)
+			}
+			if ch := changeOf(rep, link); ch.Action != c.action {
+				t.Errorf("reported %+v for the link, want action %q (all: %+v)", ch, c.action, rep.Changes)
+			}
+		})
+	}
+}
+
+// TestSymlinkNoConflictInASession: a session's later copy-backs compare
+// against the manifest the first one returned; a symlink in it stays quiet.
+func TestSymlinkNoConflictInASession(t *testing.T) {
+	ctx := context.Background()
+	repros := filepath.Join(t.TempDir(), "repros")
+	link := filepath.Join(repros, "current")
+	write(t, filepath.Join(repros, "a.txt"), "a", 0o644)
+	if err := os.Symlink("a.txt", link); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Paths: []Path{{repros, KindDir}}, UID: os.Getuid(), GID: os.Getgid()}
+	m, err := Pack(ctx, io.Discard, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sandbox retargets it, then exports the same tree twice. Its
+	// export is taken on the host tree and the host's link restored.
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("b.txt", link)
+	var exp bytes.Buffer
+	if err := Export(&exp, spec.Paths); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(link)
+	os.Symlink("a.txt", link)
+	for i := 0; i < 3; i++ {
+		now, rep, err := Apply(ctx, bytes.NewReader(exp.Bytes()), m, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m = now
+		if len(rep.Changes) != 0 {
+			t.Fatalf("copy-back %d: %+v", i+1, rep.Changes)
+		}
+		if got, _ := os.Readlink(link); got != "b.txt" {
+			t.Fatalf("copy-back %d: the link points at %q, want b.txt", i+1, got)
+		}
+	}
+}
+
+// TestConflictCopyIsPrivate: the sandbox chooses its file's mode, not the
+// kept copy's: never group or other writable, never executable, never
+// wider than the host's version.
+func TestConflictCopyIsPrivate(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		host, sandbox os.FileMode
+		want          os.FileMode
+	}{
+		{"world-writable in the sandbox", 0o644, 0o666, 0o644},
+		{"executable in the sandbox", 0o644, 0o777, 0o644},
+		{"private on the host", 0o600, 0o666, 0o600},
+		{"group readable", 0o640, 0o664, 0o640},
+		{"narrower in the sandbox", 0o644, 0o600, 0o600},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			repros := filepath.Join(t.TempDir(), "repros")
+			f := filepath.Join(repros, "both.py")
+			write(t, f, "v1", c.host)
+			os.Chmod(f, c.host)
+			spec := Spec{Paths: []Path{{repros, KindDir}}, UID: os.Getuid(), GID: os.Getgid()}
+			rep, _ := roundTrip(t, spec, func() {
+				write(t, f, "sandbox", c.sandbox)
+				os.Chmod(f, c.sandbox)
+			}, func() {
+				write(t, f, "host!", c.host)
+			})
+			ch := changeOf(rep, f)
+			if ch.Action != "conflict" || ch.KeptAs == "" {
+				t.Fatalf("no kept copy: %+v", ch)
+			}
+			fi, err := os.Lstat(ch.KeptAs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.Mode().Perm(); got != c.want {
+				t.Errorf("kept copy mode %v, want %v", got, c.want)
+			}
+		})
 	}
 }

@@ -84,3 +84,36 @@ func TestHostEditDuringCommandKeepsBoth(t *testing.T) {
 		})
 	}
 }
+
+// TestSymlinkInWritablePathOnDocker: a symlink the host already has in a
+// writable path is no conflict when a run leaves it alone, and a run's
+// change to it reaches the host (issue 35: pack recorded size 0, the
+// copy-back compared the target's length, so every link conflicted).
+func TestSymlinkInWritablePathOnDocker(t *testing.T) {
+	testenv.SkipShort(t, "runs sandboxes")
+	testenv.RequireDocker(t)
+	root := workspace(t, "[sandbox]\nnetwork = false\n")
+	repros := filepath.Join(root, "repros")
+	if err := os.MkdirAll(repros, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(repros, "current")
+	if err := os.Symlink("a.txt", link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, command, want string
+	}{
+		{"untouched", "true", "a.txt"},
+		{"retargeted", "ln -sfn b.txt repros/current", "b.txt"},
+		{"untouched again", "true", "b.txt"},
+	} {
+		rep, _ := runReport(t, root, "--backend", "docker", "--", "sh", "-c", c.command)
+		if rep.ExitCode != 0 || rep.CopyBackError != "" || len(rep.Conflicts) != 0 {
+			t.Errorf("%s: exit %d, copy-back error %q, conflicts %+v, warnings %q", c.name, rep.ExitCode, rep.CopyBackError, rep.Conflicts, rep.Warnings)
+		}
+		if got, err := os.Readlink(link); err != nil || got != c.want {
+			t.Errorf("%s: the link points at %q (%v), want %q", c.name, got, err, c.want)
+		}
+	}
+}

@@ -22,7 +22,8 @@ func newMCPCmd() *cobra.Command {
 		Long: "Serve one workspace to an MCP client on stdin/stdout. Tools: " + mcpserver.ToolRun + " (a command in a role,\n" +
 			"as `run --json` reports it), " + mcpserver.ToolCheck + " (the gate's verdict, runs nothing) and " + mcpserver.ToolEndSession + ".\n" +
 			"The config is read once, at start: nothing a client sends changes the policy, the roles,\n" +
-			"the backend or the gate. Sessions live in this process and end with it, even when it is killed.",
+			"the backend or the gate. Sessions live in this process and end with it, even when it is killed;\n" +
+			"at most [sandbox.mcp] max_sessions (default 4) are alive at once.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := handOff(backend); err != nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +52,14 @@ type mcpStep struct {
 // mcpClient starts the client script on a workspace; lines delivers what it prints.
 func mcpClient(t *testing.T, root, scenario, token string) (*exec.Cmd, <-chan mcpStep) {
 	t.Helper()
+	cmd, steps, _ := mcpClientIn(t, root, scenario, token, false)
+	return cmd, steps
+}
+
+// mcpClientIn is mcpClient with a pipe to the script's stdin when withIn
+// is set (a scenario waits for a line there before it goes on).
+func mcpClientIn(t *testing.T, root, scenario, token string, withIn bool) (*exec.Cmd, <-chan mcpStep, io.WriteCloser) {
+	t.Helper()
 	sdk := testenv.NPMPackage(t, mcpSDK, mcpSDKVersion)
 	script, err := filepath.Abs(filepath.Join("testdata", "mcp_client.cjs"))
 	if err != nil {
@@ -60,6 +70,12 @@ func mcpClient(t *testing.T, root, scenario, token string) (*exec.Cmd, <-chan mc
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
+	}
+	var stdin io.WriteCloser
+	if withIn {
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -78,7 +94,7 @@ func mcpClient(t *testing.T, root, scenario, token string) (*exec.Cmd, <-chan mc
 			steps <- s
 		}
 	}()
-	return cmd, steps
+	return cmd, steps, stdin
 }
 
 // TestMCPWithTheTypeScriptClient: the SDK's client lists the tools, runs
@@ -178,4 +194,88 @@ func TestMCPServerKilledLeavesNothing(t *testing.T) {
 		t.Fatalf("left behind after kill -9 of the server: containers %v, processes %v", containersOf(t, cli, pid), processesWith(token, pid))
 	}
 	t.Logf("kill -9 of the server mid-command: nothing left after %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestMCPSessionsBounded: with max_sessions = 2, the SDK's client starts
+// sessions a, b and c at once: two sandboxes start and one name is
+// refused with the bound, the live names and end_session; ending one
+// lets the refused name start; warm_idle ends both without a call; and
+// nothing is left when the client goes.
+func TestMCPSessionsBounded(t *testing.T) {
+	testenv.RequireDocker(t)
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const idle = 20 * time.Second
+	root := workspace(t, fmt.Sprintf("[sandbox]\nwarm_idle = %d\n[sandbox.mcp]\nmax_sessions = 2\n", int(idle.Seconds())))
+	cmd, steps, stdin := mcpClientIn(t, root, "bound", "", true)
+	next := func(want string) mcpStep {
+		t.Helper()
+		select {
+		case s, ok := <-steps:
+			if !ok || s.Step != want {
+				raw, _ := json.Marshal(s)
+				t.Fatalf("want step %s, got %s", want, raw)
+			}
+			return s
+		case <-time.After(4 * time.Minute):
+			t.Fatalf("no step %s in 4 minutes", want)
+		}
+		return mcpStep{}
+	}
+	pid := next("server").PID
+	var live, refused []string
+	for _, n := range []string{"a", "b", "c"} {
+		s := next("start-" + n)
+		switch {
+		case !s.IsError && s.Result != nil && s.Result.ExitCode == 0:
+			live = append(live, n)
+		case s.IsError && s.Result != nil && s.Result.ExitCode == 125 &&
+			strings.Contains(s.Text, "at most 2 sessions") && strings.Contains(s.Text, "[sandbox.mcp] max_sessions") &&
+			strings.Contains(s.Text, "end_session"):
+			refused = append(refused, n)
+		default:
+			raw, _ := json.Marshal(s)
+			t.Fatalf("session %s: %s", n, raw)
+		}
+	}
+	next("started")
+	if len(live) != 2 || len(refused) != 1 {
+		t.Fatalf("live %v, refused %v; want two and one", live, refused)
+	}
+	if got := containersOf(t, cli, pid); len(got) != 2 {
+		t.Fatalf("%d containers for 2 sessions: %v", len(got), got)
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	if s := next("end"); s.Result == nil || !s.Result.Ended {
+		raw, _ := json.Marshal(s)
+		t.Fatalf("end_session: %s", raw)
+	}
+	if s := next("retry"); s.IsError || s.Result == nil || s.Result.ExitCode != 0 {
+		raw, _ := json.Marshal(s)
+		t.Fatalf("the refused name after end_session: %s", raw)
+	}
+	// One of the first two may have idled out meanwhile on a slow machine.
+	if got := containersOf(t, cli, pid); len(got) < 1 || len(got) > 2 {
+		t.Fatalf("%d containers after ending one and starting one: %v", len(got), got)
+	}
+	// Nobody calls: both sessions end after warm_idle (plus a tenth).
+	begin := time.Now()
+	if !testenv.Eventually(idle+30*time.Second, func() bool { return len(containersOf(t, cli, pid)) == 0 }) {
+		t.Fatalf("idle sessions still hold %v after %v (warm_idle %v)", containersOf(t, cli, pid), time.Since(begin), idle)
+	}
+	t.Logf("idle sessions gone %v after their last command (warm_idle %v)", time.Since(begin).Round(time.Second), idle)
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	next("done")
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the client: %v", err)
+	}
+	if !testenv.Eventually(20*time.Second, func() bool { return syscall.Kill(pid, 0) != nil && len(containersOf(t, cli, pid)) == 0 }) {
+		t.Errorf("after the client went: server alive %v, containers %v", syscall.Kill(pid, 0) == nil, containersOf(t, cli, pid))
+	}
 }

@@ -6,6 +6,9 @@
 //   SCENARIO main: list tools, run, deny, timeout, session reuse
 //   SCENARIO kill: start a long command in a session and in a reproducer,
 //                  print the server's pid, and wait (the test kills the server)
+//   SCENARIO bound: print the server's pid, start sessions a, b and c at
+//                  once, then wait for a line on stdin; end a live one and
+//                  run the refused name again, then wait for a line again
 "use strict";
 const { createRequire } = require("module");
 const path = require("path");
@@ -51,6 +54,46 @@ async function kill(client, transport) {
   await new Promise((resolve) => { client.onclose = resolve; });
 }
 
+// line resolves with the next line on stdin (the test says go on).
+const lines = [];
+let waiting = null;
+let buffered = "";
+process.stdin.on("data", (chunk) => {
+  buffered += chunk;
+  let i;
+  while ((i = buffered.indexOf("\n")) >= 0) {
+    lines.push(buffered.slice(0, i));
+    buffered = buffered.slice(i + 1);
+  }
+  if (waiting && lines.length) {
+    const w = waiting;
+    waiting = null;
+    w(lines.shift());
+  }
+});
+function line() {
+  if (lines.length) return Promise.resolve(lines.shift());
+  return new Promise((resolve) => { waiting = resolve; });
+}
+
+async function bound(client, transport) {
+  emit("server", { pid: transport.pid });
+  const names = ["a", "b", "c"];
+  const results = await Promise.all(names.map((n) => call(client, { command: "true", session: n })));
+  let live = null;
+  let refused = null;
+  names.forEach((n, i) => {
+    emit("start-" + n, results[i]);
+    if (results[i].isError) refused = n; else live = n;
+  });
+  emit("started", {});
+  await line();
+  const end = await client.callTool({ name: "end_session", arguments: { session: live } });
+  emit("end", { isError: !!end.isError, text: textOf(end), result: end.structuredContent || null });
+  emit("retry", await call(client, { command: "true", session: refused || "d" }));
+  await line();
+}
+
 (async () => {
   const transport = new StdioClientTransport({
     command: binary, args: ["mcp"], cwd: workspace, env: { ...process.env }, stderr: "inherit",
@@ -59,6 +102,10 @@ async function kill(client, transport) {
   await client.connect(transport);
   if (scenario === "kill") {
     await kill(client, transport);
+  } else if (scenario === "bound") {
+    await bound(client, transport);
+    await client.close();
+    process.stdin.destroy();
   } else {
     await main(client);
     await client.close();
