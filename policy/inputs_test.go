@@ -183,3 +183,28 @@ func TestPolicyInputsListed(t *testing.T) {
 		}
 	}
 }
+
+// TestVisibleGoNotSandboxWritten: the go that keys the prepared build
+// cache is never one a sandbox could have written, even where a host
+// root makes the writable path visible (a workspace under a host root).
+func TestVisibleGoNotSandboxWritten(t *testing.T) {
+	cfg := workspace(t, "")
+	for _, d := range []string{"repros/bin", "issues"} {
+		must(t, os.MkdirAll(filepath.Join(cfg.Root, d), 0o755))
+	}
+	planted := filepath.Join(cfg.Root, "repros", "bin", "go")
+	must(t, os.WriteFile(planted, []byte("#!/bin/sh\n"), 0o755))
+	p := &Policy{WorkspaceRoot: cfg.Root, Base: Base{Kind: BaseHost, HostRoots: []string{filepath.Dir(cfg.Root)}}}
+	host := Host{Env: []string{"PATH=" + filepath.Dir(planted)}}
+	if got := visibleGo(p, host, writtenBySandboxes(cfg, cfg.Root)); got != "" {
+		t.Errorf("visibleGo = %q, a go in the writable path repros", got)
+	}
+	// The control: the same go outside the writable paths is found.
+	outside := filepath.Join(cfg.Root, "tools")
+	must(t, os.MkdirAll(outside, 0o755))
+	must(t, os.WriteFile(filepath.Join(outside, "go"), []byte("#!/bin/sh\n"), 0o755))
+	host = Host{Env: []string{"PATH=" + outside}}
+	if got := visibleGo(p, host, writtenBySandboxes(cfg, cfg.Root)); got != filepath.Join(outside, "go") {
+		t.Errorf("visibleGo = %q, want the control %s", got, filepath.Join(outside, "go"))
+	}
+}
