@@ -133,11 +133,15 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		return nil, err
 	}
 	// The config too, against every role's writable paths (outOfReach
-	// has said it for this role's).
+	// has said it for this role's), and the state directory: the prepared
+	// Go build caches, the guard's cache and the default audit log.
 	if cfg.Path != "" {
 		if err := written.check("the config "+cfg.Path, cfg.Path); err != nil {
 			return nil, err
 		}
+	}
+	if err := written.check("triage-sandbox's state directory "+stateDir(host)+" (XDG_STATE_HOME)", stateDir(host)); err != nil {
+		return nil, err
 	}
 	if p.Workdir, err = workdir(opts.Workdir, host.Cwd, p); err != nil {
 		return nil, err

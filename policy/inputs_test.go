@@ -92,6 +92,10 @@ func TestDerivedPolicyInputsOutOfTheWritablePaths(t *testing.T) {
 				must(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/w\n"), 0o644))
 				must(t, os.WriteFile(filepath.Join(root, "go.sum"), []byte("example.com/dep v1.0.0 h1:x=\n"), 0o644))
 			}, `lies in the writable path repros`},
+		// The agent's own writable path is outOfReach's to refuse; the
+		// reproducer's policy must refuse it too.
+		{"the state directory (prepared caches) in the agent's writable path", "[sandbox.agent]\nwritable = [\"issues\", \"state\"]\n",
+			[]string{"XDG_STATE_HOME=ROOT/state"}, nil, `state directory ROOT/state/triage-sandbox (XDG_STATE_HOME) lies in the writable path state`},
 		{"the config in another role's writable path", "[sandbox.agent]\nwritable = [\"issues\", \"triage.toml\"]\n",
 			nil, nil, `triage.toml`},
 	}
@@ -109,13 +113,17 @@ func TestDerivedPolicyInputsOutOfTheWritablePaths(t *testing.T) {
 				env = append(env, strings.ReplaceAll(e, "ROOT", cfg.Root))
 			}
 			host := Host{Home: home, Env: env, OS: "linux", UID: 1000, GID: 1000, Cwd: "/nonexistent"}
+			want := strings.ReplaceAll(tt.want, "ROOT", cfg.Root)
 			for _, role := range profiles.Roles() {
+				if strings.Contains(tt.name, "agent's writable path") && role == profiles.RoleAgent {
+					continue
+				}
 				p, err := Build(cfg, role, host, Options{})
 				if m := exposes(p, canary); m != "" {
 					t.Errorf("%s: the mount %s exposes the canary %s", role, m, canary)
 				}
-				if err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Fatalf("%s: err = %v, want a refusal naming %q", role, err, tt.want)
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("%s: err = %v, want a refusal naming %q", role, err, want)
 				}
 				t.Logf("%s: %v", role, err)
 				if strings.Contains(err.Error(), "\n") {
