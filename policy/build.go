@@ -57,7 +57,10 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 
 	// Before the mounts: a mount inside an unreadable path is refused.
 	p.Unreadable = unreadableList(sb, host)
-	pythonEnv, err := mounts(p, cfg, sb, role, host)
+	// Every policy input is checked against what any sandbox could have
+	// written (sources.go).
+	written := writtenBySandboxes(cfg, root)
+	pythonEnv, err := mounts(p, cfg, sb, role, host, written)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +68,9 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	// With the network on, go fetches what it lacks into the sandbox's
 	// own module cache, as on the host: nothing to mount or switch off.
 	if !p.AllowAll && network(false, sb).LoopbackOnly() {
-		deps = goDependencies(p, projectDir(p), host)
+		if deps, err = goDependencies(p, projectDir(p), host, written); err != nil {
+			return nil, err
+		}
 		p.Mounts = dedupeMounts(append(p.Mounts, deps.mounts...))
 		p.Warnings = append(p.Warnings, deps.warnings...)
 	}
@@ -84,7 +89,14 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	p.Base = base(sb, opts.Capabilities)
 	joinSystemMounts(p)
 	if p.Base.Kind == BaseImage && !p.AllowAll && hostToolchain(sb) {
-		p.Mounts = dedupeMounts(append(p.Mounts, toolchainMounts()...))
+		tc := toolchainMounts()
+		p.Mounts = dedupeMounts(append(p.Mounts, tc...))
+		// Added after maskUnderMounts: an unreadable path inside them
+		// (a tool config holding a token) is masked here.
+		p.Masked = dedupe(append(p.Masked, maskedUnder(p.Unreadable, tc)...))
+	}
+	if err := mountsOutOfUnreadable(cfg, p); err != nil {
+		return nil, err
 	}
 	if !p.AllowAll {
 		if err := stageWritable(p); err != nil {
@@ -120,20 +132,32 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if err := outOfReach(cfg, root, p); err != nil {
 		return nil, err
 	}
+	// The config too, against every role's writable paths (outOfReach
+	// has said it for this role's), and the state directory: the prepared
+	// Go build caches, the guard's cache and the default audit log.
+	if cfg.Path != "" {
+		if err := written.check("the config "+cfg.Path, cfg.Path); err != nil {
+			return nil, err
+		}
+	}
+	if err := written.check("triage-sandbox's state directory "+stateDir(host)+" (XDG_STATE_HOME)", stateDir(host)); err != nil {
+		return nil, err
+	}
 	if p.Workdir, err = workdir(opts.Workdir, host.Cwd, p); err != nil {
 		return nil, err
 	}
 	environment(p, role, sb, host, pythonEnv)
 	if !p.AllowAll {
-		dependencyEnv(p, sb, role, host, deps)
+		dependencyEnv(p, sb, role, host, deps, written)
 	}
+	p.Inputs = written.list()
 	return p, nil
 }
 
 // dependencyEnv adds the project's prepared Go build cache when it is
 // ready (a discard mount) and the Go variables; set_env wins.
-func dependencyEnv(p *Policy, sb config.Sandbox, role profiles.Role, host Host, deps goDeps) {
-	gocache, cacheEnv, warn := preparedGoCache(p, host, deps)
+func dependencyEnv(p *Policy, sb config.Sandbox, role profiles.Role, host Host, deps goDeps, written sandboxWritten) {
+	gocache, cacheEnv, warn := preparedGoCache(p, host, deps, written)
 	p.GoCache = gocache
 	if warn != "" && role == profiles.RoleReproducer {
 		p.Warnings = append(p.Warnings, warn)
@@ -163,7 +187,7 @@ func projectDir(p *Policy) string {
 // writable paths, the project's checkout and python environment, and the
 // other directories the role needs. It returns the python environment's
 // directory ("" without one).
-func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, host Host) (pythonEnv string, err error) {
+func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, host Host, written sandboxWritten) (pythonEnv string, err error) {
 	root := p.WorkspaceRoot
 	p.Mounts = append(p.Mounts, Mount{Path: root, ReadOnly: true, Kind: "dir", Why: "workspace root"})
 	writable, notCreated, errs := writableMounts(cfg, sb, role, root)
@@ -171,13 +195,13 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 	if cfg.Path == "" {
 		p.Warnings = append(p.Warnings, noConfigWarning(root, notCreated))
 	}
-	if m, ok, err := checkoutMount(cfg, root, host); err != nil {
+	if m, ok, err := checkoutMount(cfg, root, host, written); err != nil {
 		errs = append(errs, err)
 	} else if ok {
 		m.Discard = sb.CheckoutWrites == nil || *sb.CheckoutWrites == "discard"
 		p.Mounts = append(p.Mounts, m)
 	}
-	if ms, warn, err := pythonMounts(cfg, root, host); err != nil {
+	if ms, warn, err := pythonMounts(cfg, root, host, written); err != nil {
 		errs = append(errs, err)
 	} else if len(ms) > 0 {
 		markSystem(ms, profiles.SystemTrees())
@@ -194,7 +218,7 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 	} else if warn != "" {
 		p.Warnings = append(p.Warnings, warn)
 	}
-	extra, extraErrs := neededDirs(cfg, sb, role, host, root, p.Unreadable)
+	extra, extraErrs := neededDirs(cfg, sb, role, host, root, p.Unreadable, written)
 	markSystem(extra, profiles.SystemTrees())
 	p.Mounts = append(p.Mounts, extra...)
 	errs = append(errs, extraErrs...)
@@ -339,21 +363,37 @@ func outOfReach(cfg *config.File, root string, p *Policy) error {
 	return errors.Join(errs...)
 }
 
+// mountsOutOfUnreadable refuses a mount that is, or lies inside, an
+// unreadable path: a mount derived from what the policy read (the python
+// environment's base, a Go module, the host toolchain) would expose that
+// credential store whole, and no mask covers a mount from above. One that
+// holds an unreadable path gets a mask (maskUnderMounts).
+func mountsOutOfUnreadable(cfg *config.File, p *Policy) error {
+	for _, m := range p.Mounts {
+		for _, u := range p.Unreadable {
+			if within(u, m.Path) {
+				return fmt.Errorf("%s: the %s %s lies in the unreadable path %s, which stays unreadable: it is not mounted; move it out of the credential store, or change what names it",
+					configName(cfg), m.Why, m.Path, u)
+			}
+		}
+	}
+	return nil
+}
+
 // neededDirs are read-only mounts the role needs besides the workspace:
 // each [sandbox] read_only path, and the directory PLAYWRIGHT_BROWSERS_PATH
 // names when the role passes that variable (the browsers live there). A
 // path inside an unreadable one is refused; unreadable paths below one are
 // masked like under any mount.
-func neededDirs(cfg *config.File, sb config.Sandbox, role profiles.Role, host Host, root string, unreadable []string) ([]Mount, []error) {
+func neededDirs(cfg *config.File, sb config.Sandbox, role profiles.Role, host Host, root string, unreadable []string, written sandboxWritten) ([]Mount, []error) {
 	var out []Mount
 	var errs []error
-	written := writtenBySandboxes(cfg, root)
 	add := func(raw, why string, where string) {
 		path := host.expandHome(raw)
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(root, path)
 		}
-		if err := written.checkSource(cfg, where, raw, path); err != nil {
+		if err := written.check(fmt.Sprintf("%s %q", where, raw), path); err != nil {
 			errs = append(errs, err)
 			return
 		}
@@ -520,12 +560,12 @@ func projectPath(raw, root string, host Host) string {
 	return filepath.Clean(p)
 }
 
-func checkoutMount(cfg *config.File, root string, host Host) (Mount, bool, error) {
+func checkoutMount(cfg *config.File, root string, host Host, written sandboxWritten) (Mount, bool, error) {
 	if cfg.Project.Checkout == "" {
 		return Mount{}, false, nil
 	}
 	path := projectPath(cfg.Project.Checkout, root, host)
-	if err := writtenBySandboxes(cfg, root).checkSource(cfg, "[project] checkout", cfg.Project.Checkout, path); err != nil {
+	if err := written.check(fmt.Sprintf("[project] checkout %q", cfg.Project.Checkout), path); err != nil {
 		return Mount{}, false, err
 	}
 	dir, err := canonicalDir(path)
@@ -543,15 +583,16 @@ func checkoutMount(cfg *config.File, root string, host Host) (Mount, bool, error
 // venv's base interpreter (pyvenv.cfg `home`, a pyenv build outside the
 // venv) and the prefix of the file the interpreter path resolves to (its
 // shared library included).
-func pythonMounts(cfg *config.File, root string, host Host) ([]Mount, string, error) {
+func pythonMounts(cfg *config.File, root string, host Host, written sandboxWritten) ([]Mount, string, error) {
 	py := cfg.Project.Python
 	if py == "" || !strings.ContainsRune(py, '/') {
 		return nil, "", nil
 	}
+	key := fmt.Sprintf("[project] python %q", py)
 	py = projectPath(py, root, host)
 	// The environment's pyvenv.cfg and the interpreter's link decide more
 	// mounts: none of it may be a sandbox's to write.
-	if err := writtenBySandboxes(cfg, root).checkSource(cfg, "[project] python", cfg.Project.Python, py); err != nil {
+	if err := written.check(key, py); err != nil {
 		return nil, "", err
 	}
 	if _, err := os.Stat(py); err != nil {
@@ -562,15 +603,36 @@ func pythonMounts(cfg *config.File, root string, host Host) ([]Mount, string, er
 	if err != nil {
 		return nil, fmt.Sprintf("[project] python environment %s: %v", prefix, err), nil
 	}
+	// What the policy reads in the environment: both places CPython looks
+	// for pyvenv.cfg, and its lib directories (venv.go).
+	for _, f := range []string{"pyvenv.cfg", filepath.Join("bin", "pyvenv.cfg")} {
+		if err := written.check(fmt.Sprintf("the python environment's %s (%s)", filepath.Join(dir, f), key), filepath.Join(dir, f)); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := written.holding(fmt.Sprintf("the python environment %s (%s)", dir, key), dir); err != nil {
+		return nil, "", err
+	}
 	out := []Mount{{Path: dir, ReadOnly: true, Kind: "dir", Why: "python environment"}}
 	// A venv that does not include its base's site-packages is not given
 	// them (venv.go): not mounted, not scanned.
 	ownPackagesOnly := !venvUsesBaseSitePackages(dir)
+	var errs []error
 	add := func(base, why string) {
+		// What it names may not be a sandbox's either: checked as named,
+		// before anything resolves it.
+		if err := written.check(fmt.Sprintf("%s %s (%s)", why, base, key), base); err != nil {
+			errs = append(errs, err)
+			return
+		}
 		// A base inside the environment is already mounted with it; one
 		// that holds it (pyenv-virtualenv's versions/X/envs/NAME) is not.
 		d, err := canonicalDir(base)
 		if err != nil || d == "/" || within(dir, d) {
+			return
+		}
+		if err := written.holding(fmt.Sprintf("%s %s (%s)", why, d, key), d); err != nil {
+			errs = append(errs, err)
 			return
 		}
 		m := Mount{Path: d, ReadOnly: true, Kind: "dir", Why: why}
@@ -586,6 +648,9 @@ func pythonMounts(cfg *config.File, root string, host Host) ([]Mount, string, er
 	}
 	if real, err := filepath.EvalSymlinks(py); err == nil {
 		add(filepath.Dir(filepath.Dir(real)), "the prefix the configured python resolves to")
+	}
+	if len(errs) > 0 {
+		return nil, "", errs[0] // one line: the first input refused
 	}
 	return out, "", nil
 }

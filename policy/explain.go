@@ -13,6 +13,7 @@ func Explain(p *Policy) string {
 		explainHeader,
 		explainFiles,
 		explainUnreadable,
+		explainInputs,
 		explainNetwork,
 		explainEnv,
 		explainLimits,
@@ -58,6 +59,22 @@ func explainFiles(w writef, p *Policy) {
 	}
 	w("  %-50s fresh empty HOME and TMPDIR for each sandbox (%d MiB each, %s); the backend places them\n",
 		"(scratch)", p.Scratch.Size>>20, scratchFlags(p.Scratch))
+}
+
+// explainInputs: the host paths the policy was computed from, each with
+// its owner; a built policy has none a sandbox could write (sources.go).
+func explainInputs(w writef, p *Policy) {
+	if len(p.Inputs) == 0 {
+		return
+	}
+	w("\ncomputed from (no sandbox of this workspace can write these):\n")
+	for _, in := range p.Inputs {
+		owner := fmt.Sprintf("uid %d", in.OwnerUID)
+		if in.OwnerUID < 0 {
+			owner = "missing"
+		}
+		w("  %-50s %s; %s\n", in.Path, owner, in.What)
+	}
 }
 
 // explainUnreadable: the unreadable paths and what is masked.

@@ -52,11 +52,11 @@ func goCachesDir(host Host) string { return filepath.Join(stateDir(host), "cache
 
 // preparedGoCache decides the Go build cache of a Go project: its key,
 // and when it is ready a discard mount and GOCACHE.
-func preparedGoCache(p *Policy, host Host, d goDeps) (*GoCache, []EnvVar, string) {
+func preparedGoCache(p *Policy, host Host, d goDeps, written sandboxWritten) (*GoCache, []EnvVar, string) {
 	if d.dir == "" {
 		return nil, nil, ""
 	}
-	goBin := visibleGo(p, host)
+	goBin := visibleGo(p, host, written)
 	if goBin == "" {
 		return nil, nil, "" // an image's own go: its version is not known here
 	}
@@ -93,11 +93,16 @@ func projectKey(dir string) string {
 // visibleGo is the go the sandbox runs when it is the host's: the first on
 // the host's PATH in a directory visible inside (under a host root or a
 // read-only mount: the host toolchain), as the sandbox's PATH keeps those
-// in the host's order; canonical, "" for none.
-func visibleGo(p *Policy, host Host) string {
+// in the host's order; canonical, "" for none. The workspace root's
+// mount puts nothing on PATH (systemPath), and a go a sandbox could have
+// written (in, or through, a writable path) keys no cache: skipped.
+func visibleGo(p *Policy, host Host, written sandboxWritten) string {
 	hostPath, _ := host.Getenv("PATH")
 	for _, dir := range filepath.SplitList(hostPath) {
 		if !filepath.IsAbs(dir) {
+			continue
+		}
+		if _, ok := written.via(filepath.Join(dir, "go")); ok {
 			continue
 		}
 		bin := filepath.Join(dir, "go")
@@ -106,7 +111,9 @@ func visibleGo(p *Policy, host Host) string {
 			continue
 		}
 		visible := slices.ContainsFunc(p.Base.HostRoots, func(r string) bool { return within(r, dir) }) ||
-			slices.ContainsFunc(p.Mounts, func(m Mount) bool { return m.ReadOnly && !m.Discard && within(m.Path, dir) })
+			slices.ContainsFunc(p.Mounts, func(m Mount) bool {
+				return m.ReadOnly && !m.Discard && m.Kind == "dir" && m.Path != p.WorkspaceRoot && within(m.Path, dir)
+			})
 		if !visible {
 			continue // not on the sandbox's PATH (systemPath): the next one is
 		}

@@ -58,36 +58,39 @@ type goDeps struct {
 
 // goDependencies decides the Go mounts and variables for the project in
 // dir (the checkout, else the workspace root) when it is a Go module.
-func goDependencies(p *Policy, dir string, host Host) goDeps {
+// A go.mod or go.sum, the module cache or the go env file that any
+// sandbox of the workspace could write refuses the policy (sources.go).
+func goDependencies(p *Policy, dir string, host Host, written sandboxWritten) (goDeps, error) {
 	var d goDeps
 	if dir == "" {
-		return d
+		return d, nil
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "go.mod")); err != nil {
-		return d // not a Go module (go.work alone: not handled yet)
+		return d, nil // not a Go module (go.work alone: not handled yet)
 	}
 	d.env = goEnv("")
-	mod, sum, hasSum, warn := readGoFiles(p, dir)
+	for _, name := range []string{"go.mod", "go.sum"} {
+		path := filepath.Join(dir, name)
+		if err := written.check("the Go module's "+path, path); err != nil {
+			return d, err
+		}
+	}
+	mod, sum, hasSum, warn := readGoFiles(dir)
 	if warn != "" {
 		d.warnings = append(d.warnings, warn)
-		return d
+		return d, nil
 	}
 	d.dir, d.goMod, d.goSum = dir, mod, sum
 	if hasSum { // no go.sum: no dependencies
-		d.mountModules(p, host, sum)
+		return d, d.mountModules(p, host, sum, written)
 	}
-	return d
+	return d, nil
 }
 
-// readGoFiles reads dir's go.mod and go.sum as the host has them, never
-// where a sandbox can write; warn says why they are not used.
-func readGoFiles(p *Policy, dir string) (mod, sum []byte, hasSum bool, warn string) {
-	for _, name := range []string{"go.mod", "go.sum"} {
-		if w := writableCovers(p, filepath.Join(dir, name)); w != "" {
-			return nil, nil, false, fmt.Sprintf("%s is under the writable path %s: a sandbox could have written it, so the modules it names are not mounted; keep the checkout out of the writable paths",
-				filepath.Join(dir, name), w)
-		}
-	}
+// readGoFiles reads dir's go.mod and go.sum as the host has them (checked
+// by the caller: no sandbox could write them); warn says why they are not
+// used.
+func readGoFiles(dir string) (mod, sum []byte, hasSum bool, warn string) {
 	mod, err := readHostFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
 		return nil, nil, false, fmt.Sprintf("Go module %s: reading go.mod: %v", dir, err)
@@ -104,15 +107,18 @@ func readGoFiles(p *Policy, dir string) (mod, sum []byte, hasSum bool, warn stri
 
 // mountModules mounts the module versions go.sum names from the host's
 // module cache and points GOMODCACHE there.
-func (d *goDeps) mountModules(p *Policy, host Host, sum []byte) {
-	cache, why := goModCache(host)
+func (d *goDeps) mountModules(p *Policy, host Host, sum []byte, written sandboxWritten) error {
+	cache, why, err := goModCache(host, written)
+	if err != nil {
+		return err
+	}
 	if cache == "" {
 		d.warnings = append(d.warnings, "Go module "+d.dir+": the host's module cache is not known ("+why+"); its dependencies are not mounted")
-		return
+		return nil
 	}
 	if w := goCacheUsable(p, cache); w != "" {
 		d.warnings = append(d.warnings, w)
-		return
+		return nil
 	}
 	versions, bad := parseGoSum(sum)
 	sumPath := filepath.Join(d.dir, "go.sum")
@@ -131,6 +137,7 @@ func (d *goDeps) mountModules(p *Policy, host Host, sum []byte) {
 		d.warnings = append(d.warnings, fmt.Sprintf("%d of the modules %s names are not in the host's module cache %s (first: %s): run `go mod download` in %s on the host (see README, Dependencies)",
 			len(missing), sumPath, cache, missing[0], d.dir))
 	}
+	return nil
 }
 
 // goEnv are the variables that keep the go command off the network and on
@@ -154,15 +161,21 @@ func goEnv(cache string) []EnvVar {
 // give it, without running go (a run's policy is built in milliseconds):
 // GOMODCACHE, else the go env file's GOMODCACHE or GOPATH, else GOPATH's
 // first entry, else ~/go; then /pkg/mod, canonical.
-func goModCache(host Host) (string, string) {
-	fileVars := goEnvFile(host)
+//
+// The go env file and the cache, as named, are policy inputs (written):
+// err refuses one a sandbox could write.
+func goModCache(host Host, written sandboxWritten) (dir, why string, err error) {
+	fileVars, err := goEnvFile(host, written)
+	if err != nil {
+		return "", "", err
+	}
 	get := func(name string) string {
 		if v, ok := host.Getenv(name); ok && v != "" {
 			return v
 		}
 		return fileVars[name]
 	}
-	dir := get("GOMODCACHE")
+	dir = get("GOMODCACHE")
 	if dir == "" {
 		gopath := filepath.SplitList(get("GOPATH"))
 		switch {
@@ -173,21 +186,24 @@ func goModCache(host Host) (string, string) {
 		}
 	}
 	if !filepath.IsAbs(dir) {
-		return "", "GOMODCACHE and GOPATH are not absolute and there is no home"
+		return "", "GOMODCACHE and GOPATH are not absolute and there is no home", nil
+	}
+	if err := written.check("the host's Go module cache "+dir, dir); err != nil {
+		return "", "", err
 	}
 	real, err := canonicalDir(dir)
 	if err != nil {
-		return "", err.Error()
+		return "", err.Error(), nil
 	}
-	return real, ""
+	return real, "", nil
 }
 
 // goEnvFile reads the go command's environment file (GOENV, else
 // $XDG_CONFIG_HOME/go/env, else ~/.config/go/env): NAME=VALUE lines.
-func goEnvFile(host Host) map[string]string {
+func goEnvFile(host Host, written sandboxWritten) (map[string]string, error) {
 	path, _ := host.Getenv("GOENV")
 	if path == "off" {
-		return nil
+		return nil, nil
 	}
 	if path == "" {
 		cfg, ok := host.Getenv("XDG_CONFIG_HOME")
@@ -196,9 +212,15 @@ func goEnvFile(host Host) map[string]string {
 		}
 		path = filepath.Join(cfg, "go", "env")
 	}
+	if !filepath.IsAbs(path) {
+		return nil, nil // go itself reads no relative env file
+	}
+	if err := written.check("the go env file "+path, path); err != nil {
+		return nil, err
+	}
 	b, err := readHostFile(path)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	out := map[string]string{}
 	for _, line := range strings.Split(string(b), "\n") {
@@ -206,7 +228,7 @@ func goEnvFile(host Host) map[string]string {
 			out[k] = v
 		}
 	}
-	return out
+	return out, nil
 }
 
 // goCacheUsable refuses a module cache that lies in an unreadable path or

@@ -86,6 +86,9 @@ type Policy struct {
 	// Config is the triage.toml this policy came from ("" for the built-in
 	// defaults); reports say which file was used.
 	Config string `json:"config"`
+	// Inputs are the host files and directories the policy was computed
+	// from (inputs.go); none may be writable by a sandbox.
+	Inputs []Input `json:"inputs,omitempty"`
 
 	// TimeoutKey is the config key that decides Limits.Timeout (e.g.
 	// "[repro] timeout"), so a timeout message names what to raise;

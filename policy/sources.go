@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -13,17 +14,29 @@ import (
 // maxLinkHops bounds viaWritable's walk, as the kernel bounds a lookup (40).
 const maxLinkHops = 40
 
+// The one rule for policy inputs: nothing the policy is computed from may
+// be writable by any sandbox of this workspace. A sandbox's writes are
+// copied back to the host (symlinks included), so a file in a writable
+// path, or a path that resolves through one, is whatever the last sandbox
+// of any role made it: a pyvenv.cfg whose home names ~/.config/gcloud, a
+// read_only directory replaced by a link to $HOME, a go.sum naming the
+// maintainer's private modules. Each input is checked where it is found
+// (sandboxWritten.check) and listed in the policy (Policy.Inputs).
+
 // sandboxWritten are the workspace's writable paths of every role,
 // absolute: what any sandbox of this config may have written (copy-back
 // keeps the symlinks it leaves), relative path as written beside each.
+// inputs collects what was checked, for Policy.Inputs.
 type sandboxWritten struct {
+	cfg      *config.File
 	abs, rel []string
+	inputs   *[]Input
 }
 
 // writtenBySandboxes lists the writable paths of every role of cfg under
 // root (the canonical workspace root).
 func writtenBySandboxes(cfg *config.File, root string) sandboxWritten {
-	var w sandboxWritten
+	w := sandboxWritten{cfg: cfg, inputs: new([]Input)}
 	for _, role := range profiles.Roles() {
 		for _, rel := range writableList(cfg.Resolve(role), role) {
 			abs := filepath.Join(root, filepath.Clean(rel))
@@ -89,14 +102,54 @@ func firstLink(p string) (string, bool) {
 	return "", false
 }
 
-// checkSource refuses a read-only source the config names (what, as
-// raw) at path when it lies in, or resolves through, a writable path: a
-// sandbox could have pointed it at any host directory for the next run.
-func (w sandboxWritten) checkSource(cfg *config.File, what, raw, path string) error {
+// check records the policy input at path (what names it: the config
+// key and value, or the file that named it) and refuses it when it lies
+// in, or resolves through, a writable path: a sandbox could have written
+// it, or pointed it at any host directory, for the next run.
+func (w sandboxWritten) check(what, path string) error {
+	path = filepath.Clean(path)
 	rel, ok := w.via(path)
+	*w.inputs = append(*w.inputs, Input{Path: path, What: what, OwnerUID: ownerUID(path), SandboxWritable: ok, Via: rel})
 	if !ok {
 		return nil
 	}
-	return fmt.Errorf("%s: %s %q lies in the writable path %s (or resolves through it), where a sandbox could have left a symlink to any host directory; keep it out of the writable paths",
-		configName(cfg), what, raw, rel)
+	return fmt.Errorf("%s: %s lies in the writable path %s (or resolves through it), where a sandbox could have written it or left a symlink to any host directory; keep it out of the writable paths",
+		configName(w.cfg), what, rel)
+}
+
+// holding refuses a directory the policy reads below (what names it)
+// that holds a writable path: a sandbox could change what is read there.
+func (w sandboxWritten) holding(what, dir string) error {
+	for i, a := range w.abs {
+		if a != dir && within(dir, a) {
+			return fmt.Errorf("%s: %s holds the writable path %s, where a sandbox could change what the policy reads there; keep the writable paths out of it",
+				configName(w.cfg), what, w.rel[i])
+		}
+	}
+	return nil
+}
+
+// list is what was checked, each path once, in order.
+func (w sandboxWritten) list() []Input {
+	var out []Input
+	seen := map[string]bool{}
+	for _, in := range *w.inputs {
+		if !seen[in.Path] {
+			seen[in.Path] = true
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// ownerUID owns path, not following a symlink at its end (-1: missing).
+func ownerUID(path string) int {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return -1
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
 }

@@ -18,6 +18,7 @@ import (
 // never change what the next policy grants.
 func TestReadOnlySourcesOutOfTheWritablePaths(t *testing.T) {
 	elsewhere := t.TempDir() // a host directory the sandbox must not be able to choose
+	home := t.TempDir()      // the caller's home, credentials and all
 	must(t, os.MkdirAll(filepath.Join(elsewhere, "bin"), 0o755))
 	must(t, os.WriteFile(filepath.Join(elsewhere, "bin", "python"), []byte("#!/bin/sh\n"), 0o755))
 	tests := []struct {
@@ -48,6 +49,15 @@ func TestReadOnlySourcesOutOfTheWritablePaths(t *testing.T) {
 				must(t, os.WriteFile(filepath.Join(root, "repros", ".venv", "pyvenv.cfg"), []byte("home = "+elsewhere+"/bin\n"), 0o644))
 			},
 			`[project] python "repros/.venv/bin/python" lies in the writable path repros`},
+		// Issue 35 item 2, as reported: a real checkout directory in
+		// repros (its writes were copied back to the host), and a
+		// read_only path a sandbox replaced with a link to the home.
+		{"the checkout a directory in repros", "[project]\ncheckout = \"repros/proj\"\n",
+			func(root string) { must(t, os.MkdirAll(filepath.Join(root, "repros", "proj", ".git"), 0o755)) },
+			`[project] checkout "repros/proj" lies in the writable path repros`},
+		{"read_only in repros, a link to the home", "[sandbox]\nread_only = [\"repros/data\"]\n",
+			func(root string) { must(t, os.Symlink(home, filepath.Join(root, "repros", "data"))) },
+			`[sandbox] read_only "repros/data" lies in the writable path repros`},
 		{"a read_only dir outside is fine", "[sandbox.reproducer]\nread_only = [\"" + elsewhere + "\"]\n", nil, ""},
 	}
 	for _, tt := range tests {
