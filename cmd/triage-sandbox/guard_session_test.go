@@ -87,8 +87,14 @@ func TestGuardJudgesWhatTheSessionRuns(t *testing.T) {
 				t.Helper()
 				return runCLI(t, root, nil, append([]string{"run", "--backend", backend, "--session", session, "--"}, argv...)...)
 			}
-			// The command that plants never spells the canary.
-			if r := run("sh", "-c", `printf 'echo PLAN''TED\n' > co/run.sh`); r.code != 0 {
+			// Naming a file the session may hold its own version of is
+			// refused, even to write it.
+			if r := run("sh", "-c", `printf 'echo PLAN''TED\n' > co/run.sh`); r.code != 125 || !strings.Contains(r.stderr, "cannot judge co/run.sh") {
+				t.Fatalf("writing co/run.sh by name: exit %d: %s", r.code, r.stderr)
+			}
+			// The command that plants reaches the file without naming it (the
+			// guard reads only named files) and never spells the canary.
+			if r := run("sh", "-c", `cd co && printf 'echo PLAN''TED\n' > run.sh`); r.code != 0 {
 				t.Fatalf("planting in the checkout's overlay: exit %d: %s", r.code, r.stderr)
 			}
 			if b, _ := os.ReadFile(filepath.Join(root, "co", "run.sh")); string(b) != "echo benign\n" {
@@ -96,7 +102,7 @@ func TestGuardJudgesWhatTheSessionRuns(t *testing.T) {
 			}
 			for _, script := range []string{"co/run.sh", "co/new.sh"} {
 				if script == "co/new.sh" {
-					if r := run("sh", "-c", `printf 'echo PLAN''TED\n' > co/new.sh`); r.code != 0 {
+					if r := run("sh", "-c", `cd co && printf 'echo PLAN''TED\n' > new.sh`); r.code != 0 {
 						t.Fatalf("planting a new file: exit %d: %s", r.code, r.stderr)
 					}
 				}
@@ -110,7 +116,7 @@ func TestGuardJudgesWhatTheSessionRuns(t *testing.T) {
 			}
 			// A writable path's copy in a session is the session's too: the
 			// host's later change does not reach it.
-			if r := run("sh", "-c", `printf 'echo PLAN''TED\n' > repros/run.sh`); r.code != 0 {
+			if r := run("sh", "-c", `cd repros && printf 'echo PLAN''TED\n' > run.sh`); r.code != 0 {
 				t.Fatalf("writing repros: exit %d: %s", r.code, r.stderr)
 			}
 			if err := os.WriteFile(filepath.Join(root, "repros", "run.sh"), []byte("echo benign\n"), 0o644); err != nil {

@@ -1,0 +1,112 @@
+package sandbox
+
+import (
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/triage-sandbox/triage-sandbox/gate/guard"
+	"github.com/triage-sandbox/triage-sandbox/hostfs"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+)
+
+// scriptView tells the guard where the file a sandbox of p sees at a host
+// path comes from, so it judges only the copy that will run (issue 35).
+//
+// kept: the sandbox runs, or may have run, earlier commands (a session,
+// whose checkout overlay, staged writable paths and skeletons keep what
+// those commands wrote, and whose staged copy does not follow the host's
+// later changes). A fresh sandbox (a one-shot run, a pooled one: each runs
+// exactly one command) starts from the host's copy of every path, taken
+// after the gate judged; what the same command writes before it runs is in
+// the command line the guard is shown.
+//
+// The decision goes by the mount that covers the path, the deepest one:
+//   - a masked (unreadable) path: Hidden, the sandbox sees an empty mask;
+//   - no mount: Hidden, the sandbox does not see the host's file;
+//   - a read-only mount: FromHost, the host's live file;
+//   - kept, under a discard mount (the checkout's overlay, a prepared
+//     cache), a staged writable path or a skeleton (a directory staged to
+//     hold writable files, where anything else written stays in the
+//     sandbox): FromSandbox, unless the path is a directory on the host
+//     all the way down (found without following a symlink), which names
+//     no script;
+//   - otherwise FromHost.
+func scriptView(p *policy.Policy, kept bool) guard.View {
+	return func(path string) (guard.Origin, string) {
+		path = filepath.Clean(path)
+		for _, u := range p.Unreadable {
+			if under(u, path) {
+				return guard.Hidden, ""
+			}
+		}
+		cover, ok := coveringMount(p, path)
+		if !ok {
+			return guard.Hidden, ""
+		}
+		if !kept {
+			return guard.FromHost, ""
+		}
+		var why string
+		switch {
+		case cover.Discard:
+			why = "in this session the writes of earlier commands under " + cover.Path + " live in the session's overlay, not in the host's copy the guard reads"
+		case cover.staged:
+			why = "in this session " + cover.Path + " is the session's own copy (what its earlier commands wrote there, not the host's later changes), not the host's copy the guard reads"
+		default:
+			return guard.FromHost, ""
+		}
+		if path == cover.Path && cover.Kind != "file" || hostDir(cover.Path, path) {
+			return guard.FromHost, ""
+		}
+		return guard.FromSandbox, why + "; run it outside the session, where a fresh sandbox starts from the host's copy"
+	}
+}
+
+// cover is the mount that decides what the sandbox sees at a path.
+type cover struct {
+	policy.Mount
+	// staged: a writable path or skeleton directory that the sandbox holds
+	// as a copy of its own (policy.Staging).
+	staged bool
+}
+
+// coveringMount is the deepest of p's mounts and skeleton directories
+// that holds path.
+func coveringMount(p *policy.Policy, path string) (cover, bool) {
+	var best cover
+	found := false
+	consider := func(c cover) {
+		if under(c.Path, path) && (c.Kind != "file" || c.Path == path) && (!found || len(c.Path) > len(best.Path)) {
+			best, found = c, true
+		}
+	}
+	for _, m := range p.Mounts {
+		consider(cover{Mount: m, staged: !m.ReadOnly && p.Staged()})
+	}
+	for _, s := range p.Staging.Skeletons {
+		consider(cover{Mount: policy.Mount{Path: s, Kind: "dir"}, staged: true})
+	}
+	return best, found
+}
+
+// hostDir reports whether path, below root, is a directory on the host
+// reached without following a symlink.
+func hostDir(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return false
+	}
+	fd, err := hostfs.OpenDirBeneath(root, rel, false)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
+}
+
+// under reports whether p is dir or below it.
+func under(dir, p string) bool {
+	return dir == p || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
