@@ -109,8 +109,8 @@ func TestScriptView(t *testing.T) {
 // TestGateRefusesScriptsASessionMayHold: with the guard on, a session's
 // command naming a script in its checkout overlay is refused with one
 // line naming it and what to do, and the model is not asked; the same
-// command in a one-shot run is judged (the fake model allows it), and
-// so is a library Session's first command, but not its second.
+// command in a one-shot or pooled run is judged (the fake model allows
+// it), and so is a library Session's first command, but not its second.
 func TestGateRefusesScriptsASessionMayHold(t *testing.T) {
 	p := newPolicy(t, "agent")
 	co := filepath.Join(p.WorkspaceRoot, "co")
@@ -143,11 +143,19 @@ func TestGateRefusesScriptsASessionMayHold(t *testing.T) {
 	_, err = sess.Exec(context.Background(), Request{Command: backends.Command{Argv: argv}, Redactor: newRedactor()})
 	checkUnjudged(t, err, "co/run.sh")
 
+	// A pool's sandbox runs exactly one command, from the host's copy:
+	// judged.
+	p.Warm = policy.Warm{Pool: 2}
+	res, err := Run(context.Background(), newFake(), Request{Policy: p, Command: backends.Command{Argv: argv}, Redactor: newRedactor()})
+	if err != nil || res.Gate.Guard == nil || !res.Gate.Guard.Allowed {
+		t.Fatalf("pool: err %v, verdict %+v", err, res.Gate)
+	}
+
 	// run --session: refused before any sandbox, audited.
 	p.Warm = policy.Warm{Session: "g"}
 	asked.Store(0)
 	b = newFake()
-	res, err := Run(context.Background(), b, Request{Policy: p, Command: backends.Command{Argv: []string{"sh", "-c", "sh co/new.sh"}}, Redactor: newRedactor()})
+	res, err = Run(context.Background(), b, Request{Policy: p, Command: backends.Command{Argv: []string{"sh", "-c", "sh co/new.sh"}}, Redactor: newRedactor()})
 	checkUnjudged(t, err, "co/new.sh")
 	if asked.Load() != 0 || b.Starts() != 0 || res.Gate.Verdict != "deny" || res.Gate.Guard == nil || res.Gate.Guard.Allowed {
 		t.Errorf("model asked %d, starts %d, verdict %+v", asked.Load(), b.Starts(), res.Gate)
