@@ -92,7 +92,9 @@ func sessionScriptResult(ctx context.Context, p *policy.Policy, task string) Res
 		r.Status, r.Observed, r.Evidence = StatusInconclusive, "error", err.Error()
 		return r
 	}
-	refused := func(v guard.Verdict) bool { return !v.Allowed && strings.HasPrefix(v.Reason, "the guard cannot judge ") }
+	refused := func(v guard.Verdict) bool {
+		return !v.Allowed && strings.HasPrefix(v.Reason, "the guard cannot judge ")
+	}
 	r.Observed, r.Evidence, r.Control = observed(canary.Allowed), guardEvidence(argv, canary), "fresh sandbox: "+guardEvidence(argv, control)
 	switch {
 	case strings.HasPrefix(canary.Reason, "guard unavailable"):
