@@ -23,7 +23,8 @@ import (
 // the command line the guard is shown.
 //
 // The decision goes by the mount that covers the path, the deepest one:
-//   - a masked (unreadable) path: Hidden, the sandbox sees an empty mask;
+//   - a masked (unreadable) path, or one a mount hides: Hidden, the
+//     sandbox sees an empty mask;
 //   - no mount: Hidden, the sandbox does not see the host's file;
 //   - a read-only mount: FromHost, the host's live file;
 //   - kept, under a discard mount (the checkout's overlay, a prepared
@@ -44,6 +45,11 @@ func scriptView(p *policy.Policy, kept bool) guard.View {
 		cover, ok := coveringMount(p, path)
 		if !ok {
 			return guard.Hidden, ""
+		}
+		for _, h := range cover.Hidden {
+			if under(h, path) {
+				return guard.Hidden, ""
+			}
 		}
 		if !kept {
 			return guard.FromHost, ""

@@ -38,7 +38,7 @@ func viewPolicy(t *testing.T) (*policy.Policy, string) {
 			{Path: j("src"), ReadOnly: true, Kind: "dir", Listed: true},
 			{Path: j("co"), ReadOnly: true, Discard: true, Kind: "dir"},
 			{Path: j("repros"), Kind: "dir"},
-			{Path: j("data"), ReadOnly: true, Kind: "dir"},
+			{Path: j("data"), ReadOnly: true, Kind: "dir", Hidden: []string{j("data/base")}},
 			{Path: "/usr", ReadOnly: true, Kind: "dir", System: true},
 		},
 		Unreadable: []string{j(".env")},
