@@ -17,6 +17,9 @@ func (j *judge) command(args []arg, stmt *syntax.Stmt) {
 	if expanded, ok := j.expandAlias(args); ok {
 		args = expanded
 	}
+	for _, a := range args {
+		j.noteWord(a)
+	}
 	layers, truncated := resolveLayers(args)
 	if truncated {
 		j.limit(fmt.Sprintf("more than %d wrapper commands in a row", maxLayers))

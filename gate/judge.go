@@ -2,6 +2,8 @@ package gate
 
 import (
 	"fmt"
+	"path"
+	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -52,6 +54,9 @@ type judge struct {
 	// passArgs are functions defined earlier that run their arguments
 	// as a command (f() { "$@"; }).
 	passArgs map[string]bool
+	// words are the literal words seen (CheckArgvWords), seenWords their set.
+	words     []string
+	seenWords map[string]bool
 	// downloaded are files a downloader wrote earlier in the command line.
 	downloaded map[string]bool
 	// current maps redirections to the statement they belong to.
@@ -68,6 +73,30 @@ func (g *Gate) newJudge() *judge {
 }
 
 func (j *judge) stopped() bool { return j.decision.Verdict == Deny }
+
+// maxWords bounds CheckArgvWords' words.
+const maxWords = 512
+
+// noteWord keeps a literal word for CheckArgvWords, and, when relative and
+// an earlier cd went to a known directory, that directory's path to it.
+func (j *judge) noteWord(a arg) {
+	if a.dynamic || a.text == "" || strings.HasPrefix(a.text, "-") {
+		return
+	}
+	add := func(w string) {
+		if len(j.words) < maxWords && !j.seenWords[w] {
+			if j.seenWords == nil {
+				j.seenWords = map[string]bool{}
+			}
+			j.seenWords[w] = true
+			j.words = append(j.words, w)
+		}
+	}
+	add(a.text)
+	if j.cwd != "" && !strings.HasPrefix(j.cwd, "$") && !strings.HasPrefix(j.cwd, "~") && !path.IsAbs(a.text) {
+		add(path.Join(j.cwd, a.text))
+	}
+}
 
 // record keeps a finding if it is stricter than what was found so far.
 func (j *judge) record(v Verdict, rule, reason, command string, hint ...string) {

@@ -128,7 +128,7 @@ func (k *Gatekeeper) kept(ran bool) bool { return ran || k.policy.Warm.Session !
 
 // judge is Judge for a sandbox that is kept or fresh (see scriptView).
 func (k *Gatekeeper) judge(ctx context.Context, argv []string, task string, ask ConfirmFunc, red *output.Redactor, kept bool) (GateVerdict, []string, error) {
-	d := k.rules.CheckArgv(argv)
+	d, words := k.rules.CheckArgvWords(argv)
 	v := GateVerdict{Verdict: string(d.Verdict), Rule: d.Rule, Reason: d.Reason}
 	switch d.Verdict {
 	case gate.Deny:
@@ -151,7 +151,7 @@ func (k *Gatekeeper) judge(ctx context.Context, argv []string, task string, ask 
 	if !k.GuardEnabled() {
 		return v, nil, nil
 	}
-	gv, warn, unjudged := k.askGuard(ctx, argv, task, red, kept)
+	gv, warn, unjudged := k.askGuard(ctx, argv, words, task, red, kept)
 	v.Guard = &gv
 	if unjudged {
 		// Not "do not retry": the refusal names the form that can be judged.
@@ -169,7 +169,11 @@ func (k *Gatekeeper) judge(ctx context.Context, argv []string, task string, ask 
 // redacted first: a remote model must not receive what the sandbox
 // withholds. unjudged: a script the command names is not the host's copy
 // in its sandbox (Reason says which and why); the model was not asked.
-func (k *Gatekeeper) askGuard(ctx context.Context, argv []string, task string, red *output.Redactor, kept bool) (gv guard.Verdict, warns []string, unjudged bool) {
+//
+// The files are looked for among argv's words and their pieces, and among
+// words, the gate's parse of the command line (quotes removed, after a cd
+// in the command joined with its directory).
+func (k *Gatekeeper) askGuard(ctx context.Context, argv, words []string, task string, red *output.Redactor, kept bool) (gv guard.Verdict, warns []string, unjudged bool) {
 	if k.guardErr != nil {
 		return guard.Verdict{Reason: "guard unavailable: " + k.guardErr.Error() + "; not running it"}, nil, false
 	}
@@ -182,7 +186,8 @@ func (k *Gatekeeper) askGuard(ctx context.Context, argv []string, task string, r
 	// The guard judges the copy that will run, or nothing: a script the
 	// sandbox may hold its own version of is refused, never judged on the
 	// host's copy.
-	scripts, err := guard.CollectScriptsIn(ctx, argv, k.policy.WorkspaceRoot, k.policy.Workdir, guard.DefaultScriptBytes, scriptView(k.policy, kept))
+	named := append(append([]string{}, argv...), words...)
+	scripts, err := guard.CollectScriptsIn(ctx, named, k.policy.WorkspaceRoot, k.policy.Workdir, guard.DefaultScriptBytes, scriptView(k.policy, kept))
 	if err != nil {
 		return guard.Verdict{Reason: output.Line(redact(err.Error()))}, nil, true
 	}
@@ -206,6 +211,7 @@ func Denied(err error) (*DeniedError, bool) {
 // AskGuard asks the decision model alone, past the deny list: the
 // selftest's questions about a harmless and a malicious command.
 func (k *Gatekeeper) AskGuard(ctx context.Context, argv []string, task string, red *output.Redactor) (guard.Verdict, []string) {
-	gv, warns, _ := k.askGuard(ctx, argv, task, red, k.kept(false))
+	_, words := k.rules.CheckArgvWords(argv)
+	gv, warns, _ := k.askGuard(ctx, argv, words, task, red, k.kept(false))
 	return gv, warns
 }

@@ -37,6 +37,22 @@ import (
 func scriptView(p *policy.Policy, kept bool) guard.View {
 	return func(path string) (guard.Origin, string) {
 		path = filepath.Clean(path)
+		if kept && isPattern(path) {
+			// The shell expands it in the sandbox: refused when it may
+			// reach below a path the session holds its own version of.
+			lit, _ := coveringMount(p, literalPrefix(path))
+			for _, m := range ownedRoots(p) {
+				// What the literal part names lies under a read-only mount
+				// deeper than m: the host's, wherever the pattern leads.
+				if lit.ReadOnly && !lit.Discard && len(lit.Path) > len(m.Path) {
+					continue
+				}
+				if patternReaches(path, m) {
+					return guard.FromSandbox, "in this session the pattern may match the session's own files under " + m.Path +
+						", not the host's copies the guard reads; name the file, and run it outside the session, where a fresh sandbox starts from the host's copy"
+				}
+			}
+		}
 		for _, u := range p.Unreadable {
 			if under(u, path) {
 				return guard.Hidden, ""
@@ -115,4 +131,53 @@ func hostDir(root, path string) bool {
 // under reports whether p is dir or below it.
 func under(dir, p string) bool {
 	return dir == p || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// isPattern reports whether the shell may expand path: a glob or a brace.
+func isPattern(path string) bool { return strings.ContainsAny(path, "*?[{") }
+
+// literalPrefix is path up to its first component the shell may expand.
+func literalPrefix(path string) string {
+	parts := strings.Split(path, "/")
+	for i, c := range parts {
+		if isPattern(c) {
+			return strings.Join(parts[:i], "/")
+		}
+	}
+	return path
+}
+
+// ownedRoots are the paths under which a kept sandbox may hold its own
+// files: discard mounts, staged writable paths and skeleton directories.
+func ownedRoots(p *policy.Policy) []policy.Mount {
+	var out []policy.Mount
+	for _, m := range p.Mounts {
+		if m.Discard || !m.ReadOnly && p.Staged() {
+			out = append(out, m)
+		}
+	}
+	for _, s := range p.Staging.Skeletons {
+		out = append(out, policy.Mount{Path: s, Kind: "dir"})
+	}
+	return out
+}
+
+// patternReaches reports whether pattern, expanded, may name root or a
+// path below it other than a directory the pattern stops at: each of
+// root's components is matched by the pattern's (a component with a
+// brace matches anything), and the pattern goes on, or root is a file.
+func patternReaches(pattern string, root policy.Mount) bool {
+	pc, rc := strings.Split(pattern, "/"), strings.Split(root.Path, "/")
+	if len(pc) < len(rc) || len(pc) == len(rc) && root.Kind != "file" {
+		return false
+	}
+	for i := range rc {
+		if strings.Contains(pc[i], "{") {
+			continue
+		}
+		if ok, err := filepath.Match(pc[i], rc[i]); err != nil || !ok {
+			return err != nil // a malformed pattern: fail closed
+		}
+	}
+	return true
 }

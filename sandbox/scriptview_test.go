@@ -79,6 +79,15 @@ func TestScriptView(t *testing.T) {
 		{rel: "co/src/../run.sh", fresh: guard.FromHost, kept: guard.FromSandbox, why: "overlay"},      // cleaned first
 		{rel: "README.md/../co/x", fresh: guard.FromHost, kept: guard.FromSandbox, why: "overlay"},     // cleaned first
 		{rel: "repros/sub/../../co/a", fresh: guard.FromHost, kept: guard.FromSandbox, why: "overlay"}, // cleaned first
+		{rel: "c?/run.sh", fresh: guard.FromHost, kept: guard.FromSandbox, why: "pattern"},             // the shell expands it
+		{rel: "*/x.py", fresh: guard.FromHost, kept: guard.FromSandbox, why: "pattern"},
+		{rel: "c[o]/x.py", fresh: guard.FromHost, kept: guard.FromSandbox, why: "pattern"},
+		{rel: "{co,data}/x.py", fresh: guard.FromHost, kept: guard.FromSandbox, why: "pattern"},
+		{rel: "NOTES.m?", fresh: guard.FromHost, kept: guard.FromSandbox, why: "pattern"}, // a writable file
+		{rel: "c*", fresh: guard.FromHost, kept: guard.FromSandbox, why: "pattern"},       // a file planted in the root's skeleton
+		{rel: "co/src/*", fresh: guard.FromHost, kept: guard.FromSandbox, why: "pattern"},
+		{rel: "data/*.py", fresh: guard.FromHost, kept: guard.FromHost},  // under a read-only mount
+		{rel: "src/*/x.py", fresh: guard.FromHost, kept: guard.FromHost}, // under a listed read-only directory
 	}
 	for _, c := range cases {
 		path := c.rel
@@ -162,6 +171,16 @@ func TestGateRefusesScriptsASessionMayHold(t *testing.T) {
 	}
 	if recs := readAudit(t, p.AuditLog); len(recs) == 0 || !strings.Contains(recs[len(recs)-1].Gate, "cannot judge co/new.sh") {
 		t.Errorf("audit: %+v", recs)
+	}
+	// Reached through a cd, quotes or a pattern: the shell's words, as the
+	// gate parses them, are looked at too.
+	for _, c := range []struct{ code, script string }{
+		{"cd co && sh run.sh", "co/run.sh"},
+		{`sh c""o/run.sh`, "co/run.sh"},
+		{"sh c?/run.sh", "c?/run.sh"},
+	} {
+		_, err = Run(context.Background(), newFake(), Request{Policy: p, Command: backends.Command{Argv: []string{"sh", "-c", c.code}}, Redactor: newRedactor()})
+		checkUnjudged(t, err, c.script)
 	}
 	// A directory of the checkout names no script.
 	if _, err := Run(context.Background(), newFake(), Request{Policy: p, Command: backends.Command{Argv: []string{"ls", "co"}}, Redactor: newRedactor()}); err != nil {

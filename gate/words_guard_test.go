@@ -1,0 +1,42 @@
+package gate
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestCheckArgvWords: the words the guard looks for files among are the
+// shell's (quotes removed, nested code, redirection targets), and a
+// relative one after a cd also names the file in that directory.
+func TestCheckArgvWords(t *testing.T) {
+	g, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		argv []string
+		want []string // among the words
+		not  []string // never among them
+	}{
+		{[]string{"sh", "-c", "cd co && sh run.sh"}, []string{"run.sh", "co/run.sh"}, nil},
+		{[]string{"sh", "-c", `sh c""o/run.sh`}, []string{"co/run.sh"}, nil},
+		{[]string{"bash", "-c", `python3 'c'o/main.py`}, []string{"co/main.py"}, nil},
+		{[]string{"sh", "-c", "printf x > 'co/a.sh'; cd co/src; cd ..; sh ../b.sh"}, []string{"co/a.sh", "co/src", "b.sh"}, nil},
+		{[]string{"sh", "-c", `sh -c "cd repros && python3 1.py"`}, []string{"repros/1.py"}, nil},
+		{[]string{"sh", "-c", `cd "$X" && sh run.sh`}, []string{"run.sh"}, []string{"$X/run.sh"}},
+		{[]string{"sh", "-c", "cat <<'E'\nco/x.sh\nE"}, nil, []string{"E"}},
+	}
+	for _, c := range cases {
+		_, words := g.CheckArgvWords(c.argv)
+		for _, w := range c.want {
+			if !slices.Contains(words, w) {
+				t.Errorf("%q: words %q lack %q", c.argv, words, w)
+			}
+		}
+		for _, w := range c.not {
+			if slices.Contains(words, w) {
+				t.Errorf("%q: words %q hold %q", c.argv, words, w)
+			}
+		}
+	}
+}
