@@ -208,13 +208,22 @@ func (g *Gate) CheckArgv(argv []string) Decision {
 	return d
 }
 
+// Words are what CheckArgvWords found in a command line.
+type Words struct {
+	// All are the literal words, as the shell will see them.
+	All []string
+	// Scripts are those in a script's place: a shell's or an
+	// interpreter's script, source's file, a command named by its path.
+	Scripts []string
+}
+
 // CheckArgvWords is CheckArgv that also returns the literal words of the
 // command line as the shell will see them (quotes removed; nested sh -c
 // code, redirection targets included), each relative one also joined
 // with the directory an earlier cd went to: the files the command may
 // name, for the guard to read. Bounded; on a denial, only those seen
 // before it.
-func (g *Gate) CheckArgvWords(argv []string) (Decision, []string) {
+func (g *Gate) CheckArgvWords(argv []string) (Decision, Words) {
 	j := g.newJudge()
 	size := 0
 	for _, a := range argv {
@@ -229,7 +238,7 @@ func (g *Gate) CheckArgvWords(argv []string) (Decision, []string) {
 		j.patterns(strings.TrimSpace(strings.Join(argv, " ")))
 		j.command(literals(argv), nil)
 	}
-	return j.decision, j.words
+	return j.decision, Words{All: j.words, Scripts: j.scripts}
 }
 
 // CheckShell judges a shell script (bash syntax).

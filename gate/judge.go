@@ -54,9 +54,10 @@ type judge struct {
 	// passArgs are functions defined earlier that run their arguments
 	// as a command (f() { "$@"; }).
 	passArgs map[string]bool
-	// words are the literal words seen (CheckArgvWords), seenWords their set.
-	words     []string
-	seenWords map[string]bool
+	// words are the literal words seen (CheckArgvWords), scripts those in
+	// a script's place, seenWords their set.
+	words, scripts []string
+	seenWords      map[string]bool
 	// downloaded are files a downloader wrote earlier in the command line.
 	downloaded map[string]bool
 	// current maps redirections to the statement they belong to.
@@ -77,25 +78,37 @@ func (j *judge) stopped() bool { return j.decision.Verdict == Deny }
 // maxWords bounds CheckArgvWords' words.
 const maxWords = 512
 
-// noteWord keeps a literal word for CheckArgvWords, and, when relative and
-// an earlier cd went to a known directory, that directory's path to it.
-func (j *judge) noteWord(a arg) {
+// noteWord keeps a literal word for CheckArgvWords, and, when relative, a
+// path (inCwd) and an earlier cd went to a known directory, that
+// directory's path to it.
+func (j *judge) noteWord(a arg, inCwd bool) {
+	j.words = j.addWord(j.words, "w", a, inCwd)
+}
+
+// noteScript keeps a literal word in a script's place: a shell's or an
+// interpreter's script, source's file, a command named by its path.
+func (j *judge) noteScript(a arg) {
+	j.scripts = j.addWord(j.scripts, "s", a, true)
+}
+
+func (j *judge) addWord(list []string, kind string, a arg, inCwd bool) []string {
 	if a.dynamic || a.text == "" || strings.HasPrefix(a.text, "-") {
-		return
+		return list
 	}
 	add := func(w string) {
-		if len(j.words) < maxWords && !j.seenWords[w] {
+		if len(list) < maxWords && !j.seenWords[kind+w] {
 			if j.seenWords == nil {
 				j.seenWords = map[string]bool{}
 			}
-			j.seenWords[w] = true
-			j.words = append(j.words, w)
+			j.seenWords[kind+w] = true
+			list = append(list, w)
 		}
 	}
 	add(a.text)
-	if j.cwd != "" && !strings.HasPrefix(j.cwd, "$") && !strings.HasPrefix(j.cwd, "~") && !path.IsAbs(a.text) {
+	if inCwd && j.cwd != "" && !strings.HasPrefix(j.cwd, "$") && !strings.HasPrefix(j.cwd, "~") && !path.IsAbs(a.text) {
 		add(path.Join(j.cwd, a.text))
 	}
+	return list
 }
 
 // record keeps a finding if it is stricter than what was found so far.

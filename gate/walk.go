@@ -135,7 +135,7 @@ func (j *judge) redirect(r *syntax.Redirect) {
 		return
 	}
 	if r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc && r.Op != syntax.WordHdoc {
-		j.noteWord(target)
+		j.noteWord(target, true)
 	}
 	text := r.Op.String() + " " + target.text
 	if writesFile(r.Op) && isDiskDevice(target.text) {

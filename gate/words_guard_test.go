@@ -27,7 +27,8 @@ func TestCheckArgvWords(t *testing.T) {
 		{[]string{"sh", "-c", "cat <<'E'\nco/x.sh\nE"}, nil, []string{"E"}},
 	}
 	for _, c := range cases {
-		_, words := g.CheckArgvWords(c.argv)
+		_, ws := g.CheckArgvWords(c.argv)
+		words := ws.All
 		for _, w := range c.want {
 			if !slices.Contains(words, w) {
 				t.Errorf("%q: words %q lack %q", c.argv, words, w)
@@ -37,6 +38,22 @@ func TestCheckArgvWords(t *testing.T) {
 			if slices.Contains(words, w) {
 				t.Errorf("%q: words %q hold %q", c.argv, words, w)
 			}
+		}
+	}
+	// The words in a script's place.
+	for _, c := range []struct {
+		argv []string
+		want []string
+	}{
+		{[]string{"sh", "-c", "cd co && sh run.sh x.txt"}, []string{"run.sh", "co/run.sh"}},
+		{[]string{"bash", "-c", "python3 -u 'c'o/main.py arg; source ./env.sh; ./co/x"}, []string{"co/main.py", "./env.sh", "./co/x"}},
+		{[]string{"env", "A=1", "node", "co/a.js"}, []string{"co/a.js"}},
+		{[]string{"git", "log"}, nil},
+		{[]string{"python3", "-m", "pytest", "co/t.py"}, nil},
+	} {
+		_, ws := g.CheckArgvWords(c.argv)
+		if !slices.Equal(ws.Scripts, c.want) {
+			t.Errorf("%q: scripts %q, want %q", c.argv, ws.Scripts, c.want)
 		}
 	}
 }

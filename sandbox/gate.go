@@ -173,7 +173,7 @@ func (k *Gatekeeper) judge(ctx context.Context, argv []string, task string, ask 
 // The files are looked for among argv's words and their pieces, and among
 // words, the gate's parse of the command line (quotes removed, after a cd
 // in the command joined with its directory).
-func (k *Gatekeeper) askGuard(ctx context.Context, argv, words []string, task string, red *output.Redactor, kept bool) (gv guard.Verdict, warns []string, unjudged bool) {
+func (k *Gatekeeper) askGuard(ctx context.Context, argv []string, words gate.Words, task string, red *output.Redactor, kept bool) (gv guard.Verdict, warns []string, unjudged bool) {
 	if k.guardErr != nil {
 		return guard.Verdict{Reason: "guard unavailable: " + k.guardErr.Error() + "; not running it"}, nil, false
 	}
@@ -186,8 +186,9 @@ func (k *Gatekeeper) askGuard(ctx context.Context, argv, words []string, task st
 	// The guard judges the copy that will run, or nothing: a script the
 	// sandbox may hold its own version of is refused, never judged on the
 	// host's copy.
-	named := append(append([]string{}, argv...), words...)
-	scripts, err := guard.CollectScriptsIn(ctx, named, k.policy.WorkspaceRoot, k.policy.Workdir, guard.DefaultScriptBytes, scriptView(k.policy, kept))
+	named := append(append([]string{}, argv...), words.All...)
+	view := scriptView(k.policy, kept, scriptSet(k.policy, words.Scripts))
+	scripts, err := guard.CollectScriptsIn(ctx, named, k.policy.WorkspaceRoot, k.policy.Workdir, guard.DefaultScriptBytes, view)
 	if err != nil {
 		return guard.Verdict{Reason: output.Line(redact(err.Error()))}, nil, true
 	}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -34,10 +35,17 @@ import (
 //     all the way down (found without following a symlink), which names
 //     no script;
 //   - otherwise FromHost.
-func scriptView(p *policy.Policy, kept bool) guard.View {
+//
+// In a kept sandbox a path there is refused only when the guard would
+// show the host's copy of it (the host has a file there) or the command
+// runs it (scripts: the gate's words in a script's place, absolute, and
+// as they resolve on the host): a new file the session planted that the
+// command only names (git log in co, printf > co/x) is not shown, and so
+// not judged on another copy.
+func scriptView(p *policy.Policy, kept bool, scripts map[string]bool) guard.View {
 	return func(path string) (guard.Origin, string) {
 		path = filepath.Clean(path)
-		if kept && isPattern(path) {
+		if kept && scripts[path] && isPattern(path) {
 			// The shell expands it in the sandbox: refused when it may
 			// reach below a path the session holds its own version of.
 			lit, _ := coveringMount(p, literalPrefix(path))
@@ -81,6 +89,9 @@ func scriptView(p *policy.Policy, kept bool) guard.View {
 		}
 		if path == cover.Path && cover.Kind != "file" || hostDir(cover.Path, path) {
 			return guard.FromHost, ""
+		}
+		if _, err := os.Lstat(path); err != nil && !scripts[path] {
+			return guard.FromHost, "" // nothing to show, and not run
 		}
 		return guard.FromSandbox, why + "; run it outside the session, where a fresh sandbox starts from the host's copy"
 	}
@@ -180,4 +191,26 @@ func patternReaches(pattern string, root policy.Mount) bool {
 		}
 	}
 	return true
+}
+
+// scriptSet is the gate's script words as absolute host paths (against
+// the command's directory), each also as it resolves on the host.
+func scriptSet(p *policy.Policy, words []string) map[string]bool {
+	dir := p.Workdir
+	switch {
+	case dir == "":
+		dir = p.WorkspaceRoot
+	case !filepath.IsAbs(dir):
+		dir = filepath.Join(p.WorkspaceRoot, dir)
+	}
+	set := map[string]bool{}
+	for _, w := range words {
+		if !filepath.IsAbs(w) {
+			w = filepath.Join(dir, w)
+		}
+		w = filepath.Clean(w)
+		set[w] = true
+		set[guard.ResolveExisting(w)] = true
+	}
+	return set
 }

@@ -98,7 +98,8 @@ func TestScriptView(t *testing.T) {
 			kept bool
 			want guard.Origin
 		}{{false, c.fresh}, {true, c.kept}} {
-			got, why := scriptView(p, k.kept)(path)
+			// Each as a script the command runs.
+			got, why := scriptView(p, k.kept, map[string]bool{filepath.Clean(path): true})(path)
 			if got != k.want {
 				t.Errorf("%s kept=%v: origin %d (%s), want %d", c.rel, k.kept, got, why, k.want)
 			}
@@ -107,10 +108,27 @@ func TestScriptView(t *testing.T) {
 			}
 		}
 	}
+	// A path the command only names: refused in a session only when the
+	// host has a file there (the guard would show the host's copy).
+	if err := os.WriteFile(filepath.Join(ws, "co", "README"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rel  string
+		want guard.Origin
+	}{
+		{"co/log", guard.FromHost}, // git log in co: nothing there, not run
+		{"co/README", guard.FromSandbox},
+		{"co/*", guard.FromHost}, // a pattern not run: the guard shows nothing for it
+	} {
+		if got, why := scriptView(p, true, nil)(ws + "/" + c.rel); got != c.want {
+			t.Errorf("%s named only: %d (%s), want %d", c.rel, got, why, c.want)
+		}
+	}
 	// Writable paths that are not staged are the host's own directory:
 	// what the sandbox wrote is the host's copy.
 	p.Staging = policy.Staging{}
-	if got, why := scriptView(p, true)(ws + "/repros/1.py"); got != guard.FromHost {
+	if got, why := scriptView(p, true, map[string]bool{ws + "/repros/1.py": true})(ws + "/repros/1.py"); got != guard.FromHost {
 		t.Errorf("an unstaged writable path: %d (%s), want the host's", got, why)
 	}
 }

@@ -92,19 +92,22 @@ func TestGuardJudgesWhatTheSessionRuns(t *testing.T) {
 			if r := run("sh", "-c", `printf 'echo PLAN''TED\n' > co/run.sh`); r.code != 125 || !strings.Contains(r.stderr, "cannot judge co/run.sh") {
 				t.Fatalf("writing co/run.sh by name: exit %d: %s", r.code, r.stderr)
 			}
-			// The command that plants reaches the file without naming it (the
-			// guard reads only named files) and never spells the canary.
-			if r := run("sh", "-c", `cd co && printf 'echo PLAN''TED\n' > run.sh`); r.code != 0 {
-				t.Fatalf("planting in the checkout's overlay: exit %d: %s", r.code, r.stderr)
+			// The command that plants builds the path at run time, where no
+			// reading of the command line sees it, and never spells the canary.
+			plant := func(dir, name string) {
+				t.Helper()
+				prog := fmt.Sprintf(`BEGIN { printf "echo PLAN" "TED\n" > (%q "%s/%s") }`, dir[:1], dir[1:], name)
+				if r := run("awk", prog); r.code != 0 {
+					t.Fatalf("planting %s/%s: exit %d: %s", dir, name, r.code, r.stderr)
+				}
 			}
+			plant("co", "run.sh")
 			if b, _ := os.ReadFile(filepath.Join(root, "co", "run.sh")); string(b) != "echo benign\n" {
 				t.Fatalf("the host's checkout changed: %q", b)
 			}
 			for _, script := range []string{"co/run.sh", "co/new.sh"} {
 				if script == "co/new.sh" {
-					if r := run("sh", "-c", `cd co && printf 'echo PLAN''TED\n' > new.sh`); r.code != 0 {
-						t.Fatalf("planting a new file: exit %d: %s", r.code, r.stderr)
-					}
+					plant("co", "new.sh")
 				}
 				r := run("sh", script)
 				if strings.Contains(r.stdout, "PLANTED") {
@@ -116,15 +119,25 @@ func TestGuardJudgesWhatTheSessionRuns(t *testing.T) {
 			}
 			// A writable path's copy in a session is the session's too: the
 			// host's later change does not reach it.
-			if r := run("sh", "-c", `cd repros && printf 'echo PLAN''TED\n' > run.sh`); r.code != 0 {
-				t.Fatalf("writing repros: exit %d: %s", r.code, r.stderr)
-			}
+			plant("repros", "run.sh")
 			if err := os.WriteFile(filepath.Join(root, "repros", "run.sh"), []byte("echo benign\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			r = run("sh", "repros/run.sh")
 			if strings.Contains(r.stdout, "PLANTED") || r.code != 125 || !strings.Contains(r.stderr, "cannot judge repros/run.sh") {
 				t.Errorf("repros/run.sh: want a refusal naming it: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+			}
+			// Reaching it through a cd, quotes or a pattern is refused too.
+			for _, code := range []string{"cd co && sh run.sh", `sh c""o/run.sh`, "sh c?/run.sh", "cd co && sh new.sh"} {
+				r := run("sh", "-c", code)
+				if strings.Contains(r.stdout, "PLANTED") || r.code != 125 || !strings.Contains(r.stderr, "cannot judge") {
+					t.Errorf("%s: want a refusal: exit %d, stdout %q, stderr %s", code, r.code, r.stdout, r.stderr)
+				}
+			}
+			// What only names a path there that the host has nothing at is
+			// judged: git log in the checkout.
+			if r := run("sh", "-c", "cd co && ls log 2>/dev/null; true"); r.code != 0 {
+				t.Errorf("cd co && ls log: exit %d, stderr %s", r.code, r.stderr)
 			}
 			// Naming a directory of the checkout is no script: still judged.
 			if r := run("ls", "co"); r.code != 0 {

@@ -168,8 +168,10 @@ func (c *collector) named(p string) string {
 	return p
 }
 
-// resolveExisting is p with the symlinks of its longest existing prefix
-// resolved: where a file that does not exist on the host would be.
+// ResolveExisting is p with the symlinks of its longest existing prefix
+// resolved on the host: where a file that does not exist there would be.
+func ResolveExisting(p string) string { return resolveExisting(p) }
+
 func resolveExisting(p string) string {
 	rest := ""
 	for dir := p; ; dir = filepath.Dir(dir) {
