@@ -215,6 +215,9 @@ type Words struct {
 	// Scripts are those in a script's place: a shell's or an
 	// interpreter's script, source's file, a command named by its path.
 	Scripts []string
+	// Written are files the command line writes itself: a redirection's
+	// target, a downloader's output.
+	Written []string
 }
 
 // CheckArgvWords is CheckArgv that also returns the literal words of the
@@ -238,7 +241,7 @@ func (g *Gate) CheckArgvWords(argv []string) (Decision, Words) {
 		j.patterns(strings.TrimSpace(strings.Join(argv, " ")))
 		j.command(literals(argv), nil)
 	}
-	return j.decision, Words{All: j.words, Scripts: j.scripts}
+	return j.decision, Words{All: j.words, Scripts: j.scripts, Written: j.written}
 }
 
 // CheckShell judges a shell script (bash syntax).

@@ -55,9 +55,9 @@ type judge struct {
 	// as a command (f() { "$@"; }).
 	passArgs map[string]bool
 	// words are the literal words seen (CheckArgvWords), scripts those in
-	// a script's place, seenWords their set.
-	words, scripts []string
-	seenWords      map[string]bool
+	// a script's place, written the files it writes; seenWords their set.
+	words, scripts, written []string
+	seenWords               map[string]bool
 	// downloaded are files a downloader wrote earlier in the command line.
 	downloaded map[string]bool
 	// current maps redirections to the statement they belong to.
@@ -89,6 +89,12 @@ func (j *judge) noteWord(a arg, inCwd bool) {
 // interpreter's script, source's file, a command named by its path.
 func (j *judge) noteScript(a arg) {
 	j.scripts = j.addWord(j.scripts, "s", a, true)
+}
+
+// noteWritten keeps a literal file the command line writes (a
+// redirection's target, a downloader's output).
+func (j *judge) noteWritten(a arg) {
+	j.written = j.addWord(j.written, "o", a, true)
 }
 
 func (j *judge) addWord(list []string, kind string, a arg, inCwd bool) []string {

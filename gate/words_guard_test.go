@@ -40,6 +40,21 @@ func TestCheckArgvWords(t *testing.T) {
 			}
 		}
 	}
+	// The files it writes itself.
+	for _, c := range []struct {
+		argv []string
+		want []string
+	}{
+		{[]string{"sh", "-c", "cat > x.sh <<'E'\ngit log\nE\nsh x.sh"}, []string{"x.sh"}},
+		{[]string{"sh", "-c", "cd repros && echo 1 >> a.py 2>/dev/null"}, []string{"a.py", "repros/a.py", "/dev/null"}},
+		{[]string{"sh", "-c", "curl -so x.py https://example.com/x"}, []string{"x.py"}},
+		{[]string{"sh", "-c", "cat < in.txt"}, nil},
+	} {
+		_, ws := g.CheckArgvWords(c.argv)
+		if !slices.Equal(ws.Written, c.want) {
+			t.Errorf("%q: written %q, want %q", c.argv, ws.Written, c.want)
+		}
+	}
 	// The words in a script's place.
 	for _, c := range []struct {
 		argv []string

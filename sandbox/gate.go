@@ -187,7 +187,7 @@ func (k *Gatekeeper) askGuard(ctx context.Context, argv []string, words gate.Wor
 	// sandbox may hold its own version of is refused, never judged on the
 	// host's copy.
 	named := append(append([]string{}, argv...), words.All...)
-	view := scriptView(k.policy, kept, scriptSet(k.policy, words.Scripts))
+	view := scriptView(k.policy, kept, scriptSet(k.policy, words.Scripts), scriptSet(k.policy, words.Written))
 	scripts, err := guard.CollectScriptsIn(ctx, named, k.policy.WorkspaceRoot, k.policy.Workdir, guard.DefaultScriptBytes, view)
 	if err != nil {
 		return guard.Verdict{Reason: output.Line(redact(err.Error()))}, nil, true

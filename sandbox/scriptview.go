@@ -42,7 +42,12 @@ import (
 // as they resolve on the host): a new file the session planted that the
 // command only names (git log in co, printf > co/x) is not shown, and so
 // not judged on another copy.
-func scriptView(p *policy.Policy, kept bool, scripts map[string]bool) guard.View {
+//
+// written are the files the command line writes itself (redirections,
+// downloads): in a path the sandbox may write, the host's copy is not what
+// the command leaves there, so it is not shown (what is written is in the
+// command the guard is shown, or came from a download the gate judges).
+func scriptView(p *policy.Policy, kept bool, scripts, written map[string]bool) guard.View {
 	return func(path string) (guard.Origin, string) {
 		path = filepath.Clean(path)
 		if kept && scripts[path] && isPattern(path) {
@@ -75,7 +80,11 @@ func scriptView(p *policy.Policy, kept bool, scripts map[string]bool) guard.View
 				return guard.Hidden, ""
 			}
 		}
-		if !kept {
+		owned := cover.Discard || cover.staged
+		switch {
+		case owned && written[path] && !(kept && scripts[path]):
+			return guard.Hidden, ""
+		case !kept:
 			return guard.FromHost, ""
 		}
 		var why string
@@ -193,7 +202,7 @@ func patternReaches(pattern string, root policy.Mount) bool {
 	return true
 }
 
-// scriptSet is the gate's script words as absolute host paths (against
+// scriptSet is the gate's words (in a script's place, or written) as absolute host paths (against
 // the command's directory), each also as it resolves on the host.
 func scriptSet(p *policy.Policy, words []string) map[string]bool {
 	dir := p.Workdir

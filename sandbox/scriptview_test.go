@@ -3,11 +3,13 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -99,7 +101,7 @@ func TestScriptView(t *testing.T) {
 			want guard.Origin
 		}{{false, c.fresh}, {true, c.kept}} {
 			// Each as a script the command runs.
-			got, why := scriptView(p, k.kept, map[string]bool{filepath.Clean(path): true})(path)
+			got, why := scriptView(p, k.kept, map[string]bool{filepath.Clean(path): true}, nil)(path)
 			if got != k.want {
 				t.Errorf("%s kept=%v: origin %d (%s), want %d", c.rel, k.kept, got, why, k.want)
 			}
@@ -121,14 +123,37 @@ func TestScriptView(t *testing.T) {
 		{"co/README", guard.FromSandbox},
 		{"co/*", guard.FromHost}, // a pattern not run: the guard shows nothing for it
 	} {
-		if got, why := scriptView(p, true, nil)(ws + "/" + c.rel); got != c.want {
+		if got, why := scriptView(p, true, nil, nil)(ws + "/" + c.rel); got != c.want {
 			t.Errorf("%s named only: %d (%s), want %d", c.rel, got, why, c.want)
+		}
+	}
+	// A file the command line writes itself, where the sandbox may write:
+	// the host's copy is not what it leaves there, so it is not shown; in
+	// a session it is refused if the command also runs it.
+	for _, c := range []struct {
+		rel         string
+		script      bool
+		fresh, kept guard.Origin
+	}{
+		{"repros/x.sh", true, guard.Hidden, guard.FromSandbox},
+		{"repros/out.txt", false, guard.Hidden, guard.Hidden},
+		{"co/x.sh", true, guard.Hidden, guard.FromSandbox},
+		{"data/x.sh", true, guard.FromHost, guard.FromHost}, // read-only: the write fails, the host's runs
+	} {
+		path := ws + "/" + c.rel
+		for _, k := range []struct {
+			kept bool
+			want guard.Origin
+		}{{false, c.fresh}, {true, c.kept}} {
+			if got, why := scriptView(p, k.kept, map[string]bool{path: c.script}, map[string]bool{path: true})(path); got != k.want {
+				t.Errorf("%s written, kept=%v: %d (%s), want %d", c.rel, k.kept, got, why, k.want)
+			}
 		}
 	}
 	// Writable paths that are not staged are the host's own directory:
 	// what the sandbox wrote is the host's copy.
 	p.Staging = policy.Staging{}
-	if got, why := scriptView(p, true, map[string]bool{ws + "/repros/1.py": true})(ws + "/repros/1.py"); got != guard.FromHost {
+	if got, why := scriptView(p, true, map[string]bool{ws + "/repros/1.py": true}, nil)(ws + "/repros/1.py"); got != guard.FromHost {
 		t.Errorf("an unstaged writable path: %d (%s), want the host's", got, why)
 	}
 }
@@ -227,5 +252,43 @@ func checkUnjudged(t *testing.T, err error, script string) {
 	if !strings.HasPrefix(d.Message, "DENIED: the guard cannot judge "+script+": ") || !strings.Contains(d.Message, "run it outside the session") ||
 		strings.Contains(d.Message, "\n") || strings.Contains(d.Message, "Do not retry") {
 		t.Errorf("message %q", d.Message)
+	}
+}
+
+// TestGuardNotShownAStaleCopy: a one-shot command that writes a script and
+// then runs it is judged on its text; the host's older copy, which is not
+// what runs, is not shown to the model.
+func TestGuardNotShownAStaleCopy(t *testing.T) {
+	p := newPolicy(t, "agent")
+	repros := filepath.Join(p.WorkspaceRoot, "repros")
+	if err := os.MkdirAll(repros, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repros, "x.sh"), []byte("echo STALE\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.Mounts = append(p.Mounts, policy.Mount{Path: repros, Kind: "dir", Why: "writable"})
+	p.Staging = policy.Staging{Size: 1 << 20, Inodes: 100}
+	var bodies []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		content := `{"safe":0.9,"exfiltration":0.1,"destructive":0.1,"injection":0.1}`
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": content}}}})
+	}))
+	t.Cleanup(srv.Close)
+	withGuard(t, p, srv.URL+"/v1")
+	for _, code := range []string{"cat > repros/x.sh <<'E'\necho NEW\nE\nsh repros/x.sh", "sh repros/x.sh"} {
+		if _, err := Run(context.Background(), newFake(), Request{Policy: p, Command: backends.Command{Argv: []string{"sh", "-c", code}}, Redactor: newRedactor()}); err != nil {
+			t.Fatalf("%q: %v", code, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 2 || strings.Contains(bodies[0], "STALE") || !strings.Contains(bodies[1], "STALE") {
+		t.Errorf("the model was shown %q", bodies)
 	}
 }
