@@ -87,9 +87,9 @@ func TestGuardJudgesWhatTheSessionRuns(t *testing.T) {
 				t.Helper()
 				return runCLI(t, root, nil, append([]string{"run", "--backend", backend, "--session", session, "--"}, argv...)...)
 			}
-			// Naming a file the session may hold its own version of is
-			// refused, even to write it.
-			if r := run("sh", "-c", `printf 'echo PLAN''TED\n' > co/run.sh`); r.code != 125 || !strings.Contains(r.stderr, "cannot judge co/run.sh") {
+			// Writing a file there by name only is judged on the command's
+			// text (the host's copy is not shown: it is not what is left).
+			if r := run("sh", "-c", `printf 'echo benign\n' > co/run.sh`); r.code != 0 {
 				t.Fatalf("writing co/run.sh by name: exit %d: %s", r.code, r.stderr)
 			}
 			// The command that plants builds the path at run time, where no
