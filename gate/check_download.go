@@ -49,6 +49,7 @@ func (j *judge) noteDownload(l layer, stmt *syntax.Stmt) {
 	}
 	for _, f := range files {
 		if f != "" && f != "-" && f != "/dev/null" {
+			j.noteWritten(literal(f))
 			if j.downloaded == nil {
 				j.downloaded = map[string]bool{}
 			}

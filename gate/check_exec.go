@@ -84,6 +84,9 @@ func isStdinPath(a arg) bool {
 
 func (j *judge) checkShell(l layer, stmt *syntax.Stmt) {
 	sc := parseShell(l.args[1:])
+	if sc.script != nil {
+		j.noteScript(*sc.script)
+	}
 	switch {
 	case sc.code != nil:
 		j.code(*sc.code, l.name+" -c", l.text())
@@ -161,6 +164,9 @@ func (j *judge) checkInterpreter(fam string, l layer, stmt *syntax.Stmt) {
 	ic := parseInterpreter(fam, l.args[1:])
 	if ic.module != nil {
 		return
+	}
+	if ic.script != nil {
+		j.noteScript(*ic.script)
 	}
 	for _, c := range append(ic.code, derefs(ic.script)...) {
 		if c.dynamic && j.downloads(c.word) {
@@ -331,6 +337,7 @@ func (j *judge) checkSource(l layer, stmt *syntax.Stmt) {
 	if len(ops) == 0 {
 		return
 	}
+	j.noteScript(ops[0])
 	switch {
 	case ops[0].dynamic:
 		if j.downloads(ops[0].word) {

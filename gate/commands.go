@@ -17,6 +17,11 @@ func (j *judge) command(args []arg, stmt *syntax.Stmt) {
 	if expanded, ok := j.expandAlias(args); ok {
 		args = expanded
 	}
+	for i, a := range args {
+		// A command name without a slash is looked up on PATH, not in
+		// the directory a cd went to.
+		j.noteWord(a, i > 0 || strings.Contains(a.text, "/"))
+	}
 	layers, truncated := resolveLayers(args)
 	if truncated {
 		j.limit(fmt.Sprintf("more than %d wrapper commands in a row", maxLayers))
@@ -111,6 +116,9 @@ func (j *judge) wrapperSettings(l layer) {
 // languages, git's aliases and helpers, the commands find, rg and at run,
 // and where cd goes. The rules' checks judge the command itself.
 func (j *judge) lookThrough(l layer, stmt *syntax.Stmt) {
+	if strings.Contains(l.args[0].text, "/") {
+		j.noteScript(l.args[0])
+	}
 	switch fam := family(l.name); fam {
 	case "sh":
 		j.checkShell(l, stmt)

@@ -204,6 +204,29 @@ func oneLine(s string, max int) string {
 // command whose words are literal. A shell started with -c has its code
 // parsed and judged.
 func (g *Gate) CheckArgv(argv []string) Decision {
+	d, _ := g.CheckArgvWords(argv)
+	return d
+}
+
+// Words are what CheckArgvWords found in a command line.
+type Words struct {
+	// All are the literal words, as the shell will see them.
+	All []string
+	// Scripts are those in a script's place: a shell's or an
+	// interpreter's script, source's file, a command named by its path.
+	Scripts []string
+	// Written are files the command line writes itself: a redirection's
+	// target, a downloader's output.
+	Written []string
+}
+
+// CheckArgvWords is CheckArgv that also returns the literal words of the
+// command line as the shell will see them (quotes removed; nested sh -c
+// code, redirection targets included), each relative one also joined
+// with the directory an earlier cd went to: the files the command may
+// name, for the guard to read. Bounded; on a denial, only those seen
+// before it.
+func (g *Gate) CheckArgvWords(argv []string) (Decision, Words) {
 	j := g.newJudge()
 	size := 0
 	for _, a := range argv {
@@ -218,7 +241,7 @@ func (g *Gate) CheckArgv(argv []string) Decision {
 		j.patterns(strings.TrimSpace(strings.Join(argv, " ")))
 		j.command(literals(argv), nil)
 	}
-	return j.decision
+	return j.decision, Words{All: j.words, Scripts: j.scripts, Written: j.written}
 }
 
 // CheckShell judges a shell script (bash syntax).

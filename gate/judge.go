@@ -2,6 +2,8 @@ package gate
 
 import (
 	"fmt"
+	"path"
+	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -52,6 +54,10 @@ type judge struct {
 	// passArgs are functions defined earlier that run their arguments
 	// as a command (f() { "$@"; }).
 	passArgs map[string]bool
+	// words are the literal words seen (CheckArgvWords), scripts those in
+	// a script's place, written the files it writes; seenWords their set.
+	words, scripts, written []string
+	seenWords               map[string]bool
 	// downloaded are files a downloader wrote earlier in the command line.
 	downloaded map[string]bool
 	// current maps redirections to the statement they belong to.
@@ -68,6 +74,48 @@ func (g *Gate) newJudge() *judge {
 }
 
 func (j *judge) stopped() bool { return j.decision.Verdict == Deny }
+
+// maxWords bounds CheckArgvWords' words.
+const maxWords = 512
+
+// noteWord keeps a literal word for CheckArgvWords, and, when relative, a
+// path (inCwd) and an earlier cd went to a known directory, that
+// directory's path to it.
+func (j *judge) noteWord(a arg, inCwd bool) {
+	j.words = j.addWord(j.words, "w", a, inCwd)
+}
+
+// noteScript keeps a literal word in a script's place: a shell's or an
+// interpreter's script, source's file, a command named by its path.
+func (j *judge) noteScript(a arg) {
+	j.scripts = j.addWord(j.scripts, "s", a, true)
+}
+
+// noteWritten keeps a literal file the command line writes (a
+// redirection's target, a downloader's output).
+func (j *judge) noteWritten(a arg) {
+	j.written = j.addWord(j.written, "o", a, true)
+}
+
+func (j *judge) addWord(list []string, kind string, a arg, inCwd bool) []string {
+	if a.dynamic || a.text == "" || strings.HasPrefix(a.text, "-") {
+		return list
+	}
+	add := func(w string) {
+		if len(list) < maxWords && !j.seenWords[kind+w] {
+			if j.seenWords == nil {
+				j.seenWords = map[string]bool{}
+			}
+			j.seenWords[kind+w] = true
+			list = append(list, w)
+		}
+	}
+	add(a.text)
+	if inCwd && j.cwd != "" && !strings.HasPrefix(j.cwd, "$") && !strings.HasPrefix(j.cwd, "~") && !path.IsAbs(a.text) {
+		add(path.Join(j.cwd, a.text))
+	}
+	return list
+}
 
 // record keeps a finding if it is stricter than what was found so far.
 func (j *judge) record(v Verdict, rule, reason, command string, hint ...string) {

@@ -134,6 +134,12 @@ func (j *judge) redirect(r *syntax.Redirect) {
 	if target.dynamic {
 		return
 	}
+	if r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc && r.Op != syntax.WordHdoc {
+		j.noteWord(target, true)
+	}
+	if writesFile(r.Op) {
+		j.noteWritten(target)
+	}
 	text := r.Op.String() + " " + target.text
 	if writesFile(r.Op) && isDiskDevice(target.text) {
 		j.rule(ruleDiskWrite, "writing to a disk device destroys what is on it", text)

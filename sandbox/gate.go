@@ -118,7 +118,17 @@ func (k *Gatekeeper) Rules(argv []string) gate.Decision { return k.rules.CheckAr
 // red redacts what the guard is shown. Warnings are for the caller (a
 // guard log that could not be written).
 func (k *Gatekeeper) Judge(ctx context.Context, argv []string, task string, ask ConfirmFunc, red *output.Redactor) (GateVerdict, []string, error) {
-	d := k.rules.CheckArgv(argv)
+	return k.judge(ctx, argv, task, ask, red, k.kept(false))
+}
+
+// kept says whether the sandbox that runs the command keeps what earlier
+// commands wrote: a session's does; ran is a library Session that has
+// already run one.
+func (k *Gatekeeper) kept(ran bool) bool { return ran || k.policy.Warm.Session != "" }
+
+// judge is Judge for a sandbox that is kept or fresh (see scriptView).
+func (k *Gatekeeper) judge(ctx context.Context, argv []string, task string, ask ConfirmFunc, red *output.Redactor, kept bool) (GateVerdict, []string, error) {
+	d, words := k.rules.CheckArgvWords(argv)
 	v := GateVerdict{Verdict: string(d.Verdict), Rule: d.Rule, Reason: d.Reason}
 	switch d.Verdict {
 	case gate.Deny:
@@ -141,8 +151,13 @@ func (k *Gatekeeper) Judge(ctx context.Context, argv []string, task string, ask 
 	if !k.GuardEnabled() {
 		return v, nil, nil
 	}
-	gv, warn := k.askGuard(ctx, argv, task, red)
+	gv, warn, unjudged := k.askGuard(ctx, argv, words, task, red, kept)
 	v.Guard = &gv
+	if unjudged {
+		// Not "do not retry": the refusal names the form that can be judged.
+		v.Verdict = string(gate.Deny)
+		return v, warn, &DeniedError{Verdict: v, Message: "DENIED: " + gv.Reason + "."}
+	}
 	if !gv.Allowed {
 		v.Verdict = string(gate.Deny)
 		return v, warn, &DeniedError{Verdict: v, Message: "DENIED: " + gv.Reason + ". Do not retry it in another form."}
@@ -152,10 +167,15 @@ func (k *Gatekeeper) Judge(ctx context.Context, argv []string, task string, ask 
 
 // askGuard asks the decision model, with the command, task and scripts
 // redacted first: a remote model must not receive what the sandbox
-// withholds.
-func (k *Gatekeeper) askGuard(ctx context.Context, argv []string, task string, red *output.Redactor) (guard.Verdict, []string) {
+// withholds. unjudged: a script the command names is not the host's copy
+// in its sandbox (Reason says which and why); the model was not asked.
+//
+// The files are looked for among argv's words and their pieces, and among
+// words, the gate's parse of the command line (quotes removed, after a cd
+// in the command joined with its directory).
+func (k *Gatekeeper) askGuard(ctx context.Context, argv []string, words gate.Words, task string, red *output.Redactor, kept bool) (gv guard.Verdict, warns []string, unjudged bool) {
 	if k.guardErr != nil {
-		return guard.Verdict{Reason: "guard unavailable: " + k.guardErr.Error() + "; not running it"}, nil
+		return guard.Verdict{Reason: "guard unavailable: " + k.guardErr.Error() + "; not running it"}, nil, false
 	}
 	redact := func(s string) string {
 		if red == nil {
@@ -163,15 +183,23 @@ func (k *Gatekeeper) askGuard(ctx context.Context, argv []string, task string, r
 		}
 		return red.Redact(s)
 	}
-	scripts := guard.CollectScripts(ctx, argv, k.policy.WorkspaceRoot, k.policy.Workdir, guard.DefaultScriptBytes)
+	// The guard judges the copy that will run, or nothing: a script the
+	// sandbox may hold its own version of is refused, never judged on the
+	// host's copy.
+	named := append(append([]string{}, argv...), words.All...)
+	view := scriptView(k.policy, kept, scriptSet(k.policy, words.Scripts), scriptSet(k.policy, words.Written))
+	scripts, err := guard.CollectScriptsIn(ctx, named, k.policy.WorkspaceRoot, k.policy.Workdir, guard.DefaultScriptBytes, view)
+	if err != nil {
+		return guard.Verdict{Reason: output.Line(redact(err.Error()))}, nil, true
+	}
 	for i := range scripts {
 		scripts[i].Content = redact(scripts[i].Content)
 	}
-	gv, err := k.guard.Judge(ctx, guard.Request{Command: redact(confirm.Quote(argv)), Task: redact(task), Scripts: scripts})
+	gv, err = k.guard.Judge(ctx, guard.Request{Command: redact(confirm.Quote(argv)), Task: redact(task), Scripts: scripts})
 	if err != nil {
-		return gv, []string{"guard: " + err.Error()}
+		return gv, []string{"guard: " + err.Error()}, false
 	}
-	return gv, nil
+	return gv, nil, false
 }
 
 // Denied reports whether err is the gate's refusal.
@@ -184,5 +212,7 @@ func Denied(err error) (*DeniedError, bool) {
 // AskGuard asks the decision model alone, past the deny list: the
 // selftest's questions about a harmless and a malicious command.
 func (k *Gatekeeper) AskGuard(ctx context.Context, argv []string, task string, red *output.Redactor) (guard.Verdict, []string) {
-	return k.askGuard(ctx, argv, task, red)
+	_, words := k.rules.CheckArgvWords(argv)
+	gv, warns, _ := k.askGuard(ctx, argv, words, task, red, k.kept(false))
+	return gv, warns
 }

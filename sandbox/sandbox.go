@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/internal/insidebin"
@@ -116,6 +117,8 @@ type Session struct {
 	sandbox  backends.Sandbox
 	weakened []policy.Capability
 	gate     *Gatekeeper
+	// ran: a command was started in this sandbox (see scriptView).
+	ran atomic.Bool
 	// swept is closed once the sweep this start began has ended.
 	swept <-chan struct{}
 }
@@ -224,12 +227,15 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 	case judged != nil:
 		out.Gate = *judged
 	case !req.NoGate:
-		v, warns, err := s.gate.Judge(ctx, req.Command.Argv, req.Task, req.Confirm, req.Redactor)
+		v, warns, err := s.gate.judge(ctx, req.Command.Argv, req.Task, req.Confirm, req.Redactor, s.gate.kept(s.ran.Load()))
 		out.Gate, out.Warnings = v, append(out.Warnings, warns...)
 		if err != nil {
 			return out, err
 		}
 	}
+	// From here the sandbox may keep what the command writes: a later
+	// command's scripts there are not the host's to judge.
+	s.ran.Store(true)
 	req.Command.Timeout = s.policy.Timeout()
 	if req.Command.Workdir == "" {
 		// The command's own directory: a session's sandbox may have been

@@ -3,6 +3,8 @@ package selftest
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/gate/guard"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -46,7 +48,63 @@ func guardResults(ctx context.Context, p *policy.Policy) []Result {
 	if !malicious.Allowed && malicious.Scores == nil {
 		r2.Status = StatusInconclusive
 	}
-	return []Result{r1, r2}
+	return []Result{r1, r2, sessionScriptResult(ctx, p, task)}
+}
+
+// sessionScriptResult is GATE-03: asked about a script in a staged
+// writable directory, the guard of a session (which may hold its own
+// version there, written by its earlier commands) refuses to judge the
+// host's copy. The control asks the same for a fresh sandbox, which starts
+// from the host's copy: not refused for that reason. n/a when no writable
+// directory is staged; inconclusive when the guard cannot be set up.
+func sessionScriptResult(ctx context.Context, p *policy.Policy, task string) Result {
+	r := Result{ID: "GATE-03", Name: "the guard never judges the host's copy of a session's script", Category: "gate", Expected: Blocked,
+		Fix: "the guard must read scripts through the sandbox's view (sandbox/scriptview.go)"}
+	dir := ""
+	for _, m := range p.Mounts {
+		if !m.ReadOnly && m.Kind == "dir" {
+			dir = m.Path
+			break
+		}
+	}
+	if dir == "" || !p.Staged() {
+		r.Status, r.Observed, r.Evidence = StatusNotApplicable, "n/a", "no staged writable directory"
+		return r
+	}
+	argv := []string{"sh", filepath.Join(dir, "gate-03.sh")}
+	ask := func(session string) (guard.Verdict, error) {
+		q := *p
+		q.Warm = policy.Warm{Session: session}
+		gk, err := sandbox.NewGatekeeper(&q)
+		if err != nil {
+			return guard.Verdict{}, err
+		}
+		v, _ := gk.AskGuard(ctx, argv, task, nil)
+		return v, nil
+	}
+	canary, err := ask("selftest")
+	if err != nil {
+		r.Status, r.Observed, r.Evidence = StatusInconclusive, "error", err.Error()
+		return r
+	}
+	control, err := ask("")
+	if err != nil {
+		r.Status, r.Observed, r.Evidence = StatusInconclusive, "error", err.Error()
+		return r
+	}
+	refused := func(v guard.Verdict) bool {
+		return !v.Allowed && strings.HasPrefix(v.Reason, "the guard cannot judge ")
+	}
+	r.Observed, r.Evidence, r.Control = observed(canary.Allowed), guardEvidence(argv, canary), "fresh sandbox: "+guardEvidence(argv, control)
+	switch {
+	case strings.HasPrefix(canary.Reason, "guard unavailable"):
+		r.Status = StatusInconclusive
+	case refused(canary) && !refused(control):
+		r.Status, r.OK = StatusOK, true
+	default:
+		r.Status = StatusFail
+	}
+	return r
 }
 
 func observed(allowed bool) string {

@@ -20,7 +20,9 @@
 //   - command.go: the external command transport.
 //   - cache.go: verdict cache (scores, HMAC-signed, atomic file writes).
 //   - log.go: one JSON line per verdict, opened with hostfs.OpenAppend.
-//   - scripts.go: CollectScripts, the files a command will run.
+//   - scripts.go: CollectScripts, the files a command will run, and
+//     CollectScriptsIn, which asks a View of the sandbox where each comes
+//     from and refuses a file that may not be the host's copy.
 //   - files.go: no-follow, non-blocking file access shared by the above.
 //
 // The package is for unix hosts, like hostfs.

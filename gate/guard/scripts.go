@@ -37,16 +37,61 @@ var reproScript = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompi
 // ones are listed by path only (Truncated, empty), so the model knows they
 // exist unseen. Files that cannot be read safely are left out.
 func CollectScripts(ctx context.Context, words []string, workspace, workdir string, maxBytes int64) []Script {
+	scripts, _ := CollectScriptsIn(ctx, words, workspace, workdir, maxBytes, nil)
+	return scripts
+}
+
+// Origin is where the file the sandbox that runs the command sees at a
+// path comes from.
+type Origin int
+
+const (
+	// FromHost: the sandbox sees the host's file there (a read-only mount
+	// of it, or a copy taken when the sandbox starts): the host's copy is
+	// what runs, and the guard reads it.
+	FromHost Origin = iota
+	// Hidden: the sandbox does not see the host's file there (a masked
+	// credential, a path not mounted): nothing is shown for it.
+	Hidden
+	// FromSandbox: the sandbox may hold a version of its own there (a
+	// session's overlay or staged copy, written by its earlier commands):
+	// the host's copy may not be what runs, so the command cannot be
+	// judged.
+	FromSandbox
+)
+
+// View says where the sandbox's file at an absolute host path comes from
+// and, for FromSandbox, why (one clause, for the refusal).
+type View func(path string) (Origin, string)
+
+// UnjudgeableError is a file the command names whose content in the
+// sandbox the guard cannot read.
+type UnjudgeableError struct {
+	Path string // as the command names it, relative to the workspace when below it
+	Why  string
+}
+
+func (e *UnjudgeableError) Error() string {
+	return "the guard cannot judge " + e.Path + ": " + e.Why
+}
+
+// CollectScriptsIn is CollectScripts for the sandbox view describes: each
+// candidate path, as named and as it resolves on the host, is asked of
+// view first; one the sandbox may hold its own version of ends the
+// collection with an *UnjudgeableError (the guard never judges a
+// different copy than the one that runs), one it does not see is left
+// out. A nil view takes every path as the host's.
+func CollectScriptsIn(ctx context.Context, words []string, workspace, workdir string, maxBytes int64, view View) ([]Script, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultScriptBytes
 	}
 	wsAbs, err := filepath.Abs(workspace)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	wsReal, err := filepath.EvalSymlinks(wsAbs)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	switch {
 	case workdir == "":
@@ -56,17 +101,26 @@ func CollectScripts(ctx context.Context, words []string, workspace, workdir stri
 	}
 	rootfd, err := unix.Open(wsReal, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer unix.Close(rootfd)
-	c := &collector{wsAbs: wsAbs, wsReal: wsReal, rootfd: rootfd, maxBytes: maxBytes, seen: map[string]bool{}}
+	c := &collector{wsAbs: wsAbs, wsReal: wsReal, rootfd: rootfd, maxBytes: maxBytes, seen: map[string]bool{}, view: view}
 	for _, cand := range candidates(words, workdir, wsAbs) {
-		if ctx.Err() != nil || len(c.out) >= maxScripts+maxListed {
+		// Every candidate is asked of the view, even past the listing
+		// bound: a file the guard cannot read must refuse the command.
+		if ctx.Err() != nil {
 			break
 		}
-		c.add(cand)
+		if err := c.check(cand); err != nil {
+			return nil, err
+		}
+		if len(c.out) < maxScripts+maxListed {
+			if err := c.add(cand); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return c.out
+	return c.out, nil
 }
 
 type collector struct {
@@ -77,21 +131,83 @@ type collector struct {
 	shown         int   // files with content
 	seen          map[string]bool
 	out           []Script
+	view          View
+	hidden        map[string]bool // paths view left out
+}
+
+// check asks the view about p as named, as its existing part resolves on
+// the host (a symlink there is the sandbox's too, read-only or copied),
+// and as it resolves whole: a path the sandbox may hold its own version
+// of, by any of these, cannot be judged.
+func (c *collector) check(p string) error {
+	if c.view == nil {
+		return nil
+	}
+	for _, q := range []string{p, resolveExisting(p)} {
+		switch o, why := c.view(q); o {
+		case FromSandbox:
+			return &UnjudgeableError{Path: c.named(p), Why: why}
+		case Hidden:
+			if c.hidden == nil {
+				c.hidden = map[string]bool{}
+			}
+			c.hidden[p] = true
+		}
+	}
+	return nil
+}
+
+// named is p as the refusal names it: relative to the workspace when
+// below it.
+func (c *collector) named(p string) string {
+	if within(c.wsAbs, p) && p != c.wsAbs {
+		if rel, err := filepath.Rel(c.wsAbs, p); err == nil {
+			return rel
+		}
+	}
+	return p
+}
+
+// ResolveExisting is p with the symlinks of its longest existing prefix
+// resolved on the host: where a file that does not exist there would be.
+func ResolveExisting(p string) string { return resolveExisting(p) }
+
+func resolveExisting(p string) string {
+	rest := ""
+	for dir := p; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if dir == filepath.Dir(dir) {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
 }
 
 // add collects the absolute path p when it is a regular file under the
-// workspace.
-func (c *collector) add(p string) {
-	if !within(c.wsAbs, p) && !within(c.wsReal, p) {
-		return
+// workspace that the sandbox sees as the host has it.
+func (c *collector) add(p string) error {
+	if c.hidden[p] || !within(c.wsAbs, p) && !within(c.wsReal, p) {
+		return nil
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil || real == c.wsReal || !within(c.wsReal, real) || c.seen[real] {
-		return
+		return nil
+	}
+	// Asked again of what is read: a host symlink changed since check
+	// must not lead the guard to another copy.
+	if c.view != nil {
+		switch o, why := c.view(real); o {
+		case FromSandbox:
+			return &UnjudgeableError{Path: c.named(p), Why: why}
+		case Hidden:
+			return nil
+		}
 	}
 	rel, err := filepath.Rel(c.wsReal, real)
 	if err != nil {
-		return
+		return nil
 	}
 	budget := min(c.maxBytes, maxScriptTotal-c.used)
 	if c.shown >= maxScripts {
@@ -99,7 +215,7 @@ func (c *collector) add(p string) {
 	}
 	data, truncated, ok := c.read(rel, budget)
 	if !ok {
-		return
+		return nil
 	}
 	c.seen[real] = true
 	shown, err := filepath.Rel(c.wsAbs, p)
@@ -111,6 +227,7 @@ func (c *collector) add(p string) {
 		c.used += int64(len(data))
 	}
 	c.out = append(c.out, Script{Path: shown, Content: string(data), Truncated: truncated})
+	return nil
 }
 
 // read opens rel below the workspace one component at a time, each without

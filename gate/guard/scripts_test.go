@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -191,5 +192,70 @@ func TestCollectScriptsCancelled(t *testing.T) {
 	}
 	if got := CollectScripts(context.Background(), []string{"x"}, filepath.Join(ws, "missing"), "", 0); got != nil {
 		t.Fatalf("missing workspace: %+v", got)
+	}
+}
+
+// TestCollectScriptsInView: a file the sandbox may hold its own version of
+// refuses the collection (as named, through a host symlink, where a
+// missing file would be, past the listing bound); a hidden one is not
+// shown; the rest is read as before.
+func TestCollectScriptsInView(t *testing.T) {
+	ws, _ := workspace(t)
+	own := filepath.Join(ws, "repros")
+	for rel, target := range map[string]string{"to-repros.py": "repros/2.py", "reprodir": "repros"} {
+		if err := os.Symlink(target, filepath.Join(ws, rel)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	view := func(path string) (Origin, string) {
+		switch {
+		case path == own || strings.HasPrefix(path, own+"/"):
+			return FromSandbox, "the sandbox's own"
+		case filepath.Base(path) == "data.txt":
+			return Hidden, ""
+		}
+		return FromHost, ""
+	}
+	many := []string{"cat"}
+	for i := range maxScripts + maxListed + 2 {
+		name := fmt.Sprintf("f%02d.txt", i)
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		many = append(many, name)
+	}
+	for _, tc := range []struct {
+		name    string
+		words   []string
+		refused string // the path the refusal names; "" for none
+		want    []string
+	}{
+		{"named", []string{"python3", "repros/1.py"}, "repros/1.py", nil},
+		{"missing on the host", []string{"sh", "-c", "sh repros/new.sh"}, "repros/new.sh", nil},
+		{"through a host symlink", []string{"python3", "to-repros.py"}, "to-repros.py", nil},
+		{"missing, through a symlinked directory", []string{"python3", "reprodir/new.py"}, "reprodir/new.py", nil},
+		{"past the listing bound", append(many[:len(many):len(many)], "repros/2.py"), "repros/2.py", nil},
+		{"hidden", []string{"cat", "data.txt", "big.py"}, "", []string{"big.py"}},
+		{"the host's", []string{"python3", "big.py"}, "", []string{"big.py"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := CollectScriptsIn(context.Background(), tc.words, ws, "", 0, view)
+			var u *UnjudgeableError
+			switch {
+			case tc.refused == "":
+				if err != nil {
+					t.Fatalf("err %v", err)
+				}
+				if g, w := strings.Join(paths(got), ","), strings.Join(tc.want, ","); g != w {
+					t.Fatalf("got %q, want %q", g, w)
+				}
+			case !errors.As(err, &u) || u.Path != tc.refused || u.Why != "the sandbox's own" || got != nil:
+				t.Fatalf("err %v (%+v), scripts %v; want a refusal of %s", err, u, paths(got), tc.refused)
+			}
+		})
+	}
+	// No view: the host's copy, as CollectScripts.
+	if got, err := CollectScriptsIn(context.Background(), []string{"python3", "repros/2.py"}, ws, "", 0, nil); err != nil || len(got) != 1 {
+		t.Fatalf("no view: %v %v", paths(got), err)
 	}
 }
