@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -36,12 +35,12 @@ import (
 //     no script;
 //   - otherwise FromHost.
 //
-// In a kept sandbox a path there is refused only when the guard would
-// show the host's copy of it (the host has a file there) or the command
-// runs it (scripts: the gate's words in a script's place, absolute, and
-// as they resolve on the host): a new file the session planted that the
-// command only names (git log in co, printf > co/x) is not shown, and so
-// not judged on another copy.
+// In a kept sandbox a path there is refused only when the command runs it
+// (scripts: the gate's words in a script's place, absolute, and as they
+// resolve on the host); a path the command only names (cat co/README,
+// git log in co, printf > co/x) is not shown to the guard, since the
+// host's copy may not be the session's, and the command is judged on its
+// text.
 //
 // written are the files the command line writes itself (redirections,
 // downloads): in a path the sandbox may write, the host's copy is not what
@@ -99,8 +98,10 @@ func scriptView(p *policy.Policy, kept bool, scripts, written map[string]bool) g
 		if path == cover.Path && cover.Kind != "file" || hostDir(cover.Path, path) {
 			return guard.FromHost, ""
 		}
-		if _, err := os.Lstat(path); err != nil && !scripts[path] {
-			return guard.FromHost, "" // nothing to show, and not run
+		if !scripts[path] {
+			// Named, not run (cat, git log, printf >): the host's copy is
+			// not shown, since it may not be the session's; nothing to refuse.
+			return guard.Hidden, ""
 		}
 		return guard.FromSandbox, why + "; run it outside the session, where a fresh sandbox starts from the host's copy"
 	}

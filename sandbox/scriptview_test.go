@@ -110,8 +110,8 @@ func TestScriptView(t *testing.T) {
 			}
 		}
 	}
-	// A path the command only names: refused in a session only when the
-	// host has a file there (the guard would show the host's copy).
+	// A path the command only names: never refused, and in a session the
+	// host's copy is not shown (it may not be the session's).
 	if err := os.WriteFile(filepath.Join(ws, "co", "README"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -119,9 +119,9 @@ func TestScriptView(t *testing.T) {
 		rel  string
 		want guard.Origin
 	}{
-		{"co/log", guard.FromHost}, // git log in co: nothing there, not run
-		{"co/README", guard.FromSandbox},
-		{"co/*", guard.FromHost}, // a pattern not run: the guard shows nothing for it
+		{"co/log", guard.Hidden}, // git log in co: nothing there, not run
+		{"co/README", guard.Hidden},
+		{"co/*", guard.Hidden}, // a pattern not run: the guard shows nothing for it
 	} {
 		if got, why := scriptView(p, true, nil, nil)(ws + "/" + c.rel); got != c.want {
 			t.Errorf("%s named only: %d (%s), want %d", c.rel, got, why, c.want)
