@@ -1,0 +1,60 @@
+//go:build linux
+
+package integration_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/policy"
+)
+
+// signalHolder is a command that tries to end its own sandbox: it sends
+// pid 1 (the holder) every signal a Go pid 1 that catches it would end or
+// crash on, by os.kill (which the gate allows), and then carries on. Before, the first SIGTERM ended the sandbox: the run exited
+// 125 "stopped from outside" (docker) or "control channel is closed" (oci,
+// local), its output and copy back lost.
+const signalHolder = `echo kept > repros/signal.txt; echo before
+python3 -c '
+import os, signal
+for s in "TERM INT HUP QUIT ABRT USR1 USR2 PIPE ALRM XCPU XFSZ VTALRM IO PWR SEGV BUS FPE ILL TRAP SYS STKFLT".split():
+    os.kill(1, getattr(signal, "SIG" + s))
+'
+sleep 1; echo after`
+
+// TestCommandCannotEndItsSandbox: signals a command sends its holder are
+// refused; the run ends as the command ends, with its output and its
+// writes kept, and a session outlives the attempt.
+func TestCommandCannotEndItsSandbox(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, k *kit) {
+		f := newFixture(t)
+		p := k.build(t, f, "reproducer", currentHost(t))
+		out := k.run(t, p, 0, "sh", "-c", signalHolder)
+		if out.res.ExitCode != 0 || out.stdout != "before\nafter\n" {
+			t.Fatalf("a command's signals to its holder ended the run: exit %d, stdout %q, stderr %q", out.res.ExitCode, out.stdout, out.stderr)
+		}
+		if b, err := os.ReadFile(filepath.Join(f.root, "repros", "signal.txt")); err != nil || string(b) != "kept\n" {
+			t.Fatalf("the command's write was not copied back: %q %v", b, err)
+		}
+
+		p = k.build(t, f, "agent", currentHost(t))
+		p.Warm = policy.Warm{Session: "sig", Idle: time.Minute}
+		wb := k.warm(t)
+		res, first := warmRun(t, wb, p, 0, "sh", "-c", "echo up")
+		if res.ExitCode != 0 || !strings.Contains(first, "up") {
+			t.Fatalf("the session did not start: %+v %q", res.Result, first)
+		}
+		sandboxID := res.Sandbox
+		res, got := warmRun(t, wb, p, 0, "sh", "-c", strings.ReplaceAll(signalHolder, "repros/signal.txt", "$HOME/signal.txt"))
+		if res.ExitCode != 0 || got != "before\nafter\n" {
+			t.Fatalf("in a session: exit %d, output %q", res.ExitCode, got)
+		}
+		res, got = warmRun(t, wb, p, 0, "sh", "-c", "cat $HOME/signal.txt")
+		if res.Sandbox != sandboxID || got != "kept\n" {
+			t.Fatalf("the session ended: the next command ran in sandbox %s, not %s (%q)", res.Sandbox, sandboxID, got)
+		}
+	})
+}
