@@ -3,13 +3,19 @@
 package integration_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
 // signalHolder is a command that tries to end its own sandbox: it sends
@@ -77,4 +83,74 @@ func TestCommandCannotEndItsSandbox(t *testing.T) {
 			t.Fatalf("the session ended: the next command ran in sandbox %s, not %s (%q)", res.Sandbox, sandboxID, got)
 		}
 	})
+}
+
+// TestOutsideStopIsReportedAsOutside: a real stop from outside, SIGKILL to
+// the holder from the host (as `docker kill`, `runc kill` or an operator's
+// kill -9 sends it), is still reported as a stop from outside: the
+// holder's refusal of signals does not hide it.
+func TestOutsideStopIsReportedAsOutside(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, k *kit) {
+		f := newFixture(t)
+		p := k.build(t, f, "reproducer", currentHost(t))
+		token := "outside-stop-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		type out struct {
+			err error
+		}
+		done := make(chan out, 1)
+		go func() {
+			_, err := sandbox.Run(context.Background(), k.b, sandbox.Request{Policy: p, Timeout: time.Minute,
+				Command: backends.Command{Argv: []string{"sh", "-c", "sleep 40; : " + token}}, NoAudit: true})
+			done <- out{err}
+		}()
+		var holder int
+		if !testenv.Eventually(30*time.Second, func() bool {
+			for _, pid := range processesNaming(token) {
+				if holder = namespaceInit(pid); holder > 0 {
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatal("the command never started, or its sandbox has no pid namespace of its own")
+		}
+		if err := syscall.Kill(holder, syscall.SIGKILL); err != nil {
+			t.Fatalf("killing the holder (pid %d) from the host: %v", holder, err)
+		}
+		var o out
+		select {
+		case o = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the run did not end after its holder was killed")
+		}
+		if o.err == nil || !strings.Contains(o.err.Error(), "stopped from outside") || strings.Contains(o.err.Error(), "\n") {
+			t.Fatalf("a SIGKILL from the host was not reported as a stop from outside: %v", o.err)
+		}
+		t.Logf("%v", o.err)
+	})
+}
+
+// namespaceInit is the host pid of the init of pid's pid namespace (its
+// nearest ancestor, or itself, whose innermost pid is 1), or 0 when pid
+// runs in the host's namespace.
+func namespaceInit(pid int) int {
+	for pid > 1 {
+		raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		if err != nil {
+			return 0
+		}
+		var ppid int
+		for _, line := range strings.Split(string(raw), "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			f := strings.Fields(v)
+			switch {
+			case k == "NSpid" && len(f) > 1 && f[len(f)-1] == "1":
+				return pid
+			case k == "PPid" && len(f) == 1:
+				ppid, _ = strconv.Atoi(f[0])
+			}
+		}
+		pid = ppid
+	}
+	return 0
 }
