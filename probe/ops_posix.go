@@ -340,7 +340,8 @@ func opSignalHolder(s Step, self string) Observation {
 	}
 	if pid == 1 {
 		time.Sleep(500 * time.Millisecond) // time for an ended holder to take the run with it
-		ended = func() bool { return syscall.Kill(1, 0) != nil }
+		// Only ESRCH says it is gone: a refused probe (EPERM) is not.
+		ended = func() bool { return errors.Is(syscall.Kill(1, 0), syscall.ESRCH) }
 	}
 	if ended() {
 		return Observation{OK: true, Detail: fmt.Sprintf("pid %d ended after %d signals", pid, sent)}

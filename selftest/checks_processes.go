@@ -38,7 +38,7 @@ func processesChecks() []Check {
 		// Only with a pid namespace, whose pid 1 is the holder: elsewhere
 		// pid 1 is the host's init and the check could not fail.
 		{ID: "PROC-04", Name: "signal the holder to end the sandbox", Category: "processes", Phase: PhaseProcesses,
-			Requires: []policy.Capability{profiles.CapPidNamespace},
+			Requires: []policy.Capability{profiles.CapPidNamespace}, EndedRunEscapes: true,
 			Steps: func(e *Env) []probe.Step {
 				return one(step("PROC-04", "signal_holder", map[string]string{"pid": "1"}))
 			},
