@@ -220,10 +220,10 @@ func (holdEnds) lifetimeExceeded(o HoldOptions, stop func()) int {
 // not survive their exec. SIGTSTP, SIGTTIN, SIGTTOU and SIGCONT keep the
 // default the runtime leaves them, which the kernel does not deliver to
 // an init from inside.
-var refusedSignals = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP,
+var refusedSignals = append([]os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP,
 	syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGUSR1, syscall.SIGSEGV, syscall.SIGUSR2, syscall.SIGPIPE,
-	syscall.SIGALRM, syscall.SIGTERM, syscall.SIGSTKFLT, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM,
-	syscall.SIGIO, syscall.SIGPWR, syscall.SIGSYS}
+	syscall.SIGALRM, syscall.SIGTERM, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGIO, syscall.SIGSYS},
+	linuxOnlySignals...)
 
 // refuseSignals takes refusedSignals until the returned func is called.
 // A fault the kernel raises (a real SIGSEGV) still crashes the holder: the
