@@ -4,6 +4,7 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,9 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
@@ -91,6 +96,47 @@ func TestCommandCannotEndItsSandbox(t *testing.T) {
 // holder's refusal of signals does not hide it.
 func TestOutsideStopIsReportedAsOutside(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, k *kit) {
+		outsideStop(t, k, func(holder int) error { return syscall.Kill(holder, syscall.SIGKILL) })
+		if k.name == docker.Name {
+			// `docker stop`: SIGTERM, which the holder drops, then the
+			// daemon's SIGKILL after the container's 2 s.
+			t.Run("docker stop", func(t *testing.T) {
+				outsideStop(t, k, func(holder int) error {
+					cli := k.b.(*docker.Backend).Client()
+					id, err := containerOf(cli, holder)
+					if err != nil {
+						return err
+					}
+					_, err = cli.ContainerStop(context.Background(), id, client.ContainerStopOptions{})
+					return err
+				})
+			})
+		}
+	})
+}
+
+// containerOf is the id of the docker container whose init is host pid
+// holder: only the test's own, whatever else runs beside it.
+func containerOf(cli *client.Client, holder int) (string, error) {
+	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+		Filters: make(client.Filters).Add("label", profiles.LabelOwner+"=triage-sandbox")})
+	if err != nil {
+		return "", err
+	}
+	for _, c := range list.Items {
+		in, err := cli.ContainerInspect(context.Background(), c.ID, client.ContainerInspectOptions{})
+		if err == nil && in.Container.State != nil && in.Container.State.Pid == holder {
+			return c.ID, nil
+		}
+	}
+	return "", fmt.Errorf("no container of ours has init pid %d", holder)
+}
+
+// outsideStop runs a command and stops its sandbox from outside with stop
+// (given the holder's host pid) once it runs: the run must end with one
+// line saying so.
+func outsideStop(t *testing.T, k *kit, stop func(holder int) error) {
+	{
 		f := newFixture(t)
 		p := k.build(t, f, "reproducer", currentHost(t))
 		token := "outside-stop-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -114,8 +160,8 @@ func TestOutsideStopIsReportedAsOutside(t *testing.T) {
 		}) {
 			t.Fatal("the command never started, or its sandbox has no pid namespace of its own")
 		}
-		if err := syscall.Kill(holder, syscall.SIGKILL); err != nil {
-			t.Fatalf("killing the holder (pid %d) from the host: %v", holder, err)
+		if err := stop(holder); err != nil {
+			t.Fatalf("stopping the sandbox of holder pid %d from outside: %v", holder, err)
 		}
 		var o out
 		select {
@@ -127,7 +173,7 @@ func TestOutsideStopIsReportedAsOutside(t *testing.T) {
 			t.Fatalf("a SIGKILL from the host was not reported as a stop from outside: %v", o.err)
 		}
 		t.Logf("%v", o.err)
-	})
+	}
 }
 
 // namespaceInit is the host pid of the init of pid's pid namespace (its
