@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/protocol"
@@ -102,6 +104,15 @@ func Child(args []string, errOut io.Writer) int {
 			fmt.Println(pid)
 		}
 		return 0
+	case "naive_holder":
+		// A holder as the sandbox's was before issue 35: it takes the
+		// signals a stop from outside sends and ends on them. The control
+		// of PROC-04 signals it.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+		fmt.Println("ready")
+		<-sigs
+		return 143
 	case "alloc":
 		if len(args) < 2 {
 			return 2

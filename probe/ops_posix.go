@@ -64,6 +64,7 @@ var ops = map[string]opFunc{
 	"fill":             opFill,
 	"inherited_fds":    opInheritedFDs,
 	"ptrace_helpers":   opPtraceHelpers,
+	"signal_holder":    opSignalHolder,
 }
 
 // eachTarget tries try on every target; the observation is OK when any
@@ -285,6 +286,67 @@ func opUnixConnect(s Step, _ string) Observation {
 		}
 		return "connected to " + p, nil
 	})
+}
+
+// holderSignals are what opSignalHolder sends: every catchable signal
+// that ends a Go program, or crashes it, when it has a handler for it (the
+// Go runtime installs one for each).
+var holderSignals = []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGABRT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE,
+	syscall.SIGILL, syscall.SIGTRAP, syscall.SIGSYS}
+
+// opSignalHolder sends the sandbox's holder (pid "1") holderSignals, or,
+// with pid "child", a naive holder it starts itself (the control: a
+// process that heeds them). OK means the target ended; inside the
+// sandbox an ended holder ends the run, and this observation with it.
+func opSignalHolder(s Step, self string) Observation {
+	pid, ended := 0, func() bool { return false }
+	if s.Args["pid"] == "child" {
+		cmd := exec.Command(self, ChildSubcommand, "naive_holder")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return Observation{Errno: errnoName(err)}
+		}
+		if err := cmd.Start(); err != nil {
+			return Observation{Errno: errnoName(err)}
+		}
+		defer func() { _ = cmd.Process.Kill() }()
+		buf := make([]byte, 6)
+		if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "ready\n" {
+			_ = cmd.Wait()
+			return Observation{Errno: "ENOTREADY", Detail: "the naive holder did not start"}
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		pid = cmd.Process.Pid
+		ended = func() bool {
+			select {
+			case <-done:
+				return true
+			case <-time.After(time.Second):
+				return false
+			}
+		}
+	} else if pid, _ = strconv.Atoi(s.Args["pid"]); pid != 1 {
+		return Observation{Errno: "EINVAL"}
+	}
+	var sent, refused int
+	for _, sig := range holderSignals {
+		if err := syscall.Kill(pid, sig); err != nil {
+			refused++ // EPERM: refused is as good as dropped
+			continue
+		}
+		sent++
+	}
+	if pid == 1 {
+		time.Sleep(500 * time.Millisecond) // time for an ended holder to take the run with it
+		// Only ESRCH says it is gone: a refused probe (EPERM) is not.
+		ended = func() bool { return errors.Is(syscall.Kill(1, 0), syscall.ESRCH) }
+	}
+	if ended() {
+		return Observation{OK: true, Detail: fmt.Sprintf("pid %d ended after %d signals", pid, sent)}
+	}
+	return Observation{Detail: fmt.Sprintf("pid %d still runs after %d signals (%d refused)", pid, sent, refused)}
 }
 
 // opSpawnDetached starts a setsid'd child that sleeps with the token in its

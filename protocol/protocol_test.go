@@ -151,7 +151,6 @@ func TestStatusRoundTrip(t *testing.T) {
 		{State: StateStagingFailed, Detail: "repros: 40000 entries, over 32768\nsecond line"},
 		{State: StateHolderFailed, Detail: "no /proc"},
 		{State: StateControlUnavailable, Detail: "dial unix /s: permission denied"},
-		{State: StateStoppedOutside, Detail: "terminated"},
 	} {
 		var b bytes.Buffer
 		if err := WriteStatus(&b, s); err != nil {

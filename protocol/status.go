@@ -28,14 +28,16 @@ const (
 	StateHolderFailed State = "holder_failed"
 	// StateControlUnavailable: the holder could not dial the host's
 	// control socket; the host starts commands by a runtime exec instead.
+	//
+	// There is no "stopped from outside" state: the holder cannot tell a
+	// signal from outside from one a command sent, so it heeds none, and
+	// the host tells an outside stop by its own evidence
+	// (holderexec.HolderEnd).
 	StateControlUnavailable State = "control_unavailable"
-	// StateStoppedOutside: a signal nobody in triage-sandbox sends (a
-	// daemon shutting down, `docker stop`) ended the sandbox.
-	StateStoppedOutside State = "stopped_outside"
 )
 
 var knownStates = map[State]bool{StateAwaitingStage: true, StateReady: true, StateStagingFailed: true, StateHolderFailed: true,
-	StateControlUnavailable: true, StateStoppedOutside: true}
+	StateControlUnavailable: true}
 
 // Status is one status line.
 type Status struct {
@@ -136,7 +138,6 @@ func (s Status) String() string {
 		StateStagingFailed:      "staging failed",
 		StateHolderFailed:       "the holder cannot run",
 		StateControlUnavailable: "control channel unavailable",
-		StateStoppedOutside:     "the sandbox was stopped from outside",
 	}[s.State]
 	if s.Detail == "" {
 		return what

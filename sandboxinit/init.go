@@ -39,8 +39,6 @@ const (
 	ExitLifelineCut = exitcode.Killed
 	// ExitTTL: the sandbox outlived its lifetime; everything was killed.
 	ExitTTL = exitcode.Killed
-	// ExitStoppedOutside: a signal nobody in triage-sandbox sends.
-	ExitStoppedOutside = exitcode.SignalBase + int(syscall.SIGTERM)
 )
 
 // HoldOptions configure the holder.
@@ -147,8 +145,6 @@ func Hold(ctx context.Context, o HoldOptions) int {
 		return ExitLifelineCut
 	case <-ends.ttl:
 		return ends.lifetimeExceeded(o, stop)
-	case s := <-ends.sigs:
-		return ends.stoppedOutside(o, s, stop)
 	case <-ctx.Done():
 		stop()
 		return ExitLifelineCut
@@ -157,8 +153,8 @@ func Hold(ctx context.Context, o HoldOptions) int {
 
 // stageIn unpacks the staged copy that comes ahead of the lifeline on
 // stdin, however long it takes to come (a pooled sandbox's comes when a
-// run takes it); the sandbox's lifetime, a signal from outside or ctx end
-// the wait as they end the sandbox. It reports whether the holder goes
+// run takes it); the sandbox's lifetime or ctx end the wait as they end
+// the sandbox. It reports whether the holder goes
 // on, or the code it ends with.
 func stageIn(ctx context.Context, o HoldOptions, ends holdEnds, killAll func()) (int, bool) {
 	if o.Lifeline == nil {
@@ -179,30 +175,26 @@ func stageIn(ctx context.Context, o HoldOptions, ends holdEnds, killAll func()) 
 		return 0, true
 	case <-ends.ttl:
 		return ends.lifetimeExceeded(o, killAll), false
-	case s := <-ends.sigs:
-		return ends.stoppedOutside(o, s, killAll), false
 	case <-ctx.Done():
 		killAll()
 		return ExitLifelineCut, false
 	}
 }
 
-// holdEnds are what ends a sandbox besides its lifeline: its lifetime, and
-// a signal nobody in triage-sandbox sends.
+// holdEnds are what ends a sandbox besides its lifeline: its lifetime.
+// No signal does (see refuseSignals).
 type holdEnds struct {
 	ttl  <-chan time.Time
-	sigs chan os.Signal
 	stop func()
 }
 
 func watchEnds(ttl time.Duration) holdEnds {
-	e := holdEnds{sigs: make(chan os.Signal, 4)}
-	signal.Notify(e.sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
-	e.stop = func() { signal.Stop(e.sigs) }
+	unrefuse := refuseSignals()
+	e := holdEnds{stop: unrefuse}
 	if ttl > 0 {
 		timer := time.NewTimer(ttl)
 		e.ttl = timer.C
-		e.stop = func() { signal.Stop(e.sigs); timer.Stop() }
+		e.stop = func() { unrefuse(); timer.Stop() }
 	}
 	return e
 }
@@ -213,12 +205,43 @@ func (holdEnds) lifetimeExceeded(o HoldOptions, stop func()) int {
 	return ExitTTL
 }
 
-// stoppedOutside: triage-sandbox closes a sandbox with SIGKILL or the
-// lifeline, never a catchable signal, so s came from outside.
-func (holdEnds) stoppedOutside(o HoldOptions, s os.Signal, stop func()) int {
-	_ = protocol.WriteStatus(statusOut(o), protocol.Status{State: protocol.StateStoppedOutside, Detail: s.String()})
-	stop()
-	return ExitStoppedOutside
+// refusedSignals are the signals the holder takes and drops: each would
+// otherwise end it or crash it. The Go runtime installs a handler for
+// every signal, and a pid namespace's init gets from inside exactly the
+// signals it has a handler for: a command's kill(1, SIGTERM) used to end
+// its own sandbox (reported as "stopped from outside"), SIGQUIT or a
+// user-sent SIGSEGV crashed the holder. The holder cannot tell a sender
+// inside from one outside (Go shows no si_pid), so it heeds none: the
+// outside stops a sandbox with SIGKILL, which nothing inside can send pid
+// 1 (docker stop, a daemon shutting down and kubernetes send it after
+// their grace), and the backend tells that apart by its own record.
+// Notified rather than ignored: an ignored disposition would pass to the
+// commands the holder starts itself (resident runs), a handled one does
+// not survive their exec. SIGTSTP, SIGTTIN, SIGTTOU and SIGCONT keep the
+// default the runtime leaves them, which the kernel does not deliver to
+// an init from inside.
+var refusedSignals = append([]os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP,
+	syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGUSR1, syscall.SIGSEGV, syscall.SIGUSR2, syscall.SIGPIPE,
+	syscall.SIGALRM, syscall.SIGTERM, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGIO, syscall.SIGSYS},
+	linuxOnlySignals...)
+
+// refuseSignals takes refusedSignals until the returned func is called.
+// A fault the kernel raises (a real SIGSEGV) still crashes the holder: the
+// runtime delivers only user-sent ones to a channel.
+func refuseSignals() func() {
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, refusedSignals...)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-sigs:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(sigs); close(done) }
 }
 
 // serveControl starts the host's commands until the channel ends. The

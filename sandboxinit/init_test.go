@@ -37,20 +37,13 @@ func TestHold(t *testing.T) {
 			o.TTL = 500 * time.Millisecond
 			return func() {}
 		}, wantCode: ExitTTL, wantLine: "lifetime exceeded"},
-		{name: "signal from outside", setup: func(o *HoldOptions) func() {
-			return func() { _ = syscall.Kill(os.Getpid(), syscall.SIGTERM) }
-		}, wantCode: ExitStoppedOutside, wantLine: `triage-sandbox-status {"state":"stopped_outside","detail":"terminated"}`},
 		// A pooled sandbox waits for its staged copy until a run takes it:
-		// its lifetime and a signal end that wait as they end the sandbox.
+		// its lifetime ends that wait as it ends the sandbox.
 		{name: "ttl while awaiting the staged copy", setup: func(o *HoldOptions) func() {
 			awaitCopy(t, o)
 			o.TTL = 500 * time.Millisecond
 			return func() {}
 		}, wantCode: ExitTTL, wantLine: "lifetime exceeded"},
-		{name: "signal while awaiting the staged copy", setup: func(o *HoldOptions) func() {
-			awaitCopy(t, o)
-			return func() { _ = syscall.Kill(os.Getpid(), syscall.SIGTERM) }
-		}, wantCode: ExitStoppedOutside, wantLine: `"state":"stopped_outside"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,6 +76,62 @@ func TestHold(t *testing.T) {
 			}
 			if tt.wantLine != "" && !strings.Contains(stderr.String(), tt.wantLine) {
 				t.Errorf("stderr %q lacks %q", stderr.String(), tt.wantLine)
+			}
+		})
+	}
+}
+
+// TestHoldRefusesSignals: no catchable signal ends the holder or crashes
+// it, ready or awaiting its staged copy: a command sends the holder (pid 1)
+// what it likes, and the Go runtime's handler would have it delivered.
+// Only the lifeline (or SIGKILL, from outside) ends it.
+func TestHoldRefusesSignals(t *testing.T) {
+	for _, awaiting := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ready", true: "awaiting the staged copy"}[awaiting], func(t *testing.T) {
+			var killed atomic.Int32
+			var out lockedBuffer
+			o := HoldOptions{Stderr: &out, Stdout: &out, KillAll: func() { killed.Add(1) }}
+			want := protocol.StateReady
+			if awaiting {
+				awaitCopy(t, &o)
+				want = protocol.StateAwaitingStage
+			}
+			lifeline := o.Lifeline
+			cut := func() {}
+			if lifeline == nil {
+				r, w := io.Pipe()
+				o.Lifeline, cut = r, func() { _ = w.Close() }
+			}
+			done := make(chan int, 1)
+			go func() { done <- Hold(context.Background(), o) }()
+			if !testenv.Eventually(5*time.Second, func() bool { _, ok := protocol.First(out.Bytes(), want); return ok }) {
+				t.Fatalf("the holder did not say %s: %q", want, out.Bytes())
+			}
+			for _, s := range refusedSignals {
+				if err := syscall.Kill(os.Getpid(), s.(syscall.Signal)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case code := <-done:
+				t.Fatalf("a signal ended the holder with %d: %q", code, out.Bytes())
+			case <-time.After(300 * time.Millisecond):
+			}
+			if killed.Load() != 0 {
+				t.Fatalf("a signal made the holder kill everything: %q", out.Bytes())
+			}
+			if awaiting {
+				o.Lifeline.(*io.PipeReader).Close()
+			} else {
+				cut()
+			}
+			select {
+			case code := <-done:
+				if code != ExitLifelineCut && !(awaiting && code == exitcodeRefused) {
+					t.Errorf("exit %d after the lifeline was cut", code)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("hold did not end at the lifeline's cut")
 			}
 		})
 	}

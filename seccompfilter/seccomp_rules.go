@@ -167,6 +167,8 @@ func defaultRules() []Rule {
 		ArgCond{Arg: 2, Op: "not_in", Values: []uint32{netlinkRte}})
 	when("socketpair", "EAFNOSUPPORT", "only AF_UNIX makes socket pairs",
 		ArgCond{Arg: 0, Op: "not_in", Values: []uint32{afUnix}})
+	when("fcntl", "EPERM", seccompprofile.RefusedFcntl,
+		ArgCond{Arg: 1, Op: "in", Values: []uint32{seccompprofile.FSetSig}})
 	when("ioctl", "EPERM", "TIOCSTI and TIOCLINUX push input into a terminal the sandbox shares",
 		ArgCond{Arg: 1, Op: "in", Values: []uint32{tiocsti, tioclinux}})
 	return rs

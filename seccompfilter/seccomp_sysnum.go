@@ -32,6 +32,8 @@ var syscallNumbers = map[string]map[string]uint32{
 		"pkey_mprotect": 329, "pkey_alloc": 330, "pkey_free": 331,
 		"mbind": 237, "move_pages": 279, "process_madvise": 440,
 		"personality": 135, "socket": 41, "socketpair": 53, "ioctl": 16,
+		"rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297, "pidfd_send_signal": 424,
+		"fcntl": 72,
 	},
 	"arm64": {
 		"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "pidfd_getfd": 438,
@@ -50,6 +52,8 @@ var syscallNumbers = map[string]map[string]uint32{
 		"pkey_mprotect": 288, "pkey_alloc": 289, "pkey_free": 290,
 		"mbind": 235, "move_pages": 239, "process_madvise": 440,
 		"personality": 92, "socket": 198, "socketpair": 199, "ioctl": 29,
+		"rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240, "pidfd_send_signal": 424,
+		"fcntl": 25,
 	},
 }
 

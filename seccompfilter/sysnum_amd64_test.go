@@ -9,6 +9,10 @@ import "golang.org/x/sys/unix"
 func hostSyscalls() (arch string, rules, common map[string]uint32) {
 	return "amd64", map[string]uint32{
 			"ptrace":            unix.SYS_PTRACE,
+			"rt_sigqueueinfo":   unix.SYS_RT_SIGQUEUEINFO,
+			"rt_tgsigqueueinfo": unix.SYS_RT_TGSIGQUEUEINFO,
+			"pidfd_send_signal": unix.SYS_PIDFD_SEND_SIGNAL,
+			"fcntl":             unix.SYS_FCNTL,
 			"process_vm_readv":  unix.SYS_PROCESS_VM_READV,
 			"process_vm_writev": unix.SYS_PROCESS_VM_WRITEV,
 			"kcmp":              unix.SYS_KCMP,

@@ -47,6 +47,12 @@ func Generate() (profile, dockerDefault []byte, err error) {
 		if sc == nil {
 			continue
 		}
+		if sc, err = withoutFcntl(sc); err != nil {
+			return nil, nil, err
+		}
+		if sc == nil {
+			continue
+		}
 		if !slices.ContainsFunc(sc.Names, func(n string) bool { return slices.Contains(socketSyscalls, n) }) {
 			kept = append(kept, sc)
 			continue
@@ -76,7 +82,7 @@ func Generate() (profile, dockerDefault []byte, err error) {
 			return nil, nil, fmt.Errorf("family %d is allowed here but refused by Docker's default profile", f)
 		}
 	}
-	p.Syscalls = append(kept, familyRules()...)
+	p.Syscalls = append(append(kept, familyRules()...), fcntlRules()...)
 	if profile, err = json.MarshalIndent(p, "", "\t"); err != nil {
 		return nil, nil, err
 	}
@@ -114,4 +120,39 @@ func familyRules() []*seccomp.Syscall {
 		}
 	}
 	return append(out, rule(specs.ActErrno, specs.OpGreaterEqual, AFMax, "triage-sandbox: family refused"))
+}
+
+// withoutFcntl takes fcntl out of Docker's unconditional allow rule (the
+// only shape it knows); fcntlRules replace it.
+func withoutFcntl(sc *seccomp.Syscall) (*seccomp.Syscall, error) {
+	if !slices.ContainsFunc(sc.Names, func(n string) bool { return slices.Contains(fcntlSyscalls, n) }) {
+		return sc, nil
+	}
+	if sc.Action != specs.ActAllow || sc.Includes != nil || sc.Excludes != nil || len(sc.Args) != 0 {
+		return nil, fmt.Errorf("default profile has an fcntl rule of an unknown shape: %+v", sc.LinuxSyscall)
+	}
+	c := *sc
+	c.Names = slices.DeleteFunc(slices.Clone(sc.Names), func(n string) bool { return slices.Contains(fcntlSyscalls, n) })
+	if len(c.Names) == 0 {
+		return nil, nil
+	}
+	return &c, nil
+}
+
+// fcntlRules allow fcntl(2) for every command but F_SETSIG (RefusedFcntl):
+// one rule per bit of the command's low 32 bits (the kernel's unsigned int
+// cmd), each allowing the commands whose bit differs from F_SETSIG's. Their
+// union is every command but F_SETSIG, whatever the high bits hold; one
+// comparison per rule, as runc ORs several of one argument.
+func fcntlRules() []*seccomp.Syscall {
+	var out []*seccomp.Syscall
+	for bit := range 32 {
+		m := uint64(1) << bit
+		out = append(out, &seccomp.Syscall{
+			LinuxSyscall: specs.LinuxSyscall{Names: fcntlSyscalls, Action: specs.ActAllow,
+				Args: []specs.LinuxSeccompArg{{Index: 1, Value: m, ValueTwo: (FSetSig & m) ^ m, Op: specs.OpMaskedEqual}}},
+			Comment: "triage-sandbox: fcntl but F_SETSIG",
+		})
+	}
+	return out
 }

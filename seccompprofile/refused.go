@@ -31,7 +31,20 @@ var Refused = []Refusal{
 		Why: "memory protection keys: no use in a sandbox, and refused by older Docker defaults"},
 	{Names: []string{"mbind", "move_pages", "process_madvise"},
 		Why: "NUMA placement and advice on another process's memory: Docker's default needs CAP_SYS_NICE or CAP_SYS_PTRACE for them"},
+	{Names: []string{"rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal"},
+		Why: "a signal with a sender's own siginfo: a fault queued to the holder (pid 1, a Go program) passes for a real one and crashes it, ending the sandbox; kill and tgkill remain"},
 }
+
+// RefusedFcntl is why fcntl(F_SETSIG) is refused on every backend (the
+// container profile allows every other fcntl command, the local backend's
+// filter denies that one).
+const RefusedFcntl = "F_SETSIG makes the kernel's SIGIO for a descriptor any signal, to a process F_SETOWN names: a fault sent so to the holder (pid 1, a Go program, the same identity) passes for a real one and crashes it, ending the sandbox"
+
+// fcntlSyscalls are fcntl(2) and its 32-bit name; FSetSig is F_SETSIG
+// (Linux's number on every architecture).
+var fcntlSyscalls = []string{"fcntl", "fcntl64"}
+
+const FSetSig = 10
 
 // RefusedNames lists every name in Refused.
 func RefusedNames() []string {

@@ -334,6 +334,9 @@ func Narrows(p, base *seccomp.Seccomp, t Target) error {
 		}) {
 			continue
 		}
+		if allowsOutright(theirs, r.Names) {
+			continue // any condition of ours only narrows it
+		}
 		if slices.ContainsFunc(r.Args, func(a specs.LinuxSeccompArg) bool { return a.Index != 0 }) {
 			return fmt.Errorf("%v: an allow rule on arguments other than the first that Docker's profile lacks", r.Names)
 		}
@@ -389,6 +392,19 @@ func arg0Samples(scs ...*specs.LinuxSeccomp) []uint64 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// allowsOutright reports whether sc allows each of names whatever its
+// arguments.
+func allowsOutright(sc *specs.LinuxSeccomp, names []string) bool {
+	for _, n := range names {
+		if !slices.ContainsFunc(sc.Syscalls, func(b specs.LinuxSyscall) bool {
+			return b.Action == specs.ActAllow && len(b.Args) == 0 && slices.Contains(b.Names, n)
+		}) {
+			return false
+		}
+	}
+	return true
 }
 
 func sameArgs(a, b []specs.LinuxSeccompArg) bool { return slices.Equal(a, b) }

@@ -139,8 +139,8 @@ func TestNoX86ABIOnAmd64(t *testing.T) {
 	}
 }
 
-// TestOnlySocketRulesChanged: every rule but the socket family rules is
-// Docker's, less the names of Refused.
+// TestOnlySocketRulesChanged: every rule but the socket family rules and
+// the fcntl rules is Docker's, less the names of Refused.
 func TestOnlySocketRulesChanged(t *testing.T) {
 	key := func(r *seccomp.Syscall) string {
 		b, _ := json.Marshal(r)
@@ -154,7 +154,7 @@ func TestOnlySocketRulesChanged(t *testing.T) {
 	}
 	for _, r := range Profile().Syscalls {
 		if strings.HasPrefix(r.Comment, "triage-sandbox:") {
-			if !slices.Equal(r.Names, []string{"socket", "socketpair"}) {
+			if !slices.Equal(r.Names, []string{"socket", "socketpair"}) && !slices.Equal(r.Names, fcntlSyscalls) {
 				t.Errorf("our rule %v is not a socket family rule", r.Names)
 			}
 			continue
@@ -202,5 +202,29 @@ func TestRefusesTheRefusedList(t *testing.T) {
 	}
 	if len(RefusedNames()) < 9 {
 		t.Errorf("the refused list lost names: %v", RefusedNames())
+	}
+}
+
+// TestRefusesFSetSig: fcntl is allowed for every command but F_SETSIG, on
+// every architecture, high bits set or not (the kernel reads an unsigned
+// int); Docker's default allows it outright.
+func TestRefusesFSetSig(t *testing.T) {
+	for _, arch := range []string{"amd64", "arm64", "s390x"} {
+		sc := resolve(t, Profile(), Target{Arch: arch})
+		for _, name := range fcntlSyscalls {
+			for _, cmd := range []uint64{FSetSig, 1<<32 | FSetSig, 0xffffffff00000000 | FSetSig} {
+				if got := decide(t, sc, name, 3, cmd, 11); got.Action == specs.ActAllow {
+					t.Errorf("%s: %s(3, %#x) is allowed", arch, name, cmd)
+				}
+			}
+			for cmd := uint64(0); cmd < 1100; cmd++ {
+				if cmd == FSetSig {
+					continue
+				}
+				if got := decide(t, sc, name, 3, cmd); got.Action != specs.ActAllow {
+					t.Fatalf("%s: %s(3, %d) is refused: %s", arch, name, cmd, got)
+				}
+			}
+		}
 	}
 }

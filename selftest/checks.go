@@ -123,6 +123,10 @@ type Check struct {
 	// SandboxOOMBlocks: the whole sandbox killed at its memory limit is a
 	// verdict (the Judge's), not a missing observation.
 	SandboxOOMBlocks bool
+	// EndedRunEscapes: a phase run that broke off under its command (the
+	// sandbox had started) is this check's failure, not an inconclusive
+	// one: the check's act is ending the run.
+	EndedRunEscapes bool
 	// ControlOnHost: an allowed check of the main phase whose steps also
 	// run outside the sandbox, for what the host itself may lack (the
 	// name localhost): where the host cannot do it either, a failure

@@ -3,6 +3,9 @@ package selftest
 import (
 	"fmt"
 
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+
 	"github.com/triage-sandbox/triage-sandbox/probe"
 )
 
@@ -28,6 +31,31 @@ func processesChecks() []Check {
 				return false, "no survivor (" + errnoEvidence(ev.Obs["PROC-02"]) + ")"
 			},
 			Fix: "the whole sandbox must end with the command"},
+		// Issue 35 item 7: a command ended its own sandbox with
+		// kill(1, SIGTERM), reported as a stop from outside, its output
+		// and copy back lost. In the processes phase's sandbox of its own:
+		// an escape ends that run, not the main one's checks.
+		// Only with a pid namespace, whose pid 1 is the holder: elsewhere
+		// pid 1 is the host's init and the check could not fail.
+		{ID: "PROC-04", Name: "signal the holder to end the sandbox", Category: "processes", Phase: PhaseProcesses,
+			Requires: []policy.Capability{profiles.CapPidNamespace}, EndedRunEscapes: true,
+			Steps: func(e *Env) []probe.Step {
+				return one(step("PROC-04", "signal_holder", map[string]string{"pid": "1"}))
+			},
+			Judge: func(_ *Env, ev *Evidence) (bool, string) {
+				o, ok := ev.Obs["PROC-04"]
+				switch {
+				case !ok:
+					// Fail closed: the observation went with the run.
+					return true, "no observation: the run ended under the signals"
+				case o.OK:
+					return true, o.Detail
+				case o.Errno != "":
+					return true, "could not signal: " + o.Errno + " " + o.Detail
+				}
+				return false, o.Detail + "; the run ended as the command did"
+			},
+			Fix: "the holder must take and drop every catchable signal (sandboxinit.refuseSignals), and the seccomp filter refuse sigqueue and F_SETSIG"},
 	}
 }
 

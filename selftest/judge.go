@@ -2,6 +2,7 @@ package selftest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 )
@@ -37,6 +38,12 @@ func (runs *phaseRuns) slowest() []string {
 // judge turns evidence into a result.
 func judge(e *Env, ch Check, ev *Evidence, runErr error, control *controlResult) Result {
 	r := Result{ID: ch.ID, Name: ch.Name, Category: ch.Category, Expected: ch.Expect, Fix: ch.Fix}
+	var ended *endedUnderCommand
+	if ch.EndedRunEscapes && errors.As(runErr, &ended) {
+		// The check's own act ended the run: its verdict, not a missing one.
+		r.Status, r.Observed, r.Evidence = StatusFail, "allowed", "the run ended under the command: "+ended.Error()
+		return r
+	}
 	if runErr != nil || ev == nil {
 		r.Status, r.Observed = StatusInconclusive, "not run"
 		if runErr != nil {

@@ -256,8 +256,18 @@ func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseCl
 	out, err := sess.Exec(ctx, req)
 	clock.record(name+"/exec", t0)
 	afterExec(sess)
+	if err != nil {
+		err = &endedUnderCommand{err}
+	}
 	return out, err
 }
+
+// endedUnderCommand is a phase's command that did not end as a command
+// does: the sandbox started, and its run broke off under the command.
+type endedUnderCommand struct{ err error }
+
+func (e *endedUnderCommand) Error() string { return e.err.Error() }
+func (e *endedUnderCommand) Unwrap() error { return e.err }
 
 // lookInside: the main run also looks for survivors from inside its
 // sandbox, where the sandbox runs Linux and takes a second command (a

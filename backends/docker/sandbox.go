@@ -13,6 +13,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
@@ -23,7 +24,6 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
@@ -41,13 +41,17 @@ type sandbox struct {
 	id string
 	// att is the holder's attach stream; its stdin is the lifeline.
 	att client.HijackedResponse
-	// holdOut keeps what the holder printed (a stop from outside).
+	// holdOut keeps what the holder printed (its lifetime's end).
 	holdOut    holderexec.SmallBuffer
 	stopWatch  context.CancelFunc
 	exited     chan struct{} // closed when the container stopped
 	exitStatus int64
 	waitErr    error
 	oomEvents  atomic.Int64
+	// outsideKill is set when the daemon records a SIGKILL of the
+	// container that the host did not send (docker stop, docker kill, the
+	// daemon's shutdown): its own record of a stop from outside.
+	outsideKill atomic.Bool
 	// started: the container was started (only Start sets it, before
 	// the sandbox is shared).
 	started bool
@@ -336,19 +340,22 @@ func (s *sandbox) ended() bool {
 	}
 }
 
-// endedErr explains a sandbox that stopped under its command.
+// endedErr explains a sandbox that stopped under its command: "from
+// outside" only on evidence (holderexec.HolderEnd).
 func (s *sandbox) endedErr() error {
 	<-s.exited
 	if s.waitErr != nil {
 		return daemonLost(s.waitErr)
 	}
-	if st, ok := protocol.First(s.holdOut.Bytes(), protocol.StateStoppedOutside); ok {
-		return fmt.Errorf("%s, e.g. by the Docker daemon shutting down or `docker stop`; the result is unknown, run it again", st)
-	}
 	if !s.b.answers(context.Background()) {
 		return fmt.Errorf("the Docker daemon stopped during the run and killed the sandbox (exit %d); the result is unknown, run it again once the daemon is back", s.exitStatus)
 	}
-	return fmt.Errorf("the sandbox container ended under the command (exit %d); the result is unknown", s.exitStatus)
+	end := holderexec.HolderEnd{Code: int(s.exitStatus), KilledByHost: s.killed.Load(), OOMKilled: s.oomEvents.Load() > 0,
+		Said: s.holdOut.Bytes(), Outside: "`docker stop`, `docker kill` or the Docker daemon shutting down"}
+	if s.outsideKill.Load() && !end.KilledByHost {
+		end.Record = "the Docker daemon recorded a SIGKILL of its container that triage-sandbox did not send: `docker stop`, `docker kill` or the daemon shutting down"
+	}
+	return end.Err()
 }
 
 // execErr explains a failed exec step: the container may have gone.
@@ -440,19 +447,28 @@ func (s *sandbox) end(ctx context.Context) error {
 }
 
 // watchOOM counts the daemon's oom events for the container: exit code 137
-// alone cannot tell an OOM kill from SIGKILL.
+// alone cannot tell an OOM kill from SIGKILL. It also notes the daemon's
+// kill events with SIGKILL that the host did not send (outsideKill).
 func (s *sandbox) watchOOM(ctx context.Context) {
 	ev := s.b.cli.Events(ctx, client.EventsListOptions{
-		Filters: make(client.Filters).Add("container", s.id).Add("event", "oom"),
+		Filters: make(client.Filters).Add("container", s.id).Add("event", "oom").Add("event", "kill"),
 	})
 	go func() {
 		for {
 			select {
-			case _, ok := <-ev.Messages:
+			case m, ok := <-ev.Messages:
 				if !ok {
 					return
 				}
-				s.oomEvents.Add(1)
+				switch m.Action {
+				case events.ActionOOM:
+					s.oomEvents.Add(1)
+				case events.ActionKill:
+					// The host sets killed before it sends its own.
+					if sig := m.Actor.Attributes["signal"]; (sig == "9" || sig == "SIGKILL" || sig == "KILL") && !s.killed.Load() {
+						s.outsideKill.Store(true)
+					}
+				}
 			case <-ev.Err:
 				return
 			case <-ctx.Done():

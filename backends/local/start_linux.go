@@ -346,7 +346,7 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	s.execMu.Lock()
 	defer s.execMu.Unlock()
 	if s.Ended() {
-		return backends.Result{Sandbox: s.id}, errors.New("the sandbox ended before the command" + s.Said())
+		return backends.Result{Sandbox: s.id}, s.endedErr(errors.New("the sandbox ended before the command" + s.Said()))
 	}
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
 		return backends.Result{Sandbox: s.id}, err
@@ -359,7 +359,30 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	if s.oom != nil {
 		run.OOMKills = s.oom.Kills
 	}
-	return run.Exec(ctx, cmd, out)
+	res, err := run.Exec(ctx, cmd, out)
+	if err != nil {
+		err = s.endedErr(err)
+	}
+	return res, err
+}
+
+// endedErr explains a run that broke off because the helper, the holder,
+// ended (err otherwise), by how it ended (holderexec.HolderEnd).
+func (s *sandbox) endedErr(err error) error {
+	if s.killed.Load() || s.helper == nil {
+		return err
+	}
+	select {
+	case <-s.Gone:
+	case <-time.After(time.Second):
+		return err
+	}
+	end := holderexec.HolderEnd{Code: holderexec.CodeOf(s.helper.ProcessState), KilledByHost: s.killed.Load(), Said: s.Out.Bytes(),
+		Outside: "a kill of its helper from the host"}
+	if s.oom != nil {
+		end.OOMKilled = s.oom.Kills(0) > 0
+	}
+	return end.Err()
 }
 
 // localSandbox is the sandbox as holderexec sees it.

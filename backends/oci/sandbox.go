@@ -234,7 +234,7 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	defer s.execMu.Unlock()
 	res := backends.Result{Sandbox: s.id}
 	if s.Ended() {
-		return res, errors.New("the sandbox ended before the command" + s.Said())
+		return res, s.endedErr(errors.New("the sandbox ended before the command" + s.Said()))
 	}
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
 		return res, err
@@ -246,7 +246,25 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	if err == nil && !s.traits.PassesFDs {
 		s.copyBack(ctx, &res)
 	}
+	if err != nil {
+		err = s.endedErr(err)
+	}
 	return res, err
+}
+
+// endedErr explains a run that broke off because the holder ended (err
+// otherwise): by how `runtime run` ended, which is how its init, the
+// holder, ended (holderexec.HolderEnd).
+func (s *sandbox) endedErr(err error) error {
+	if s.killed.Load() || !s.awaitExit(time.Second) {
+		return err
+	}
+	end := holderexec.HolderEnd{Code: holderexec.CodeOf(s.run.ProcessState), KilledByHost: s.killed.Load(), Said: s.Out.Bytes(),
+		Outside: "`" + filepath.Base(s.runtime) + " kill`, or a kill from the host"}
+	if s.oom != nil {
+		end.OOMKilled = s.oom.Kills(0) > 0
+	}
+	return end.Err()
 }
 
 func (s *sandbox) processFile(name string, argv []string) (string, error) {
