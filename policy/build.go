@@ -69,7 +69,6 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		p.Mounts = dedupeMounts(append(p.Mounts, deps.mounts...))
 		p.Warnings = append(p.Warnings, deps.warnings...)
 	}
-	maskUnderMounts(p, host)
 	p.Network = network(p.AllowAll, sb)
 
 	p.Limits = limits(cfg, sb, role)
@@ -86,6 +85,8 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if p.Base.Kind == BaseImage && !p.AllowAll && hostToolchain(sb) {
 		p.Mounts = dedupeMounts(append(p.Mounts, toolchainMounts()...))
 	}
+	// After the base and the host toolchain: both expose tool configs.
+	maskUnderMounts(p, host)
 	if !p.AllowAll {
 		if err := stageWritable(p); err != nil {
 			return nil, fmt.Errorf("%s: %w", configName(cfg), err)

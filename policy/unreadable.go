@@ -57,6 +57,8 @@ func unreadableList(sb config.Sandbox, host Host) []string {
 		list = sb.Secrets
 	}
 	list = append(append([]string(nil), list...), profiles.RuntimeSockets()...)
+	// Tool configs in the system directories are no one's choice to share.
+	list = append(list, profiles.ToolchainCredentialPaths()...)
 	// Our own state (audit log, guard cache and key) wherever it is.
 	list = append(list, stateDir(host))
 	seen := map[string]bool{}
@@ -143,6 +145,11 @@ func (r resolver) resolve(p string) (string, error) {
 // caller's home.
 func maskUnderMounts(p *Policy, host Host) {
 	masked := maskedUnder(p.Unreadable, p.Mounts)
+	// A host root exposes what is in it like a mount (a system gitconfig
+	// in /etc, an npmrc in /usr/etc).
+	for _, r := range p.Base.HostRoots {
+		masked = append(masked, maskedUnder(p.Unreadable, []Mount{{Path: r}})...)
+	}
 	var warnings []string
 	if !p.AllowAll {
 		warnings = homeCovered(p.Mounts, masked, host)
