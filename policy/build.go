@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/gitconfig"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -85,6 +86,12 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if p.Base.Kind == BaseImage && !p.AllowAll && hostToolchain(sb) {
 		p.Mounts = dedupeMounts(append(p.Mounts, toolchainMounts()...))
 	}
+	var gitReplay []gitconfig.Entry
+	if !p.AllowAll {
+		if gitReplay, err = gitViews(p); err != nil {
+			return nil, err
+		}
+	}
 	// After the base and the host toolchain: both expose tool configs.
 	maskUnderMounts(p, host)
 	if !p.AllowAll {
@@ -124,7 +131,7 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if p.Workdir, err = workdir(opts.Workdir, host.Cwd, p); err != nil {
 		return nil, err
 	}
-	environment(p, role, sb, host, pythonEnv)
+	environment(p, role, sb, host, pythonEnv, gitReplay)
 	if !p.AllowAll {
 		dependencyEnv(p, sb, role, host, deps)
 	}
@@ -278,13 +285,13 @@ func auditLog(sb config.Sandbox, host Host, root string) string {
 
 // environment sets the command's environment: the host's, filtered for
 // the role, and outside allow_all the tools' variables, sorted.
-func environment(p *Policy, role profiles.Role, sb config.Sandbox, host Host, pythonEnv string) {
+func environment(p *Policy, role profiles.Role, sb config.Sandbox, host Host, pythonEnv string, gitReplay []gitconfig.Entry) {
 	env, dropped, warnings := filterEnv(role, sb, host, p)
 	p.Env, p.Dropped = env, dropped
 	p.Warnings = append(p.Warnings, warnings...)
 	if !p.AllowAll {
 		hostPath, _ := host.Getenv("PATH")
-		toolEnv(p, pythonEnv, hostPath, sb.SetEnv)
+		toolEnv(p, pythonEnv, hostPath, sb.SetEnv, gitReplay)
 		p.Env = sortEnv(p.Env)
 	}
 }
