@@ -93,6 +93,9 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		}
 	}
 	// After the base and the host toolchain: both expose tool configs.
+	if !p.AllowAll {
+		toolPrefixCredentials(p)
+	}
 	maskUnderMounts(p, host)
 	if !p.AllowAll {
 		if err := stageWritable(p); err != nil {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -43,5 +44,24 @@ func TestToolchainCredentialConfigsNotOnImage(t *testing.T) {
 	must(t, err)
 	if slices.Contains(p.Masked, "/usr/etc/npmrc") || slices.Contains(p.Masked, "/etc/gitconfig") {
 		t.Errorf("an image toolchain masks host tool configs it never mounts: %v", p.Masked)
+	}
+}
+
+// TestToolPrefixCredentialConfigsMasked: a tool prefix mounted read_only
+// (a node under /opt, a cargo home) has its npmrc, pip.conf and
+// credentials masked; the checkout's own etc/npmrc is the project's.
+func TestToolPrefixCredentialConfigsMasked(t *testing.T) {
+	tool := t.TempDir()
+	cfg := workspace(t, "[project]\ncheckout = \"../widgets\"\n[sandbox]\nread_only = [\""+tool+"\"]\n")
+	p, err := Build(cfg, "reproducer", fakeHost(t), Options{})
+	must(t, err)
+	for _, rel := range []string{"etc/npmrc", "pip.conf", "credentials"} {
+		if !slices.Contains(p.Masked, filepath.Join(tool, rel)) {
+			t.Errorf("%s is readable inside: not masked (%v)", filepath.Join(tool, rel), p.Masked)
+		}
+	}
+	co := filepath.Join(filepath.Dir(cfg.Root), "widgets")
+	if slices.Contains(p.Masked, filepath.Join(co, "etc/npmrc")) || slices.Contains(p.Masked, filepath.Join(cfg.Root, "pip.conf")) {
+		t.Errorf("the project's own files are masked: %v", p.Masked)
 	}
 }

@@ -139,6 +139,22 @@ func (r resolver) resolve(p string) (string, error) {
 	return joined, nil
 }
 
+// toolPrefixCredentials makes unreadable the tool configs that may hold
+// a token relative to each read-only mount that may be a tool's prefix
+// (the host toolchain, read_only, the python environment): not the
+// workspace root or the checkout, whose files are the project's.
+func toolPrefixCredentials(p *Policy) {
+	for _, m := range p.Mounts {
+		if !m.ReadOnly || m.Discard || m.Kind != "dir" || m.Path == p.WorkspaceRoot || m.Why == "project checkout" {
+			continue
+		}
+		for _, rel := range profiles.ToolPrefixCredentialPaths() {
+			p.Unreadable = appendNew(p.Unreadable, filepath.Join(m.Path, rel))
+		}
+	}
+	sort.Strings(p.Unreadable)
+}
+
 // maskUnderMounts decides what the backend must hide under the policy's
 // mounts (p.Masked): the unreadable paths a mount would expose, and every
 // unix socket found under a mount. It warns when a mount covers the

@@ -77,6 +77,17 @@ func ToolchainCredentialPaths() []string {
 	}
 }
 
+// ToolPrefixCredentialPaths are the same configs relative to a tool's
+// prefix: npm's globalconfig is $PREFIX/etc/npmrc for any node (a
+// read_only = ["/opt/node"], an nvm install), pip's site config is
+// sys.prefix/pip.conf for any python environment, a cargo home keeps its
+// credentials at its top. Masked under every read-only mount that is not
+// the workspace or the checkout (whose files are the project's).
+func ToolPrefixCredentialPaths() []string {
+	return []string{"etc/npmrc", "etc/yarnrc", "etc/gitconfig", "etc/netrc", "etc/pip.conf", "pip.conf",
+		"lib/node_modules/npm/npmrc", "credentials", "credentials.toml"}
+}
+
 // RuntimeSockets are container-runtime control sockets: reaching one is root
 // on the host, so they are unreadable whatever `secrets` says. (Any other
 // unix socket under a mount is masked too: the policy looks for them.)
