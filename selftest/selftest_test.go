@@ -112,6 +112,12 @@ func TestWeakenedPoliciesFail(t *testing.T) {
 		{name: "host socket under a mount left unmasked", mutate: func(p *policy.Policy) {
 			p.Masked = slices.DeleteFunc(p.Masked, func(m string) bool { return strings.HasSuffix(m, "fsmonitor--daemon.ipc") })
 		}, want: map[string]string{"IPC-06": "FAIL", "IPC-04": "ok"}},
+		{name: "checkout's git credentials left unmasked", mutate: func(p *policy.Policy) {
+			p.Masked = slices.DeleteFunc(p.Masked, func(m string) bool { return strings.Contains(m, "/checkout/.git/") })
+		}, want: map[string]string{"FS-12": "FAIL", "FS-13": "ok"}},
+		{name: "tool prefix configs left unmasked", mutate: func(p *policy.Policy) {
+			p.Masked = slices.DeleteFunc(p.Masked, func(m string) bool { return strings.Contains(m, "/toolprefix/") })
+		}, want: map[string]string{"FS-13": "FAIL", "FS-12": "ok"}},
 		{name: "host sockets deep under a mount left unmasked", mutate: func(p *policy.Policy) {
 			p.Masked = slices.DeleteFunc(p.Masked, func(m string) bool { return strings.HasSuffix(m, "/daemon.sock") })
 		}, want: map[string]string{"IPC-07": "FAIL", "IPC-06": "ok"}},
