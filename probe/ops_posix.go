@@ -64,6 +64,7 @@ var ops = map[string]opFunc{
 	"fill":             opFill,
 	"inherited_fds":    opInheritedFDs,
 	"ptrace_helpers":   opPtraceHelpers,
+	"suid_mounts":      opSuidMounts,
 }
 
 // eachTarget tries try on every target; the observation is OK when any
