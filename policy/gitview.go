@@ -64,11 +64,13 @@ func gitViews(p *Policy) ([]gitconfig.Entry, error) {
 	g := gitViewer{p: p, seen: map[string]bool{}}
 	project := filepath.Join(projectDir(p), ".git", "config")
 	for _, m := range p.Mounts {
-		if m.Kind != "dir" || m.System {
+		// A writable path is the sandbox's to write: what is in it is no
+		// policy input (a run could make the next one refuse).
+		if m.Kind != "dir" || m.System || !m.ReadOnly {
 			continue
 		}
 		dir, ok := gitDirOf(m.Path)
-		if !ok || !g.exposed(dir) {
+		if !ok || !g.exposed(dir) || g.writable(dir) {
 			continue
 		}
 		if err := g.gitDir(dir, project, 0); err != nil {
@@ -124,6 +126,12 @@ func (g *gitViewer) exposed(path string) bool {
 	return slices.ContainsFunc(g.p.Base.HostRoots, func(r string) bool { return within(r, path) })
 }
 
+// writable: path lies in a writable mount (a sandbox of this workspace
+// may have written it).
+func (g *gitViewer) writable(path string) bool {
+	return slices.ContainsFunc(g.p.Mounts, func(m Mount) bool { return !m.ReadOnly && within(m.Path, path) })
+}
+
 // gitDir checks the config files of one git directory, its worktrees'
 // and its submodules' (which nest).
 func (g *gitViewer) gitDir(dir, project string, depth int) error {
@@ -157,6 +165,9 @@ func (g *gitViewer) file(path string, replay bool, depth int) error {
 		return nil
 	}
 	g.seen[path] = true
+	if g.writable(path) {
+		return nil // the sandbox's own, never read as a policy input
+	}
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

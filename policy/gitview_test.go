@@ -123,3 +123,14 @@ func TestCleanGitConfigUntouched(t *testing.T) {
 		t.Errorf("a clean config is masked: %v %+v", p.Masked, p.GitConfigs)
 	}
 }
+
+// TestGitConfigInWritablePathNotAnInput: a writable path's repository is
+// the sandbox's to write; its config is never read, so a run cannot make
+// the next one refuse with a broken one.
+func TestGitConfigInWritablePathNotAnInput(t *testing.T) {
+	cfg := workspace(t, "")
+	plantGit(t, filepath.Join(cfg.Root, "repros"), "[core]\n\tbare = \"broken\n")
+	if _, err := Build(cfg, "reproducer", fakeHost(t), Options{}); err != nil {
+		t.Errorf("a writable path's git config was read as a policy input: %v", err)
+	}
+}
