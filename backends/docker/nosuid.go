@@ -28,7 +28,8 @@ import (
 // nodev (measured on runc 1.1.5: "ro,relatime"), while a bind left as it
 // is keeps its source's flags: "ro,nosuid,nodev,relatime". It is read-only
 // because its source is, and ensureNoSuidVolumes refuses a volume of that
-// name whose options say anything else.
+// name whose options say anything else. Podman takes the flags on a bind
+// (systemBinds).
 
 // nosuidVolumePrefix starts the shared volumes' names.
 const nosuidVolumePrefix = "triage-sandbox-nosuid-"
@@ -93,14 +94,17 @@ func (b *Backend) ensureNoSuidVolumes(ctx context.Context, req *CreateRequest) e
 	return nil
 }
 
-// systemBinds renders the system volumes back as read-only binds, for an
-// engine whose volumes this is not tested on (Podman): weaker, nosuid
-// left to no_new_privs.
+// systemBinds renders the system volumes as Podman's binds: its Binds
+// strings take nosuid and nodev, which its local volumes (in a rootless
+// Podman's user namespace) are not tested here to do.
 func systemBinds(req *CreateRequest) {
-	for i, m := range req.HostConfig.Mounts {
+	kept := req.HostConfig.Mounts[:0]
+	for _, m := range req.HostConfig.Mounts {
 		if m.Type == mount.TypeVolume && m.Source == NoSuidVolume(m.Target) {
-			req.HostConfig.Mounts[i] = mount.Mount{Type: mount.TypeBind, Source: m.Target, Target: m.Target, ReadOnly: true,
-				BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}
+			req.HostConfig.Binds = append(req.HostConfig.Binds, m.Target+":"+m.Target+":ro,nosuid,nodev,rprivate")
+			continue
 		}
+		kept = append(kept, m)
 	}
+	req.HostConfig.Mounts = kept
 }
