@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/gitconfig"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -74,7 +75,6 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		p.Mounts = dedupeMounts(append(p.Mounts, deps.mounts...))
 		p.Warnings = append(p.Warnings, deps.warnings...)
 	}
-	maskUnderMounts(p, host)
 	p.Network = network(p.AllowAll, sb)
 
 	p.Limits = limits(cfg, sb, role)
@@ -98,6 +98,17 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if err := mountsOutOfUnreadable(cfg, p); err != nil {
 		return nil, err
 	}
+	var gitReplay []gitconfig.Entry
+	if !p.AllowAll {
+		if gitReplay, err = gitViews(p); err != nil {
+			return nil, err
+		}
+	}
+	// After the base and the host toolchain: both expose tool configs.
+	if !p.AllowAll {
+		toolPrefixCredentials(p)
+	}
+	maskUnderMounts(p, host)
 	if !p.AllowAll {
 		if err := stageWritable(p); err != nil {
 			return nil, fmt.Errorf("%s: %w", configName(cfg), err)
@@ -146,7 +157,7 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if p.Workdir, err = workdir(opts.Workdir, host.Cwd, p); err != nil {
 		return nil, err
 	}
-	environment(p, role, sb, host, pythonEnv)
+	environment(p, role, sb, host, pythonEnv, gitReplay)
 	if !p.AllowAll {
 		dependencyEnv(p, sb, role, host, deps, written)
 	}
@@ -301,13 +312,13 @@ func auditLog(sb config.Sandbox, host Host, root string) string {
 
 // environment sets the command's environment: the host's, filtered for
 // the role, and outside allow_all the tools' variables, sorted.
-func environment(p *Policy, role profiles.Role, sb config.Sandbox, host Host, pythonEnv string) {
+func environment(p *Policy, role profiles.Role, sb config.Sandbox, host Host, pythonEnv string, gitReplay []gitconfig.Entry) {
 	env, dropped, warnings := filterEnv(role, sb, host, p)
 	p.Env, p.Dropped = env, dropped
 	p.Warnings = append(p.Warnings, warnings...)
 	if !p.AllowAll {
 		hostPath, _ := host.Getenv("PATH")
-		toolEnv(p, pythonEnv, hostPath, sb.SetEnv)
+		toolEnv(p, pythonEnv, hostPath, sb.SetEnv, gitReplay)
 		p.Env = sortEnv(p.Env)
 	}
 }

@@ -105,6 +105,16 @@ func explainUnreadable(w writef, p *Policy) {
 			w("  %s  (masked: a host socket under a mount)\n", m)
 		}
 	}
+	for _, g := range p.GitConfigs {
+		given := "git runs without it inside"
+		if g.Replayed {
+			given = "the rest is given to git through GIT_CONFIG_*"
+		}
+		w("  %s  (masked: a git config holding a credential; %s)\n", g.Path, given)
+		for _, r := range g.Removed {
+			w("      left out: %s\n", r)
+		}
+	}
 }
 
 // explainNetwork: the network mode.

@@ -36,6 +36,9 @@ type Policy struct {
 	// the unreadable paths that lie under one, the host sockets found in
 	// them and the mounts' Hidden directories.
 	Masked []string `json:"masked,omitempty"`
+	// GitConfigs are the mounted repositories' git configs that held a
+	// credential: unreadable, and given back sanitised (gitview.go).
+	GitConfigs []GitConfigView `json:"git_configs,omitempty"`
 
 	Network Network  `json:"network"`
 	Env     []EnvVar `json:"env"`

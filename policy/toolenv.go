@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/triage-sandbox/triage-sandbox/gitconfig"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -18,7 +19,7 @@ import (
 //     the sandbox runs as (never safe.directory = *), and takes no
 //     optional locks, so `git status` does not try to write the index.
 //   - bytecode and pytest's cache go to scratch.
-func toolEnv(p *Policy, pythonEnv, hostPath string, setEnvKeys map[string]string) {
+func toolEnv(p *Policy, pythonEnv, hostPath string, setEnvKeys map[string]string, gitReplay []gitconfig.Entry) {
 	set := func(name, value, why string) {
 		if _, ok := setEnvKeys[name]; !ok {
 			setEnv(p, name, value, why)
@@ -41,11 +42,24 @@ func toolEnv(p *Policy, pythonEnv, hostPath string, setEnvKeys map[string]string
 			trusted = append(trusted, m.Path)
 		}
 	}
-	set("GIT_CONFIG_COUNT", strconv.Itoa(len(trusted)), "git trusts the checkout and the workspace whatever the uid (safe.directory)")
+	why = "git trusts the checkout and the workspace whatever the uid (safe.directory)"
+	if len(gitReplay) > 0 {
+		why += "; the project's git config, sanitised (gitview.go)"
+	}
+	set("GIT_CONFIG_COUNT", strconv.Itoa(len(trusted)+len(gitReplay)), why)
 	for i, dir := range trusted {
 		n := strconv.Itoa(i)
 		set("GIT_CONFIG_KEY_"+n, "safe.directory", "git: safe.directory")
 		set("GIT_CONFIG_VALUE_"+n, dir, "git: safe.directory")
+	}
+	for i, e := range gitReplay {
+		n := strconv.Itoa(len(trusted) + i)
+		v := e.Value
+		if e.NoValue {
+			v = "true" // `name` alone
+		}
+		set("GIT_CONFIG_KEY_"+n, e.Key(), "the project's git config, sanitised: its file is masked")
+		set("GIT_CONFIG_VALUE_"+n, v, "the project's git config, sanitised: its file is masked")
 	}
 	set("GIT_OPTIONAL_LOCKS", "0", "git status does not try to write the read-only index")
 	p.ScratchEnv = append(p.ScratchEnv, []ScratchVar{

@@ -57,6 +57,8 @@ func unreadableList(sb config.Sandbox, host Host) []string {
 		list = sb.Secrets
 	}
 	list = append(append([]string(nil), list...), profiles.RuntimeSockets()...)
+	// Tool configs in the system directories are no one's choice to share.
+	list = append(list, profiles.ToolchainCredentialPaths()...)
 	// Our own state (audit log, guard cache and key) wherever it is.
 	list = append(list, stateDir(host))
 	seen := map[string]bool{}
@@ -137,12 +139,33 @@ func (r resolver) resolve(p string) (string, error) {
 	return joined, nil
 }
 
+// toolPrefixCredentials makes unreadable the tool configs that may hold
+// a token relative to each read-only mount that may be a tool's prefix
+// (the host toolchain, read_only, the python environment): not the
+// workspace root or the checkout, whose files are the project's.
+func toolPrefixCredentials(p *Policy) {
+	for _, m := range p.Mounts {
+		if !m.ReadOnly || m.Discard || m.Kind != "dir" || m.Path == p.WorkspaceRoot || m.Why == "project checkout" {
+			continue
+		}
+		for _, rel := range profiles.ToolPrefixCredentialPaths() {
+			p.Unreadable = appendNew(p.Unreadable, filepath.Join(m.Path, rel))
+		}
+	}
+	sort.Strings(p.Unreadable)
+}
+
 // maskUnderMounts decides what the backend must hide under the policy's
 // mounts (p.Masked): the unreadable paths a mount would expose, and every
 // unix socket found under a mount. It warns when a mount covers the
 // caller's home.
 func maskUnderMounts(p *Policy, host Host) {
 	masked := maskedUnder(p.Unreadable, p.Mounts)
+	// A host root exposes what is in it like a mount (a system gitconfig
+	// in /etc, an npmrc in /usr/etc).
+	for _, r := range p.Base.HostRoots {
+		masked = append(masked, maskedUnder(p.Unreadable, []Mount{{Path: r}})...)
+	}
 	var warnings []string
 	if !p.AllowAll {
 		warnings = homeCovered(p.Mounts, masked, host)

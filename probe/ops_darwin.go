@@ -15,6 +15,7 @@ func opProcScan(Step, string) Observation   { return unsupported("proc_scan") }
 func opProcMem(Step, string) Observation    { return unsupported("proc_mem") }
 func opProcStatus(Step, string) Observation { return unsupported("proc_status") }
 func opUnshare(Step, string) Observation    { return unsupported("unshare") }
+func opSuidMounts(Step, string) Observation { return unsupported("suid_mounts") }
 func opPtraceHelpers(Step, string) Observation {
 	return unsupported("ptrace_helpers")
 }

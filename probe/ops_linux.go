@@ -140,3 +140,61 @@ func opTIOCSTI(s Step, _ string) Observation {
 	}
 	return Observation{OK: true, Detail: "injected a byte into the terminal's input"}
 }
+
+// opSuidMounts finds, for each path in the list, the mount that holds it
+// (the longest mount point above it in /proc/self/mountinfo) and reports
+// those that honour set-id bits or device nodes: found is "true" when one
+// lacks nosuid or nodev, and Detail names them. OK once mountinfo is read.
+func opSuidMounts(s Step, _ string) Observation {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return Observation{Errno: errnoName(err)}
+	}
+	type mnt struct{ point, opts string }
+	var mounts []mnt
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 {
+			mounts = append(mounts, mnt{unescapeMountinfo(f[4]), f[5]})
+		}
+	}
+	var weak []string
+	for _, p := range s.List {
+		best := mnt{}
+		for _, m := range mounts {
+			// Later lines are mounted over earlier ones at the same point.
+			if (m.point == "/" || p == m.point || strings.HasPrefix(p, m.point+"/")) && len(m.point) >= len(best.point) {
+				best = m
+			}
+		}
+		opts := "," + best.opts + ","
+		if best.point != "" && (!strings.Contains(opts, ",nosuid,") || !strings.Contains(opts, ",nodev,")) {
+			weak = append(weak, p+" on "+best.point+" ("+best.opts+")")
+		}
+	}
+	o := Observation{OK: true, Values: map[string]string{"found": strconv.FormatBool(len(weak) > 0), "checked": strconv.Itoa(len(s.List))}}
+	o.Detail = "set-id bits honoured: " + strings.Join(weak, "; ")
+	if len(weak) == 0 {
+		o.Detail = "every one nosuid,nodev: " + strings.Join(s.List, ", ")
+	}
+	return o
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -65,6 +65,7 @@ var ops = map[string]opFunc{
 	"inherited_fds":    opInheritedFDs,
 	"ptrace_helpers":   opPtraceHelpers,
 	"signal_holder":    opSignalHolder,
+	"suid_mounts":      opSuidMounts,
 }
 
 // eachTarget tries try on every target; the observation is OK when any

@@ -51,6 +51,43 @@ func CredentialPaths() []string {
 	}
 }
 
+// ToolchainCredentialPaths are system-wide tool configs that can hold a
+// registry or forge token, in the directories a host toolchain or a host
+// root exposes (npm's globalconfig is $PREFIX/etc/npmrc and `npm config
+// set -g` writes it; pip reads sys.prefix/pip.conf; git its system
+// gitconfig, which may carry a credential helper or an extraheader).
+// Unreadable whatever `secrets` says; masked (an empty file) where a
+// mount or host root would expose one. Not listed: configs that a tool
+// refuses to read empty (Maven's settings.xml).
+func ToolchainCredentialPaths() []string {
+	return []string{
+		// npm and yarn: $PREFIX/etc/npmrc, npm's builtin npmrc.
+		"/etc/npmrc", "/usr/etc/npmrc", "/usr/local/etc/npmrc",
+		"/usr/lib/node_modules/npm/npmrc", "/usr/local/lib/node_modules/npm/npmrc",
+		"/etc/yarnrc", "/usr/etc/yarnrc", "/usr/local/etc/yarnrc",
+		// pip: the global and the site (sys.prefix) config.
+		"/etc/pip.conf", "/etc/xdg/pip/pip.conf", "/usr/pip.conf", "/usr/local/pip.conf",
+		// netrc-likes and git's system config and store.
+		"/etc/netrc", "/usr/etc/netrc", "/usr/local/etc/netrc",
+		"/etc/gitconfig", "/usr/etc/gitconfig", "/usr/local/etc/gitconfig",
+		"/etc/git-credentials", "/usr/local/etc/git-credentials",
+		// cargo, gem and bundler homes that images put under /usr/local.
+		"/usr/local/cargo/credentials", "/usr/local/cargo/credentials.toml",
+		"/etc/gemrc", "/usr/local/etc/gemrc", "/usr/local/bundle/config",
+	}
+}
+
+// ToolPrefixCredentialPaths are the same configs relative to a tool's
+// prefix: npm's globalconfig is $PREFIX/etc/npmrc for any node (a
+// read_only = ["/opt/node"], an nvm install), pip's site config is
+// sys.prefix/pip.conf for any python environment, a cargo home keeps its
+// credentials at its top. Masked under every read-only mount that is not
+// the workspace or the checkout (whose files are the project's).
+func ToolPrefixCredentialPaths() []string {
+	return []string{"etc/npmrc", "etc/yarnrc", "etc/gitconfig", "etc/netrc", "etc/pip.conf", "pip.conf",
+		"lib/node_modules/npm/npmrc", "credentials", "credentials.toml"}
+}
+
 // RuntimeSockets are container-runtime control sockets: reaching one is root
 // on the host, so they are unreadable whatever `secrets` says. (Any other
 // unix socket under a mount is masked too: the policy looks for them.)

@@ -29,7 +29,10 @@ type Canaries struct {
 	Root     string
 	Checkout string
 	Runner   string // a fake CI runner temp dir ($GITHUB_ENV lives here)
-	Token    string // appears in every canary file
+	// ToolPrefix is a fake tool prefix mounted read_only (a node or a
+	// python under /opt), its npmrc and pip.conf holding the token (FS-13).
+	ToolPrefix string
+	Token      string // appears in every canary file
 	// SentinelToken is only in the sentinel's environment and argv (never in
 	// a probe's own argv), so finding it means seeing a host process.
 	SentinelToken string
@@ -67,6 +70,27 @@ var credentialFiles = []string{
 	".config/triage-sandbox/state.json",
 }
 
+// toolPrefixFiles are the tool configs planted in the fake tool prefix,
+// relative to it: npm's globalconfig and pip's site config with a token.
+func toolPrefixFiles(token string) map[string]string {
+	return map[string]string{
+		"etc/npmrc": "//registry.npmjs.org/:_authToken=" + token + "\n",
+		"pip.conf":  "[global]\nindex-url = https://selftest:" + token + "@pypi.invalid/simple\n",
+	}
+}
+
+// checkoutGitCredentials is what a CI checkout leaves in .git/config
+// (actions/checkout persists its token as an extraheader; a clone's URL
+// may carry one; a helper may keep a store in the repository), and the
+// store's name. The marker is not "# selftest": Replant keeps it.
+const checkoutGitCredentials = "; credentials a CI checkout persists (FS-12)\n" +
+	"[http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: bearer %[1]s\n" +
+	"[remote \"origin\"]\n\turl = https://x-access-token:%[1]s@github.com/selftest/widgets\n" +
+	"[credential]\n\thelper = store --file .git/selftest-credentials\n"
+
+// gitStoreFile is the store the planted helper names, in the checkout.
+const gitStoreFile = ".git/selftest-credentials"
+
 // Home dotfiles a hostile command would like to change.
 var homeDotfiles = []string{".bashrc", ".profile", ".gitconfig"}
 
@@ -94,7 +118,8 @@ func Plant(base, self string) (*Canaries, error) {
 	c := &Canaries{
 		Dir: dir, Home: filepath.Join(dir, "home"), Root: filepath.Join(dir, "ws"),
 		Checkout: filepath.Join(dir, "checkout"), Runner: filepath.Join(dir, "runner"),
-		Token: randomToken(), SentinelToken: randomToken(),
+		ToolPrefix: filepath.Join(dir, "toolprefix"),
+		Token:      randomToken(), SentinelToken: randomToken(),
 	}
 	c.Env = map[string]string{
 		"GITHUB_TOKEN":               "ghp_" + c.Token,
@@ -178,6 +203,13 @@ func (c *Canaries) plantFiles() error {
 			return err
 		}
 	}
+	// Readable by anyone, as a system prefix's files are: only the mask
+	// stands between the sandbox and the token.
+	for f, content := range toolPrefixFiles(c.Token) {
+		if err := write(filepath.Join(c.ToolPrefix, f), content, 0o644); err != nil {
+			return err
+		}
+	}
 	for name, content := range map[string]string{
 		"README.md": "# widgets\nselftest canary checkout " + c.Token + "\n",
 		"setup.py":  "print('widgets')\n",
@@ -204,7 +236,10 @@ func (c *Canaries) plantGit() error {
 				return err
 			}
 		}
-		return os.WriteFile(filepath.Join(c.Checkout, ".git/config"), []byte("[core]\n"), 0o644)
+		if err := os.WriteFile(filepath.Join(c.Checkout, ".git/config"), []byte("[core]\n"), 0o644); err != nil {
+			return err
+		}
+		return c.plantGitCredentials()
 	}
 	env := append(os.Environ(), "GIT_AUTHOR_NAME=selftest", "GIT_AUTHOR_EMAIL=selftest@invalid",
 		"GIT_COMMITTER_NAME=selftest", "GIT_COMMITTER_EMAIL=selftest@invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+c.Dir)
@@ -217,7 +252,27 @@ func (c *Canaries) plantGit() error {
 			return fmt.Errorf("git %s in the canary checkout: %v: %s", args[0], err, out)
 		}
 	}
-	return os.MkdirAll(filepath.Join(c.Checkout, ".git/hooks"), 0o755)
+	if err := os.MkdirAll(filepath.Join(c.Checkout, ".git/hooks"), 0o755); err != nil {
+		return err
+	}
+	return c.plantGitCredentials()
+}
+
+// plantGitCredentials appends a CI checkout's credentials to the canary
+// checkout's .git/config and writes the store its helper names.
+func (c *Canaries) plantGitCredentials() error {
+	f, err := os.OpenFile(filepath.Join(c.Checkout, ".git/config"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, checkoutGitCredentials, c.Token)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("planting the checkout's git credentials: %w", err)
+	}
+	return os.WriteFile(filepath.Join(c.Checkout, gitStoreFile), []byte("https://x-access-token:"+c.Token+"@github.com\n"), 0o644)
 }
 
 // Replant restores the canary files after the control run.

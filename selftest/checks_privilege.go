@@ -50,7 +50,55 @@ func privilegeChecks() []Check {
 			},
 			Fix: "never run with seccomp=unconfined"},
 		helperPtraceCheck(),
+		suidMountsCheck(),
 	}
+}
+
+// suidMountsCheck: every host system directory the sandbox reads (the host
+// toolchain's /usr with its setuid su, mount, passwd; a host-root base's
+// roots) must be nosuid and nodev inside. The control, the same probe on
+// the host, sees the host's own /usr honour set-id bits.
+func suidMountsCheck() Check {
+	return Check{ID: "PRIV-05", Name: "find host system directories that honour set-id bits", Category: "privilege",
+		Requires: []policy.Capability{profiles.CapSyscallFilter},
+		Steps: func(e *Env) []probe.Step {
+			return one(step("PRIV-05", "suid_mounts", nil, systemDirs(e.P)...))
+		},
+		Judge: func(_ *Env, ev *Evidence) (bool, string) {
+			o := ev.Obs["PRIV-05"]
+			if !o.OK {
+				return false, errnoEvidence(o)
+			}
+			return o.Values["found"] == "true", o.Detail
+		},
+		HostLacks: func(control *Evidence) (bool, string) {
+			o := control.Obs["PRIV-05"]
+			if o.Values["checked"] == "0" {
+				return true, "no host system directory is mounted (an image toolchain): nothing to check"
+			}
+			if o.OK && o.Values["found"] != "true" {
+				return true, "the host's own system directories are nosuid,nodev already: " + o.Detail
+			}
+			return false, ""
+		},
+		Fix: "bind every host system directory nosuid,nodev (docker: the local volume driver's bind, backends/docker/nosuid.go)"}
+}
+
+// systemDirs are the policy's host system directories: its System
+// directory mounts and a host-root base's roots.
+func systemDirs(p *policy.Policy) []string {
+	var out []string
+	for _, m := range p.Mounts {
+		if m.System && m.Kind == "dir" {
+			out = append(out, m.Path)
+		}
+	}
+	for _, r := range p.Base.HostRoots {
+		if fi, err := os.Lstat(r); err == nil && fi.IsDir() {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // helperPtraceCheck: the command seizes its supervisor, the holder (pid 1)

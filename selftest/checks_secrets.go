@@ -1,6 +1,9 @@
 package selftest
 
 import (
+	"path/filepath"
+	"slices"
+
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/probe"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -51,6 +54,24 @@ func secretsChecks() []Check {
 			},
 			Judge: okJudge("FS-10"), Fix: "credential paths must not exist inside the sandbox"},
 		inheritedFDCheck(),
+		{ID: "FS-12", Name: "read the checkout's git credentials", Category: "secrets",
+			Steps: func(e *Env) []probe.Step {
+				return one(step("FS-12", "read_any", map[string]string{"canary": e.C.Token},
+					e.checkout(".git/config"), e.checkout(gitStoreFile)))
+			},
+			Judge: readJudge("FS-12"),
+			Fix:   "a mounted repository's git config holding a credential must be masked and given back sanitised (policy/gitview.go)"},
+		{ID: "FS-13", Name: "read tool configs in a tool prefix", Category: "secrets",
+			Steps: func(e *Env) []probe.Step {
+				var paths []string
+				for f := range toolPrefixFiles(e.C.Token) {
+					paths = append(paths, filepath.Join(e.C.ToolPrefix, f))
+				}
+				slices.Sort(paths)
+				return one(step("FS-13", "read_any", map[string]string{"canary": e.C.Token}, paths...))
+			},
+			Judge: readJudge("FS-13"),
+			Fix:   "tool configs that may hold a token under a read-only prefix or the toolchain roots must be masked (profiles.ToolchainCredentialPaths)"},
 	}
 }
 

@@ -81,6 +81,14 @@ func buildPolicy(o Options, c *Canaries, role profiles.Role) (*policy.Policy, []
 	cfg.Root = c.Root
 	cfg.Project.Checkout = c.Checkout
 	cfg.Project.Python = ""
+	// The fake tool prefix is read-only like a node under /opt (FS-13);
+	// a role's own read_only list replaces the shared one, so both get it.
+	cfg.Sandbox.ReadOnly = slices.Concat(cfg.Sandbox.ReadOnly, []string{c.ToolPrefix})
+	for _, sb := range []*config.Sandbox{&cfg.Agent, &cfg.Reproducer} {
+		if sb.ReadOnly != nil {
+			sb.ReadOnly = slices.Concat(sb.ReadOnly, []string{c.ToolPrefix})
+		}
+	}
 	// The canary workspace is a configured one, with the user's config (as
 	// config discovery will find it above a reproducer's directory).
 	planted, err := plantWorkspaceConfig(o.Config, c.Root)

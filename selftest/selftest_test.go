@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moby/moby/api/types/mount"
+
 	"github.com/triage-sandbox/triage-sandbox/backends"
+
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
@@ -112,6 +115,19 @@ func TestWeakenedPoliciesFail(t *testing.T) {
 		{name: "host socket under a mount left unmasked", mutate: func(p *policy.Policy) {
 			p.Masked = slices.DeleteFunc(p.Masked, func(m string) bool { return strings.HasSuffix(m, "fsmonitor--daemon.ipc") })
 		}, want: map[string]string{"IPC-06": "FAIL", "IPC-04": "ok"}},
+		{name: "checkout's git credentials left unmasked", mutate: func(p *policy.Policy) {
+			p.Masked = slices.DeleteFunc(p.Masked, func(m string) bool { return strings.Contains(m, "/checkout/.git/") })
+		}, want: map[string]string{"FS-12": "FAIL", "FS-13": "ok"}},
+		{name: "tool prefix configs left unmasked", mutate: func(p *policy.Policy) {
+			p.Masked = slices.DeleteFunc(p.Masked, func(m string) bool { return strings.Contains(m, "/toolprefix/") })
+		}, want: map[string]string{"FS-13": "FAIL", "FS-12": "ok"}},
+		{name: "system directories bound without nosuid", adjust: func(r *docker.CreateRequest) {
+			for i, m := range r.HostConfig.Mounts {
+				if m.Type == mount.TypeVolume && m.Source == docker.NoSuidVolume(m.Target) {
+					r.HostConfig.Mounts[i] = mount.Mount{Type: mount.TypeBind, Source: m.Target, Target: m.Target, ReadOnly: true}
+				}
+			}
+		}, want: map[string]string{"PRIV-05": "FAIL", "PRIV-01": "ok"}},
 		{name: "host sockets deep under a mount left unmasked", mutate: func(p *policy.Policy) {
 			p.Masked = slices.DeleteFunc(p.Masked, func(m string) bool { return strings.HasSuffix(m, "/daemon.sock") })
 		}, want: map[string]string{"IPC-07": "FAIL", "IPC-06": "ok"}},

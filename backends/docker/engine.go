@@ -242,8 +242,9 @@ func (b *Backend) adapt(ctx context.Context, req *CreateRequest, p *policy.Polic
 		return b.stageErr(ctx, "asking the engine which it is", err)
 	}
 	if !eng.IsPodman() {
-		return nil
+		return b.ensureNoSuidVolumes(ctx, req)
 	}
+	systemBinds(req)
 	if err := boundTmpfs(req, p, ov); err != nil {
 		return err
 	}

@@ -225,6 +225,10 @@ func mounts(p *policy.Policy, selfExe string) []mount.Mount {
 		if !m.ReadOnly && p.Staged() {
 			continue // a staged copy on a tmpfs of its own (StagedMounts)
 		}
+		if systemVolume(m) {
+			out = append(out, systemVolumeMount(m)) // nosuid, nodev (nosuid.go)
+			continue
+		}
 		out = append(out, mount.Mount{
 			Type: mount.TypeBind, Source: m.Path, Target: m.Path, ReadOnly: m.ReadOnly,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},

@@ -62,7 +62,13 @@ func TestRenderCISSection5(t *testing.T) {
 				// mode"): /usr and /lib may come in read-only as the host
 				// toolchain (toolchain = "image" mounts neither); the rest never.
 				{"5.6 no sensitive host dirs", !slices.ContainsFunc(hc.Mounts, func(m mountT) bool {
-					return slices.Contains(sensitive, m.Source) && !(m.ReadOnly && slices.Contains(toolchainDirs, m.Source))
+					src, ro := m.Source, m.ReadOnly
+					if m.Type == mount.TypeVolume && m.Source == NoSuidVolume(m.Target) {
+						// The host directory the volume binds, read-only by
+						// its options (nosuidOptions).
+						src, ro = m.Target, strings.Contains(","+nosuidOptions(m.Target)["o"]+",", ",ro,")
+					}
+					return slices.Contains(sensitive, src) && !(ro && slices.Contains(toolchainDirs, src))
 				})},
 				{"5.8/5.9/5.14 no published ports", len(hc.PortBindings) == 0 && !hc.PublishAllPorts},
 				{"5.10 network not host", hc.NetworkMode == "none"},
@@ -74,7 +80,14 @@ func TestRenderCISSection5(t *testing.T) {
 				{"5.17 private IPC namespace", hc.IpcMode == "private"},
 				{"5.18 no host devices", len(hc.Devices) == 0},
 				{"5.19 ulimits set", len(hc.Ulimits) > 0},
+				// A system directory's nosuid volume takes no bind options:
+				// the daemon makes its mount a slave (master:N in mountinfo,
+				// measured), host to sandbox only, never shared, which is
+				// 5.20's concern; the sandbox cannot mount anything anyway.
 				{"5.20 mount propagation private", !slices.ContainsFunc(hc.Mounts, func(m mountT) bool {
+					if m.Type == mount.TypeVolume && m.Source == NoSuidVolume(m.Target) {
+						return false
+					}
 					return m.BindOptions == nil || m.BindOptions.Propagation != "rprivate"
 				})},
 				{"5.21 private UTS namespace", hc.UTSMode == ""},
@@ -187,6 +200,15 @@ func TestRenderMountsExactlyThePolicy(t *testing.T) {
 			if !m.ReadOnly {
 				t.Error("init binary must be read-only")
 			}
+			continue
+		}
+		if m.Type == mount.TypeVolume && m.Source == NoSuidVolume(m.Target) {
+			// A system directory through its nosuid volume: read-only by
+			// its source, the container's mount left unmarked (nosuid.go).
+			if !slices.ContainsFunc(p.Mounts, func(pm policy.Mount) bool { return pm.Path == m.Target && pm.ReadOnly && pm.System }) {
+				t.Errorf("nosuid volume at %s is not a read-only system mount of the policy", m.Target)
+			}
+			got = append(got, m.Target)
 			continue
 		}
 		if m.Source != m.Target {
@@ -302,5 +324,33 @@ func TestRenderUnderGVisor(t *testing.T) {
 				t.Errorf("control socket bound: %v under %q", ln != nil, runtime)
 			}
 		})
+	}
+}
+
+// TestRenderSystemDirsThroughNoSuidVolumes: every read-only system
+// directory is its shared nosuid volume, never a plain bind (whose
+// options cannot say nosuid), and never filled from the image.
+func TestRenderSystemDirsThroughNoSuidVolumes(t *testing.T) {
+	p, req := renderRole(t, "reproducer", policy.Host{UID: 1000, GID: 1000, OS: "linux"})
+	n := 0
+	for _, pm := range p.Mounts {
+		if !pm.System || pm.Kind != "dir" {
+			continue
+		}
+		n++
+		i := slices.IndexFunc(req.HostConfig.Mounts, func(m mount.Mount) bool { return m.Target == pm.Path })
+		if i < 0 {
+			t.Fatalf("system directory %s not rendered", pm.Path)
+		}
+		m := req.HostConfig.Mounts[i]
+		if m.Type != mount.TypeVolume || m.Source != NoSuidVolume(pm.Path) || m.VolumeOptions == nil || !m.VolumeOptions.NoCopy {
+			t.Errorf("system directory %s rendered as %+v, want its nosuid volume without copy", pm.Path, m)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no system directory in the policy to check")
+	}
+	if o := nosuidOptions("/usr"); o["o"] != "bind,ro,nosuid,nodev" || o["device"] != "/usr" || o["type"] != "none" {
+		t.Errorf("volume options %v", o)
 	}
 }

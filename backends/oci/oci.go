@@ -153,7 +153,7 @@ func mounts(p *policy.Policy, selfExe string) []specs.Mount {
 		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},
 		scratchMount(p, ScratchPaths.Tmp, p.Scratch.TmpMode),
 		scratchMount(p, ScratchPaths.Home, p.Scratch.HomeMode, fmt.Sprintf("uid=%d", p.User.UID), fmt.Sprintf("gid=%d", p.User.GID)),
-		{Destination: launch.InitPath, Type: "bind", Source: selfExe, Options: []string{"rbind", "ro", "rprivate"}},
+		{Destination: launch.InitPath, Type: "bind", Source: selfExe, Options: []string{"rbind", "ro", "rprivate", "nosuid", "nodev"}},
 		{Destination: "/etc/hosts", Type: "bind", Source: HostsFile, Options: []string{"rbind", "ro", "rprivate", "nosuid", "nodev", "noexec"}},
 	}
 	for _, dir := range p.Traversable {
@@ -171,7 +171,9 @@ func mounts(p *policy.Policy, selfExe string) []specs.Mount {
 		if m.ReadOnly {
 			mode = "ro"
 		}
-		tree = append(tree, specs.Mount{Destination: m.Path, Type: "bind", Source: m.Path, Options: []string{"rbind", "rprivate", mode}})
+		// nosuid, nodev: the host's /usr holds setuid su, mount, passwd;
+		// no set-id bit or device node of the host means anything inside.
+		tree = append(tree, specs.Mount{Destination: m.Path, Type: "bind", Source: m.Path, Options: []string{"rbind", "rprivate", mode, "nosuid", "nodev"}})
 	}
 	// A runtime mounts in order: parents (a staged skeleton) before what
 	// lies inside them.
