@@ -56,8 +56,10 @@ func addrRefused(a netip.Addr, own []netip.Addr, test []netip.Prefix) string {
 	if !a.IsValid() {
 		return "not an address"
 	}
+	// The host's own addresses first (their reason says most), but
+	// loopback is named as such.
 	for _, o := range own {
-		if o.WithZone("") == a || o.Unmap() == a.Unmap() {
+		if !o.IsLoopback() && (o.WithZone("") == a || o.Unmap() == a.Unmap()) {
 			return "one of this host's own addresses"
 		}
 	}

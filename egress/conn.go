@@ -73,12 +73,12 @@ type upConn struct {
 func (c *upConn) Read(b []byte) (int, error) {
 	n, err := c.timedConn.Read(b)
 	if n > 0 {
-		c.down.Add(int64(n))
 		if c.p.bytes.Add(int64(n)) > c.p.lim.MaxBytes {
 			c.cut.Store(true)
 			c.Conn.Close()
 			return 0, errByteBound
 		}
+		c.down.Add(int64(n))
 	}
 	return n, err
 }

@@ -25,20 +25,18 @@ var errHeadTooLarge = fmt.Errorf("head larger than %d bytes", maxHead)
 // above all: Go keeps the request-URI's host and drops the header).
 func peekHead(br *bufio.Reader) ([]byte, error) {
 	for n := 1; ; {
-		buf, err := br.Peek(n)
-		if i := headEnd(buf); i > 0 {
+		_, err := br.Peek(n) // waits for the n-th byte
+		buf, _ := br.Peek(br.Buffered())
+		if i := headEnd(buf); i > 0 && i <= maxHead {
 			return buf[:i], nil
 		}
 		if len(buf) >= maxHead {
 			return nil, errHeadTooLarge
 		}
 		if err != nil {
-			if len(buf) > 0 && errors.Is(err, bufio.ErrBufferFull) {
-				return nil, errHeadTooLarge
-			}
 			return nil, err
 		}
-		n = min(br.Buffered()+1, maxHead)
+		n = min(len(buf)+1, maxHead)
 	}
 }
 

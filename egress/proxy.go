@@ -208,9 +208,9 @@ func (p *Proxy) cutReason(up *upConn) string {
 		return fmt.Sprintf("cut: the run's byte bound (%d) was passed", p.lim.MaxBytes)
 	case errors.Is(p.ctx.Err(), context.DeadlineExceeded):
 		return "cut: the run's network time ran out"
-	case p.ctx.Err() != nil:
-		return "cut: the proxy was closed"
 	}
+	// Ended by Close: the run is over, which is no cut (an idle kept-alive
+	// tunnel ends that way too).
 	return ""
 }
 

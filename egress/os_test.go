@@ -1,0 +1,5 @@
+package egress
+
+import "os"
+
+var osStat = os.Stat
