@@ -162,6 +162,7 @@ type Proxy struct {
 	ln     net.Listener
 	wg     sync.WaitGroup
 	slots  chan struct{} // one per client connection open
+	busy   chan struct{} // one per connection being refused as too many
 	conns  atomic.Int64  // upstream connections dialled
 	bytes  atomic.Int64  // bytes up and down, all connections
 
@@ -202,7 +203,7 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener) (*Proxy, error) {
 	}
 	lim := cfg.Limits.withDefaults()
 	runCtx, cancel := context.WithTimeout(ctx, lim.MaxDuration)
-	p := &Proxy{cfg: cfg, lim: lim, ctx: runCtx, cancel: cancel, ln: ln, slots: make(chan struct{}, lim.MaxConcurrent)}
+	p := &Proxy{cfg: cfg, lim: lim, ctx: runCtx, cancel: cancel, ln: ln, slots: make(chan struct{}, lim.MaxConcurrent), busy: make(chan struct{}, busySlots)}
 	stop := context.AfterFunc(runCtx, func() { ln.Close() })
 	p.wg.Add(1)
 	go func() {

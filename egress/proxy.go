@@ -29,8 +29,7 @@ func (p *Proxy) accept() {
 		select {
 		case p.slots <- struct{}{}:
 		default:
-			p.refuse(c, Decision{}, fmt.Sprintf("more than %d connections at once (the run's bound)", p.lim.MaxConcurrent))
-			c.Close()
+			p.refuseBusy(c)
 			continue
 		}
 		p.wg.Add(1)
@@ -40,6 +39,33 @@ func (p *Proxy) accept() {
 			p.serveConn(c)
 		}()
 	}
+}
+
+// busySlots bounds the goroutines that answer connections past
+// MaxConcurrent; past them a connection is closed unanswered.
+const busySlots = 8
+
+// refuseBusy answers a connection past MaxConcurrent with a 403 after
+// reading its head (briefly), so the client reads the answer instead of a
+// reset.
+func (p *Proxy) refuseBusy(c net.Conn) {
+	why := fmt.Sprintf("more than %d connections at once (the run's bound)", p.lim.MaxConcurrent)
+	select {
+	case p.busy <- struct{}{}:
+	default:
+		p.deny(Decision{}, why)
+		c.Close()
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() { <-p.busy }()
+		defer c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, _ = peekHead(bufio.NewReaderSize(c, bufSize))
+		p.refuse(c, Decision{}, why)
+	}()
 }
 
 // serveConn reads requests from one client connection until it ends, a
