@@ -226,10 +226,16 @@ func TestAllowedNameReachable(t *testing.T) {
 			t.Errorf("decision %+v: want allowed with rule, pinned address and bytes", d)
 		}
 	}
-	// A tunnel is recorded when it ends: here at Close, after the plain
-	// requests.
-	if d := ds[2]; d.Method != "CONNECT" || d.Host != "tls.test" {
-		t.Errorf("last decision %+v, want CONNECT tls.test", d)
+	// A tunnel is recorded when it ends (here at Close), a plain request
+	// when its answer is sent: their order is not fixed.
+	connects := 0
+	for _, d := range ds {
+		if d.Method == "CONNECT" && d.Host == "tls.test" {
+			connects++
+		}
+	}
+	if connects != 1 {
+		t.Errorf("decisions %+v, want one CONNECT tls.test", ds)
 	}
 }
 
