@@ -563,3 +563,33 @@ func TestSocketMode(t *testing.T) {
 		t.Errorf("socket mode %v %v, want 0600", fi, err)
 	}
 }
+
+func TestDurationBound(t *testing.T) {
+	w := newWorld(t, Limits{MaxDuration: 2 * time.Second})
+	c, _ := w.tunnel("tls.test")
+	tc := tls.Client(c, &tls.Config{ServerName: "tls.test", InsecureSkipVerify: true})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a read in a tunnel past MaxDuration succeeded")
+	}
+	if c, err := net.Dial("unix", w.sock); err == nil {
+		c.Close()
+		t.Error("the proxy still accepts connections past MaxDuration")
+	}
+	ds := w.decisions()
+	if len(ds) != 1 || !strings.Contains(ds[0].Cut, "network time") {
+		t.Errorf("decisions %+v, want the tunnel cut: network time", ds)
+	}
+}
+
+func TestDecisionsBounded(t *testing.T) {
+	p := &Proxy{}
+	for i := range maxDecisions + 5 {
+		p.record(Decision{Port: i})
+	}
+	if n := len(p.Decisions()); n != maxDecisions || p.Dropped() != 5 {
+		t.Errorf("%d decisions kept, %d dropped; want %d and 5", n, p.Dropped(), maxDecisions)
+	}
+}
