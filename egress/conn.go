@@ -68,6 +68,13 @@ type upConn struct {
 	p        *Proxy
 	up, down atomic.Int64
 	cut      atomic.Bool
+	last     atomic.Int64 // unix nanoseconds of the last byte either way
+}
+
+// busy says whether bytes moved either way within idle: a tunnel whose
+// one direction is quiet (a long download) is not idle.
+func (c *upConn) busy() bool {
+	return time.Since(time.Unix(0, c.last.Load())) < idle
 }
 
 func (c *upConn) Read(b []byte) (int, error) {
@@ -79,6 +86,7 @@ func (c *upConn) Read(b []byte) (int, error) {
 			return 0, errByteBound
 		}
 		c.down.Add(int64(n))
+		c.last.Store(time.Now().UnixNano())
 	}
 	return n, err
 }
@@ -91,5 +99,6 @@ func (c *upConn) Write(b []byte) (int, error) {
 	}
 	n, err := c.timedConn.Write(b)
 	c.up.Add(int64(n))
+	c.last.Store(time.Now().UnixNano())
 	return n, err
 }

@@ -220,7 +220,9 @@ func (p *Proxy) dial(t target, addrs []netip.Addr) (*upConn, string) {
 		c, err := p.cfg.Dial(ctx, "tcp", netip.AddrPortFrom(a, uint16(t.port)).String())
 		cancel()
 		if err == nil {
-			return &upConn{timedConn: timedConn{Conn: c}, p: p}, ""
+			up := &upConn{timedConn: timedConn{Conn: c}, p: p}
+			up.last.Store(time.Now().UnixNano())
+			return up, ""
 		}
 		errs = append(errs, oneLine(err.Error()))
 	}
@@ -292,9 +294,16 @@ func closeWrite(c net.Conn) {
 	_ = c.Close()
 }
 
-// pipe copies src to dst until either ends.
-func pipe(dst io.Writer, src io.Reader) error {
+// pipe copies src to dst until either ends. A read that timed out while
+// busy says the other direction still moves goes on.
+func pipe(dst io.Writer, src io.Reader, busy func() bool) error {
 	buf := make([]byte, 64<<10)
-	_, err := io.CopyBuffer(dst, src, buf)
-	return err
+	for {
+		_, err := io.CopyBuffer(dst, src, buf)
+		var ne net.Error
+		if err != nil && errors.As(err, &ne) && ne.Timeout() && busy() {
+			continue
+		}
+		return err
+	}
 }

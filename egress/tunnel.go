@@ -97,13 +97,13 @@ func (p *Proxy) splice(c *timedConn, br *bufio.Reader, up *upConn) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := pipe(up, br); err == nil {
+		if err := pipe(up, br, up.busy); err == nil {
 			closeWrite(up.Conn)
 		} else {
 			up.Close()
 		}
 	}()
-	_ = pipe(c, up)
+	_ = pipe(c, up, up.busy)
 	c.Close()
 	up.Close()
 	<-done
