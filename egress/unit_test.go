@@ -183,15 +183,6 @@ func record(b []byte) []byte {
 // TestServerNameOfRefuses builds hellos by hand for what crypto/tls does
 // not send: two names, a repeated extension, an encrypted hello.
 func TestServerNameOfRefuses(t *testing.T) {
-	sni := func(names ...string) []byte {
-		var list []byte
-		for _, n := range names {
-			list = append(list, 0)
-			list = binary.BigEndian.AppendUint16(list, uint16(len(n)))
-			list = append(list, n...)
-		}
-		return binary.BigEndian.AppendUint16(nil, uint16(len(list))) // list length
-	}
 	ext := func(typ uint16, data []byte) []byte {
 		b := binary.BigEndian.AppendUint16(nil, typ)
 		b = binary.BigEndian.AppendUint16(b, uint16(len(data)))
@@ -200,11 +191,11 @@ func TestServerNameOfRefuses(t *testing.T) {
 	sniData := func(names ...string) []byte {
 		var list []byte
 		for _, n := range names {
-			list = append(list, 0)
+			list = append(list, 0) // host_name
 			list = binary.BigEndian.AppendUint16(list, uint16(len(n)))
 			list = append(list, n...)
 		}
-		return append(sni(names...), list...)
+		return append(binary.BigEndian.AppendUint16(nil, uint16(len(list))), list...)
 	}
 	hello := func(exts ...[]byte) []byte {
 		b := append([]byte{3, 3}, make([]byte, 32)...)
