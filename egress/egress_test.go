@@ -514,18 +514,57 @@ func TestConcurrentBound(t *testing.T) {
 func TestLargeTransfer(t *testing.T) {
 	const size = 50 << 20
 	w := newWorld(t, Limits{})
-	resp, err := w.client().Get(fmt.Sprintf("https://tls.test:%d/?bytes=%d", w.tlsPort, size))
+	for _, u := range []string{
+		fmt.Sprintf("https://tls.test:%d/?bytes=%d", w.tlsPort, size),
+		fmt.Sprintf("http://plain.test:%d/?bytes=%d", w.plainPort, size),
+	} {
+		resp, err := w.client().Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || n != size {
+			t.Fatalf("50 MB through the proxy from %s: %d bytes, %v", u, n, err)
+		}
+	}
+	ds := w.decisions()
+	if len(ds) != 2 || ds[0].BytesDown < size || ds[1].BytesDown < size || ds[0].Cut != "" || ds[1].Cut != "" {
+		t.Errorf("decisions %+v", ds)
+	}
+}
+
+func TestResolverErrorNamesNoServer(t *testing.T) {
+	w := newWorld(t, Limits{})
+	w.names["gone.test"] = nil // resolves to nothing
+	w.proxy.Close()
+	rules, _ := allow.Parse([]string{"gone.test", "broken.test"})
+	p, err := Listen(t.Context(), Config{
+		Rules: rules,
+		Resolver: resolverFunc(func(_ context.Context, _, host string) ([]netip.Addr, error) {
+			if host == "broken.test." {
+				return nil, &net.DNSError{Err: "server misbehaving", Name: host, Server: "10.9.8.7:53"}
+			}
+			return nil, nil
+		}),
+		Dial: w.dial,
+	}, w.sock+"2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if err != nil || n != size {
-		t.Fatalf("50 MB through the proxy: %d bytes, %v", n, err)
-	}
-	ds := w.decisions()
-	if len(ds) != 1 || ds[0].BytesDown < size || ds[0].Cut != "" {
-		t.Errorf("decisions %+v", ds)
+	defer p.Close()
+	w.proxy, w.sock = p, w.sock+"2"
+	for name, want := range map[string]string{"gone.test": "resolves to no address", "broken.test": "cannot resolve: server misbehaving"} {
+		c := w.dialProxy()
+		fmt.Fprintf(c, "CONNECT %s:443 HTTP/1.1\r\n\r\n", name)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 403 || !strings.Contains(string(body), want) || strings.Contains(string(body), "10.9.8.7") {
+			t.Errorf("%s: %d %q, want 403 %q naming no DNS server", name, resp.StatusCode, body, want)
+		}
 	}
 }
 

@@ -178,7 +178,13 @@ func (p *Proxy) decide(t target) (allow.Rule, []netip.Addr, string) {
 	// Rooted, so no search domain turns a missing name into an inside one.
 	addrs, err := p.cfg.Resolver.LookupNetIP(ctx, "ip", t.host+".")
 	if err != nil {
-		return rule, nil, "cannot resolve: " + oneLine(err.Error())
+		// The error's text would name the host's DNS server; the sandbox
+		// reads this reason.
+		var de *net.DNSError
+		if errors.As(err, &de) {
+			return rule, nil, "cannot resolve: " + oneLine(de.Err)
+		}
+		return rule, nil, "cannot resolve"
 	}
 	if len(addrs) == 0 {
 		return rule, nil, "resolves to no address"
