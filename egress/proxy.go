@@ -20,11 +20,17 @@ func (p *Proxy) accept() {
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && p.ctx.Err() == nil {
-				continue
+			if errors.Is(err, net.ErrClosed) || p.ctx.Err() != nil {
+				return
 			}
-			return
+			// Out of descriptors, say: wait a little, as net/http does,
+			// rather than stop serving the run.
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
 		}
 		select {
 		case p.slots <- struct{}{}:
