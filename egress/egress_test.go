@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -599,7 +600,7 @@ func TestSocketMode(t *testing.T) {
 	if _, err := Listen(t.Context(), Config{}, w.sock); err == nil {
 		t.Error("Listen on an existing socket succeeded")
 	}
-	fi, err := osStat(w.sock)
+	fi, err := os.Stat(w.sock)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("socket mode %v %v, want 0600", fi, err)
 	}

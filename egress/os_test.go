@@ -1,5 +1,0 @@
-package egress
-
-import "os"
-
-var osStat = os.Stat
