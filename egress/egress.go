@@ -41,7 +41,45 @@
 // forwards ForwardAddr (TCP on the sandbox's loopback) to it, and the command
 // gets HTTP_PROXY/HTTPS_PROXY (and their lower-case and npm forms) naming
 // ForwardAddr, NO_PROXY for loopback.
+//
+// Added beside the agreed names: Resolver (the interface above, named),
+// Limits.MaxConcurrent, Decision.Method and Decision.Cut, Proxy.Dropped,
+// and Serve (the same proxy on a listener the caller made).
+//
+// How a connection is decided, in order, each step refusing with a 403
+// whose plain-text body names the host and why (after a CONNECT's 200, a
+// TLS alert where the client already speaks TLS):
+//
+//  1. the head: bounded (16 kB, 100 headers, one deadline for all of it),
+//     strict (no bare CR, folding, control bytes, two Host headers), then
+//     parsed by net/http, which frames the body;
+//  2. the target: a name (never an IP literal), normalised (package allow),
+//     on the allow-list for that port; a Host header equal to it;
+//  3. the run's bounds: time, bytes, connections;
+//  4. the name resolved by the proxy (rooted, so no search domain), every
+//     address checked (addr.go); one refused address refuses the name;
+//  5. CONNECT: the tunnel must open with a TLS ClientHello (bounded, with a
+//     deadline) naming the same host and no encrypted inner hello; plain
+//     HTTP goes as absolute-form requests instead, each judged alone, so a
+//     CONNECT or plain request relayed inside a tunnel never gets through;
+//  6. only then a dial, to a checked address; every byte counted against
+//     the run's bound, the connection cut when it passes.
 package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/egress/allow"
+)
 
 const (
 	// SocketInSandbox is where the proxy's socket appears in the sandbox.
@@ -50,3 +88,164 @@ const (
 	// the socket; the proxy settings name it.
 	ForwardAddr = "127.0.0.1:3128"
 )
+
+// Resolver resolves names for the proxy; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Config is what a proxy allows and how it reaches out.
+type Config struct {
+	Rules    []allow.Rule
+	Resolver Resolver                                                          // nil: net.DefaultResolver
+	Dial     func(ctx context.Context, network, addr string) (net.Conn, error) // nil: a net.Dialer
+	// TestUpstreams: addresses allowed as upstreams although refused
+	// otherwise (loopback canaries): the selftest and tests only, never
+	// from a user's config.
+	TestUpstreams []netip.Prefix
+	Limits        Limits
+}
+
+// Limits bound one run's network use. Zero fields take the defaults.
+type Limits struct {
+	MaxConns      int           // upstream connections in all; default 1024
+	MaxConcurrent int           // client connections at once; default min(MaxConns, 64)
+	MaxBytes      int64         // bytes up and down in all; default 2 GiB
+	MaxDuration   time.Duration // from Listen on; default 1 hour
+}
+
+const (
+	defaultMaxConns    = 1024
+	defaultConcurrent  = 64
+	defaultMaxBytes    = 2 << 30
+	defaultMaxDuration = time.Hour
+	// maxDecisions bounds the record; later decisions are counted only.
+	maxDecisions = 1000
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxConns <= 0 {
+		l.MaxConns = defaultMaxConns
+	}
+	if l.MaxConcurrent <= 0 {
+		l.MaxConcurrent = min(l.MaxConns, defaultConcurrent)
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = defaultMaxBytes
+	}
+	if l.MaxDuration <= 0 {
+		l.MaxDuration = defaultMaxDuration
+	}
+	return l
+}
+
+// Decision is one connection (CONNECT) or one plain request, allowed or not.
+type Decision struct {
+	Host      string `json:"host"`
+	Port      int    `json:"port"`
+	Method    string `json:"method,omitempty"` // CONNECT, or the plain request's method
+	Allowed   bool   `json:"allowed"`
+	Reason    string `json:"reason,omitempty"` // why not, one line, for the model and hints
+	Rule      string `json:"rule,omitempty"`   // the entry that allowed it
+	Addr      string `json:"addr,omitempty"`   // the pinned address dialled
+	BytesUp   int64  `json:"bytes_up"`
+	BytesDown int64  `json:"bytes_down"`
+	Cut       string `json:"cut,omitempty"` // why an allowed connection was ended early
+}
+
+// Proxy is a running proxy; one per run.
+type Proxy struct {
+	cfg    Config
+	lim    Limits
+	ctx    context.Context
+	cancel context.CancelFunc
+	ln     net.Listener
+	wg     sync.WaitGroup
+	slots  chan struct{} // one per client connection open
+	busy   chan struct{} // one per connection being refused as too many
+	conns  atomic.Int64  // upstream connections dialled
+	bytes  atomic.Int64  // bytes up and down, all connections
+
+	mu        sync.Mutex
+	decisions []Decision
+	dropped   int
+}
+
+// Listen starts a proxy on a new unix socket at socketPath (0600; the
+// caller chowns it for the sandbox's user). An existing file there is an
+// error, never removed. The proxy stops when ctx ends, MaxDuration passes
+// or Close is called.
+func Listen(ctx context.Context, cfg Config, socketPath string) (*Proxy, error) {
+	ln, err := net.Listen("unix", socketPath)
+	if err != nil {
+		return nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	if err := os.Chmod(socketPath, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	return Serve(ctx, cfg, ln)
+}
+
+// Serve starts a proxy on ln, which it closes when it stops.
+func Serve(ctx context.Context, cfg Config, ln net.Listener) (*Proxy, error) {
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = (&net.Dialer{}).DialContext
+	}
+	for _, p := range cfg.TestUpstreams {
+		if !p.IsValid() {
+			ln.Close()
+			return nil, fmt.Errorf("egress proxy: test upstream %v is not a prefix", p)
+		}
+	}
+	lim := cfg.Limits.withDefaults()
+	runCtx, cancel := context.WithTimeout(ctx, lim.MaxDuration)
+	p := &Proxy{cfg: cfg, lim: lim, ctx: runCtx, cancel: cancel, ln: ln, slots: make(chan struct{}, lim.MaxConcurrent), busy: make(chan struct{}, busySlots)}
+	stop := context.AfterFunc(runCtx, func() { ln.Close() })
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer stop()
+		p.accept()
+	}()
+	return p, nil
+}
+
+// Decisions returns the decisions so far (the first 1000; Dropped counts
+// the rest). A connection is recorded when it ends.
+func (p *Proxy) Decisions() []Decision {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.decisions)
+}
+
+// Dropped is how many decisions were not kept (past the first 1000).
+func (p *Proxy) Dropped() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dropped
+}
+
+// Close stops the proxy and ends every tunnel; Decisions stay readable.
+func (p *Proxy) Close() error {
+	p.cancel()
+	err := p.ln.Close()
+	p.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (p *Proxy) record(d Decision) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.decisions) >= maxDecisions {
+		p.dropped++
+		return
+	}
+	p.decisions = append(p.decisions, d)
+}

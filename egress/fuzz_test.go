@@ -1,0 +1,60 @@
+package egress
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzClientHello: any bytes from the sandbox give a name or an error,
+// never a panic, and a name only from a well-formed hello.
+func FuzzClientHello(f *testing.F) {
+	f.Add(clientHello(f, &tls.Config{ServerName: "a.test", InsecureSkipVerify: true}))
+	f.Add([]byte{0x16, 3, 1, 0, 4, 1, 0, 0, 0})
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		raw, name, err := readClientHello(bufio.NewReader(bytes.NewReader(in)))
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") || !utf8.ValidString(err.Error()) {
+				t.Fatalf("error not one line: %q", err)
+			}
+			return
+		}
+		if name == "" || len(raw) > maxHello || !bytes.HasPrefix(in, raw) {
+			t.Fatalf("name %q raw %d bytes from %d", name, len(raw), len(in))
+		}
+		for _, c := range []byte(name) {
+			if c <= ' ' || c >= 0x7f {
+				t.Fatalf("name %q has byte %#x", name, c)
+			}
+		}
+	})
+}
+
+// FuzzHead: the strict scan never finds fewer Host headers than net/http
+// acts on, and never panics.
+func FuzzHead(f *testing.F) {
+	f.Add([]byte("GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n"))
+	f.Add([]byte("CONNECT a.test:443 HTTP/1.1\r\nHost: b\r\n\r\n"))
+	f.Add([]byte("GET http://a.test/ HTTP/1.1\nHost: a\n\r\nHost: b\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		br := bufio.NewReaderSize(bytes.NewReader(in), bufSize)
+		raw, err := peekHead(br)
+		if err != nil {
+			return
+		}
+		h, err := scanHead(raw)
+		if err != nil {
+			return
+		}
+		for _, l := range strings.Split(string(raw), "\n")[1:] {
+			name, _, _ := strings.Cut(l, ":")
+			if strings.EqualFold(name, "host") && len(h.hosts) == 0 {
+				t.Fatalf("a Host line the scan missed in %q", raw)
+			}
+		}
+	})
+}
