@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/egress/allow"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -64,13 +65,16 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	var deps goDeps
 	// With the network on, go fetches what it lacks into the sandbox's
 	// own module cache, as on the host: nothing to mount or switch off.
-	if !p.AllowAll && network(false, sb).LoopbackOnly() {
+	if n, _ := network(false, sb); !p.AllowAll && n.LoopbackOnly() {
 		deps = goDependencies(p, projectDir(p), host)
 		p.Mounts = dedupeMounts(append(p.Mounts, deps.mounts...))
 		p.Warnings = append(p.Warnings, deps.warnings...)
 	}
 	maskUnderMounts(p, host)
-	p.Network = network(p.AllowAll, sb)
+	if p.Network, err = network(p.AllowAll, sb); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", configName(cfg), cfg.NetworkKey(role), err)
+	}
+	p.Network.Key = cfg.NetworkKey(role)
 
 	p.Limits = limits(cfg, sb, role)
 	key, set := cfg.TimeoutKey(role)
@@ -413,15 +417,24 @@ func chooseBackend(flag string, host Host, sb config.Sandbox) string {
 }
 
 // network decides the network mode; "network on" is a namespace of the
-// sandbox's own with a route out, never the host's network.
-func network(allowAll bool, sb config.Sandbox) Network {
+// sandbox's own with a route out, never the host's network; a list is
+// the loopback-only namespace with the host's proxy as its way out.
+func network(allowAll bool, sb config.Sandbox) (Network, error) {
 	switch {
 	case allowAll:
-		return Network{Mode: NetworkHost}
-	case sb.Network != nil && *sb.Network:
-		return Network{Mode: NetworkOutbound}
+		return Network{Mode: NetworkHost}, nil
+	case sb.Network != nil && sb.Network.List:
+		// The config checked each entry; parsed again here because a
+		// policy may be built from a File made in Go.
+		rules, err := allow.Parse(sb.Network.Allow)
+		if err != nil {
+			return Network{}, err
+		}
+		return Network{Mode: NetworkProxy, Rules: rules}, nil
+	case sb.Network != nil && sb.Network.On:
+		return Network{Mode: NetworkOutbound}, nil
 	default:
-		return Network{Mode: NetworkLoopback}
+		return Network{Mode: NetworkLoopback}, nil
 	}
 }
 
