@@ -83,3 +83,24 @@ func TestEnforceAllowListFailsClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestAllowListNotWarm: an allow-list with a pool or a session is refused
+// with the key to change (the proxy lives with one run).
+func TestAllowListNotWarm(t *testing.T) {
+	for _, tt := range []struct {
+		name, toml string
+		role       profiles.Role
+		session    string
+		want       string
+	}{
+		{"pool", "[sandbox.reproducer]\nnetwork = [\"python\"]\npool = 2\n", profiles.RoleReproducer, "", "not served to pooled sandboxes"},
+		{"session", "[sandbox.agent]\nnetwork = [\"python\"]\n", profiles.RoleAgent, "s1", "not served to sessions"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Build(workspace(t, tt.toml), tt.role, fakeHost(t), Options{Session: tt.session})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "] network") {
+				t.Fatalf("Build = %v, want a refusal saying %q and naming the key", err, tt.want)
+			}
+		})
+	}
+}

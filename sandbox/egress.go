@@ -1,0 +1,113 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/triage-sandbox/triage-sandbox/egress"
+	"github.com/triage-sandbox/triage-sandbox/hints"
+	"github.com/triage-sandbox/triage-sandbox/internal/egresstest"
+	"github.com/triage-sandbox/triage-sandbox/output"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+)
+
+// runProxy is a run's network proxy (a network allow-list): started before
+// the sandbox, on a socket in a directory of its own that only the
+// sandbox's identity (and root) can enter, closed after the sandbox.
+type runProxy struct {
+	proxy *egress.Proxy
+	dir   string
+	// seen is how many decisions earlier commands of the session took.
+	seen int
+}
+
+// startEgress starts p's proxy when p has an allow-list, and returns the
+// policy the backend starts with: p's copy naming the socket's directory.
+func startEgress(ctx context.Context, p *policy.Policy) (*policy.Policy, *runProxy, error) {
+	if p.Network.Mode != policy.NetworkProxy {
+		return p, nil, nil
+	}
+	dir, err := egressDir(p.User)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the network proxy (%s): %w", p.Network.Key, err)
+	}
+	sock := filepath.Join(dir, filepath.Base(egress.SocketInSandbox))
+	cfg := egress.Config{Rules: p.Network.Rules, TestUpstreams: egresstest.Upstreams(ctx)}
+	px, err := egress.Listen(ctx, cfg, sock)
+	if err == nil && os.Geteuid() == 0 {
+		err = os.Lchown(sock, p.User.UID, p.User.GID)
+	}
+	if err != nil {
+		if px != nil {
+			_ = px.Close()
+		}
+		_ = os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("the network proxy (%s): %w", p.Network.Key, err)
+	}
+	cp := *p
+	cp.Network.SocketDir = dir
+	return &cp, &runProxy{proxy: px, dir: dir}, nil
+}
+
+// egressDir makes the socket's directory: a fresh one (0700), in the
+// caller's runtime directory when it has one, given to the sandbox's
+// identity when that is another uid (triage-sandbox as root).
+func egressDir(id policy.Identity) (string, error) {
+	base := os.TempDir()
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) && os.Geteuid() != 0 {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			base = d
+		}
+	}
+	dir, err := os.MkdirTemp(base, "triage-sandbox-egress-")
+	if err != nil {
+		return "", err
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(dir, id.UID, id.GID); err != nil {
+			_ = os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// decisions are the connections decided since the last call, with what
+// the sandbox chose (the name, and the reasons quoting it) neutralised.
+func (r *runProxy) decisions() []egress.Decision {
+	if r == nil {
+		return nil
+	}
+	all := r.proxy.Decisions()
+	if r.seen > len(all) {
+		r.seen = 0
+	}
+	out := all[r.seen:]
+	r.seen = len(all)
+	for i := range out {
+		out[i].Host, out[i].Reason = output.Line(out[i].Host), output.Line(out[i].Reason)
+	}
+	return out
+}
+
+// close ends every tunnel and removes the socket's directory.
+func (r *runProxy) close() error {
+	if r == nil {
+		return nil
+	}
+	return errors.Join(r.proxy.Close(), os.RemoveAll(r.dir))
+}
+
+// egressHints name, for each refused connection, what would allow it.
+func egressHints(p *policy.Policy, ds []egress.Decision) []string {
+	var refused []hints.Refusal
+	for _, d := range ds {
+		if !d.Allowed {
+			refused = append(refused, hints.Refusal{Host: d.Host, Port: d.Port, Reason: d.Reason})
+		}
+	}
+	return hints.Egress(p, refused)
+}
