@@ -35,7 +35,8 @@ func startEgress(ctx context.Context, p *policy.Policy) (*policy.Policy, *runPro
 		return nil, nil, fmt.Errorf("the network proxy (%s): %w", p.Network.Key, err)
 	}
 	sock := filepath.Join(dir, filepath.Base(egress.SocketInSandbox))
-	cfg := egress.Config{Rules: p.Network.Rules, TestUpstreams: egresstest.Upstreams(ctx)}
+	hook := egresstest.From(ctx)
+	cfg := egress.Config{Rules: p.Network.Rules, TestUpstreams: hook.Upstreams, Resolver: hook.Resolver, Dial: hook.Dial}
 	px, err := egress.Listen(ctx, cfg, sock)
 	if err == nil && os.Geteuid() == 0 {
 		err = os.Lchown(sock, p.User.UID, p.User.GID)

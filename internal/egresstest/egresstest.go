@@ -1,26 +1,36 @@
-// Package egresstest is the only way to let a run's network proxy dial
-// loopback upstreams (egress.Config.TestUpstreams): a value in a context
-// that Go code puts there, for tests and the selftest's own canaries. It
-// is internal, so only this module can import it, and nothing reads it
-// from a config file, a flag or the environment: a user's allow-list can
-// never reach this machine's own addresses through it.
+// Package egresstest is the only way to give a run's network proxy test
+// upstreams (egress.Config.TestUpstreams: loopback canaries), a resolver
+// and a dialer: a value in a context that Go code puts there, for tests
+// and the selftest's own canaries. It is internal, so only this module can
+// import it, and nothing reads it from a config file, a flag or the
+// environment: a user's allow-list can never reach this machine's own
+// addresses through it.
 package egresstest
 
 import (
 	"context"
+	"net"
 	"net/netip"
-	"slices"
 )
+
+// Hook is what a test gives the proxy; a zero field leaves the proxy's own.
+type Hook struct {
+	Upstreams []netip.Prefix
+	Resolver  interface {
+		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+	}
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
 
 type key struct{}
 
-// WithUpstreams returns ctx carrying prefixes as the proxy's test upstreams.
-func WithUpstreams(ctx context.Context, prefixes ...netip.Prefix) context.Context {
-	return context.WithValue(ctx, key{}, slices.Clone(prefixes))
+// With returns ctx carrying h for the proxy of every run started with it.
+func With(ctx context.Context, h Hook) context.Context {
+	return context.WithValue(ctx, key{}, h)
 }
 
-// Upstreams are the test upstreams ctx carries (none unless WithUpstreams).
-func Upstreams(ctx context.Context) []netip.Prefix {
-	p, _ := ctx.Value(key{}).([]netip.Prefix)
-	return slices.Clone(p)
+// From is the hook ctx carries (the zero Hook unless With).
+func From(ctx context.Context) Hook {
+	h, _ := ctx.Value(key{}).(Hook)
+	return h
 }
