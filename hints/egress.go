@@ -40,6 +40,9 @@ func Egress(p *policy.Policy, refused []Refusal) []string {
 			break
 		}
 		why := output.Line(r.Reason)
+		if why == "" {
+			why = "refused"
+		}
 		entry := strconv.Quote(host)
 		if r.Port != 80 && r.Port != 443 {
 			entry = strconv.Quote(host + ":" + strconv.Itoa(r.Port))
