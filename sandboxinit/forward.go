@@ -29,6 +29,15 @@ func startForward(f *protocol.Forward) (stop func(), err error) {
 	if fi.Mode()&os.ModeSocket == 0 {
 		return nil, fmt.Errorf("the network proxy's socket %s is not a socket (%s)", f.Socket, fi.Mode().Type())
 	}
+	// One dial now: a runtime that does not pass host sockets (gVisor's
+	// default) or an identity that may not connect is a refused start,
+	// not a network whose every connection closes. The proxy records
+	// nothing for a connection that sends no request.
+	probe, err := net.DialTimeout("unix", f.Socket, forwardDialTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to the network proxy's socket (a runtime that passes no host socket, such as gVisor's default, cannot serve an allow-list): %w", err)
+	}
+	_ = probe.Close()
 	ln, err := net.Listen("tcp", f.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("the network forwarder: %w", err)
