@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,8 +28,15 @@ import (
 // gave the command (urllib reads http_proxy), one line per URL: the status
 // and the body, or the error.
 const fetchThroughProxy = `
-import sys, urllib.request, urllib.error
-for url in sys.argv[1:]:
+import socket, sys, urllib.request, urllib.error
+# Direct, without the proxy: the sandbox's own loopback, where nothing
+# listens on the canary's port (the host's loopback is another namespace).
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5).close()
+    print("direct connected")
+except OSError as e:
+    print("direct refused %s" % e.errno)
+for url in sys.argv[2:]:
     try:
         with urllib.request.urlopen(url, timeout=20) as r:
             print("%s %d %s" % (url, r.status, r.read().decode().strip()))
@@ -97,9 +105,12 @@ func TestNetworkAllowList(t *testing.T) {
 				if p.Network.Mode != policy.NetworkProxy {
 					t.Fatalf("network mode %q, want proxy", p.Network.Mode)
 				}
-				out, text := k.runOutcomeCtx(t, ctx, p, "python3", "-c", fetchThroughProxy, allowed, refused)
+				out, text := k.runOutcomeCtx(t, ctx, p, "python3", "-c", fetchThroughProxy, strconv.Itoa(int(port)), allowed, refused)
 				if out.ExitCode != 0 {
 					t.Fatalf("exit %d: %s", out.ExitCode, text)
+				}
+				if !strings.Contains(text, "direct refused") {
+					t.Errorf("a direct connection to the canary's port on the loopback was not refused (the sandbox must have its own loopback):\n%s", text)
 				}
 				gotAllowed := strings.Contains(text, allowed+" 200 canary-ok")
 				if gotAllowed != tt.wantAllowed {
@@ -120,12 +131,26 @@ func TestNetworkAllowList(t *testing.T) {
 				if !refusedSeen || allowedSeen != tt.wantAllowed {
 					t.Errorf("decisions %+v: want %s refused with a reason, %s allowed %v", out.Network, refusedName, canaryName, tt.wantAllowed)
 				}
+				if rec := lastAudit(t, p.AuditLog); !strings.Contains(rec, `"network":[`) || !strings.Contains(rec, refusedName) {
+					t.Errorf("the audit record has no network decisions: %s", rec)
+				}
 				if !strings.Contains(strings.Join(out.Hints, "\n"), refusedName) || !strings.Contains(strings.Join(out.Hints, "\n"), "[sandbox.reproducer] network") {
 					t.Errorf("no hint names the refused host and the key: %q", out.Hints)
 				}
 			})
 		}
 	})
+}
+
+// lastAudit is the last record of the audit log at path.
+func lastAudit(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the audit log: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
 }
 
 // withNetwork is f's config with [sandbox.reproducer] network = list.
