@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/hints"
@@ -63,7 +67,8 @@ func egressDir(id policy.Identity) (string, error) {
 			base = d
 		}
 	}
-	dir, err := os.MkdirTemp(base, "triage-sandbox-egress-")
+	sweepEgress(base, time.Now())
+	dir, err := os.MkdirTemp(base, egressPrefix)
 	if err != nil {
 		return "", err
 	}
@@ -74,6 +79,41 @@ func egressDir(id policy.Identity) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// egressPrefix names the socket directories, for the sweep.
+const egressPrefix = "triage-sandbox-egress-"
+
+// egressStale is how old a socket directory without a socket must be
+// before the sweep takes it (one being made has none for a moment).
+const egressStale = 10 * time.Minute
+
+// sweepEgress removes the socket directories of runs whose owner died
+// (kill -9 skips the removal): a socket nobody listens on refuses a
+// connection at once; a live run's proxy accepts it.
+func sweepEgress(base string, now time.Time) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), egressPrefix) {
+			continue // a symlink is never a directory here
+		}
+		dir := filepath.Join(base, e.Name())
+		sock := filepath.Join(dir, filepath.Base(egress.SocketInSandbox))
+		c, err := net.DialTimeout("unix", sock, time.Second)
+		switch {
+		case err == nil:
+			_ = c.Close() // a live run's
+		case errors.Is(err, syscall.ECONNREFUSED):
+			_ = os.RemoveAll(dir)
+		case errors.Is(err, os.ErrNotExist):
+			if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > egressStale {
+				_ = os.RemoveAll(dir)
+			}
+		}
+	}
 }
 
 // decisions are the connections decided since the last call, with what
