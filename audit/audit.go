@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -35,6 +36,8 @@ type Record struct {
 	StderrBytes   int64         `json:"stderr_bytes"`
 	Sandbox       string        `json:"sandbox,omitempty"`
 	Error         string        `json:"error,omitempty"`
+	// Network are the network proxy's decisions (a network allow-list).
+	Network []egress.Decision `json:"network,omitempty"`
 }
 
 // Append writes rec as one line to path, creating the file (0600) and its

@@ -187,3 +187,16 @@ func (f *File) TimeoutKey(role profiles.Role) (key string, set bool) {
 	}
 	return own, false
 }
+
+// NetworkKey names the key that decides role's network, as the operator
+// writes it: the role's table when it sets it, else [sandbox], else the
+// role's table (the one to set).
+func (f *File) NetworkKey(role profiles.Role) string {
+	switch {
+	case role == profiles.RoleAgent && f.Agent.Network != nil,
+		role == profiles.RoleReproducer && f.Reproducer.Network != nil:
+	case f.Sandbox.Network != nil:
+		return "[sandbox] network"
+	}
+	return "[sandbox." + string(role) + "] network"
+}

@@ -47,7 +47,7 @@ func TestLoadFixture(t *testing.T) {
 		if want := []string{"CONDA_PREFIX", "PIXI_*"}; !slices.Equal(sb.Env, want) {
 			t.Errorf("Env = %q, want %q", sb.Env, want)
 		}
-		if sb.Network == nil || *sb.Network {
+		if sb.Network == nil || !sb.Network.Off() {
 			t.Errorf("Network = %v, want false", sb.Network)
 		}
 		// Defaults are policy's business: nothing else is filled in.
@@ -123,7 +123,7 @@ var problemTests = []struct {
 		toml: "[sandbox]\nbackend = \"podman\"\n[sandbox.reproducer]\nnetwork = \"yes\"\n",
 		want: []string{
 			`triage.toml:2: sandbox.backend: unknown backend "podman"; use one of "docker", "oci", "seatbelt", "local"`,
-			`triage.toml:4: sandbox.reproducer.network: expected a boolean, got string "yes"`,
+			`triage.toml:4: sandbox.reproducer.network: expected a boolean or an array of allow-list entries, got string "yes"; e.g. network = false, or network = ["python", "files.example.org:443"]`,
 		},
 	},
 	{
@@ -338,7 +338,7 @@ max_risk = 1
 `,
 			check: func(t *testing.T, f *File) {
 				want := Sandbox{
-					Backend: ptr("docker"), Network: ptr(true), Image: ptr("img:1"),
+					Backend: ptr("docker"), Network: &Network{On: true}, Image: ptr("img:1"),
 					Env: []string{"A", "B_*", "LC_[A-Z]?"}, Secrets: []string{"~/.ssh"}, Writable: []string{"out", "./a/b", "."},
 					AllowAll: ptr(false), SetEnv: map[string]string{"LLMFORMAT": "1"}, Timeout: ptr(30),
 					Memory: ptr[int64](2 << 30), CPUs: ptr(1.5), Pids: ptr[int64](256), TmpfsSize: ptr[int64](64 << 20),

@@ -85,8 +85,8 @@ const (
 var sandboxKeys = []keySpec[Sandbox]{
 	scalar("backend", `the backend that runs commands (see "Which backend")`, `"docker"`,
 		func(s *Sandbox) **string { return &s.Backend }, (*checker).backend),
-	scalar("network", "`false` = loopback only; `true` = network on", `true`,
-		func(s *Sandbox) **bool { return &s.Network }, (*checker).boolean),
+	scalar("network", "`false` = loopback only; `true` = network on; a list of hosts and presets (`[\"python\", \"files.example.org:443\"]`) = only those, through the host's proxy (see \"Network\")", `["python", "files.example.org:443"]`,
+		func(s *Sandbox) **Network { return &s.Network }, (*checker).network),
 	scalar("image", "docker image with the project's environment at the same paths", `"img:1"`,
 		func(s *Sandbox) **string { return &s.Image }, stringWhere(checkImage)),
 	list("env", "extra variables to pass; shell wildcards allowed (`PIXI_*`)", `["PIXI_*"]`,

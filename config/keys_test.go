@@ -158,6 +158,17 @@ func setScalar(v reflect.Value, seed int) {
 		v.SetInt(int64(seed))
 	case reflect.Float64:
 		v.SetFloat(float64(seed) + 0.5)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Field(i)
+			if f.Kind() == reflect.Slice {
+				l := reflect.MakeSlice(f.Type(), 1, 1)
+				setScalar(l.Index(0), seed)
+				f.Set(l)
+				continue
+			}
+			setScalar(f, seed)
+		}
 	default:
 		panic("no value for " + v.Type().String())
 	}

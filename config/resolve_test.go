@@ -47,7 +47,7 @@ env = ["B", "C"]
 	for _, tt := range tests {
 		t.Run(string(tt.role), func(t *testing.T) {
 			r := f.Resolve(tt.role)
-			if r.Network == nil || *r.Network != tt.network {
+			if r.Network == nil || r.Network.On != tt.network {
 				t.Errorf("Network = %v, want %v", r.Network, tt.network)
 			}
 			if r.Memory == nil || *r.Memory != tt.memory {
@@ -76,10 +76,10 @@ func TestResolveNoAlias(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := f.Resolve("agent")
-	*r.Network = true
+	r.Network.On = true
 	r.Env[0] = "Z"
 	r.SetEnv["K"] = "changed"
-	if *f.Sandbox.Network || f.Sandbox.Env[0] != "A" || f.Sandbox.SetEnv["K"] != "v" {
+	if f.Sandbox.Network.On || f.Sandbox.Env[0] != "A" || f.Sandbox.SetEnv["K"] != "v" {
 		t.Errorf("Resolve result aliases the File: %+v", f.Sandbox)
 	}
 }

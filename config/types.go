@@ -49,7 +49,7 @@ type Repro struct {
 // sandboxKeys (keys.go), which reads it and merges it per role.
 type Sandbox struct {
 	Backend   *string           // one of Options.Backends
-	Network   *bool             // false = loopback only
+	Network   *Network          // false = loopback only; see Network
 	Image     *string           // docker image
 	Env       []string          // extra variable names, shell wildcards allowed
 	Secrets   []string          // replaces the unreadable-path list
@@ -116,6 +116,20 @@ type MCP struct {
 	// sandbox of its own for the length of its command.
 	MaxRuns *int64
 }
+
+// Network is the value of a role's `network` key: false (loopback only),
+// true (a route out to anything) or a list of allow-list entries (package
+// egress/allow), every connection decided by the host side's proxy.
+type Network struct {
+	On bool // network = true
+	// List: the key is a list (possibly empty: nothing is allowed). Allow
+	// holds its entries as written, each checked at load.
+	List  bool
+	Allow []string
+}
+
+// Off reports whether the value is `false`.
+func (n Network) Off() bool { return !n.On && !n.List }
 
 // Guard is [sandbox.guard]; each field has its key in guardKeys (keys.go).
 type Guard struct {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/triage-sandbox/triage-sandbox/egress/allow"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -668,4 +670,30 @@ func sortedKeys(m map[string]any) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// network reads `network`: a boolean, or a list of allow-list entries,
+// each parsed here so a bad one is refused at load with its item number.
+func (c *checker) network(p []string, v any) *Network {
+	switch x := v.(type) {
+	case bool:
+		return &Network{On: x}
+	case []any:
+		entries := c.stringList(p, x, checkAllowEntry)
+		if entries == nil {
+			return nil
+		}
+		return &Network{List: true, Allow: entries}
+	}
+	c.add(p, fmt.Sprintf("expected a boolean or an array of allow-list entries, got %s", describe(v)),
+		`e.g. network = false, or network = ["python", "files.example.org:443"]`)
+	return nil
+}
+
+// checkAllowEntry is the allow-list parser's verdict on one entry.
+func checkAllowEntry(s string) (string, string) {
+	if _, err := allow.Parse([]string{s}); err != nil {
+		return err.Error(), "write a host name, \"*.\" and a domain, either with \":port\", or a preset: " + strings.Join(slices.Sorted(maps.Keys(allow.Presets())), ", ")
+	}
+	return "", ""
 }

@@ -159,10 +159,11 @@ type hintPatterns struct {
 }
 
 const (
-	networkHint   = "the output shows a network failure: the sandbox reaches only its own loopback ([sandbox] network = false); a reproducer that needs the network cannot run here"
-	chromiumHint  = "Chromium's own sandbox cannot start inside this one (it needs user namespaces or a setuid helper, which the sandbox withholds): pass --no-sandbox (Playwright: chromiumSandbox: false; Puppeteer: args: ['--no-sandbox']). That is safe here, as ai-triager does it: the browser stays confined by this sandbox (no network beyond loopback, no credentials, read-only files)"
-	dbusHint      = "the \"Failed to connect to the bus\" lines are Chromium looking for D-Bus, which the sandbox has none of: harmless, not why the command failed; --log-level=3 quiets them (Playwright and Puppeteer: args: ['--log-level=3'])"
-	localhostHint = "the name localhost did not resolve in the sandbox: that is not the network (the sandbox keeps its own loopback, and localhost needs no DNS) " +
+	proxyBypassHint = "the output shows a network failure: with an allow-list (%s) the only way out is the proxy at http://127.0.0.1:3128, which HTTP_PROXY and HTTPS_PROXY name; a tool that resolved a name or connected itself did not use it (ssh, raw sockets and DNS cannot pass: use an https URL, or a tool that reads those variables)"
+	networkHint     = "the output shows a network failure: the sandbox reaches only its own loopback ([sandbox] network = false); a reproducer that needs the network cannot run here"
+	chromiumHint    = "Chromium's own sandbox cannot start inside this one (it needs user namespaces or a setuid helper, which the sandbox withholds): pass --no-sandbox (Playwright: chromiumSandbox: false; Puppeteer: args: ['--no-sandbox']). That is safe here, as ai-triager does it: the browser stays confined by this sandbox (no network beyond loopback, no credentials, read-only files)"
+	dbusHint        = "the \"Failed to connect to the bus\" lines are Chromium looking for D-Bus, which the sandbox has none of: harmless, not why the command failed; --log-level=3 quiets them (Playwright and Puppeteer: args: ['--log-level=3'])"
+	localhostHint   = "the name localhost did not resolve in the sandbox: that is not the network (the sandbox keeps its own loopback, and localhost needs no DNS) " +
 		"but a /etc/hosts that does not name it (the image's, or the host's on the local backend); `triage-sandbox selftest` checks it (C-11); 127.0.0.1 works meanwhile"
 	readOnlyHint = "the output shows a write refused on a read-only file system: only the writable paths ([sandbox] writable, relative to the workspace root) and the scratch ($HOME, $TMPDIR) can be written in the sandbox"
 )
@@ -197,6 +198,11 @@ func From(p *policy.Policy, run Run, h Host) []string {
 	// named says what).
 	if p.Network.LoopbackOnly() && (!local || other) {
 		add(networkHintFor(run))
+	}
+	// With an allow-list a failed lookup or unreachable network is a tool
+	// that went around the proxy (the sandbox has no DNS and no route).
+	if p.Network.Mode == policy.NetworkProxy && (other || patterns().networkRe.MatchString(run.Output)) {
+		add(fmt.Sprintf(proxyBypassHint, p.Network.Key))
 	}
 	for _, re := range patterns().missingRe {
 		for _, m := range re.FindAllStringSubmatch(run.Output, 8) {

@@ -182,6 +182,8 @@ func TestFromRuns(t *testing.T) {
 	discardWanted.Mounts[2].Discard = true
 	networkOn := testPolicy()
 	networkOn.Network.Mode = policy.NetworkOutbound
+	allowList := testPolicy()
+	allowList.Network = policy.Network{Mode: policy.NetworkProxy, Key: "[sandbox.reproducer] network"}
 	tests := []struct {
 		name string
 		p    *policy.Policy
@@ -203,6 +205,9 @@ func TestFromRuns(t *testing.T) {
 		{"npm test timing out is not the network", testPolicy(), Run{ExitCode: 124, TimedOut: true, Argv: []string{"npm", "test"}}, nil},
 		{"go test timing out is not the network", testPolicy(), Run{ExitCode: 124, TimedOut: true, Argv: []string{"go", "test", "./..."}}, nil},
 		{"a failure that did not time out", testPolicy(), Run{ExitCode: 1, Argv: []string{"npm", "view", "x"}}, nil},
+		{"a tool around the allow-list's proxy", allowList, Run{ExitCode: 1, Output: "ssh: Could not resolve hostname github.com: Temporary failure in name resolution"},
+			[]string{"with an allow-list ([sandbox.reproducer] network) the only way out is the proxy"}},
+		{"the allow-list's proxy refused: no bypass hint", allowList, Run{ExitCode: 1, Output: "HTTP Error 403: Forbidden"}, nil},
 		{"the network was on", networkOn, Run{ExitCode: 124, TimedOut: true, Argv: []string{"npm", "view", "x"}}, nil},
 		{"a writable checkout's refused write", writableCheckout, Run{ExitCode: 1, CheckoutDiscarded: true,
 			Output: "Error: EACCES: permission denied, open '/src/widgets/package-lock.json'"},

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/egress/allow"
 	"github.com/triage-sandbox/triage-sandbox/gitconfig"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -68,14 +69,17 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	var deps goDeps
 	// With the network on, go fetches what it lacks into the sandbox's
 	// own module cache, as on the host: nothing to mount or switch off.
-	if !p.AllowAll && network(false, sb).LoopbackOnly() {
+	if n, _ := network(false, sb); !p.AllowAll && n.LoopbackOnly() {
 		if deps, err = goDependencies(p, projectDir(p), host, written); err != nil {
 			return nil, err
 		}
 		p.Mounts = dedupeMounts(append(p.Mounts, deps.mounts...))
 		p.Warnings = append(p.Warnings, deps.warnings...)
 	}
-	p.Network = network(p.AllowAll, sb)
+	if p.Network, err = network(p.AllowAll, sb); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", configName(cfg), cfg.NetworkKey(role), err)
+	}
+	p.Network.Key = cfg.NetworkKey(role)
 
 	p.Limits = limits(cfg, sb, role)
 	key, set := cfg.TimeoutKey(role)
@@ -120,6 +124,9 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	p.Accepted = append(p.Accepted, sb.AcceptWeaker...)
 	if p.Warm, err = warm(sb, role, opts.Session, p.AllowAll); err != nil {
 		return nil, err // a flag's error (--session), not the config's
+	}
+	if err := warmAllowList(p); err != nil {
+		return nil, fmt.Errorf("%s: %w", configName(cfg), err)
 	}
 	if p.AllowToolConfig, err = allowedToolConfig(cfg, sb, root, p.Mounts); err != nil {
 		return nil, err
@@ -464,15 +471,24 @@ func chooseBackend(flag string, host Host, sb config.Sandbox) string {
 }
 
 // network decides the network mode; "network on" is a namespace of the
-// sandbox's own with a route out, never the host's network.
-func network(allowAll bool, sb config.Sandbox) Network {
+// sandbox's own with a route out, never the host's network; a list is
+// the loopback-only namespace with the host's proxy as its way out.
+func network(allowAll bool, sb config.Sandbox) (Network, error) {
 	switch {
 	case allowAll:
-		return Network{Mode: NetworkHost}
-	case sb.Network != nil && *sb.Network:
-		return Network{Mode: NetworkOutbound}
+		return Network{Mode: NetworkHost}, nil
+	case sb.Network != nil && sb.Network.List:
+		// The config checked each entry; parsed again here because a
+		// policy may be built from a File made in Go.
+		rules, err := allow.Parse(sb.Network.Allow)
+		if err != nil {
+			return Network{}, err
+		}
+		return Network{Mode: NetworkProxy, Rules: rules}, nil
+	case sb.Network != nil && sb.Network.On:
+		return Network{Mode: NetworkOutbound}, nil
 	default:
-		return Network{Mode: NetworkLoopback}
+		return Network{Mode: NetworkLoopback}, nil
 	}
 }
 
@@ -979,6 +995,22 @@ func warm(sb config.Sandbox, role profiles.Role, session string, allowAll bool) 
 		return Warm{}, nil
 	}
 	return w, nil
+}
+
+// warmAllowList refuses an allow-list with a warm sandbox: the proxy lives
+// with one run (package sandbox starts and closes it), and a keeper that
+// outlives the run does not host one yet.
+func warmAllowList(p *Policy) error {
+	if p.Network.Mode != NetworkProxy {
+		return nil
+	}
+	switch {
+	case p.Warm.Session != "":
+		return fmt.Errorf("%s: a network allow-list is not served to sessions yet; run without --session, or set %s = false", p.Network.Key, p.Network.Key)
+	case p.Warm.Pool > 0:
+		return fmt.Errorf("%s: a network allow-list is not served to pooled sandboxes yet; remove pool from [sandbox.%s] (or [sandbox]), or set %s = false", p.Network.Key, p.Role, p.Network.Key)
+	}
+	return nil
 }
 
 func validSessionName(s string) bool {

@@ -24,6 +24,8 @@ func (p *Policy) Requirements() []Capability {
 		req = append(req, profiles.CapOwnLoopback)
 	case NetworkOutbound:
 		req = append(req, profiles.CapOutboundNAT)
+	case NetworkProxy:
+		req = append(req, profiles.CapOwnLoopback, profiles.CapEgressProxy)
 	}
 	req = append(req, profiles.CapPidNamespace)
 	if p.Limits.Memory > 0 {
@@ -57,6 +59,12 @@ func (p *Policy) Requirements() []Capability {
 // every report must show), or one error naming each requirement that is
 // missing and not accepted, with the key that would accept it.
 func Enforce(p *Policy, backend string, caps []Capability) ([]Capability, error) {
+	// No weaker mode stands in for the proxy: without it the allow-list
+	// would be either no network or all of it.
+	if p.Network.Mode == NetworkProxy && !slices.Contains(caps, profiles.CapEgressProxy) {
+		return nil, fmt.Errorf("the %s backend cannot enforce a network allow-list (%s): %s; use the docker, oci or local backend, or set %s = false (loopback only) or true",
+			backend, profiles.CapEgressProxy, profiles.CapabilityMeaning(profiles.CapEgressProxy), p.Network.Key)
+	}
 	var weakened, missing []Capability
 	for _, r := range p.Requirements() {
 		if slices.Contains(caps, r) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -80,6 +81,13 @@ func filterEnv(role profiles.Role, sb config.Sandbox, host Host, p *Policy) ([]E
 	for _, k := range keys {
 		put(k, sb.SetEnv[k], "[sandbox] set_env")
 	}
+	// Last, over set_env: the proxy is the only way out, so a setting
+	// naming anything else could only make the tools fail.
+	if p.Network.Mode == NetworkProxy {
+		for _, v := range ProxyEnv() {
+			put(v.Name, v.Value, v.Why)
+		}
+	}
 	// HOME and TMPDIR always point at the sandbox's own scratch, which the
 	// backend allocates (EnvList adds them); no caller value survives.
 	kept := env[:0]
@@ -142,4 +150,21 @@ func matchAny(patterns []string, name string) string {
 		}
 	}
 	return ""
+}
+
+// ProxyEnv are the variables that send a command's tools through the
+// holder's forwarder to the host side's proxy (network allow-list), the
+// loopback left direct.
+func ProxyEnv() []EnvVar {
+	url := "http://" + egress.ForwardAddr
+	why := "network allow-list: the host's proxy, through the sandbox's loopback"
+	direct := "localhost,127.0.0.1,::1"
+	var out []EnvVar
+	for _, n := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy", "npm_config_https_proxy"} {
+		out = append(out, EnvVar{n, url, why})
+	}
+	for _, n := range []string{"NO_PROXY", "no_proxy"} {
+		out = append(out, EnvVar{n, direct, "network allow-list: the sandbox's own loopback, not the proxy"})
+	}
+	return out
 }

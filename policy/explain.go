@@ -2,7 +2,10 @@ package policy
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/egress"
 )
 
 // Explain describes the policy in words, for `triage-sandbox policy`.
@@ -125,6 +128,19 @@ func explainNetwork(w writef, p *Policy) {
 		w("loopback only: a namespace of its own (no route out, no DNS, host listeners unreachable)\n")
 	case NetworkOutbound:
 		w("ON: a namespace of its own with a route out; the sandbox can reach other machines\n")
+	case NetworkProxy:
+		w("allow-list (%s): a loopback-only namespace of its own (no route out, no DNS); the only way out is the host's proxy, bound in and forwarded to from %s, which resolves each name itself and refuses loopback, link-local (metadata), private and the host's own addresses\n",
+			p.Network.Key, egress.ForwardAddr)
+		if len(p.Network.Rules) == 0 {
+			w("  (nothing allowed: every connection is refused and reported)\n")
+		}
+		for _, r := range p.Network.Rules {
+			port := "80 and 443"
+			if r.Port != 0 {
+				port = strconv.Itoa(r.Port)
+			}
+			w("  %-32s port %-10s (from %s)\n", r.Host, port, r.From)
+		}
 	default:
 		w("the host's own network (no isolation)\n")
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/egress/allow"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -150,6 +151,18 @@ type Mount struct {
 // Network says what the sandbox may reach.
 type Network struct {
 	Mode NetworkMode `json:"mode"`
+	// Rules (NetworkProxy) are the allow-list the host side's proxy
+	// decides every connection with; none allows nothing.
+	Rules []allow.Rule `json:"rules,omitempty"`
+	// Key is the config key that decides the mode, for refusals and
+	// hints ("[sandbox.reproducer] network").
+	Key string `json:"key,omitempty"`
+	// SocketDir (NetworkProxy) is the host directory holding the run's
+	// proxy socket (egress.SocketInSandbox's base name), bound read-only
+	// at the socket's parent in the sandbox. The run path sets it on its
+	// copy of the policy before the backend starts; it is of one run,
+	// so neither shown nor hashed.
+	SocketDir string `json:"-"`
 }
 
 // NetworkMode is the policy's decision on networking; renderers translate it.
@@ -164,6 +177,10 @@ const (
 	NetworkOutbound NetworkMode = "outbound"
 	// NetworkHost: no isolation (allow_all only).
 	NetworkHost NetworkMode = "host"
+	// NetworkProxy: the loopback-only namespace of NetworkLoopback plus
+	// the host side's proxy (package egress) as the only way out, deciding
+	// each connection by Network.Rules.
+	NetworkProxy NetworkMode = "proxy"
 )
 
 // LoopbackOnly reports whether nothing beyond the sandbox's own loopback is reachable.

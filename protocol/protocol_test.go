@@ -44,6 +44,7 @@ func TestRoundTrip(t *testing.T) {
 			{ControlFD: 3},
 			{ControlSock: "/.triage-sandbox/control.sock", Lifeline: true},
 			{Lifeline: true, RunAs: &Identity{UID: 65534, GID: 65534}},
+			{Lifeline: true, Forward: &Forward{Listen: "127.0.0.1:3128", Socket: "/run/triage-sandbox/egress/proxy.sock"}},
 		} {
 			roundTrip(t, EntryHold, h, DecodeHold)
 		}
@@ -113,6 +114,12 @@ func TestDecodeRefuses(t *testing.T) {
 		{"watch without a remover", decodeErr(DecodeWatch), []string{`{"container":"abc","owner":1,"owner_start":"1"}`}, "absolute path"},
 		{"watch a relative remover", decodeErr(DecodeWatch), []string{`{"container":"abc","owner":1,"owner_start":"1","remover":"bin/triage-sandbox"}`}, "absolute path"},
 		{"not json", decodeErr(DecodeExec), []string{`--lifeline`}, "bad spec"},
+		{"forward off the loopback", decodeErr(DecodeHold), []string{`{"forward":{"listen":"0.0.0.0:3128","socket":"/s"}}`}, "loopback"},
+		{"forward a name", decodeErr(DecodeHold), []string{`{"forward":{"listen":"localhost:3128","socket":"/s"}}`}, "loopback"},
+		{"forward port 0", decodeErr(DecodeHold), []string{`{"forward":{"listen":"127.0.0.1:0","socket":"/s"}}`}, "loopback"},
+		{"forward relative socket", decodeErr(DecodeHold), []string{`{"forward":{"listen":"127.0.0.1:3128","socket":"s"}}`}, "clean absolute"},
+		{"forward unclean socket", decodeErr(DecodeHold), []string{`{"forward":{"listen":"127.0.0.1:3128","socket":"/a/../s"}}`}, "clean absolute"},
+		{"forward unknown field", decodeErr(DecodeHold), []string{`{"forward":{"listen":"127.0.0.1:3128","socket":"/s","tcp":true}}`}, "unknown field"},
 		{"run as root", decodeErr(DecodeHold), []string{`{"run_as":{"uid":0,"gid":0}}`}, "above 0"},
 		{"run as a negative gid", decodeErr(DecodeExec), []string{`{"argv":["x"],"run_as":{"uid":1,"gid":-1}}`}, "above 0"},
 		{"run as past 2^31", decodeErr(DecodeExport), []string{`{"stage":[],"run_as":{"uid":2147483648,"gid":1}}`}, "above 0"},

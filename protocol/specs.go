@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"net/netip"
 	"path"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,34 @@ type Hold struct {
 	// RunAs, when set, is the identity the holder takes before anything
 	// else (see Identity).
 	RunAs *Identity `json:"run_as,omitempty"`
+	// Forward, when set, is the holder's forwarder to the host side's
+	// network proxy (a network allow-list), listening before the holder
+	// says it is ready.
+	Forward *Forward `json:"forward,omitempty"`
+}
+
+// Forward is a forwarder from TCP on the sandbox's own loopback to the
+// proxy's unix socket bound into the sandbox: the command's only way out.
+type Forward struct {
+	// Listen is a loopback address and port (egress.ForwardAddr).
+	Listen string `json:"listen"`
+	// Socket is the proxy's socket as the sandbox sees it
+	// (egress.SocketInSandbox).
+	Socket string `json:"socket"`
+}
+
+func (f *Forward) validate() error {
+	if f == nil {
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(f.Listen)
+	if err != nil || !ap.Addr().IsLoopback() || ap.Port() == 0 {
+		return fmt.Errorf("forward.listen %q: want a loopback address and port, e.g. 127.0.0.1:3128", f.Listen)
+	}
+	if !path.IsAbs(f.Socket) || strings.ContainsRune(f.Socket, 0) || path.Clean(f.Socket) != f.Socket {
+		return fmt.Errorf("forward.socket %q: must be a clean absolute path", f.Socket)
+	}
+	return nil
 }
 
 // Identity is the sandbox identity a helper started as root takes first
@@ -86,6 +115,9 @@ func (h *Hold) validate() error {
 		h.Modes = nil
 	}
 	if err := h.RunAs.validate(); err != nil {
+		return err
+	}
+	if err := h.Forward.validate(); err != nil {
 		return err
 	}
 	for _, m := range h.Modes {

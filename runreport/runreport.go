@@ -4,6 +4,7 @@
 package runreport
 
 import (
+	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/output"
@@ -54,7 +55,9 @@ type Report struct {
 	CopyBackError string `json:"copy_back_error,omitempty" jsonschema:"set when the writable paths were not all copied back (exit 122 where the command itself exited 0)"`
 	// Weakened are requirements the backend does not enforce and the config accepted.
 	Weakened []policy.Capability `json:"weakened,omitempty" jsonschema:"requirements this backend does not enforce and the config accepted"`
-	Error    string              `json:"error,omitempty" jsonschema:"why triage-sandbox refused or could not run the command (exit_code 125); a denial says not to retry it in another form"`
+	// Network are the network proxy's decisions (a network allow-list).
+	Network []egress.Decision `json:"network,omitempty" jsonschema:"with a network allow-list: each connection the command tried, through the host's proxy: host, port, allowed or why not (reason), the entry that allowed it (rule), bytes"`
+	Error   string            `json:"error,omitempty" jsonschema:"why triage-sandbox refused or could not run the command (exit_code 125); a denial says not to retry it in another form"`
 }
 
 // New is the report of a run of p, before it ran.
@@ -76,7 +79,7 @@ func (r *Report) Refused(err error) {
 // the gate's verdict and the warnings always; the rest only when runErr
 // is nil (the command ran), with its cleaned output.
 func (r *Report) SetOutcome(res sandbox.Outcome, runErr error, stdout, stderr string) {
-	r.Gate, r.Warnings = res.Gate, res.Warnings
+	r.Gate, r.Warnings, r.Network = res.Gate, res.Warnings, res.Network
 	if runErr != nil {
 		r.Refused(runErr)
 		return

@@ -22,6 +22,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/audit"
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/hints"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
@@ -104,6 +105,10 @@ type Outcome struct {
 	// Conflicts are writable files the host changed while the command ran:
 	// the host's version stays, the sandbox's is kept beside it (KeptAs).
 	Conflicts []stage.Change
+	// Network are the network proxy's decisions on the command's
+	// connections (a network allow-list): host, port, allowed or why not,
+	// bytes. The names are the sandbox's, neutralised.
+	Network []egress.Decision
 }
 
 // ErrOutputCeiling is the cause when a run is stopped for printing too much.
@@ -121,6 +126,8 @@ type Session struct {
 	ran atomic.Bool
 	// swept is closed once the sweep this start began has ended.
 	swept <-chan struct{}
+	// egress is the run's network proxy (nil without an allow-list).
+	egress *runProxy
 }
 
 // sweepWait bounds how long Close waits for the start's sweep.
@@ -169,14 +176,20 @@ func start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 	if a, ok := backend.(backends.Attacher); !ok || !a.Attaches(p) {
 		swept = sweep(ctx, backend)
 	}
-	sb, err := backend.Start(ctx, p, opts)
-	if err != nil {
-		if swept != nil {
-			awaitSweep(swept)
+	// The proxy before the sandbox: the holder refuses to start without
+	// its socket.
+	bp, px, err := startEgress(ctx, p)
+	if err == nil {
+		var sb backends.Sandbox
+		if sb, err = backend.Start(ctx, bp, opts); err == nil {
+			return &Session{backend: backend, policy: p, sandbox: sb, weakened: weakened, gate: gk, swept: swept, egress: px}, nil
 		}
-		return nil, err
+		_ = px.close()
 	}
-	return &Session{backend: backend, policy: p, sandbox: sb, weakened: weakened, gate: gk, swept: swept}, nil
+	if swept != nil {
+		awaitSweep(swept)
+	}
+	return nil, err
 }
 
 // Sandbox is the started sandbox (its id and scratch).
@@ -187,6 +200,10 @@ func (s *Session) Sandbox() backends.Sandbox { return s.sandbox }
 // one-shot run finishes what it started.
 func (s *Session) Close(ctx context.Context) error {
 	err := s.sandbox.Close(ctx)
+	// After the sandbox: nothing is left to connect through it.
+	if perr := s.egress.close(); perr != nil && err == nil {
+		err = fmt.Errorf("closing the network proxy: %w", perr)
+	}
 	if s.swept != nil {
 		awaitSweep(s.swept)
 	}
@@ -222,6 +239,14 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 	}
 	if err := backends.CheckArgv(req.Command.Argv); err != nil {
 		return out, err
+	}
+	if s.egress != nil {
+		// Before the audit record (deferred earlier, so run later) and
+		// after the neutraliser: these hints are neutralised here.
+		defer func() {
+			out.Network = s.egress.decisions()
+			out.Hints = append(out.Hints, egressHints(s.policy, out.Network)...)
+		}()
 	}
 	switch {
 	case judged != nil:
@@ -466,7 +491,7 @@ func recordRun(req Request, out Outcome, runErr error) error {
 		Gate: out.Gate.String(), ExitCode: ExitCode(out.Result), DurationMS: float64(out.Duration.Microseconds()) / 1000,
 		TimedOut: out.TimedOut, OOMKilled: out.OOMKilled, Canceled: out.Canceled, OutputCeiling: out.OutputCeiling,
 		Truncated: out.Stdout.Truncated || out.Stderr.Truncated, StdoutBytes: out.Stdout.BytesIn, StderrBytes: out.Stderr.BytesIn,
-		Sandbox: out.Sandbox,
+		Sandbox: out.Sandbox, Network: out.Network,
 	}
 	if runErr != nil {
 		rec.ExitCode = exitcode.Refused

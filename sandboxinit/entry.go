@@ -25,7 +25,7 @@ func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
 		return exitcodeRefused
 	}
 	setModes(spec.Modes, io.Err)
-	o := HoldOptions{TTL: spec.TTL.D(), Stderr: io.Err, Stdout: io.Out, Stage: spec.Stage, SweepLeftovers: true}
+	o := HoldOptions{TTL: spec.TTL.D(), Stderr: io.Err, Stdout: io.Out, Stage: spec.Stage, SweepLeftovers: true, Forward: spec.Forward}
 	if spec.Lifeline {
 		o.Lifeline = io.In
 	}

@@ -74,6 +74,10 @@ type HoldOptions struct {
 	// Thread, when set, is the warden's thread (with SweepLeftovers): the
 	// one every child is started from. Nil: the warden starts its own.
 	Thread *Thread
+	// Forward, when set, is the forwarder to the network proxy, listening
+	// before the holder says it is ready; one that cannot start refuses
+	// the sandbox.
+	Forward *protocol.Forward
 }
 
 // Hold waits until the sandbox must end and kills everything in it. It
@@ -116,6 +120,14 @@ func Hold(ctx context.Context, o HoldOptions) int {
 		if code, ok := stageIn(ctx, o, ends, killAll); !ok {
 			return code
 		}
+	}
+	if o.Forward != nil {
+		stopForward, err := startForward(o.Forward)
+		if err != nil {
+			_ = protocol.WriteStatus(statusOut(o), protocol.Status{State: protocol.StateHolderFailed, Detail: err.Error()})
+			return exitcodeRefused
+		}
+		defer stopForward()
 	}
 	// Ready (and the staged copy in place): a runtime that cannot say when
 	// the holder runs learns it from this status.

@@ -60,8 +60,12 @@ func describeRole(ctx context.Context, o Options, role profiles.Role, p *policy.
 			rr.ProductionHash = prod.Hash()
 		}
 	}
-	rr.Network = "network off (localhost only)"
-	if !p.Network.LoopbackOnly() {
+	switch p.Network.Mode {
+	case policy.NetworkLoopback:
+		rr.Network = "network off (localhost only)"
+	case policy.NetworkProxy:
+		rr.Network = "network by allow-list (the host's proxy only)"
+	default:
 		rr.Network = "NETWORK ON"
 	}
 	rr.Versions = o.Backend.Describe(ctx, p)

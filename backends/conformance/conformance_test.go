@@ -20,6 +20,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
@@ -65,6 +66,7 @@ func cases() []policyCase {
 		{name: "reproducer defaults", role: profiles.RoleReproducer},
 		{name: "agent network", role: profiles.RoleAgent, toml: "[sandbox]\nnetwork = true\n", outbound: true},
 		{name: "reproducer network", role: profiles.RoleReproducer, toml: "[sandbox.reproducer]\nnetwork = true\n", outbound: true},
+		{name: "reproducer allow-list", role: profiles.RoleReproducer, toml: "[sandbox.reproducer]\nnetwork = [\"python\"]\n"},
 		{name: "agent workspace is the home", role: profiles.RoleAgent, layout: homeIsWorkspace, masked: true},
 		{name: "reproducer workspace in the home", role: profiles.RoleReproducer, layout: workspaceInHome,
 			toml: "[project]\ncheckout = \"..\"\n", masked: true},
@@ -241,8 +243,38 @@ func (r *rendered) network(t *testing.T) {
 	if dNone != oOwn || !dNone {
 		t.Errorf("docker network %q, oci own network namespace %v; both must give loopback only", r.dCreate.HostConfig.NetworkMode, oOwn)
 	}
-	if r.p.Network.Mode != policy.NetworkLoopback {
+	switch r.p.Network.Mode {
+	case policy.NetworkLoopback:
+	case policy.NetworkProxy:
+		r.egress(t)
+	default:
 		t.Errorf("policy network %q", r.p.Network.Mode)
+	}
+}
+
+// egress: an allow-list is the loopback-only namespace plus the proxy's
+// socket directory bound read-only at launch.EgressDir, and the holder's
+// forward, on both renderers.
+func (r *rendered) egress(t *testing.T) {
+	dBound, oBound := false, false
+	for _, m := range r.dCreate.HostConfig.Mounts {
+		if m.Target == launch.EgressDir {
+			dBound = m.ReadOnly
+		}
+	}
+	for _, m := range r.oSpec.Mounts {
+		if m.Destination == launch.EgressDir {
+			oBound = slices.Contains(m.Options, "ro")
+		}
+	}
+	if !dBound || !oBound {
+		t.Errorf("the proxy's socket directory bound read-only: docker %v, oci %v", dBound, oBound)
+	}
+	for name, argv := range map[string][]string{"docker": r.dCreate.Config.Cmd, "oci": r.oSpec.Process.Args} {
+		h, err := protocol.DecodeHold(argv[len(argv)-1:])
+		if err != nil || h.Forward == nil || h.Forward.Listen != egress.ForwardAddr || h.Forward.Socket != egress.SocketInSandbox {
+			t.Errorf("%s holder's forward: %+v, %v", name, h.Forward, err)
+		}
 	}
 }
 
@@ -270,6 +302,9 @@ func dockerBinds(t *testing.T, ms []mount.Mount) map[string]bool {
 			}
 			continue
 		}
+		if m.Target == launch.EgressDir {
+			continue // the proxy's socket directory: checked by egress
+		}
 		if m.Source != m.Target {
 			t.Errorf("docker bind %s -> %s: not at the same path", m.Source, m.Target)
 		}
@@ -296,6 +331,9 @@ func ociBinds(t *testing.T, ms []specs.Mount) map[string]bool {
 				t.Errorf("oci init binary mount %+v, want %s read-only", m, selfExe)
 			}
 			continue
+		}
+		if m.Destination == launch.EgressDir {
+			continue // the proxy's socket directory: checked by egress
 		}
 		if m.Destination == "/etc/hosts" {
 			// The bundle's own, as Docker's daemon writes its own.

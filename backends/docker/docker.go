@@ -35,7 +35,7 @@ const pingTimeout = 5 * time.Second
 // capabilities: a container has its own namespaces, cgroup limits, a uid of
 // its choice, masks, and an image as its root.
 var capabilities = []policy.Capability{
-	profiles.CapOwnLoopback, profiles.CapOutboundNAT, profiles.CapPidNamespace,
+	profiles.CapOwnLoopback, profiles.CapOutboundNAT, profiles.CapEgressProxy, profiles.CapPidNamespace,
 	profiles.CapMemoryLimit, profiles.CapPidsLimit, profiles.CapCPULimit,
 	profiles.CapUIDSwitch, profiles.CapMaskUnderMount, profiles.CapImageRoot,
 	profiles.CapSyscallFilter, profiles.CapBoundedWrites,
@@ -182,6 +182,9 @@ func (b *Backend) runInfo(p *policy.Policy, ttl time.Duration) RunInfo {
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
 	if b.insideExe == "" {
 		return nil, errors.New("docker backend: no triage-sandbox binary to mount as init")
+	}
+	if _, err := launch.EgressSource(p, true); err != nil {
+		return nil, err
 	}
 	known := b.knownRuntime(p)
 	endAsk := phase.Begin(ctx, "start.ask")

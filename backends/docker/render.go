@@ -207,6 +207,8 @@ func user(p *policy.Policy) string {
 var networkModes = map[policy.NetworkMode]container.NetworkMode{
 	policy.NetworkLoopback: "none",
 	policy.NetworkOutbound: "bridge",
+	// The allow-list's way out is the proxy's socket bound in, not a route.
+	policy.NetworkProxy: "none",
 }
 
 func networkMode(m policy.NetworkMode) (container.NetworkMode, error) {
@@ -233,6 +235,12 @@ func mounts(p *policy.Policy, selfExe string) []mount.Mount {
 			Type: mount.TypeBind, Source: m.Path, Target: m.Path, ReadOnly: m.ReadOnly,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
 		})
+	}
+	if src, _ := launch.EgressSource(p, false); src != "" {
+		// The proxy's socket: connectable, nothing else (the start refuses
+		// a policy with a list but no socket, EgressSource).
+		out = append(out, mount.Mount{Type: mount.TypeBind, Source: src, Target: launch.EgressDir, ReadOnly: true,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
 	}
 	return out
 }

@@ -250,9 +250,8 @@ func TestRenderMasksCredentialsUnderMounts(t *testing.T) {
 
 func TestRenderNetworkOn(t *testing.T) {
 	root := t.TempDir()
-	on := true
 	cfg := config.Default(root)
-	cfg.Sandbox.Network = &on
+	cfg.Sandbox.Network = &config.Network{On: true}
 	p, err := policy.Build(cfg, "agent", policy.Host{Home: "/h", UID: 1000, GID: 1000, OS: "linux"}, policy.Options{})
 	if err != nil {
 		t.Fatal(err)

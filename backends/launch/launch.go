@@ -8,11 +8,13 @@ package launch
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
+	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
@@ -42,7 +44,36 @@ func ExecArgv(spec protocol.Exec) []string {
 // staged paths it unpacks first.
 func HoldSpec(p *policy.Policy, ttl time.Duration) protocol.Hold {
 	in, _ := staging.StagePaths(p)
-	return protocol.Hold{Lifeline: p.Lifetime.Lifeline, TTL: protocol.Duration(ttl.Round(time.Second)), Stage: in}
+	h := protocol.Hold{Lifeline: p.Lifetime.Lifeline, TTL: protocol.Duration(ttl.Round(time.Second)), Stage: in}
+	if p.Network.Mode == policy.NetworkProxy {
+		h.Forward = &protocol.Forward{Listen: egress.ForwardAddr, Socket: egress.SocketInSandbox}
+	}
+	return h
+}
+
+// EgressDir is where the proxy's socket directory is bound in the sandbox
+// (read-only): the parent of egress.SocketInSandbox.
+var EgressDir = path.Dir(egress.SocketInSandbox)
+
+// egressPlaceholder stands for the run's socket directory in a rendering
+// made without a run (`render`); a start refuses it (EgressSource).
+const egressPlaceholder = "/nonexistent/the-run's-egress-proxy-socket-directory"
+
+// EgressSource is the host directory to bind at EgressDir for p, "" when
+// p has no allow-list. A start (forStart) refuses a policy that has one
+// but no socket: the holder would forward to nothing, and the command see
+// a network that fails instead of a refusal.
+func EgressSource(p *policy.Policy, forStart bool) (string, error) {
+	if p.Network.Mode != policy.NetworkProxy {
+		return "", nil
+	}
+	if p.Network.SocketDir == "" {
+		if forStart {
+			return "", fmt.Errorf("network allow-list (%s) without the run's proxy socket: start it through package sandbox, which starts the proxy", p.Network.Key)
+		}
+		return egressPlaceholder, nil
+	}
+	return p.Network.SocketDir, nil
 }
 
 // ScratchModes are the modes the holder gives the scratch directories at

@@ -33,7 +33,7 @@ const Name = "local"
 // switches identity and makes a cgroup (memory, pids and CPU limits); any
 // other user runs the sandbox as itself, with rlimits only.
 func Capabilities() []policy.Capability {
-	caps := []policy.Capability{profiles.CapOwnLoopback, profiles.CapPidNamespace, profiles.CapMaskUnderMount,
+	caps := []policy.Capability{profiles.CapOwnLoopback, profiles.CapEgressProxy, profiles.CapPidNamespace, profiles.CapMaskUnderMount,
 		profiles.CapHostRoot, profiles.CapBoundedWrites, profiles.CapSyscallFilter}
 	if runtime.GOOS != "linux" {
 		return nil

@@ -40,8 +40,8 @@ func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
 	if p.Base.Kind != policy.BaseHost {
 		return confine.Plan{}, fmt.Errorf("the local backend reads host roots, the policy has base %q", p.Base.Kind)
 	}
-	if p.Network.Mode != policy.NetworkLoopback {
-		return confine.Plan{}, fmt.Errorf("the local backend gives only its own loopback, the policy asks for network %q; use the docker backend or network = false", p.Network.Mode)
+	if p.Network.Mode != policy.NetworkLoopback && p.Network.Mode != policy.NetworkProxy {
+		return confine.Plan{}, fmt.Errorf("the local backend gives only its own loopback (and a network allow-list through the host's proxy), the policy asks for network %q; use the docker backend, or set %s = false or to a list", p.Network.Mode, p.Network.Key)
 	}
 	pl := confine.Plan{
 		Hostname:   "sandbox",
@@ -87,6 +87,12 @@ func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
 	if selfExe != "" {
 		pl.Binds = append(pl.Binds, confine.Bind{Source: selfExe, Target: launch.InitPath, Why: "the sandbox's holder and supervisor"})
 		pl.Landlock.ReadOnly = append(pl.Landlock.ReadOnly, launch.InitPath)
+	}
+	if src, _ := launch.EgressSource(p, false); src != "" {
+		// The proxy's socket, the allow-list's only way out (the start
+		// refuses a policy with a list but no socket, EgressSource).
+		pl.Binds = append(pl.Binds, confine.Bind{Source: src, Target: launch.EgressDir, Why: "the network proxy's socket"})
+		pl.Landlock.ReadOnly = append(pl.Landlock.ReadOnly, launch.EgressDir)
 	}
 	for _, s := range []struct {
 		path string

@@ -75,6 +75,9 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if b.selfExe == "" {
 		return nil, errors.New("the local backend needs the static triage-sandbox binary")
 	}
+	if _, err := launch.EgressSource(p, true); err != nil {
+		return nil, err
+	}
 	endPlan := phase.Begin(ctx, "start.render")
 	pl, err := Plan(p, b.selfExe)
 	if err != nil {

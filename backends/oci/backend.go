@@ -41,7 +41,7 @@ var runtimeNames = []string{"runc", "crun", "runsc"}
 // capabilities: what a bare OCI runtime gives from the same bundle. A
 // route out needs a NAT'd namespace the runtime does not make.
 var capabilities = []policy.Capability{
-	profiles.CapOwnLoopback, profiles.CapPidNamespace, profiles.CapMemoryLimit, profiles.CapPidsLimit,
+	profiles.CapOwnLoopback, profiles.CapEgressProxy, profiles.CapPidNamespace, profiles.CapMemoryLimit, profiles.CapPidsLimit,
 	profiles.CapCPULimit, profiles.CapUIDSwitch, profiles.CapMaskUnderMount, profiles.CapImageRoot,
 	profiles.CapSyscallFilter, profiles.CapBoundedWrites,
 }
@@ -215,6 +215,9 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	}
 	if b.selfExe == "" {
 		return nil, errors.New("the oci backend needs the static triage-sandbox binary")
+	}
+	if _, err := launch.EgressSource(p, true); err != nil {
+		return nil, err
 	}
 	rt, err := runtimePath(p.Runtime)
 	if err != nil {

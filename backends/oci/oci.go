@@ -175,6 +175,12 @@ func mounts(p *policy.Policy, selfExe string) []specs.Mount {
 		// no set-id bit or device node of the host means anything inside.
 		tree = append(tree, specs.Mount{Destination: m.Path, Type: "bind", Source: m.Path, Options: []string{"rbind", "rprivate", mode, "nosuid", "nodev"}})
 	}
+	if src, _ := launch.EgressSource(p, false); src != "" {
+		// The proxy's socket: connectable, nothing else (the start refuses
+		// a policy with a list but no socket, EgressSource).
+		tree = append(tree, specs.Mount{Destination: launch.EgressDir, Type: "bind", Source: src,
+			Options: []string{"rbind", "rprivate", "ro", "nosuid", "nodev", "noexec"}})
+	}
 	// A runtime mounts in order: parents (a staged skeleton) before what
 	// lies inside them.
 	sort.SliceStable(tree, func(i, j int) bool {
@@ -202,7 +208,9 @@ func namespaces(mode policy.NetworkMode) ([]specs.LinuxNamespace, error) {
 		{Type: specs.MountNamespace}, {Type: specs.CgroupNamespace},
 	}
 	switch mode {
-	case policy.NetworkLoopback:
+	case policy.NetworkLoopback, policy.NetworkProxy:
+		// The allow-list's way out is the proxy's socket bound in, not a
+		// route: the namespace is the loopback-only one.
 		return append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace}), nil
 	default:
 		return nil, fmt.Errorf("the oci renderer cannot give network mode %q (a namespace with a route out needs a NAT the runtime does not make); use the docker backend or network = false", mode)

@@ -1,0 +1,36 @@
+// Package egresstest is the only way to give a run's network proxy test
+// upstreams (egress.Config.TestUpstreams: loopback canaries), a resolver
+// and a dialer: a value in a context that Go code puts there, for tests
+// and the selftest's own canaries. It is internal, so only this module can
+// import it, and nothing reads it from a config file, a flag or the
+// environment: a user's allow-list can never reach this machine's own
+// addresses through it.
+package egresstest
+
+import (
+	"context"
+	"net"
+	"net/netip"
+)
+
+// Hook is what a test gives the proxy; a zero field leaves the proxy's own.
+type Hook struct {
+	Upstreams []netip.Prefix
+	Resolver  interface {
+		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+	}
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+type key struct{}
+
+// With returns ctx carrying h for the proxy of every run started with it.
+func With(ctx context.Context, h Hook) context.Context {
+	return context.WithValue(ctx, key{}, h)
+}
+
+// From is the hook ctx carries (the zero Hook unless With).
+func From(ctx context.Context) Hook {
+	h, _ := ctx.Value(key{}).(Hook)
+	return h
+}

@@ -1,0 +1,106 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/triage-sandbox/triage-sandbox/egress"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// TestNetworkAllowList: a list in a role's network key is the proxy mode
+// with its rules, the key that set it, the proxy variables (over set_env)
+// and requirements no backend without the proxy meets; the agent stays
+// offline when only the reproducer has a list.
+func TestNetworkAllowList(t *testing.T) {
+	cfg := workspace(t, "[sandbox]\nset_env = { HTTPS_PROXY = \"http://elsewhere:1\" }\n[sandbox.reproducer]\nnetwork = [\"python\", \"files.example.org:443\"]\n")
+	p, err := Build(cfg, profiles.RoleReproducer, fakeHost(t), Options{})
+	must(t, err)
+	if p.Network.Mode != NetworkProxy || p.Network.Key != "[sandbox.reproducer] network" {
+		t.Fatalf("network = %+v, want the proxy mode set by [sandbox.reproducer] network", p.Network)
+	}
+	var hosts []string
+	for _, r := range p.Network.Rules {
+		hosts = append(hosts, r.Host)
+	}
+	if !slices.Contains(hosts, "files.example.org") || len(hosts) < 2 {
+		t.Errorf("rules = %+v, want the preset's hosts and files.example.org", p.Network.Rules)
+	}
+	env := map[string]string{}
+	for _, e := range p.Env {
+		env[e.Name] = e.Value
+	}
+	for _, n := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy", "npm_config_https_proxy"} {
+		if env[n] != "http://"+egress.ForwardAddr {
+			t.Errorf("%s = %q, want the forwarder", n, env[n])
+		}
+	}
+	if env["NO_PROXY"] != "localhost,127.0.0.1,::1" || env["no_proxy"] != env["NO_PROXY"] {
+		t.Errorf("NO_PROXY = %q, no_proxy = %q", env["NO_PROXY"], env["no_proxy"])
+	}
+	if req := p.Requirements(); !slices.Contains(req, profiles.CapEgressProxy) || !slices.Contains(req, profiles.CapOwnLoopback) {
+		t.Errorf("requirements = %v, want own_loopback and egress_proxy", req)
+	}
+	if !strings.Contains(Explain(p), "files.example.org") {
+		t.Errorf("explain does not show the rules:\n%s", Explain(p))
+	}
+
+	agent, err := Build(cfg, profiles.RoleAgent, fakeHost(t), Options{})
+	must(t, err)
+	if agent.Network.Mode != NetworkLoopback {
+		t.Errorf("agent network = %q, want loopback", agent.Network.Mode)
+	}
+	if slices.ContainsFunc(agent.Env, func(e EnvVar) bool { return e.Name == "HTTP_PROXY" }) {
+		t.Error("the offline agent got the proxy variables")
+	}
+}
+
+// TestEnforceAllowListFailsClosed: a backend without the proxy is refused
+// whatever accept_weaker says, naming the key to change.
+func TestEnforceAllowListFailsClosed(t *testing.T) {
+	cfg := workspace(t, "[sandbox.reproducer]\nnetwork = []\naccept_weaker = [\"own_loopback\"]\n")
+	p, err := Build(cfg, profiles.RoleReproducer, fakeHost(t), Options{})
+	must(t, err)
+	for _, tt := range []struct {
+		name    string
+		caps    []Capability
+		refused bool
+	}{
+		{"without the proxy", []Capability{profiles.CapOwnLoopback, profiles.CapPidNamespace}, true},
+		{"no capabilities at all", nil, true},
+		{"with the proxy", []Capability{profiles.CapOwnLoopback, profiles.CapEgressProxy, profiles.CapPidNamespace, profiles.CapImageRoot,
+			profiles.CapMemoryLimit, profiles.CapPidsLimit, profiles.CapCPULimit, profiles.CapBoundedWrites, profiles.CapMaskUnderMount}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Enforce(p, "kubernetes", tt.caps)
+			if tt.refused != (err != nil) {
+				t.Fatalf("Enforce = %v, want refused %v", err, tt.refused)
+			}
+			if err != nil && !strings.Contains(err.Error(), "[sandbox.reproducer] network = false") {
+				t.Errorf("the refusal does not name the key to change: %v", err)
+			}
+		})
+	}
+}
+
+// TestAllowListNotWarm: an allow-list with a pool or a session is refused
+// with the key to change (the proxy lives with one run).
+func TestAllowListNotWarm(t *testing.T) {
+	for _, tt := range []struct {
+		name, toml string
+		role       profiles.Role
+		session    string
+		want       string
+	}{
+		{"pool", "[sandbox.reproducer]\nnetwork = [\"python\"]\npool = 2\n", profiles.RoleReproducer, "", "not served to pooled sandboxes"},
+		{"session", "[sandbox.agent]\nnetwork = [\"python\"]\n", profiles.RoleAgent, "s1", "not served to sessions"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Build(workspace(t, tt.toml), tt.role, fakeHost(t), Options{Session: tt.session})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "] network") {
+				t.Fatalf("Build = %v, want a refusal saying %q and naming the key", err, tt.want)
+			}
+		})
+	}
+}
