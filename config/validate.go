@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -692,8 +693,14 @@ func (c *checker) network(p []string, v any) *Network {
 
 // checkAllowEntry is the allow-list parser's verdict on one entry.
 func checkAllowEntry(s string) (string, string) {
-	if _, err := allow.Parse([]string{s}); err != nil {
-		return err.Error(), "write a host name, \"*.\" and a domain, either with \":port\", or a preset: " + strings.Join(slices.Sorted(maps.Keys(allow.Presets())), ", ")
+	_, err := allow.Parse([]string{s})
+	if err == nil {
+		return "", ""
 	}
-	return "", ""
+	// The parser's reason already says what to write instead.
+	var e *allow.EntryError
+	if errors.As(err, &e) {
+		return fmt.Sprintf("entry %s: %s", strconv.QuoteToASCII(e.Entry), e.Reason), ""
+	}
+	return err.Error(), "write a host name, \"*.\" and a domain, either with \":port\", or a preset: " + strings.Join(slices.Sorted(maps.Keys(allow.Presets())), ", ")
 }
