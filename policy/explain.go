@@ -181,7 +181,7 @@ func explainLimits(w writef, p *Policy) {
 		p.Limits.FileSize>>20, p.Limits.Core, p.Limits.OOMScoreAdj, p.Lifetime.Lifeline, p.Lifetime.TTLMargin, p.Lifetime.KillGrace)
 	switch {
 	case p.Warm.Session != "":
-		w("session %q: one sandbox runs every command of the session; files in scratch and background processes persist between its commands, never into another session; ended after %s unused\n", p.Warm.Session, p.Warm.Idle)
+		w("session %q: one sandbox runs every command of the session; files in scratch persist between its commands, never into another session (each command's process tree is killed when it ends); ended after %s unused\n", p.Warm.Session, p.Warm.Idle)
 	case p.Warm.Pool > 0:
 		w("pool: %d sandboxes are kept started; each runs exactly one command and is then removed; the pool ends after %s unused\n", p.Warm.Pool, p.Warm.Idle)
 	}

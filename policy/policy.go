@@ -214,9 +214,9 @@ type Lifetime struct {
 }
 
 // Warm is how started sandboxes are reused, an explicit choice because it
-// changes what may persist: within a session, files in scratch and
-// background processes persist from one command to the next (never into
-// another session); a pooled sandbox runs exactly one command, like a
+// changes what may persist: within a session, files in scratch persist
+// from one command to the next (never into another session; each
+// command's process tree ends with it); a pooled sandbox runs exactly one command, like a
 // cold one, only started ahead of time.
 type Warm struct {
 	// Session names the session whose sandbox runs the commands ("" for none).
