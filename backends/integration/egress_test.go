@@ -57,7 +57,8 @@ const (
 type testResolver map[string]netip.Addr
 
 func (r testResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := r[host]; ok {
+	// The proxy resolves names rooted ("name."): no search domain.
+	if a, ok := r[strings.TrimSuffix(host, ".")]; ok {
 		return []netip.Addr{a}, nil
 	}
 	return nil, &net.DNSError{Err: "no such host (test resolver)", Name: host, IsNotFound: true}
