@@ -222,6 +222,22 @@ func (p *Proxy) Decisions() []Decision {
 	return slices.Clone(p.decisions)
 }
 
+// Settle waits until no client connection is open, or ctx ends. A
+// connection is recorded when it ends, so a run reads its decisions after
+// Settle: the command's last connection, closed as the command ended, is
+// then in them rather than racing the read.
+func (p *Proxy) Settle(ctx context.Context) {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for len(p.slots) > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // Dropped is how many decisions were not kept (past the first 1000).
 func (p *Proxy) Dropped() int {
 	p.mu.Lock()

@@ -644,3 +644,28 @@ func TestDecisionsBounded(t *testing.T) {
 		t.Errorf("%d decisions kept, %d dropped; want %d and 5", n, p.Dropped(), maxDecisions)
 	}
 }
+
+// TestSettleRecordsTheLastConnection: a tunnel is recorded when it ends;
+// Settle waits for a connection the client just closed, so a run reading
+// its decisions after its command ended sees it (without Close).
+func TestSettleRecordsTheLastConnection(t *testing.T) {
+	w := newWorld(t, Limits{})
+	c, _ := w.tunnel("tls.test")
+	tc := tls.Client(c, &tls.Config{ServerName: "tls.test", InsecureSkipVerify: true})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	held, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	w.proxy.Settle(held) // the tunnel is open: Settle gives up at the bound
+	cancel()
+	if ds := w.proxy.Decisions(); len(ds) != 0 {
+		t.Fatalf("decisions %+v while the tunnel is open, want none", ds)
+	}
+	tc.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	w.proxy.Settle(ctx)
+	if ds := w.proxy.Decisions(); len(ds) != 1 || !ds[0].Allowed {
+		t.Errorf("decisions %+v after the client closed, want the tunnel recorded", ds)
+	}
+}

@@ -116,12 +116,22 @@ func sweepEgress(base string, now time.Time) {
 	}
 }
 
+// settleWait bounds how long a run waits for its proxy's open connections
+// to end before it reads the decisions.
+const settleWait = 500 * time.Millisecond
+
 // decisions are the connections decided since the last call, with what
 // the sandbox chose (the name, and the reasons quoting it) neutralised.
 func (r *runProxy) decisions() []egress.Decision {
 	if r == nil {
 		return nil
 	}
+	// The command's connections close as it ends; their decisions are
+	// recorded a moment later. Bounded: a connection held open from
+	// elsewhere in a session must not hold the run's result back.
+	ctx, cancel := context.WithTimeout(context.Background(), settleWait)
+	r.proxy.Settle(ctx)
+	cancel()
 	all := r.proxy.Decisions()
 	if r.seen > len(all) {
 		r.seen = 0
