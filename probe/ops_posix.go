@@ -42,6 +42,8 @@ var ops = map[string]opFunc{
 	"signal":           opSignal,
 	"udp_route":        opUDPRoute,
 	"tcp_connect":      opTCPConnect,
+	"proxy_get":        opProxyGet,
+	"udp_send":         opUDPSend,
 	"unix_connect":     opUnixConnect,
 	"proc_status":      opProcStatus,
 	"unshare":          opUnshare,

@@ -1,0 +1,73 @@
+//go:build linux || darwin
+
+package probe
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// opProxyGet (NET-20 … NET-26) sends one absolute-form GET for args url to the proxy at args
+// proxy, with args host as the Host header ("" : the URL's), and reads the
+// status line and a bounded excerpt of the answer. It only says what the client saw: the selftest
+// judges by the proxy's decisions and its canaries' records.
+func opProxyGet(s Step, _ string) Observation {
+	c, err := net.DialTimeout("tcp", s.Args["proxy"], 5*time.Second)
+	if err != nil {
+		return Observation{Errno: errnoName(err), Detail: "dialling the proxy " + s.Args["proxy"]}
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	host := s.Args["host"]
+	if host == "" {
+		host = strings.SplitN(strings.TrimPrefix(s.Args["url"], "http://"), "/", 2)[0]
+	}
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", s.Args["url"], host); err != nil {
+		return Observation{Errno: errnoName(err), Detail: "writing the request"}
+	}
+	r := bufio.NewReader(c)
+	status, err := r.ReadString('\n')
+	if err != nil && status == "" {
+		return Observation{Errno: errnoName(err), Detail: "no answer from the proxy"}
+	}
+	f := strings.Fields(status)
+	code := ""
+	if len(f) >= 2 {
+		code = f[1]
+	}
+	buf := make([]byte, 512)
+	n, _ := r.Read(buf)
+	return Observation{OK: code == "200", Detail: excerpt(strings.TrimSpace(status) + " " + string(buf[:n])),
+		Values: map[string]string{"status": code}}
+}
+
+// opUDPSend sends one datagram to each address in the list: ok when any
+// send did not fail (whether it arrived is the canary's to say).
+func opUDPSend(s Step, _ string) Observation {
+	var o Observation
+	var errs []string
+	for _, a := range s.List {
+		c, err := net.DialTimeout("udp", a, time.Second)
+		if err == nil {
+			_, err = c.Write([]byte("probe\n"))
+			c.Close()
+		}
+		if err != nil {
+			errs = append(errs, a+" "+errnoName(err))
+			continue
+		}
+		o.OK = true
+		o.Detail = "sent to " + a
+	}
+	if !o.OK {
+		o.Errno = "ENETUNREACH"
+		o.Detail = strings.Join(errs, "; ")
+		if len(errs) > 0 {
+			o.Errno = strings.Fields(errs[0])[1]
+		}
+	}
+	return o
+}

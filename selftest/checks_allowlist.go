@@ -1,0 +1,142 @@
+package selftest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/egress"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// netEnv is where the network phase's steps go: the proxy (the sandbox's
+// forwarder, or the control's own proxy), the proxy NET-25 asks (the
+// control asks the canary directly: the proxy always refuses the
+// mismatch, so only the canary can show it answers) and NET-27's
+// host-loopback canaries.
+type netEnv struct {
+	Proxy, HostHdrProxy  string
+	DirectTCP, DirectUDP string
+}
+
+// allowNeeds: the checks mean something only where the backend renders an
+// allow-list (its own loopback and the host's proxy).
+var allowNeeds = []policy.Capability{profiles.CapOwnLoopback, profiles.CapEgressProxy}
+
+func (e *Env) net() netEnv {
+	if e.Net == nil {
+		return netEnv{Proxy: egress.ForwardAddr, HostHdrProxy: egress.ForwardAddr}
+	}
+	return *e.Net
+}
+
+func proxyGet(id, url, host string, proxy func(netEnv) string) func(e *Env) []probe.Step {
+	return func(e *Env) []probe.Step {
+		return one(step(id, "proxy_get", map[string]string{"proxy": proxy(e.net()), "url": url, "host": host}))
+	}
+}
+
+func viaProxy(n netEnv) string { return n.Proxy }
+
+// netJudge: escaped when the proxy allowed a request for one of hosts, or
+// dialled one of dials, or a canary of hits saw a request.
+func netJudge(hosts, dials, hits []string) func(*Env, *Evidence) (bool, string) {
+	return func(_ *Env, ev *Evidence) (bool, string) {
+		rec := ev.Net
+		if rec == nil {
+			return false, "no record of the proxy's decisions"
+		}
+		var seen []string
+		for _, d := range rec.Decisions {
+			if slices.Contains(hosts, d.Host) {
+				if d.Allowed {
+					return true, fmt.Sprintf("the proxy allowed %s:%d (rule %s, address %s)", d.Host, d.Port, d.Rule, d.Addr)
+				}
+				seen = append(seen, fmt.Sprintf("%s refused: %s", d.Host, d.Reason))
+			}
+		}
+		for _, a := range rec.Dials {
+			if slices.Contains(dials, a) {
+				return true, "the proxy dialled " + a
+			}
+		}
+		for _, n := range hits {
+			if rec.Hits[n] > 0 {
+				return true, fmt.Sprintf("the canary of %s received %d request(s)", n, rec.Hits[n])
+			}
+		}
+		if len(seen) == 0 {
+			return false, "the proxy recorded no decision for " + strings.Join(hosts, ", ") + "; nothing dialled, no canary reached"
+		}
+		return false, strings.Join(seen, "; ") + "; nothing dialled, no canary reached"
+	}
+}
+
+// allowListChecks are NET-21 … NET-27: a sandbox whose network is an
+// allow-list of the selftest's own names (netRules), run in the network
+// phase, judged by the proxy's decisions and the canaries' records.
+func allowListChecks() []Check {
+	const fix = "the host-side proxy (package egress) must refuse it: see egress.go's order of decisions"
+	return []Check{
+		{ID: "NET-21", Name: "reach a name not on the allow-list", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
+			Steps: proxyGet("NET-21", "http://"+netUnlisted+"/", "", viaProxy),
+			Judge: netJudge([]string{netUnlisted}, []string{"127.0.0.3:80"}, []string{netUnlisted}), Fix: fix},
+		{ID: "NET-22", Name: "reach the metadata address through the proxy", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
+			Steps: func(e *Env) []probe.Step {
+				return slices.Concat(
+					proxyGet("NET-22", "http://169.254.169.254/", "", viaProxy)(e),
+					proxyGet("NET-22-name", "http://"+netMetadata+"/", "", viaProxy)(e))
+			},
+			Judge: netJudge([]string{"169.254.169.254", netMetadata}, []string{"169.254.169.254:80"}, nil), Fix: fix},
+		{ID: "NET-23", Name: "reach the host's loopback by an allowed name", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
+			Steps: proxyGet("NET-23", "http://"+netLoopback+"/", "", viaProxy),
+			Judge: netJudge([]string{netLoopback}, []string{"127.0.0.1:80"}, nil), Fix: fix},
+		{ID: "NET-24", Name: "reach a private address by an allowed name", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
+			Steps: proxyGet("NET-24", "http://"+netPrivate+"/", "", viaProxy),
+			Judge: netJudge([]string{netPrivate}, []string{"10.0.0.1:80"}, nil), Fix: fix},
+		{ID: "NET-25", Name: "ask the proxy with a Host header naming another host", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
+			Steps: proxyGet("NET-25", "http://"+netHostHdr+"/", netAllowed, func(n netEnv) string { return n.HostHdrProxy }),
+			Judge: func(e *Env, ev *Evidence) (bool, string) {
+				if ev.Host {
+					// The control asked the canary itself.
+					return netJudge(nil, nil, []string{netHostHdr})(e, ev)
+				}
+				return netJudge([]string{netHostHdr, netAllowed}, []string{"127.0.0.4:80", "127.0.0.2:80"}, []string{netHostHdr, netAllowed})(e, ev)
+			}, Fix: fix},
+		{ID: "NET-27", Name: "reach the host's loopback around the proxy (TCP, UDP)", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
+			Steps: func(e *Env) []probe.Step {
+				n := e.net()
+				return []probe.Step{step("NET-27", "tcp_connect", nil, n.DirectTCP), step("NET-27-udp", "udp_send", nil, n.DirectUDP)}
+			},
+			Judge: func(_ *Env, ev *Evidence) (bool, string) {
+				if ev.Net == nil {
+					return false, "no record of the canaries"
+				}
+				if ev.Net.DirectHits > 0 {
+					return true, fmt.Sprintf("the host-loopback canaries saw %d arrival(s)", ev.Net.DirectHits)
+				}
+				return false, fmt.Sprintf("%s; %s; the host-loopback canaries saw nothing", errnoEvidence(ev.Obs["NET-27"]), errnoEvidence(ev.Obs["NET-27-udp"]))
+			},
+			Fix: "the sandbox's network namespace must hold only its own loopback, the proxy its only way out"},
+	}
+}
+
+// allowedNameCheck is NET-20, the allow-list's control: an allowed name is
+// reached through the proxy, the canary answering.
+func allowedNameCheck() Check {
+	return Check{ID: "NET-20", Name: "reach an allowed name through the proxy", Category: "network", Requires: allowNeeds,
+		Phase: PhaseNetwork, Expect: Allowed, ControlOnHost: true,
+		Steps: proxyGet("NET-20", "http://"+netAllowed+"/", "", viaProxy),
+		Judge: func(_ *Env, ev *Evidence) (bool, string) {
+			o := ev.Obs["NET-20"]
+			if ev.Net == nil {
+				return false, "no record of the proxy's decisions"
+			}
+			allowed := slices.ContainsFunc(ev.Net.Decisions, func(d egress.Decision) bool { return d.Host == netAllowed && d.Allowed })
+			ok := o.OK && allowed && ev.Net.Hits[netAllowed] > 0
+			return ok, fmt.Sprintf("%s; proxy allowed it: %v; canary requests %d", errnoEvidence(o), allowed, ev.Net.Hits[netAllowed])
+		},
+		Fix: "the forwarder (sandboxinit/forward.go) and the proxy's socket must reach the host's proxy"}
+}
