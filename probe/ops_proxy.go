@@ -5,6 +5,7 @@ package probe
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"time"
@@ -38,9 +39,9 @@ func opProxyGet(s Step, _ string) Observation {
 	if len(f) >= 2 {
 		code = f[1]
 	}
-	buf := make([]byte, 512)
-	n, _ := r.Read(buf)
-	return Observation{OK: code == "200", Detail: excerpt(strings.TrimSpace(status) + " " + string(buf[:n])),
+	// To the end (bounded): the proxy has then finished with the request.
+	rest, _ := io.ReadAll(io.LimitReader(r, 4<<10))
+	return Observation{OK: code == "200", Detail: excerpt(strings.TrimSpace(status) + " " + string(rest)),
 		Values: map[string]string{"status": code}}
 }
 

@@ -33,6 +33,10 @@ const (
 	// netHostHdr is on the list with its own canary; NET-25 asks for it
 	// with another allowed name in the Host header.
 	netHostHdr = "hosthdr" + netSuffix
+	// netOther is on the list with its own canary: the Host header NET-25
+	// sends, so a proxy that followed it would reach a canary no other
+	// check asks for.
+	netOther = "other" + netSuffix
 )
 
 // netTargets: each name's address in the selftest's resolver. The canary
@@ -42,19 +46,20 @@ var netTargets = map[string]netip.Addr{
 	netAllowed:  netip.MustParseAddr("127.0.0.2"),
 	netUnlisted: netip.MustParseAddr("127.0.0.3"),
 	netHostHdr:  netip.MustParseAddr("127.0.0.4"),
+	netOther:    netip.MustParseAddr("127.0.0.5"),
 	netMetadata: netip.MustParseAddr("169.254.169.254"),
 	netLoopback: netip.MustParseAddr("127.0.0.1"),
 	netPrivate:  netip.MustParseAddr("10.0.0.1"),
 }
 
 // netCanaryNames are the names whose address is a canary.
-var netCanaryNames = []string{netAllowed, netUnlisted, netHostHdr}
+var netCanaryNames = []string{netAllowed, netUnlisted, netHostHdr, netOther}
 
 // netRules is the allow-list of the network phase's sandbox: derived here,
 // in Go; no config can produce it (its names never resolve elsewhere).
 func netRules() []allow.Rule {
 	var rules []allow.Rule
-	for _, n := range []string{netAllowed, netMetadata, netLoopback, netPrivate, netHostHdr} {
+	for _, n := range []string{netAllowed, netMetadata, netLoopback, netPrivate, netHostHdr, netOther} {
 		rules = append(rules, allow.Rule{Host: n, Port: 80, From: "selftest"})
 	}
 	return rules
@@ -77,18 +82,17 @@ type netRecord struct {
 // netRig is one run's canaries, resolver and dialer: the sandbox run and
 // its control each have their own, so their records never mix.
 type netRig struct {
-	mu      sync.Mutex
-	rec     netRecord
-	http    map[string]net.Listener // by name
-	tcp     net.Listener            // NET-27
-	udp     net.PacketConn          // NET-27
-	wg      sync.WaitGroup
-	closing chan struct{}
+	mu   sync.Mutex
+	rec  netRecord
+	http map[string]net.Listener // by name
+	tcp  net.Listener            // NET-27
+	udp  net.PacketConn          // NET-27
+	wg   sync.WaitGroup
 }
 
 // newNetRig starts the canaries on 127.0.0.2.
 func newNetRig() (*netRig, error) {
-	r := &netRig{http: map[string]net.Listener{}, rec: netRecord{Hits: map[string]int{}}, closing: make(chan struct{})}
+	r := &netRig{http: map[string]net.Listener{}, rec: netRecord{Hits: map[string]int{}}}
 	fail := func(err error) (*netRig, error) {
 		r.Close()
 		return nil, fmt.Errorf("the network canaries on 127.0.0.2: %w", err)
