@@ -144,3 +144,26 @@ func TestNetRigDialer(t *testing.T) {
 		t.Errorf("dials recorded %v, want all 5", rec.Dials)
 	}
 }
+
+// TestAllowListInconclusive: a request the proxy never answered, or a run
+// without the rig's record, decides nothing (never ok).
+func TestAllowListInconclusive(t *testing.T) {
+	for _, ch := range Catalogue() {
+		if ch.Phase != PhaseNetwork || ch.Expect != Blocked {
+			continue
+		}
+		if inc, _ := ch.Inconclusive(&Env{}, &Evidence{}); !inc {
+			t.Errorf("%s is decided without the rig's record", ch.ID)
+		}
+		if ch.ID == "NET-27" {
+			continue
+		}
+		ev := &Evidence{Net: &netRecord{}, Obs: map[string]probe.Observation{}}
+		for _, s := range ch.Steps(&Env{}) {
+			ev.Obs[s.ID] = probe.Observation{Errno: "ECONNREFUSED"}
+		}
+		if inc, _ := ch.Inconclusive(&Env{}, ev); !inc {
+			t.Errorf("%s is decided although the proxy never answered", ch.ID)
+		}
+	}
+}

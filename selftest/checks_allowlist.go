@@ -74,6 +74,23 @@ func netJudge(hosts, dials, hits []string) func(*Env, *Evidence) (bool, string) 
 	}
 }
 
+// proxyUnasked: a check whose request never got the proxy's answer (the
+// forwarder or the proxy not there) tested nothing, and says so; with no
+// record of the rig, nothing can be judged either.
+func proxyUnasked(ids ...string) func(*Env, *Evidence) (bool, string) {
+	return func(_ *Env, ev *Evidence) (bool, string) {
+		if ev.Net == nil {
+			return true, "no record of the proxy's decisions and the canaries: nothing to judge by"
+		}
+		for _, id := range ids {
+			if o := ev.Obs[id]; o.Values["status"] == "" {
+				return true, fmt.Sprintf("%s: the proxy did not answer (%s), so its rule was not tested", id, errnoEvidence(o))
+			}
+		}
+		return false, ""
+	}
+}
+
 // allowListChecks are NET-21 … NET-27: a sandbox whose network is an
 // allow-list of the selftest's own names (netRules), run in the network
 // phase, judged by the proxy's decisions and the canaries' records.
@@ -82,20 +99,20 @@ func allowListChecks() []Check {
 	return []Check{
 		{ID: "NET-21", Name: "reach a name not on the allow-list", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
 			Steps: proxyGet("NET-21", "http://"+netUnlisted+"/", "", viaProxy),
-			Judge: netJudge([]string{netUnlisted}, []string{"127.0.0.3:80"}, []string{netUnlisted}), Fix: fix},
+			Judge: netJudge([]string{netUnlisted}, []string{"127.0.0.3:80"}, []string{netUnlisted}), Inconclusive: proxyUnasked("NET-21"), Fix: fix},
 		{ID: "NET-22", Name: "reach the metadata address through the proxy", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
 			Steps: func(e *Env) []probe.Step {
 				return slices.Concat(
 					proxyGet("NET-22", "http://169.254.169.254/", "", viaProxy)(e),
 					proxyGet("NET-22-name", "http://"+netMetadata+"/", "", viaProxy)(e))
 			},
-			Judge: netJudge([]string{"169.254.169.254", netMetadata}, []string{"169.254.169.254:80"}, nil), Fix: fix},
+			Judge: netJudge([]string{"169.254.169.254", netMetadata}, []string{"169.254.169.254:80"}, nil), Inconclusive: proxyUnasked("NET-22", "NET-22-name"), Fix: fix},
 		{ID: "NET-23", Name: "reach the host's loopback by an allowed name", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
 			Steps: proxyGet("NET-23", "http://"+netLoopback+"/", "", viaProxy),
-			Judge: netJudge([]string{netLoopback}, []string{"127.0.0.1:80"}, nil), Fix: fix},
+			Judge: netJudge([]string{netLoopback}, []string{"127.0.0.1:80"}, nil), Inconclusive: proxyUnasked("NET-23"), Fix: fix},
 		{ID: "NET-24", Name: "reach a private address by an allowed name", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
 			Steps: proxyGet("NET-24", "http://"+netPrivate+"/", "", viaProxy),
-			Judge: netJudge([]string{netPrivate}, []string{"10.0.0.1:80"}, nil), Fix: fix},
+			Judge: netJudge([]string{netPrivate}, []string{"10.0.0.1:80"}, nil), Inconclusive: proxyUnasked("NET-24"), Fix: fix},
 		{ID: "NET-25", Name: "ask the proxy with a Host header naming another host", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
 			Steps: proxyGet("NET-25", "http://"+netHostHdr+"/", netOther, func(n netEnv) string { return n.HostHdrProxy }),
 			Judge: func(e *Env, ev *Evidence) (bool, string) {
@@ -104,7 +121,7 @@ func allowListChecks() []Check {
 					return netJudge(nil, nil, []string{netHostHdr})(e, ev)
 				}
 				return netJudge([]string{netHostHdr, netOther}, []string{"127.0.0.4:80", "127.0.0.5:80"}, []string{netHostHdr, netOther})(e, ev)
-			}, Fix: fix},
+			}, Inconclusive: proxyUnasked("NET-25"), Fix: fix},
 		{ID: "NET-27", Name: "reach the host's loopback around the proxy (TCP, UDP)", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
 			Steps: func(e *Env) []probe.Step {
 				n := e.net()
@@ -119,7 +136,8 @@ func allowListChecks() []Check {
 				}
 				return false, fmt.Sprintf("%s; %s; the host-loopback canaries saw nothing", errnoEvidence(ev.Obs["NET-27"]), errnoEvidence(ev.Obs["NET-27-udp"]))
 			},
-			Fix: "the sandbox's network namespace must hold only its own loopback, the proxy its only way out"},
+			Inconclusive: proxyUnasked(),
+			Fix:          "the sandbox's network namespace must hold only its own loopback, the proxy its only way out"},
 	}
 }
 
