@@ -43,6 +43,7 @@ var ops = map[string]opFunc{
 	"udp_route":        opUDPRoute,
 	"tcp_connect":      opTCPConnect,
 	"proxy_get":        opProxyGet,
+	"proxy_connect":    opProxyConnect,
 	"udp_send":         opUDPSend,
 	"unix_connect":     opUnixConnect,
 	"proc_status":      opProcStatus,

@@ -72,3 +72,47 @@ func opUDPSend(s Step, _ string) Observation {
 	}
 	return o
 }
+
+// opProxyConnect (NET-26) opens a CONNECT tunnel to args target through
+// the proxy at args proxy and, once it answers 200, sends a CONNECT for
+// args inner inside it, as a client relaying a second proxy would.
+func opProxyConnect(s Step, _ string) Observation {
+	c, err := net.DialTimeout("tcp", s.Args["proxy"], 5*time.Second)
+	if err != nil {
+		return Observation{Errno: errnoName(err), Detail: "dialling the proxy " + s.Args["proxy"]}
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	head := func(target string) (string, error) {
+		if _, err := fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target); err != nil {
+			return "", err
+		}
+		status, err := r.ReadString('\n')
+		for err == nil {
+			line, lerr := r.ReadString('\n')
+			if lerr != nil || strings.TrimSpace(line) == "" {
+				break
+			}
+		}
+		if f := strings.Fields(status); len(f) >= 2 {
+			return f[1], nil
+		}
+		return "", err
+	}
+	code, err := head(s.Args["target"])
+	o := Observation{Values: map[string]string{"status": code}}
+	if code == "" {
+		o.Errno, o.Detail = errnoName(err), "no answer from the proxy"
+		return o
+	}
+	if code != "200" {
+		o.Detail = "CONNECT " + s.Args["target"] + ": " + code
+		return o
+	}
+	inner, err := head(s.Args["inner"])
+	o.Values["inner"] = inner
+	o.OK = inner == "200"
+	o.Detail = excerpt(fmt.Sprintf("CONNECT %s: 200; inside it CONNECT %s: %q (%v)", s.Args["target"], s.Args["inner"], inner, err))
+	return o
+}

@@ -14,10 +14,12 @@ import (
 // netEnv is where the network phase's steps go: the proxy (the sandbox's
 // forwarder, or the control's own proxy), the proxy NET-25 asks (the
 // control asks the canary directly: the proxy always refuses the
-// mismatch, so only the canary can show it answers) and NET-27's
+// mismatch, so only the canary can show it answers), NET-26's (the same)
+// and NET-27's
 // host-loopback canaries.
 type netEnv struct {
 	Proxy, HostHdrProxy  string
+	TunnelProxy          string // NET-26's, as NET-25's
 	DirectTCP, DirectUDP string
 }
 
@@ -27,7 +29,7 @@ var allowNeeds = []policy.Capability{profiles.CapOwnLoopback, profiles.CapEgress
 
 func (e *Env) net() netEnv {
 	if e.Net == nil {
-		return netEnv{Proxy: egress.ForwardAddr, HostHdrProxy: egress.ForwardAddr}
+		return netEnv{Proxy: egress.ForwardAddr, HostHdrProxy: egress.ForwardAddr, TunnelProxy: egress.ForwardAddr}
 	}
 	return *e.Net
 }
@@ -122,6 +124,18 @@ func allowListChecks() []Check {
 				}
 				return netJudge([]string{netHostHdr, netOther}, []string{"127.0.0.4:80", "127.0.0.5:80"}, []string{netHostHdr, netOther})(e, ev)
 			}, Inconclusive: proxyUnasked("NET-25"), Fix: fix},
+		{ID: "NET-26", Name: "relay a CONNECT inside an allowed tunnel", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
+			Steps: func(e *Env) []probe.Step {
+				return one(step("NET-26", "proxy_connect", map[string]string{"proxy": e.net().TunnelProxy, "target": netTunnel + ":80", "inner": netInner + ":80"}))
+			},
+			Judge: func(e *Env, ev *Evidence) (bool, string) {
+				if ev.Host {
+					// The control asked the tunnel's canary itself.
+					return netJudge(nil, nil, []string{netTunnel})(e, ev)
+				}
+				return netJudge([]string{netInner}, []string{"127.0.0.6:80", "127.0.0.7:80"}, []string{netTunnel, netInner})(e, ev)
+			}, Inconclusive: proxyUnasked("NET-26"),
+			Fix: "a CONNECT tunnel must open with a TLS ClientHello naming its host (egress/tunnel.go)"},
 		{ID: "NET-27", Name: "reach the host's loopback around the proxy (TCP, UDP)", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
 			Steps: func(e *Env) []probe.Step {
 				n := e.net()

@@ -37,6 +37,10 @@ const (
 	// sends, so a proxy that followed it would reach a canary no other
 	// check asks for.
 	netOther = "other" + netSuffix
+	// netTunnel and netInner are on the list with canaries of their own:
+	// NET-26 relays a CONNECT for netInner inside a tunnel to netTunnel.
+	netTunnel = "tunnel" + netSuffix
+	netInner  = "inner" + netSuffix
 )
 
 // netTargets: each name's address in the selftest's resolver. The canary
@@ -47,19 +51,21 @@ var netTargets = map[string]netip.Addr{
 	netUnlisted: netip.MustParseAddr("127.0.0.3"),
 	netHostHdr:  netip.MustParseAddr("127.0.0.4"),
 	netOther:    netip.MustParseAddr("127.0.0.5"),
+	netTunnel:   netip.MustParseAddr("127.0.0.6"),
+	netInner:    netip.MustParseAddr("127.0.0.7"),
 	netMetadata: netip.MustParseAddr("169.254.169.254"),
 	netLoopback: netip.MustParseAddr("127.0.0.1"),
 	netPrivate:  netip.MustParseAddr("10.0.0.1"),
 }
 
 // netCanaryNames are the names whose address is a canary.
-var netCanaryNames = []string{netAllowed, netUnlisted, netHostHdr, netOther}
+var netCanaryNames = []string{netAllowed, netUnlisted, netHostHdr, netOther, netTunnel, netInner}
 
 // netRules is the allow-list of the network phase's sandbox: derived here,
 // in Go; no config can produce it (its names never resolve elsewhere).
 func netRules() []allow.Rule {
 	var rules []allow.Rule
-	for _, n := range []string{netAllowed, netMetadata, netLoopback, netPrivate, netHostHdr, netOther} {
+	for _, n := range []string{netAllowed, netMetadata, netLoopback, netPrivate, netHostHdr, netOther, netTunnel, netInner} {
 		rules = append(rules, allow.Rule{Host: n, Port: 80, From: "selftest"})
 	}
 	return rules

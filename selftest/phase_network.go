@@ -55,7 +55,7 @@ func runNetworkPhase(ctx context.Context, o Options, e *Env, checks []Check) (*E
 	defer rig.Close()
 	tcp, udp := rig.directAddrs()
 	pe := *e
-	pe.Net = &netEnv{Proxy: egress.ForwardAddr, HostHdrProxy: egress.ForwardAddr, DirectTCP: tcp, DirectUDP: udp}
+	pe.Net = &netEnv{Proxy: egress.ForwardAddr, HostHdrProxy: egress.ForwardAddr, TunnelProxy: egress.ForwardAddr, DirectTCP: tcp, DirectUDP: udp}
 	enc, err := probe.Plan{Steps: phaseSteps(&pe, checks, PhaseNetwork, false)}.Encode()
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func runNetworkPhase(ctx context.Context, o Options, e *Env, checks []Check) (*E
 // proxy of its own that allows every name of the phase and every address
 // (the rules the checks prove removed), with a rig of its own: each
 // hostile check's control sees its canary reached or its address dialled.
-// NET-25's asks its canary directly; NET-27's reaches the host canaries.
+// NET-25's and NET-26's ask their canaries directly; NET-27's reaches the host canaries.
 func networkControl(ctx context.Context, o Options, e *Env, checks []Check) *Evidence {
 	ev := &Evidence{Host: true}
 	rig, err := newNetRig()
@@ -105,7 +105,8 @@ func networkControl(ctx context.Context, o Options, e *Env, checks []Check) *Evi
 	}
 	tcp, udp := rig.directAddrs()
 	ce := *e
-	ce.Net = &netEnv{Proxy: ln.Addr().String(), HostHdrProxy: rig.http[netHostHdr].Addr().String(), DirectTCP: tcp, DirectUDP: udp}
+	ce.Net = &netEnv{Proxy: ln.Addr().String(), HostHdrProxy: rig.http[netHostHdr].Addr().String(),
+		TunnelProxy: rig.http[netTunnel].Addr().String(), DirectTCP: tcp, DirectUDP: udp}
 	obs, err := runHostPlan(ctx, o.SelfHost, &ce, probe.Plan{Steps: phaseSteps(&ce, checks, PhaseNetwork, true)})
 	_ = px.Close()
 	if err != nil {
