@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -38,6 +39,12 @@ func opProxyGet(s Step, _ string) Observation {
 	code := ""
 	if len(f) >= 2 {
 		code = f[1]
+	}
+	if s.Args["count"] != "" {
+		// A download (NET-28): how much of the body arrived.
+		n, err := io.Copy(io.Discard, io.LimitReader(r, 64<<20))
+		return Observation{OK: code == "200", Detail: excerpt(fmt.Sprintf("%s; %d bytes after the status line (%v)", strings.TrimSpace(status), n, err)),
+			Values: map[string]string{"status": code, "bytes": strconv.FormatInt(n, 10)}}
 	}
 	// To the end (bounded): the proxy has then finished with the request.
 	rest, _ := io.ReadAll(io.LimitReader(r, 4<<10))

@@ -2,6 +2,7 @@ package selftest
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -165,5 +166,32 @@ func TestAllowListInconclusive(t *testing.T) {
 		if inc, _ := ch.Inconclusive(&Env{}, ev); !inc {
 			t.Errorf("%s is decided although the proxy never answered", ch.ID)
 		}
+	}
+}
+
+// TestByteBoundJudge: NET-28 fails when the whole download arrived, and
+// is inconclusive when the download was refused instead of cut.
+func TestByteBoundJudge(t *testing.T) {
+	var ch Check
+	for _, c := range Catalogue() {
+		if c.ID == "NET-28" {
+			ch = c
+		}
+	}
+	obs := func(status string, n int) *Evidence {
+		return &Evidence{Net: &netRecord{}, Obs: map[string]probe.Observation{"NET-28": {OK: status == "200",
+			Values: map[string]string{"status": status, "bytes": strconv.Itoa(n)}}}}
+	}
+	if got, _ := ch.Judge(&Env{}, obs("200", netBigSize)); !got {
+		t.Error("NET-28 passes although the whole download arrived")
+	}
+	if got, why := ch.Judge(&Env{}, obs("200", netMaxBytes)); got {
+		t.Errorf("NET-28 fails on a cut download: %s", why)
+	}
+	if inc, _ := ch.Inconclusive(&Env{}, obs("403", 0)); !inc {
+		t.Error("NET-28 is decided on a refused download")
+	}
+	if inc, _ := ch.Inconclusive(&Env{}, obs("200", 10)); inc {
+		t.Error("NET-28 is inconclusive on a cut download")
 	}
 }

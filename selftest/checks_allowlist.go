@@ -3,6 +3,7 @@ package selftest
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/egress"
@@ -133,9 +134,40 @@ func allowListChecks() []Check {
 					// The control asked the tunnel's canary itself.
 					return netJudge(nil, nil, []string{netTunnel})(e, ev)
 				}
-				return netJudge([]string{netInner}, []string{"127.0.0.6:80", "127.0.0.7:80"}, []string{netTunnel, netInner})(e, ev)
+				esc, why := netJudge([]string{netInner}, []string{"127.0.0.6:80", "127.0.0.7:80"}, []string{netTunnel, netInner})(e, ev)
+				return esc, errnoEvidence(ev.Obs["NET-26"]) + "; " + why
 			}, Inconclusive: proxyUnasked("NET-26"),
 			Fix: "a CONNECT tunnel must open with a TLS ClientHello naming its host (egress/tunnel.go)"},
+		{ID: "NET-28", Name: "download past the run's byte bound", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
+			Steps: func(e *Env) []probe.Step {
+				return one(step("NET-28", "proxy_get", map[string]string{"proxy": e.net().Proxy, "url": "http://" + netBig + "/", "count": "body"}))
+			},
+			Judge: func(_ *Env, ev *Evidence) (bool, string) {
+				o := ev.Obs["NET-28"]
+				n, _ := strconv.ParseInt(o.Values["bytes"], 10, 64)
+				cut := ""
+				if ev.Net != nil {
+					for _, d := range ev.Net.Decisions {
+						if d.Host == netBig && d.Cut != "" {
+							cut = "; the proxy: " + d.Cut
+						}
+					}
+				}
+				if n >= netBigSize {
+					return true, fmt.Sprintf("all %d bytes arrived past a bound of %d%s", n, netMaxBytes, cut)
+				}
+				return false, fmt.Sprintf("%s; %d of %d bytes arrived%s", errnoEvidence(o), n, netBigSize, cut)
+			},
+			Inconclusive: func(e *Env, ev *Evidence) (bool, string) {
+				if inc, why := proxyUnasked("NET-28")(e, ev); inc {
+					return inc, why
+				}
+				if o := ev.Obs["NET-28"]; o.Values["status"] != "200" {
+					return true, "the download was refused (" + errnoEvidence(o) + "), not cut: the bound was not tested"
+				}
+				return false, ""
+			},
+			Fix: "the proxy must count every byte of a run against Limits.MaxBytes and cut the connection past it"},
 		{ID: "NET-27", Name: "reach the host's loopback around the proxy (TCP, UDP)", Category: "network", Requires: allowNeeds, Phase: PhaseNetwork,
 			Steps: func(e *Env) []probe.Step {
 				n := e.net()

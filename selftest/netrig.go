@@ -41,6 +41,15 @@ const (
 	// NET-26 relays a CONNECT for netInner inside a tunnel to netTunnel.
 	netTunnel = "tunnel" + netSuffix
 	netInner  = "inner" + netSuffix
+	// netBig is on the list; its canary serves netBigSize bytes, past the
+	// network phase's byte bound (NET-28).
+	netBig = "big" + netSuffix
+)
+
+// The network phase's byte bound and the download past it (NET-28).
+const (
+	netMaxBytes = 256 << 10
+	netBigSize  = 4 << 20
 )
 
 // netTargets: each name's address in the selftest's resolver. The canary
@@ -53,19 +62,20 @@ var netTargets = map[string]netip.Addr{
 	netOther:    netip.MustParseAddr("127.0.0.5"),
 	netTunnel:   netip.MustParseAddr("127.0.0.6"),
 	netInner:    netip.MustParseAddr("127.0.0.7"),
+	netBig:      netip.MustParseAddr("127.0.0.8"),
 	netMetadata: netip.MustParseAddr("169.254.169.254"),
 	netLoopback: netip.MustParseAddr("127.0.0.1"),
 	netPrivate:  netip.MustParseAddr("10.0.0.1"),
 }
 
 // netCanaryNames are the names whose address is a canary.
-var netCanaryNames = []string{netAllowed, netUnlisted, netHostHdr, netOther, netTunnel, netInner}
+var netCanaryNames = []string{netAllowed, netUnlisted, netHostHdr, netOther, netTunnel, netInner, netBig}
 
 // netRules is the allow-list of the network phase's sandbox: derived here,
 // in Go; no config can produce it (its names never resolve elsewhere).
 func netRules() []allow.Rule {
 	var rules []allow.Rule
-	for _, n := range []string{netAllowed, netMetadata, netLoopback, netPrivate, netHostHdr, netOther, netTunnel, netInner} {
+	for _, n := range []string{netAllowed, netMetadata, netLoopback, netPrivate, netHostHdr, netOther, netTunnel, netInner, netBig} {
 		rules = append(rules, allow.Rule{Host: n, Port: 80, From: "selftest"})
 	}
 	return rules
@@ -143,7 +153,12 @@ func (r *netRig) serveHTTP(name string, l net.Listener) {
 				break
 			}
 		}
-		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\ncanary-ok\r\n")
+		if name == netBig {
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", netBigSize)
+			_, _ = c.Write(make([]byte, netBigSize))
+		} else {
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\ncanary-ok\r\n")
+		}
 		c.Close()
 	}
 }
@@ -210,7 +225,7 @@ func (r *netRig) hook() egresstest.Hook {
 	for _, n := range netCanaryNames {
 		ups = append(ups, netip.PrefixFrom(netTargets[n], 32))
 	}
-	return egresstest.Hook{Upstreams: ups, Resolver: r, Dial: r.dial}
+	return egresstest.Hook{Upstreams: ups, Resolver: r, Dial: r.dial, MaxBytes: netMaxBytes}
 }
 
 // record is what the rig saw, with the proxy's decisions.

@@ -33,15 +33,21 @@ func netPolicy(p *policy.Policy) *policy.Policy {
 	return &cp
 }
 
-// phaseSteps are the steps of the phase's checks, as e places them.
+// phaseSteps are the steps of the phase's checks, as e places them;
+// NET-28 last: the byte bound is the run's, and once it is passed every
+// later request of the run is refused.
 func phaseSteps(e *Env, checks []Check, ph Phase, control bool) []probe.Step {
-	var steps []probe.Step
+	var steps, last []probe.Step
 	for _, ch := range checks {
 		if ch.Phase == ph && ch.Steps != nil && (!control || ch.HasControl()) {
+			if ch.ID == "NET-28" {
+				last = ch.Steps(e)
+				continue
+			}
 			steps = append(steps, ch.Steps(e)...)
 		}
 	}
-	return steps
+	return append(steps, last...)
 }
 
 // runNetworkPhase runs the allow-list checks in a sandbox of their own

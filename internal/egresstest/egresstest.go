@@ -20,6 +20,9 @@ type Hook struct {
 		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 	}
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// MaxBytes bounds the run's bytes (egress.Limits.MaxBytes): the
+	// selftest's small bound, to see a download cut (NET-28).
+	MaxBytes int64
 }
 
 type key struct{}
