@@ -40,7 +40,8 @@ func startEgress(ctx context.Context, p *policy.Policy) (*policy.Policy, *runPro
 	}
 	sock := filepath.Join(dir, filepath.Base(egress.SocketInSandbox))
 	hook := egresstest.From(ctx)
-	cfg := egress.Config{Rules: p.Network.Rules, TestUpstreams: hook.Upstreams, Resolver: hook.Resolver, Dial: hook.Dial}
+	cfg := egress.Config{Rules: p.Network.Rules, TestUpstreams: hook.Upstreams, Resolver: hook.Resolver, Dial: hook.Dial,
+		Limits: egress.Limits{MaxBytes: hook.MaxBytes}}
 	px, err := egress.Listen(ctx, cfg, sock)
 	if err == nil && os.Geteuid() == 0 {
 		err = os.Lchown(sock, p.User.UID, p.User.GID)

@@ -55,6 +55,9 @@ const (
 	// task and file costs the sandbox's own memory, so together they would
 	// end in its OOM kill.
 	PhaseFill
+	// PhaseNetwork runs the allow-list checks (NET-20 …) beside the main
+	// run, in a sandbox whose network is the selftest's own allow-list.
+	PhaseNetwork
 )
 
 // Env is what checks build their steps from.
@@ -66,6 +69,9 @@ type Env struct {
 	Writable []string
 	// Scratch is where the phase's sandbox put HOME and TMPDIR.
 	Scratch policy.ScratchPaths
+	// Net is where the network phase's steps go (nil: the sandbox's
+	// forwarder, with no host canaries).
+	Net *netEnv
 }
 
 // Evidence is everything observed after one phase, inside and on the host.
@@ -92,6 +98,9 @@ type Evidence struct {
 	OutStats output.Stats
 	// Outputs is what the run's output inspection found and did.
 	Outputs hostfs.Inspection
+	// Net is the network phase's record: the proxy's decisions, its dials
+	// and the canaries' arrivals.
+	Net *netRecord
 	// Host is true for the control run (outside the sandbox).
 	Host bool
 }
@@ -219,6 +228,7 @@ func Catalogue() []Check {
 		ipcSessionChecks(),
 		writesChecks(),
 		networkChecks(),
+		allowListChecks(),
 		ipcHostChecks(),
 		privilegeChecks(),
 		processesChecks(),
@@ -231,5 +241,5 @@ func Catalogue() []Check {
 	for i := range hostile {
 		hostile[i].Expect = Blocked
 	}
-	return append(hostile, controlChecks()...)
+	return slices.Concat(hostile, []Check{allowedNameCheck()}, controlChecks())
 }

@@ -43,7 +43,8 @@ func TestSeatbeltCatalogueOnMacOS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantNA := []string{"ENV-02", "FS-06", "IPC-05", "META-01", "NET-11", "NET-12", "PRIV-01", "PRIV-02", "PRIV-03",
+	wantNA := []string{"ENV-02", "FS-06", "IPC-05", "META-01", "NET-11", "NET-12",
+		"NET-20", "NET-21", "NET-22", "NET-23", "NET-24", "NET-25", "NET-26", "NET-27", "NET-28", "PRIV-01", "PRIV-02", "PRIV-03",
 		"PRIV-04", "PRIV-05", "PROC-04", "RES-01", "RES-02", "RES-06", "RES-07"}
 	// Secrets, environment, writes and network: the core of the gate.
 	core := []string{"FS-01", "FS-02", "FS-03", "FS-04", "FS-09", "FS-10", "FS-11", "ENV-01", "IPC-01", "IPC-04", "IPC-06", "IPC-07",

@@ -187,21 +187,27 @@ func observeAfter(e *Env, before map[string]string, ev *Evidence) error {
 }
 
 // ownControls runs and judges the controls of the checks whose phases
-// have controls of their own (second, timeout, output): none touches the
+// have controls of their own (second, timeout, output, network): none touches the
 // canaries or the writable paths, so they go on beside the sandbox runs.
 func (hc *hostControls) ownControls(ctx context.Context, o Options, e *Env, checks []Check) {
-	var outEv *Evidence
+	var outEv, netEv *Evidence
 	for _, ch := range checks {
 		if !ch.HasControl() || sideOrMain(ch.Phase) {
 			continue
 		}
 		var cev *Evidence
-		if ch.Phase == PhaseOutput {
+		switch ch.Phase {
+		case PhaseOutput:
 			if outEv == nil {
 				outEv = outputControl(ctx, o, e)
 			}
 			cev = outEv
-		} else {
+		case PhaseNetwork:
+			if netEv == nil {
+				netEv = networkControl(ctx, o, e, checks)
+			}
+			cev = netEv
+		default:
 			cev = secondPhaseControl(ctx, o, e, ch)
 		}
 		r := judgeControl(e, ch, cev, nil)

@@ -90,7 +90,7 @@ func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, cl
 	// A pooled sandbox runs exactly one command.
 	shareOutput := o.Warm != "pool" && hasPhase(checks, PhaseTimeout) && hasPhase(checks, PhaseOutput)
 	var side sync.WaitGroup
-	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser, PhaseOutput, PhaseMemory, PhaseProcesses, PhaseFill} {
+	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser, PhaseOutput, PhaseMemory, PhaseProcesses, PhaseFill, PhaseNetwork} {
 		if !hasPhase(checks, ph) || (ph == PhaseOutput && shareOutput) {
 			continue
 		}
@@ -158,8 +158,11 @@ const kernelInfo = "INFO-kernel"
 // evidence inside and on the host.
 // first, when set, runs in the started sandbox before the phase's command.
 func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phase, clock *phaseClock, first func(*sandbox.Session)) (*Evidence, error) {
-	if phase == PhaseOutput {
+	switch phase {
+	case PhaseOutput:
 		return runOutputPhase(ctx, o, e)
+	case PhaseNetwork:
+		return runNetworkPhase(ctx, o, e, checks)
 	}
 	timeout := 2 * time.Minute
 	tag := fmt.Sprintf("phase-%d-%s", phase, e.C.Token)
@@ -368,6 +371,8 @@ func phaseName(p Phase) string {
 		return "processes"
 	case PhaseFill:
 		return "fill"
+	case PhaseNetwork:
+		return "network"
 	}
 	return fmt.Sprintf("phase-%d", p)
 }

@@ -113,6 +113,8 @@ func judgeSelftest(t *testing.T, stdout, stderr string, runErr error) {
 	// PRIV-05 judges the host system directories a sandbox reads; a pod
 	// reads none (the image's toolchain), which its control finds.
 	declared := map[string]string{"NET-11": "own_loopback", "NET-12": "own_loopback", "RES-01": "pids_limit",
+		"NET-20": "egress_proxy", "NET-21": "egress_proxy", "NET-22": "egress_proxy", "NET-23": "egress_proxy",
+		"NET-24": "egress_proxy", "NET-25": "egress_proxy", "NET-26": "egress_proxy", "NET-27": "egress_proxy", "NET-28": "egress_proxy",
 		"PRIV-05": "no host system directory is mounted"}
 	for _, r := range rep.Roles {
 		t.Logf("%s: %s, %d checks", r.Role, r.Duration.Round(time.Second), len(r.Checks))

@@ -1,6 +1,6 @@
 // Package egresstest is the only way to give a run's network proxy test
-// upstreams (egress.Config.TestUpstreams: loopback canaries), a resolver
-// and a dialer: a value in a context that Go code puts there, for tests
+// upstreams (egress.Config.TestUpstreams: loopback canaries), a resolver,
+// a dialer and a byte bound: a value in a context that Go code puts there, for tests
 // and the selftest's own canaries. It is internal, so only this module can
 // import it, and nothing reads it from a config file, a flag or the
 // environment: a user's allow-list can never reach this machine's own
@@ -20,6 +20,9 @@ type Hook struct {
 		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 	}
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// MaxBytes bounds the run's bytes (egress.Limits.MaxBytes): the
+	// selftest's small bound, to see a download cut (NET-28).
+	MaxBytes int64
 }
 
 type key struct{}
