@@ -1,6 +1,9 @@
 package ownership
 
-import "io"
+import (
+	"io"
+	"time"
+)
 
 // RemovedWord is what an owner writes on its watcher's lifeline once it
 // removed what it owned itself: an owner that exits right after would
@@ -18,5 +21,20 @@ func OwnerGone(lifeline io.Reader, owner int, ownerStart string) bool {
 	if n == 1 && word[0] == RemovedWord {
 		return false
 	}
-	return !OwnerAlive(owner, ownerStart)
+	// A process killed with SIGKILL closes its descriptors before it
+	// becomes a zombie; under load the watcher can wake in between and
+	// see it alive. Give a dying owner a bounded while to be seen gone.
+	deadline := time.Now().Add(ownerExitWait)
+	for OwnerAlive(owner, ownerStart) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
+
+// ownerExitWait bounds how long a watcher waits, once the lifeline ended
+// without a word, for its owner to be seen gone (an owner that closed it
+// on purpose and lives on keeps what it owns).
+const ownerExitWait = 10 * time.Second

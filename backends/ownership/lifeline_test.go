@@ -65,3 +65,27 @@ func TestOwnerGone(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnerGoneWaitsForADyingOwner: the lifeline can end a moment before
+// its owner is seen gone (a killed process closes its descriptors before
+// it becomes a zombie); the watcher must still remove what it owned.
+func TestOwnerGoneWaitsForADyingOwner(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	owner := exec.Command("sh", "-c", "exec 3>&-; sleep 0.3")
+	owner.ExtraFiles = []*os.File{w}
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	start := ProcessStart(owner.Process.Pid)
+	done := make(chan error, 1)
+	go func() { done <- owner.Wait() }()
+	if !OwnerGone(r, owner.Process.Pid, start) {
+		t.Error("OwnerGone = false for an owner that closed its lifeline and died 0.3 s later, want true")
+	}
+	<-done
+}
