@@ -3,12 +3,12 @@ package docker_test
 import (
 	"encoding/base64"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -46,17 +46,7 @@ func TestCheckoutGitCredentialsHidden(t *testing.T) {
 	f := newFixture(t)
 	const token = "ghs_GITCANARYGITCANARYGITCANARYGITCANARY0"
 	header := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "one"},
-		{"remote", "add", "origin", "https://github.com/o/r"},
-		{"config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic " + header}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = f.checkout
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@invalid", "GIT_COMMITTER_NAME=t",
-			"GIT_COMMITTER_EMAIL=t@invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, b)
-		}
-	}
+	testenv.PersistedCheckout(t, f.checkout, token)
 	before, err := os.ReadFile(filepath.Join(f.checkout, ".git", "config"))
 	if err != nil {
 		t.Fatal(err)

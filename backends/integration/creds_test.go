@@ -5,11 +5,11 @@ package integration_test
 import (
 	"encoding/base64"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -23,17 +23,7 @@ func TestNoCredentialInWhatTheSandboxReads(t *testing.T) {
 	header := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
 	forEachBackend(t, func(t *testing.T, k *kit) {
 		f := newFixture(t)
-		for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "one"},
-			{"remote", "add", "origin", "https://github.com/o/r"},
-			{"config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic " + header}} {
-			cmd := exec.Command("git", args...)
-			cmd.Dir = f.checkout
-			cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@invalid", "GIT_COMMITTER_NAME=t",
-				"GIT_COMMITTER_EMAIL=t@invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
-			if b, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("git %v: %v: %s", args, err, b)
-			}
-		}
+		testenv.PersistedCheckout(t, f.checkout, token)
 		prefix := filepath.Join(filepath.Dir(f.root), "node")
 		for rel, content := range map[string]string{"etc/npmrc": "//r/:_authToken=" + token + "\n", "pip.conf": "[global]\nindex-url = https://u:" + token + "@p/\n"} {
 			if err := os.MkdirAll(filepath.Dir(filepath.Join(prefix, rel)), 0o755); err != nil {

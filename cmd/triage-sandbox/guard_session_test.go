@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,16 +42,7 @@ func TestGuardJudgesWhatTheSessionRuns(t *testing.T) {
 	testenv.SkipShort(t, "runs sandboxes")
 	for _, backend := range []string{"local", "docker", "oci"} {
 		t.Run(backend, func(t *testing.T) {
-			switch backend {
-			case "docker":
-				testenv.RequireDocker(t)
-			case "oci":
-				testenv.RequireRoot(t, "oci runs as root")
-				if _, err := exec.LookPath("runc"); err != nil {
-					t.Skip("runc is not installed")
-				}
-				testenv.RequireDocker(t) // the image comes from the daemon
-			}
+			requireBackend(t, backend)
 			body := fmt.Sprintf("[project]\ncheckout = \"co\"\n[sandbox]\nnetwork = false\nwritable = [\"repros\", \".triage\"]\n"+
 				"[sandbox.guard]\nenabled = true\nmodel = \"canary\"\ncommand = [%q]\n", guardModel(t))
 			root := workspace(t, "")

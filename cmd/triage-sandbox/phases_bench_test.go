@@ -40,15 +40,16 @@ func BenchmarkPhases(b *testing.B) {
 }
 
 // requireBackend skips where backend cannot run here, saying why.
-func requireBackend(b *testing.B, backend string) {
+func requireBackend(t testing.TB, backend string) {
 	switch backend {
 	case "docker":
-		testenv.RequireDocker(b)
+		testenv.RequireDocker(t)
 	case "oci":
-		testenv.RequireRoot(b, "the oci backend runs runc")
+		testenv.RequireRoot(t, "the oci backend runs runc")
 		if _, err := exec.LookPath("runc"); err != nil {
-			b.Skip("the oci backend needs runc")
+			t.Skip("the oci backend needs runc")
 		}
+		testenv.RequireDocker(t) // the image comes from the daemon
 	}
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,16 +20,7 @@ func TestSessionKeepsSandboxWhenFilesAppear(t *testing.T) {
 	testenv.SkipShort(t, "runs sandboxes")
 	for _, backend := range []string{"local", "docker", "oci"} {
 		t.Run(backend, func(t *testing.T) {
-			switch backend {
-			case "docker":
-				testenv.RequireDocker(t)
-			case "oci":
-				testenv.RequireRoot(t, "oci runs as root")
-				if _, err := exec.LookPath("runc"); err != nil {
-					t.Skip("runc is not installed")
-				}
-				testenv.RequireDocker(t) // the image comes from the daemon
-			}
+			requireBackend(t, backend)
 			body := "[sandbox]\nnetwork = false\n"
 			root := workspace(t, body)
 			session := "files-" + strings.ReplaceAll(fmt.Sprint(time.Now().UnixNano()%1e9), "-", "")
