@@ -42,8 +42,9 @@ build_binaries() {
 mkdir -p bin
 build_log=$(mktemp)
 build_pid=
-# An early exit (a failed apt-get) does not leave the build running.
-trap '[ -z "$build_pid" ] || kill "$build_pid" 2>/dev/null || true; rm -f "$build_log"' EXIT
+# An early exit (a failed apt-get) waits for the build beside it, so it
+# leaves no go process behind (killing the subshell would not end its go).
+trap '[ -z "$build_pid" ] || wait "$build_pid" 2>/dev/null || true; rm -f "$build_log"' EXIT
 built="bin/triage-sandbox, bin/triage-sandbox-inside"
 about="about 1 min 15 s on 2 cores the first time"
 if [ "${TRIAGE_SANDBOX_KUBE:-0}" = 1 ]; then
