@@ -218,9 +218,15 @@ func (k *kit) run(t *testing.T, p *policy.Policy, timeout time.Duration, argv ..
 // together, redacted; it then checks that nothing the run made is left.
 func (k *kit) runOutcome(t *testing.T, p *policy.Policy, argv ...string) (sandbox.Outcome, string) {
 	t.Helper()
+	return k.runOutcomeCtx(t, context.Background(), p, argv...)
+}
+
+// runOutcomeCtx is runOutcome with ctx (the egress proxy's test hook).
+func (k *kit) runOutcomeCtx(t *testing.T, ctx context.Context, p *policy.Policy, argv ...string) (sandbox.Outcome, string) {
+	t.Helper()
 	w := k.watch()
 	var out testenv.Buffer
-	res, err := sandbox.Run(context.Background(), k.b, sandbox.Request{
+	res, err := sandbox.Run(ctx, k.b, sandbox.Request{
 		Policy: p, Command: backends.Command{Argv: argv},
 		Streams:  backends.Streams{Stdout: &out, Stderr: &out},
 		Redactor: output.NewRedactor(nil, output.DefaultRules()),

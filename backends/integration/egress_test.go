@@ -15,13 +15,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/internal/egresstest"
-	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
-	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 
 // fetchThroughProxy fetches each URL with the proxy settings the policy
@@ -171,24 +167,6 @@ func withNetwork(t *testing.T, f fixture, list string) *config.File {
 		t.Fatal(err)
 	}
 	return cfg
-}
-
-// runOutcomeCtx is runOutcome with ctx (the proxy's test hook).
-func (k *kit) runOutcomeCtx(t *testing.T, ctx context.Context, p *policy.Policy, argv ...string) (sandbox.Outcome, string) {
-	t.Helper()
-	w := k.watch()
-	var out testenv.Buffer
-	res, err := sandbox.Run(ctx, k.b, sandbox.Request{
-		Policy: p, Command: backends.Command{Argv: argv},
-		Streams:  backends.Streams{Stdout: &out, Stderr: &out},
-		Redactor: output.NewRedactor(nil, output.DefaultRules()),
-		Started:  w.started,
-	})
-	if err != nil {
-		t.Fatalf("run %v: %v", argv, err)
-	}
-	k.assertGone(t, res.Sandbox, w)
-	return res, out.String()
 }
 
 // canaryServer serves h on 127.0.0.2, not 127.0.0.1: the test allows the
