@@ -79,22 +79,46 @@ func (c *upConn) busy() bool {
 
 func (c *upConn) Read(b []byte) (int, error) {
 	n, err := c.timedConn.Read(b)
-	if n > 0 {
-		if c.p.bytes.Add(int64(n)) > c.p.lim.MaxBytes {
-			c.cut.Store(true)
-			c.Conn.Close()
-			return 0, errByteBound
-		}
-		c.down.Add(int64(n))
-		c.last.Store(time.Now().UnixNano())
+	if n > 0 && !c.received(int64(n)) {
+		return 0, errByteBound
 	}
 	return n, err
 }
 
-func (c *upConn) Write(b []byte) (int, error) {
-	if c.p.bytes.Add(int64(len(b))) > c.p.lim.MaxBytes {
+// received counts n bytes read from the upstream, which pass on only when
+// the run's bound allows them; past it the connection is cut.
+func (c *upConn) received(n int64) bool {
+	if !c.within(n) {
+		return false
+	}
+	c.down.Add(n)
+	c.last.Store(time.Now().UnixNano())
+	return true
+}
+
+// sent counts n bytes about to go to the upstream, as received does.
+func (c *upConn) sent(n int64) bool {
+	if !c.within(n) {
+		return false
+	}
+	c.up.Add(n)
+	c.last.Store(time.Now().UnixNano())
+	return true
+}
+
+// within takes n bytes from the run's bound, and cuts the connection when
+// they pass it.
+func (c *upConn) within(n int64) bool {
+	if c.p.bytes.Add(n) > c.p.lim.MaxBytes {
 		c.cut.Store(true)
 		c.Conn.Close()
+		return false
+	}
+	return true
+}
+
+func (c *upConn) Write(b []byte) (int, error) {
+	if !c.within(int64(len(b))) {
 		return 0, errByteBound
 	}
 	n, err := c.timedConn.Write(b)

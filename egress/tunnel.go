@@ -97,14 +97,33 @@ func (p *Proxy) splice(c *timedConn, br *bufio.Reader, up *upConn) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := pipe(up, br, up.busy); err == nil {
+		if err := p.sendUp(c, br, up); err == nil {
 			closeWrite(up.Conn)
 		} else {
 			up.Close()
 		}
 	}()
-	_ = pipe(c, up, up.busy)
+	handled, _ := kernelCopy(c.Conn, up.Conn, up.received, up.busy)
+	if !handled {
+		_ = pipe(c, up, up.busy)
+	}
 	c.Close()
 	up.Close()
 	<-done
+}
+
+// sendUp copies the client's bytes to the upstream: first what br read
+// ahead past the hello, then the rest through the kernel when it can.
+func (p *Proxy) sendUp(c *timedConn, br *bufio.Reader, up *upConn) error {
+	if n := br.Buffered(); n > 0 {
+		ahead, _ := br.Peek(n)
+		if _, err := up.Write(ahead); err != nil {
+			return err
+		}
+		_, _ = br.Discard(n)
+	}
+	if handled, err := kernelCopy(up.Conn, c.Conn, up.sent, up.busy); handled {
+		return err
+	}
+	return pipe(up, br, up.busy)
 }
