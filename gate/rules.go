@@ -31,6 +31,10 @@ const (
 	ruleSecretRead       = "secret-read"
 )
 
+// RulePackageInstall names the rule that denies package installs, for the
+// policy's warning when a role's allow-list names a package index.
+const RulePackageInstall = rulePackageInstall
+
 // Rules that are not configurable: they say the command could not be judged.
 const (
 	ruleParse   = "parse"   // the shell cannot parse it

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
@@ -57,6 +59,9 @@ func buildGate(cfg *config.File, sb config.Sandbox, p *Policy, host Host) error 
 	if _, err := gate.New(p.GateConfig()); err != nil {
 		return fmt.Errorf("%s: %w", configName(cfg), err)
 	}
+	if w := installsDenied(p); w != "" {
+		p.Warnings = append(p.Warnings, w)
+	}
 	g := cfg.Guard
 	p.Gate.Guard = Guard{MinSafe: guard.DefaultMinSafe, MaxRisk: guard.DefaultMaxRisk, Timeout: guard.DefaultTimeout}
 	gd := &p.Gate.Guard
@@ -95,4 +100,26 @@ func buildGate(cfg *config.File, sb config.Sandbox, p *Policy, host Host) error 
 	gd.CachePath = filepath.Join(state, "guard", filepath.Base(p.WorkspaceRoot)+"-"+hex.EncodeToString(sum[:6])+".json")
 	gd.KeyPath = filepath.Join(state, "guard", "cache.key")
 	return nil
+}
+
+// installsDenied warns when a role's allow-list names a package index (a
+// preset) while the gate still denies package installs in that role: the
+// list's first use, `pip install foo==1.4.2`, would be refused. The gate
+// is not loosened by itself: installing runs code from a registry, which
+// the operator accepts by name.
+func installsDenied(p *Policy) string {
+	if p.Network.Mode != NetworkProxy || slices.Contains(p.Gate.Disable, gate.RulePackageInstall) || slices.Contains(p.Gate.ConfirmRules, gate.RulePackageInstall) {
+		return ""
+	}
+	var presets []string
+	for _, r := range p.Network.Rules {
+		if name, ok := strings.CutPrefix(r.From, "preset "); ok && !slices.Contains(presets, name) {
+			presets = append(presets, name)
+		}
+	}
+	if len(presets) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s names package indexes (%s) but the gate denies package installs in this role (rule %s): add gate_disable = [%q] to [sandbox.%s] to let it install from them",
+		p.Network.Key, strings.Join(presets, ", "), gate.RulePackageInstall, gate.RulePackageInstall, p.Role)
 }

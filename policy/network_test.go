@@ -104,3 +104,31 @@ func TestAllowListNotWarm(t *testing.T) {
 		})
 	}
 }
+
+// TestAllowListWarnsWhenInstallsDenied: a role whose allow-list names a
+// package index while the gate denies package installs gets a warning
+// naming the key that would allow them; it goes once the rule is disabled
+// or made to ask, and never comes for a list of other hosts.
+func TestAllowListWarnsWhenInstallsDenied(t *testing.T) {
+	for _, tt := range []struct {
+		name, role string
+		want       bool
+	}{
+		{"preset, rule on", "network = [\"python\", \"npm\"]\n", true},
+		{"preset, rule disabled", "network = [\"python\"]\ngate_disable = [\"package-install\"]\n", false},
+		{"preset, rule asks", "network = [\"go\"]\ngate_confirm = [\"package-install\"]\n", false},
+		{"hosts only", "network = [\"files.example.org\"]\n", false},
+		{"offline", "network = false\n", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Build(workspace(t, "[sandbox.reproducer]\n"+tt.role), profiles.RoleReproducer, fakeHost(t), Options{})
+			must(t, err)
+			got := slices.ContainsFunc(p.Warnings, func(w string) bool {
+				return strings.Contains(w, `gate_disable = ["package-install"]`) && strings.Contains(w, "[sandbox.reproducer]")
+			})
+			if got != tt.want {
+				t.Errorf("warned %v, want %v: %q", got, tt.want, p.Warnings)
+			}
+		})
+	}
+}

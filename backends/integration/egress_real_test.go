@@ -43,9 +43,11 @@ func TestRealRegistry(t *testing.T) {
 	k := newKit(t, docker.Name)
 	f := newFixture(t)
 	ctx := context.Background()
+	// Both arms may install: the figure is the network's, not the gate's.
+	const installs = "\ngate_disable = [\"package-install\"]"
 	switch arm {
 	case "open":
-		f.cfg = withNetwork(t, f, "true")
+		f.cfg = withNetwork(t, f, "true"+installs)
 	case "allow":
 		entries := strings.Split(os.Getenv("TRIAGE_SANDBOX_REAL_ALLOW"), ",")
 		rules, err := allow.Parse(entries)
@@ -65,7 +67,7 @@ func TestRealRegistry(t *testing.T) {
 			}
 		}
 		ctx = egresstest.With(ctx, egresstest.Hook{Upstreams: ups})
-		f.cfg = withNetwork(t, f, `["`+strings.Join(entries, `","`)+`"]`)
+		f.cfg = withNetwork(t, f, `["`+strings.Join(entries, `","`)+`"]`+installs)
 	default:
 		t.Fatalf("TRIAGE_SANDBOX_REAL_ARM is %q, want allow or open", arm)
 	}
