@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,6 +73,17 @@ type kit struct {
 func forEachBackend(t *testing.T, test func(t *testing.T, k *kit)) {
 	t.Helper()
 	for _, name := range backendNames {
+		t.Run(name, func(t *testing.T) {
+			test(t, newKit(t, name))
+		})
+	}
+}
+
+// forEachBackendAnd is forEachBackend over more backends: gvisor,
+// dockerGVisor (skipped where their runtime is not installed).
+func forEachBackendAnd(t *testing.T, more []string, test func(t *testing.T, k *kit)) {
+	t.Helper()
+	for _, name := range append(slices.Clone(backendNames), more...) {
 		t.Run(name, func(t *testing.T) {
 			test(t, newKit(t, name))
 		})

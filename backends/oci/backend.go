@@ -305,7 +305,7 @@ func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl 
 		}
 		return nil, err
 	}
-	s := &sandbox{b: b, p: p, id: filepath.Base(dir), dir: dir, runtime: rt, traits: runtimes.Of(rt), release: r.release, Holder: holderexec.NewHolder()}
+	s := &sandbox{b: b, p: p, id: filepath.Base(dir), dir: dir, runtime: rt, traits: traitsFor(rt, p), release: r.release, Holder: holderexec.NewHolder()}
 	if ovWarning != "" {
 		s.Warn(ovWarning)
 	}
@@ -408,13 +408,24 @@ func (b *Backend) rememberRoot(image, id string) {
 	_ = hostfs.WriteFileReplace(path, []byte(id+"\n"))
 }
 
+// traitsFor is the runtime's traits for p: a sandbox whose holder must
+// reach the allow-list's proxy through its bound socket gets the flags
+// that let it connect (gVisor's), and no other sandbox does.
+func traitsFor(rt string, p *policy.Policy) runtimes.Traits {
+	t := runtimes.Of(rt)
+	if p.Network.Mode == policy.NetworkProxy && !t.BindsSocketFile {
+		t.Flags = append(t.Flags, t.SocketFlags...)
+	}
+	return t
+}
+
 // prepareBundle makes the bundle directory with its ownership record,
 // overlays and network namespace, and the spec its config.json is to hold
 // (without the root's path); the spec is rendered beside the directory's
 // making. A dir it returns, with or without an error, is the caller's to
 // remove.
 func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration) (*specs.Spec, string, string, error) {
-	traits := runtimes.Of(rt)
+	traits := traitsFor(rt, p)
 	type rendered struct {
 		spec *specs.Spec
 		err  error

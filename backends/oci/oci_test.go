@@ -564,3 +564,25 @@ func helperRunAs(t *testing.T, argv []string) *protocol.Identity {
 		return e.RunAs
 	}
 }
+
+// TestTraitsForSocket: only a sandbox with an allow-list, under a runtime
+// that does not connect to bound sockets by itself, is given the flags
+// that let its holder reach the proxy's socket.
+func TestTraitsForSocket(t *testing.T) {
+	for _, tt := range []struct {
+		rt   string
+		mode policy.NetworkMode
+		want bool
+	}{
+		{"runsc", policy.NetworkProxy, true},
+		{"runsc", policy.NetworkLoopback, false},
+		{"runc", policy.NetworkProxy, false},
+		{"crun", policy.NetworkLoopback, false},
+	} {
+		p := &policy.Policy{Network: policy.Network{Mode: tt.mode}}
+		got := slices.Contains(traitsFor(tt.rt, p).Flags, "--host-uds=open")
+		if got != tt.want {
+			t.Errorf("%s with network %s: --host-uds=open given %v, want %v", tt.rt, tt.mode, got, tt.want)
+		}
+	}
+}

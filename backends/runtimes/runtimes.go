@@ -46,6 +46,11 @@ type Traits struct {
 	HelpersStartAsRoot bool
 	// Flags are the global flags the oci backend gives the runtime.
 	Flags []string
+	// SocketFlags are global flags with which a Unix socket file bound
+	// into the container can be connected to when BindsSocketFile is
+	// false: given only to a sandbox that needs one (a network
+	// allow-list's proxy).
+	SocketFlags []string
 }
 
 // native is a runtime whose container is a set of the host kernel's
@@ -69,6 +74,10 @@ var table = map[string]Traits{
 var gvisor = Traits{
 	UserSpaceKernel: true, PidsCountThreads: true, OwnNetworkStack: true, HelpersStartAsRoot: true,
 	Flags: []string{"--network=none", "--oci-seccomp"},
+	// --host-uds=open: connect to host sockets bound into the sandbox and
+	// to no other (a bound socket is what runc gives anyway); not create,
+	// so nothing inside makes a socket on the host.
+	SocketFlags: []string{"--host-uds=open"},
 }
 
 // Of returns the traits of the runtime at path (or named so); a runtime
@@ -84,5 +93,6 @@ func Of(path string) Traits {
 	}
 	t.Name = name
 	t.Flags = slices.Clone(t.Flags)
+	t.SocketFlags = slices.Clone(t.SocketFlags)
 	return t
 }

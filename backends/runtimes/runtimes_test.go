@@ -7,7 +7,7 @@ import (
 
 func TestOf(t *testing.T) {
 	gvisor := Traits{UserSpaceKernel: true, PidsCountThreads: true, OwnNetworkStack: true, HelpersStartAsRoot: true,
-		Flags: []string{"--network=none", "--oci-seccomp"}}
+		Flags: []string{"--network=none", "--oci-seccomp"}, SocketFlags: []string{"--host-uds=open"}}
 	tests := []struct {
 		path string
 		want Traits
