@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/internal/progress"
@@ -253,6 +254,17 @@ type remote struct {
 	notes []string
 	mu    sync.Mutex
 	once  sync.Once
+	// network are the last command's decisions, as its keeper's proxy
+	// recorded them (the names are the sandbox's: the caller neutralises).
+	network []egress.Decision
+}
+
+// NetworkDecisions are the network proxy's decisions on the last
+// command's connections (an allow-list; the keeper holds the proxy).
+func (r *remote) NetworkDecisions() []egress.Decision {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.network
 }
 
 func (r *remote) ID() string                   { return r.h.ID }
@@ -275,6 +287,7 @@ func (r *remote) Close(context.Context) error {
 func (r *remote) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.network = nil
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
 		return backends.Result{}, err
 	}
@@ -320,6 +333,7 @@ func (r *remote) Exec(ctx context.Context, cmd backends.Command, out backends.St
 			if err := json.Unmarshal(b, &res); err != nil {
 				return backends.Result{Sandbox: r.h.ID}, fmt.Errorf("warm: unreadable result: %w", err)
 			}
+			r.network = res.Network
 			if res.Error != "" {
 				return res.Result, errors.New(res.Error)
 			}
