@@ -207,6 +207,7 @@ func (k *keeper) sweepBeside(ctx context.Context) {
 		if _, err := Sweep(k.o.Dir); err != nil {
 			k.logger.Printf("sweeping dead keepers' records: %v", err)
 		}
+		runproxy.Sweep(runproxy.Base(), time.Now())
 	}()
 }
 
@@ -350,7 +351,13 @@ func (k *keeper) stage(ctx context.Context, sb backends.Sandbox) (backends.Sandb
 		}
 		return sb, nil
 	}
-	if err := st.Stage(ctx); err != nil {
+	// A deferred staging may start the holder only now, which refuses to
+	// start without the proxy's socket: it is served again for the take.
+	err := k.proxyOf(sb).Renew()
+	if err == nil {
+		err = st.Stage(ctx)
+	}
+	if err != nil {
 		k.discard(ctx, sb)
 		return nil, err
 	}

@@ -251,39 +251,43 @@ func owner(name string) (pid int, start string, ok bool) {
 // to another process. The sandbox cannot rename its directory (it sees
 // only its contents, bound read-only), so the name is ours. A name of an
 // older form goes when its socket refuses a connection (nobody listens),
-// or when it has none and is old.
-func Sweep(base string, now time.Time) {
+// or when it has none and is old. It returns the directories removed.
+func Sweep(base string, now time.Time) (removed []string) {
 	entries, err := os.ReadDir(base)
 	if err != nil {
-		return
+		return nil
 	}
 	for _, e := range entries {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), Prefix) {
 			continue // a symlink is never a directory here
 		}
 		dir := filepath.Join(base, e.Name())
+		gone := false
 		if pid, start, ok := owner(e.Name()); ok {
-			if ownership.ProcessStart(pid) != start {
-				_ = os.RemoveAll(dir)
-			}
-			continue
+			gone = ownership.ProcessStart(pid) != start
+		} else {
+			gone = unownedGone(dir, e, now)
 		}
-		sweepUnowned(dir, e, now)
+		if gone && os.RemoveAll(dir) == nil {
+			removed = append(removed, dir)
+		}
 	}
+	return removed
 }
 
-// sweepUnowned is the sweep of a directory whose name names no owner.
-func sweepUnowned(dir string, e os.DirEntry, now time.Time) {
+// unownedGone: a directory whose name names no owner was left by a dead
+// run.
+func unownedGone(dir string, e os.DirEntry, now time.Time) bool {
 	sock := filepath.Join(dir, filepath.Base(egress.SocketInSandbox))
 	c, err := net.DialTimeout("unix", sock, time.Second)
 	switch {
 	case err == nil:
 		_ = c.Close() // a live run's
 	case errors.Is(err, syscall.ECONNREFUSED):
-		_ = os.RemoveAll(dir)
+		return true
 	case errors.Is(err, os.ErrNotExist):
-		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > stale {
-			_ = os.RemoveAll(dir)
-		}
+		fi, err := e.Info()
+		return err == nil && now.Sub(fi.ModTime()) > stale
 	}
+	return false
 }
