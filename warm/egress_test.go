@@ -2,6 +2,7 @@ package warm
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -172,6 +174,37 @@ func TestKeeperServesTheAllowList(t *testing.T) {
 				if _, err := os.Stat(b.dir(sb.ID())); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("%s's socket directory outlived the keeper: %v", sb.ID(), err)
 				}
+			}
+		})
+	}
+}
+
+// TestResultBoundsItsDecisions: a command's decisions (up to 1000, each
+// with a name the sandbox chose) are cut to fit one frame, and the cut is
+// counted; a result that fits is sent whole.
+func TestResultBoundsItsDecisions(t *testing.T) {
+	long := strings.Repeat("a", 4000) + ".example"
+	for _, tc := range []struct {
+		name    string
+		n       int
+		host    string
+		wantCut bool
+	}{
+		{"fits", 1000, "short.example", false},
+		{"too long", 1000, long, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := result{}
+			for range tc.n {
+				r.Network = append(r.Network, egress.Decision{Host: tc.host, Port: 443, Reason: "not on the network allow-list: " + tc.host})
+			}
+			got := r.bounded()
+			var buf bytes.Buffer
+			if err := writeJSON(&buf, fResult, got); err != nil {
+				t.Fatalf("the bounded result does not fit a frame: %v", err)
+			}
+			if cut := got.NetworkDropped > 0; cut != tc.wantCut || len(got.Network)+got.NetworkDropped != tc.n {
+				t.Errorf("%d kept, %d dropped of %d; want cut %v", len(got.Network), got.NetworkDropped, tc.n, tc.wantCut)
 			}
 		})
 	}
