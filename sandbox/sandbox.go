@@ -184,7 +184,7 @@ func start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 	// The proxy before the sandbox: the holder refuses to start without
 	// its socket. A keeper's sandbox has its proxy in the keeper, which
 	// holds the sandbox: a proxy here would end with this run.
-	bp, px, err := p, (*runproxy.Proxy)(nil), error(nil)
+	bp, px := p, (*runproxy.Proxy)(nil)
 	if !attaches {
 		bp, px, err = runproxy.Start(ctx, p)
 	}

@@ -29,6 +29,8 @@ import (
 // the sandbox's identity (and root) can enter, and the proxy on a socket
 // in it while it serves.
 type Proxy struct {
+	// ctx is Start's: each proxy served (Renew) stops when it ends, and
+	// reads the test hook from it.
 	ctx  context.Context
 	cfg  egress.Config
 	id   policy.Identity
