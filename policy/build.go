@@ -125,9 +125,6 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if p.Warm, err = warm(sb, role, opts.Session, p.AllowAll); err != nil {
 		return nil, err // a flag's error (--session), not the config's
 	}
-	if err := warmAllowList(p); err != nil {
-		return nil, fmt.Errorf("%s: %w", configName(cfg), err)
-	}
 	if p.AllowToolConfig, err = allowedToolConfig(cfg, sb, root, p.Mounts); err != nil {
 		return nil, err
 	}
@@ -995,22 +992,6 @@ func warm(sb config.Sandbox, role profiles.Role, session string, allowAll bool) 
 		return Warm{}, nil
 	}
 	return w, nil
-}
-
-// warmAllowList refuses an allow-list with a warm sandbox: the proxy lives
-// with one run (package sandbox starts and closes it), and a keeper that
-// outlives the run does not host one yet.
-func warmAllowList(p *Policy) error {
-	if p.Network.Mode != NetworkProxy {
-		return nil
-	}
-	switch {
-	case p.Warm.Session != "":
-		return fmt.Errorf("%s: a network allow-list is not served to sessions yet; run without --session, or set %s = false", p.Network.Key, p.Network.Key)
-	case p.Warm.Pool > 0:
-		return fmt.Errorf("%s: a network allow-list is not served to pooled sandboxes yet; remove pool from [sandbox.%s] (or [sandbox]), or set %s = false", p.Network.Key, p.Role, p.Network.Key)
-	}
-	return nil
 }
 
 func validSessionName(s string) bool {

@@ -84,22 +84,29 @@ func TestEnforceAllowListFailsClosed(t *testing.T) {
 	}
 }
 
-// TestAllowListNotWarm: an allow-list with a pool or a session is refused
-// with the key to change (the proxy lives with one run).
-func TestAllowListNotWarm(t *testing.T) {
+// TestAllowListWarm: an allow-list with a pool or a session is served (the
+// keeper holds a proxy per sandbox, package warm): the policy keeps the
+// list and the warm mode.
+func TestAllowListWarm(t *testing.T) {
 	for _, tt := range []struct {
 		name, toml string
 		role       profiles.Role
 		session    string
-		want       string
+		want       Warm
 	}{
-		{"pool", "[sandbox.reproducer]\nnetwork = [\"python\"]\npool = 2\n", profiles.RoleReproducer, "", "not served to pooled sandboxes"},
-		{"session", "[sandbox.agent]\nnetwork = [\"python\"]\n", profiles.RoleAgent, "s1", "not served to sessions"},
+		{"pool", "[sandbox.reproducer]\nnetwork = [\"python\"]\npool = 2\n", profiles.RoleReproducer, "", Warm{Pool: 2}},
+		{"session", "[sandbox.agent]\nnetwork = [\"python\"]\n", profiles.RoleAgent, "s1", Warm{Session: "s1"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Build(workspace(t, tt.toml), tt.role, fakeHost(t), Options{Session: tt.session})
-			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "] network") {
-				t.Fatalf("Build = %v, want a refusal saying %q and naming the key", err, tt.want)
+			p, err := Build(workspace(t, tt.toml), tt.role, fakeHost(t), Options{Session: tt.session})
+			if err != nil {
+				t.Fatalf("Build = %v, want the allow-list served warm", err)
+			}
+			if p.Network.Mode != NetworkProxy || len(p.Network.Rules) == 0 {
+				t.Errorf("network %+v, want the allow-list", p.Network)
+			}
+			if p.Warm.Pool != tt.want.Pool || p.Warm.Session != tt.want.Session {
+				t.Errorf("warm %+v, want %+v", p.Warm, tt.want)
 			}
 		})
 	}

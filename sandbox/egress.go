@@ -1,156 +1,28 @@
 package sandbox
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net"
-	"os"
-	"path/filepath"
-	"strings"
-	"syscall"
-	"time"
-
 	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/hints"
-	"github.com/triage-sandbox/triage-sandbox/internal/egresstest"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
-// runProxy is a run's network proxy (a network allow-list): started before
-// the sandbox, on a socket in a directory of its own that only the
-// sandbox's identity (and root) can enter, closed after the sandbox.
-type runProxy struct {
-	proxy *egress.Proxy
-	dir   string
-	// seen is how many decisions earlier commands of the session took.
-	seen int
+// neutraliseDecisions makes what the sandbox chose in ds (the name, and
+// the reasons quoting it) safe to print: ds come from a run's own proxy
+// or, for a session or pool, over the keeper's socket.
+func neutraliseDecisions(ds []egress.Decision) []egress.Decision {
+	for i := range ds {
+		ds[i].Host, ds[i].Reason, ds[i].Cut = output.Line(ds[i].Host), output.Line(ds[i].Reason), output.Line(ds[i].Cut)
+		ds[i].Method, ds[i].Rule, ds[i].Addr = output.Line(ds[i].Method), output.Line(ds[i].Rule), output.Line(ds[i].Addr)
+	}
+	return ds
 }
 
-// startEgress starts p's proxy when p has an allow-list, and returns the
-// policy the backend starts with: p's copy naming the socket's directory.
-func startEgress(ctx context.Context, p *policy.Policy) (*policy.Policy, *runProxy, error) {
-	if p.Network.Mode != policy.NetworkProxy {
-		return p, nil, nil
-	}
-	dir, err := egressDir(p.User)
-	if err != nil {
-		return nil, nil, fmt.Errorf("the network proxy (%s): %w", p.Network.Key, err)
-	}
-	sock := filepath.Join(dir, filepath.Base(egress.SocketInSandbox))
-	hook := egresstest.From(ctx)
-	cfg := egress.Config{Rules: p.Network.Rules, TestUpstreams: hook.Upstreams, Resolver: hook.Resolver, Dial: hook.Dial,
-		Limits: egress.Limits{MaxBytes: hook.MaxBytes}}
-	px, err := egress.Listen(ctx, cfg, sock)
-	if err == nil && os.Geteuid() == 0 {
-		err = os.Lchown(sock, p.User.UID, p.User.GID)
-	}
-	if err != nil {
-		if px != nil {
-			_ = px.Close()
-		}
-		_ = os.RemoveAll(dir)
-		return nil, nil, fmt.Errorf("the network proxy (%s): %w", p.Network.Key, err)
-	}
-	cp := *p
-	cp.Network.SocketDir = dir
-	return &cp, &runProxy{proxy: px, dir: dir}, nil
-}
-
-// egressDir makes the socket's directory: a fresh one (0700), in the
-// caller's runtime directory when it has one, given to the sandbox's
-// identity when that is another uid (triage-sandbox as root).
-func egressDir(id policy.Identity) (string, error) {
-	base := os.TempDir()
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) && os.Geteuid() != 0 {
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-			base = d
-		}
-	}
-	sweepEgress(base, time.Now())
-	dir, err := os.MkdirTemp(base, egressPrefix)
-	if err != nil {
-		return "", err
-	}
-	if os.Geteuid() == 0 {
-		if err := os.Lchown(dir, id.UID, id.GID); err != nil {
-			_ = os.RemoveAll(dir)
-			return "", err
-		}
-	}
-	return dir, nil
-}
-
-// egressPrefix names the socket directories, for the sweep.
-const egressPrefix = "triage-sandbox-egress-"
-
-// egressStale is how old a socket directory without a socket must be
-// before the sweep takes it (one being made has none for a moment).
-const egressStale = 10 * time.Minute
-
-// sweepEgress removes the socket directories of runs whose owner died
-// (kill -9 skips the removal): a socket nobody listens on refuses a
-// connection at once; a live run's proxy accepts it.
-func sweepEgress(base string, now time.Time) {
-	entries, err := os.ReadDir(base)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), egressPrefix) {
-			continue // a symlink is never a directory here
-		}
-		dir := filepath.Join(base, e.Name())
-		sock := filepath.Join(dir, filepath.Base(egress.SocketInSandbox))
-		c, err := net.DialTimeout("unix", sock, time.Second)
-		switch {
-		case err == nil:
-			_ = c.Close() // a live run's
-		case errors.Is(err, syscall.ECONNREFUSED):
-			_ = os.RemoveAll(dir)
-		case errors.Is(err, os.ErrNotExist):
-			if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > egressStale {
-				_ = os.RemoveAll(dir)
-			}
-		}
-	}
-}
-
-// settleWait bounds how long a run waits for its proxy's open connections
-// to end before it reads the decisions.
-const settleWait = 500 * time.Millisecond
-
-// decisions are the connections decided since the last call, with what
-// the sandbox chose (the name, and the reasons quoting it) neutralised.
-func (r *runProxy) decisions() []egress.Decision {
-	if r == nil {
-		return nil
-	}
-	// The command's connections close as it ends; their decisions are
-	// recorded a moment later. Bounded: a connection held open from
-	// elsewhere in a session must not hold the run's result back.
-	ctx, cancel := context.WithTimeout(context.Background(), settleWait)
-	r.proxy.Settle(ctx)
-	cancel()
-	all := r.proxy.Decisions()
-	if r.seen > len(all) {
-		r.seen = 0
-	}
-	out := all[r.seen:]
-	r.seen = len(all)
-	for i := range out {
-		out[i].Host, out[i].Reason = output.Line(out[i].Host), output.Line(out[i].Reason)
-	}
-	return out
-}
-
-// close ends every tunnel and removes the socket's directory.
-func (r *runProxy) close() error {
-	if r == nil {
-		return nil
-	}
-	return errors.Join(r.proxy.Close(), os.RemoveAll(r.dir))
+// decisionReporter is a sandbox whose network proxy another process
+// holds (a keeper's session or pooled sandbox): it reports the decisions
+// on its last command's connections.
+type decisionReporter interface {
+	NetworkDecisions() []egress.Decision
 }
 
 // egressHints name, for each refused connection, what would allow it.

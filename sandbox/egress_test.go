@@ -3,12 +3,10 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/backendtest"
@@ -90,47 +88,5 @@ func TestRunRefusesAllowListWithoutProxyCapability(t *testing.T) {
 	_, err = Run(context.Background(), fake, Request{Policy: p, Command: backends.Command{Argv: []string{"true"}}, NoGate: true, NoAudit: true})
 	if err == nil || !strings.Contains(err.Error(), "egress_proxy") || fake.Starts() != 0 {
 		t.Fatalf("Run = %v after %d starts, want a refusal naming egress_proxy and no start", err, fake.Starts())
-	}
-}
-
-// TestSweepEgress: a dead run's socket directory (its socket refuses) and
-// an old one without a socket go; a live run's and a young empty one stay.
-func TestSweepEgress(t *testing.T) {
-	base := t.TempDir()
-	mk := func(name string) string {
-		d := filepath.Join(base, egressPrefix+name)
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	sock := func(d string) net.Listener {
-		ln, err := net.Listen("unix", filepath.Join(d, filepath.Base(egress.SocketInSandbox)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ln
-	}
-	live := mk("live")
-	defer sock(live).Close()
-	dead := mk("dead")
-	ln := sock(dead).(*net.UnixListener)
-	ln.SetUnlinkOnClose(false)
-	ln.Close()
-	young, old := mk("young"), mk("old")
-	past := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(old, past, past); err != nil {
-		t.Fatal(err)
-	}
-	other := filepath.Join(base, "someone-elses")
-	if err := os.Mkdir(other, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	sweepEgress(base, time.Now())
-	for d, keep := range map[string]bool{live: true, dead: false, young: true, old: false, other: true} {
-		_, err := os.Stat(d)
-		if kept := err == nil; kept != keep {
-			t.Errorf("%s: kept %v, want %v", filepath.Base(d), kept, keep)
-		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/egress"
+	"github.com/triage-sandbox/triage-sandbox/egress/runproxy"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/hints"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
@@ -126,8 +127,9 @@ type Session struct {
 	ran atomic.Bool
 	// swept is closed once the sweep this start began has ended.
 	swept <-chan struct{}
-	// egress is the run's network proxy (nil without an allow-list).
-	egress *runProxy
+	// egress is the run's network proxy (nil without an allow-list, and
+	// for a keeper's sandbox: its keeper serves the allow-list).
+	egress *runproxy.Proxy
 }
 
 // sweepWait bounds how long Close waits for the start's sweep.
@@ -141,6 +143,7 @@ func sweep(ctx context.Context, backend backends.Backend) <-chan struct{} {
 	go func() {
 		defer close(done)
 		_, _ = backend.Sweep(context.WithoutCancel(ctx))
+		runproxy.Sweep(runproxy.Base(), time.Now())
 	}()
 	return done
 }
@@ -173,23 +176,41 @@ func start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 	// A start that attaches to a keeper's sandbox starts nothing here: the
 	// keeper sweeps beside its own starts, off the command's path.
 	var swept <-chan struct{}
-	if a, ok := backend.(backends.Attacher); !ok || !a.Attaches(p) {
+	a, ok := backend.(backends.Attacher)
+	attaches := ok && a.Attaches(p)
+	if !attaches {
 		swept = sweep(ctx, backend)
 	}
 	// The proxy before the sandbox: the holder refuses to start without
-	// its socket.
-	bp, px, err := startEgress(ctx, p)
+	// its socket. A keeper's sandbox has its proxy in the keeper, which
+	// holds the sandbox: a proxy here would end with this run.
+	bp, px := p, (*runproxy.Proxy)(nil)
+	if !attaches {
+		bp, px, err = runproxy.Start(ctx, p)
+	}
 	if err == nil {
 		var sb backends.Sandbox
 		if sb, err = backend.Start(ctx, bp, opts); err == nil {
 			return &Session{backend: backend, policy: p, sandbox: sb, weakened: weakened, gate: gk, swept: swept, egress: px}, nil
 		}
-		_ = px.close()
+		_ = px.Close()
 	}
 	if swept != nil {
 		awaitSweep(swept)
 	}
 	return nil, err
+}
+
+// decisions are the network proxy's decisions on the last command's
+// connections: this run's proxy's, or those its keeper reported.
+func (s *Session) decisions() []egress.Decision {
+	if s.egress != nil {
+		return s.egress.Decisions()
+	}
+	if r, ok := s.sandbox.(decisionReporter); ok {
+		return r.NetworkDecisions()
+	}
+	return nil
 }
 
 // Sandbox is the started sandbox (its id and scratch).
@@ -201,7 +222,7 @@ func (s *Session) Sandbox() backends.Sandbox { return s.sandbox }
 func (s *Session) Close(ctx context.Context) error {
 	err := s.sandbox.Close(ctx)
 	// After the sandbox: nothing is left to connect through it.
-	if perr := s.egress.close(); perr != nil && err == nil {
+	if perr := s.egress.Close(); perr != nil && err == nil {
 		err = fmt.Errorf("closing the network proxy: %w", perr)
 	}
 	if s.swept != nil {
@@ -240,11 +261,11 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 	if err := backends.CheckArgv(req.Command.Argv); err != nil {
 		return out, err
 	}
-	if s.egress != nil {
+	if s.policy.Network.Mode == policy.NetworkProxy {
 		// Before the audit record (deferred earlier, so run later) and
 		// after the neutraliser: these hints are neutralised here.
 		defer func() {
-			out.Network = s.egress.decisions()
+			out.Network = neutraliseDecisions(s.decisions())
 			out.Hints = append(out.Hints, egressHints(s.policy, out.Network)...)
 		}()
 	}

@@ -3,6 +3,7 @@ package selftest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -51,14 +52,28 @@ func phaseSteps(e *Env, checks []Check, ph Phase, control bool) []probe.Step {
 }
 
 // runNetworkPhase runs the allow-list checks in a sandbox of their own
-// (always cold: a session or pool is not served an allow-list) whose proxy
-// has the phase's rig as its resolver, dialer and only upstreams.
+// whose proxy has the phase's rig as its resolver, dialer and only
+// upstreams. Warm (--warm session or pool), the sandbox is a keeper's, as
+// a session's or pool's is: the keeper runs in this process (KeepHere),
+// since only a context carries the rig to a proxy.
 func runNetworkPhase(ctx context.Context, o Options, e *Env, checks []Check) (*Evidence, error) {
 	rig, err := newNetRig()
 	if err != nil {
 		return nil, err
 	}
 	defer rig.Close()
+	ctx = egresstest.With(ctx, rig.hook())
+	p := o.warmPolicy(netPolicy(e.P), "network-"+e.C.Token)
+	if p.Warm != (policy.Warm{}) {
+		if o.KeepHere == nil {
+			return nil, errors.New("the network phase runs warm only through a keeper in this process, and none was given (selftest.Options.KeepHere)")
+		}
+		stop, err := o.KeepHere(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 	tcp, udp := rig.directAddrs()
 	pe := *e
 	pe.Net = &netEnv{Proxy: egress.ForwardAddr, HostHdrProxy: egress.ForwardAddr, TunnelProxy: egress.ForwardAddr, DirectTCP: tcp, DirectUDP: udp}
@@ -68,8 +83,8 @@ func runNetworkPhase(ctx context.Context, o Options, e *Env, checks []Check) (*E
 	}
 	stdout := output.NewCapture(1 << 20)
 	stderr := &syncWriter{w: &bytes.Buffer{}}
-	res, err := sandbox.Run(egresstest.With(ctx, rig.hook()), o.Backend, sandbox.Request{
-		Policy: netPolicy(e.P), Timeout: 2 * time.Minute, NoAudit: true, NoGate: true,
+	res, err := sandbox.Run(ctx, o.Backend, sandbox.Request{
+		Policy: p, Timeout: 2 * time.Minute, NoAudit: true, NoGate: true,
 		Command: backends.Command{Argv: probe.Argv(o.Backend.SelfPath(), "phase-network-"+e.C.Token, enc)},
 		Streams: backends.Streams{Stdout: stdout, Stderr: stderr},
 	})

@@ -40,6 +40,11 @@ type Options struct {
 	Warm string
 	// EndWarm ends the session or pool a policy used (warm.End).
 	EndWarm func(*policy.Policy)
+	// KeepHere runs a keeper of the policy in this process until stop
+	// (warm.Backend.KeepHere): the network phase's proxy needs the
+	// phase's canary hook, which no keeper process can be given. Without
+	// it the network phase cannot run warm and fails.
+	KeepHere func(context.Context, *policy.Policy) (stop func(), err error)
 }
 
 // warmPolicy is p as a phase runs it in the chosen warm mode.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/internal/progress"
@@ -253,6 +254,17 @@ type remote struct {
 	notes []string
 	mu    sync.Mutex
 	once  sync.Once
+	// network are the last command's decisions, as its keeper's proxy
+	// recorded them (the names are the sandbox's: the caller neutralises).
+	network []egress.Decision
+}
+
+// NetworkDecisions are the network proxy's decisions on the last
+// command's connections (an allow-list; the keeper holds the proxy).
+func (r *remote) NetworkDecisions() []egress.Decision {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.network
 }
 
 func (r *remote) ID() string                   { return r.h.ID }
@@ -275,6 +287,7 @@ func (r *remote) Close(context.Context) error {
 func (r *remote) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.network = nil
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
 		return backends.Result{}, err
 	}
@@ -320,6 +333,7 @@ func (r *remote) Exec(ctx context.Context, cmd backends.Command, out backends.St
 			if err := json.Unmarshal(b, &res); err != nil {
 				return backends.Result{Sandbox: r.h.ID}, fmt.Errorf("warm: unreadable result: %w", err)
 			}
+			r.network = res.Network
 			if res.Error != "" {
 				return res.Result, errors.New(res.Error)
 			}
@@ -364,4 +378,49 @@ func EndKeeper(r Record) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
+}
+
+// KeepHere runs a keeper of p in this process until stop (which waits for
+// its end: its sandboxes removed). It is for a caller whose context
+// carries what no keeper process can be given: the selftest's canary hook
+// for the network proxy (internal/egresstest), which only Go code passes
+// and only in a context. Runs of p through b then attach to it as to any
+// keeper. End and `session end` must not be used on it: its record names
+// this process.
+func (b *Backend) KeepHere(ctx context.Context, p *policy.Policy) (stop func(), err error) {
+	if err := hostfs.PrivateDir(b.Dir); err != nil {
+		return nil, fmt.Errorf("warm: the keepers' directory: %w", err)
+	}
+	// As a run does before it spawns a keeper: the writable paths exist
+	// before the sandbox copies them.
+	if err := policy.Prepare(p); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- Keep(ctx, KeeperOptions{Dir: b.Dir, Policy: p, Backend: b.Backend, Log: io.Discard})
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	record := paths{b.Dir, key(p)}.record()
+	deadline := time.NewTimer(keeperStart)
+	defer deadline.Stop()
+	for {
+		if r, err := readRecord(record); err == nil && r.PID == os.Getpid() {
+			return stop, nil
+		}
+		select {
+		case err := <-done:
+			cancel()
+			if err == nil {
+				err = errors.New("it ended at once")
+			}
+			return nil, fmt.Errorf("warm: the keeper in this process did not start: %w", err)
+		case <-deadline.C:
+			stop()
+			return nil, fmt.Errorf("warm: the keeper in this process did not start within %s", keeperStart)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/backends/staging"
+	"github.com/triage-sandbox/triage-sandbox/egress/runproxy"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -62,6 +63,11 @@ type keeper struct {
 	// sweep nothing): one at a time.
 	sweeping atomic.Bool
 	sweeps   sync.WaitGroup
+
+	// proxies are the network proxies of the sandboxes this keeper holds
+	// (an allow-list), by sandbox id: see startSandbox.
+	proxyMu sync.Mutex
+	proxies map[string]*runproxy.Proxy
 }
 
 // sweepWait bounds how long a keeper's end waits for its last sweep.
@@ -83,12 +89,12 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 	defer k.awaitSweeps()
 	k.sweepBeside(ctx)
 	if p.Warm.Session != "" {
-		sb, err := o.Backend.Start(ctx, p, backends.StartOptions{TTL: sessionLifetime})
+		sb, err := k.startSandbox(ctx, backends.StartOptions{TTL: sessionLifetime})
 		if err != nil {
 			return fmt.Errorf("starting the session's sandbox: %w", err)
 		}
 		k.session = sb
-		defer func() { _ = sb.Close(context.WithoutCancel(ctx)) }()
+		defer func() { _ = k.closeSandbox(context.WithoutCancel(ctx), sb) }()
 	} else {
 		// The pool is drained once fill has stopped: a start still under
 		// way when the keeper ends puts its sandbox in the pool first.
@@ -171,7 +177,7 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 func newKeeper(o KeeperOptions, stop context.CancelFunc) *keeper {
 	p := o.Policy
 	k := &keeper{o: o, p: p, paths: paths{o.Dir, key(p)}, logger: log.New(o.Log, "", log.LstdFlags), stop: stop,
-		touched: make(chan struct{}, 1)}
+		touched: make(chan struct{}, 1), proxies: map[string]*runproxy.Proxy{}}
 	k.lastUsed.Store(time.Now().UnixNano())
 	if p.Warm.Session == "" {
 		k.ready = make(chan backends.Sandbox, p.Warm.Pool)
@@ -201,6 +207,7 @@ func (k *keeper) sweepBeside(ctx context.Context) {
 		if _, err := Sweep(k.o.Dir); err != nil {
 			k.logger.Printf("sweeping dead keepers' records: %v", err)
 		}
+		runproxy.Sweep(runproxy.Base(), time.Now())
 	}()
 }
 
@@ -284,7 +291,7 @@ func (k *keeper) fill(ctx context.Context) {
 		k.sweepBeside(ctx)
 		// The staged copy waits for the take: a run sees the writable
 		// paths as they are when it takes the sandbox, not as at the fill.
-		sb, err := k.o.Backend.Start(ctx, k.p, backends.StartOptions{TTL: k.pooledTTL(), DeferStaging: true})
+		sb, err := k.startSandbox(ctx, backends.StartOptions{TTL: k.pooledTTL(), DeferStaging: true})
 		if err != nil {
 			<-k.slots
 			k.logger.Printf("starting a pooled sandbox: %v (retrying in %s)", err, backoff)
@@ -322,7 +329,7 @@ func (k *keeper) take(ctx context.Context) (backends.Sandbox, error) {
 		return k.stage(ctx, sb)
 	case k.slots <- struct{}{}:
 		k.sweepBeside(ctx)
-		sb, err := k.o.Backend.Start(ctx, k.p, backends.StartOptions{TTL: k.pooledTTL()})
+		sb, err := k.startSandbox(ctx, backends.StartOptions{TTL: k.pooledTTL()})
 		if err != nil {
 			<-k.slots
 		}
@@ -344,7 +351,13 @@ func (k *keeper) stage(ctx context.Context, sb backends.Sandbox) (backends.Sandb
 		}
 		return sb, nil
 	}
-	if err := st.Stage(ctx); err != nil {
+	// A deferred staging may start the holder only now, which refuses to
+	// start without the proxy's socket: it is served again for the take.
+	err := k.proxyOf(sb).Renew()
+	if err == nil {
+		err = st.Stage(ctx)
+	}
+	if err != nil {
 		k.discard(ctx, sb)
 		return nil, err
 	}
@@ -374,7 +387,7 @@ func (k *keeper) discard(ctx context.Context, sb backends.Sandbox) {
 	k.closing.Add(1)
 	go func() {
 		defer k.closing.Done()
-		if err := sb.Close(context.WithoutCancel(ctx)); err != nil {
+		if err := k.closeSandbox(context.WithoutCancel(ctx), sb); err != nil {
 			k.logger.Printf("removing %s: %v", sb.ID(), err)
 		}
 		<-k.slots
@@ -386,7 +399,7 @@ func (k *keeper) drainPool(ctx context.Context) {
 	for {
 		select {
 		case sb := <-k.ready:
-			_ = sb.Close(ctx)
+			_ = k.closeSandbox(ctx, sb)
 		default:
 			k.closing.Wait()
 			return
@@ -529,14 +542,72 @@ func (k *keeper) run(ctx context.Context, c *keeperConn, sb backends.Sandbox, re
 			}
 		}
 	}()
+	px := k.proxyOf(sb)
+	if err := px.Renew(); err != nil {
+		close(done)
+		_ = c.sendJSON(fResult, result{Error: fmt.Sprintf("the network proxy (%s): %v", k.p.Network.Key, err)})
+		return
+	}
 	endExec := phase.Begin(ctx, "keeper.exec")
 	res, err := sb.Exec(ctx, cmd, backends.Streams{
 		Stdout: frameWriter{c.send, fStdout}, Stderr: frameWriter{c.send, fStderr}})
 	endExec()
 	close(done)
-	r := result{Result: res}
+	r := result{Result: res, Network: px.End()}
 	if err != nil {
 		r.Error = err.Error()
 	}
-	_ = c.sendJSON(fResult, r)
+	_ = c.sendJSON(fResult, r.bounded())
+}
+
+// startSandbox starts a sandbox of this keeper's policy, with its own
+// network proxy when the policy has an allow-list. The proxy lives here,
+// in the keeper, because the keeper holds the sandbox: the `run` that
+// attaches ends after one command, and a session's or pooled sandbox
+// outlives it. Its directory lives as long as the sandbox (bound into it
+// at the start); a proxy serves on it only while one of its commands runs
+// (run: Renew, End), so each command has the bounds and the record of a
+// cold run, and nothing reaches out between commands. The keeper dying,
+// even killed with SIGKILL, takes the proxy with it; the next start's
+// sweep (runproxy.Sweep) removes the directory.
+func (k *keeper) startSandbox(ctx context.Context, opts backends.StartOptions) (backends.Sandbox, error) {
+	bp, px, err := runproxy.Start(ctx, k.p)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := k.o.Backend.Start(ctx, bp, opts)
+	if err != nil {
+		_ = px.Close()
+		return nil, err
+	}
+	if px != nil {
+		// Served only while a command runs; the start needed it (the
+		// holder refuses to start without the socket).
+		px.Stop()
+		k.proxyMu.Lock()
+		k.proxies[sb.ID()] = px
+		k.proxyMu.Unlock()
+	}
+	return sb, nil
+}
+
+// proxyOf is sb's network proxy (nil without an allow-list).
+func (k *keeper) proxyOf(sb backends.Sandbox) *runproxy.Proxy {
+	k.proxyMu.Lock()
+	defer k.proxyMu.Unlock()
+	return k.proxies[sb.ID()]
+}
+
+// closeSandbox removes sb, then its network proxy: nothing is left to
+// connect through it.
+func (k *keeper) closeSandbox(ctx context.Context, sb backends.Sandbox) error {
+	err := sb.Close(ctx)
+	k.proxyMu.Lock()
+	px := k.proxies[sb.ID()]
+	delete(k.proxies, sb.ID())
+	k.proxyMu.Unlock()
+	if perr := px.Close(); perr != nil && err == nil {
+		err = fmt.Errorf("closing the network proxy: %w", perr)
+	}
+	return err
 }

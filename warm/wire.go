@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -57,6 +58,25 @@ type request struct {
 type result struct {
 	Result backends.Result `json:"result"`
 	Error  string          `json:"error,omitempty"`
+	// Network are the decisions of the command's network proxy (an
+	// allow-list), which the keeper holds.
+	Network []egress.Decision `json:"network,omitempty"`
+	// NetworkDropped is how many of them did not fit in the frame.
+	NetworkDropped int `json:"network_dropped,omitempty"`
+}
+
+// bounded is r with as many decisions as fit in one frame: the proxy
+// keeps up to 1000 per command, each with a name the sandbox chose.
+func (r result) bounded() result {
+	for {
+		b, err := json.Marshal(r)
+		if err != nil || len(b) <= maxFrame || len(r.Network) == 0 {
+			return r
+		}
+		keep := len(r.Network) / 2
+		r.NetworkDropped += len(r.Network) - keep
+		r.Network = r.Network[:keep]
+	}
 }
 
 func writeFrame(w io.Writer, t byte, payload []byte) error {

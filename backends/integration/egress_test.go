@@ -156,12 +156,18 @@ func lastAudit(t *testing.T, path string) string {
 // withNetwork is f's config with [sandbox.reproducer] network = list.
 func withNetwork(t *testing.T, f fixture, list string) *config.File {
 	t.Helper()
+	return withNetworkFor(t, f, "reproducer", list)
+}
+
+// withNetworkFor is f's config with [sandbox.ROLE] network = list.
+func withNetworkFor(t *testing.T, f fixture, role, list string) *config.File {
+	t.Helper()
 	path := filepath.Join(f.root, "triage.toml")
 	body, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body = append(body, []byte("[sandbox.reproducer]\nnetwork = "+list+"\n")...)
+	body = append(body, []byte("[sandbox."+role+"]\nnetwork = "+list+"\n")...)
 	if err := os.WriteFile(path, body, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
+	"github.com/triage-sandbox/triage-sandbox/egress/runproxy"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/warm"
 )
@@ -41,6 +43,8 @@ func newGCCmd() *cobra.Command {
 				}
 			}
 			removed, err := warm.Sweep(warm.DefaultDir())
+			// Dead owners' network proxy socket directories (an allow-list).
+			removed = append(removed, runproxy.Sweep(runproxy.Base(), time.Now())...)
 			for _, id := range removed {
 				fmt.Fprintf(os.Stdout, "removed %s\n", id)
 			}

@@ -15,9 +15,12 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/triage-sandbox/triage-sandbox/egress"
+	"github.com/triage-sandbox/triage-sandbox/egress/runproxy"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/selftest"
+	"github.com/triage-sandbox/triage-sandbox/warm"
 )
 
 // containersOf lists containers (running or not) whose parent-pid label is pid.
@@ -218,4 +221,103 @@ func TestKillLeavesNothingOnEveryBackend(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestKillLeavesNoProxy (issue 36): a session's network proxy lives in
+// its keeper, which holds the sandbox. A run killed with SIGKILL during a
+// command ends that command's proxy (its socket goes; the keeper and its
+// socket directory stay); the keeper killed with SIGKILL takes its proxy
+// with it, and the next sweep (gc, or any start) removes the directory
+// its name ties to the dead keeper; the session then starts afresh.
+func TestKillLeavesNoProxy(t *testing.T) {
+	testenv.SkipShort(t, "runs sandboxes")
+	for _, backend := range []string{"local", "oci", "docker"} {
+		t.Run(backend, func(t *testing.T) {
+			switch backend {
+			case "docker":
+				testenv.RequireDocker(t)
+			case "oci":
+				testenv.RequireDocker(t) // the image comes from the daemon
+				testenv.RequireRoot(t, "the oci backend runs runc as root")
+			}
+			root := workspace(t, "[sandbox.agent]\nnetwork = [\"pkgs.example.org\"]\n")
+			dir, err := os.MkdirTemp("", "tsw") // short: a socket path is at most 108 bytes
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.RemoveAll(dir) })
+			env := []string{warm.DirEnv + "=" + dir}
+			name := "proxy-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			defer runCLI(t, root, env, "session", "end", name)
+			token := "proxied-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			cmd := exec.Command(testenv.Binary(t), "run", "--backend", backend, "--session", name, "--", "sh", "-c", "sleep 300; : "+token)
+			cmd.Dir = root
+			cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+stateDir(t)), env...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// A forked child shows its parent's argv until it execs: the
+			// command runs once the keeper's record exists too.
+			var recs []warm.Record
+			if !testenv.Eventually(60*time.Second, func() bool {
+				recs, _ = warm.List(dir)
+				return len(processesWith(token, cmd.Process.Pid)) > 0 && len(recs) == 1
+			}) {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatalf("the session's command never started (keepers %+v)", recs)
+			}
+			keeper := recs[0].PID
+			sockets := proxySockets(t, keeper)
+			if len(sockets) != 1 || !isSocket(sockets[0]) {
+				t.Fatalf("while its command runs the session's proxy serves on one socket: %v", sockets)
+			}
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if !testenv.Eventually(30*time.Second, func() bool {
+				return !isSocket(sockets[0]) && len(processesWith(token, cmd.Process.Pid)) == 0
+			}) {
+				t.Fatalf("after kill -9 of the run: proxy socket served %v, processes %v", isSocket(sockets[0]), processesWith(token, cmd.Process.Pid))
+			}
+			if _, err := os.Stat(filepath.Dir(sockets[0])); err != nil {
+				t.Fatalf("the live session's socket directory went: %v", err)
+			}
+			if err := syscall.Kill(keeper, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			if !testenv.Eventually(30*time.Second, func() bool { return !recs[0].Alive() }) {
+				t.Fatal("the keeper outlived kill -9")
+			}
+			if r := runCLI(t, root, env, "gc"); r.code != 0 {
+				t.Fatalf("gc: exit %d: %s", r.code, r.stderr)
+			}
+			if _, err := os.Stat(filepath.Dir(sockets[0])); !os.IsNotExist(err) {
+				t.Fatalf("the killed keeper's socket directory outlived gc: %v", err)
+			}
+			// A host not on the list: the proxy refuses it before any lookup.
+			fetch := "import urllib.request\ntry:\n    urllib.request.urlopen('http://refused.invalid/', timeout=20)\nexcept Exception as e:\n    print(e)\n"
+			if r := runCLI(t, root, env, "run", "--backend", backend, "--session", name, "--json", "--", "python3", "-c", fetch); r.code != 0 || !strings.Contains(r.stdout, `"network":[{"host":"refused.invalid"`) {
+				t.Fatalf("the session after its keeper was killed: exit %d: %s %s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// proxySockets are the proxy sockets in the socket directories of process
+// pid (runproxy names a directory after its owner).
+func proxySockets(t *testing.T, pid int) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(runproxy.Base(), fmt.Sprintf("%s%d-*", runproxy.Prefix, pid)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range dirs {
+		dirs[i] = filepath.Join(d, filepath.Base(egress.SocketInSandbox))
+	}
+	return dirs
+}
+
+func isSocket(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode()&os.ModeSocket != 0
 }

@@ -77,8 +77,10 @@ func newSelftestCmd() *cobra.Command {
 					break
 				}
 				dir := warm.DefaultDir()
-				opts.Warm, opts.Backend = warmMode, &warm.Backend{Backend: b, SelfExe: self, Dir: dir}
+				wb := &warm.Backend{Backend: b, SelfExe: self, Dir: dir}
+				opts.Warm, opts.Backend = warmMode, wb
 				opts.EndWarm = func(p *policy.Policy) { _, _ = warm.End(dir, p) }
+				opts.KeepHere = wb.KeepHere
 			default:
 				return &exitError{code: exitcode.SelftestUnavailable, err: fmt.Errorf("--warm %q: use session or pool", warmMode)}
 			}

@@ -1,0 +1,157 @@
+package runproxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
+	"github.com/triage-sandbox/triage-sandbox/egress"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+)
+
+// connect asks the proxy at sock for a tunnel to host:443 and returns the
+// status code it answered.
+func connect(t *testing.T, sock, host string) int {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatalf("dialling the proxy: %v", err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n", host, host)
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("the proxy's answer: %v", err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+func testPolicy() *policy.Policy {
+	return &policy.Policy{Network: policy.Network{Mode: policy.NetworkProxy, Key: "[sandbox] network"},
+		User: policy.Identity{UID: os.Getuid(), GID: os.Getgid()}}
+}
+
+// TestRenewServesEachCommandAfresh: each serving (a session's command)
+// records only its own decisions; between servings the socket is gone,
+// so the sandbox reaches nothing; Close removes the directory.
+func TestRenewServesEachCommandAfresh(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	bp, px, err := Start(context.Background(), testPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bp.Network.SocketDir != px.Dir() {
+		t.Fatalf("the backend's policy names %q, the proxy's directory is %q", bp.Network.SocketDir, px.Dir())
+	}
+	sock := filepath.Join(px.Dir(), filepath.Base(egress.SocketInSandbox))
+	px.Stop()
+	if _, err := net.Dial("unix", sock); err == nil {
+		t.Fatal("a stopped proxy still accepts")
+	}
+	for _, host := range []string{"first.example", "second.example"} {
+		if err := px.Renew(); err != nil {
+			t.Fatal(err)
+		}
+		if code := connect(t, sock, host); code != http.StatusForbidden {
+			t.Fatalf("%s: status %d, want 403 (nothing is allowed)", host, code)
+		}
+		ds := px.End()
+		if len(ds) != 1 || ds[0].Host != host || ds[0].Allowed {
+			t.Fatalf("decisions of the command that asked for %s: %+v", host, ds)
+		}
+		if _, err := net.Dial("unix", sock); err == nil {
+			t.Fatalf("after %s's command the proxy still accepts", host)
+		}
+	}
+	if err := px.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(px.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the directory outlived Close: %v", err)
+	}
+}
+
+// TestSweep: a directory whose owner is gone (dead, or its pid now
+// another process's) goes, a live owner's stays; of the older names, a
+// dead run's (its socket refuses) and an old one without a socket go, a
+// live run's and a young empty one stay; other names are not touched.
+func TestSweep(t *testing.T) {
+	base := t.TempDir()
+	mk := func(name string) string {
+		d := filepath.Join(base, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	sock := func(d string) net.Listener {
+		ln, err := net.Listen("unix", filepath.Join(d, filepath.Base(egress.SocketInSandbox)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ln
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	me, start := os.Getpid(), ownership.ProcessStart(os.Getpid())
+	if start == "" {
+		t.Fatal("no start time for this process")
+	}
+	owned := mk(ownerPrefix(me, start) + "1")
+	reused := mk(ownerPrefix(me, start+"0") + "2")
+	dead := mk(ownerPrefix(gone.Process.Pid, "1") + "3")
+	live := mk(Prefix + "live")
+	defer sock(live).Close()
+	refusing := mk(Prefix + "dead")
+	ln := sock(refusing).(*net.UnixListener)
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	young, old := mk(Prefix+"young"), mk(Prefix+"old")
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	other := mk("someone-elses")
+	Sweep(base, time.Now())
+	for d, keep := range map[string]bool{owned: true, reused: false, dead: false, live: true, refusing: false, young: true, old: false, other: true} {
+		_, err := os.Stat(d)
+		if kept := err == nil; kept != keep {
+			t.Errorf("%s: kept %v, want %v", filepath.Base(d), kept, keep)
+		}
+	}
+}
+
+func TestOwner(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		pid   int
+		start string
+		ok    bool
+	}{
+		{ownerPrefix(12, "345") + "678", 12, "345", true},
+		{Prefix + "12-345-", 12, "345", true},
+		{Prefix + "123456", 0, "", false},
+		{Prefix + "x-345-1", 0, "", false},
+		{Prefix + "12--1", 0, "", false},
+		{Prefix + "12-3a-1", 0, "", false},
+		{Prefix + "-1-2-3", 0, "", false},
+	} {
+		pid, start, ok := owner(tt.name)
+		if pid != tt.pid || start != tt.start || ok != tt.ok {
+			t.Errorf("owner(%q) = %d %q %v, want %d %q %v", tt.name, pid, start, ok, tt.pid, tt.start, tt.ok)
+		}
+	}
+}
