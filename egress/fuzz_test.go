@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
+	"encoding/base64"
+	"net/http"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -55,6 +57,44 @@ func FuzzHead(f *testing.F) {
 			if strings.EqualFold(name, "host") && len(h.hosts) == 0 {
 				t.Fatalf("a Host line the scan missed in %q", raw)
 			}
+		}
+	})
+}
+
+// FuzzSubstitute: whatever headers the sandbox sends, the real value goes
+// out only with a bound method and only where the placeholder was, and a
+// refused request says why in one line.
+func FuzzSubstitute(f *testing.F) {
+	const value = "ghp_fuzzVALUE0123456789abcdefghijklmnopq"
+	ph := PlaceholderPrefix + "AAAAAAAAAAAAAAAAAAAAAAAAAA"
+	f.Add("GET", "Authorization", "Bearer "+ph)
+	f.Add("POST", "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x:"+ph)))
+	f.Add("HEAD", "X-Token", ph+ph)
+	f.Fuzz(func(t *testing.T, method, name, v string) {
+		b := &Broker{Name: "GH_TOKEN", Value: value, Placeholder: ph, Methods: []string{"GET", "HEAD"}}
+		hd := http.Header{name: {v}}
+		used, why := substitute(b, method, hd)
+		out := strings.Join(hd[name], "\n")
+		had := strings.Contains(v, value)
+		switch {
+		case why != "":
+			if used || strings.Contains(why, "\n") || strings.Contains(why, value) {
+				t.Fatalf("refusal %q used %v", why, used)
+			}
+		case !used:
+			if out != v {
+				t.Fatalf("unused, yet %q became %q", v, out)
+			}
+		default:
+			if method != "GET" && method != "HEAD" {
+				t.Fatalf("the value put in for %q", method)
+			}
+			if strings.Contains(out, ph) && !strings.EqualFold(http.CanonicalHeaderKey(name), "Authorization") {
+				t.Fatalf("placeholder left in %q", out)
+			}
+		}
+		if !had && strings.Contains(out, value) && (why != "" || !used) {
+			t.Fatalf("the value is in %q though nothing was put in", out)
 		}
 	})
 }
