@@ -100,6 +100,9 @@ const (
 	// ForwardAddr is the sandbox-loopback address the holder forwards to
 	// the socket; the proxy settings name it.
 	ForwardAddr = "127.0.0.1:3128"
+	// CABundleInSandbox is the trust bundle (the system roots and the
+	// run's broker CA) beside the socket, when a secret is brokered.
+	CABundleInSandbox = "/run/triage-sandbox/egress/ca-bundle.pem"
 )
 
 // Resolver resolves names for the proxy; *net.Resolver is one.
