@@ -41,10 +41,17 @@ func startEgress(ctx context.Context, p *policy.Policy) (*policy.Policy, *runPro
 	sock := filepath.Join(dir, filepath.Base(egress.SocketInSandbox))
 	hook := egresstest.From(ctx)
 	cfg := egress.Config{Rules: p.Network.Rules, TestUpstreams: hook.Upstreams, Resolver: hook.Resolver, Dial: hook.Dial,
-		Limits: egress.Limits{MaxBytes: hook.MaxBytes}}
-	px, err := egress.Listen(ctx, cfg, sock)
+		Limits: egress.Limits{MaxBytes: hook.MaxBytes}, BrokerRoots: hook.Roots}
+	var px *egress.Proxy
+	cfg.Brokers, err = brokerSecrets(p)
+	if err == nil {
+		px, err = egress.Listen(ctx, cfg, sock)
+	}
 	if err == nil && os.Geteuid() == 0 {
 		err = os.Lchown(sock, p.User.UID, p.User.GID)
+	}
+	if err == nil && len(cfg.Brokers) > 0 {
+		err = writeTrustBundle(dir, px.BrokerCA())
 	}
 	if err != nil {
 		if px != nil {
@@ -55,6 +62,7 @@ func startEgress(ctx context.Context, p *policy.Policy) (*policy.Policy, *runPro
 	}
 	cp := *p
 	cp.Network.SocketDir = dir
+	cp.Env = withPlaceholders(p.Env, cfg.Brokers)
 	return &cp, &runProxy{proxy: px, dir: dir}, nil
 }
 
