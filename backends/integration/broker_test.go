@@ -107,7 +107,7 @@ func tlsCanary(t *testing.T, name string, h http.Handler) (*httptest.Server, *x5
 	return srv, x
 }
 
-// TestBrokeredSecret (issue 36): on the local backend, a GH_TOKEN brokered
+// TestBrokeredSecret (issue 36): on docker, oci and local, a GH_TOKEN brokered
 // to a host reaches that host's upstream (a local TLS canary, verified
 // against the test's root) on GET as the real value, while the sandbox's
 // environment, its output, the outcome (--json) and the audit record hold
@@ -147,73 +147,77 @@ func TestBrokeredSecret(t *testing.T) {
 	ctx := egresstest.With(context.Background(), hook)
 	t.Setenv("GH_TOKEN", token) // the value comes from triage-sandbox's own environment
 
-	k := newKit(t, "local")
-	f := newFixture(t)
-	f.cfg = withNetwork(t, f, fmt.Sprintf(`["%s:%d", "%s:%d"]`+"\n[sandbox.reproducer.broker.GH_TOKEN]\nhosts = [%q]", apiName, apiAddr.Port(), otherName, otherAddr.Port(), apiName))
-	p := k.build(t, f, "reproducer", currentHost(t, "GH_TOKEN="+token))
-	out, text := k.runOutcomeCtx(t, ctx, p, "python3", "-c", brokerScript,
-		fmt.Sprintf("https://%s:%d", apiName, apiAddr.Port()), otherName, strconv.Itoa(int(otherAddr.Port())))
-	if out.ExitCode != 0 {
-		t.Fatalf("exit %d: %s", out.ExitCode, text)
-	}
+	forEachBackend(t, func(t *testing.T, k *kit) {
+		mu.Lock()
+		seen = nil
+		mu.Unlock()
+		f := newFixture(t)
+		f.cfg = withNetwork(t, f, fmt.Sprintf(`["%s:%d", "%s:%d"]`+"\n[sandbox.reproducer.broker.GH_TOKEN]\nhosts = [%q]", apiName, apiAddr.Port(), otherName, otherAddr.Port(), apiName))
+		p := k.build(t, f, "reproducer", currentHost(t, "GH_TOKEN="+token))
+		out, text := k.runOutcomeCtx(t, ctx, p, "python3", "-c", brokerScript,
+			fmt.Sprintf("https://%s:%d", apiName, apiAddr.Port()), otherName, strconv.Itoa(int(otherAddr.Port())))
+		if out.ExitCode != 0 {
+			t.Fatalf("exit %d: %s", out.ExitCode, text)
+		}
 
-	mu.Lock()
-	got := append([]string(nil), seen...)
-	mu.Unlock()
-	if len(got) != 1 || got[0] != "GET Bearer "+token {
-		t.Errorf("the upstream saw %q, want one GET with the real value (and no POST)", got)
-	}
-	env := map[string]string{}
-	for _, line := range strings.Split(text, "\n") {
-		if h, ok := strings.CutPrefix(line, "envhex "); ok {
-			b, err := hex.DecodeString(strings.TrimSpace(h))
-			if err == nil {
-				err = json.Unmarshal(b, &env)
+		mu.Lock()
+		got := append([]string(nil), seen...)
+		mu.Unlock()
+		if len(got) != 1 || got[0] != "GET Bearer "+token {
+			t.Errorf("the upstream saw %q, want one GET with the real value (and no POST)", got)
+		}
+		env := map[string]string{}
+		for _, line := range strings.Split(text, "\n") {
+			if h, ok := strings.CutPrefix(line, "envhex "); ok {
+				b, err := hex.DecodeString(strings.TrimSpace(h))
+				if err == nil {
+					err = json.Unmarshal(b, &env)
+				}
+				if err != nil {
+					t.Fatalf("the environment printed inside: %v", err)
+				}
 			}
-			if err != nil {
-				t.Fatalf("the environment printed inside: %v", err)
+		}
+		placeholder := env["GH_TOKEN"]
+		for k, v := range env {
+			if strings.Contains(v, token) {
+				t.Errorf("the sandbox's %s holds the real value", k)
 			}
 		}
-	}
-	placeholder := env["GH_TOKEN"]
-	for k, v := range env {
-		if strings.Contains(v, token) {
-			t.Errorf("the sandbox's %s holds the real value", k)
+		if !strings.HasPrefix(placeholder, egress.PlaceholderPrefix) {
+			t.Errorf("the sandbox's GH_TOKEN is %q, want a placeholder", placeholder)
 		}
-	}
-	if !strings.HasPrefix(placeholder, egress.PlaceholderPrefix) {
-		t.Errorf("the sandbox's GH_TOKEN is %q, want a placeholder", placeholder)
-	}
-	if !strings.Contains(text, "GET 200 you sent Bearer "+placeholder) {
-		t.Errorf("the GET's answer did not come back with the value masked:\n%s", text)
-	}
-	if !strings.Contains(text, "POST 403") || !strings.Contains(text, "bound to GET, HEAD only") {
-		t.Errorf("the POST with the placeholder was not refused:\n%s", text)
-	}
-	sum := sha256.Sum256(otherCert.Raw)
-	if !strings.Contains(text, "other 200 other-ok "+hex.EncodeToString(sum[:])) {
-		t.Errorf("the unbrokered host was not reached with its own certificate (intercepted?):\n%s", text)
-	}
-	if !strings.Contains(text, "bundle not writable") {
-		t.Errorf("the sandbox could change its trust bundle:\n%s", text)
-	}
-	js, _ := json.Marshal(out)
-	audit, err := os.ReadFile(p.AuditLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for what, s := range map[string]string{"the sandbox's output": text, "the outcome (--json)": string(js), "the audit log": string(audit)} {
-		if strings.Contains(s, token) {
-			t.Errorf("%s holds the real value", what)
+		if !strings.Contains(text, "GET 200 you sent Bearer "+placeholder) {
+			t.Errorf("the GET's answer did not come back with the value masked:\n%s", text)
 		}
-	}
-	brokered := false
-	for _, d := range out.Network {
-		if d.Brokered == "GH_TOKEN" && d.Method == "GET" && d.Allowed {
-			brokered = true
+		if !strings.Contains(text, "POST 403") || !strings.Contains(text, "bound to GET, HEAD only") {
+			t.Errorf("the POST with the placeholder was not refused:\n%s", text)
 		}
-	}
-	if !brokered || !strings.Contains(string(audit), `"brokered":"GH_TOKEN"`) {
-		t.Errorf("no decision says brokered GH_TOKEN: %+v", out.Network)
-	}
+		sum := sha256.Sum256(otherCert.Raw)
+		if !strings.Contains(text, "other 200 other-ok "+hex.EncodeToString(sum[:])) {
+			t.Errorf("the unbrokered host was not reached with its own certificate (intercepted?):\n%s", text)
+		}
+		if !strings.Contains(text, "bundle not writable") {
+			t.Errorf("the sandbox could change its trust bundle:\n%s", text)
+		}
+		js, _ := json.Marshal(out)
+		audit, err := os.ReadFile(p.AuditLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, s := range map[string]string{"the sandbox's output": text, "the outcome (--json)": string(js), "the audit log": string(audit)} {
+			if strings.Contains(s, token) {
+				t.Errorf("%s holds the real value", what)
+			}
+		}
+		brokered := false
+		for _, d := range out.Network {
+			if d.Brokered == "GH_TOKEN" && d.Method == "GET" && d.Allowed {
+				brokered = true
+			}
+		}
+		if !brokered || !strings.Contains(string(audit), `"brokered":"GH_TOKEN"`) {
+			t.Errorf("no decision says brokered GH_TOKEN: %+v", out.Network)
+		}
+	})
 }
