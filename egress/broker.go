@@ -9,6 +9,7 @@ package egress
 // in every response passed back and in every decision recorded.
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -199,6 +200,31 @@ func (p *Proxy) redact(s string) string {
 		}
 	}
 	return s
+}
+
+// maskBytes masks every secret's value in b, in place (a mask is as long
+// as its value).
+func (p *Proxy) maskBytes(b []byte) {
+	for i := range p.cfg.Brokers {
+		v := []byte(p.cfg.Brokers[i].Value)
+		for off := 0; ; {
+			j := bytes.Index(b[off:], v)
+			if j < 0 {
+				break
+			}
+			copy(b[off+j:], p.cfg.Brokers[i].mask())
+			off += j + len(v)
+		}
+	}
+}
+
+// longestValue is the length of the longest secret's value.
+func (p *Proxy) longestValue() int {
+	n := 1
+	for i := range p.cfg.Brokers {
+		n = max(n, len(p.cfg.Brokers[i].Value))
+	}
+	return n
 }
 
 // brokerCA is a run's CA: its key lives only here, it signs only for the

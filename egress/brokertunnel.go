@@ -271,7 +271,8 @@ func (p *Proxy) brokerRespond(tc *tls.Conn, req *http.Request, resp *http.Respon
 type maskReader struct {
 	r       io.ReadCloser
 	p       *Proxy
-	pending []byte // read, not yet given out: may end in a value's start
+	buf     []byte
+	pending []byte // read and masked, held back: may end in a value's start
 	out     []byte // masked, ready
 	err     error
 }
@@ -281,18 +282,20 @@ func (m *maskReader) Read(b []byte) (int, error) {
 		if m.err != nil {
 			return 0, m.err
 		}
-		buf := make([]byte, 32<<10)
-		n, err := m.r.Read(buf)
-		m.pending = append(m.pending, buf[:n]...)
+		if m.buf == nil {
+			m.buf = make([]byte, 64<<10)
+		}
+		n, err := m.r.Read(m.buf)
 		m.err = err
-		masked := []byte(m.p.redact(string(m.pending)))
+		m.pending = append(m.pending, m.buf[:n]...)
+		m.p.maskBytes(m.pending)
 		keep := 0
 		if err == nil {
 			// Hold back what could be the start of a value cut by the read.
-			keep = min(len(masked), m.longest()-1)
+			keep = min(len(m.pending), m.p.longestValue()-1)
 		}
-		m.out = masked[:len(masked)-keep]
-		m.pending = append([]byte(nil), masked[len(masked)-keep:]...)
+		m.out = append(m.out[:0], m.pending[:len(m.pending)-keep]...)
+		m.pending = append(m.pending[:0], m.pending[len(m.pending)-keep:]...)
 	}
 	n := copy(b, m.out)
 	m.out = m.out[n:]
@@ -300,11 +303,3 @@ func (m *maskReader) Read(b []byte) (int, error) {
 }
 
 func (m *maskReader) Close() error { return m.r.Close() }
-
-func (m *maskReader) longest() int {
-	n := 1
-	for i := range m.p.cfg.Brokers {
-		n = max(n, len(m.p.cfg.Brokers[i].Value))
-	}
-	return n
-}
