@@ -87,7 +87,7 @@ func TestFixtureInSync(t *testing.T) {
 }
 
 const allSandboxKeys = "valid keys: backend, network, image, env, secrets, writable, allow_all, set_env, " +
-	"timeout, memory, cpus, pids, tmpfs_size, shm_size, file_size, writable_size, writable_inodes, runtime, namespace, user, output_limit, output_ceiling, deny, confirm, gate_disable, gate_confirm, allow_dynamic, audit_log, accept_weaker, allow_tool_config, read_only, toolchain, checkout_writes, pool, warm_idle"
+	"timeout, memory, cpus, pids, tmpfs_size, shm_size, file_size, writable_size, writable_inodes, runtime, namespace, user, output_limit, output_ceiling, deny, confirm, gate_disable, gate_confirm, allow_dynamic, audit_log, accept_weaker, allow_tool_config, read_only, toolchain, checkout_writes, pool, warm_idle, broker"
 
 // problemTests are documents with problems and the lines of their error, in order.
 var problemTests = []struct {

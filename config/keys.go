@@ -155,6 +155,25 @@ var sandboxKeys = []keySpec[Sandbox]{
 		func(s *Sandbox) **int64 { return &s.Pool }, intIn(1, maxPool, "", "e.g. pool = 2 keeps two reproducer sandboxes ready")),
 	scalar("warm_idle", "an unused session or pool ends after this long: seconds or a duration (`\"10m\"`), 10–86400 s", `"10m"`,
 		func(s *Sandbox) **int { return &s.WarmIdle }, secondsIn(10, 86400, "must be between 10 and 86400 seconds")),
+	{
+		name:    "broker",
+		doc:     "secrets brokered through the network proxy, off by default: `[sandbox.reproducer.broker.GH_TOKEN]` with `hosts = [\"api.github.com\"]` (each on the `network` list) and `methods` (default `[\"GET\", \"HEAD\"]`); the sandbox gets a placeholder, the proxy puts the value from triage-sandbox's own environment in only on those requests (see \"Network\")",
+		example: `{ GH_TOKEN = { hosts = ["api.github.com"] } }`,
+		read:    func(c *checker, p []string, v any, s *Sandbox) { s.Broker = c.brokers(p, v) },
+		merge: func(dst, over, base *Sandbox) {
+			src := over.Broker
+			if src == nil {
+				src = base.Broker
+			}
+			if src != nil {
+				dst.Broker = make(map[string]Broker, len(src))
+				for k, b := range src {
+					dst.Broker[k] = Broker{Hosts: slices.Clone(b.Hosts), Methods: slices.Clone(b.Methods)}
+				}
+			}
+		},
+		field: func(s *Sandbox) any { return &s.Broker },
+	},
 }
 
 // guardKeys are the keys of [sandbox.guard], in the order a problem lists

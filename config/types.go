@@ -102,6 +102,19 @@ type Sandbox struct {
 	// CheckoutWrites is what happens to writes under the project checkout:
 	// "discard" (allowed, thrown away with the sandbox) or "refuse" (EROFS).
 	CheckoutWrites *string
+	// Broker are the secrets brokered through the network proxy, by the
+	// name of the variable of triage-sandbox's own environment holding
+	// each ([sandbox.reproducer.broker.GH_TOKEN]); none by default.
+	Broker map[string]Broker
+}
+
+// Broker is one [sandbox.<role>.broker.NAME] table: the sandbox gets NAME
+// as a placeholder, and the network proxy puts the real value (NAME in
+// triage-sandbox's own environment) in its place only on requests to
+// Hosts with Methods.
+type Broker struct {
+	Hosts   []string // names, each on the role's network allow-list
+	Methods []string // upper case; GET and HEAD when not set
 }
 
 // MCP is [sandbox.mcp], what `triage-sandbox mcp` holds at once; each

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"path"
 	"path/filepath"
 	"slices"
@@ -703,4 +704,93 @@ func checkAllowEntry(s string) (string, string) {
 		return fmt.Sprintf("entry %s: %s", strconv.QuoteToASCII(e.Entry), e.Reason), ""
 	}
 	return err.Error(), "write a host name, \"*.\" and a domain, either with \":port\", or a preset: " + strings.Join(slices.Sorted(maps.Keys(allow.Presets())), ", ")
+}
+
+// brokerKeys are the keys of one [sandbox.<role>.broker.NAME] table.
+var brokerKeys = []string{"hosts", "methods"}
+
+// brokers reads `broker`: a table of secrets by variable name, each with
+// its hosts (names, checked against the allow-list when the policy is
+// built) and methods.
+func (c *checker) brokers(p []string, v any) map[string]Broker {
+	m, ok := c.table(p, v)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]Broker, len(m))
+	bad := false
+	for _, name := range sortedKeys(m) {
+		bp := concat(p, []string{name})
+		if !isEnvName(name) {
+			c.add(bp, fmt.Sprintf("%s is not a variable name", quoteShort(name)), "name the variable holding the secret, e.g. [sandbox.reproducer.broker.GH_TOKEN]")
+			bad = true
+			continue
+		}
+		t, ok := c.table(bp, m[name])
+		if !ok {
+			bad = true
+			continue
+		}
+		var b Broker
+		for _, k := range sortedKeys(t) {
+			kp := concat(bp, []string{k})
+			switch k {
+			case "hosts":
+				b.Hosts = c.stringList(kp, t[k], checkBrokerHost)
+				if b.Hosts == nil {
+					bad = true
+				}
+			case "methods":
+				b.Methods = c.stringList(kp, t[k], checkMethod)
+				if b.Methods == nil {
+					bad = true
+				}
+				for i, m := range b.Methods {
+					b.Methods[i] = strings.ToUpper(m)
+				}
+			default:
+				c.add(kp, "unknown key", unknownKeyHint(k, brokerKeys))
+				bad = true
+			}
+		}
+		if _, set := t["hosts"]; !set {
+			c.add(bp, "no hosts", `name the hosts the secret is sent to, e.g. hosts = ["api.github.com"]`)
+			bad = true
+		} else if b.Hosts != nil && len(b.Hosts) == 0 {
+			c.add(concat(bp, []string{"hosts"}), "empty", `name the hosts the secret is sent to, e.g. hosts = ["api.github.com"]`)
+			bad = true
+		}
+		if b.Methods == nil {
+			b.Methods = []string{"GET", "HEAD"}
+		} else if len(b.Methods) == 0 {
+			c.add(concat(bp, []string{"methods"}), "empty", `name the methods, e.g. methods = ["GET", "HEAD"], or remove the key for those two`)
+			bad = true
+		}
+		out[name] = b
+	}
+	if bad {
+		return nil
+	}
+	return out
+}
+
+// checkBrokerHost accepts a host name (no wildcard, port or address): a
+// secret is bound to names exactly.
+func checkBrokerHost(s string) (string, string) {
+	if _, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		return fmt.Sprintf("%s is an address", quoteShort(s)), "write the host's name"
+	}
+	if _, err := allow.Normalize(s); err != nil || strings.ContainsAny(s, "*:/") {
+		return fmt.Sprintf("%s is not a host name", quoteShort(s)), "write a name such as \"api.github.com\" (no wildcard, port or URL)"
+	}
+	return "", ""
+}
+
+// checkMethod accepts an HTTP method a secret may go with.
+func checkMethod(s string) (string, string) {
+	u := strings.ToUpper(s)
+	if u == "" || u == "CONNECT" || strings.Trim(u, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+		return fmt.Sprintf("%s is not an HTTP method a secret can be bound to", quoteShort(s)), `e.g. methods = ["GET", "HEAD"]`
+	}
+	return "", ""
 }

@@ -44,7 +44,9 @@
 //
 // Added beside the agreed names: Resolver (the interface above, named),
 // Limits.MaxConcurrent, Decision.Method and Decision.Cut, Proxy.Dropped,
-// and Serve (the same proxy on a listener the caller made).
+// and Serve (the same proxy on a listener the caller made); for credential
+// brokering (broker.go) Config.Brokers and BrokerRoots, Decision.Brokered,
+// Proxy.BrokerCA and NewPlaceholder.
 //
 // How a connection is decided, in order, each step refusing with a 403
 // whose plain-text body names the host and why (after a CONNECT's 200, a
@@ -64,10 +66,21 @@
 //     CONNECT or plain request relayed inside a tunnel never gets through;
 //  6. only then a dial, to a checked address; every byte counted against
 //     the run's bound, the connection cut when it passes.
+//
+// A host a secret is brokered to (off by default) differs from step 5 on:
+// plain HTTP to it is refused (a secret never goes in clear); its tunnel
+// is not spliced but ends in TLS here (a leaf of the run's CA, HTTP/1.1
+// only), and each request in it is judged again: origin form, one Host
+// header naming the host, then the placeholder replaced by the value in
+// any header (and in an Authorization: Basic credential) when the method
+// is bound, the request refused when it holds the placeholder and the
+// method is not. Upstream TLS is verified for the name; the value is
+// masked in responses and in every decision.
 package egress
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -87,6 +100,9 @@ const (
 	// ForwardAddr is the sandbox-loopback address the holder forwards to
 	// the socket; the proxy settings name it.
 	ForwardAddr = "127.0.0.1:3128"
+	// CABundleInSandbox is the trust bundle (the system roots and the
+	// run's broker CA) beside the socket, when a secret is brokered.
+	CABundleInSandbox = "/run/triage-sandbox/egress/ca-bundle.pem"
 )
 
 // Resolver resolves names for the proxy; *net.Resolver is one.
@@ -104,6 +120,17 @@ type Config struct {
 	// from a user's config.
 	TestUpstreams []netip.Prefix
 	Limits        Limits
+	// Brokers are the secrets brokered to their hosts (broker.go); none
+	// by default.
+	Brokers []Broker
+	// BrokerRoots verify the upstreams of brokered hosts; nil: the
+	// system roots (tests give their own, never skip verification).
+	BrokerRoots *x509.CertPool
+	// Authority is the broker CA to present (NewAuthority); nil: one of
+	// the proxy's own. A sandbox served by one proxy after another (a
+	// session's, renewed per command) keeps one, which its trust bundle
+	// holds.
+	Authority *Authority
 }
 
 // Limits bound one run's network use. Zero fields take the defaults.
@@ -150,7 +177,8 @@ type Decision struct {
 	Addr      string `json:"addr,omitempty"`   // the pinned address dialled
 	BytesUp   int64  `json:"bytes_up"`
 	BytesDown int64  `json:"bytes_down"`
-	Cut       string `json:"cut,omitempty"` // why an allowed connection was ended early
+	Cut       string `json:"cut,omitempty"`      // why an allowed connection was ended early
+	Brokered  string `json:"brokered,omitempty"` // the secret put in (its name, never its value)
 }
 
 // Proxy is a running proxy; one per run.
@@ -163,6 +191,7 @@ type Proxy struct {
 	wg     sync.WaitGroup
 	slots  chan struct{} // one per client connection open
 	busy   chan struct{} // one per connection being refused as too many
+	ca     *brokerCA     // the run's broker CA; nil without brokers
 	conns  atomic.Int64  // upstream connections dialled
 	bytes  atomic.Int64  // bytes up and down, all connections
 
@@ -202,8 +231,32 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener) (*Proxy, error) {
 		}
 	}
 	lim := cfg.Limits.withDefaults()
+	var ca *brokerCA
+	if len(cfg.Brokers) > 0 {
+		cfg.Brokers = slices.Clone(cfg.Brokers)
+		for i := range cfg.Brokers {
+			cfg.Brokers[i].Hosts = slices.Clone(cfg.Brokers[i].Hosts)
+			cfg.Brokers[i].Methods = slices.Clone(cfg.Brokers[i].Methods)
+		}
+		err := checkBrokers(cfg.Brokers, cfg.Rules)
+		if err == nil {
+			var hosts []string
+			for _, b := range cfg.Brokers {
+				hosts = append(hosts, b.Hosts...)
+			}
+			if cfg.Authority != nil {
+				ca, err = cfg.Authority.covering(hosts)
+			} else {
+				ca, err = newBrokerCA(hosts, lim.MaxDuration)
+			}
+		}
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("egress proxy: %w", err)
+		}
+	}
 	runCtx, cancel := context.WithTimeout(ctx, lim.MaxDuration)
-	p := &Proxy{cfg: cfg, lim: lim, ctx: runCtx, cancel: cancel, ln: ln, slots: make(chan struct{}, lim.MaxConcurrent), busy: make(chan struct{}, busySlots)}
+	p := &Proxy{cfg: cfg, lim: lim, ca: ca, ctx: runCtx, cancel: cancel, ln: ln, slots: make(chan struct{}, lim.MaxConcurrent), busy: make(chan struct{}, busySlots)}
 	stop := context.AfterFunc(runCtx, func() { ln.Close() })
 	p.wg.Add(1)
 	go func() {
@@ -257,6 +310,9 @@ func (p *Proxy) Close() error {
 }
 
 func (p *Proxy) record(d Decision) {
+	// Nothing recorded may hold a brokered value (an upstream's error
+	// text could quote one).
+	d.Host, d.Reason, d.Cut = p.redact(d.Host), p.redact(d.Reason), p.redact(d.Cut)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.decisions) >= maxDecisions {

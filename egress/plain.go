@@ -34,6 +34,9 @@ func (u *upstreams) close() {
 func (p *Proxy) forward(c *timedConn, req *http.Request, h head, ups *upstreams) bool {
 	d := Decision{Method: req.Method}
 	t, why := p.plainTarget(req, h, &d)
+	if b := p.brokerOn(t.host); why == "" && b != nil {
+		why = "brokered " + b.Name + " is bound to " + t.host + ", which is served over HTTPS only (a secret never goes in clear)"
+	}
 	if why == "" {
 		why = p.upstreamFor(t, ups)
 	}

@@ -67,6 +67,10 @@ func (p *Proxy) connect(c *timedConn, br *bufio.Reader, req *http.Request, h hea
 		_, _ = c.Write(alertDenied)
 		return
 	}
+	if b := p.brokerOn(t.host); b != nil {
+		p.brokerTunnel(c, br, hello, t, addrs, d, b)
+		return
+	}
 	up, why := p.dial(t, addrs)
 	if why != "" {
 		p.deny(d, why)

@@ -3,7 +3,9 @@ package hints
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/egress/allow"
 	"github.com/triage-sandbox/triage-sandbox/output"
@@ -51,6 +53,8 @@ func Egress(p *policy.Policy, refused []Refusal) []string {
 		switch _, err := netip.ParseAddr(host); {
 		case err == nil:
 			out = append(out, fmt.Sprintf("the network proxy refused %s (%s): an address cannot be allowed, only a host name in %s", k, why, p.Network.Key))
+		case strings.HasPrefix(r.Reason, "brokered ") && brokerKey(p, r.Host) != "":
+			out = append(out, fmt.Sprintf("the network proxy refused %s (%s): the methods and hosts the secret goes with are set in %s", k, why, brokerKey(p, r.Host)))
 		case !listed:
 			out = append(out, fmt.Sprintf("the network proxy refused %s (%s): add %s to %s to allow it", k, why, entry, p.Network.Key))
 		default:
@@ -58,4 +62,14 @@ func Egress(p *policy.Policy, refused []Refusal) []string {
 		}
 	}
 	return out
+}
+
+// brokerKey is the config table of the secret brokered to host, or "".
+func brokerKey(p *policy.Policy, host string) string {
+	for _, b := range p.Network.Brokers {
+		if slices.Contains(b.Hosts, host) {
+			return b.Key
+		}
+	}
+	return ""
 }

@@ -13,7 +13,8 @@ func TestEgressHints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &policy.Policy{Network: policy.Network{Mode: policy.NetworkProxy, Rules: rules, Key: "[sandbox.reproducer] network"}}
+	p := &policy.Policy{Network: policy.Network{Mode: policy.NetworkProxy, Rules: rules, Key: "[sandbox.reproducer] network",
+		Brokers: []policy.Broker{{Name: "GH_TOKEN", Hosts: []string{"pypi.org"}, Methods: []string{"GET"}, Key: "[sandbox.reproducer.broker.GH_TOKEN]"}}}}
 	tests := []struct {
 		name string
 		r    Refusal
@@ -27,6 +28,8 @@ func TestEgressHints(t *testing.T) {
 			"an address cannot be allowed, only a host name in [sandbox.reproducer] network"},
 		{"listed but resolved somewhere refused", Refusal{Host: "pypi.org", Port: 443, Reason: "resolves to 10.0.0.1"},
 			"no entry of [sandbox.reproducer] network allows that"},
+		{"a brokered secret's method", Refusal{Host: "pypi.org", Port: 443, Reason: "brokered GH_TOKEN is bound to GET only; a POST request with it is refused"},
+			"set in [sandbox.reproducer.broker.GH_TOKEN]"},
 		{"a hostile name is neutralised", Refusal{Host: "evil\x1b[2J.example.org", Port: 443},
 			"evil\u241b[2J.example.org"},
 	}

@@ -80,6 +80,9 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		return nil, fmt.Errorf("%s: %s: %w", configName(cfg), cfg.NetworkKey(role), err)
 	}
 	p.Network.Key = cfg.NetworkKey(role)
+	if p.Network.Brokers, err = brokers(cfg, sb, role, host, p.Network); err != nil {
+		return nil, fmt.Errorf("%s: %w", configName(cfg), err)
+	}
 
 	p.Limits = limits(cfg, sb, role)
 	key, set := cfg.TimeoutKey(role)
@@ -165,6 +168,7 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if !p.AllowAll {
 		dependencyEnv(p, sb, role, host, deps, written)
 	}
+	brokerEnv(p)
 	p.Inputs = written.list()
 	return p, nil
 }

@@ -141,6 +141,10 @@ func explainNetwork(w writef, p *Policy) {
 			}
 			w("  %-32s port %-10s (from %s)\n", r.Host, port, r.From)
 		}
+		for _, b := range p.Network.Brokers {
+			w("  brokered %s (%s): the sandbox holds a placeholder; the proxy terminates TLS to %s and puts the value from triage-sandbox's environment in on %s requests only\n",
+				b.Name, b.Key, strings.Join(b.Hosts, ", "), strings.Join(b.Methods, ", "))
+		}
 	default:
 		w("the host's own network (no isolation)\n")
 	}

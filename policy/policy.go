@@ -163,6 +163,9 @@ type Network struct {
 	// copy of the policy before the backend starts; it is of one run,
 	// so neither shown nor hashed.
 	SocketDir string `json:"-"`
+	// Brokers (NetworkProxy) are the secrets the proxy brokers
+	// (broker.go); none by default.
+	Brokers []Broker `json:"brokers,omitempty"`
 }
 
 // NetworkMode is the policy's decision on networking; renderers translate it.

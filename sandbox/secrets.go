@@ -25,11 +25,15 @@ var benignNames = map[string]bool{
 // under a wildcard), every credential-looking name or secret-looking value
 // even when it was passed (an exact name in [sandbox] env), and every other
 // withheld variable unless it is plainly not a secret (a benign name, or an
-// existing path).
+// existing path), and every brokered secret's value whatever its name.
 func Secrets(p *policy.Policy, host policy.Host) []output.Secret {
 	withheld := map[string]policy.EnvDecision{}
 	for _, d := range p.Dropped {
 		withheld[d.Name] = d
+	}
+	brokered := map[string]bool{}
+	for _, b := range p.Network.Brokers {
+		brokered[b.Name] = true
 	}
 	var out []output.Secret
 	for _, kv := range host.Env {
@@ -38,7 +42,8 @@ func Secrets(p *policy.Policy, host policy.Host) []output.Secret {
 			continue
 		}
 		d, dropped := withheld[name]
-		if isSecret(name, value, d, dropped) {
+		// A brokered secret is one whatever its name looks like.
+		if brokered[name] || isSecret(name, value, d, dropped) {
 			out = append(out, output.Secret{Name: name, Value: value})
 		}
 	}

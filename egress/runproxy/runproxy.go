@@ -58,14 +58,43 @@ func Start(ctx context.Context, p *policy.Policy) (*policy.Policy, *Proxy, error
 	hook := egresstest.From(ctx)
 	r := &Proxy{ctx: ctx, id: p.User, dir: dir, sock: filepath.Join(dir, filepath.Base(egress.SocketInSandbox)),
 		cfg: egress.Config{Rules: p.Network.Rules, TestUpstreams: hook.Upstreams, Resolver: hook.Resolver, Dial: hook.Dial,
-			Limits: egress.Limits{MaxBytes: hook.MaxBytes}}}
-	if err := r.Renew(); err != nil {
+			Limits: egress.Limits{MaxBytes: hook.MaxBytes}, BrokerRoots: hook.Roots}}
+	err = r.broker(p)
+	if err == nil {
+		err = r.Renew()
+	}
+	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("the network proxy (%s): %w", p.Network.Key, err)
 	}
 	cp := *p
 	cp.Network.SocketDir = dir
+	cp.Env = withPlaceholders(p.Env, r.cfg.Brokers)
 	return &cp, r, nil
+}
+
+// authorityLife is how long a sandbox's broker CA is valid: past a
+// session's life in practice (its key is never written anywhere, and its
+// names are constrained to the brokered hosts); a session older than this
+// gets TLS errors from brokered hosts, never an unchecked connection.
+const authorityLife = 7 * 24 * time.Hour
+
+// broker reads p's brokered secrets and makes the sandbox's one broker CA
+// and trust bundle, which every proxy serving it (Renew) presents.
+func (r *Proxy) broker(p *policy.Policy) error {
+	bs, err := brokerSecrets(p)
+	if err != nil || len(bs) == 0 {
+		return err
+	}
+	auth, err := egress.NewAuthority(bs, authorityLife)
+	if err != nil {
+		return err
+	}
+	if err := writeTrustBundle(r.dir, auth.PEM()); err != nil {
+		return err
+	}
+	r.cfg.Brokers, r.cfg.Authority = bs, auth
+	return nil
 }
 
 // Dir is the socket's directory.
@@ -204,13 +233,23 @@ func Base() string {
 	return os.TempDir()
 }
 
+// maxSocketPath is the longest path a unix socket may be bound at
+// (sun_path's 108 bytes, less the terminating NUL).
+const maxSocketPath = 107
+
 // makeDir makes the socket's directory: a fresh one (0700) in Base, named
 // after this process (pid and start time, for the sweep), given to the
 // sandbox's identity when that is another uid (triage-sandbox as root).
 func makeDir(id policy.Identity) (string, error) {
 	base := Base()
 	Sweep(base, time.Now())
-	dir, err := os.MkdirTemp(base, ownerPrefix(os.Getpid(), ownership.ProcessStart(os.Getpid())))
+	prefix := ownerPrefix(os.Getpid(), ownership.ProcessStart(os.Getpid()))
+	// A socket's path must fit sun_path; past it bind says only "invalid
+	// argument". MkdirTemp adds at most 20 digits.
+	if n := len(filepath.Join(base, prefix+"12345678901234567890", filepath.Base(egress.SocketInSandbox))); n > maxSocketPath {
+		return "", fmt.Errorf("the proxy's socket would be %d bytes long under %s, past the %d a unix socket's path may be; set TMPDIR (or XDG_RUNTIME_DIR) to a shorter directory", n, base, maxSocketPath)
+	}
+	dir, err := os.MkdirTemp(base, prefix)
 	if err != nil {
 		return "", err
 	}

@@ -2,6 +2,7 @@ package runproxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/egress"
+	"github.com/triage-sandbox/triage-sandbox/egress/allow"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -45,7 +48,7 @@ func testPolicy() *policy.Policy {
 // records only its own decisions; between servings the socket is gone,
 // so the sandbox reaches nothing; Close removes the directory.
 func TestRenewServesEachCommandAfresh(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv("TMPDIR", shortTemp(t))
 	t.Setenv("XDG_RUNTIME_DIR", "")
 	bp, px, err := Start(context.Background(), testPolicy())
 	if err != nil {
@@ -87,7 +90,7 @@ func TestRenewServesEachCommandAfresh(t *testing.T) {
 // dead run's (its socket refuses) and an old one without a socket go, a
 // live run's and a young empty one stay; other names are not touched.
 func TestSweep(t *testing.T) {
-	base := t.TempDir()
+	base := shortTemp(t)
 	mk := func(name string) string {
 		d := filepath.Join(base, name)
 		if err := os.Mkdir(d, 0o700); err != nil {
@@ -152,6 +155,70 @@ func TestOwner(t *testing.T) {
 		pid, start, ok := owner(tt.name)
 		if pid != tt.pid || start != tt.start || ok != tt.ok {
 			t.Errorf("owner(%q) = %d %q %v, want %d %q %v", tt.name, pid, start, ok, tt.pid, tt.start, tt.ok)
+		}
+	}
+}
+
+// shortTemp is a temporary directory with a short path: t.TempDir's,
+// named after the test, can leave no room for a socket's name.
+func shortTemp(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "rp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// TestSocketPathTooLong: a base too deep for a socket's path is refused
+// with the variable to change, not bind's "invalid argument".
+func TestSocketPathTooLong(t *testing.T) {
+	deep := filepath.Join(shortTemp(t), strings.Repeat("d", 90))
+	if err := os.Mkdir(deep, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", deep)
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	_, _, err := Start(context.Background(), testPolicy())
+	if err == nil || !strings.Contains(err.Error(), "set TMPDIR") {
+		t.Fatalf("Start under a deep TMPDIR: %v, want the variable to change named", err)
+	}
+}
+
+// TestBrokerAuthorityOutlivesRenew: a session's proxy is renewed per
+// command, and every one presents the CA the sandbox's trust bundle holds.
+func TestBrokerAuthorityOutlivesRenew(t *testing.T) {
+	t.Setenv("TMPDIR", shortTemp(t))
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("GH_TOKEN", "ghp_runproxyTestVALUE0123456789abcdefghij")
+	p := testPolicy()
+	rules, err := allow.Parse([]string{"api.example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Network.Rules = rules
+	p.Network.Brokers = []policy.Broker{{Name: "GH_TOKEN", Hosts: []string{"api.example.test"}, Methods: []string{"GET"}, Key: "[sandbox.agent.broker.GH_TOKEN]"}}
+	p.Env = []policy.EnvVar{{Name: "GH_TOKEN", Value: policy.BrokerPlaceholder}}
+	bp, px, err := Start(context.Background(), p)
+	if err != nil {
+		t.Skipf("no system trust bundle to add the CA to, or: %v", err)
+	}
+	defer px.Close()
+	if bp.Env[0].Value == policy.BrokerPlaceholder || strings.Contains(bp.Env[0].Value, "VALUE") {
+		t.Errorf("the sandbox's GH_TOKEN is %q, want a placeholder", bp.Env[0].Value)
+	}
+	bundle, err := os.ReadFile(filepath.Join(px.Dir(), filepath.Base(egress.CABundleInSandbox)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		ca := px.cur.BrokerCA()
+		if len(ca) == 0 || !bytes.HasSuffix(bundle, ca) {
+			t.Fatalf("serving %d presents a CA the trust bundle does not end with", i)
+		}
+		if err := px.Renew(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -9,6 +9,7 @@ package egresstest
 
 import (
 	"context"
+	"crypto/x509"
 	"net"
 	"net/netip"
 )
@@ -23,6 +24,9 @@ type Hook struct {
 	// MaxBytes bounds the run's bytes (egress.Limits.MaxBytes): the
 	// selftest's small bound, to see a download cut (NET-28).
 	MaxBytes int64
+	// Roots verify the upstreams of brokered hosts (egress.Config.BrokerRoots):
+	// a test's own root, never skipped verification.
+	Roots *x509.CertPool
 }
 
 type key struct{}
