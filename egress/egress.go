@@ -104,6 +104,13 @@ type Config struct {
 	// from a user's config.
 	TestUpstreams []netip.Prefix
 	Limits        Limits
+	// Secret, when set, is the password every request must carry as
+	// Proxy-Authorization (Basic, user ProxyUser), checked before anything
+	// else: for a proxy on a loopback TCP port, which every local process
+	// can reach (the seatbelt backend's sandbox shares the host's
+	// loopback). A request without it is answered 407 and recorded with
+	// no host. Never printed, never in a Decision.
+	Secret string
 }
 
 // Limits bound one run's network use. Zero fields take the defaults.
