@@ -27,6 +27,8 @@ func TestEgressHints(t *testing.T) {
 			"an address cannot be allowed, only a host name in [sandbox.reproducer] network"},
 		{"listed but resolved somewhere refused", Refusal{Host: "pypi.org", Port: 443, Reason: "resolves to 10.0.0.1"},
 			"no entry of [sandbox.reproducer] network allows that"},
+		{"no target (refused before it was read)", Refusal{Reason: "wrong proxy credentials"},
+			"the network proxy refused a request (wrong proxy credentials)"},
 		{"a hostile name is neutralised", Refusal{Host: "evil\x1b[2J.example.org", Port: 443},
 			"evil\u241b[2J.example.org"},
 	}

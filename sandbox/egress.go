@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/internal/egresstest"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // runProxy is a run's network proxy (a network allow-list): started before
@@ -29,19 +31,24 @@ type runProxy struct {
 }
 
 // startEgress starts p's proxy when p has an allow-list, and returns the
-// policy the backend starts with: p's copy naming the socket's directory.
-func startEgress(ctx context.Context, p *policy.Policy) (*policy.Policy, *runProxy, error) {
+// policy the backend starts with: p's copy naming the socket's directory,
+// or, for a backend whose sandbox shares the host's loopback (caps
+// without own_loopback: seatbelt), the proxy's port on it.
+func startEgress(ctx context.Context, p *policy.Policy, caps []policy.Capability) (*policy.Policy, *runProxy, error) {
 	if p.Network.Mode != policy.NetworkProxy {
 		return p, nil, nil
+	}
+	hook := egresstest.From(ctx)
+	cfg := egress.Config{Rules: p.Network.Rules, TestUpstreams: hook.Upstreams, Resolver: hook.Resolver, Dial: hook.Dial,
+		Limits: egress.Limits{MaxBytes: hook.MaxBytes}}
+	if !slices.Contains(caps, profiles.CapOwnLoopback) {
+		return startHostProxy(ctx, p, cfg)
 	}
 	dir, err := egressDir(p.User)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the network proxy (%s): %w", p.Network.Key, err)
 	}
 	sock := filepath.Join(dir, filepath.Base(egress.SocketInSandbox))
-	hook := egresstest.From(ctx)
-	cfg := egress.Config{Rules: p.Network.Rules, TestUpstreams: hook.Upstreams, Resolver: hook.Resolver, Dial: hook.Dial,
-		Limits: egress.Limits{MaxBytes: hook.MaxBytes}}
 	px, err := egress.Listen(ctx, cfg, sock)
 	if err == nil && os.Geteuid() == 0 {
 		err = os.Lchown(sock, p.User.UID, p.User.GID)
@@ -56,6 +63,31 @@ func startEgress(ctx context.Context, p *policy.Policy) (*policy.Policy, *runPro
 	cp := *p
 	cp.Network.SocketDir = dir
 	return &cp, &runProxy{proxy: px, dir: dir}, nil
+}
+
+// startHostProxy starts the proxy on a port of the host's loopback, for a
+// sandbox that has no loopback of its own to forward from and shares the
+// host's (no socket can be bound into it). Every local process can reach
+// that port, so the proxy asks each request for a secret of this run,
+// which only the command's proxy variables carry.
+func startHostProxy(ctx context.Context, p *policy.Policy, cfg egress.Config) (*policy.Policy, *runProxy, error) {
+	secret, err := egress.NewSecret()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the network proxy (%s): %w", p.Network.Key, err)
+	}
+	cfg.Secret = secret
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, fmt.Errorf("the network proxy (%s): listening on the host's loopback: %w", p.Network.Key, err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	px, err := egress.Serve(ctx, cfg, ln)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the network proxy (%s): %w", p.Network.Key, err)
+	}
+	cp := *p
+	cp.Network.HostProxy = &policy.HostProxy{Port: port, Secret: secret}
+	return &cp, &runProxy{proxy: px}, nil
 }
 
 // egressDir makes the socket's directory: a fresh one (0700), in the
@@ -149,6 +181,9 @@ func (r *runProxy) decisions() []egress.Decision {
 func (r *runProxy) close() error {
 	if r == nil {
 		return nil
+	}
+	if r.dir == "" {
+		return r.proxy.Close() // on the host's loopback: no directory
 	}
 	return errors.Join(r.proxy.Close(), os.RemoveAll(r.dir))
 }

@@ -2,10 +2,15 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +137,93 @@ func TestSweepEgress(t *testing.T) {
 		if kept := err == nil; kept != keep {
 			t.Errorf("%s: kept %v, want %v", filepath.Base(d), kept, keep)
 		}
+	}
+}
+
+// hostProxySeer is a fake backend whose sandbox shares the host's
+// loopback (no own_loopback, as seatbelt): at Start it uses the proxy the
+// policy names as a command would, through its proxy variables, and as
+// another local process would, without them.
+type hostProxySeer struct {
+	*backendtest.Backend
+	t       *testing.T
+	proxy   *policy.HostProxy
+	withURL string // the answer through the command's proxy URL
+	without int    // the status without credentials
+}
+
+func (b *hostProxySeer) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
+	b.proxy = p.Network.HostProxy
+	var proxyURL string
+	for _, kv := range p.EnvList(policy.ScratchPaths{Home: "/h", Tmp: "/t"}) {
+		if v, ok := strings.CutPrefix(kv, "HTTP_PROXY="); ok {
+			proxyURL = v
+		}
+	}
+	if b.proxy != nil && proxyURL != "" {
+		b.withURL = proxyGet(b.t, proxyURL)
+		u, _ := url.Parse(proxyURL)
+		u.User = nil
+		code, _, _ := strings.Cut(proxyGet(b.t, u.String()), " ")
+		b.without, _ = strconv.Atoi(code)
+	}
+	return b.Backend.Start(ctx, p, opts)
+}
+
+// proxyGet asks the proxy at proxyURL for a name on no list (nothing is
+// resolved or dialled for it) and returns "STATUS BODY".
+func proxyGet(t *testing.T, proxyURL string) string {
+	u, err := url.Parse(proxyURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(u)}}
+	resp, err := c.Get("http://nothing.invalid/")
+	if err != nil {
+		return "0 " + err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return strconv.Itoa(resp.StatusCode) + " " + string(b)
+}
+
+// TestRunStartsHostProxy: for a backend without a loopback of its own the
+// run path starts the proxy on a port of the host's loopback asking for a
+// per-run secret, names both to the backend (never in the caller's policy
+// or the outcome), and closes the port with the run.
+func TestRunStartsHostProxy(t *testing.T) {
+	root := t.TempDir()
+	cfg := config.Default(root)
+	cfg.Reproducer.Network = &config.Network{List: true, Allow: []string{"files.example.org"}}
+	cfg.Reproducer.AcceptWeaker = []profiles.Capability{profiles.CapOwnLoopback}
+	p, err := policy.Build(cfg, profiles.RoleReproducer, testHost(t, root), policy.Options{Backend: "fake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &hostProxySeer{Backend: newFake().Without(profiles.CapOwnLoopback), t: t}
+	b.Caps = append(b.Caps, profiles.CapEgressProxy)
+	out, err := Run(context.Background(), b, Request{Policy: p, Command: backends.Command{Argv: []string{"true"}}, NoGate: true, NoAudit: true})
+	if err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if b.proxy == nil || b.proxy.Port == 0 || len(b.proxy.Secret) < 32 {
+		t.Fatalf("at Start: host proxy %+v, want a port and a secret", b.proxy)
+	}
+	if !strings.HasPrefix(b.withURL, "403 ") || !strings.Contains(b.withURL, "not on the network allow-list") {
+		t.Errorf("through the command's proxy URL: %q, want the proxy's 403 for a name not on the list", b.withURL)
+	}
+	if b.without != http.StatusProxyAuthRequired {
+		t.Errorf("without the credentials: status %d, want 407", b.without)
+	}
+	if len(out.Network) != 2 || out.Network[0].Host != "nothing.invalid" || out.Network[1].Host != "" {
+		t.Errorf("decisions %+v, want the refused name, then the refusal without credentials (no host)", out.Network)
+	}
+	j, _ := json.Marshal(out)
+	if strings.Contains(string(j), b.proxy.Secret) || p.Network.HostProxy != nil || p.Network.SocketDir != "" {
+		t.Error("the secret is in the outcome, or the caller's policy was changed")
+	}
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(b.proxy.Port)), time.Second); err == nil {
+		c.Close()
+		t.Errorf("the proxy's port %d still answers after the run", b.proxy.Port)
 	}
 }

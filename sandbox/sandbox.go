@@ -178,7 +178,7 @@ func start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 	}
 	// The proxy before the sandbox: the holder refuses to start without
 	// its socket.
-	bp, px, err := startEgress(ctx, p)
+	bp, px, err := startEgress(ctx, p, backend.Capabilities())
 	if err == nil {
 		var sb backends.Sandbox
 		if sb, err = backend.Start(ctx, bp, opts); err == nil {
