@@ -44,12 +44,19 @@
 //
 // Added beside the agreed names: Resolver (the interface above, named),
 // Limits.MaxConcurrent, Decision.Method and Decision.Cut, Proxy.Dropped,
-// and Serve (the same proxy on a listener the caller made).
+// and Serve (the same proxy on a listener the caller made). The seatbelt
+// backend's sandbox shares the host's loopback and has no namespace to
+// bind the socket into: its run's proxy is Serve on a free port of
+// 127.0.0.1 with Config.Secret, a password of the run that every request
+// must carry (auth.go), since any local process can reach that port.
 //
 // How a connection is decided, in order, each step refusing with a 403
 // whose plain-text body names the host and why (after a CONNECT's 200, a
 // TLS alert where the client already speaks TLS):
 //
+//  0. with Config.Secret, the request's Proxy-Authorization: anything but
+//     the run's credentials is answered 407 and recorded with no host,
+//     before its target is read;
 //  1. the head: bounded (16 kB, 100 headers, one deadline for all of it),
 //     strict (no bare CR, folding, control bytes, two Host headers), then
 //     parsed by net/http, which frames the body;
