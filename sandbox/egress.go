@@ -26,6 +26,8 @@ import (
 type runProxy struct {
 	proxy *egress.Proxy
 	dir   string
+	// pass is the host proxy's secret, "" for a socket.
+	pass string
 	// seen is how many decisions earlier commands of the session took.
 	seen int
 }
@@ -87,7 +89,15 @@ func startHostProxy(ctx context.Context, p *policy.Policy, cfg egress.Config) (*
 	}
 	cp := *p
 	cp.Network.HostProxy = &policy.HostProxy{Port: port, Secret: secret}
-	return &cp, &runProxy{proxy: px}, nil
+	return &cp, &runProxy{proxy: px, pass: secret}, nil
+}
+
+// secret is the host proxy's secret, "" for none.
+func (r *runProxy) secret() string {
+	if r == nil {
+		return ""
+	}
+	return r.pass
 }
 
 // egressDir makes the socket's directory: a fresh one (0700), in the

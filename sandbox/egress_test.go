@@ -19,6 +19,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/backendtest"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/egress"
+	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -150,6 +151,7 @@ type hostProxySeer struct {
 	proxy   *policy.HostProxy
 	withURL string // the answer through the command's proxy URL
 	without int    // the status without credentials
+	url     string // the command's HTTP_PROXY
 }
 
 func (b *hostProxySeer) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
@@ -160,6 +162,7 @@ func (b *hostProxySeer) Start(ctx context.Context, p *policy.Policy, opts backen
 			proxyURL = v
 		}
 	}
+	b.url = proxyURL
 	if b.proxy != nil && proxyURL != "" {
 		b.withURL = proxyGet(b.t, proxyURL)
 		u, _ := url.Parse(proxyURL)
@@ -202,9 +205,19 @@ func TestRunStartsHostProxy(t *testing.T) {
 	}
 	b := &hostProxySeer{Backend: newFake().Without(profiles.CapOwnLoopback), t: t}
 	b.Caps = append(b.Caps, profiles.CapEgressProxy)
-	out, err := Run(context.Background(), b, Request{Policy: p, Command: backends.Command{Argv: []string{"true"}}, NoGate: true, NoAudit: true})
+	// The command prints its proxy variable, secret and all.
+	b.Shared.ExecFunc = func(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+		_, err := io.WriteString(out.Stdout, "HTTP_PROXY="+b.url+"\n")
+		return backends.Result{}, err
+	}
+	var shown strings.Builder
+	out, err := Run(context.Background(), b, Request{Policy: p, Command: backends.Command{Argv: []string{"env"}}, NoGate: true, NoAudit: true,
+		Redactor: output.NewRedactor(nil, nil), Streams: backends.Streams{Stdout: &shown, Stderr: io.Discard}})
 	if err != nil {
 		t.Fatalf("Run = %v", err)
+	}
+	if !strings.Contains(shown.String(), "<redacted:egress-proxy-secret>") || strings.Contains(shown.String(), b.proxy.Secret) {
+		t.Errorf("the command's output as shown: %q, want the secret redacted", shown.String())
 	}
 	if b.proxy == nil || b.proxy.Port == 0 || len(b.proxy.Secret) < 32 {
 		t.Fatalf("at Start: host proxy %+v, want a port and a secret", b.proxy)

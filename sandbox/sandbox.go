@@ -240,6 +240,12 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 	if err := backends.CheckArgv(req.Command.Argv); err != nil {
 		return out, err
 	}
+	if sec := s.egress.secret(); sec != "" && req.Redactor != nil {
+		// The command holds the host proxy's password (its proxy
+		// variables); what it prints of it is shown redacted, as the
+		// audit record then is.
+		req.Redactor = req.Redactor.With(output.Secret{Name: "egress-proxy-secret", Value: sec})
+	}
 	if s.egress != nil {
 		// Before the audit record (deferred earlier, so run later) and
 		// after the neutraliser: these hints are neutralised here.
