@@ -71,12 +71,24 @@ func (p *Proxy) unauthorized(req *http.Request) string {
 	return ""
 }
 
+// maxAuthDecisions bounds the refusals without credentials that are
+// recorded (the rest are counted in Dropped): they may come from any local
+// process, which must not crowd the sandbox's own decisions out of the
+// record.
+const maxAuthDecisions = 10
+
 // refuseAuth records a request without the proxy's credentials, with no
 // host (it may not be the sandbox's), and answers 407 so that a client that
 // has them but waits to be asked sends them.
 func (p *Proxy) refuseAuth(c net.Conn, d Decision, why string) {
 	d.Allowed, d.Reason = false, why
-	p.record(d)
+	if p.authRefused.Add(1) <= maxAuthDecisions {
+		p.record(d)
+	} else {
+		p.mu.Lock()
+		p.dropped++
+		p.mu.Unlock()
+	}
 	body := "triage-sandbox egress proxy refused the request: " + why + "\n"
 	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	_, _ = fmt.Fprintf(c, "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"triage-sandbox\"\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",

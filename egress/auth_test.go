@@ -136,3 +136,26 @@ func TestNewSecretAndProxyURL(t *testing.T) {
 		t.Errorf("ProxyURL without a secret = %q", got)
 	}
 }
+
+// TestSecretRefusalsBounded: requests without credentials, which any local
+// process can send, fill at most maxAuthDecisions of the record; the rest
+// are counted, and the run's own decisions still fit.
+func TestSecretRefusalsBounded(t *testing.T) {
+	w := newWorldOn(t, Limits{}, testSecret)
+	for i := 0; i < maxAuthDecisions+5; i++ {
+		c := w.dialProxy()
+		fmt.Fprintf(c, "GET http://plain.test:%d/ HTTP/1.1\r\nHost: plain.test:%[1]d\r\n\r\n", w.plainPort)
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != http.StatusProxyAuthRequired {
+			t.Fatalf("request %d without credentials: %v %v", i, resp, err)
+		}
+		c.Close()
+	}
+	if code, _, err := get(t, w.client(), fmt.Sprintf("http://plain.test:%d/", w.plainPort)); err != nil || code != 200 {
+		t.Fatalf("the run's own request: %d %v", code, err)
+	}
+	ds := w.decisions()
+	if len(ds) != maxAuthDecisions+1 || !ds[len(ds)-1].Allowed || w.proxy.Dropped() != 5 {
+		t.Errorf("%d decisions (last %+v), %d dropped; want %d refusals kept, the run's request, 5 dropped",
+			len(ds), ds[len(ds)-1], w.proxy.Dropped(), maxAuthDecisions)
+	}
+}

@@ -179,6 +179,8 @@ type Proxy struct {
 	busy   chan struct{} // one per connection being refused as too many
 	conns  atomic.Int64  // upstream connections dialled
 	bytes  atomic.Int64  // bytes up and down, all connections
+	// authRefused counts requests refused for want of credentials.
+	authRefused atomic.Int64
 
 	mu        sync.Mutex
 	decisions []Decision
