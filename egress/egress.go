@@ -46,12 +46,19 @@
 // Limits.MaxConcurrent, Decision.Method and Decision.Cut, Proxy.Dropped,
 // and Serve (the same proxy on a listener the caller made); for credential
 // brokering (broker.go) Config.Brokers and BrokerRoots, Decision.Brokered,
-// Proxy.BrokerCA and NewPlaceholder.
+// Proxy.BrokerCA, NewPlaceholder and Authority. The seatbelt backend's
+// sandbox shares the host's loopback and has no namespace to bind the
+// socket into: its run's proxy is Serve on a free port of 127.0.0.1 with
+// Config.Secret, a password of the run that every request must carry
+// (auth.go), since any local process can reach that port.
 //
 // How a connection is decided, in order, each step refusing with a 403
 // whose plain-text body names the host and why (after a CONNECT's 200, a
 // TLS alert where the client already speaks TLS):
 //
+//  0. with Config.Secret, the request's Proxy-Authorization: anything but
+//     the run's credentials is answered 407 and recorded with no host,
+//     before its target is read;
 //  1. the head: bounded (16 kB, 100 headers, one deadline for all of it),
 //     strict (no bare CR, folding, control bytes, two Host headers), then
 //     parsed by net/http, which frames the body;
@@ -131,6 +138,13 @@ type Config struct {
 	// session's, renewed per command) keeps one, which its trust bundle
 	// holds.
 	Authority *Authority
+	// Secret, when set, is the password every request must carry as
+	// Proxy-Authorization (Basic, user ProxyUser), checked before anything
+	// else: for a proxy on a loopback TCP port, which every local process
+	// can reach (the seatbelt backend's sandbox shares the host's
+	// loopback). A request without it is answered 407 and recorded with
+	// no host. Never printed, never in a Decision.
+	Secret string
 }
 
 // Limits bound one run's network use. Zero fields take the defaults.
@@ -194,6 +208,8 @@ type Proxy struct {
 	ca     *brokerCA     // the run's broker CA; nil without brokers
 	conns  atomic.Int64  // upstream connections dialled
 	bytes  atomic.Int64  // bytes up and down, all connections
+	// authRefused counts requests refused for want of credentials.
+	authRefused atomic.Int64
 
 	mu        sync.Mutex
 	decisions []Decision

@@ -43,6 +43,8 @@ type world struct {
 	lookups   atomic.Int64
 	proxy     *Proxy
 	sock      string
+	// addr and secret: the proxy on a loopback TCP port with credentials.
+	addr, secret string
 }
 
 func canary(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +80,15 @@ func portOf(s *httptest.Server) int {
 
 func newWorld(t testing.TB, lim Limits, extra ...string) *world {
 	t.Helper()
-	w := &world{t: t}
+	return newWorldOn(t, lim, "", extra...)
+}
+
+// newWorldOn is newWorld with the proxy on a loopback TCP port asking for
+// secret's credentials when secret is not "" (as the seatbelt backend
+// runs it), else on a unix socket.
+func newWorldOn(t testing.TB, lim Limits, secret string, extra ...string) *world {
+	t.Helper()
+	w := &world{t: t, secret: secret}
 	w.plain = httptest.NewUnstartedServer(http.HandlerFunc(canary))
 	w.plain.Listener = listenUpstream(t)
 	w.plain.Start()
@@ -119,14 +129,26 @@ func newWorld(t testing.TB, lim Limits, extra ...string) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.sock = filepath.Join(t.TempDir(), "proxy.sock")
-	p, err := Listen(t.Context(), Config{
+	cfg := Config{
 		Rules:         rules,
 		Resolver:      resolverFunc(w.lookup),
 		Dial:          w.dial,
 		TestUpstreams: []netip.Prefix{netip.MustParsePrefix(upstreamAddr + "/32")},
 		Limits:        lim,
-	}, w.sock)
+		Secret:        secret,
+	}
+	var p *Proxy
+	if secret != "" {
+		ln, lerr := net.Listen("tcp", "127.0.0.1:0")
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		w.addr = ln.Addr().String()
+		p, err = Serve(t.Context(), cfg, ln)
+	} else {
+		w.sock = filepath.Join(t.TempDir(), "proxy.sock")
+		p, err = Listen(t.Context(), cfg, w.sock)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +191,11 @@ func (w *world) dial(ctx context.Context, network, addr string) (net.Conn, error
 }
 
 func (w *world) dialProxy() net.Conn {
-	c, err := net.Dial("unix", w.sock)
+	network, addr := "unix", w.sock
+	if w.addr != "" {
+		network, addr = "tcp", w.addr
+	}
+	c, err := net.Dial(network, addr)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -179,6 +205,17 @@ func (w *world) dialProxy() net.Conn {
 }
 
 func (w *world) client() *http.Client {
+	if w.addr != "" {
+		// As a command's tools take it from HTTP_PROXY: the URL with the
+		// credentials, sent as Proxy-Authorization on CONNECT and plain
+		// requests alike.
+		u, err := url.Parse(ProxyURL(w.addr, w.secret))
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(u),
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	}
 	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
 		Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: "egress.proxy"}),
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

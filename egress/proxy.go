@@ -110,6 +110,10 @@ func (p *Proxy) serveConn(raw net.Conn) {
 			p.refuse(c, Decision{Method: req.Method}, "only HTTP/1.x proxy requests are served")
 			return
 		}
+		if why := p.unauthorized(req); why != "" {
+			p.refuseAuth(c, Decision{Method: req.Method}, why)
+			return
+		}
 		if req.Method == http.MethodConnect {
 			p.connect(c, br, req, h)
 			return

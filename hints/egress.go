@@ -51,6 +51,10 @@ func Egress(p *policy.Policy, refused []Refusal) []string {
 		}
 		_, listed := allow.Match(p.Network.Rules, r.Host, r.Port)
 		switch _, err := netip.ParseAddr(host); {
+		case host == "":
+			// Refused before its target was read (no credentials, too many
+			// connections): no entry of the list is at stake.
+			out = append(out, fmt.Sprintf("the network proxy refused a request (%s)", why))
 		case err == nil:
 			out = append(out, fmt.Sprintf("the network proxy refused %s (%s): an address cannot be allowed, only a host name in %s", k, why, p.Network.Key))
 		case strings.HasPrefix(r.Reason, "brokered ") && brokerKey(p, r.Host) != "":

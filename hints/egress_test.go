@@ -30,6 +30,8 @@ func TestEgressHints(t *testing.T) {
 			"no entry of [sandbox.reproducer] network allows that"},
 		{"a brokered secret's method", Refusal{Host: "pypi.org", Port: 443, Reason: "brokered GH_TOKEN is bound to GET only; a POST request with it is refused"},
 			"set in [sandbox.reproducer.broker.GH_TOKEN]"},
+		{"no target (refused before it was read)", Refusal{Reason: "wrong proxy credentials"},
+			"the network proxy refused a request (wrong proxy credentials)"},
 		{"a hostile name is neutralised", Refusal{Host: "evil\x1b[2J.example.org", Port: 443},
 			"evil\u241b[2J.example.org"},
 	}

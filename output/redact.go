@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -138,6 +139,8 @@ type Redactor struct {
 	// maxNeedle is the longest exact needle: a streaming caller must hold
 	// back that many bytes minus one to catch a secret split across writes.
 	maxNeedle int
+	// secrets are what it was built from, for With.
+	secrets []Secret
 }
 
 // minMiddle is the shortest base64 middle part redacted (see secretForms):
@@ -216,7 +219,7 @@ func NewRedactor(secrets []Secret, rules []Rule) *Redactor {
 		}
 	}
 	sort.SliceStable(pairs, func(i, j int) bool { return len(pairs[i].needle) > len(pairs[j].needle) })
-	r := &Redactor{rules: rules}
+	r := &Redactor{rules: rules, secrets: secrets}
 	var args []string
 	for _, p := range pairs {
 		args = append(args, p.needle, "<redacted:"+p.name+">")
@@ -231,6 +234,15 @@ func NewRedactor(secrets []Secret, rules []Rule) *Redactor {
 		r.replacer = sync.OnceValue(func() *strings.Replacer { return strings.NewReplacer(args...) })
 	}
 	return r
+}
+
+// With returns a redactor for r's secrets and rules plus more (a run's
+// own secrets, known only once it starts); r is not changed.
+func (r *Redactor) With(more ...Secret) *Redactor {
+	if r == nil {
+		return NewRedactor(more, nil)
+	}
+	return NewRedactor(append(slices.Clone(r.secrets), more...), r.rules)
 }
 
 // Redact returns s with every secret replaced. Applying it twice changes

@@ -62,7 +62,7 @@ func Enforce(p *Policy, backend string, caps []Capability) ([]Capability, error)
 	// No weaker mode stands in for the proxy: without it the allow-list
 	// would be either no network or all of it.
 	if p.Network.Mode == NetworkProxy && !slices.Contains(caps, profiles.CapEgressProxy) {
-		return nil, fmt.Errorf("the %s backend cannot enforce a network allow-list (%s): %s; use the docker, oci or local backend, or set %s = false (loopback only) or true",
+		return nil, fmt.Errorf("the %s backend cannot enforce a network allow-list (%s): %s; use the docker, oci, local or seatbelt backend, or set %s = false (loopback only) or true",
 			backend, profiles.CapEgressProxy, profiles.CapabilityMeaning(profiles.CapEgressProxy), p.Network.Key)
 	}
 	var weakened, missing []Capability

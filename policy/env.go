@@ -155,12 +155,17 @@ func matchAny(patterns []string, name string) string {
 // ProxyEnv are the variables that send a command's tools through the
 // holder's forwarder to the host side's proxy (network allow-list), the
 // loopback left direct.
+//
+// A backend whose sandbox shares the host's loopback (seatbelt) reaches the
+// proxy on a port of the host's loopback instead: EnvList puts the run's
+// URL (Network.HostProxy) in these variables, so the policy's Env, shown
+// and hashed, stays the same for every run.
 func ProxyEnv() []EnvVar {
-	url := "http://" + egress.ForwardAddr
+	url := egress.ProxyURL(egress.ForwardAddr, "")
 	why := "network allow-list: the host's proxy, through the sandbox's loopback"
 	direct := "localhost,127.0.0.1,::1"
 	var out []EnvVar
-	for _, n := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy", "npm_config_https_proxy"} {
+	for _, n := range proxyVars {
 		out = append(out, EnvVar{n, url, why})
 	}
 	for _, n := range []string{"NO_PROXY", "no_proxy"} {
@@ -168,3 +173,8 @@ func ProxyEnv() []EnvVar {
 	}
 	return out
 }
+
+// proxyVars are the variables that name the proxy.
+var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy", "npm_config_https_proxy"}
+
+func isProxyVar(name string) bool { return slices.Contains(proxyVars, name) }

@@ -129,7 +129,7 @@ func explainNetwork(w writef, p *Policy) {
 	case NetworkOutbound:
 		w("ON: a namespace of its own with a route out; the sandbox can reach other machines\n")
 	case NetworkProxy:
-		w("allow-list (%s): a loopback-only namespace of its own (no route out, no DNS); the only way out is the host's proxy, bound in and forwarded to from %s, which resolves each name itself and refuses loopback, link-local (metadata), private and the host's own addresses\n",
+		w("allow-list (%s): no route out, no DNS; the only way out is the host's proxy, which resolves each name itself and refuses loopback, link-local (metadata), private and the host's own addresses. A backend with a namespace of its own (docker, oci, local) has only its loopback and reaches the proxy through a socket bound in, forwarded to from %s; Seatbelt, which shares the host's loopback, reaches only the proxy's port there, with a password of the run\n",
 			p.Network.Key, egress.ForwardAddr)
 		if len(p.Network.Rules) == 0 {
 			w("  (nothing allowed: every connection is refused and reported)\n")

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -137,5 +138,50 @@ func TestAllowListWarnsWhenInstallsDenied(t *testing.T) {
 				t.Errorf("warned %v, want %v: %q", got, tt.want, p.Warnings)
 			}
 		})
+	}
+}
+
+// TestEnvListHostProxy: with the run's proxy on the host's loopback (a
+// backend sharing it: seatbelt) the command's proxy variables name that
+// port with the run's secret, NO_PROXY and everything else stay, and
+// neither the hash nor the policy's JSON changes or shows the secret.
+func TestEnvListHostProxy(t *testing.T) {
+	cfg := workspace(t, "[sandbox.reproducer]\nnetwork = [\"python\"]\n")
+	p, err := Build(cfg, profiles.RoleReproducer, fakeHost(t), Options{})
+	must(t, err)
+	const secret = "5ec7e75ec7e75ec7e75ec7e75ec7e75e"
+	run := *p
+	run.Network.HostProxy = &HostProxy{Port: 41234, Secret: secret}
+	want := "http://" + egress.ProxyUser + ":" + secret + "@127.0.0.1:41234"
+	sp := ScratchPaths{Home: "/h", Tmp: "/t"}
+	env := map[string]string{}
+	for _, kv := range run.EnvList(sp) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	for _, n := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy", "npm_config_https_proxy"} {
+		if env[n] != want {
+			t.Errorf("%s = %q, want %q", n, env[n], want)
+		}
+	}
+	if env["NO_PROXY"] != "localhost,127.0.0.1,::1" || env["HOME"] != "/h" {
+		t.Errorf("NO_PROXY = %q, HOME = %q", env["NO_PROXY"], env["HOME"])
+	}
+	if slices.ContainsFunc(p.EnvList(sp), func(kv string) bool { return strings.Contains(kv, secret) }) {
+		t.Error("the policy without the run's proxy names it")
+	}
+	if run.Hash() != p.Hash() {
+		t.Error("the run's proxy changed the policy's hash")
+	}
+	b, err := json.Marshal(&run)
+	must(t, err)
+	if strings.Contains(string(b), secret) || strings.Contains(Explain(&run), secret) {
+		t.Error("the policy's JSON or explanation shows the run's secret")
+	}
+	// Only the proxy mode: a stale HostProxy on another mode names nothing.
+	off := run
+	off.Network.Mode = NetworkLoopback
+	if slices.ContainsFunc(off.EnvList(sp), func(kv string) bool { return strings.Contains(kv, secret) }) {
+		t.Error("a loopback policy got the proxy's secret")
 	}
 }

@@ -7,8 +7,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net"
+	"strconv"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/egress/allow"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -166,6 +169,26 @@ type Network struct {
 	// Brokers (NetworkProxy) are the secrets the proxy brokers
 	// (broker.go); none by default.
 	Brokers []Broker `json:"brokers,omitempty"`
+	// HostProxy (NetworkProxy, for a backend whose sandbox shares the
+	// host's loopback: seatbelt) is the run's proxy on a port of the
+	// host's loopback and the secret it asks for. The run path sets it on
+	// its copy of the policy, like SocketDir; the renderer allows that
+	// port alone and EnvList names it, with the secret, in the proxy
+	// variables. Of one run, and the secret never printed: neither shown
+	// nor hashed.
+	HostProxy *HostProxy `json:"-"`
+}
+
+// HostProxy is a run's network proxy on the host's loopback.
+type HostProxy struct {
+	Port   int
+	Secret string
+}
+
+// URL is what the command's proxy variables say: the proxy on
+// 127.0.0.1:Port with the secret as its password.
+func (h HostProxy) URL() string {
+	return egress.ProxyURL(net.JoinHostPort("127.0.0.1", strconv.Itoa(h.Port)), h.Secret)
 }
 
 // NetworkMode is the policy's decision on networking; renderers translate it.
@@ -298,7 +321,11 @@ func (p *Policy) EnvList(scratch ScratchPaths) []string {
 	out := make([]string, 0, len(p.Env)+2+len(p.ScratchEnv))
 	set := map[string]bool{}
 	for _, e := range p.Env {
-		out = append(out, e.Name+"="+e.Value)
+		v := e.Value
+		if h := p.Network.HostProxy; h != nil && p.Network.Mode == NetworkProxy && isProxyVar(e.Name) {
+			v = h.URL() // the run's proxy, not the holder's forwarder
+		}
+		out = append(out, e.Name+"="+v)
 		set[e.Name] = true
 	}
 	if p.AllowAll {

@@ -210,10 +210,12 @@ const (
 	// no capabilities, no_new_privs and a seccomp filter. Selftest checks
 	// of those mechanisms need it.
 	CapSyscallFilter Capability = "syscall_filter"
-	// CapEgressProxy: a network allow-list is rendered as the sandbox's
-	// own loopback plus the host side's proxy socket bound in and
-	// forwarded to by the holder. Not a weaker mode anyone may accept
-	// (it is not in Capabilities): without it the list is refused.
+	// CapEgressProxy: a network allow-list is rendered as the host side's
+	// proxy as the only way out: its socket bound into the sandbox's own
+	// loopback and forwarded to by the holder, or (seatbelt, sharing the
+	// host's loopback) its port there alone, asking for a per-run secret.
+	// Not a weaker mode anyone may accept (it is not in Capabilities):
+	// without it the list is refused.
 	CapEgressProxy Capability = "egress_proxy"
 )
 
@@ -230,7 +232,7 @@ var capabilityMeanings = map[Capability]string{
 	CapBoundedWrites:  "writable paths bounded in size and inodes (staged copies, nosuid, nodev) and copied back safely",
 	CapHostRoot:       "the host's root filesystem, readable only through an allow-list of roots",
 	CapSyscallFilter:  "Linux capabilities dropped, no_new_privs and a seccomp filter",
-	CapEgressProxy:    "a network allow-list: only the host's proxy, reached through a socket bound into its own loopback-only namespace",
+	CapEgressProxy:    "a network allow-list: only the host's proxy, reached through a socket bound into its own loopback-only namespace (or, on Seatbelt, the proxy's port on the host's loopback alone)",
 }
 
 // Capabilities lists every capability name.

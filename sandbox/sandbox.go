@@ -186,7 +186,7 @@ func start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 	// holds the sandbox: a proxy here would end with this run.
 	bp, px := p, (*runproxy.Proxy)(nil)
 	if !attaches {
-		bp, px, err = runproxy.Start(ctx, p)
+		bp, px, err = runproxy.Start(ctx, p, backend.Capabilities())
 	}
 	if err == nil {
 		var sb backends.Sandbox
@@ -260,6 +260,12 @@ func (s *Session) exec(ctx context.Context, req Request, judged *GateVerdict) (o
 	}
 	if err := backends.CheckArgv(req.Command.Argv); err != nil {
 		return out, err
+	}
+	if sec := s.egress.Secret(); sec != "" && req.Redactor != nil {
+		// The command holds the host proxy's password (its proxy
+		// variables); what it prints of it is shown redacted, as the
+		// audit record then is.
+		req.Redactor = req.Redactor.With(output.Secret{Name: "egress-proxy-secret", Value: sec})
 	}
 	if s.policy.Network.Mode == policy.NetworkProxy {
 		// Before the audit record (deferred earlier, so run later) and

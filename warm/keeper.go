@@ -571,7 +571,7 @@ func (k *keeper) run(ctx context.Context, c *keeperConn, sb backends.Sandbox, re
 // even killed with SIGKILL, takes the proxy with it; the next start's
 // sweep (runproxy.Sweep) removes the directory.
 func (k *keeper) startSandbox(ctx context.Context, opts backends.StartOptions) (backends.Sandbox, error) {
-	bp, px, err := runproxy.Start(ctx, k.p)
+	bp, px, err := runproxy.Start(ctx, k.p, k.o.Backend.Capabilities())
 	if err != nil {
 		return nil, err
 	}

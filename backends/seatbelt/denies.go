@@ -3,6 +3,8 @@ package seatbelt
 import (
 	"path/filepath"
 	"sort"
+
+	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
 // fileDenyOps are denied on every credential and masked path. The
@@ -69,6 +71,10 @@ func (r *renderer) denies() error {
 				comment: "No renaming or creating the directories above them (the move bypass)."})
 		}
 	}
-	r.prof.add(phaseDeny, hostListenerRule(r.in.HostPorts))
+	open := 0
+	if h := r.p.Network.HostProxy; r.p.Network.Mode == policy.NetworkProxy && h != nil {
+		open = h.Port
+	}
+	r.prof.add(phaseDeny, hostListenerRule(r.in.HostPorts, open))
 	return nil
 }

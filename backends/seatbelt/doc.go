@@ -57,6 +57,31 @@
 // network = true (accepted as weaker: outbound_nat) allows any destination
 // and DNS; the host's listeners stay denied.
 //
+// A network allow-list (egress_proxy; own_loopback accepted as weaker)
+// renders outbound to one port of this host alone: the run's egress proxy
+// (package egress), which package sandbox starts before the sandbox with
+// egress.Serve on a free port of 127.0.0.1 and names on the run's copy of
+// the policy (Network.HostProxy). There is no namespace to bind its socket
+// into, and the command's tools need a TCP proxy address. Chosen over
+// network = false's localhost:* because the allow-list is there to bound
+// what leaves: with every port of this host open, a host service started
+// after the command (or another run's proxy) would be a way out beside
+// the list. The cost: a reproducer cannot connect to a server of its own
+// on loopback (it may still listen); use network = false for that. The
+// host's listeners stay denied (the proxy's port left out), and DNS
+// (mDNSResponder, port 53). Seatbelt cannot name 127.0.0.1 alone:
+// "localhost" is every address of this host, so the proxy's port number
+// on ::1 or a LAN address is allowed too. The proxy listens on 127.0.0.1
+// only; what remains is a host service bound to that same number on
+// another address, which the kernel's choice of a free port makes rare
+// (and the listener list, by port, cannot tell apart). Any local
+// process can reach the proxy's port, so it asks every request for a
+// secret of this run (egress.Config.Secret, Proxy-Authorization, user
+// ts): the command's proxy variables are http://ts:SECRET@127.0.0.1:PORT
+// (policy.Policy.EnvList), the profile never holds it, and the policy's
+// JSON and hash do not either. `render` shows port 3128 (RenderProxyPort)
+// in place of a run's; a start without the run's proxy is refused.
+//
 // What Seatbelt cannot express is refused with the reason instead of being
 // widened: an egress rule to a literal IP or a host name (remote hosts are
 // only * or localhost), inbound limited to loopback peers, an outbound rule
@@ -76,7 +101,7 @@
 //
 // # Capabilities
 //
-// See capabilities: host_root and mask_under_mount only. Seatbelt shares
+// See capabilities: host_root, mask_under_mount and egress_proxy. Seatbelt shares
 // the host's loopback and process table, cannot switch uid, limit memory,
 // processes or CPU, or bound the writable paths, so a config must accept
 // those weaker modes ([sandbox] accept_weaker) before a policy is built for

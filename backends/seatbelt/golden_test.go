@@ -38,6 +38,11 @@ func goldenCases() []struct {
 	odd.Masked = []string{"/tmp/checkout (copy)/.git/fsmonitor--daemon.ipc"}
 
 	netOn := handPolicy(profiles.RoleAgent, home, home+"/work/triage", home+"/src/project", policy.NetworkOutbound)
+
+	// A network allow-list as `render` shows it: the placeholder port.
+	allowList := handPolicy(profiles.RoleReproducer, home, home+"/work/triage", home+"/src/project", policy.NetworkProxy)
+	allowList.Network.Key = "[sandbox.reproducer] network"
+	allowList.Network.HostProxy = &policy.HostProxy{Port: RenderProxyPort}
 	return []struct {
 		name string
 		p    *policy.Policy
@@ -46,6 +51,7 @@ func goldenCases() []struct {
 		{"agent-default", agent, in("agent")},
 		{"reproducer-odd-paths", odd, in("reproducer")},
 		{"agent-network-on-trustd", netOn, in("agent", "trustd")},
+		{"reproducer-allow-list", allowList, in("reproducer")},
 	}
 }
 

@@ -3,6 +3,7 @@ package seatbelt
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/seatbelt/sbpl"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -50,6 +52,14 @@ func skipIfNested(t *testing.T) {
 // "is-home" makes the home the workspace.
 func newRig(t *testing.T, role profiles.Role, layout string) *rig {
 	t.Helper()
+	return newRigWith(t, role, layout, "", nil)
+}
+
+// newRigWith is newRig with extra TOML after the [sandbox] table and,
+// when run is set, the policy the backend starts with made by run (the
+// run path's part: the network proxy).
+func newRigWith(t *testing.T, role profiles.Role, layout, extra string, run func(p *policy.Policy) *policy.Policy) *rig {
+	t.Helper()
 	skipIfNested(t)
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -75,14 +85,14 @@ func newRig(t *testing.T, role profiles.Role, layout string) *rig {
 	self := filepath.Join(base, "bin", "triage-sandbox")
 	goBuild(t, self, "./testdata/exechelper")
 	cfgPath := filepath.Join(r.root, "triage.toml")
-	mustWrite(t, cfgPath, "")
+	mustWrite(t, cfgPath, extra)
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	host := policy.Host{Home: r.home, Env: []string{"PATH=/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + r.home, "GITHUB_TOKEN=" + canaryToken},
 		OS: "darwin", UID: os.Getuid(), GID: os.Getgid(), Cwd: r.root}
-	mustWrite(t, cfgPath, "[sandbox]\naccept_weaker = "+acceptList(lacking(t, cfg, role, host))+"\n")
+	mustWrite(t, cfgPath, "[sandbox]\naccept_weaker = "+acceptList(lacking(t, cfg, role, host))+"\n"+extra)
 	if cfg, err = config.Load(cfgPath); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +105,11 @@ func newRig(t *testing.T, role profiles.Role, layout string) *rig {
 	if r.b, err = NewWithOptions(backends.Env{SelfExe: self}, Options{StateDir: filepath.Join(base, "state")}); err != nil {
 		t.Fatal(err)
 	}
-	if r.sb, err = r.b.Start(context.Background(), r.p, backends.StartOptions{}); err != nil {
+	started := r.p
+	if run != nil {
+		started = run(r.p)
+	}
+	if r.sb, err = r.b.Start(context.Background(), started, backends.StartOptions{}); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() {
@@ -343,4 +357,89 @@ func TestDarwinEvaluatorAgrees(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDarwinAllowList: with a network allow-list the command reaches the
+// run's egress proxy (the real one, on a port of the host's loopback,
+// asking for the run's secret) through its proxy variables, and nothing
+// else: not another port of this host, not its own server, not DNS, no
+// route off the machine. The proxy refuses a name not on the list before
+// anything is resolved or dialled.
+func TestDarwinAllowList(t *testing.T) {
+	var hits atomic.Int64
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	go func() {
+		for {
+			c, err := other.Accept()
+			if err != nil {
+				return
+			}
+			hits.Add(1)
+			c.Close()
+		}
+	}()
+	var px *egress.Proxy
+	startProxy := func(p *policy.Policy) *policy.Policy {
+		secret, err := egress.NewSecret()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		px, err = egress.Serve(context.Background(), egress.Config{Rules: p.Network.Rules, Secret: secret,
+			Resolver: failResolver{t}, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				t.Errorf("the proxy dialled %s %s", network, addr)
+				return nil, errors.New("no dial in this test")
+			}}, ln)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { px.Close() })
+		cp := *p
+		cp.Network.HostProxy = &policy.HostProxy{Port: ln.Addr().(*net.TCPAddr).Port, Secret: secret}
+		return &cp
+	}
+	r := newRigWith(t, profiles.RoleReproducer, "in-home", "[sandbox.reproducer]\nnetwork = [\"files.example.org\"]\n", startProxy)
+	if ok, out := r.probe("proxyget", "http://nothing.invalid/"); !ok || !strings.Contains(out, "403") || !strings.Contains(out, "not on the network allow-list") {
+		t.Errorf("a name not on the list through the proxy: %s; want the proxy's 403", out)
+	}
+	var refused bool
+	for _, d := range px.Decisions() {
+		refused = refused || (d.Host == "nothing.invalid" && !d.Allowed)
+		if !d.Allowed && d.Host == "" {
+			t.Errorf("the command's request lacked the run's credentials: %+v", d)
+		}
+	}
+	if !refused {
+		t.Errorf("decisions %+v, want nothing.invalid refused", px.Decisions())
+	}
+	r.control("tcp", other.Addr().String())
+	before := hits.Load()
+	if ok, out := r.probe("tcp", other.Addr().String()); ok || hits.Load() != before {
+		t.Errorf("reached another port of this host %s: %s", other.Addr(), out)
+	}
+	if ok, out := r.probe("serve", "127.0.0.1:0"); ok {
+		t.Errorf("connected to its own server on loopback (the allow-list allows the proxy's port alone): %s", out)
+	}
+	if ok, out := r.probe("udp", "1.1.1.1:53"); ok {
+		t.Errorf("a route off the machine: %s", out)
+	}
+	if ok, out := r.probe("unix", "/var/run/mDNSResponder"); ok {
+		t.Errorf("reached mDNSResponder (DNS): %s", out)
+	}
+}
+
+// failResolver fails the test on any lookup: a name not on the list is
+// refused before one.
+type failResolver struct{ t *testing.T }
+
+func (f failResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	f.t.Errorf("the proxy looked up %q", host)
+	return nil, errors.New("no lookup in this test")
 }

@@ -20,6 +20,10 @@ import (
 //   - outbound (network = true, accepted as weaker than a namespace of its
 //     own): any destination, DNS through mDNSResponder, the host's
 //     listeners still denied.
+//   - proxy (a network allow-list): outbound only to the run's egress
+//     proxy, one port of this host's loopback (Network.HostProxy, which
+//     the run path sets); every other port of this host, every other host
+//     and DNS denied. Binding and accepting as with loopback.
 //
 // What Seatbelt cannot express is refused, never widened: a remote host
 // other than * or localhost (a literal-IP egress rule), inbound limited to
@@ -47,16 +51,34 @@ type netIntent struct {
 	port            int // 0 = any
 }
 
-// intents are the network mode's permissions.
-func intents(mode policy.NetworkMode) ([]netIntent, error) {
+// intents are the network's permissions.
+func intents(n policy.Network) ([]netIntent, error) {
 	bind := netIntent{dir: dirBind, local: "localhost"}
-	switch mode {
+	switch n.Mode {
 	case policy.NetworkLoopback:
 		return []netIntent{{dir: dirOutbound, peer: "localhost"}, bind}, nil
 	case policy.NetworkOutbound:
 		return []netIntent{{dir: dirOutbound, peer: "*"}, bind}, nil
+	case policy.NetworkProxy:
+		port, err := proxyPort(n)
+		if err != nil {
+			return nil, err
+		}
+		return []netIntent{{dir: dirOutbound, peer: "localhost", port: port}, bind}, nil
 	}
-	return nil, fmt.Errorf("the seatbelt renderer has no rendering for network mode %q", mode)
+	return nil, fmt.Errorf("the seatbelt renderer has no rendering for network mode %q", n.Mode)
+}
+
+// proxyPort is the run's proxy port for a network allow-list: without one
+// the only way out would be nothing, or (widened) every port of the host.
+func proxyPort(n policy.Network) (int, error) {
+	switch {
+	case n.HostProxy == nil:
+		return 0, fmt.Errorf("the seatbelt renderer needs the run's network proxy for the allow-list (%s): start the run through package sandbox, which starts the proxy on the host's loopback", n.Key)
+	case n.HostProxy.Port < 1 || n.HostProxy.Port > 65535:
+		return 0, fmt.Errorf("the seatbelt renderer: the network proxy's port %d is out of range", n.HostProxy.Port)
+	}
+	return n.HostProxy.Port, nil
 }
 
 // sbplFilter is the intent as (remote|local ip "host:port"), or why it
@@ -87,7 +109,7 @@ const mDNSResponder = "/private/var/run/mDNSResponder"
 // and DNS when the network is on. The host's listeners are denied in the
 // deny phase.
 func (r *renderer) network() error {
-	list, err := intents(r.p.Network.Mode)
+	list, err := intents(r.p.Network)
 	if err != nil {
 		return err
 	}
@@ -97,8 +119,11 @@ func (r *renderer) network() error {
 			return fmt.Errorf("the seatbelt renderer refuses the policy's network: %w", err)
 		}
 		ops, comment := []string{"network-outbound"}, "Outbound only to this host (\"localhost\" is every address of this host, not only 127.0.0.1)."
-		if n.peer == "*" {
+		switch {
+		case n.peer == "*":
 			comment = "Network on (accepted as weaker: the host's network, not a namespace of its own)."
+		case n.port != 0:
+			comment = "Network allow-list: outbound only to the run's egress proxy, on this port of the host's loopback\n(the proxy decides each connection; `render` shows 3128 for the port a run chooses)."
 		}
 		if n.dir == dirBind {
 			ops, comment = []string{"network-bind", "network-inbound"}, "Listen only on this host's addresses; bind 127.0.0.1, not 0.0.0.0 or ::."
@@ -119,9 +144,10 @@ func (r *renderer) network() error {
 
 // hostListenerRule denies connecting to the ports this host listens on
 // when the command starts, and to port 53 always (a local resolver would
-// forward a lookup, and its name, to the internet).
-func hostListenerRule(ports []int) rule {
-	seen := map[int]bool{53: true}
+// forward a lookup, and its name, to the internet). The run's own proxy
+// (open, a port listening) is left out: its allow comes before the denies.
+func hostListenerRule(ports []int, open int) rule {
+	seen := map[int]bool{53: true, open: true}
 	list := []int{53}
 	for _, p := range ports {
 		if !seen[p] {

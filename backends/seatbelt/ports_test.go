@@ -26,13 +26,27 @@ ff3ba2b3c45d1a8b stream      0      0                0 ff3ba2b3c45d1bd3         
 }
 
 func TestHostListenerRule(t *testing.T) {
-	r := hostListenerRule([]int{8080, 53, 5432, 8080})
-	var got []string
-	for _, f := range r.filters {
-		got = append(got, f.sbpl())
-	}
-	want := []string{`(remote ip "localhost:53")`, `(remote ip "localhost:5432")`, `(remote ip "localhost:8080")`}
-	if !reflect.DeepEqual(got, want) || r.act != deny {
-		t.Errorf("rule %v %v, want deny %v", r.act, got, want)
+	for _, tt := range []struct {
+		name  string
+		ports []int
+		open  int
+		want  []string
+	}{
+		{"every listener and DNS", []int{8080, 53, 5432, 8080}, 0,
+			[]string{`(remote ip "localhost:53")`, `(remote ip "localhost:5432")`, `(remote ip "localhost:8080")`}},
+		{"the run's proxy left open", []int{8080, 41234, 5432}, 41234,
+			[]string{`(remote ip "localhost:53")`, `(remote ip "localhost:5432")`, `(remote ip "localhost:8080")`}},
+		{"DNS stays denied", []int{53}, 53, []string{`(remote ip "localhost:53")`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := hostListenerRule(tt.ports, tt.open)
+			var got []string
+			for _, f := range r.filters {
+				got = append(got, f.sbpl())
+			}
+			if !reflect.DeepEqual(got, tt.want) || r.act != deny {
+				t.Errorf("rule %v %v, want deny %v", r.act, got, tt.want)
+			}
+		})
 	}
 }

@@ -268,10 +268,24 @@ func (v *prover) readable() {
 	v.expect(sbpl.Request{Op: "file-write-data", Path: "/dev/null"}, true, "/dev/null")
 }
 
-// network: nothing but this host, none of its listeners, no runtime socket.
+// network: nothing but this host, none of its listeners, no runtime socket;
+// with an allow-list, nothing but the run's proxy port.
 func (v *prover) network() {
 	v.t.Helper()
 	outbound := v.p.Network.Mode == policy.NetworkOutbound
+	proxy, open := v.p.Network.Mode == policy.NetworkProxy, 0
+	if proxy {
+		open = v.p.Network.HostProxy.Port
+		for _, ip := range []string{"127.0.0.1", "::1"} {
+			v.expect(v.out("tcp", ip, open), true, "the run's egress proxy")
+		}
+		for _, port := range []int{open - 1, open + 1, 3128, 8000} {
+			if port == open {
+				continue
+			}
+			v.expect(v.out("tcp", "127.0.0.1", port), false, fmt.Sprintf("another port of this host (%d; the allow-list's proxy port alone)", port))
+		}
+	}
 	for _, a := range []struct {
 		proto, ip string
 		port      int
@@ -282,12 +296,15 @@ func (v *prover) network() {
 		v.expect(v.out(a.proto, a.ip, a.port), outbound, "outbound to "+a.ip)
 	}
 	for _, port := range append([]int{53}, v.in.HostPorts...) {
+		if port == open {
+			continue
+		}
 		for _, ip := range []string{"127.0.0.1", "::1", hostAddr.String()} {
 			v.expect(v.out("tcp", ip, port), false, fmt.Sprintf("the host's listener on %d", port))
 			v.expect(v.out("udp", ip, port), false, fmt.Sprintf("the host's listener on %d", port))
 		}
 	}
-	v.expect(v.out("tcp", "127.0.0.1", 41234), true, "the sandbox's own server")
+	v.expect(v.out("tcp", "127.0.0.1", 41234), !proxy, "the sandbox's own server (not with an allow-list: the proxy's port alone)")
 	v.expect(sbpl.Request{Op: "network-bind", Local: &sbpl.Addr{Proto: "tcp", IP: netip.MustParseAddr("127.0.0.1"), Port: 41234}}, true, "bind 127.0.0.1")
 	v.expect(sbpl.Request{Op: "network-inbound", Local: &sbpl.Addr{Proto: "tcp", IP: netip.MustParseAddr("127.0.0.1"), Port: 41234}}, true, "accept on 127.0.0.1")
 	for _, s := range []string{"/private/var/run/docker.sock", "/private/var/run/mDNSResponder", v.canon(v.p.WorkspaceRoot) + "/s.sock"} {
@@ -332,6 +349,7 @@ func TestPropertiesHandPolicies(t *testing.T) {
 		{"plain", home + "/work/triage", home + "/src/project", policy.NetworkLoopback, nil},
 		{"odd names", home + "/Work Space/[triage] \"q\" ünïcødé (1)", "/tmp/checkout/a b", policy.NetworkLoopback, nil},
 		{"network on", home + "/work/triage", "/tmp/checkout", policy.NetworkOutbound, nil},
+		{"allow-list", home + "/work/triage", home + "/src/project", policy.NetworkProxy, nil},
 	}
 	for _, tc := range cases {
 		for _, role := range profiles.Roles() {
@@ -341,6 +359,11 @@ func TestPropertiesHandPolicies(t *testing.T) {
 				p.Masked = []string{tc.root + "/s.sock", tc.checkout + "/.git/fsmonitor--daemon.ipc"}
 				in := Input{Canon: canon, RunID: "r1", RunDir: "/var/folders/xy/T/triage-sandbox-seatbelt-501/run-1",
 					Self: "/opt/homebrew/bin/triage-sandbox", HostPorts: []int{5432, 6379, 8080}, OptIns: tc.optIns}
+				if tc.mode == policy.NetworkProxy {
+					// As a run has it: the proxy's port is among the host's listeners.
+					p.Network.HostProxy = &policy.HostProxy{Port: testProxyPort, Secret: "never-rendered-5ec7e7"}
+					in.HostPorts = append(in.HostPorts, testProxyPort)
+				}
 				newProver(t, p, in).check()
 			})
 		}
@@ -479,3 +502,124 @@ func TestPropertiesCanFail(t *testing.T) {
 }
 
 func sbplLookup(name string) sbpl.Request { return sbpl.Request{Op: "mach-lookup", Name: name} }
+
+// testProxyPort is the run's proxy port in the allow-list tests.
+const testProxyPort = 49152
+
+// allowListCase is a reproducer with a network allow-list, as a run
+// renders it: the proxy on testProxyPort, listening among the host's ports.
+func allowListCase() (*policy.Policy, Input) {
+	home := "/Users/me"
+	p := handPolicy(profiles.RoleReproducer, home, home+"/work/triage", home+"/src/project", policy.NetworkProxy)
+	p.Network.Key = "[sandbox.reproducer] network"
+	p.Network.HostProxy = &policy.HostProxy{Port: testProxyPort, Secret: "never-rendered-5ec7e7"}
+	in := Input{Canon: macFS(nil, home+"/work"), RunID: "r1", RunDir: "/var/folders/xy/T/ts/run-1", HostPorts: []int{5432, testProxyPort}}
+	return p, in
+}
+
+// TestPropertiesCanFailAllowList: the allow-list's properties catch each
+// way its network could be widened, and the proxy closed.
+func TestPropertiesCanFailAllowList(t *testing.T) {
+	p, in := allowListCase()
+	port := fmt.Sprint(testProxyPort)
+	mutations := []struct {
+		name   string
+		mutate func(text string) string
+		want   string
+	}{
+		{"the proxy's port widened to every port", func(s string) string {
+			return strings.Replace(s, `(remote ip "localhost:`+port+`")`, `(remote ip "localhost:*")`, 1)
+		}, "another port of this host"},
+		{"the proxy's port lost", func(s string) string {
+			return strings.Replace(s, `(remote ip "localhost:`+port+`")`, `(remote ip "localhost:1")`, 1)
+		}, "the run's egress proxy"},
+		{"the proxy's port among the denied listeners", func(s string) string {
+			return strings.Replace(s, `(remote ip "localhost:5432")`, `(remote ip "localhost:5432")`+"\n  "+`(remote ip "localhost:`+port+`")`, 1)
+		}, "the run's egress proxy"},
+		{"a remote address", func(s string) string {
+			return strings.Replace(s, `(remote ip "localhost:`+port+`")`, `(remote ip "localhost:`+port+`") (remote tcp "*:443")`, 1)
+		}, "outbound to 1.1.1.1"},
+		{"DNS", func(s string) string {
+			return s + "(allow network-outbound (remote unix-socket (subpath \"/private/var/run/mDNSResponder\")))\n"
+		}, "mDNSResponder"},
+	}
+	for _, m := range mutations {
+		t.Run(m.name, func(t *testing.T) {
+			v := newProver(t, p, in)
+			mutated := m.mutate(v.art.Profile)
+			if mutated == v.art.Profile {
+				t.Fatal("the mutation changed nothing: the profile no longer has what it replaces")
+			}
+			prof, err := sbpl.Compile(mutated, v.art.Params)
+			if err != nil {
+				t.Fatalf("the mutated profile does not compile: %v", err)
+			}
+			v.prof = prof
+			errs := v.all()
+			if !strings.Contains(strings.Join(errs, "\n"), m.want) {
+				t.Errorf("no property mentioning %q failed; got %d failures:\n%s", m.want, len(errs), strings.Join(errs, "\n"))
+			}
+		})
+	}
+}
+
+// TestAllowListNeedsTheRunsProxy: without the run's proxy the renderer
+// refuses an allow-list (a start fails closed); `render` shows the
+// placeholder port; the secret is never in the rendering.
+func TestAllowListNeedsTheRunsProxy(t *testing.T) {
+	p, in := allowListCase()
+	art, err := Render(p, backends.Command{Argv: []string{"true"}}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := art.JSON()
+	if strings.Contains(string(j), p.Network.HostProxy.Secret) {
+		t.Error("the rendering shows the proxy's secret")
+	}
+	none := *p
+	none.Network.HostProxy = nil
+	if _, err := Render(&none, backends.Command{Argv: []string{"true"}}, in); err == nil || !strings.Contains(err.Error(), "[sandbox.reproducer] network") {
+		t.Errorf("Render without the run's proxy = %v, want a refusal naming the key", err)
+	}
+	b, err := NewWithOptions(backends.Env{SelfExe: "/usr/local/bin/triage-sandbox"}, Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.canon = in.Canon
+	got, err := b.Render(&none, backends.Command{Argv: []string{"true"}})
+	if err != nil {
+		t.Fatalf("render of an allow-list: %v", err)
+	}
+	if prof := got.(*Artifact).Profile; !strings.Contains(prof, fmt.Sprintf(`(remote ip "localhost:%d")`, RenderProxyPort)) {
+		t.Errorf("render does not show the placeholder port %d:\n%s", RenderProxyPort, prof)
+	}
+	if none.Network.HostProxy != nil {
+		t.Error("render changed the caller's policy")
+	}
+}
+
+// TestPropertiesBuiltAllowList: a reproducer's allow-list from a
+// triage.toml is enforced for seatbelt (egress_proxy, own_loopback
+// accepted) and its rendering holds.
+func TestPropertiesBuiltAllowList(t *testing.T) {
+	base := t.TempDir()
+	home, root := filepath.Join(base, "home"), filepath.Join(base, "home", "ws")
+	mustMkdir(t, filepath.Join(root, "repros"))
+	cfgPath := filepath.Join(root, "triage.toml")
+	mustWrite(t, cfgPath, "[sandbox]\naccept_weaker = "+acceptTOML()+"\n[sandbox.reproducer]\nnetwork = [\"python\", \"files.example.org\"]\n")
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := policy.Host{Home: home, Env: []string{"PATH=/usr/bin:/bin", "HOME=" + home}, OS: runtime.GOOS, UID: 501, GID: 20, Cwd: root}
+	p, err := policy.Build(cfg, profiles.RoleReproducer, host, policy.Options{Backend: Name, Capabilities: Capabilities()})
+	if err != nil {
+		t.Fatalf("policy.Build: %v", err)
+	}
+	if _, err := policy.Enforce(p, Name, Capabilities()); err != nil {
+		t.Fatalf("Enforce: %v", err)
+	}
+	p.Network.HostProxy = &policy.HostProxy{Port: testProxyPort, Secret: "x"}
+	in := Input{Canon: HostResolver(), RunID: "r3", RunDir: filepath.Join(base, "state", "run-3"), HostPorts: []int{testProxyPort}}
+	newProver(t, p, in).check()
+}

@@ -47,6 +47,17 @@ var helperOnce sync.Once
 // runnerRig starts a box with the fake sandbox-exec and the test helper.
 func runnerRig(t *testing.T) (*box, string) {
 	t.Helper()
+	s, log, err := runnerRigFor(t, nil)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return s, log
+}
+
+// runnerRigFor is runnerRig for the policy edit makes, returning Start's
+// error.
+func runnerRigFor(t *testing.T, edit func(p *policy.Policy)) (*box, string, error) {
+	t.Helper()
 	testenv.SkipShort(t, "builds the exec helper with go build")
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -72,12 +83,42 @@ func runnerRig(t *testing.T) (*box, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if edit != nil {
+		edit(p)
+	}
 	ports := func(context.Context) ([]int, error) { return []int{5432}, nil }
 	s, err := b.startBox(context.Background(), p, backends.StartOptions{}, hostOps{sandboxExec: fake, ports: ports})
-	if err != nil {
-		t.Fatalf("start: %v", err)
+	return s, log, err
+}
+
+// TestRunnerAllowList: a box for an allow-list without the run's proxy
+// fails to start (fail closed); with it, the command's proxy variables
+// name the proxy's port with the run's secret and the profile allows that
+// port.
+func TestRunnerAllowList(t *testing.T) {
+	if _, _, err := runnerRigFor(t, func(p *policy.Policy) { p.Network.Mode = policy.NetworkProxy }); err == nil ||
+		!strings.Contains(err.Error(), "needs the run's network proxy") {
+		t.Fatalf("start without the run's proxy = %v, want a refusal", err)
 	}
-	return s, log
+	const secret = "5ec7e75ec7e75ec7e75ec7e75ec7e75e"
+	s, _, err := runnerRigFor(t, func(p *policy.Policy) {
+		p.Network.Mode = policy.NetworkProxy
+		p.Network.HostProxy = &policy.HostProxy{Port: 49152, Secret: secret}
+		p.Env = append(p.Env, policy.ProxyEnv()...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	_, out, _ := s.runFor(t, 10*time.Second, "/bin/sh", "-c", `echo "$HTTPS_PROXY"`)
+	if want := "http://ts:" + secret + "@127.0.0.1:49152\n"; out != want {
+		t.Errorf("HTTPS_PROXY = %q, want %q", out, want)
+	}
+	art, err := s.render(context.Background(), backends.Command{Argv: []string{"true"}}, "")
+	if err != nil || !strings.Contains(art.Profile, `(allow network-outbound
+  (remote ip "localhost:49152"))`) || strings.Contains(art.Profile, secret) {
+		t.Errorf("the profile does not allow the proxy's port alone, or shows the secret (%v)", err)
+	}
 }
 
 func (s *box) runFor(t *testing.T, timeout time.Duration, argv ...string) (backends.Result, string, string) {

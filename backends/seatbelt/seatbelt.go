@@ -20,6 +20,10 @@ const Name = "seatbelt"
 //     the host, the caller's home included, is denied by (deny default).
 //   - mask_under_mount: credential paths and sockets under a readable root
 //     are denied by rules placed after every allow.
+//   - egress_proxy: a network allow-list is rendered as outbound to the
+//     run's egress proxy alone, one port of the host's loopback that asks
+//     for a per-run secret (see the package documentation); own_loopback
+//     stays a weaker mode to accept, as the host's loopback is shared.
 //
 // What it does not give, so a policy needing it is refused unless the
 // config accepts the weaker mode ([sandbox] accept_weaker):
@@ -35,7 +39,7 @@ const Name = "seatbelt"
 //   - bounded_writes: writable paths are written on the host directly, with
 //     no size or inode bound and no staging.
 //   - image_root, syscall_filter: Linux container mechanisms.
-var capabilities = []policy.Capability{profiles.CapHostRoot, profiles.CapMaskUnderMount}
+var capabilities = []policy.Capability{profiles.CapHostRoot, profiles.CapMaskUnderMount, profiles.CapEgressProxy}
 
 // Capabilities is what every seatbelt sandbox enforces.
 func Capabilities() []policy.Capability { return append([]policy.Capability(nil), capabilities...) }
@@ -92,10 +96,21 @@ func (b *Backend) SelfPath() string { return b.selfExe }
 func (b *Backend) Ready(ctx context.Context, p *policy.Policy) error { return b.Available(ctx) }
 
 // Render implements backends.Backend: what a command would run under now,
-// with a placeholder profile path and run directory.
+// with a placeholder profile path and run directory, and for a network
+// allow-list RenderProxyPort in place of the port a run's proxy takes.
 func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artifact, error) {
 	in := Input{Canon: b.canon, RunID: "render", RunDir: filepath.Join(b.opts.StateDir, "run-render"),
 		Self: b.selfExe, OptIns: b.opts.OptIns}
 	in.HostPorts, _ = listeningPorts(context.Background())
+	if p.Network.Mode == policy.NetworkProxy && p.Network.HostProxy == nil {
+		cp := *p
+		cp.Network.HostProxy = &policy.HostProxy{Port: RenderProxyPort}
+		p = &cp
+	}
 	return Render(p, cmd, in)
 }
+
+// RenderProxyPort stands for the run's proxy port in a rendering that is
+// not run (`render`): each run's proxy takes a free port of the host's
+// loopback. It is the forwarder's port of the Linux backends.
+const RenderProxyPort = 3128

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/internal/egresstest"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // Proxy is a sandbox's network proxy: a directory of its own that only
@@ -37,6 +39,10 @@ type Proxy struct {
 	dir  string
 	sock string
 
+	// onHost: the proxy listens on the host's loopback (no directory;
+	// one run only).
+	onHost bool
+
 	mu  sync.Mutex
 	cur *egress.Proxy // nil while stopped
 	// seen is how many of cur's decisions were already read.
@@ -47,9 +53,19 @@ type Proxy struct {
 // returns the policy the backend starts with: p's copy naming the
 // directory. A p without an allow-list gets p back and no proxy. The proxy
 // stops when ctx ends; the test hook (egresstest) is read from ctx.
-func Start(ctx context.Context, p *policy.Policy) (*policy.Policy, *Proxy, error) {
+//
+// A backend whose sandbox shares the host's loopback (caps without
+// own_loopback: seatbelt) has no namespace to bind a socket into: its
+// proxy listens on a free port of 127.0.0.1 instead, and asks every
+// request for a secret of the run (every local process can reach that
+// port), which only the command's proxy variables carry (the returned
+// policy's Network.HostProxy). Such a proxy serves one run: Renew refuses.
+func Start(ctx context.Context, p *policy.Policy, caps []policy.Capability) (*policy.Policy, *Proxy, error) {
 	if p.Network.Mode != policy.NetworkProxy {
 		return p, nil, nil
+	}
+	if !slices.Contains(caps, profiles.CapOwnLoopback) {
+		return startOnHost(ctx, p)
 	}
 	dir, err := makeDir(p.User)
 	if err != nil {
@@ -97,6 +113,42 @@ func (r *Proxy) broker(p *policy.Policy) error {
 	return nil
 }
 
+// startOnHost starts p's proxy on a free port of the host's loopback,
+// with a secret of the run.
+func startOnHost(ctx context.Context, p *policy.Policy) (*policy.Policy, *Proxy, error) {
+	if len(p.Network.Brokers) > 0 {
+		return nil, nil, fmt.Errorf("the network proxy (%s): brokered secrets need a trust bundle bound into the sandbox, which a sandbox on the host's loopback has no directory for; remove the broker tables for this backend", p.Network.Key)
+	}
+	secret, err := egress.NewSecret()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the network proxy (%s): %w", p.Network.Key, err)
+	}
+	hook := egresstest.From(ctx)
+	cfg := egress.Config{Rules: p.Network.Rules, TestUpstreams: hook.Upstreams, Resolver: hook.Resolver, Dial: hook.Dial,
+		Limits: egress.Limits{MaxBytes: hook.MaxBytes}, Secret: secret}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, fmt.Errorf("the network proxy (%s): listening on the host's loopback: %w", p.Network.Key, err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	px, err := egress.Serve(ctx, cfg, ln)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the network proxy (%s): %w", p.Network.Key, err)
+	}
+	cp := *p
+	cp.Network.HostProxy = &policy.HostProxy{Port: port, Secret: secret}
+	return &cp, &Proxy{ctx: ctx, cfg: cfg, id: p.User, cur: px, onHost: true}, nil
+}
+
+// Secret is the password a proxy on the host's loopback asks for, "" for
+// a proxy on a socket (or none).
+func (r *Proxy) Secret() string {
+	if r == nil {
+		return ""
+	}
+	return r.cfg.Secret
+}
+
 // Dir is the socket's directory.
 func (r *Proxy) Dir() string { return r.dir }
 
@@ -109,6 +161,9 @@ func (r *Proxy) Renew() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.onHost {
+		return errors.New("a network proxy on the host's loopback serves one run; sessions and pools on this backend cannot have an allow-list")
+	}
 	r.stopLocked()
 	px, err := egress.Listen(r.ctx, r.cfg, r.sock)
 	if err == nil && os.Geteuid() == 0 {
@@ -209,6 +264,9 @@ func (r *Proxy) Close() error {
 	var err error
 	if r.cur != nil {
 		err = r.cur.Close()
+	}
+	if r.dir == "" {
+		return err // on the host's loopback: no directory
 	}
 	return errors.Join(err, os.RemoveAll(r.dir))
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/egress/allow"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // connect asks the proxy at sock for a tunnel to host:443 and returns the
@@ -50,7 +52,7 @@ func testPolicy() *policy.Policy {
 func TestRenewServesEachCommandAfresh(t *testing.T) {
 	t.Setenv("TMPDIR", shortTemp(t))
 	t.Setenv("XDG_RUNTIME_DIR", "")
-	bp, px, err := Start(context.Background(), testPolicy())
+	bp, px, err := Start(context.Background(), testPolicy(), ownLoopback)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +182,7 @@ func TestSocketPathTooLong(t *testing.T) {
 	}
 	t.Setenv("TMPDIR", deep)
 	t.Setenv("XDG_RUNTIME_DIR", "")
-	_, _, err := Start(context.Background(), testPolicy())
+	_, _, err := Start(context.Background(), testPolicy(), ownLoopback)
 	if err == nil || !strings.Contains(err.Error(), "set TMPDIR") {
 		t.Fatalf("Start under a deep TMPDIR: %v, want the variable to change named", err)
 	}
@@ -200,7 +202,7 @@ func TestBrokerAuthorityOutlivesRenew(t *testing.T) {
 	p.Network.Rules = rules
 	p.Network.Brokers = []policy.Broker{{Name: "GH_TOKEN", Hosts: []string{"api.example.test"}, Methods: []string{"GET"}, Key: "[sandbox.agent.broker.GH_TOKEN]"}}
 	p.Env = []policy.EnvVar{{Name: "GH_TOKEN", Value: policy.BrokerPlaceholder}}
-	bp, px, err := Start(context.Background(), p)
+	bp, px, err := Start(context.Background(), p, ownLoopback)
 	if err != nil {
 		t.Skipf("no system trust bundle to add the CA to, or: %v", err)
 	}
@@ -220,5 +222,31 @@ func TestBrokerAuthorityOutlivesRenew(t *testing.T) {
 		if err := px.Renew(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// ownLoopback are the capabilities of a backend that binds the socket.
+var ownLoopback = []policy.Capability{profiles.CapOwnLoopback, profiles.CapEgressProxy}
+
+// TestStartOnHost: a backend without its own loopback gets the proxy on
+// the host's loopback with a secret, no directory; it serves one run.
+func TestStartOnHost(t *testing.T) {
+	bp, px, err := Start(context.Background(), testPolicy(), []policy.Capability{profiles.CapEgressProxy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := bp.Network.HostProxy
+	if h == nil || h.Port == 0 || h.Secret == "" || px.Secret() != h.Secret || px.Dir() != "" {
+		t.Fatalf("host proxy %+v, secret %q, dir %q", h, px.Secret(), px.Dir())
+	}
+	if err := px.Renew(); err == nil {
+		t.Error("a proxy on the host's loopback was renewed for another command")
+	}
+	if err := px.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(h.Port))); err == nil {
+		c.Close()
+		t.Error("the host proxy still listens after Close")
 	}
 }

@@ -6,14 +6,16 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"time"
 )
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Println("err: usage: netprobe read|write|udp|tcp|unix|serve|listen ARG")
+		fmt.Println("err: usage: netprobe read|write|udp|tcp|unix|serve|listen|proxyget ARG")
 		os.Exit(2)
 	}
 	arg := os.Args[2]
@@ -43,6 +45,16 @@ func main() {
 		}
 	case "serve":
 		err = serve(arg)
+	case "proxyget":
+		// GET arg through the proxy the environment names (HTTP_PROXY),
+		// as a command's tools do; prints the status and the body.
+		var resp *http.Response
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
+		if resp, err = c.Get(arg); err == nil {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+			resp.Body.Close()
+			out = resp.Status + " " + string(b)
+		}
 	case "listen":
 		var ln net.Listener
 		if ln, err = net.Listen("tcp", arg); err == nil {
