@@ -10,8 +10,8 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
-	"github.com/triage-sandbox/triage-sandbox/egress/runproxy"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/runproxy"
 	"github.com/triage-sandbox/triage-sandbox/warm"
 )
 

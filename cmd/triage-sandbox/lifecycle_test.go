@@ -16,9 +16,9 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/egress"
-	"github.com/triage-sandbox/triage-sandbox/egress/runproxy"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/runproxy"
 	"github.com/triage-sandbox/triage-sandbox/selftest"
 	"github.com/triage-sandbox/triage-sandbox/warm"
 )
