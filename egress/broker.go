@@ -92,7 +92,7 @@ func checkBrokers(bs []Broker, rules []allow.Rule) error {
 			if err != nil || strings.HasPrefix(name, "*") {
 				return fmt.Errorf("%s: host %q is not a name", what, h)
 			}
-			if !allowedOnSomePort(rules, name) {
+			if !allow.OnSomePort(rules, name) {
 				return fmt.Errorf("%s: host %s is not on the network allow-list", what, name)
 			}
 			if other, ok := hosts[name]; ok && other != b.Name {
@@ -110,19 +110,6 @@ func checkBrokers(bs []Broker, rules []allow.Rule) error {
 		}
 	}
 	return nil
-}
-
-func allowedOnSomePort(rules []allow.Rule, name string) bool {
-	for _, r := range rules {
-		port := r.Port
-		if port == 0 {
-			port = 443
-		}
-		if _, ok := allow.Match(rules, name, port); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // brokerOn is the secret bound to host, or nil.

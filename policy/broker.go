@@ -61,7 +61,7 @@ func brokers(cfg *config.File, sb config.Sandbox, role profiles.Role, host Host,
 			if err != nil {
 				return nil, fmt.Errorf("%s: hosts: %w", key, err)
 			}
-			if !onAllowList(n.Rules, name) {
+			if !allow.OnSomePort(n.Rules, name) {
 				return nil, fmt.Errorf("%s: host %s is not on the network allow-list (%s); add %q to it or remove the host", key, name, n.Key, name)
 			}
 			if other, ok := bound[name]; ok {
@@ -91,20 +91,6 @@ func firstOr(l []string, def string) string {
 		return l[0]
 	}
 	return def
-}
-
-// onAllowList says whether name is allowed on some port of rules.
-func onAllowList(rules []allow.Rule, name string) bool {
-	for _, r := range rules {
-		port := r.Port
-		if port == 0 {
-			port = 443
-		}
-		if _, ok := allow.Match(rules, name, port); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // brokerKey names the table a secret's binding came from.

@@ -206,6 +206,20 @@ const settleWait = 500 * time.Millisecond
 // that served) decided since the last call, as the proxy recorded them:
 // the names are the sandbox's, for the caller to neutralise.
 func (r *Proxy) Decisions() []egress.Decision {
+	return r.read(false)
+}
+
+// End is the end of a command: it waits (bounded) for the command's
+// connections to close, stops the proxy (cutting what is still open, so
+// nothing the command left reaches out after it) and returns the
+// decisions Decisions has not returned, the cut ones included.
+func (r *Proxy) End() []egress.Decision {
+	return r.read(true)
+}
+
+// read waits (bounded) for the serving proxy's connections to close, stops
+// it when stop says so, and returns the decisions not read yet.
+func (r *Proxy) read(stop bool) []egress.Decision {
 	if r == nil {
 		return nil
 	}
@@ -220,26 +234,9 @@ func (r *Proxy) Decisions() []egress.Decision {
 	ctx, cancel := context.WithTimeout(context.Background(), settleWait)
 	r.cur.Settle(ctx)
 	cancel()
-	return r.unreadLocked()
-}
-
-// End is the end of a command: it waits (bounded) for the command's
-// connections to close, stops the proxy (cutting what is still open, so
-// nothing the command left reaches out after it) and returns the
-// decisions Decisions has not returned, the cut ones included.
-func (r *Proxy) End() []egress.Decision {
-	if r == nil {
-		return nil
+	if stop {
+		_ = r.cur.Close() // waits for every connection's record
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cur == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), settleWait)
-	r.cur.Settle(ctx)
-	cancel()
-	_ = r.cur.Close() // waits for every connection's record
 	return r.unreadLocked()
 }
 

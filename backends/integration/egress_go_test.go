@@ -5,7 +5,6 @@ package integration_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -36,17 +35,7 @@ func TestGoModDownloadThroughAllowList(t *testing.T) {
 	srv := canaryServer(t, http.FileServer(http.Dir(dir)))
 	defer srv.Close()
 	addr := netip.MustParseAddrPort(strings.TrimPrefix(srv.URL, "http://"))
-	ctx := egresstest.With(context.Background(), egresstest.Hook{
-		Upstreams: []netip.Prefix{netip.PrefixFrom(addr.Addr(), 32)},
-		Resolver:  testResolver{goproxyName: addr.Addr()},
-		Dial: func(ctx context.Context, network, a string) (net.Conn, error) {
-			if a != addr.String() {
-				t.Errorf("the proxy dialled %s %s, not the module proxy", network, a)
-				return nil, fmt.Errorf("test dialer: %s is not the module proxy", a)
-			}
-			return (&net.Dialer{}).DialContext(ctx, network, a)
-		},
-	})
+	ctx := egresstest.With(context.Background(), onlyUpstream(t, goproxyName, addr))
 	entry := fmt.Sprintf("%s:%d", goproxyName, addr.Port())
 	script := fmt.Sprintf(`export GOPROXY=http://%s GOSUMDB=off GOTOOLCHAIN=local GOFLAGS=-modcacherw GOMODCACHE="$TMPDIR/gomod"
 cd "$TMPDIR" && /usr/local/go/bin/go mod download -json example.com/greet@v1.0.0`, entry)

@@ -50,6 +50,23 @@ const (
 	refusedName = "refused.egress.test"
 )
 
+// onlyUpstream is the test hook under which the proxy knows one name,
+// resolving to addr (a loopback canary the test started) and allowed as
+// an upstream, and fails the test on a dial to anything else.
+func onlyUpstream(t testing.TB, name string, addr netip.AddrPort) egresstest.Hook {
+	return egresstest.Hook{
+		Upstreams: []netip.Prefix{netip.PrefixFrom(addr.Addr(), 32)},
+		Resolver:  testResolver{name: addr.Addr()},
+		Dial: func(ctx context.Context, network, a string) (net.Conn, error) {
+			if a != addr.String() {
+				t.Errorf("the proxy dialled %s %s, not %s at %s", network, a, name, addr)
+				return nil, fmt.Errorf("test dialer: %s is not %s", a, name)
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, a)
+		},
+	}
+}
+
 type testResolver map[string]netip.Addr
 
 func (r testResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
@@ -72,18 +89,7 @@ func TestNetworkAllowList(t *testing.T) {
 	}))
 	defer canary.Close()
 	canaryAddr := netip.MustParseAddrPort(strings.TrimPrefix(canary.URL, "http://"))
-	hook := egresstest.Hook{
-		Upstreams: []netip.Prefix{netip.PrefixFrom(canaryAddr.Addr(), 32)},
-		Resolver:  testResolver{canaryName: canaryAddr.Addr()},
-		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if addr != canaryAddr.String() {
-				t.Errorf("the proxy dialled %s %s, not the canary", network, addr)
-				return nil, fmt.Errorf("test dialer: %s is not the canary", addr)
-			}
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
-		},
-	}
-	ctx := egresstest.With(context.Background(), hook)
+	ctx := egresstest.With(context.Background(), onlyUpstream(t, canaryName, canaryAddr))
 	port := canaryAddr.Port()
 	allowed := fmt.Sprintf("http://%s:%d/", canaryName, port)
 	refused := fmt.Sprintf("http://%s:%d/", refusedName, port)

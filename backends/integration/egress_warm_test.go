@@ -5,7 +5,6 @@ package integration_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -41,17 +40,7 @@ func newEgressRig(t *testing.T) egressRig {
 	}))
 	t.Cleanup(canary.Close)
 	addr := netip.MustParseAddrPort(strings.TrimPrefix(canary.URL, "http://"))
-	hook := egresstest.Hook{
-		Upstreams: []netip.Prefix{netip.PrefixFrom(addr.Addr(), 32)},
-		Resolver:  testResolver{canaryName: addr.Addr()},
-		Dial: func(ctx context.Context, network, a string) (net.Conn, error) {
-			if a != addr.String() {
-				t.Errorf("the proxy dialled %s %s, not the canary", network, a)
-				return nil, fmt.Errorf("test dialer: %s is not the canary", a)
-			}
-			return (&net.Dialer{}).DialContext(ctx, network, a)
-		},
-	}
+	hook := onlyUpstream(t, canaryName, addr)
 	return egressRig{port: addr.Port(), hook: hook,
 		allowed: fmt.Sprintf("http://%s:%d/", canaryName, addr.Port()),
 		refused: fmt.Sprintf("http://%s:%d/", refusedName, addr.Port())}

@@ -293,3 +293,18 @@ func matchPort(rulePort, port int) bool {
 	}
 	return rulePort == port
 }
+
+// OnSomePort says whether host is allowed on some port of rules (a rule
+// without a port is asked about 443).
+func OnSomePort(rules []Rule, host string) bool {
+	for _, r := range rules {
+		port := r.Port
+		if port == 0 {
+			port = 443
+		}
+		if _, ok := Match(rules, host, port); ok {
+			return true
+		}
+	}
+	return false
+}
