@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net"
+	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -377,52 +379,52 @@ func (p *Policy) Hash() string { return p.digest(true) }
 // writable file is discarded.
 func (p *Policy) WarmHash() string { return p.digest(false) }
 
-// digest is Hash (listed true) or WarmHash (listed false).
+// unhashed are the Policy fields a sandbox does not depend on, each with
+// why. Every other field is in Hash: a field added to Policy is hashed
+// until it is listed here with a reason (TestHashCoversEveryField).
+var unhashed = map[string]string{
+	"Workdir":        "each command carries its own start directory (a session's commands too)",
+	"Dropped":        "the variables left out, for explain: Env is what the sandbox gets",
+	"Output":         "bounds what the host shows of each command's output; it changes no isolation",
+	"AuditLog":       "where the host writes its record of each command",
+	"Config":         "the config file's path: what it decides is in the other fields",
+	"Inputs":         "the files the policy was read from and the proof no sandbox can write them: what they decide is in the other fields",
+	"TimeoutKey":     "names the key a timeout message points at",
+	"TimeoutDefault": "says the timeout is the role's default, for messages",
+	"Warnings":       "messages",
+}
+
+// digest is Hash (listed true) or WarmHash (listed false): the policy as
+// JSON with the unhashed fields, the explanations (Why) and, for the warm
+// hash, what a listing of the workspace root added (Listed mounts, the
+// symlinks found in a skeleton) left out.
 func (p *Policy) digest(listed bool) string {
-	type envName struct{ Name, Value string }
-	canon := struct {
-		Role, Backend, Root string
-		AllowAll            bool
-		Mounts              []Mount
-		Unreadable, Masked  []string
-		Traversable         []string
-		Network             Network
-		Env                 []envName
-		ScratchEnv          []ScratchVar
-		Scratch             Scratch
-		Limits              profiles.Limits
-		Lifetime            Lifetime
-		UID, GID            int
-		Base                Base
-		Runtime             string
-		Accepted            []Capability
-		AllowToolConfig     []string
-		Warm                Warm
-		// Gate: a session's sandbox judges with the gate it started
-		// with, so an edited deny list must end it.
-		Gate Gate
-	}{
-		Role: string(p.Role), Backend: p.Backend, Root: p.WorkspaceRoot,
-		AllowAll: p.AllowAll, Unreadable: p.Unreadable, Masked: p.Masked, Traversable: p.Traversable,
-		Network: p.Network, Scratch: p.Scratch, Limits: p.Limits, Lifetime: p.Lifetime,
-		UID: p.User.UID, GID: p.User.GID, Base: p.Base, Runtime: p.Runtime, Accepted: p.Accepted,
-		AllowToolConfig: p.AllowToolConfig, Warm: p.Warm, Gate: p.Gate,
+	c := *p
+	v := reflect.ValueOf(&c).Elem()
+	for name := range unhashed {
+		v.FieldByName(name).SetZero()
 	}
+	c.Mounts = nil
 	for _, m := range p.Mounts {
 		if m.Listed && !listed {
 			continue
 		}
 		m.Why = ""
-		canon.Mounts = append(canon.Mounts, m)
+		c.Mounts = append(c.Mounts, m)
 	}
-	for _, e := range p.Env {
-		canon.Env = append(canon.Env, envName{e.Name, e.Value})
+	c.Env = slices.Clone(p.Env)
+	for i := range c.Env {
+		c.Env[i].Why = ""
 	}
-	for _, v := range p.ScratchEnv {
-		v.Why = ""
-		canon.ScratchEnv = append(canon.ScratchEnv, v)
+	c.ScratchEnv = slices.Clone(p.ScratchEnv)
+	for i := range c.ScratchEnv {
+		c.ScratchEnv[i].Why = ""
 	}
-	b, err := json.Marshal(canon)
+	c.User.Why = ""
+	if !listed {
+		c.Staging.Links = nil
+	}
+	b, err := json.Marshal(c)
 	if err != nil {
 		panic("policy: hash: " + err.Error()) // plain data; cannot fail
 	}

@@ -3,6 +3,7 @@ package policy
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -348,4 +349,64 @@ func TestIdentityCheckoutOwner(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHashCoversEveryField: every field of Policy is hashed or listed in
+// unhashed with a reason, and changing a hashed field changes the hash
+// (a field the hash skipped silently would keep a warm sandbox after the
+// change: namespace, once).
+func TestHashCoversEveryField(t *testing.T) {
+	typ := reflect.TypeOf(Policy{})
+	for name := range unhashed {
+		if _, ok := typ.FieldByName(name); !ok {
+			t.Errorf("unhashed names %s, which Policy has no more", name)
+		}
+	}
+	base := Policy{Role: "agent", Backend: "docker"}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		p := base
+		v := reflect.ValueOf(&p).Elem().Field(i)
+		if !setSomething(v) {
+			t.Fatalf("the test cannot set %s (%s): teach setSomething", f.Name, f.Type)
+		}
+		_, skipped := unhashed[f.Name]
+		if changed := p.Hash() != base.Hash(); changed == skipped {
+			t.Errorf("%s: hash changed %v, but unhashed lists it %v", f.Name, changed, skipped)
+		}
+	}
+}
+
+// setSomething gives v a non-zero value the hash must see, or reports
+// that it cannot.
+func setSomething(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64:
+		v.SetInt(7)
+	case reflect.Float64:
+		v.SetFloat(1.5)
+	case reflect.Slice:
+		s := reflect.MakeSlice(v.Type(), 1, 1)
+		setSomething(s.Index(0))
+		v.Set(s)
+	case reflect.Pointer:
+		n := reflect.New(v.Type().Elem())
+		setSomething(n.Elem())
+		v.Set(n)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Field(i)
+			if v.Type().Field(i).IsExported() && v.Type().Field(i).Name != "Why" && setSomething(f) {
+				return true
+			}
+		}
+		return false
+	default:
+		return false
+	}
+	return true
 }
