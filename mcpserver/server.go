@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -59,7 +60,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	backends map[string]backends.Backend
-	sessions *sessions
+	// roleBackends are the backends the roles' policies name.
+	roleBackends []string
+	sessions     *sessions
 	// starting bounds the sandboxes being started at once, by sessions
 	// and by runs without one; runs the runs without a session.
 	starting, runs slots
@@ -80,12 +83,21 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	s.starting, s.runs = make(slots, starting), make(slots, runs)
 	s.sessions = newSessions(l, s.starting)
 	for _, role := range []profiles.Role{profiles.RoleAgent, profiles.RoleReproducer} {
-		if _, err := s.policy(role, "", ""); err != nil {
+		p, err := s.policy(role, "", "")
+		if err != nil {
 			return nil, fmt.Errorf("the %s role: %w", role, err)
+		}
+		if !slices.Contains(s.roleBackends, p.Backend) {
+			s.roleBackends = append(s.roleBackends, p.Backend)
 		}
 	}
 	return s, nil
 }
+
+// Backends are the backends the roles' policies name (the flag, then
+// TRIAGE_SANDBOX, then the config), for the caller to hand the server
+// over to the binary that has them compiled in before it serves.
+func (s *Server) Backends() []string { return slices.Clone(s.roleBackends) }
 
 // WorkspaceRoot is the workspace the server serves.
 func (s *Server) WorkspaceRoot() string { return s.cfg.Root }

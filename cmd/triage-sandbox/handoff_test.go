@@ -38,7 +38,7 @@ func TestDefaultBinaryHasNoClientGo(t *testing.T) {
 }
 
 // TestHandOff: the default binary asked for the kubernetes backend (flag
-// or config) becomes the second binary found beside it, with argv and
+// or config, by any command that runs sandboxes: run, selftest, mcp) becomes the second binary found beside it, with argv and
 // environment unchanged; without one it refuses with one line saying how
 // to build it, and never hands off to itself.
 func TestHandOff(t *testing.T) {
@@ -93,6 +93,9 @@ func TestHandOff(t *testing.T) {
 		{"flag", []string{"policy", "--role", "agent", "--backend", "kubernetes"}, ""},
 		{"config", []string{"run", "--", "true"}, "[project]\ncheckout = \"../widgets\"\n" + weaker + "backend = \"kubernetes\"\n"},
 		{"selftest", []string{"selftest", "--backend", "kubernetes", "--role", "agent"}, ""},
+		// The MCP server too, when the config names the backend (it once
+		// decided on the flag alone, then refused every run).
+		{"mcp config", []string{"mcp"}, "[project]\ncheckout = \"../widgets\"\n" + weaker + "backend = \"kubernetes\"\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.toml != "" {

@@ -26,9 +26,6 @@ func newMCPCmd() *cobra.Command {
 			"at most [sandbox.mcp] max_sessions (default 4) are alive at once.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := handOff(backend); err != nil {
-				return err
-			}
 			host, err := policy.CurrentHost()
 			if err != nil {
 				return refuse(err)
@@ -43,6 +40,14 @@ func newMCPCmd() *cobra.Command {
 			})
 			if err != nil {
 				return refuse(err)
+			}
+			// The roles' backends, as the config decides them too (not
+			// only the flag): one compiled into the other binary hands
+			// the whole server over before it serves.
+			for _, b := range srv.Backends() {
+				if err := handOff(b); err != nil {
+					return err
+				}
 			}
 			fmt.Fprintf(os.Stderr, "triage-sandbox: mcp: serving %s on stdio\n", srv.WorkspaceRoot())
 			return srv.Run(cmd.Context(), &mcp.StdioTransport{})
