@@ -335,9 +335,93 @@ func checkCredentialHelper(j *judge, c invocation, report reporter) {
 		if item || first("read", "get", "show", "export", "unlock", "inject", "run", "signin") {
 			report(c.name + " " + ops[0].text + " reads a password manager")
 		}
-	default:
+	case "git":
 		gitCredential(c.layer, report)
+	default:
+		if why := printsCredential(family(c.name), c.args[1:], ops); why != "" {
+			report(c.name + " " + why)
+		}
 	}
+}
+
+// printsCredential says why a CLI prints a stored or freshly minted
+// secret without naming a credential file: cloud CLIs' token and key
+// printers (aws configure get of a key, export-credentials,
+// get-login-password, secret values; gcloud auth print-*-token; az account
+// get-access-token, key vault secrets, storage keys), gpg's secret-key
+// export, kubectl config view --raw and create token, heroku auth:token,
+// docker credential helpers' get, vault's token and secret reads,
+// keyring get and kwallet-query -r. "" for their other forms.
+func printsCredential(fam string, args, ops []arg) string {
+	at := func(i int, vals ...string) bool { return len(ops) > i && (ops[i].dynamic || ops[i].is(vals...)) }
+	flag := func(names ...string) bool {
+		return slices.ContainsFunc(args, func(a arg) bool {
+			name, _, _ := strings.Cut(a.text, "=")
+			return !a.dynamic && slices.Contains(names, name)
+		})
+	}
+	switch fam {
+	case "aws":
+		switch {
+		case at(0, "configure") && at(1, "get") && len(ops) > 2 && (ops[2].dynamic || strings.Contains(ops[2].text, "secret") ||
+			strings.Contains(ops[2].text, "key_id") || strings.Contains(ops[2].text, "token")):
+			return "configure get prints a stored access key"
+		case at(0, "configure") && at(1, "export-credentials"),
+			at(0, "ecr", "ecr-public") && at(1, "get-login-password", "get-login", "get-authorization-token"),
+			at(0, "codeartifact") && at(1, "get-authorization-token"),
+			at(0, "sts") && at(1, "get-session-token", "assume-role", "get-federation-token", "assume-role-with-web-identity"),
+			at(0, "secretsmanager") && at(1, "get-secret-value", "batch-get-secret-value"),
+			at(0, "ssm") && at(1, "get-parameter", "get-parameters", "get-parameters-by-path") && flag("--with-decryption"):
+			return ops[0].text + " " + ops[1].text + " prints a credential"
+		}
+	case "gcloud":
+		for i, a := range ops {
+			if !a.dynamic && strings.HasPrefix(a.text, "print-") && strings.HasSuffix(a.text, "-token") ||
+				a.is("access") && i > 0 && ops[i-1].is("versions") || a.is("config-helper") {
+				return a.text + " prints a credential"
+			}
+		}
+	case "az":
+		switch {
+		case at(0, "account") && at(1, "get-access-token"),
+			at(0, "keyvault") && at(1, "secret") && at(2, "show", "download"),
+			at(0, "storage") && at(1, "account") && at(2, "keys") && at(3, "list"),
+			at(0, "acr") && at(1, "login") && flag("--expose-token"),
+			at(0, "ad") && at(1, "sp", "app") && at(2, "credential") && at(3, "reset"):
+			return ops[0].text + " " + ops[1].text + " prints a credential"
+		}
+	case "gpg":
+		for _, a := range args {
+			if !a.dynamic && strings.HasPrefix(a.text, "--export-secret") {
+				return a.text + " prints private keys"
+			}
+		}
+	case "kubectl":
+		if at(0, "config") && at(1, "view") && flag("--raw") || at(0, "create") && at(1, "token") {
+			return ops[0].text + " " + ops[1].text + " prints cluster credentials"
+		}
+	case "heroku":
+		if at(0, "auth:token", "authorizations:create") {
+			return ops[0].text + " prints an API token"
+		}
+	case "docker-credential":
+		if at(0, "get", "list") {
+			return ops[0].text + " prints registry credentials"
+		}
+	case "vault":
+		if at(0, "print") && at(1, "token") || at(0, "read") || at(0, "kv") && at(1, "get") || at(0, "token") && at(1, "create") {
+			return ops[0].text + " prints a secret or token"
+		}
+	case "keyring":
+		if at(0, "get") {
+			return "get prints a stored password"
+		}
+	case "kwallet-query":
+		if flag("-r", "--read-password") {
+			return "-r prints a stored password"
+		}
+	}
+	return ""
 }
 
 // gitCredential judges git credential fill and the credential helpers' get.

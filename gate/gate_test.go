@@ -11,7 +11,7 @@ import (
 
 // testConfig is the configuration the table runs under.
 func testConfig() Config {
-	return Config{Role: profiles.RoleAgent, Workspace: "/ws", Writable: []string{"/ws/repros", "/ws/issues"}}
+	return Config{Role: profiles.RoleAgent, Workspace: "/ws", Writable: []string{"/ws/repros", "/ws/issues"}, Scratch: true}
 }
 
 func mustGate(t testing.TB, cfg Config) *Gate {

@@ -108,7 +108,8 @@ func ruleTable() []ruleDef {
 		{RuleInfo{ruleCredentialHelper, Deny, "asking a credential store for a secret: git credential fill, git credential-store/-cache/-osxkeychain get, " +
 			"macOS security find-generic-password/find-internet-password/dump-keychain, secret-tool lookup, pass/gopass show, op read, bw get, " +
 			"because they print stored passwords and tokens"},
-			[]string{"git", "security", "secret-tool", "pass", "gopass", "op", "bw", "lpass"}, checkCredentialHelper},
+			[]string{"git", "security", "secret-tool", "pass", "gopass", "op", "bw", "lpass", "aws", "gcloud", "az", "gpg", "kubectl",
+				"heroku", "docker-credential", "vault", "keyring", "kwallet-query"}, checkCredentialHelper},
 		{RuleInfo{rulePackageInstall, Deny, "installing or removing software: pip/python -m pip install|uninstall, setup.py install|develop, pipx, uv pip/add/remove/sync/tool, uvx, " +
 			"uv run --with, uv lock --upgrade, poetry (lock too), pdm, rye, hatch env create, pixi, conda/mamba, npm/pnpm/yarn/bun install/add/ci/update/remove/link, " +
 			"bun upgrade, bare yarn, " +
@@ -133,12 +134,12 @@ func ruleTable() []ruleDef {
 			[]string{"chmod", "chown", "chgrp", "setfacl"}, checkChmod},
 		{RuleInfo{ruleSudo, Deny, "privilege escalation: sudo, sudoedit, doas, su, runuser, pkexec, run0, machinectl shell/login " +
 			"(the command they run is judged too), because the sandbox's limits assume an unprivileged user"},
-			[]string{"sudo", "sudoedit", "doas", "su", "runuser", "pkexec", "run0", "machinectl"}, checkSudo},
+			append([]string{"sudo", "sudoedit", "doas", "su", "runuser", "pkexec", "run0", "machinectl"}, privilegeFrontEnds...), checkSudo},
 		{RuleInfo{ruleDiskWrite, Deny, "writing to disk devices (/dev/sd*, nvme*, vd*, xvd*, hd*, mmcblk*, disk*, mapper/*, dm-*, md*, loop*, mem, kmem, port): " +
 			"dd of=, redirections, tee, cp, mv, install, shred; mkfs*, mke2fs, mkswap, wipefs, blkdiscard, fdisk/sfdisk/gdisk/sgdisk/cfdisk/parted (but -l/--list), " +
 			"nvme format/sanitize, because they destroy a file system"},
 			[]string{"dd", "mkfs", "mke2fs", "mkswap", "wipefs", "blkdiscard", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted", "nvme",
-				"tee", "cp", "mv", "install", "shred", "srm", "wipe"}, checkDisk},
+				"tee", "cp", "mv", "install", "shred", "srm", "wipe", "cryptsetup", "mdadm", "zpool", "lvm", "badblocks", "hdparm", "sg_format", "flashrom"}, checkDisk},
 		{RuleInfo{ruleSQLDrop, Deny, "DROP TABLE/DATABASE/SCHEMA or TRUNCATE (any case, outside SQL string literals) in the arguments, here-documents or " +
 			"here-strings of a SQL client (psql, mysql, mariadb, sqlite3, duckdb, clickhouse, sqlcmd, cockroach, usql, pgcli, mycli, litecli) " +
 			"or in a pipeline feeding one; dropdb; mysqladmin drop, because data dropped is gone"},

@@ -27,7 +27,121 @@ func (j *judge) script(src string) {
 		j.record(Deny, ruleParse, "the shell cannot parse it: "+err.Error(), "")
 		return
 	}
+	j.noteAssigned(file)
+	// Variables set in this code are its own: nested code (sh -c, eval)
+	// starts without them.
+	saved := j.literals
+	j.literals = noteLiterals(file)
 	j.walk(file)
+	j.literals = saved
+}
+
+// noteLiterals finds the variables code sets to literal text in a
+// statement of its own at the top level (X='echo hi'; …), with every
+// value; any other setting of one (X=$(cat f), read X, a for loop, unset
+// X, export X=…, X=v in front of a command, which the shell expands the
+// line before, or in a subshell, branch or function) leaves its values
+// unknown.
+func noteLiterals(file *syntax.File) map[string]*literalVar {
+	var out map[string]*literalVar
+	plain := map[*syntax.Assign]bool{}
+	for _, st := range file.Stmts {
+		if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(call.Args) == 0 && !st.Background && !st.Coprocess && !st.Negated {
+			for _, a := range call.Assigns {
+				plain[a] = true
+			}
+		}
+	}
+	set := func(name string, value *syntax.Word, pos uint, ok bool) {
+		if out == nil {
+			out = map[string]*literalVar{}
+		}
+		lv := out[name]
+		if lv == nil {
+			lv = &literalVar{first: pos, values: []string{}}
+			out[name] = lv
+		}
+		lv.first = min(lv.first, pos)
+		var v string
+		if ok && value != nil {
+			v, ok = plainLiteral(value)
+		}
+		if !ok || lv.values == nil {
+			lv.values = nil
+			return
+		}
+		lv.values = append(lv.values, v)
+	}
+	syntax.Walk(file, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Assign:
+			if n.Name != nil {
+				set(n.Name.Value, n.Value, n.Pos().Offset(), plain[n] && n.Value != nil && !n.Append && n.Array == nil && n.Index == nil)
+			}
+		case *syntax.WordIter:
+			if n.Name != nil {
+				set(n.Name.Value, nil, n.Pos().Offset(), false)
+			}
+		case *syntax.CallExpr:
+			for _, w := range n.Args[min(1, len(n.Args)):] {
+				if lit := w.Lit(); lit != "" {
+					name, _, _ := strings.Cut(lit, "=")
+					if out[name] != nil || validName(name) {
+						set(name, nil, w.Pos().Offset(), false)
+					}
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// validName reports a shell variable name.
+func validName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// noteAssigned notes the scratch variables (HOME, TMPDIR) the code sets
+// anywhere: an assignment (in front of a command too), a for loop's
+// variable, or a word naming one (export, read, unset, printf -v,
+// declare). From then on they are not taken to name the sandbox's
+// scratch, wherever they are used on the line: which assignment is in
+// force where is left to the shell.
+func (j *judge) noteAssigned(file *syntax.File) {
+	note := func(name string) {
+		if name == "HOME" || name == "TMPDIR" {
+			if j.assigned == nil {
+				j.assigned = map[string]bool{}
+			}
+			j.assigned[name] = true
+		}
+	}
+	syntax.Walk(file, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Assign:
+			if n.Name != nil {
+				note(n.Name.Value)
+			}
+		case *syntax.WordIter:
+			if n.Name != nil {
+				note(n.Name.Value)
+			}
+		case *syntax.CallExpr:
+			for _, w := range n.Args[min(1, len(n.Args)):] {
+				if lit := w.Lit(); lit != "" {
+					name, _, _ := strings.Cut(lit, "=")
+					note(name)
+				}
+			}
+		}
+		return true
+	})
 }
 
 // bracketDepth is the deepest nesting of ( and { in src.

@@ -108,6 +108,11 @@ var wrappers = map[string]func(rest []arg) step{
 	"pkexec": afterOptions(optionSpec{posix: true, longValues: []string{"user"}}),
 	"run0": afterOptions(optionSpec{values: "ugD", posix: true, longValues: []string{
 		"user", "group", "chdir", "nice", "setenv", "unit", "property", "description", "slice", "machine", "background"}}),
+	"sudo-rs": unwrapSudo,
+	"gksudo":  unwrapFrontEnd, "gksu": unwrapFrontEnd, "kdesu": unwrapFrontEnd, "kdesudo": unwrapFrontEnd,
+	"beesu": unwrapFrontEnd, "lxqt-sudo": unwrapFrontEnd, "lxsudo": unwrapFrontEnd, "pfexec": unwrapFrontEnd,
+	"please": unwrapFrontEnd, "ksu": unwrapFrontEnd, "calife": unwrapFrontEnd, "super": unwrapFrontEnd,
+	"xdg-su": unwrapFrontEnd, "gnomesu": unwrapFrontEnd,
 	"su":       unwrapSu,
 	"runuser":  unwrapSu,
 	"env":      unwrapEnv,
@@ -175,6 +180,28 @@ var wrappers = map[string]func(rest []arg) step{
 	"micromamba": unwrapSubcommand([]string{"run"}, 0, optionSpec{values: "np", posix: true, longValues: []string{"name", "prefix", "cwd"}}),
 	// Edits files; it runs no command. Listed so that the sudo rule sees it.
 	"sudoedit": func([]arg) step { return step{} },
+}
+
+// privilegeFrontEnds are the graphical and other front-ends to sudo and su
+// (the sudo rule names them): each runs its command with another user's
+// privileges.
+var privilegeFrontEnds = []string{"gksudo", "gksu", "kdesu", "kdesudo", "beesu", "lxqt-sudo", "lxsudo", "pfexec",
+	"sudo-rs", "please", "ksu", "calife", "super", "xdg-su", "gnomesu"}
+
+// unwrapFrontEnd: a sudo front-end runs the code of -c, or its operands
+// (gksu 'ls -l' is one word of shell code).
+func unwrapFrontEnd(rest []arg) (s step) {
+	opts, ops := scanOptions(rest, optionSpec{values: "cuDmkt", posix: true, longValues: []string{"user", "command", "description", "message"}})
+	if code := values(opts, "-c", "--command"); len(code) > 0 {
+		s.code = &code[len(code)-1]
+		return s
+	}
+	if len(ops) == 1 && !ops[0].dynamic && strings.ContainsAny(ops[0].text, " \t;|&") {
+		s.code = &ops[0]
+		return s
+	}
+	s.next = ops
+	return s
 }
 
 // unwrapTracer: strace and ltrace run their operands unless -p attaches
@@ -391,6 +418,20 @@ func xargsCommand(rest []arg) []arg {
 		out = append(out, arg{text: "{xargs input}", dynamic: true, implicit: true})
 	}
 	return out
+}
+
+// withParallelInput runs, for GNU parallel with no template and no :::
+// inputs, each line a literal echo or printf before it prints as the
+// command it is (echo ok | parallel runs ok).
+func withParallelInput(layers []layer, text string) []layer {
+	for i := 0; i+1 < len(layers); i++ {
+		next := layers[i+1]
+		if layers[i].name == "parallel" && len(next.args) == 3 && next.args[2].dynamic && next.args[2].text == parallelInput && text != "" {
+			out := append([]layer{}, layers[:i+1]...)
+			return append(out, layer{name: "sh", args: shellArgv(literal(text))})
+		}
+	}
+	return layers
 }
 
 // withXargsInput puts the words xargs reads in place of its input when
