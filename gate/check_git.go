@@ -344,14 +344,16 @@ func checkCredentialHelper(j *judge, c invocation, report reporter) {
 	}
 }
 
-// printsCredential says why a CLI prints a stored or freshly minted
-// secret without naming a credential file: cloud CLIs' token and key
-// printers (aws configure get of a key, export-credentials,
-// get-login-password, secret values; gcloud auth print-*-token; az account
-// get-access-token, key vault secrets, storage keys), gpg's secret-key
-// export, kubectl config view --raw and create token, heroku auth:token,
-// docker credential helpers' get, vault's token and secret reads,
-// keyring get and kwallet-query -r. "" for their other forms.
+// printsCredential says why a CLI prints the credentials it is logged in
+// with (or mints from them) without naming a credential file: aws
+// configure get of a key, export-credentials, get-login-password, sts
+// session tokens; gcloud auth print-*-token; az account get-access-token;
+// gpg's secret-key export; kubectl config view --raw and create token;
+// heroku auth:token; docker credential helpers' get; vault print token;
+// keyring get and kwallet-query -r. Secrets a service stores for the
+// project (aws secretsmanager, vault read, key vault) are the project's
+// data, read with those credentials: other guards allow them, and so
+// does the gate. "" for the other forms.
 func printsCredential(fam string, args, ops []arg) string {
 	at := func(i int, vals ...string) bool { return len(ops) > i && (ops[i].dynamic || ops[i].is(vals...)) }
 	flag := func(names ...string) bool {
@@ -369,25 +371,20 @@ func printsCredential(fam string, args, ops []arg) string {
 		case at(0, "configure") && at(1, "export-credentials"),
 			at(0, "ecr", "ecr-public") && at(1, "get-login-password", "get-login", "get-authorization-token"),
 			at(0, "codeartifact") && at(1, "get-authorization-token"),
-			at(0, "sts") && at(1, "get-session-token", "assume-role", "get-federation-token", "assume-role-with-web-identity"),
-			at(0, "secretsmanager") && at(1, "get-secret-value", "batch-get-secret-value"),
-			at(0, "ssm") && at(1, "get-parameter", "get-parameters", "get-parameters-by-path") && flag("--with-decryption"):
+			at(0, "sts") && at(1, "get-session-token", "get-federation-token"):
 			return ops[0].text + " " + ops[1].text + " prints a credential"
 		}
 	case "gcloud":
-		for i, a := range ops {
+		for _, a := range ops {
 			if !a.dynamic && strings.HasPrefix(a.text, "print-") && strings.HasSuffix(a.text, "-token") ||
-				a.is("access") && i > 0 && ops[i-1].is("versions") || a.is("config-helper") {
+				a.is("config-helper") {
 				return a.text + " prints a credential"
 			}
 		}
 	case "az":
 		switch {
 		case at(0, "account") && at(1, "get-access-token"),
-			at(0, "keyvault") && at(1, "secret") && at(2, "show", "download"),
-			at(0, "storage") && at(1, "account") && at(2, "keys") && at(3, "list"),
-			at(0, "acr") && at(1, "login") && flag("--expose-token"),
-			at(0, "ad") && at(1, "sp", "app") && at(2, "credential") && at(3, "reset"):
+			at(0, "acr") && at(1, "login") && flag("--expose-token"):
 			return ops[0].text + " " + ops[1].text + " prints a credential"
 		}
 	case "gpg":
@@ -409,7 +406,7 @@ func printsCredential(fam string, args, ops []arg) string {
 			return ops[0].text + " prints registry credentials"
 		}
 	case "vault":
-		if at(0, "print") && at(1, "token") || at(0, "read") || at(0, "kv") && at(1, "get") || at(0, "token") && at(1, "create") {
+		if at(0, "print") && at(1, "token") {
 			return ops[0].text + " prints a secret or token"
 		}
 	case "keyring":

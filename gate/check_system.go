@@ -112,6 +112,9 @@ func (j *judge) onlyFiles(ops []arg) bool {
 // LVM physical volumes, destructive badblocks, ATA secure erase, low-level
 // format, firmware flashing), or "" for its reading forms.
 func deviceWriter(fam string, opts []option, ops []arg) string {
+	if has(opts, "-h", "--help", "--version") {
+		return ""
+	}
 	first := func(vals ...string) bool { return len(ops) > 0 && (ops[0].dynamic || ops[0].is(vals...)) }
 	switch fam {
 	case "cryptsetup":

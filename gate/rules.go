@@ -106,8 +106,11 @@ func ruleTable() []ruleDef {
 			"because they overwrite or delete uncommitted work that nothing can bring back"},
 			[]string{"git"}, gitVerbRule(gitDiscardVerbs)},
 		{RuleInfo{ruleCredentialHelper, Deny, "asking a credential store for a secret: git credential fill, git credential-store/-cache/-osxkeychain get, " +
-			"macOS security find-generic-password/find-internet-password/dump-keychain, secret-tool lookup, pass/gopass show, op read, bw get, " +
-			"because they print stored passwords and tokens"},
+			"macOS security find-generic-password/find-internet-password/dump-keychain, secret-tool lookup, pass/gopass show, op read, op item get (kept: " +
+			"it prints the item's fields, passwords included), bw get, and CLIs that print the credentials they are logged in with: aws configure get of a key, " +
+			"aws configure export-credentials, ecr get-login-password, gcloud auth print-access-token (print-*-token), az account get-access-token, " +
+			"gpg --export-secret-keys (--export-secret-*), kubectl config view --raw, heroku auth:token, docker-credential-* get, vault print token, " +
+			"because they print stored passwords and tokens (secrets a service keeps for the project, such as aws secretsmanager, are its data and allowed)"},
 			[]string{"git", "security", "secret-tool", "pass", "gopass", "op", "bw", "lpass", "aws", "gcloud", "az", "gpg", "kubectl",
 				"heroku", "docker-credential", "vault", "keyring", "kwallet-query"}, checkCredentialHelper},
 		{RuleInfo{rulePackageInstall, Deny, "installing or removing software: pip/python -m pip install|uninstall, setup.py install|develop, pipx, uv pip/add/remove/sync/tool, uvx, " +
@@ -122,22 +125,31 @@ func ruleTable() []ruleDef {
 			[]string{anyCommand}, checkPackages},
 		{RuleInfo{ruleDownloadExec, Deny, "running what was just downloaded: curl/wget output piped into a shell or interpreter (curl … | sh), bash <(curl …), " +
 			"sh -c \"$(curl …)\", eval \"$(curl …)\", curl … > >(bash), and a file downloaded earlier in the same command line run as a script " +
-			"(curl -o x.sh URL && bash x.sh), because that is running code nobody has read"},
+			"(curl -o x.sh URL && bash x.sh); the network read by any tool, not only curl and wget (nc, socat, telnet, openssl s_client, lynx/w3m -dump, " +
+			"ftp, scp, ssh host cat), fed to any shell or interpreter (pwsh, awk -f -, env python3, xargs sh -c); PowerShell's iex of a web request; " +
+			"runtimes that fetch the code they run (deno run https://…, npm:, jsr:; bun run URL; jbang URL), because that is running code nobody has read. " +
+			"It applies to the reproducer role too: a reproducer that pipes the network into a shell is the textbook hostile reproducer"},
 			[]string{anyCommand}, checkRunDownloaded},
 		{RuleInfo{ruleRecursiveDelete, Deny, "recursive deletes (rm -r in any spelling; find … -delete or -exec rm with nothing narrowing what it finds; " +
 			"rsync --delete/--del; shred/srm/wipe; rmtree, rm_rf, rmSync in code) whose target is /, the home directory itself, an absolute path that is not inside " +
 			"the workspace, a writable path or a scratch directory (/tmp, $TMPDIR, $HOME/…, a mktemp result), a path that climbs out with .., everything in " +
 			"the current directory (*, .*, .), or a path only known at run time, because those reach past what the command may touch; " +
-			"relative paths such as rm -rf build/ are allowed, unless an earlier cd went to one of those places"},
+			"relative paths such as rm -rf build/ are allowed, unless an earlier cd went to one of those places. Scratch is the sandbox's own (Config.Scratch): " +
+			"with allow_all nothing is scratch, and a HOME or TMPDIR the command line sets itself is not scratch either (TMPDIR= rm -rf $TMPDIR/x). " +
+			"rsync -n (a dry run) deletes nothing"},
 			[]string{"rm", "find", "shred", "srm", "wipe", "rsync"}, checkRecursiveDelete},
-		{RuleInfo{ruleRecursiveChmod, Deny, "chmod, chown, chgrp and setfacl -R on the targets recursive-delete guards, because they break or open up whole trees"},
+		{RuleInfo{ruleRecursiveChmod, Deny, "chmod, chown, chgrp and setfacl -R on the targets recursive-delete guards, and the same tools run on every file find prints " +
+			"(find /data | xargs chown u, find -exec chmod), because they break or open up whole trees"},
 			[]string{"chmod", "chown", "chgrp", "setfacl"}, checkChmod},
-		{RuleInfo{ruleSudo, Deny, "privilege escalation: sudo, sudoedit, doas, su, runuser, pkexec, run0, machinectl shell/login " +
-			"(the command they run is judged too), because the sandbox's limits assume an unprivileged user"},
+		{RuleInfo{ruleSudo, Deny, "privilege escalation: sudo, sudoedit, doas, su, runuser, pkexec, run0, machinectl shell/login and the front-ends to them " +
+			"(" + strings.Join(privilegeFrontEnds, ", ") + "; the command they run is judged too), because the sandbox's limits assume an unprivileged user"},
 			append([]string{"sudo", "sudoedit", "doas", "su", "runuser", "pkexec", "run0", "machinectl"}, privilegeFrontEnds...), checkSudo},
 		{RuleInfo{ruleDiskWrite, Deny, "writing to disk devices (/dev/sd*, nvme*, vd*, xvd*, hd*, mmcblk*, disk*, mapper/*, dm-*, md*, loop*, mem, kmem, port): " +
-			"dd of=, redirections, tee, cp, mv, install, shred; mkfs*, mke2fs, mkswap, wipefs, blkdiscard, fdisk/sfdisk/gdisk/sgdisk/cfdisk/parted (but -l/--list), " +
-			"nvme format/sanitize, because they destroy a file system"},
+			"dd of=, redirections, tee, cp, mv, install, shred; mkfs* (mkdosfs, mkntfs, newfs… too), mke2fs, mkswap, wipefs, blkdiscard, fdisk/sfdisk/gdisk/sgdisk/cfdisk/parted " +
+			"(but their listing, dump, verify, version and dry-run forms: fdisk -l/-s, sfdisk -d/-J/-V, sgdisk -p/-P, parted print, mke2fs -n, wipefs without -a; " +
+			"and image files in the workspace or scratch rather than devices: mkfs /tmp/test.img), " +
+			"nvme format/sanitize, cryptsetup luksFormat/erase, mdadm --create/--zero-superblock, zpool create/destroy, pvcreate and LVM removals, badblocks -w, " +
+			"hdparm --security-erase, sg_format, flashrom -w, because they destroy a file system"},
 			[]string{"dd", "mkfs", "mke2fs", "mkswap", "wipefs", "blkdiscard", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted", "nvme",
 				"tee", "cp", "mv", "install", "shred", "srm", "wipe", "cryptsetup", "mdadm", "zpool", "lvm", "badblocks", "hdparm", "sg_format", "flashrom"}, checkDisk},
 		{RuleInfo{ruleSQLDrop, Deny, "DROP TABLE/DATABASE/SCHEMA or TRUNCATE (any case, outside SQL string literals) in the arguments, here-documents or " +
@@ -145,7 +157,8 @@ func ruleTable() []ruleDef {
 			"or in a pipeline feeding one; dropdb; mysqladmin drop, because data dropped is gone"},
 			[]string{"sql", "dropdb", "mysqladmin"}, checkSQL},
 		{RuleInfo{ruleTerraformDestroy, Deny, "destroying infrastructure: terraform/tofu/terragrunt destroy, apply -destroy (plan -destroy only prints), state rm, " +
-			"workspace delete; pulumi destroy/down/stack rm; cdk destroy; kubectl delete; helm uninstall/delete, because it deletes real resources"},
+			"workspace delete; pulumi destroy/down/stack rm; cdk destroy; kubectl delete; helm uninstall/delete (but with --dry-run, =client or =server), " +
+			"because it deletes real resources"},
 			[]string{"terraform", "pulumi", "cdk", "kubectl", "helm"}, checkInfra},
 		{RuleInfo{ruleShutdown, Deny, "stopping the machine or every process: shutdown, reboot, halt, poweroff, init/telinit 0|1|6, " +
 			"systemctl poweroff/reboot/halt/kexec/suspend/hibernate/rescue/emergency and start/isolate of their targets, loginctl poweroff/reboot/…, " +
@@ -153,6 +166,7 @@ func ruleTable() []ruleDef {
 			"because the host and every other sandbox would go down with it"},
 			[]string{"shutdown", "systemctl", "loginctl", "kill", "init", "killall5", "dbus-send", "busctl", "gdbus", "machinectl", "tee", "dd"}, checkShutdown},
 		{RuleInfo{ruleForkBomb, Deny, "a shell function that starts itself more than once or in the background, such as :(){ :|:& };:, " +
+			"and code in another language that forks in an endless loop (perl -e 'fork while 1', os.fork() under while True, loop { fork }), " +
 			"because it exhausts the process table"},
 			nil, nil},
 		{RuleInfo{ruleSecretRead, Deny, "naming a credential file or directory under a home directory (~, $HOME, a variable that may hold one, /root, /home/*, /Users/*, " +
