@@ -29,6 +29,7 @@ func (j *judge) command(args []arg, stmt *syntax.Stmt) {
 	}
 	if input, ok := j.piped[stmt]; ok && stmt != nil {
 		layers = withXargsInput(layers, input)
+		layers = withXargsLine(layers, j.pipedText[stmt])
 		layers = withParallelInput(layers, j.pipedText[stmt])
 	}
 	// Innermost first: the command that does the work gives the most
@@ -114,15 +115,26 @@ func packageRunner(name string) int {
 	return 0
 }
 
+// shellVariable reports a command name that is one variable named for a
+// shell: $SHELL, "${BASH}", $SH, $ZSH, $MY_SHELL (not $PYTHON, whose -c
+// code is not shell).
+func shellVariable(a arg) bool {
+	name := strings.Trim(a.text, `"${}`)
+	if !a.dynamic || name == "" || strings.ContainsAny(name, "$/ :-#%") {
+		return false
+	}
+	return strings.HasSuffix(name, "SHELL") || strings.HasSuffix(name, "SH") || isShellName(strings.ToLower(name))
+}
+
 // dynamicCommand judges a command whose name is only known at run time.
 // Its leading dynamic words may expand to nothing or to a wrapper
 // ($SUDO rm -rf /), so the rest, from the first literal word, is judged as
 // a command too.
 func (j *judge) dynamicCommand(l layer, stmt *syntax.Stmt) {
-	// $SHELL -c 'code', "$BASH" -lc …: whatever the name expands to,
-	// code given to -c is judged as shell code, in every role.
-	if len(l.args) > 2 && !l.args[1].dynamic && strings.HasPrefix(l.args[1].text, "-") && !strings.HasPrefix(l.args[1].text, "--") &&
-		strings.Contains(l.args[1].text, "c") {
+	// $SHELL -c 'code', "$BASH" -lc …: a variable named for a shell runs
+	// the code given to -c, which is judged as shell code in every role.
+	if len(l.args) > 2 && shellVariable(l.args[0]) && !l.args[1].dynamic && strings.HasPrefix(l.args[1].text, "-") &&
+		!strings.HasPrefix(l.args[1].text, "--") && strings.Contains(l.args[1].text, "c") {
 		j.nested(func() { j.lookThrough(layer{name: "sh", args: append([]arg{literal("sh")}, l.args[1:]...)}, stmt) })
 	}
 	for i, a := range l.args {

@@ -111,7 +111,7 @@ var wrappers = map[string]func(rest []arg) step{
 	"sudo-rs": unwrapSudo,
 	"gksudo":  unwrapFrontEnd, "gksu": unwrapFrontEnd, "kdesu": unwrapFrontEnd, "kdesudo": unwrapFrontEnd,
 	"beesu": unwrapFrontEnd, "lxqt-sudo": unwrapFrontEnd, "lxsudo": unwrapFrontEnd, "pfexec": unwrapFrontEnd,
-	"please": unwrapFrontEnd, "ksu": unwrapFrontEnd, "calife": unwrapFrontEnd, "super": unwrapFrontEnd,
+	"ksu": unwrapFrontEnd, "calife": unwrapFrontEnd, "super": unwrapFrontEnd,
 	"xdg-su": unwrapFrontEnd, "gnomesu": unwrapFrontEnd,
 	"su":       unwrapSu,
 	"runuser":  unwrapSu,
@@ -184,9 +184,9 @@ var wrappers = map[string]func(rest []arg) step{
 
 // privilegeFrontEnds are the graphical and other front-ends to sudo and su
 // (the sudo rule names them): each runs its command with another user's
-// privileges.
+// privileges. (please is left out: it is also a build system.)
 var privilegeFrontEnds = []string{"gksudo", "gksu", "kdesu", "kdesudo", "beesu", "lxqt-sudo", "lxsudo", "pfexec",
-	"sudo-rs", "please", "ksu", "calife", "super", "xdg-su", "gnomesu"}
+	"sudo-rs", "ksu", "calife", "super", "xdg-su", "gnomesu"}
 
 // unwrapFrontEnd: a sudo front-end runs the code of -c, or its operands
 // (gksu 'ls -l' is one word of shell code).
@@ -462,6 +462,50 @@ func withXargsInput(layers []layer, input []string) []layer {
 		out[k].args = args
 	}
 	return out
+}
+
+// withXargsLine runs xargs -I (-i, --replace) once with the one line a
+// literal echo or printf before it prints put in place of the
+// replacement string (echo 'git push' | xargs -I{} sh -c '{}' runs
+// sh -c 'git push'). Other input, or more than one line, is left as it
+// is: only known at run time.
+func withXargsLine(layers []layer, text string) []layer {
+	i := slices.IndexFunc(layers, func(l layer) bool { return l.name == "xargs" && !l.dynamic() })
+	lines := strings.FieldsFunc(text, func(r rune) bool { return r == '\n' })
+	if i < 0 || len(lines) != 1 || strings.TrimSpace(lines[0]) == "" {
+		return layers
+	}
+	opts, ops := scanOptions(layers[i].args[1:], optionSpec{values: "adEILnPsJR", attached: "eil", posix: true, longValues: []string{
+		"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}})
+	if has(opts, "-0", "--null", "-d", "--delimiter", "-a", "--arg-file") {
+		return layers
+	}
+	replace := ""
+	for _, o := range opts {
+		switch o.name {
+		case "-I":
+			replace = o.value.text
+		case "-i", "--replace":
+			replace = "{}"
+			if o.hasValue && o.value.text != "" {
+				replace = o.value.text
+			}
+		}
+	}
+	if replace == "" || len(ops) == 0 {
+		return layers
+	}
+	// xargs -I trims leading blanks from the line.
+	line := strings.TrimLeft(lines[0], " \t")
+	cmd := make([]arg, len(ops))
+	for k, a := range ops {
+		cmd[k] = a
+		if !a.dynamic && strings.Contains(a.text, replace) {
+			cmd[k] = literal(strings.ReplaceAll(a.text, replace, line))
+		}
+	}
+	inner, _ := resolveLayers(cmd)
+	return append(slices.Clone(layers[:i+1]), inner...)
 }
 
 // joinCode joins arguments into shell code the way watch and parallel
