@@ -91,7 +91,8 @@
 // fetch (the workspace is not read): npx is denied, and the denial points at
 // node_modules/.bin/TOOL and npx --no-install, which are allowed (Decision.Hint).
 //
-// Every default rule applies in both roles: each guards something a
+// Every default rule applies in both roles (RuleInfo.Reproducer says why,
+// rule by rule): each guards something a
 // reproducer must not do either (publish, install, run downloads, delete
 // outside its scratch, escalate, destroy devices or infrastructure, read
 // credentials), and download-exec above all: a reproducer that pipes the

@@ -609,7 +609,7 @@ func TestNormalise(t *testing.T) {
 func TestDefaultRulesDocumented(t *testing.T) {
 	seen := map[string]bool{}
 	for _, r := range DefaultRules() {
-		if r.Name == "" || r.Description == "" || r.Verdict != Deny || seen[r.Name] {
+		if r.Name == "" || r.Description == "" || r.Reproducer == "" || r.Verdict != Deny || seen[r.Name] {
 			t.Errorf("bad rule %+v", r)
 		}
 		seen[r.Name] = true
