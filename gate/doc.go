@@ -96,15 +96,17 @@
 // (publish, install, run downloads, delete outside its scratch, escalate,
 // destroy devices or infrastructure, read credentials), and download-exec
 // above all: a reproducer that pipes the network into a shell is the
-// textbook hostile reproducer. Code that only the agent's catch-all stopped is judged in both roles where the gate
-// can read it: echo BASE64 | base64 -d | sh runs what it decodes to,
-// $SHELL -c CODE runs CODE, X='…'; eval "$X" runs the literal X holds.
+// textbook hostile reproducer. Code that only the agent's catch-all
+// stopped is judged in both roles where the gate can read it: echo BASE64
+// | base64 -d | sh runs what it decodes to, $SHELL -c CODE runs CODE,
+// X='…'; eval "$X" runs the literal X holds.
 //
 // In the agent role a command whose name or code is only known at run time
 // ($CMD, "$@", eval "$X", sh -c "$X", source "$F", cat x | sh, cat x |
 // python3, sed's s///e) is denied (rule "dynamic") unless AllowDynamic is
-// set; in the reproducer role it is allowed and only its literal parts are judged. Arguments only known at
-// run time count as the dangerous case where a rule cares (rm -rf "$X").
+// set; in the reproducer role it is allowed and only its literal parts
+// are judged. Arguments only known at run time count as the dangerous
+// case where a rule cares (rm -rf "$X").
 // Anything the shell itself could not parse is denied (rule "parse"), as is
 // a command too large or too deeply nested to judge (rule "limit").
 //
