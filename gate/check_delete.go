@@ -25,6 +25,9 @@ func (j *judge) dangerousTarget(a arg) string {
 		}
 		return j.gate.dangerousTarget(a)
 	}
+	if strings.HasPrefix(a.text, "~") && j.assigned["HOME"] {
+		return "a path in the home directory, which the command line sets itself"
+	}
 	if j.cwd != "" && a.text != "" && !path.IsAbs(a.text) && !strings.HasPrefix(a.text, "~") {
 		if strings.HasPrefix(j.cwd, "$") {
 			return "a relative path after cd to " + j.cwd

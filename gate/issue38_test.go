@@ -186,9 +186,15 @@ while True: os.fork()'`, Deny, ruleForkBomb, ""},
 	{"TMPDIR=; rm -rf $TMPDIR/x", Deny, ruleRecursiveDelete, ""},
 	{"export HOME=/; rm -rf $HOME/etc", Deny, ruleRecursiveDelete, ""},
 	{"unset TMPDIR; rm -rf \"$TMPDIR/x\"", Deny, ruleRecursiveDelete, ""},
-	{"read HOME < f; rm -rf ~/x", Allow, "", ""}, // ~ is the home the shell started with
+	{"read HOME < f; rm -rf ~/x", Deny, ruleRecursiveDelete, ""},
+	{"env HOME=/ sh -c 'rm -rf ~/x'", Deny, ruleRecursiveDelete, ""},
+	{"rm -rf ~/x", Allow, "", ""},
 	{"for TMPDIR in / /etc; do rm -rf $TMPDIR/x; done", Deny, ruleRecursiveDelete, ""},
 	{"rm -rf $TMPDIR/x", Allow, "", ""},
+	{"echo TMPDIR; rm -rf $TMPDIR/x", Allow, "", ""},
+	{"declare -x TMPDIR=/; rm -rf $TMPDIR/x", Deny, ruleRecursiveDelete, ""},
+	{"env TMPDIR=/ sh -c 'rm -rf $TMPDIR/x'", Deny, ruleRecursiveDelete, ""},
+	{"TMPDIR=/ sh -c 'rm -rf \"$TMPDIR\"/x'", Deny, ruleRecursiveDelete, ""},
 	{"X=1 rm -rf $TMPDIR/x", Allow, "", ""},
 
 	// False denials: read-only and dry-run forms, image files.

@@ -133,15 +133,30 @@ func (j *judge) noteAssigned(file *syntax.File) {
 				note(n.Name.Value)
 			}
 		case *syntax.CallExpr:
+			// NAME=value anywhere (env, sudo, export); a bare NAME only
+			// for the builtins that set or unset it (read, unset…).
+			sets := len(n.Args) > 0 && setsVariables(n.Args[0].Lit())
 			for _, w := range n.Args[min(1, len(n.Args)):] {
 				if lit := w.Lit(); lit != "" {
-					name, _, _ := strings.Cut(lit, "=")
-					note(name)
+					name, _, assigns := strings.Cut(lit, "=")
+					if assigns || sets {
+						note(name)
+					}
 				}
 			}
 		}
 		return true
 	})
+}
+
+// setsVariables lists the builtins that set or unset the variables named
+// in their arguments.
+func setsVariables(name string) bool {
+	switch name {
+	case "export", "declare", "typeset", "local", "readonly", "read", "unset", "printf", "mapfile", "readarray", "getopts", "let":
+		return true
+	}
+	return false
 }
 
 // bracketDepth is the deepest nesting of ( and { in src.
