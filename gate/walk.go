@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -27,32 +28,44 @@ func (j *judge) script(src string) {
 		j.record(Deny, ruleParse, "the shell cannot parse it: "+err.Error(), "")
 		return
 	}
-	j.noteAssigned(file)
 	// Variables set in this code are its own: nested code (sh -c, eval)
 	// starts without them.
 	saved := j.literals
-	j.literals = noteLiterals(file)
+	j.literals = j.noteVariables(file)
 	j.walk(file)
 	j.literals = saved
 }
 
-// noteLiterals finds the variables code sets to literal text in a
-// statement of its own at the top level (X='echo hi'; …), with every
-// value; any other setting of one (X=$(cat f), read X, a for loop, unset
-// X, export X=…, X=v in front of a command, which the shell expands the
-// line before, or in a subshell, branch or function) leaves its values
+// noteVariables notes, in one pass over the code, what it sets:
+//
+// The scratch variables (HOME, TMPDIR) it sets anywhere, by an assignment
+// (in front of a command too), a for loop, NAME=value in any command's
+// arguments (env, sudo, export) or a builtin that sets or unsets the
+// names it is given (read, unset…): from then on they are not taken to
+// name the sandbox's scratch, wherever they are used on the line, as
+// which assignment is in force where is left to the shell (j.assigned).
+//
+// The variables it sets to literal text in a statement of its own at the
+// top level (X='echo hi'; …), with every value, which it returns; any
+// other setting of one (X=$(cat f), read X, a for loop, unset X, export
+// X=…, X=v in front of a command, which the shell expands the line
+// before, or in a subshell, branch or function) leaves its values
 // unknown.
-func noteLiterals(file *syntax.File) map[string]*literalVar {
+func (j *judge) noteVariables(file *syntax.File) map[string]*literalVar {
 	var out map[string]*literalVar
-	plain := map[*syntax.Assign]bool{}
+	var plain []*syntax.Assign
 	for _, st := range file.Stmts {
 		if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(call.Args) == 0 && !st.Background && !st.Coprocess && !st.Negated {
-			for _, a := range call.Assigns {
-				plain[a] = true
-			}
+			plain = append(plain, call.Assigns...)
 		}
 	}
 	set := func(name string, value *syntax.Word, pos uint, ok bool) {
+		if name == "HOME" || name == "TMPDIR" {
+			if j.assigned == nil {
+				j.assigned = map[string]bool{}
+			}
+			j.assigned[name] = true
+		}
 		if out == nil {
 			out = map[string]*literalVar{}
 		}
@@ -76,17 +89,21 @@ func noteLiterals(file *syntax.File) map[string]*literalVar {
 		switch n := n.(type) {
 		case *syntax.Assign:
 			if n.Name != nil {
-				set(n.Name.Value, n.Value, n.Pos().Offset(), plain[n] && n.Value != nil && !n.Append && n.Array == nil && n.Index == nil)
+				literal := slices.Contains(plain, n) && n.Value != nil && !n.Append && n.Array == nil && n.Index == nil
+				set(n.Name.Value, n.Value, n.Pos().Offset(), literal)
 			}
 		case *syntax.WordIter:
 			if n.Name != nil {
 				set(n.Name.Value, nil, n.Pos().Offset(), false)
 			}
 		case *syntax.CallExpr:
+			// NAME=value anywhere (env, sudo, export); a bare NAME only
+			// for the builtins that set or unset it (read, unset…).
+			sets := len(n.Args) > 0 && setsVariables(n.Args[0].Lit())
 			for _, w := range n.Args[min(1, len(n.Args)):] {
 				if lit := w.Lit(); lit != "" {
-					name, _, _ := strings.Cut(lit, "=")
-					if out[name] != nil || validName(name) {
+					name, _, assigns := strings.Cut(lit, "=")
+					if (assigns || sets) && validName(name) {
 						set(name, nil, w.Pos().Offset(), false)
 					}
 				}
@@ -105,48 +122,6 @@ func validName(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// noteAssigned notes the scratch variables (HOME, TMPDIR) the code sets
-// anywhere: an assignment (in front of a command too), a for loop's
-// variable, or a word naming one (export, read, unset, printf -v,
-// declare). From then on they are not taken to name the sandbox's
-// scratch, wherever they are used on the line: which assignment is in
-// force where is left to the shell.
-func (j *judge) noteAssigned(file *syntax.File) {
-	note := func(name string) {
-		if name == "HOME" || name == "TMPDIR" {
-			if j.assigned == nil {
-				j.assigned = map[string]bool{}
-			}
-			j.assigned[name] = true
-		}
-	}
-	syntax.Walk(file, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.Assign:
-			if n.Name != nil {
-				note(n.Name.Value)
-			}
-		case *syntax.WordIter:
-			if n.Name != nil {
-				note(n.Name.Value)
-			}
-		case *syntax.CallExpr:
-			// NAME=value anywhere (env, sudo, export); a bare NAME only
-			// for the builtins that set or unset it (read, unset…).
-			sets := len(n.Args) > 0 && setsVariables(n.Args[0].Lit())
-			for _, w := range n.Args[min(1, len(n.Args)):] {
-				if lit := w.Lit(); lit != "" {
-					name, _, assigns := strings.Cut(lit, "=")
-					if assigns || sets {
-						note(name)
-					}
-				}
-			}
-		}
-		return true
-	})
 }
 
 // setsVariables lists the builtins that set or unset the variables named
