@@ -289,7 +289,8 @@ type langRegexps struct {
 	pwshIex, pwshFetch, forkCall, endless *regexp.Regexp
 }
 
-var langResOnce = sync.OnceValue(func() langRegexps {
+// langRes are compiled on first use, as codeRes are.
+var langRes = sync.OnceValue(func() langRegexps {
 	return langRegexps{
 		pwshIex:   regexp.MustCompile(`\biex\b|invoke-expression|\.invoke\(|\[scriptblock\]::create`),
 		pwshFetch: regexp.MustCompile(`\biwr\b|\birm\b|invoke-webrequest|invoke-restmethod|downloadstring|downloadfile|net\.webclient|start-bitstransfer|\bcurl\b|\bwget\b|https?://`),
@@ -298,5 +299,3 @@ var langResOnce = sync.OnceValue(func() langRegexps {
 			`for\s*\(\s*;\s*;\s*\)|iter\s*\(\s*int\s*,|itertools\.count|until\s+(0|false)\b|\.times\b.*\bfork|while\s*:`),
 	}
 })
-
-func langRes() langRegexps { return langResOnce() }
