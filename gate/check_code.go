@@ -61,6 +61,10 @@ func (j *judge) scanCode(lang, code, command string) {
 		j.rule(rulePackageInstall, lang+" code calls "+m+", which installs packages", command)
 		return
 	}
+	if forkBomb(code) {
+		j.rule(ruleForkBomb, lang+" code forks in an endless loop", command)
+		return
+	}
 	j.scanTreeDeletes(lang, code, command)
 	for _, loc := range codeRes().execCall.FindAllStringSubmatchIndex(code, 64) {
 		if j.stopped() {

@@ -12,7 +12,7 @@ import (
 // home directory counts as the home directory.
 func (j *judge) dangerousTarget(a arg) string {
 	if a.dynamic {
-		if why, ok := scratchTarget(a, j.tempVars); ok {
+		if why, ok := j.scratchTarget(a); ok {
 			return why
 		}
 		if values, ok := loopValues(a, j.loopVars); ok {
@@ -24,6 +24,9 @@ func (j *judge) dangerousTarget(a arg) string {
 			return ""
 		}
 		return j.gate.dangerousTarget(a)
+	}
+	if strings.HasPrefix(a.text, "~") && j.assigned["HOME"] {
+		return "a path in the home directory, which the command line sets itself"
 	}
 	if j.cwd != "" && a.text != "" && !path.IsAbs(a.text) && !strings.HasPrefix(a.text, "~") {
 		if strings.HasPrefix(j.cwd, "$") {
@@ -55,7 +58,7 @@ func (j *judge) checkCd(l layer) {
 		j.cwd = "~"
 	case target.dynamic:
 		j.cwd = "$DIR"
-		if why, ok := scratchTarget(target, j.tempVars); ok && why == "" {
+		if why, ok := j.scratchTarget(target); ok && why == "" {
 			j.cwd = "/tmp/mktemp" // somewhere inside scratch
 		}
 	case target.is("-") || strings.HasPrefix(target.text, "+"):
@@ -214,6 +217,15 @@ func findValues(t arg) int {
 func isFindAction(expr []arg, k int, name ...string) bool {
 	i := 0
 	for ; i < k; i++ {
+		if expr[i].is("-exec", "-execdir", "-ok", "-okdir") {
+			// The command's words up to ; or + are its arguments, not
+			// find's (find . -exec echo -delete \; deletes nothing).
+			for i+1 < len(expr) && !expr[i+1].is(";", "+") {
+				i++
+			}
+			i++
+			continue
+		}
 		i += findValues(expr[i])
 	}
 	return i == k && expr[k].is(name...)
@@ -269,6 +281,10 @@ func (j *judge) runOnFound(cmd []arg, found arg, starts []arg) {
 	if !last.dynamic() && (last.name == "rm" || last.name == "unlink") && !last.wrapper {
 		n := len(cmd) - len(last.args) + 1
 		cmd = append(append(append([]arg{}, cmd[:n]...), literal("-r")), cmd[n:]...)
+	} else if !last.dynamic() && !last.wrapper && (last.name == "chmod" || last.name == "chown" || last.name == "chgrp" || last.name == "setfacl") {
+		// Run on every file of a tree, it changes the tree: chmod -R.
+		n := len(cmd) - len(last.args) + 1
+		cmd = append(append(append([]arg{}, cmd[:n]...), literal("-R")), cmd[n:]...)
 	} else if slices.ContainsFunc(starts, mayHoldHome) {
 		found = literal("~/.ssh/found")
 	}
@@ -318,8 +334,8 @@ func (j *judge) checkRsync(l layer, report reporter) {
 			}
 		}
 	}
-	if !hasPrefixed(opts, "--del") || len(ops) < 2 {
-		return
+	if !hasPrefixed(opts, "--del") || len(ops) < 2 || has(opts, "-n", "--dry-run") {
+		return // -n lists what --delete would remove
 	}
 	dest := ops[len(ops)-1]
 	if !dest.dynamic && strings.Contains(strings.SplitN(dest.text, "/", 2)[0], ":") {

@@ -62,7 +62,14 @@ func (j *judge) noteDownload(l layer, stmt *syntax.Stmt) {
 // command line: as a script (bash x.sh, python3 x.py, source x.sh) or as
 // the command itself (./x.sh).
 func checkRunDownloaded(j *judge, c invocation, report reporter) {
-	if len(j.downloaded) == 0 || c.dynamic() {
+	if c.dynamic() {
+		return
+	}
+	if why := remoteCode(c.layer); why != "" {
+		report(why)
+		return
+	}
+	if len(j.downloaded) == 0 {
 		return
 	}
 	was := func(a arg) bool { return !a.dynamic && j.downloaded[path.Clean(a.text)] }

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/base64"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -18,7 +19,32 @@ func (j *judge) code(a arg, runner, command string) {
 		j.rule(ruleDownloadExec, runner+" runs code it has just downloaded", command)
 		return
 	}
+	// X='echo hi'; eval "$X": a variable the line set only to literal
+	// text before this point runs that text.
+	if values, ok := loopValues(a, j.literalVars(a)); ok {
+		for _, v := range values {
+			j.nested(func() { j.script(v.text) })
+		}
+		return
+	}
 	j.dynamic(runner+" runs code only known at run time", command)
+}
+
+// literalVars are the variables of the code being judged that it sets
+// only to literal text (see noteAssigned), each with its values, limited
+// to those set before a (at a lower offset of the same code).
+func (j *judge) literalVars(a arg) map[string][]string {
+	if a.word == nil || len(j.literals) == 0 {
+		return nil
+	}
+	at := a.word.Pos().Offset()
+	out := map[string][]string{}
+	for name, lv := range j.literals {
+		if lv.values != nil && lv.first < at {
+			out[name] = lv.values
+		}
+	}
+	return out
 }
 
 // shellCall is how a shell was asked to get its commands.
@@ -272,6 +298,20 @@ func procSubst(w *syntax.Word) *syntax.ProcSubst {
 // print: echo and printf of literal text is judged (or scanned), anything
 // else is only known at run time.
 func (j *judge) printedCode(stmts []*syntax.Stmt, reader layer, lang string) {
+	// echo BASE64 | base64 -d | sh runs what the text decodes to.
+	if n := len(stmts); n >= 2 {
+		if code, ok := j.decodedText(stmts[n-2], stmts[n-1]); ok {
+			if lang == "sh" {
+				j.code(literal(code), reader.name+" reading decoded text", reader.text())
+			} else {
+				j.scanCode(lang, code, reader.text())
+			}
+			return
+		}
+	}
+	if len(stmts) > 0 {
+		stmts = stmts[len(stmts)-1:]
+	}
 	if len(stmts) == 1 {
 		if call, ok := stmts[0].Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
 			if l := j.finalLayer(call); !l.dynamic() && !l.wrapper && (l.name == "echo" || l.name == "printf") {
@@ -288,9 +328,37 @@ func (j *judge) printedCode(stmts []*syntax.Stmt, reader layer, lang string) {
 			}
 		}
 	}
-	if lang == "sh" {
-		j.dynamic(reader.name+" runs the code it reads from another command", reader.text())
+	j.dynamic(reader.name+" runs the code it reads from another command", reader.text())
+}
+
+// decodedText is what base64 -d prints when an echo or printf of literal
+// text feeds it; ok is false for any other pair of stages.
+func (j *judge) decodedText(src, dec *syntax.Stmt) (string, bool) {
+	call, ok := src.Cmd.(*syntax.CallExpr)
+	dcall, dok := dec.Cmd.(*syntax.CallExpr)
+	if !ok || !dok || len(call.Args) == 0 || len(dcall.Args) == 0 || len(src.Redirs) > 0 || len(dec.Redirs) > 0 {
+		return "", false
 	}
+	l, d := j.finalLayer(call), j.finalLayer(dcall)
+	if l.dynamic() || d.dynamic() || l.name != "echo" && l.name != "printf" || d.name != "base64" {
+		return "", false
+	}
+	opts, ops := scanOptions(d.args[1:], optionSpec{values: "w", longValues: []string{"wrap"}})
+	if len(ops) > 0 || !has(opts, "-d", "--decode", "-D") {
+		return "", false
+	}
+	text, known := printedText(l)
+	if !known {
+		return "", false
+	}
+	text = strings.Join(strings.Fields(text), "")
+	out, err := base64.StdEncoding.DecodeString(text)
+	if err != nil {
+		if out, err = base64.RawStdEncoding.DecodeString(text); err != nil {
+			return "", false
+		}
+	}
+	return string(out), true
 }
 
 // heredocSource is a here-document's body as written: the shell code a

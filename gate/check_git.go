@@ -335,9 +335,90 @@ func checkCredentialHelper(j *judge, c invocation, report reporter) {
 		if item || first("read", "get", "show", "export", "unlock", "inject", "run", "signin") {
 			report(c.name + " " + ops[0].text + " reads a password manager")
 		}
-	default:
+	case "git":
 		gitCredential(c.layer, report)
+	default:
+		if why := printsCredential(family(c.name), c.args[1:], ops); why != "" {
+			report(c.name + " " + why)
+		}
 	}
+}
+
+// printsCredential says why a CLI prints the credentials it is logged in
+// with (or mints from them) without naming a credential file: aws
+// configure get of a key, export-credentials, get-login-password, sts
+// session tokens; gcloud auth print-*-token; az account get-access-token;
+// gpg's secret-key export; kubectl config view --raw and create token;
+// heroku auth:token; docker credential helpers' get; vault print token;
+// keyring get and kwallet-query -r. Secrets a service stores for the
+// project (aws secretsmanager, vault read, key vault) are the project's
+// data, read with those credentials: other guards allow them, and so
+// does the gate. "" for the other forms.
+func printsCredential(fam string, args, ops []arg) string {
+	at := func(i int, vals ...string) bool { return len(ops) > i && (ops[i].dynamic || ops[i].is(vals...)) }
+	flag := func(names ...string) bool {
+		return slices.ContainsFunc(args, func(a arg) bool {
+			name, _, _ := strings.Cut(a.text, "=")
+			return !a.dynamic && slices.Contains(names, name)
+		})
+	}
+	switch fam {
+	case "aws":
+		switch {
+		case at(0, "configure") && at(1, "get") && len(ops) > 2 && (ops[2].dynamic || strings.Contains(ops[2].text, "secret") ||
+			strings.Contains(ops[2].text, "key_id") || strings.Contains(ops[2].text, "token")):
+			return "configure get prints a stored access key"
+		case at(0, "configure") && at(1, "export-credentials"),
+			at(0, "ecr", "ecr-public") && at(1, "get-login-password", "get-login", "get-authorization-token"),
+			at(0, "codeartifact") && at(1, "get-authorization-token"),
+			at(0, "sts") && at(1, "get-session-token", "get-federation-token"):
+			return ops[0].text + " " + ops[1].text + " prints a credential"
+		}
+	case "gcloud":
+		for _, a := range ops {
+			if !a.dynamic && strings.HasPrefix(a.text, "print-") && strings.HasSuffix(a.text, "-token") ||
+				a.is("config-helper") {
+				return a.text + " prints a credential"
+			}
+		}
+	case "az":
+		switch {
+		case at(0, "account") && at(1, "get-access-token"),
+			at(0, "acr") && at(1, "login") && flag("--expose-token"):
+			return ops[0].text + " " + ops[1].text + " prints a credential"
+		}
+	case "gpg":
+		for _, a := range args {
+			if !a.dynamic && strings.HasPrefix(a.text, "--export-secret") {
+				return a.text + " prints private keys"
+			}
+		}
+	case "kubectl":
+		if at(0, "config") && at(1, "view") && flag("--raw") || at(0, "create") && at(1, "token") {
+			return ops[0].text + " " + ops[1].text + " prints cluster credentials"
+		}
+	case "heroku":
+		if at(0, "auth:token", "authorizations:create") {
+			return ops[0].text + " prints an API token"
+		}
+	case "docker-credential":
+		if at(0, "get", "list") {
+			return ops[0].text + " prints registry credentials"
+		}
+	case "vault":
+		if at(0, "print") && at(1, "token") {
+			return ops[0].text + " prints a secret or token"
+		}
+	case "keyring":
+		if at(0, "get") {
+			return "get prints a stored password"
+		}
+	case "kwallet-query":
+		if flag("-r", "--read-password") {
+			return "-r prints a stored password"
+		}
+	}
+	return ""
 }
 
 // gitCredential judges git credential fill and the credential helpers' get.

@@ -19,17 +19,14 @@ func checkDisk(j *judge, c invocation, deny reporter) {
 				return
 			}
 		}
-	case "mkfs", "mke2fs", "mkswap":
-		deny(l.name + " formats a file system over what was there")
-	case "blkdiscard":
-		deny("blkdiscard discards every block of a device")
-	case "wipefs":
-		if has(opts, "-a", "--all", "-o", "--offset") {
-			deny("wipefs erases file system signatures")
+	case "mkfs", "mke2fs", "mkswap", "blkdiscard", "wipefs", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted":
+		if readOnlyDiskTool(fam, l.name, opts, ops) || j.onlyFiles(ops) {
+			return
 		}
-	case "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted":
-		if !has(opts, "-l", "--list", "-p", "--print") && !slices.ContainsFunc(ops, func(a arg) bool { return a.is("print") }) {
-			deny(l.name + " rewrites partition tables")
+		deny(l.name + " " + diskToolHarm[fam])
+	case "cryptsetup", "mdadm", "zpool", "lvm", "badblocks", "hdparm", "sg_format", "flashrom":
+		if why := deviceWriter(fam, opts, ops); why != "" {
+			deny(l.name + " " + why)
 		}
 	case "nvme":
 		if len(ops) > 0 && ops[0].is("format", "sanitize") {
@@ -51,6 +48,108 @@ func checkDisk(j *judge, c invocation, deny reporter) {
 			deny(l.name + " overwrites a disk device")
 		}
 	}
+}
+
+// diskToolHarm says what each formatting or partitioning tool does to
+// the device it is given.
+var diskToolHarm = map[string]string{
+	"mkfs": "formats a file system over what was there", "mke2fs": "formats a file system over what was there",
+	"mkswap": "formats a swap area over what was there", "blkdiscard": "discards every block of a device",
+	"wipefs": "erases file system signatures", "fdisk": "rewrites partition tables", "sfdisk": "rewrites partition tables",
+	"cfdisk": "rewrites partition tables", "gdisk": "rewrites partition tables", "sgdisk": "rewrites partition tables",
+	"parted": "rewrites partition tables",
+}
+
+// readOnlyDiskTool reports the forms of the formatting and partitioning
+// tools that only print or only pretend: listings, dumps, version and
+// help, dry runs (mke2fs -n, mkfs.xfs -N, sgdisk -P, wipefs without -a or
+// with -n), parted's print.
+func readOnlyDiskTool(fam, name string, opts []option, ops []arg) bool {
+	if has(opts, "--help", "-h") || has(opts, "--version", "-V") && len(ops) == 0 {
+		return true
+	}
+	switch fam {
+	case "mkfs", "mke2fs":
+		ext := fam == "mke2fs" || strings.HasPrefix(name, "mkfs.ext")
+		return ext && has(opts, "-n") || name == "mkfs.xfs" && has(opts, "-N")
+	case "wipefs":
+		return has(opts, "-n", "--no-act") || !has(opts, "-a", "--all", "-o", "--offset")
+	case "fdisk":
+		return has(opts, "-l", "--list", "-x", "--list-details", "-s", "--getsz", "-v")
+	case "sfdisk":
+		return has(opts, "-l", "--list", "-d", "--dump", "-J", "--json", "-s", "--show-size", "-V", "--verify", "-v",
+			"-g", "--show-geometry", "-G", "--show-pt-geometry", "-F", "--list-free", "--backup-pt-sectors")
+	case "gdisk":
+		return has(opts, "-l")
+	case "sgdisk":
+		return has(opts, "-p", "--print", "-v", "--verify", "-i", "--info", "-O", "--print-mbr", "-P", "--pretend")
+	case "parted":
+		return has(opts, "-l", "--list") || slices.ContainsFunc(ops, func(a arg) bool { return a.is("print") }) &&
+			!slices.ContainsFunc(ops, func(a arg) bool { return a.is("mklabel", "mkpart", "rm", "resizepart", "mkfs", "rescue") })
+	}
+	return false
+}
+
+// onlyFiles reports operands that are all image files rather than
+// devices: no disk device, nothing only known at run time, and every path
+// one a recursive delete could reach too (relative, or inside the
+// workspace, a writable path or scratch), so fdisk disk.img and mkfs
+// /tmp/test.img are allowed while mkfs /etc/fstab is not.
+func (j *judge) onlyFiles(ops []arg) bool {
+	if len(ops) == 0 {
+		return false
+	}
+	for _, a := range ops {
+		if a.dynamic || isDiskDevice(a.text) || strings.HasPrefix(path.Clean(a.text), "/dev/") || j.dangerousTarget(a) != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// deviceWriter says why a storage tool outside mkfs and the partitioners
+// destroys a device's contents (LUKS formatting, RAID and pool creation,
+// LVM physical volumes, destructive badblocks, ATA secure erase, low-level
+// format, firmware flashing), or "" for its reading forms.
+func deviceWriter(fam string, opts []option, ops []arg) string {
+	if has(opts, "-h", "--help", "--version") {
+		return ""
+	}
+	first := func(vals ...string) bool { return len(ops) > 0 && (ops[0].dynamic || ops[0].is(vals...)) }
+	switch fam {
+	case "cryptsetup":
+		if first("luksFormat", "erase", "luksErase", "reencrypt", "convert", "luksKillSlot", "repair") {
+			return ops[0].text + " overwrites a device's encryption header"
+		}
+	case "mdadm":
+		if has(opts, "-C", "--create", "-B", "--build", "--zero-superblock", "-G", "--grow") {
+			return "writes RAID metadata over devices"
+		}
+	case "zpool":
+		if first("create", "destroy", "labelclear", "add", "attach", "replace", "initialize", "split") {
+			return ops[0].text + " writes a pool over devices"
+		}
+	case "lvm":
+		return "writes LVM metadata over a device or destroys a volume"
+	case "badblocks":
+		if has(opts, "-w") {
+			return "-w overwrites every block of a device"
+		}
+	case "hdparm":
+		for _, o := range opts {
+			if strings.HasPrefix(o.name, "--security-erase") || strings.HasPrefix(o.name, "--fwdownload") ||
+				slices.Contains([]string{"--write-sector", "--trim-sector-ranges", "--trim-sector-ranges-stdin", "--make-bad-sector", "--dco-restore"}, o.name) {
+				return o.name + " destroys a drive's data"
+			}
+		}
+	case "sg_format":
+		return "low-level formats a drive"
+	case "flashrom":
+		if has(opts, "-w", "--write", "-E", "--erase") {
+			return "writes a chip's firmware"
+		}
+	}
+	return ""
 }
 
 // checkSQL judges SQL clients given DROP or TRUNCATE, dropdb and
@@ -138,14 +237,30 @@ func checkInfra(j *judge, c invocation, deny reporter) {
 			deny("cdk destroy destroys a stack")
 		}
 	case "kubectl":
-		if verb, _ := firstOperand(args, []string{"-n", "--namespace", "--context", "--kubeconfig", "-s", "--server", "--cluster", "--user"}); verb != nil && (verb.dynamic || verb.is("delete")) {
+		if verb, _ := firstOperand(args, []string{"-n", "--namespace", "--context", "--kubeconfig", "-s", "--server", "--cluster", "--user"}); verb != nil && (verb.dynamic || verb.is("delete")) && !dryRun(args) {
 			deny("kubectl delete deletes cluster resources")
 		}
 	case "helm":
-		if verb, _ := firstOperand(args, []string{"-n", "--namespace", "--kube-context", "--kubeconfig"}); verb != nil && (verb.dynamic || verb.is("uninstall", "delete", "del", "un")) {
+		if verb, _ := firstOperand(args, []string{"-n", "--namespace", "--kube-context", "--kubeconfig"}); verb != nil && (verb.dynamic || verb.is("uninstall", "delete", "del", "un")) && !dryRun(args) {
 			deny("helm uninstall deletes a release")
 		}
 	}
+}
+
+// dryRun reports --dry-run in the forms that change nothing: bare (helm;
+// kubectl's deprecated form, which means client), =client, =server, or
+// client/server as the next word; --dry-run=none still acts.
+func dryRun(args []arg) bool {
+	for i, a := range args {
+		switch {
+		case a.dynamic:
+		case a.is("--dry-run=client", "--dry-run=server", "--dry-run=true"):
+			return true
+		case a.is("--dry-run"):
+			return i+1 == len(args) || !args[i+1].is("none", "false")
+		}
+	}
+	return false
 }
 
 // firstOperand is the first argument that is not an option, skipping the

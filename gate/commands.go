@@ -29,6 +29,8 @@ func (j *judge) command(args []arg, stmt *syntax.Stmt) {
 	}
 	if input, ok := j.piped[stmt]; ok && stmt != nil {
 		layers = withXargsInput(layers, input)
+		layers = withXargsLine(layers, j.pipedText[stmt])
+		layers = withParallelInput(layers, j.pipedText[stmt])
 	}
 	// Innermost first: the command that does the work gives the most
 	// telling reason (sudo rm -rf / is reported as the delete).
@@ -74,18 +76,54 @@ func (j *judge) applyRules(c invocation) {
 // exempt (sh -c CODE --help runs CODE).
 func asksForHelp(l layer) bool {
 	switch family(l.name) {
-	case "sh", "python", "perl", "ruby", "node", "php", "lua", "rscript", "eval", "source", "awk", "julia", "r", "find", "xargs":
+	case "sh", "python", "perl", "ruby", "node", "php", "lua", "rscript", "eval", "source", "awk", "julia", "r", "find", "xargs", "pwsh", "sed":
 		return false
 	}
+	// A package runner given a package runs it whatever follows (npx
+	// cowsay --version fetches and runs cowsay): only --help or --version
+	// before the first operand is the tool's own.
+	limit, operands := packageRunner(l.name), 0 // the operand that names the package
 	for _, a := range l.args[1:] {
 		switch {
 		case a.is("--"):
 			return false
 		case a.is("--help", "--version"):
 			return true
+		case a.dynamic || !strings.HasPrefix(a.text, "-"):
+			operands++
+			if limit == 2 && operands == 1 && !a.dynamic && !a.is("exec", "x", "dlx", "run") {
+				limit = 0 // npm install --help: the tool's own subcommand
+			}
+			if limit > 0 && operands >= limit {
+				return false
+			}
 		}
 	}
 	return false
+}
+
+// packageRunner is 1 for the tools that fetch and run the package named
+// by their first operand (npx, uvx…), 2 for those whose exec/x/dlx/run
+// subcommand does (npm exec, pnpm dlx, pipx run…), 0 for the rest.
+func packageRunner(name string) int {
+	switch name {
+	case "npx", "pnpx", "bunx", "uvx", "jbang":
+		return 1
+	case "npm", "pnpm", "yarn", "bun", "pipx":
+		return 2
+	}
+	return 0
+}
+
+// shellVariable reports a command name that is one variable named for a
+// shell: $SHELL, "${BASH}", $SH, $ZSH, $MY_SHELL (not $PYTHON, whose -c
+// code is not shell).
+func shellVariable(a arg) bool {
+	name := strings.Trim(a.text, `"${}`)
+	if !a.dynamic || name == "" || strings.ContainsAny(name, "$/ :-#%") {
+		return false
+	}
+	return strings.HasSuffix(name, "SHELL") || strings.HasSuffix(name, "SH") || isShellName(strings.ToLower(name))
 }
 
 // dynamicCommand judges a command whose name is only known at run time.
@@ -93,6 +131,12 @@ func asksForHelp(l layer) bool {
 // ($SUDO rm -rf /), so the rest, from the first literal word, is judged as
 // a command too.
 func (j *judge) dynamicCommand(l layer, stmt *syntax.Stmt) {
+	// $SHELL -c 'code', "$BASH" -lc …: a variable named for a shell runs
+	// the code given to -c, which is judged as shell code in every role.
+	if len(l.args) > 2 && shellVariable(l.args[0]) && !l.args[1].dynamic && strings.HasPrefix(l.args[1].text, "-") &&
+		!strings.HasPrefix(l.args[1].text, "--") && strings.Contains(l.args[1].text, "c") {
+		j.nested(func() { j.lookThrough(layer{name: "sh", args: append([]arg{literal("sh")}, l.args[1:]...)}, stmt) })
+	}
 	for i, a := range l.args {
 		if !a.dynamic && !a.glob && !a.implicit {
 			j.nested(func() { j.command(l.args[i:], stmt) })
@@ -126,6 +170,10 @@ func (j *judge) lookThrough(l layer, stmt *syntax.Stmt) {
 		j.checkInterpreter(fam, l, stmt)
 	case "awk":
 		j.checkAwk(l)
+	case "pwsh":
+		j.checkPwsh(l)
+	case "sed":
+		j.checkSed(l)
 	case "eval":
 		j.checkEval(l)
 	case "source":
@@ -173,8 +221,17 @@ func family(name string) string {
 		return "php"
 	case versioned(name, "lua"), name == "luajit":
 		return "lua"
-	case strings.HasPrefix(name, "mkfs"):
+	case strings.HasPrefix(name, "mkfs"), name == "mkdosfs", name == "mkntfs", name == "mkexfatfs", name == "mkfatfs",
+		name == "mkreiserfs", name == "mkudffs", name == "mkhfs", name == "mkjfs", name == "newfs", strings.HasPrefix(name, "newfs_"):
 		return "mkfs"
+	case name == "pvcreate", name == "pvremove", name == "vgcreate", name == "vgextend", name == "vgremove", name == "lvremove":
+		return "lvm"
+	case versioned(name, "gpg"):
+		return "gpg"
+	case strings.HasPrefix(name, "docker-credential-"):
+		return "docker-credential"
+	case name == "powershell", name == "powershell.exe", name == "pwsh.exe":
+		return "pwsh"
 	case strings.HasPrefix(name, "git-"):
 		return "git"
 	case name == ".":

@@ -68,11 +68,14 @@
 // a rule or make it ask for confirmation instead.
 //
 // Paths are judged as the sandbox sees them: HOME and TMPDIR are each
-// sandbox's own fresh scratch (the policy sets them), so rm -rf
+// sandbox's own fresh scratch (the policy sets them; Config.Scratch), so rm -rf
 // "$HOME/.cache", $TMPDIR/x, ${TMPDIR:-/tmp}/x and a directory a mktemp
 // earlier in the line made are allowed (a VAR=value in front of a command
 // sets it for that command only: HOME=$(mktemp -d) cmd; rm -rf "$HOME" is
 // the real home), while the home directory itself,
+// a HOME or TMPDIR the line sets, exports, reads or unsets anywhere
+// (TMPDIR=; rm -rf $TMPDIR/x), and, when there is no sandbox (allow_all,
+// Config.Scratch false), every path in the home, TMPDIR and /tmp,
 // everything in it, and paths climbing out are not. The gate follows cd:
 // relative paths resolve against where it went, and after a cd it cannot
 // follow ($D, -) relative recursive deletes are refused. A for loop's
@@ -88,18 +91,30 @@
 // fetch (the workspace is not read): npx is denied, and the denial points at
 // node_modules/.bin/TOOL and npx --no-install, which are allowed (Decision.Hint).
 //
+// Every default rule applies in both roles (RuleInfo.Reproducer says why,
+// rule by rule): each guards something a reproducer must not do either
+// (publish, install, run downloads, delete outside its scratch, escalate,
+// destroy devices or infrastructure, read credentials), and download-exec
+// above all: a reproducer that pipes the network into a shell is the
+// textbook hostile reproducer. Code that only the agent's catch-all
+// stopped is judged in both roles where the gate can read it: echo BASE64
+// | base64 -d | sh runs what it decodes to, $SHELL -c CODE runs CODE,
+// X='…'; eval "$X" runs the literal X holds.
+//
 // In the agent role a command whose name or code is only known at run time
-// ($CMD, "$@", eval "$X", sh -c "$X", source "$F", cat x | sh) is denied
-// (rule "dynamic") unless AllowDynamic is set; in the reproducer role it is
-// allowed and only its literal parts are judged. Arguments only known at
-// run time count as the dangerous case where a rule cares (rm -rf "$X").
+// ($CMD, "$@", eval "$X", sh -c "$X", source "$F", cat x | sh, cat x |
+// python3, sed's s///e) is denied (rule "dynamic") unless AllowDynamic is
+// set; in the reproducer role it is allowed and only its literal parts
+// are judged. Arguments only known at run time count as the dangerous
+// case where a rule cares (rm -rf "$X").
 // Anything the shell itself could not parse is denied (rule "parse"), as is
 // a command too large or too deeply nested to judge (rule "limit").
 //
 // What it cannot see: the contents of files it is asked to run (python3
 // x.py, bash build.sh, psql -f drop.sql, a git alias in ~/.gitconfig, a
 // function from a sourced file), code in other languages beyond the calls
-// above (computed commands, eval of built strings, sed's e command), what
+// above (computed commands, eval of built strings; sed's e command with a
+// literal command is judged, PowerShell only for iex of a download), what
 // a command prints before a shell runs it (other than echo and printf),
 // tools it does not know (ssh host cmd, docker exec, make, npm scripts),
 // commands whose name is a glob in the reproducer role, and multi-step

@@ -57,6 +57,9 @@ func FuzzCheckShell(f *testing.F) {
 		"rg --pre rm x /etc", `awk 'BEGIN{system("ls")}'`, "cd ~ && cat .ssh/id_rsa",
 		`for d in a /; do rm -rf "$d"/x; done`, "echo -rf / | xargs rm x", `HOME=$(mktemp -d) x; rm -rf "$HOME"`,
 		"find . -name -delete -print", "dotnet add app.csproj package x", "gopass show a",
+		"sed '1e rm -rf /;s/a/b/e' x", `sed -e '/x/,\|y|s#a#b#w f' -e 'y/ab/cd/;$!N;ta'`, "pwsh -Command - -c x",
+		"echo cm0gLXJmIC8= | base64 -d | sh", `X='git push'; eval "$X"`, "$SHELL -lc 'rm -rf /'",
+		"find / | xargs chown u", "echo ok | parallel", "echo a | xargs -I{} sh -c '{}'", "TMPDIR= rm -rf $TMPDIR/x",
 	} {
 		f.Add(s)
 	}

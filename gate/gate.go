@@ -56,6 +56,11 @@ type Config struct {
 	// Writable are the absolute writable paths: recursive deletes inside
 	// them are allowed.
 	Writable []string
+	// Scratch says the command runs in a sandbox whose HOME and TMPDIR
+	// are its own fresh scratch and whose /tmp is its own, so paths inside
+	// them may be deleted. It is false (nothing is scratch) when there is
+	// no sandbox: allow_all runs in the user's real home.
+	Scratch bool
 }
 
 // Gate judges commands. It is immutable and safe for concurrent use.
@@ -65,13 +70,14 @@ type Gate struct {
 	dynamicAllowed bool
 	workspace      string
 	writable       []string
+	scratch        bool                 // HOME, TMPDIR and /tmp are the sandbox's own (Config.Scratch)
 	checks         map[string][]ruleDef // the checks of the rules in force, by command family
 }
 
 // New compiles a configuration. Its errors are one line and name the
 // triage.toml key at fault.
 func New(cfg Config) (*Gate, error) {
-	g := &Gate{verdicts: map[string]Verdict{}}
+	g := &Gate{verdicts: map[string]Verdict{}, scratch: cfg.Scratch}
 	switch cfg.Role {
 	case "", profiles.RoleAgent:
 		g.dynamicAllowed = cfg.AllowDynamic

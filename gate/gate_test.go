@@ -11,7 +11,7 @@ import (
 
 // testConfig is the configuration the table runs under.
 func testConfig() Config {
-	return Config{Role: profiles.RoleAgent, Workspace: "/ws", Writable: []string{"/ws/repros", "/ws/issues"}}
+	return Config{Role: profiles.RoleAgent, Workspace: "/ws", Writable: []string{"/ws/repros", "/ws/issues"}, Scratch: true}
 }
 
 func mustGate(t testing.TB, cfg Config) *Gate {
@@ -609,7 +609,7 @@ func TestNormalise(t *testing.T) {
 func TestDefaultRulesDocumented(t *testing.T) {
 	seen := map[string]bool{}
 	for _, r := range DefaultRules() {
-		if r.Name == "" || r.Description == "" || r.Verdict != Deny || seen[r.Name] {
+		if r.Name == "" || r.Description == "" || r.Reproducer == "" || r.Verdict != Deny || seen[r.Name] {
 			t.Errorf("bad rule %+v", r)
 		}
 		seen[r.Name] = true

@@ -40,12 +40,21 @@ type judge struct {
 	cwd string
 	// tempVars are variables assigned a mktemp result ($(mktemp -d)).
 	tempVars map[string]bool
+	// assigned are the scratch variables (HOME, TMPDIR) the command line
+	// sets, exports, reads into or unsets anywhere: they no longer name
+	// the sandbox's scratch (TMPDIR=; rm -rf $TMPDIR/x deletes /x).
+	assigned map[string]bool
+	// literals are the variables the code being parsed sets, with their
+	// values when every setting is literal text (nil values otherwise).
+	literals map[string]*literalVar
 	// loopVars are for-loop variables over literal words: the values they
 	// take, each judged where the variable is used as a path.
 	loopVars map[string][]string
 	// piped are the words a literal echo or printf earlier in a pipeline
 	// gives the stage after it, by that stage (what xargs appends there).
 	piped map[*syntax.Stmt][]string
+	// pipedText is that text whole, by stage (the lines parallel runs).
+	pipedText map[*syntax.Stmt]string
 	// prefixes are VAR=value words in front of a command: they set the
 	// variable for that command only, not for the statements after it.
 	prefixes map[*syntax.Assign]bool
@@ -62,6 +71,13 @@ type judge struct {
 	downloaded map[string]bool
 	// current maps redirections to the statement they belong to.
 	current map[*syntax.Redirect]*syntax.Stmt
+}
+
+// literalVar is what a line sets a variable to: every literal value (nil
+// once any setting is not literal), and where it is first set.
+type literalVar struct {
+	values []string
+	first  uint
 }
 
 func (g *Gate) newJudge() *judge {

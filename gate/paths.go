@@ -14,8 +14,12 @@ import (
 
 // scratchDirs hold temporary files that may be deleted without harm:
 // inside a sandbox they are its own (on macOS, TMPDIR is under
-// /var/folders).
-func scratchDirs() []string {
+// /var/folders). Without a sandbox (Config.Scratch false) there are none:
+// the host's /tmp holds other programs' files.
+func (g *Gate) scratchDirs() []string {
+	if !g.scratch {
+		return nil
+	}
 	return []string{"/tmp", "/var/tmp", "/private/tmp", "/var/folders", "/private/var/folders"}
 }
 
@@ -37,6 +41,9 @@ func (g *Gate) dangerousTarget(a arg) string {
 		user, rest, _ := strings.Cut(t[1:], "/")
 		if user != "" {
 			return "another user's home directory"
+		}
+		if !g.scratch {
+			return "a path in the home directory, which is the user's own (no sandbox gives it a fresh one)"
 		}
 		return insideScratch("the home directory", rest)
 	}
@@ -61,7 +68,7 @@ func (g *Gate) dangerousTarget(a arg) string {
 	if p == "/" {
 		return "the root directory"
 	}
-	roots := append(append([]string{g.workspace}, g.writable...), scratchDirs()...)
+	roots := append(append([]string{g.workspace}, g.writable...), g.scratchDirs()...)
 	for _, root := range roots {
 		if root != "" && (root == "/" || strings.HasPrefix(p, root+"/")) {
 			return ""
@@ -92,9 +99,14 @@ func insideScratch(dir, rest string) string {
 	return ""
 }
 
-// scratchVariables are the variables that name a scratch directory the
-// policy gives every sandbox, with what they are called in reasons.
-func scratchVariable(name string) string {
+// scratchVariable says what a variable naming a scratch directory the
+// policy gives every sandbox is called in reasons; "" for any other
+// variable, and for every variable when there is no sandbox or the
+// command line assigns it itself (TMPDIR= rm -rf $TMPDIR/x).
+func (j *judge) scratchVariable(name string) string {
+	if !j.gate.scratch || j.assigned[name] {
+		return ""
+	}
 	switch name {
 	case "HOME":
 		return "the home directory"
@@ -107,7 +119,8 @@ func scratchVariable(name string) string {
 // scratchTarget judges a dynamic path made of a scratch variable ($HOME,
 // ${TMPDIR}, "$TMPDIR", ${TMPDIR:-/tmp}, a variable holding a mktemp
 // result) followed by literal text. ok is false for any other word.
-func scratchTarget(a arg, tempVars map[string]bool) (why string, ok bool) {
+func (j *judge) scratchTarget(a arg) (why string, ok bool) {
+	tempVars := j.tempVars
 	var parts []syntax.WordPart
 	for _, p := range a.parts {
 		if dq, isDq := p.(*syntax.DblQuoted); isDq {
@@ -123,11 +136,11 @@ func scratchTarget(a arg, tempVars map[string]bool) (why string, ok bool) {
 	if !isParam || pe.Param == nil || pe.Excl || pe.Length || pe.Width || pe.Index != nil || pe.Slice != nil || pe.Repl != nil {
 		return "", false
 	}
-	dir := scratchVariable(pe.Param.Value)
+	dir := j.scratchVariable(pe.Param.Value)
 	if tempVars[pe.Param.Value] {
 		dir = "a directory made by mktemp"
 	}
-	if dir == "" || pe.Exp != nil && !scratchDefault(pe.Exp) {
+	if dir == "" || pe.Exp != nil && !j.gate.scratchDefault(pe.Exp) {
 		return "", false
 	}
 	var rest strings.Builder
@@ -201,12 +214,12 @@ func loopValues(a arg, loopVars map[string][]string) (values []arg, ok bool) {
 
 // scratchDefault accepts ${TMPDIR:-/tmp}: a default that is itself a
 // scratch directory.
-func scratchDefault(e *syntax.Expansion) bool {
+func (g *Gate) scratchDefault(e *syntax.Expansion) bool {
 	if e.Op != syntax.DefaultUnset && e.Op != syntax.DefaultUnsetOrNull || e.Word == nil {
 		return false
 	}
 	v, ok := plainLiteral(e.Word)
-	return ok && slices.Contains(scratchDirs(), path.Clean(v))
+	return ok && slices.Contains(g.scratchDirs(), path.Clean(v))
 }
 
 // isHomeDir reports a path that is a home directory: ~, ~user, $HOME,

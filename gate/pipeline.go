@@ -25,9 +25,16 @@ func (j *judge) downloads(w *syntax.Word) bool {
 	return found
 }
 
+// isDownloader reports a program whose output is what it reads from the
+// network: downloaders, text browsers' dumps, raw socket tools (nc, socat,
+// telnet, openssl s_client), file transfer (ftp, scp, sftp) and a remote
+// shell's output (ssh host cat x). What they print is code nobody has read
+// when a shell or interpreter runs it.
 func isDownloader(name string) bool {
 	switch name {
-	case "curl", "wget", "wget2", "fetch", "aria2c", "http", "https", "xh", "xhs", "lwp-request", "lwp-download":
+	case "curl", "wget", "wget2", "fetch", "aria2c", "http", "https", "xh", "xhs", "lwp-request", "lwp-download",
+		"lynx", "links", "links2", "elinks", "w3m", "nc", "ncat", "netcat", "nc.openbsd", "nc.traditional", "socat",
+		"telnet", "openssl", "ftp", "tftp", "lftp", "sftp", "scp", "ssh", "rsync", "smbclient", "gsutil", "s3cmd":
 		return true
 	}
 	return false
@@ -87,6 +94,18 @@ func runsUnseenCode(l layer) unseenCode {
 		if ic.stdin {
 			return otherStdin
 		}
+	case "pwsh":
+		return pwshInput(l.args[1:])
+	case "awk":
+		opts, _ := scanOptions(l.args[1:], optionSpec{values: "fvF", longValues: []string{"file"}})
+		for _, f := range values(opts, "-f", "--file") {
+			if f.dynamic {
+				return expansion
+			}
+			if isStdinPath(f) {
+				return otherStdin
+			}
+		}
 	case "eval":
 		for _, a := range l.args[1:] {
 			if a.dynamic {
@@ -119,6 +138,7 @@ func (j *judge) pipeline(b *syntax.BinaryCmd) {
 	}
 	stages := j.stages(b)
 	j.notePiped(stages)
+	j.findIntoXargs(stages)
 	var fetcher, sql *layer
 	for i, st := range stages {
 		var runner, reader *layer
@@ -154,7 +174,7 @@ func (j *judge) pipeline(b *syntax.BinaryCmd) {
 			if runsUnseenCode(*reader) == shellStdin {
 				lang = "sh"
 			}
-			j.printedCode([]*syntax.Stmt{stages[i-1]}, *reader, lang)
+			j.printedCode(stages[:i], *reader, lang)
 		}
 		if j.stopped() {
 			return
@@ -166,6 +186,38 @@ func (j *judge) pipeline(b *syntax.BinaryCmd) {
 				j.rule(ruleSQLDrop, phrase+" is piped into "+sql.name, sql.text())
 				return
 			}
+		}
+	}
+}
+
+// findIntoXargs judges find … | xargs CMD as find -exec CMD {} +: the
+// command runs on what find prints, every file of the tree unless a test
+// narrows it (find /data | xargs chown u changes all of /data).
+func (j *judge) findIntoXargs(stages []*syntax.Stmt) {
+	for i := 1; i < len(stages) && !j.stopped(); i++ {
+		prev, ok1 := stages[i-1].Cmd.(*syntax.CallExpr)
+		cur, ok2 := stages[i].Cmd.(*syntax.CallExpr)
+		if !ok1 || !ok2 || len(prev.Args) == 0 || len(cur.Args) == 0 {
+			continue
+		}
+		fl := j.finalLayer(prev)
+		if fl.dynamic() || fl.name != "find" {
+			continue
+		}
+		layers, _ := resolveLayers(words(cur.Args))
+		for _, l := range layers {
+			if l.name != "xargs" || l.dynamic() {
+				continue
+			}
+			cmd := xargsCommand(l.args[1:])
+			for k, a := range cmd {
+				if a.implicit {
+					cmd[k] = literal("{}")
+				}
+			}
+			f := parseFind(fl.args[1:])
+			j.runOnFound(cmd, j.found(f, len(f.expr)), f.starts)
+			break
 		}
 	}
 }
@@ -192,6 +244,10 @@ func (j *judge) notePiped(stages []*syntax.Stmt) {
 			j.piped = map[*syntax.Stmt][]string{}
 		}
 		j.piped[stages[i]] = strings.Fields(text)
+		if j.pipedText == nil {
+			j.pipedText = map[*syntax.Stmt]string{}
+		}
+		j.pipedText[stages[i]] = text
 	}
 }
 

@@ -47,6 +47,11 @@ type RuleInfo struct {
 	Name        string
 	Verdict     Verdict // the verdict when the configuration does not change it
 	Description string
+	// Reproducer says why the rule applies in the reproducer role too
+	// (every default rule does; only "dynamic" is the agent's alone): the
+	// reproducer runs the reported code on purpose, so it is the role most
+	// likely to meet a hostile command.
+	Reproducer string
 }
 
 // invocation is one simple command as a rule's check sees it: a layer (a
@@ -83,32 +88,44 @@ const anyCommand = "*"
 func ruleTable() []ruleDef {
 	return []ruleDef{
 		{RuleInfo{ruleGhWrite, Deny, "gh commands that change GitHub (comments, closes, edits, merges, reviews, releases, labels, workflow runs, gh alias set…) " +
-			"and gh api or curl/wget/httpie calls to GitHub's API with a method other than GET, because the agent reports; it does not act on GitHub"},
+			"and gh api or curl/wget/httpie calls to GitHub's API with a method other than GET, because the agent reports; it does not act on GitHub",
+			"a reproducer has no reason to act on GitHub; a hostile reproduction would"},
 			[]string{"gh", "curl", "wget", "http", "https", "xh", "xhs"}, checkGhWrite},
 		{RuleInfo{ruleGhCredentials, Deny, "gh auth login/logout/refresh/token/setup-git/switch, gh auth status --show-token, gh secret, gh ssh-key/gpg-key add/delete, " +
-			"because they print or change the GitHub credentials the sandbox must never see"},
+			"because they print or change the GitHub credentials the sandbox must never see",
+			"GitHub credentials are never the sandbox's, in any role"},
 			[]string{"gh"}, checkGhCredentials},
 		{RuleInfo{ruleGitForcePush, Deny, "git push --force, -f, --force-with-lease, --force-if-includes, --mirror, --delete, --prune, +refspec and :branch, " +
-			"because they rewrite or delete history on the remote; kept apart from git-remote so that confirming pushes never confirms a force push"},
+			"because they rewrite or delete history on the remote; kept apart from git-remote so that confirming pushes never confirms a force push",
+			"rewriting a remote is never part of reproducing a bug"},
 			[]string{"git"}, gitVerbRule(gitForceVerbs)},
 		{RuleInfo{ruleGitRemote, Deny, "git push, pull, send-email, svn dcommit and p4 submit, because they publish or take in shared history " +
-			"(fetch and clone only add local copies and are allowed)"},
+			"(fetch and clone only add local copies and are allowed)",
+			"a reproducer works on its checkout; publishing or pulling changes what is triaged"},
 			[]string{"git"}, gitVerbRule(gitRemoteVerbs)},
 		{RuleInfo{ruleGitPushPlumbing, Deny, "git send-pack, http-push and receive-pack, the plumbing under git push, because they update a remote's refs " +
-			"without any of push's checks"},
+			"without any of push's checks",
+			"it is git push without push's checks"},
 			[]string{"git"}, gitVerbRule(gitPlumbingVerbs)},
 		{RuleInfo{ruleGitHistory, Deny, "git commands that rewrite history or move the checkout: commit, reset (reset --hard above all), rebase, checkout, switch, " +
 			"restore (but restore --staged), merge, cherry-pick, revert, am, stash (but stash list/show), clean (but clean -n), branch -d/-D/-m/-f, tag -d/-f, " +
 			"filter-branch, filter-repo, update-ref, replace, prune, gc --prune, reflog expire/delete, bisect (but bisect log/view), symbolic-ref writes, " +
-			"gh pr checkout (gh co), because the checkout is the evidence the agent triages; log, status, diff, show, blame and grep are allowed"},
+			"gh pr checkout (gh co), because the checkout is the evidence the agent triages; log, status, diff, show, blame and grep are allowed",
+			"the checkout is the evidence for both roles"},
 			[]string{"git", "gh"}, checkGitHistory},
 		{RuleInfo{ruleGitDiscard, Deny, "git read-tree -u --reset, checkout-index -f, rm -f (but rm --cached), worktree remove --force, " +
-			"because they overwrite or delete uncommitted work that nothing can bring back"},
+			"because they overwrite or delete uncommitted work that nothing can bring back",
+			"uncommitted work is the operator's, whoever runs"},
 			[]string{"git"}, gitVerbRule(gitDiscardVerbs)},
 		{RuleInfo{ruleCredentialHelper, Deny, "asking a credential store for a secret: git credential fill, git credential-store/-cache/-osxkeychain get, " +
-			"macOS security find-generic-password/find-internet-password/dump-keychain, secret-tool lookup, pass/gopass show, op read, bw get, " +
-			"because they print stored passwords and tokens"},
-			[]string{"git", "security", "secret-tool", "pass", "gopass", "op", "bw", "lpass"}, checkCredentialHelper},
+			"macOS security find-generic-password/find-internet-password/dump-keychain, secret-tool lookup, pass/gopass show, op read, op item get (kept: " +
+			"it prints the item's fields, passwords included), bw get, and CLIs that print the credentials they are logged in with: aws configure get of a key, " +
+			"aws configure export-credentials, ecr get-login-password, gcloud auth print-access-token (print-*-token), az account get-access-token, " +
+			"gpg --export-secret-keys (--export-secret-*), kubectl config view --raw, heroku auth:token, docker-credential-* get, vault print token, " +
+			"because they print stored passwords and tokens (secrets a service keeps for the project, such as aws secretsmanager, are its data and allowed)",
+			"a reproduction needs no stored secret; a hostile one would print it into its report"},
+			[]string{"git", "security", "secret-tool", "pass", "gopass", "op", "bw", "lpass", "aws", "gcloud", "az", "gpg", "kubectl",
+				"heroku", "docker-credential", "vault", "keyring", "kwallet-query"}, checkCredentialHelper},
 		{RuleInfo{rulePackageInstall, Deny, "installing or removing software: pip/python -m pip install|uninstall, setup.py install|develop, pipx, uv pip/add/remove/sync/tool, uvx, " +
 			"uv run --with, uv lock --upgrade, poetry (lock too), pdm, rye, hatch env create, pixi, conda/mamba, npm/pnpm/yarn/bun install/add/ci/update/remove/link, " +
 			"bun upgrade, bare yarn, " +
@@ -117,47 +134,69 @@ func ruleTable() []ruleDef {
 			"rustup, mise/asdf, version and tool managers (pyenv/rbenv/nodenv, nvm/fnm/n/volta, ghcup, sdk, gcloud components, dotnet tool/add package, az extension, " +
 			"helm plugin, kubectl krew), cabal/stack/opam/nimble/vcpkg/deno/mix deps.get install, " +
 			"gh extension install/upgrade/remove, R install.packages and julia Pkg.add in code, because the sandbox runs the project as it is: installs change what is triaged " +
-			"and run code from registries"},
+			"and run code from registries",
+			"installs run registry code; the operator lets a reproducer install by disabling the rule (the policy warns when the role's network allows an index)"},
 			[]string{anyCommand}, checkPackages},
 		{RuleInfo{ruleDownloadExec, Deny, "running what was just downloaded: curl/wget output piped into a shell or interpreter (curl … | sh), bash <(curl …), " +
 			"sh -c \"$(curl …)\", eval \"$(curl …)\", curl … > >(bash), and a file downloaded earlier in the same command line run as a script " +
-			"(curl -o x.sh URL && bash x.sh), because that is running code nobody has read"},
+			"(curl -o x.sh URL && bash x.sh); the network read by any tool, not only curl and wget (nc, socat, telnet, openssl s_client, lynx/w3m -dump, " +
+			"ftp, scp, ssh host cat), fed to any shell or interpreter (pwsh, awk -f -, env python3, xargs sh -c); PowerShell's iex of a web request; " +
+			"runtimes that fetch the code they run (deno run https://…, npm:, jsr:; bun run URL; jbang URL), because that is running code nobody has read. " +
+			"It applies to the reproducer role too: a reproducer that pipes the network into a shell is the textbook hostile reproducer",
+			"a reproducer that pipes the network into a shell is the textbook hostile reproducer"},
 			[]string{anyCommand}, checkRunDownloaded},
 		{RuleInfo{ruleRecursiveDelete, Deny, "recursive deletes (rm -r in any spelling; find … -delete or -exec rm with nothing narrowing what it finds; " +
 			"rsync --delete/--del; shred/srm/wipe; rmtree, rm_rf, rmSync in code) whose target is /, the home directory itself, an absolute path that is not inside " +
 			"the workspace, a writable path or a scratch directory (/tmp, $TMPDIR, $HOME/…, a mktemp result), a path that climbs out with .., everything in " +
 			"the current directory (*, .*, .), or a path only known at run time, because those reach past what the command may touch; " +
-			"relative paths such as rm -rf build/ are allowed, unless an earlier cd went to one of those places"},
+			"relative paths such as rm -rf build/ are allowed, unless an earlier cd went to one of those places. Scratch is the sandbox's own (Config.Scratch): " +
+			"with allow_all nothing is scratch, and a HOME or TMPDIR the command line sets itself is not scratch either (TMPDIR= rm -rf $TMPDIR/x). " +
+			"rsync -n (a dry run) deletes nothing",
+			"the workspace and scratch are all either role may wipe"},
 			[]string{"rm", "find", "shred", "srm", "wipe", "rsync"}, checkRecursiveDelete},
-		{RuleInfo{ruleRecursiveChmod, Deny, "chmod, chown, chgrp and setfacl -R on the targets recursive-delete guards, because they break or open up whole trees"},
+		{RuleInfo{ruleRecursiveChmod, Deny, "chmod, chown, chgrp and setfacl -R on the targets recursive-delete guards, and the same tools run on every file find prints " +
+			"(find /data | xargs chown u, find -exec chmod), because they break or open up whole trees",
+			"the workspace and scratch are all either role may change wholesale"},
 			[]string{"chmod", "chown", "chgrp", "setfacl"}, checkChmod},
-		{RuleInfo{ruleSudo, Deny, "privilege escalation: sudo, sudoedit, doas, su, runuser, pkexec, run0, machinectl shell/login " +
-			"(the command they run is judged too), because the sandbox's limits assume an unprivileged user"},
-			[]string{"sudo", "sudoedit", "doas", "su", "runuser", "pkexec", "run0", "machinectl"}, checkSudo},
+		{RuleInfo{ruleSudo, Deny, "privilege escalation: sudo, sudoedit, doas, su, runuser, pkexec, run0, machinectl shell/login and the front-ends to them " +
+			"(" + strings.Join(privilegeFrontEnds, ", ") + "; the command they run is judged too), because the sandbox's limits assume an unprivileged user",
+			"the sandbox's limits assume an unprivileged user in both roles"},
+			append([]string{"sudo", "sudoedit", "doas", "su", "runuser", "pkexec", "run0", "machinectl"}, privilegeFrontEnds...), checkSudo},
 		{RuleInfo{ruleDiskWrite, Deny, "writing to disk devices (/dev/sd*, nvme*, vd*, xvd*, hd*, mmcblk*, disk*, mapper/*, dm-*, md*, loop*, mem, kmem, port): " +
-			"dd of=, redirections, tee, cp, mv, install, shred; mkfs*, mke2fs, mkswap, wipefs, blkdiscard, fdisk/sfdisk/gdisk/sgdisk/cfdisk/parted (but -l/--list), " +
-			"nvme format/sanitize, because they destroy a file system"},
+			"dd of=, redirections, tee, cp, mv, install, shred; mkfs* (mkdosfs, mkntfs, newfs… too), mke2fs, mkswap, wipefs, blkdiscard, fdisk/sfdisk/gdisk/sgdisk/cfdisk/parted " +
+			"(but their listing, dump, verify, version and dry-run forms: fdisk -l/-s, sfdisk -d/-J/-V, sgdisk -p/-P, parted print, mke2fs -n, wipefs without -a; " +
+			"and image files in the workspace or scratch rather than devices: mkfs /tmp/test.img), " +
+			"nvme format/sanitize, cryptsetup luksFormat/erase, mdadm --create/--zero-superblock, zpool create/destroy, pvcreate and LVM removals, badblocks -w, " +
+			"hdparm --security-erase, sg_format, flashrom -w, because they destroy a file system",
+			"devices are the host's, not the reproduction's"},
 			[]string{"dd", "mkfs", "mke2fs", "mkswap", "wipefs", "blkdiscard", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted", "nvme",
-				"tee", "cp", "mv", "install", "shred", "srm", "wipe"}, checkDisk},
+				"tee", "cp", "mv", "install", "shred", "srm", "wipe", "cryptsetup", "mdadm", "zpool", "lvm", "badblocks", "hdparm", "sg_format", "flashrom"}, checkDisk},
 		{RuleInfo{ruleSQLDrop, Deny, "DROP TABLE/DATABASE/SCHEMA or TRUNCATE (any case, outside SQL string literals) in the arguments, here-documents or " +
 			"here-strings of a SQL client (psql, mysql, mariadb, sqlite3, duckdb, clickhouse, sqlcmd, cockroach, usql, pgcli, mycli, litecli) " +
-			"or in a pipeline feeding one; dropdb; mysqladmin drop, because data dropped is gone"},
+			"or in a pipeline feeding one; dropdb; mysqladmin drop, because data dropped is gone",
+			"data dropped is gone, whichever role dropped it"},
 			[]string{"sql", "dropdb", "mysqladmin"}, checkSQL},
 		{RuleInfo{ruleTerraformDestroy, Deny, "destroying infrastructure: terraform/tofu/terragrunt destroy, apply -destroy (plan -destroy only prints), state rm, " +
-			"workspace delete; pulumi destroy/down/stack rm; cdk destroy; kubectl delete; helm uninstall/delete, because it deletes real resources"},
+			"workspace delete; pulumi destroy/down/stack rm; cdk destroy; kubectl delete; helm uninstall/delete (but with --dry-run, =client or =server), " +
+			"because it deletes real resources",
+			"real infrastructure is outside any reproduction"},
 			[]string{"terraform", "pulumi", "cdk", "kubectl", "helm"}, checkInfra},
 		{RuleInfo{ruleShutdown, Deny, "stopping the machine or every process: shutdown, reboot, halt, poweroff, init/telinit 0|1|6, " +
 			"systemctl poweroff/reboot/halt/kexec/suspend/hibernate/rescue/emergency and start/isolate of their targets, loginctl poweroff/reboot/…, " +
 			"writes to /proc/sysrq-trigger, dbus-send/busctl/gdbus calls of logind's PowerOff/Reboot/…, kill of pid 1 or -1, killall5, " +
-			"because the host and every other sandbox would go down with it"},
+			"because the host and every other sandbox would go down with it",
+			"the host and every other sandbox would go down with it"},
 			[]string{"shutdown", "systemctl", "loginctl", "kill", "init", "killall5", "dbus-send", "busctl", "gdbus", "machinectl", "tee", "dd"}, checkShutdown},
 		{RuleInfo{ruleForkBomb, Deny, "a shell function that starts itself more than once or in the background, such as :(){ :|:& };:, " +
-			"because it exhausts the process table"},
+			"and code in another language that forks in an endless loop (perl -e 'fork while 1', os.fork() under while True, loop { fork }), " +
+			"because it exhausts the process table",
+			"it exhausts the process table for every sandbox"},
 			nil, nil},
 		{RuleInfo{ruleSecretRead, Deny, "naming a credential file or directory under a home directory (~, $HOME, a variable that may hold one, /root, /home/*, /Users/*, " +
 			"or a relative path after cd ~ or tar -C ~) in an argument or redirection, also through globs, ./ and case changes: " +
 			strings.Join(homeCredentialPaths(), ", ") + " (the built-in credential list, which the policy makes unreadable; echo and printf are exempt: " +
-			"their arguments are data), because what the sandbox reads may end up in a report"},
+			"their arguments are data), because what the sandbox reads may end up in a report",
+			"what a reproducer reads may end up in its report too"},
 			[]string{anyCommand}, checkSecretArgs},
 	}
 }

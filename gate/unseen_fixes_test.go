@@ -36,7 +36,9 @@ func TestUnseenCorporaFixes(t *testing.T) {
 		{"echo ok | xargs -0 rm -f x", Deny, ruleRecursiveDelete},
 		{`printf '%s\n' -rf | xargs rm x /`, Deny, ruleRecursiveDelete},
 		{`echo '"-rf"' | xargs rm x /`, Deny, ruleRecursiveDelete},
-		{"echo a | xargs -I{} rm -rf {}", Deny, ruleRecursiveDelete},
+		// -I runs the one line echo prints in place of {} (issue 38).
+		{"echo a | xargs -I{} rm -rf {}", Allow, ""},
+		{"echo .. | xargs -I{} rm -rf {}", Deny, ruleRecursiveDelete},
 		{"cat list | xargs rm -f x", Deny, ruleRecursiveDelete},
 		// find: a test's value is not an action.
 		{"find . -name -delete -print", Allow, ""},

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -27,7 +28,110 @@ func (j *judge) script(src string) {
 		j.record(Deny, ruleParse, "the shell cannot parse it: "+err.Error(), "")
 		return
 	}
+	// Variables set in this code are its own: nested code (sh -c, eval)
+	// starts without them.
+	saved := j.literals
+	j.literals = j.noteVariables(file)
 	j.walk(file)
+	j.literals = saved
+}
+
+// noteVariables notes, in one pass over the code, what it sets:
+//
+// The scratch variables (HOME, TMPDIR) it sets anywhere, by an assignment
+// (in front of a command too), a for loop, NAME=value in any command's
+// arguments (env, sudo, export) or a builtin that sets or unsets the
+// names it is given (read, unset…): from then on they are not taken to
+// name the sandbox's scratch, wherever they are used on the line, as
+// which assignment is in force where is left to the shell (j.assigned).
+//
+// The variables it sets to literal text in a statement of its own at the
+// top level (X='echo hi'; …), with every value, which it returns; any
+// other setting of one (X=$(cat f), read X, a for loop, unset X, export
+// X=…, X=v in front of a command, which the shell expands the line
+// before, or in a subshell, branch or function) leaves its values
+// unknown.
+func (j *judge) noteVariables(file *syntax.File) map[string]*literalVar {
+	var out map[string]*literalVar
+	var plain []*syntax.Assign
+	for _, st := range file.Stmts {
+		if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(call.Args) == 0 && !st.Background && !st.Coprocess && !st.Negated {
+			plain = append(plain, call.Assigns...)
+		}
+	}
+	set := func(name string, value *syntax.Word, pos uint, ok bool) {
+		if name == "HOME" || name == "TMPDIR" {
+			if j.assigned == nil {
+				j.assigned = map[string]bool{}
+			}
+			j.assigned[name] = true
+		}
+		if out == nil {
+			out = map[string]*literalVar{}
+		}
+		lv := out[name]
+		if lv == nil {
+			lv = &literalVar{first: pos, values: []string{}}
+			out[name] = lv
+		}
+		lv.first = min(lv.first, pos)
+		var v string
+		if ok && value != nil {
+			v, ok = plainLiteral(value)
+		}
+		if !ok || lv.values == nil {
+			lv.values = nil
+			return
+		}
+		lv.values = append(lv.values, v)
+	}
+	syntax.Walk(file, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Assign:
+			if n.Name != nil {
+				literal := slices.Contains(plain, n) && n.Value != nil && !n.Append && n.Array == nil && n.Index == nil
+				set(n.Name.Value, n.Value, n.Pos().Offset(), literal)
+			}
+		case *syntax.WordIter:
+			if n.Name != nil {
+				set(n.Name.Value, nil, n.Pos().Offset(), false)
+			}
+		case *syntax.CallExpr:
+			// NAME=value anywhere (env, sudo, export); a bare NAME only
+			// for the builtins that set or unset it (read, unset…).
+			sets := len(n.Args) > 0 && setsVariables(n.Args[0].Lit())
+			for _, w := range n.Args[min(1, len(n.Args)):] {
+				if lit := w.Lit(); lit != "" {
+					name, _, assigns := strings.Cut(lit, "=")
+					if (assigns || sets) && validName(name) {
+						set(name, nil, w.Pos().Offset(), false)
+					}
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// validName reports a shell variable name.
+func validName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// setsVariables lists the builtins that set or unset the variables named
+// in their arguments.
+func setsVariables(name string) bool {
+	switch name {
+	case "export", "declare", "typeset", "local", "readonly", "read", "unset", "printf", "mapfile", "readarray", "getopts", "let":
+		return true
+	}
+	return false
 }
 
 // bracketDepth is the deepest nesting of ( and { in src.

@@ -108,6 +108,11 @@ var wrappers = map[string]func(rest []arg) step{
 	"pkexec": afterOptions(optionSpec{posix: true, longValues: []string{"user"}}),
 	"run0": afterOptions(optionSpec{values: "ugD", posix: true, longValues: []string{
 		"user", "group", "chdir", "nice", "setenv", "unit", "property", "description", "slice", "machine", "background"}}),
+	"sudo-rs": unwrapSudo,
+	"gksudo":  unwrapFrontEnd, "gksu": unwrapFrontEnd, "kdesu": unwrapFrontEnd, "kdesudo": unwrapFrontEnd,
+	"beesu": unwrapFrontEnd, "lxqt-sudo": unwrapFrontEnd, "lxsudo": unwrapFrontEnd, "pfexec": unwrapFrontEnd,
+	"ksu": unwrapFrontEnd, "calife": unwrapFrontEnd, "super": unwrapFrontEnd,
+	"xdg-su": unwrapFrontEnd, "gnomesu": unwrapFrontEnd,
 	"su":       unwrapSu,
 	"runuser":  unwrapSu,
 	"env":      unwrapEnv,
@@ -175,6 +180,28 @@ var wrappers = map[string]func(rest []arg) step{
 	"micromamba": unwrapSubcommand([]string{"run"}, 0, optionSpec{values: "np", posix: true, longValues: []string{"name", "prefix", "cwd"}}),
 	// Edits files; it runs no command. Listed so that the sudo rule sees it.
 	"sudoedit": func([]arg) step { return step{} },
+}
+
+// privilegeFrontEnds are the graphical and other front-ends to sudo and su
+// (the sudo rule names them): each runs its command with another user's
+// privileges. (please is left out: it is also a build system.)
+var privilegeFrontEnds = []string{"gksudo", "gksu", "kdesu", "kdesudo", "beesu", "lxqt-sudo", "lxsudo", "pfexec",
+	"sudo-rs", "ksu", "calife", "super", "xdg-su", "gnomesu"}
+
+// unwrapFrontEnd: a sudo front-end runs the code of -c, or its operands
+// (gksu 'ls -l' is one word of shell code).
+func unwrapFrontEnd(rest []arg) (s step) {
+	opts, ops := scanOptions(rest, optionSpec{values: "cuDmkt", posix: true, longValues: []string{"user", "command", "description", "message"}})
+	if code := values(opts, "-c", "--command"); len(code) > 0 {
+		s.code = &code[len(code)-1]
+		return s
+	}
+	if len(ops) == 1 && !ops[0].dynamic && strings.ContainsAny(ops[0].text, " \t;|&") {
+		s.code = &ops[0]
+		return s
+	}
+	s.next = ops
+	return s
 }
 
 // unwrapTracer: strace and ltrace run their operands unless -p attaches
@@ -393,6 +420,20 @@ func xargsCommand(rest []arg) []arg {
 	return out
 }
 
+// withParallelInput runs, for GNU parallel with no template and no :::
+// inputs, each line a literal echo or printf before it prints as the
+// command it is (echo ok | parallel runs ok).
+func withParallelInput(layers []layer, text string) []layer {
+	for i := 0; i+1 < len(layers); i++ {
+		next := layers[i+1]
+		if layers[i].name == "parallel" && len(next.args) == 3 && next.args[2].dynamic && next.args[2].text == parallelInput && text != "" {
+			out := append([]layer{}, layers[:i+1]...)
+			return append(out, layer{name: "sh", args: shellArgv(literal(text))})
+		}
+	}
+	return layers
+}
+
 // withXargsInput puts the words xargs reads in place of its input when
 // they are known (echo ok | xargs rm -f x). It only does so when xargs
 // splits its input at blanks (no -0, -d, -a, -E, -L, -I, -J).
@@ -421,6 +462,50 @@ func withXargsInput(layers []layer, input []string) []layer {
 		out[k].args = args
 	}
 	return out
+}
+
+// withXargsLine runs xargs -I (-i, --replace) once with the one line a
+// literal echo or printf before it prints put in place of the
+// replacement string (echo 'git push' | xargs -I{} sh -c '{}' runs
+// sh -c 'git push'). Other input, or more than one line, is left as it
+// is: only known at run time.
+func withXargsLine(layers []layer, text string) []layer {
+	i := slices.IndexFunc(layers, func(l layer) bool { return l.name == "xargs" && !l.dynamic() })
+	lines := strings.FieldsFunc(text, func(r rune) bool { return r == '\n' })
+	if i < 0 || len(lines) != 1 || strings.TrimSpace(lines[0]) == "" {
+		return layers
+	}
+	opts, ops := scanOptions(layers[i].args[1:], optionSpec{values: "adEILnPsJR", attached: "eil", posix: true, longValues: []string{
+		"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}})
+	if has(opts, "-0", "--null", "-d", "--delimiter", "-a", "--arg-file") {
+		return layers
+	}
+	replace := ""
+	for _, o := range opts {
+		switch o.name {
+		case "-I":
+			replace = o.value.text
+		case "-i", "--replace":
+			replace = "{}"
+			if o.hasValue && o.value.text != "" {
+				replace = o.value.text
+			}
+		}
+	}
+	if replace == "" || len(ops) == 0 {
+		return layers
+	}
+	// xargs -I trims leading blanks from the line.
+	line := strings.TrimLeft(lines[0], " \t")
+	cmd := make([]arg, len(ops))
+	for k, a := range ops {
+		cmd[k] = a
+		if !a.dynamic && strings.Contains(a.text, replace) {
+			cmd[k] = literal(strings.ReplaceAll(a.text, replace, line))
+		}
+	}
+	inner, _ := resolveLayers(cmd)
+	return append(slices.Clone(layers[:i+1]), inner...)
 }
 
 // joinCode joins arguments into shell code the way watch and parallel

@@ -49,6 +49,9 @@ func (p *Policy) GateConfig() gate.Config {
 		Role: p.Role, Deny: p.Gate.Deny, Confirm: p.Gate.Confirm, Disable: p.Gate.Disable,
 		ConfirmRules: p.Gate.ConfirmRules, AllowDynamic: p.Gate.AllowDynamic,
 		Workspace: p.WorkspaceRoot, Writable: p.Writable(),
+		// Only a sandbox gives HOME and TMPDIR fresh scratch; allow_all
+		// runs in the user's real home.
+		Scratch: !p.AllowAll,
 	}
 }
 

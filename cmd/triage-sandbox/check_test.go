@@ -46,3 +46,24 @@ func TestCheck(t *testing.T) {
 		t.Errorf("run of a confirm rule without a terminal: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestCheckAllowAllHasNoScratch: under allow_all the command runs in the
+// user's real home, so nothing is the sandbox's scratch: a recursive
+// delete in the home is denied there, and allowed where a sandbox gives
+// HOME a fresh directory.
+func TestCheckAllowAllHasNoScratch(t *testing.T) {
+	for _, c := range []struct {
+		toml string
+		code int
+		want string
+	}{
+		{"[sandbox]\nallow_all = true\n", 1, "rule recursive-delete"},
+		{"[project]\ncheckout = \"../widgets\"\n", 0, "ALLOWED"},
+	} {
+		root := workspace(t, c.toml)
+		r := runCLI(t, root, nil, "check", "--", "rm -rf ~/Documents")
+		if r.code != c.code || !strings.Contains(r.stdout+r.stderr, c.want) {
+			t.Errorf("%q: check rm -rf ~/Documents: exit %d, want %d; output %q", c.toml, r.code, c.code, r.stdout+r.stderr)
+		}
+	}
+}
