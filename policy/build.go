@@ -95,7 +95,11 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	}
 	p.Base = base(sb, opts.Capabilities)
 	joinSystemMounts(p)
-	if p.Base.Kind == BaseImage && !p.AllowAll && hostToolchain(sb) {
+	if p.Base.Kind == BaseImage && !p.AllowAll && hostToolchain(sb, opts.Capabilities) {
+		if opts.Capabilities != nil && !slices.Contains(opts.Capabilities, profiles.CapHostToolchain) {
+			return nil, fmt.Errorf("%s: toolchain = \"host\": the %s backend cannot give its sandboxes the host's programs and libraries (%s: its sandboxes run on other machines); set toolchain = \"image\" (the default there), or use the docker or oci backend",
+				configName(cfg), p.Backend, profiles.CapHostToolchain)
+		}
 		tc := toolchainMounts()
 		p.Mounts = dedupeMounts(append(p.Mounts, tc...))
 		// Added after maskUnderMounts: an unreadable path inside them
@@ -711,10 +715,15 @@ func pythonNotFound(cfg *config.File, root string, host Host, tried string, err 
 
 // hostToolchain: the toolchain key, or by default the host's, unless the
 // config names an image of its own (one built with the project's
-// environment, whose /usr must not be covered by the host's).
-func hostToolchain(sb config.Sandbox) bool {
+// environment, whose /usr must not be covered by the host's) or the
+// backend's sandboxes cannot have the host's (caps known and without
+// host_toolchain: a cluster's pods run on other machines).
+func hostToolchain(sb config.Sandbox, caps []Capability) bool {
 	if sb.Toolchain != nil {
 		return *sb.Toolchain == "host"
+	}
+	if caps != nil && !slices.Contains(caps, profiles.CapHostToolchain) {
+		return false
 	}
 	return sb.Image == nil
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -63,5 +64,42 @@ func TestToolPrefixCredentialConfigsMasked(t *testing.T) {
 	co := filepath.Join(filepath.Dir(cfg.Root), "widgets")
 	if slices.Contains(p.Masked, filepath.Join(co, "etc/npmrc")) || slices.Contains(p.Masked, filepath.Join(cfg.Root, "pip.conf")) {
 		t.Errorf("the project's own files are masked: %v", p.Masked)
+	}
+}
+
+// TestToolchainDefaultFollowsTheBackend: the default toolchain is the
+// host's where the backend can mount it, the image's where it cannot (a
+// cluster: the default config once failed there), and an explicit
+// toolchain = "host" on such a backend is refused naming the key.
+func TestToolchainDefaultFollowsTheBackend(t *testing.T) {
+	cluster := profiles.Capabilities() // every capability but host_toolchain
+	withHost := append(slices.Clone(cluster), profiles.CapHostToolchain)
+	hasHostUsr := func(p *Policy) bool {
+		return slices.ContainsFunc(p.Mounts, func(m Mount) bool { return m.Path == "/usr" && strings.HasPrefix(m.Why, "host toolchain") })
+	}
+	for _, tt := range []struct {
+		name, config string
+		caps         []Capability
+		want         bool
+		refused      string
+	}{
+		{"docker-like, default", "", withHost, true, ""},
+		{"cluster, default", "", cluster, false, ""},
+		{"cluster, image", "[sandbox]\ntoolchain = \"image\"\n", cluster, false, ""},
+		{"cluster, host asked", "[sandbox]\ntoolchain = \"host\"\n", cluster, false, `toolchain = "host"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Build(workspace(t, tt.config), "reproducer", fakeHost(t), Options{Backend: "kubernetes", Capabilities: tt.caps})
+			if tt.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.refused) || !strings.Contains(err.Error(), "host_toolchain") {
+					t.Fatalf("err = %v, want a refusal naming %s and host_toolchain", err, tt.refused)
+				}
+				return
+			}
+			must(t, err)
+			if got := hasHostUsr(p); got != tt.want {
+				t.Errorf("host /usr mounted %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -217,6 +217,13 @@ const (
 	// Not a weaker mode anyone may accept (it is not in Capabilities):
 	// without it the list is refused.
 	CapEgressProxy Capability = "egress_proxy"
+	// CapHostToolchain: the host's own programs and libraries (its /usr and
+	// kin) can be mounted read-only over an image's root, as toolchain =
+	// "host" asks. A backend whose sandboxes run on other machines (a
+	// cluster's nodes) lacks it: there the default toolchain is the
+	// image's. Not a weaker mode: a config that asks for the host's gets
+	// a refusal naming the key.
+	CapHostToolchain Capability = "host_toolchain"
 )
 
 var capabilityMeanings = map[Capability]string{
@@ -232,6 +239,7 @@ var capabilityMeanings = map[Capability]string{
 	CapBoundedWrites:  "writable paths bounded in size and inodes (staged copies, nosuid, nodev) and copied back safely",
 	CapHostRoot:       "the host's root filesystem, readable only through an allow-list of roots",
 	CapSyscallFilter:  "Linux capabilities dropped, no_new_privs and a seccomp filter",
+	CapHostToolchain:  "the host's programs and libraries mounted read-only over the image's (toolchain = \"host\")",
 	CapEgressProxy:    "a network allow-list: only the host's proxy, reached through a socket bound into its own loopback-only namespace (or, on Seatbelt, the proxy's port on the host's loopback alone)",
 }
 

@@ -38,7 +38,7 @@ var capabilities = []policy.Capability{
 	profiles.CapOwnLoopback, profiles.CapOutboundNAT, profiles.CapEgressProxy, profiles.CapPidNamespace,
 	profiles.CapMemoryLimit, profiles.CapPidsLimit, profiles.CapCPULimit,
 	profiles.CapUIDSwitch, profiles.CapMaskUnderMount, profiles.CapImageRoot,
-	profiles.CapSyscallFilter, profiles.CapBoundedWrites,
+	profiles.CapSyscallFilter, profiles.CapBoundedWrites, profiles.CapHostToolchain,
 }
 
 // Backend starts hardened containers as sandboxes.

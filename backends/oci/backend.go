@@ -43,7 +43,7 @@ var runtimeNames = []string{"runc", "crun", "runsc"}
 var capabilities = []policy.Capability{
 	profiles.CapOwnLoopback, profiles.CapEgressProxy, profiles.CapPidNamespace, profiles.CapMemoryLimit, profiles.CapPidsLimit,
 	profiles.CapCPULimit, profiles.CapUIDSwitch, profiles.CapMaskUnderMount, profiles.CapImageRoot,
-	profiles.CapSyscallFilter, profiles.CapBoundedWrites,
+	profiles.CapSyscallFilter, profiles.CapBoundedWrites, profiles.CapHostToolchain,
 }
 
 // Capabilities is what every oci sandbox enforces.
