@@ -147,7 +147,7 @@ var sandboxKeys = []keySpec[Sandbox]{
 		func(s *Sandbox) *[]string { return &s.AllowToolConfig }, stringsWhere(checkRelative)),
 	list("read_only", "extra host directories mounted read-only at the same path (absolute, `~/…` or relative to the workspace root); one inside an unreadable path is refused", `["~/.cache/pip"]`,
 		func(s *Sandbox) *[]string { return &s.ReadOnly }, stringsWhere(checkNonEmpty)),
-	scalar("toolchain", "docker and oci: `\"host\"` mounts the host's `/usr` read-only over the image, so the project's own node, go, make, compilers run; `\"image\"` uses only the image's programs; the default is `\"host\"` with the default image and `\"image\"` when `image` names one", `"image"`,
+	scalar("toolchain", "docker and oci: `\"host\"` mounts the host's `/usr` read-only over the image, so the project's own node, go, make, compilers run; `\"image\"` uses only the image's programs; the default is `\"host\"` with the default image and `\"image\"` when `image` names one or the backend cannot mount the host's (kubernetes: the nodes are other machines; `\"host\"` is refused there)", `"image"`,
 		func(s *Sandbox) **string { return &s.Toolchain }, stringWhere(oneOf("host", "image"))),
 	scalar("checkout_writes", "`\"discard\"` (default): commands may write under `[project] checkout` (coverage, caches, build output) and the writes are thrown away with the sandbox, bounded like `writable_size`; the host's checkout never changes; `\"refuse\"`: the checkout is read-only", `"refuse"`,
 		func(s *Sandbox) **string { return &s.CheckoutWrites }, stringWhere(oneOf("discard", "refuse"))),
