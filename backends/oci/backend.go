@@ -415,6 +415,7 @@ func traitsFor(rt string, p *policy.Policy) runtimes.Traits {
 	t := runtimes.Of(rt)
 	if p.Network.Mode == policy.NetworkProxy && !t.BindsSocketFile {
 		t.Flags = append(t.Flags, t.SocketFlags...)
+		t.BindsSocketFile = true
 	}
 	return t
 }
@@ -472,20 +473,25 @@ func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string
 	return r.spec, dir, ovWarning, nil
 }
 
-// writeHosts writes the bundle's hosts file (HostsFile).
+// writeHosts writes the bundle's hosts file (HostsFile) and its empty
+// MaskFile, read-only for everyone.
 func writeHosts(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, HostsFile), []byte(HostsContent), 0o644); err != nil {
 		return fmt.Errorf("writing the bundle's hosts file: %w", err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, MaskFile), nil, 0o444); err != nil {
+		return fmt.Errorf("writing the bundle's mask file: %w", err)
+	}
 	return nil
 }
 
-// bindHosts makes the hosts file's mount source absolute: runc resolves a
-// relative one against the bundle, but not every runtime is known to.
+// bindHosts makes the hosts file's and the mask file's mount sources
+// absolute: runc resolves a relative one against the bundle, but not every
+// runtime is known to.
 func bindHosts(spec *specs.Spec, dir string) {
 	for i, m := range spec.Mounts {
-		if m.Type == "bind" && m.Source == HostsFile {
-			spec.Mounts[i].Source = filepath.Join(dir, HostsFile)
+		if m.Type == "bind" && (m.Source == HostsFile || m.Source == MaskFile) {
+			spec.Mounts[i].Source = filepath.Join(dir, m.Source)
 		}
 	}
 }

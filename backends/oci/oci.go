@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -45,6 +48,11 @@ const (
 		"ff02::1\tip6-allnodes\n" +
 		"ff02::2\tip6-allrouters\n"
 )
+
+// MaskFile is the bundle's empty, read-only file (a mount source relative
+// to the bundle, like HostsFile) bound over each masked file where the
+// runtime ignores the spec's maskedPaths (runtimes.Traits.IgnoresMaskedPaths).
+const MaskFile = "masked"
 
 // Spec is the artifact.
 type Spec struct{ *specs.Spec }
@@ -108,6 +116,16 @@ func Bundle(p *policy.Policy, selfExe string, ttl time.Duration) (*specs.Spec, e
 			ReadonlyPaths:     profiles.KernelReadonlyPaths(),
 			RootfsPropagation: "rprivate",
 		},
+	}
+	if rt := traitsFor(p.Runtime, p); rt.IgnoresMaskedPaths {
+		// The runtime drops MaskedPaths: the policy's masks become mounts,
+		// after every mount they lie under (the kernel's entries are the
+		// runtime's own /proc and /sys there, which need none).
+		masks, err := maskMounts(p.Masked, rt)
+		if err != nil {
+			return nil, err
+		}
+		s.Mounts = append(s.Mounts, masks...)
 	}
 	// runc applies no seccomp filter unless told: use the sandbox's own
 	// profile (Docker's default, narrowed), resolved for this spec's (empty)
@@ -191,6 +209,36 @@ func mounts(p *policy.Policy, selfExe string) []specs.Mount {
 		return tree[i].Destination < tree[j].Destination
 	})
 	return append(out, tree...)
+}
+
+// maskMounts are the mounts that hide each of masked under runtime rt as
+// runc hides its maskedPaths: the bundle's empty MaskFile bound read-only
+// over a file, an empty read-only tmpfs over a directory. The kind is the
+// host's: every masked path lies under a host directory bound at its own
+// path. A path that does not exist is skipped, as runc skips it; one that
+// changes kind before the start fails the start. A socket, FIFO or device
+// node gets no mount (runtimes.Traits.IgnoresMaskedPaths says why none is
+// needed), except a socket where rt connects to host sockets: refused.
+func maskMounts(masked []string, rt runtimes.Traits) ([]specs.Mount, error) {
+	var out []specs.Mount
+	for _, m := range masked {
+		fi, err := os.Stat(m)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("the masked path %s: %w", m, err)
+		case fi.IsDir():
+			out = append(out, specs.Mount{Destination: m, Type: "tmpfs", Source: "tmpfs",
+				Options: []string{"ro", "nosuid", "nodev", "noexec", "mode=0555", "size=4096"}})
+		case fi.Mode().IsRegular():
+			out = append(out, specs.Mount{Destination: m, Type: "bind", Source: MaskFile,
+				Options: []string{"rbind", "rprivate", "ro", "nosuid", "nodev", "noexec"}})
+		case fi.Mode()&fs.ModeSocket != 0 && rt.BindsSocketFile:
+			return nil, fmt.Errorf("the socket %s lies under a mount and must be hidden, but runtime %s cannot mount over a socket and, to reach the network allow-list's proxy, connects to host sockets: remove the socket, or use runc", m, rt.Name)
+		}
+	}
+	return out, nil
 }
 
 func scratchMount(p *policy.Policy, dest string, mode uint32, extra ...string) specs.Mount {
