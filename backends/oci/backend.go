@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -470,7 +472,59 @@ func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string
 	bindOverlays(r.spec, ov)
 	joinNetns(r.spec, netns)
 	bindHosts(r.spec, dir)
+	if err := coverSockets(r.spec, dir, p, traits); err != nil {
+		return nil, dir, "", err
+	}
 	return r.spec, dir, ovWarning, nil
+}
+
+// viewsDir is where a bundle's covered views are (coverSockets).
+const viewsDir = "views"
+
+// coverSockets hides the policy's masked sockets where the runtime takes
+// no masked paths and connects to host sockets (gVisor serving an
+// allow-list: --host-uds=open), and cannot mount over a socket either: the
+// bind that holds each such socket comes from a view of its source made
+// here, private to the host's mount namespace, with the bundle's empty
+// MaskFile bound over the socket (overlay.Set.CoverView). The host's own
+// directory keeps its socket; the views go with the bundle.
+func coverSockets(spec *specs.Spec, dir string, p *policy.Policy, rt runtimes.Traits) error {
+	if !rt.IgnoresMaskedPaths || !rt.BindsSocketFile {
+		return nil
+	}
+	under := map[int][]string{} // a mount's index: the sockets in it, as host paths under its source
+	for _, m := range p.Masked {
+		fi, err := os.Lstat(m)
+		if err != nil || fi.Mode()&fs.ModeSocket == 0 {
+			continue
+		}
+		at := -1
+		for i, mnt := range spec.Mounts {
+			if mnt.Type == "bind" && strings.HasPrefix(m, mnt.Destination+"/") && (at < 0 || len(mnt.Destination) > len(spec.Mounts[at].Destination)) {
+				at = i
+			}
+		}
+		if at < 0 {
+			continue // not from a host directory: no host socket
+		}
+		rel := strings.TrimPrefix(m, spec.Mounts[at].Destination+"/")
+		under[at] = append(under[at], filepath.Join(spec.Mounts[at].Source, rel))
+	}
+	if len(under) == 0 {
+		return nil
+	}
+	set, err := overlay.NewSet(filepath.Join(dir, viewsDir))
+	if err != nil {
+		return fmt.Errorf("hiding the sockets under the mounts from runtime %s: %w", rt.Name, err)
+	}
+	for at, sockets := range under {
+		view, err := set.CoverView(strconv.Itoa(at), spec.Mounts[at].Source, filepath.Join(dir, MaskFile), sockets)
+		if err != nil {
+			return fmt.Errorf("hiding the sockets under %s from runtime %s: %w", spec.Mounts[at].Destination, rt.Name, err)
+		}
+		spec.Mounts[at].Source = view
+	}
+	return nil
 }
 
 // writeHosts writes the bundle's hosts file (HostsFile) and its empty
@@ -604,8 +658,10 @@ func removeBundle(dir string) error {
 	if err := netup.Remove(filepath.Join(dir, netnsFile)); err != nil {
 		return err
 	}
-	if err := overlay.RemoveAt(filepath.Join(dir, overlayDir)); err != nil {
-		return err
+	for _, d := range []string{overlayDir, viewsDir} {
+		if err := overlay.RemoveAt(filepath.Join(dir, d)); err != nil {
+			return err
+		}
 	}
 	return os.RemoveAll(dir)
 }

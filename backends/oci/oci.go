@@ -117,11 +117,11 @@ func Bundle(p *policy.Policy, selfExe string, ttl time.Duration) (*specs.Spec, e
 			RootfsPropagation: "rprivate",
 		},
 	}
-	if rt := traitsFor(p.Runtime, p); rt.IgnoresMaskedPaths {
+	if runtimes.Of(p.Runtime).IgnoresMaskedPaths {
 		// The runtime drops MaskedPaths: the policy's masks become mounts,
 		// after every mount they lie under (the kernel's entries are the
 		// runtime's own /proc and /sys there, which need none).
-		masks, err := maskMounts(p.Masked, rt)
+		masks, err := maskMounts(p.Masked)
 		if err != nil {
 			return nil, err
 		}
@@ -218,8 +218,9 @@ func mounts(p *policy.Policy, selfExe string) []specs.Mount {
 // path. A path that does not exist is skipped, as runc skips it; one that
 // changes kind before the start fails the start. A socket, FIFO or device
 // node gets no mount (runtimes.Traits.IgnoresMaskedPaths says why none is
-// needed), except a socket where rt connects to host sockets: refused.
-func maskMounts(masked []string, rt runtimes.Traits) ([]specs.Mount, error) {
+// needed); a socket where rt connects to host sockets is covered on the
+// host at the start instead (coverSockets).
+func maskMounts(masked []string) ([]specs.Mount, error) {
 	var out []specs.Mount
 	for _, m := range masked {
 		fi, err := os.Stat(m)
@@ -234,8 +235,6 @@ func maskMounts(masked []string, rt runtimes.Traits) ([]specs.Mount, error) {
 		case fi.Mode().IsRegular():
 			out = append(out, specs.Mount{Destination: m, Type: "bind", Source: MaskFile,
 				Options: []string{"rbind", "rprivate", "ro", "nosuid", "nodev", "noexec"}})
-		case fi.Mode()&fs.ModeSocket != 0 && rt.BindsSocketFile:
-			return nil, fmt.Errorf("the socket %s lies under a mount and must be hidden, but runtime %s cannot mount over a socket and, to reach the network allow-list's proxy, connects to host sockets: remove the socket, or use runc", m, rt.Name)
 		}
 	}
 	return out, nil
