@@ -9,9 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -211,31 +209,25 @@ func mounts(p *policy.Policy, selfExe string) []specs.Mount {
 	return append(out, tree...)
 }
 
-// maskMounts are the mounts that hide each of masked under runtime rt as
-// runc hides its maskedPaths: the bundle's empty MaskFile bound read-only
-// over a file, an empty read-only tmpfs over a directory. The kind is the
-// host's: every masked path lies under a host directory bound at its own
-// path. A path that does not exist is skipped, as runc skips it; one that
-// changes kind before the start fails the start. A socket, FIFO or device
-// node gets no mount (runtimes.Traits.IgnoresMaskedPaths says why none is
-// needed); a socket where rt connects to host sockets is covered on the
-// host at the start instead (coverSockets).
+// maskMounts are the mounts that hide each of masked as runc hides its
+// maskedPaths, for a runtime that drops them (launch.MaskKinds): the
+// bundle's empty MaskFile bound read-only over a file, an empty read-only
+// tmpfs over a directory. One that changes kind before the start fails
+// the start. A socket such a runtime connects to is covered on the host
+// at the start instead (coverSockets).
 func maskMounts(masked []string) ([]specs.Mount, error) {
+	files, dirs, err := launch.MaskKinds(masked)
+	if err != nil {
+		return nil, err
+	}
 	var out []specs.Mount
-	for _, m := range masked {
-		fi, err := os.Stat(m)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("the masked path %s: %w", m, err)
-		case fi.IsDir():
-			out = append(out, specs.Mount{Destination: m, Type: "tmpfs", Source: "tmpfs",
-				Options: []string{"ro", "nosuid", "nodev", "noexec", "mode=0555", "size=4096"}})
-		case fi.Mode().IsRegular():
-			out = append(out, specs.Mount{Destination: m, Type: "bind", Source: MaskFile,
-				Options: []string{"rbind", "rprivate", "ro", "nosuid", "nodev", "noexec"}})
-		}
+	for _, f := range files {
+		out = append(out, specs.Mount{Destination: f, Type: "bind", Source: MaskFile,
+			Options: []string{"rbind", "rprivate", "ro", "nosuid", "nodev", "noexec"}})
+	}
+	for _, d := range dirs {
+		out = append(out, specs.Mount{Destination: d, Type: "tmpfs", Source: "tmpfs",
+			Options: []string{"ro", "nosuid", "nodev", "noexec", "mode=0555", "size=4096"}})
 	}
 	return out, nil
 }
