@@ -472,23 +472,22 @@ func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string
 	bindOverlays(r.spec, ov)
 	joinNetns(r.spec, netns)
 	bindHosts(r.spec, dir)
-	if err := coverSockets(r.spec, dir, p, traits); err != nil {
+	if err := coverSockets(r.spec, dir, p, traits, ov); err != nil {
 		return nil, dir, "", err
 	}
 	return r.spec, dir, ovWarning, nil
 }
-
-// viewsDir is where a bundle's covered views are (coverSockets).
-const viewsDir = "views"
 
 // coverSockets hides the policy's masked sockets where the runtime takes
 // no masked paths and connects to host sockets (gVisor serving an
 // allow-list: --host-uds=open), and cannot mount over a socket either: the
 // bind that holds each such socket comes from a view of its source made
 // here, private to the host's mount namespace, with the bundle's empty
-// MaskFile bound over the socket (overlay.Set.CoverView). The host's own
-// directory keeps its socket; the views go with the bundle.
-func coverSockets(spec *specs.Spec, dir string, p *policy.Policy, rt runtimes.Traits) error {
+// MaskFile bound over the socket (overlay.Set.CoverView), in the bundle's
+// overlay set ov (made here when nil), so whatever removes the bundle
+// detaches the views before deleting it. The host's own directory keeps
+// its socket.
+func coverSockets(spec *specs.Spec, dir string, p *policy.Policy, rt runtimes.Traits, ov *overlay.Set) error {
 	if !rt.IgnoresMaskedPaths || !rt.BindsSocketFile {
 		return nil
 	}
@@ -513,9 +512,12 @@ func coverSockets(spec *specs.Spec, dir string, p *policy.Policy, rt runtimes.Tr
 	if len(under) == 0 {
 		return nil
 	}
-	set, err := overlay.NewSet(filepath.Join(dir, viewsDir))
-	if err != nil {
-		return fmt.Errorf("hiding the sockets under the mounts from runtime %s: %w", rt.Name, err)
+	set := ov
+	if set == nil {
+		var err error
+		if set, err = overlay.NewSet(filepath.Join(dir, overlayDir)); err != nil {
+			return fmt.Errorf("hiding the sockets under the mounts from runtime %s: %w", rt.Name, err)
+		}
 	}
 	for at, sockets := range under {
 		view, err := set.CoverView(strconv.Itoa(at), spec.Mounts[at].Source, filepath.Join(dir, MaskFile), sockets)
@@ -658,10 +660,8 @@ func removeBundle(dir string) error {
 	if err := netup.Remove(filepath.Join(dir, netnsFile)); err != nil {
 		return err
 	}
-	for _, d := range []string{overlayDir, viewsDir} {
-		if err := overlay.RemoveAt(filepath.Join(dir, d)); err != nil {
-			return err
-		}
+	if err := overlay.RemoveAt(filepath.Join(dir, overlayDir)); err != nil {
+		return err
 	}
 	return os.RemoveAll(dir)
 }

@@ -250,7 +250,7 @@ func RemoveAt(dir string) error {
 		return err
 	}
 	var errs []error
-	for _, suffix := range []string{".merged", ".layer", ".lower", ".tmpfs", ".view"} {
+	for _, suffix := range []string{".merged", ".layer", ".lower", ".tmpfs"} {
 		for _, e := range entries {
 			if !strings.HasSuffix(e.Name(), suffix) {
 				continue

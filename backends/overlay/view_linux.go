@@ -3,6 +3,7 @@
 package overlay
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,7 +22,11 @@ import (
 // resolved beneath the view with no symlink followed (a path the policy
 // canonicalised has none): one that resolves otherwise is refused.
 func (s *Set) CoverView(name, source, empty string, cover []string) (string, error) {
-	view := filepath.Join(s.dir, name+".view")
+	// Named as a lower layer is: every release's RemoveAt (an older
+	// binary's sweep too) detaches it, and all mounted in it, before it
+	// deletes anything under the set; a name it does not know would be
+	// deleted through, into the host's directory.
+	view := filepath.Join(s.dir, "cover-"+name+".lower")
 	if err := os.Mkdir(view, 0o700); err != nil {
 		return "", err
 	}
@@ -32,6 +37,15 @@ func (s *Set) CoverView(name, source, empty string, cover []string) (string, err
 	// pass its mounts on to the host's directory.
 	if err := unix.Mount("", view, "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil {
 		return "", fmt.Errorf("making the view of %s private: %w", source, err)
+	}
+	// Read-only throughout: nothing that walks the bundle reaches the
+	// host's directory to change it (the runtime's bind is read-only too).
+	err := unix.MountSetattr(-1, view, unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+	if errors.Is(err, unix.ENOSYS) {
+		err = unix.Mount("", view, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+	}
+	if err != nil {
+		return "", fmt.Errorf("making the view of %s read-only: %w", source, err)
 	}
 	root, err := unix.Open(view, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
