@@ -214,7 +214,8 @@ func suidMounts(mountinfo string, dirs []string, device string, open func(string
 			notes = append(notes, "nodev not shown and the host device node "+device+" opened: device nodes honoured")
 		default:
 			o.Values["nodev"] = "refused"
-			notes = append(notes, "nodev not shown ("+strings.Join(unshown, "; ")+"), but the host device node "+device+" does not open: "+errno)
+			o.Values["device_errno"] = errno
+			notes = append(notes, "nodev not shown ("+strings.Join(unshown, "; ")+"), "+device+": "+errno)
 		}
 	}
 	o.Values["found"] = strconv.FormatBool(len(weak) > 0)
@@ -223,6 +224,9 @@ func suidMounts(mountinfo string, dirs []string, device string, open func(string
 		o.Detail = "set-id bits honoured: " + strings.Join(weak, "; ")
 	} else if len(unshown) > 0 {
 		o.Detail = "every one nosuid: " + strings.Join(dirs, ", ")
+		if o.Values["nodev"] == "refused" {
+			o.Detail = "every one nosuid, and a host device node does not open (" + o.Values["device_errno"] + "): " + strings.Join(dirs, ", ")
+		}
 	}
 	if len(notes) > 0 {
 		o.Detail += "; " + strings.Join(notes, "; ")

@@ -28,7 +28,7 @@ func TestSuidMounts(t *testing.T) {
 		{"nosuid,nodev shown", runcInfo, "", nil, "false", "shown", "every one nosuid,nodev"},
 		{"no nosuid", suidInfo, "/d/kmsg", refused, "true", "shown", "set-id bits honoured: /usr on /"},
 		// gVisor: nosuid shows, nodev never does; the device decides.
-		{"nodev unshown, device refused", gvisorInfo, "/d/kmsg", refused, "false", "refused", "does not open: ENXIO"},
+		{"nodev unshown, device refused", gvisorInfo, "/d/kmsg", refused, "false", "refused", "a host device node does not open (ENXIO)"},
 		{"nodev unshown, device opens", gvisorInfo, "/d/kmsg", opened, "true", "shown", "device nodes honoured"},
 		{"nodev unshown, no device", gvisorInfo, "", nil, "false", "unknown", "no host device node to try"},
 		{"nodev unshown, device not there", gvisorInfo, "/d/kmsg", missing, "false", "unknown", "no host device node to try"},
