@@ -54,8 +54,9 @@ type Traits struct {
 	// FIFO (--host-fifo defaults to none) and no host device (its gofer's
 	// own host mount carries the spec's nodev; since 2026-08 only devices
 	// the sentry emulates open at all), and connects to a host socket only
-	// when BindsSocketFile is made true (SocketFlags): then a socket to
-	// mask refuses the start.
+	// when BindsSocketFile is made true (SocketFlags): then the oci
+	// backend covers each socket to mask on the host, in a view of its
+	// mount (oci.coverSockets).
 	IgnoresMaskedPaths bool
 	// Flags are the global flags the oci backend gives the runtime.
 	Flags []string
