@@ -142,24 +142,44 @@ func opTIOCSTI(s Step, _ string) Observation {
 }
 
 // opSuidMounts finds, for each path in the list, the mount that holds it
-// (the longest mount point above it in /proc/self/mountinfo) and reports
-// those that honour set-id bits or device nodes: found is "true" when one
-// lacks nosuid or nodev, and Detail names them. OK once mountinfo is read.
+// in /proc/self/mountinfo and reports the ones not mounted nosuid,nodev.
+// A user-space kernel's mountinfo (gVisor's) never shows nodev, whatever
+// it enforces: where nosuid shows and nodev does not, the step's "device"
+// (a live host device node, char 1:11, that the host bound in and opened
+// itself) decides by behaviour: opened, device nodes are honoured; refused
+// (EACCES from a nodev mount, ENXIO from a kernel that opens no host
+// device), they are not. Without one it cannot tell: "nodev" = "unknown".
 func opSuidMounts(s Step, _ string) Observation {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return Observation{Errno: errnoName(err)}
 	}
+	return suidMounts(string(b), s.List, s.Args["device"], openDevice)
+}
+
+// openDevice opens path for writing only (no write follows; /dev/kmsg
+// checks no permission for it), "" on success, else the errno's name.
+func openDevice(path string) string {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return errnoName(err)
+	}
+	_ = unix.Close(fd)
+	return ""
+}
+
+// suidMounts judges mountinfo for dirs; open tries the device node.
+func suidMounts(mountinfo string, dirs []string, device string, open func(string) string) Observation {
 	type mnt struct{ point, opts string }
 	var mounts []mnt
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(mountinfo, "\n") {
 		f := strings.Fields(line)
 		if len(f) >= 6 {
 			mounts = append(mounts, mnt{unescapeMountinfo(f[4]), f[5]})
 		}
 	}
-	var weak []string
-	for _, p := range s.List {
+	var weak, unshown []string
+	for _, p := range dirs {
 		best := mnt{}
 		for _, m := range mounts {
 			// Later lines are mounted over earlier ones at the same point.
@@ -167,15 +187,49 @@ func opSuidMounts(s Step, _ string) Observation {
 				best = m
 			}
 		}
+		if best.point == "" {
+			continue
+		}
 		opts := "," + best.opts + ","
-		if best.point != "" && (!strings.Contains(opts, ",nosuid,") || !strings.Contains(opts, ",nodev,")) {
-			weak = append(weak, p+" on "+best.point+" ("+best.opts+")")
+		switch where := p + " on " + best.point + " (" + best.opts + ")"; {
+		case !strings.Contains(opts, ",nosuid,"):
+			weak = append(weak, where)
+		case !strings.Contains(opts, ",nodev,"):
+			unshown = append(unshown, where)
 		}
 	}
-	o := Observation{OK: true, Values: map[string]string{"found": strconv.FormatBool(len(weak) > 0), "checked": strconv.Itoa(len(s.List))}}
-	o.Detail = "set-id bits honoured: " + strings.Join(weak, "; ")
-	if len(weak) == 0 {
-		o.Detail = "every one nosuid,nodev: " + strings.Join(s.List, ", ")
+	o := Observation{OK: true, Values: map[string]string{"checked": strconv.Itoa(len(dirs)), "nodev": "shown"}}
+	var notes []string
+	if len(unshown) > 0 {
+		errno := "ENOENT"
+		if device != "" {
+			errno = open(device)
+		}
+		switch {
+		case errno == "ENOENT":
+			o.Values["nodev"] = "unknown"
+			notes = append(notes, "nodev not shown and no host device node to try ("+strings.Join(unshown, "; ")+")")
+		case errno == "":
+			weak = append(weak, unshown...)
+			notes = append(notes, "nodev not shown and the host device node "+device+" opened: device nodes honoured")
+		default:
+			o.Values["nodev"] = "refused"
+			o.Values["device_errno"] = errno
+			notes = append(notes, "nodev not shown ("+strings.Join(unshown, "; ")+"), "+device+": "+errno)
+		}
+	}
+	o.Values["found"] = strconv.FormatBool(len(weak) > 0)
+	o.Detail = "every one nosuid,nodev: " + strings.Join(dirs, ", ")
+	if len(weak) > 0 {
+		o.Detail = "set-id bits honoured: " + strings.Join(weak, "; ")
+	} else if len(unshown) > 0 {
+		o.Detail = "every one nosuid: " + strings.Join(dirs, ", ")
+		if o.Values["nodev"] == "refused" {
+			o.Detail = "every one nosuid, and a host device node does not open (" + o.Values["device_errno"] + "): " + strings.Join(dirs, ", ")
+		}
+	}
+	if len(notes) > 0 {
+		o.Detail += "; " + strings.Join(notes, "; ")
 	}
 	return o
 }

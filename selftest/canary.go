@@ -32,6 +32,10 @@ type Canaries struct {
 	// ToolPrefix is a fake tool prefix mounted read_only (a node or a
 	// python under /opt), its npmrc and pip.conf holding the token (FS-13).
 	ToolPrefix string
+	// DeviceNode is a live host device node in the tool prefix
+	// (plantDeviceNode), "" where none could be made: PRIV-05 opens it
+	// where a sandbox's mountinfo cannot show nodev.
+	DeviceNode string
 	Token      string // appears in every canary file
 	// SentinelToken is only in the sentinel's environment and argv (never in
 	// a probe's own argv), so finding it means seeing a host process.
@@ -210,6 +214,7 @@ func (c *Canaries) plantFiles() error {
 			return err
 		}
 	}
+	c.DeviceNode = plantDeviceNode(c.ToolPrefix)
 	for name, content := range map[string]string{
 		"README.md": "# widgets\nselftest canary checkout " + c.Token + "\n",
 		"setup.py":  "print('widgets')\n",

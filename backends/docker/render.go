@@ -145,6 +145,13 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 			},
 		},
 	}
+	if rt.IgnoresMaskedPaths {
+		masks, err := maskMounts(p.Masked)
+		if err != nil {
+			return nil, err
+		}
+		host.Mounts = append(host.Mounts, masks...)
+	}
 	if rt.HelpersStartAsRoot {
 		host.CapAdd = slices.Clone(launch.IdentityCaps)
 	}
@@ -243,6 +250,29 @@ func mounts(p *policy.Policy, selfExe string) []mount.Mount {
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
 	}
 	return out
+}
+
+// maskMounts hide masked where the runtime drops MaskedPaths (runsc;
+// launch.MaskKinds): /dev/null bound read-only over a file, as runc masks
+// one, and an empty read-only tmpfs over a directory; the daemon mounts
+// them after the mounts they lie under (it sorts by depth). The daemon's
+// runsc connects no host socket (its runtimeArgs, scripts/setup.sh), so a
+// masked socket needs no mount there.
+func maskMounts(masked []string) ([]mount.Mount, error) {
+	files, dirs, err := launch.MaskKinds(masked)
+	if err != nil {
+		return nil, err
+	}
+	var out []mount.Mount
+	for _, f := range files {
+		out = append(out, mount.Mount{Type: mount.TypeBind, Source: "/dev/null", Target: f, ReadOnly: true,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+	}
+	for _, d := range dirs {
+		out = append(out, mount.Mount{Type: mount.TypeTmpfs, Target: d, ReadOnly: true,
+			TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o555}})
+	}
+	return out, nil
 }
 
 // scratchTmpfs renders the policy's scratch as two sized tmpfs mounts.

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -323,6 +324,53 @@ func TestRenderUnderGVisor(t *testing.T) {
 				t.Errorf("control socket bound: %v under %q", ln != nil, runtime)
 			}
 		})
+	}
+}
+
+// runsc drops MaskedPaths: under it each masked file is /dev/null bound
+// read-only and each masked directory an empty read-only tmpfs; a socket
+// and a missing path get none. Under runc the list alone does it.
+func TestRenderMasksUnderGVisor(t *testing.T) {
+	dir := t.TempDir()
+	file, sub, sock := filepath.Join(dir, "npmrc"), filepath.Join(dir, ".ssh"), filepath.Join(dir, "d.sock")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, runtime := range []string{"", "runsc"} {
+		p, _ := renderRole(t, "agent", policy.Host{UID: 1000, GID: 1000, OS: "linux"})
+		p.Runtime = runtime
+		p.Masked = append(p.Masked, file, sub, sock, filepath.Join(dir, "gone"))
+		req, err := Render(p, "/usr/local/bin/triage-sandbox", RunInfo{Name: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []mountT
+		for _, m := range req.HostConfig.Mounts {
+			if strings.HasPrefix(m.Target, dir+"/") {
+				got = append(got, m)
+			}
+		}
+		var want []mountT
+		if runtime == "runsc" {
+			want = []mountT{
+				{Type: mount.TypeBind, Source: "/dev/null", Target: file, ReadOnly: true, BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}},
+				{Type: mount.TypeTmpfs, Target: sub, ReadOnly: true, TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o555}},
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("runtime %q: mask mounts %+v, want %+v", runtime, got, want)
+		}
+		if !slices.Contains(req.HostConfig.MaskedPaths, file) {
+			t.Errorf("runtime %q: MaskedPaths lacks %s", runtime, file)
+		}
 	}
 }
 

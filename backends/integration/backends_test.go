@@ -142,7 +142,24 @@ type fixture struct {
 
 func newFixture(t testing.TB) fixture {
 	t.Helper()
-	dir := t.TempDir()
+	return newFixtureIn(t, t.TempDir())
+}
+
+// shortFixture is newFixture in a directory with a short name, for paths
+// that must fit a unix socket's address (108 bytes), whatever the test's
+// name.
+func shortFixture(t testing.TB) fixture {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return newFixtureIn(t, dir)
+}
+
+func newFixtureIn(t testing.TB, dir string) fixture {
+	t.Helper()
 	// t.TempDir is 0700 and owned by the test's uid; the sandbox identity
 	// must be able to traverse it, as a real workspace's parents allow.
 	if err := os.Chmod(dir, 0o755); err != nil {

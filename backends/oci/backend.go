@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -415,6 +417,7 @@ func traitsFor(rt string, p *policy.Policy) runtimes.Traits {
 	t := runtimes.Of(rt)
 	if p.Network.Mode == policy.NetworkProxy && !t.BindsSocketFile {
 		t.Flags = append(t.Flags, t.SocketFlags...)
+		t.BindsSocketFile = true
 	}
 	return t
 }
@@ -469,23 +472,82 @@ func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string
 	bindOverlays(r.spec, ov)
 	joinNetns(r.spec, netns)
 	bindHosts(r.spec, dir)
+	if err := coverSockets(r.spec, dir, p, traits, ov); err != nil {
+		return nil, dir, "", err
+	}
 	return r.spec, dir, ovWarning, nil
 }
 
-// writeHosts writes the bundle's hosts file (HostsFile).
-func writeHosts(dir string) error {
-	if err := os.WriteFile(filepath.Join(dir, HostsFile), []byte(HostsContent), 0o644); err != nil {
-		return fmt.Errorf("writing the bundle's hosts file: %w", err)
+// coverSockets hides the policy's masked sockets where the runtime takes
+// no masked paths and connects to host sockets (gVisor serving an
+// allow-list: --host-uds=open), and cannot mount over a socket either: the
+// bind that holds each such socket comes from a view of its source made
+// here, private to the host's mount namespace, with the bundle's empty
+// MaskFile bound over the socket (overlay.Set.CoverView), in the bundle's
+// overlay set ov (made here when nil), so whatever removes the bundle
+// detaches the views before deleting it. The host's own directory keeps
+// its socket.
+func coverSockets(spec *specs.Spec, dir string, p *policy.Policy, rt runtimes.Traits, ov *overlay.Set) error {
+	if !rt.IgnoresMaskedPaths || !rt.BindsSocketFile {
+		return nil
+	}
+	under := map[int][]string{} // a mount's index: the sockets in it, as host paths under its source
+	for _, m := range p.Masked {
+		fi, err := os.Lstat(m)
+		if err != nil || fi.Mode()&fs.ModeSocket == 0 {
+			continue
+		}
+		at := -1
+		for i, mnt := range spec.Mounts {
+			if mnt.Type == "bind" && strings.HasPrefix(m, mnt.Destination+"/") && (at < 0 || len(mnt.Destination) > len(spec.Mounts[at].Destination)) {
+				at = i
+			}
+		}
+		if at < 0 {
+			continue // not from a host directory: no host socket
+		}
+		rel := strings.TrimPrefix(m, spec.Mounts[at].Destination+"/")
+		under[at] = append(under[at], filepath.Join(spec.Mounts[at].Source, rel))
+	}
+	if len(under) == 0 {
+		return nil
+	}
+	set := ov
+	if set == nil {
+		var err error
+		if set, err = overlay.NewSet(filepath.Join(dir, overlayDir)); err != nil {
+			return fmt.Errorf("hiding the sockets under the mounts from runtime %s: %w", rt.Name, err)
+		}
+	}
+	for at, sockets := range under {
+		view, err := set.CoverView(strconv.Itoa(at), spec.Mounts[at].Source, filepath.Join(dir, MaskFile), sockets)
+		if err != nil {
+			return fmt.Errorf("hiding the sockets under %s from runtime %s: %w", spec.Mounts[at].Destination, rt.Name, err)
+		}
+		spec.Mounts[at].Source = view
 	}
 	return nil
 }
 
-// bindHosts makes the hosts file's mount source absolute: runc resolves a
-// relative one against the bundle, but not every runtime is known to.
+// writeHosts writes the bundle's hosts file (HostsFile) and its empty
+// MaskFile, read-only for everyone.
+func writeHosts(dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, HostsFile), []byte(HostsContent), 0o644); err != nil {
+		return fmt.Errorf("writing the bundle's hosts file: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, MaskFile), nil, 0o444); err != nil {
+		return fmt.Errorf("writing the bundle's mask file: %w", err)
+	}
+	return nil
+}
+
+// bindHosts makes the hosts file's and the mask file's mount sources
+// absolute: runc resolves a relative one against the bundle, but not every
+// runtime is known to.
 func bindHosts(spec *specs.Spec, dir string) {
 	for i, m := range spec.Mounts {
-		if m.Type == "bind" && m.Source == HostsFile {
-			spec.Mounts[i].Source = filepath.Join(dir, HostsFile)
+		if m.Type == "bind" && (m.Source == HostsFile || m.Source == MaskFile) {
+			spec.Mounts[i].Source = filepath.Join(dir, m.Source)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/rootfs"
+	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -170,4 +172,112 @@ func TestKillNineLeavesNothing(t *testing.T) {
 			t.Errorf("bundle %s of the killed run survived the sweep", e.Name())
 		}
 	}
+}
+
+// Under gVisor with an allow-list (runsc connects host sockets), a socket
+// under a mount is covered in a view of its mount made in the bundle
+// (coverSockets). After kill -9 of triage-sandbox, removing the bundle as
+// an older release did (its overlay set's RemoveAt, then everything)
+// leaves the host's directory whole and nothing mounted; so does the
+// sweep. An older sweep once deleted through a view into the host's files.
+func TestKillNineLeavesNoCoveredView(t *testing.T) {
+	testenv.RequireDocker(t)
+	testenv.RequireRoot(t, "the oci backend runs runsc as root here")
+	if _, err := exec.LookPath("runsc"); err != nil {
+		t.Skip("runsc (gVisor) is not installed: TRIAGE_SANDBOX_GVISOR=1 scripts/setup.sh installs it")
+	}
+	dir, err := os.MkdirTemp("", "kv") // short: a socket's address holds 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ro := filepath.Join(dir, "ro")
+	if err := os.Mkdir(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(ro, "keep.txt")
+	if err := os.WriteFile(keep, []byte("host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(ro, "d.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	toml := "[sandbox]\nruntime = \"runsc\"\nread_only = [\"" + ro + "\"]\n[sandbox.reproducer]\nnetwork = [\"example.com\"]\n"
+	if err := os.WriteFile(filepath.Join(dir, "triage.toml"), []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testenv.Binary(t), "run", "--backend", "oci", "--role", "reproducer", "--", "sh", "-c", "echo started; exec sleep 120")
+	cmd.Dir = dir
+	var out testenv.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !testenv.Eventually(60*time.Second, func() bool { return strings.Contains(out.String(), "started") }) {
+		_ = cmd.Process.Kill()
+		t.Fatalf("the command never started: %s", out.String())
+	}
+	views := coverMounts(t)
+	if len(views) == 0 {
+		t.Errorf("no covered view of %s while the sandbox runs", ro)
+	}
+	pid := cmd.Process.Pid
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	// What an older release's sweep did to a dead owner's bundle.
+	for _, bundle := range bundlesOf(t, pid) {
+		if err := overlay.RemoveAt(filepath.Join(bundle, "overlays")); err != nil {
+			t.Errorf("removing the overlays: %v", err)
+		}
+		_ = os.RemoveAll(bundle)
+	}
+	if got, err := os.ReadFile(keep); err != nil || string(got) != "host\n" {
+		t.Errorf("the host's file after the bundle's removal: %q, %v", got, err)
+	}
+	if left := coverMounts(t); len(left) > 0 {
+		t.Errorf("still mounted: %v", left)
+	}
+}
+
+// coverMounts are the mounts of this namespace that hold covered views
+// (a bundle's overlays/cover-*).
+func coverMounts(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && strings.Contains(f[4], "/overlays/cover-") {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+// bundlesOf are the bundle directories whose owner record names pid.
+func bundlesOf(t *testing.T, pid int) []string {
+	t.Helper()
+	entries, _ := os.ReadDir("/run/triage-sandbox/oci/bundles")
+	var out []string
+	for _, e := range entries {
+		dir := filepath.Join("/run/triage-sandbox/oci/bundles", e.Name())
+		raw, _ := os.ReadFile(filepath.Join(dir, "owner.json"))
+		var rec struct {
+			PID int `json:"pid"`
+		}
+		if json.Unmarshal(raw, &rec) == nil && rec.PID == pid {
+			out = append(out, dir)
+		}
+	}
+	if len(out) == 0 {
+		t.Errorf("no bundle of %d", pid)
+	}
+	return out
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -45,6 +46,11 @@ const (
 		"ff02::1\tip6-allnodes\n" +
 		"ff02::2\tip6-allrouters\n"
 )
+
+// MaskFile is the bundle's empty, read-only file (a mount source relative
+// to the bundle, like HostsFile) bound over each masked file where the
+// runtime ignores the spec's maskedPaths (runtimes.Traits.IgnoresMaskedPaths).
+const MaskFile = "masked"
 
 // Spec is the artifact.
 type Spec struct{ *specs.Spec }
@@ -108,6 +114,16 @@ func Bundle(p *policy.Policy, selfExe string, ttl time.Duration) (*specs.Spec, e
 			ReadonlyPaths:     profiles.KernelReadonlyPaths(),
 			RootfsPropagation: "rprivate",
 		},
+	}
+	if runtimes.Of(p.Runtime).IgnoresMaskedPaths {
+		// The runtime drops MaskedPaths: the policy's masks become mounts,
+		// after every mount they lie under (the kernel's entries are the
+		// runtime's own /proc and /sys there, which need none).
+		masks, err := maskMounts(p.Masked)
+		if err != nil {
+			return nil, err
+		}
+		s.Mounts = append(s.Mounts, masks...)
 	}
 	// runc applies no seccomp filter unless told: use the sandbox's own
 	// profile (Docker's default, narrowed), resolved for this spec's (empty)
@@ -191,6 +207,29 @@ func mounts(p *policy.Policy, selfExe string) []specs.Mount {
 		return tree[i].Destination < tree[j].Destination
 	})
 	return append(out, tree...)
+}
+
+// maskMounts are the mounts that hide each of masked as runc hides its
+// maskedPaths, for a runtime that drops them (launch.MaskKinds): the
+// bundle's empty MaskFile bound read-only over a file, an empty read-only
+// tmpfs over a directory. One that changes kind before the start fails
+// the start. A socket such a runtime connects to is covered on the host
+// at the start instead (coverSockets).
+func maskMounts(masked []string) ([]specs.Mount, error) {
+	files, dirs, err := launch.MaskKinds(masked)
+	if err != nil {
+		return nil, err
+	}
+	var out []specs.Mount
+	for _, f := range files {
+		out = append(out, specs.Mount{Destination: f, Type: "bind", Source: MaskFile,
+			Options: []string{"rbind", "rprivate", "ro", "nosuid", "nodev", "noexec"}})
+	}
+	for _, d := range dirs {
+		out = append(out, specs.Mount{Destination: d, Type: "tmpfs", Source: "tmpfs",
+			Options: []string{"ro", "nosuid", "nodev", "noexec", "mode=0555", "size=4096"}})
+	}
+	return out, nil
 }
 
 func scratchMount(p *policy.Policy, dest string, mode uint32, extra ...string) specs.Mount {

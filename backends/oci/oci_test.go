@@ -3,6 +3,7 @@ package oci
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -583,6 +584,54 @@ func TestTraitsForSocket(t *testing.T) {
 		got := slices.Contains(traitsFor(tt.rt, p).Flags, "--host-uds=open")
 		if got != tt.want {
 			t.Errorf("%s with network %s: --host-uds=open given %v, want %v", tt.rt, tt.mode, got, tt.want)
+		}
+	}
+}
+
+// Under a runtime that drops maskedPaths (runsc), each masked file is an
+// empty read-only bind and each masked directory an empty read-only tmpfs;
+// a socket, FIFO or missing path gets none (runtimes.Traits.IgnoresMaskedPaths).
+func TestMaskMounts(t *testing.T) {
+	dir := t.TempDir()
+	file, sub, sock, missing := filepath.Join(dir, "pip.conf"), filepath.Join(dir, ".ssh"), filepath.Join(dir, "d.sock"), filepath.Join(dir, "gone")
+	if err := os.WriteFile(file, []byte("token"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got, err := maskMounts([]string{file, sub, sock, missing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []specs.Mount{
+		{Destination: file, Type: "bind", Source: MaskFile, Options: []string{"rbind", "rprivate", "ro", "nosuid", "nodev", "noexec"}},
+		{Destination: sub, Type: "tmpfs", Source: "tmpfs", Options: []string{"ro", "nosuid", "nodev", "noexec", "mode=0555", "size=4096"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("maskMounts = %+v, want %+v", got, want)
+	}
+	// The bundle's spec has them last, under runsc only.
+	for rt, wantMasks := range map[string]bool{"runsc": true, "runc": false, "": false} {
+		p := buildPolicy(t, profiles.RoleAgent, "")
+		p.Runtime, p.Masked = rt, append(p.Masked, file)
+		s, err := Bundle(p, selfExe, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var masks int
+		for _, m := range s.Mounts {
+			if m.Destination == file && m.Source == MaskFile {
+				masks++
+			}
+		}
+		if (masks == 1) != wantMasks {
+			t.Errorf("runtime %q: %d mask mounts of %s, want them %v", rt, masks, file, wantMasks)
 		}
 	}
 }

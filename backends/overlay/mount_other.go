@@ -25,3 +25,6 @@ func mount(_, _, _ string, _ uintptr, _ string) error { return errNeedsLinux }
 func detach(string) error { return errNotMounted }
 
 func idmapLower(_, _ string, _, _ [2]int) error { return errNeedsLinux }
+
+// CoverView needs Linux.
+func (s *Set) CoverView(_, _, _ string, _ []string) (string, error) { return "", errNeedsLinux }

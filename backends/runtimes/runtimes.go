@@ -44,6 +44,20 @@ type Traits struct {
 	// (launch.IdentityCaps), and take the sandbox identity themselves
 	// (protocol.Identity): their streams stay root's, mode 0600.
 	HelpersStartAsRoot bool
+	// IgnoresMaskedPaths: the runtime drops the spec's linux.maskedPaths
+	// (runsc: its own /proc and /sys need no masking, and it applies the
+	// list to nothing else), so a path masked under a mount must be a
+	// mount of its own: an empty file bound over a file, an empty
+	// read-only tmpfs over a directory (what runc does for the list). A
+	// socket, FIFO or device node cannot be mounted over there (gVisor's
+	// gofer opens the mount point) nor needs to be: gVisor opens no host
+	// FIFO (--host-fifo defaults to none) and no host device (its gofer's
+	// own host mount carries the spec's nodev; since 2026-08 only devices
+	// the sentry emulates open at all), and connects to a host socket only
+	// when BindsSocketFile is made true (SocketFlags): then the oci
+	// backend covers each socket to mask on the host, in a view of its
+	// mount (oci.coverSockets).
+	IgnoresMaskedPaths bool
 	// Flags are the global flags the oci backend gives the runtime.
 	Flags []string
 	// SocketFlags are global flags with which a Unix socket file bound
@@ -73,7 +87,8 @@ var table = map[string]Traits{
 // gvisor is gVisor's runsc.
 var gvisor = Traits{
 	UserSpaceKernel: true, PidsCountThreads: true, OwnNetworkStack: true, HelpersStartAsRoot: true,
-	Flags: []string{"--network=none", "--oci-seccomp"},
+	IgnoresMaskedPaths: true,
+	Flags:              []string{"--network=none", "--oci-seccomp"},
 	// --host-uds=open: connect to host sockets bound into the sandbox and
 	// to no other (a bound socket is what runc gives anyway); not create,
 	// so nothing inside makes a socket on the host.

@@ -6,7 +6,7 @@ import (
 )
 
 func TestOf(t *testing.T) {
-	gvisor := Traits{UserSpaceKernel: true, PidsCountThreads: true, OwnNetworkStack: true, HelpersStartAsRoot: true,
+	gvisor := Traits{UserSpaceKernel: true, PidsCountThreads: true, OwnNetworkStack: true, HelpersStartAsRoot: true, IgnoresMaskedPaths: true,
 		Flags: []string{"--network=none", "--oci-seccomp"}, SocketFlags: []string{"--host-uds=open"}}
 	tests := []struct {
 		path string
