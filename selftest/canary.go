@@ -339,7 +339,8 @@ func (c *Canaries) Close() {
 		_ = c.Sentinel.Process.Kill()
 		_ = c.Sentinel.Wait()
 	}
-	KillByToken("survivor-" + c.Token)
+	KillByToken(sandboxSurvivor + c.Token)
+	KillByToken(controlSurvivor + c.Token)
 	_ = os.RemoveAll(c.Dir)
 }
 

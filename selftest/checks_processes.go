@@ -14,7 +14,7 @@ func processesChecks() []Check {
 	return []Check{
 		{ID: "PROC-02", Name: "leave a process running after the run", Category: "processes",
 			Steps: func(e *Env) []probe.Step {
-				return one(step("PROC-02", "spawn_detached", map[string]string{"token": "survivor-" + e.C.Token, "seconds": "60"}))
+				return one(step("PROC-02", "spawn_detached", map[string]string{"token": survivorToken(e, false), "seconds": "60"}))
 			},
 			Judge: func(_ *Env, ev *Evidence) (bool, string) {
 				if len(ev.Survivors) > 0 {

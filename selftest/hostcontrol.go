@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -116,6 +117,23 @@ func (hc *hostControls) wait() (map[string]*controlResult, []*Evidence) {
 	return hc.results, hc.evs
 }
 
+// The argv tokens of PROC-02's detached child start with these: the
+// sandbox's, and the host control's (neither holds the other, since a
+// scan matches a token anywhere in a process's argv).
+const (
+	sandboxSurvivor = "survivor-"
+	controlSurvivor = "ctlsurv-"
+)
+
+// survivorToken is the argv token of PROC-02's detached child: the
+// sandbox's, or (host) the control's.
+func survivorToken(e *Env, host bool) string {
+	if host {
+		return controlSurvivor + e.C.Token
+	}
+	return sandboxSurvivor + e.C.Token
+}
+
 // controlSteps are the steps of the phase's hostile checks, as the control
 // runs them.
 func controlSteps(e *Env, checks []Check, ph Phase) []probe.Step {
@@ -137,6 +155,16 @@ func controlSteps(e *Env, checks []Check, ph Phase) []probe.Step {
 // (the host has room) is the same, without tens of thousands of files.
 // PROC-04's signals go to a child of the control's own.
 func hostStep(s probe.Step) probe.Step {
+	if s.Op == "spawn_detached" {
+		// The control's survivor carries a token of its own: one its
+		// scan missed (a spawn still on its way under load) must never
+		// be taken for the sandbox's, which the main run looks for by
+		// the sandbox's token while the control's may still live.
+		args := maps.Clone(s.Args)
+		args["token"] = strings.Replace(args["token"], sandboxSurvivor, controlSurvivor, 1)
+		s.Args = args
+		return s
+	}
 	if s.Op == "signal_holder" {
 		// The host's pid 1 is its init: the control signals a naive
 		// holder of its own instead.
@@ -158,7 +186,7 @@ func mainControl(ctx context.Context, o Options, e *Env, steps []probe.Step) (*E
 	before, err := e.C.Snapshot(e.Writable)
 	e.C.ResetHits()
 	ev := &Evidence{Host: true}
-	defer KillByToken("survivor-" + e.C.Token)
+	defer KillByToken(survivorToken(e, true))
 	if err != nil {
 		return ev, err
 	}
@@ -173,9 +201,10 @@ func mainControl(ctx context.Context, o Options, e *Env, steps []probe.Step) (*E
 // change what is observed next), the canaries' hits and what changed in
 // the writable paths since before.
 func observeAfter(e *Env, before map[string]string, ev *Evidence) error {
-	ev.Survivors = append(ev.Survivors, Survivors("survivor-"+e.C.Token)...)
+	token := survivorToken(e, ev.Host)
+	ev.Survivors = append(ev.Survivors, Survivors(token)...)
 	ev.SurvivorsSeen = describeSurvivors(ev.Survivors)
-	KillByToken("survivor-" + e.C.Token)
+	KillByToken(token)
 	ev.LoopbackHits, ev.RemoteHits = e.C.Loopback.Hits(), e.C.RemoteHits()
 	ev.SocketHits = e.C.DeepSocketHits()
 	after, err := e.C.Snapshot(e.Writable)

@@ -211,7 +211,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	}, argv, func(sess *sandbox.Session) {
 		survivors = Survivors(tag)
 		if phase == PhaseMain && lookInside(o) {
-			inside, insideErr = insideSurvivors(ctx, o, sess, "survivor-"+e.C.Token)
+			inside, insideErr = insideSurvivors(ctx, o, sess, survivorToken(e, false))
 		}
 	})
 	if err != nil {
