@@ -55,7 +55,8 @@ func TestRoundTrip(t *testing.T) {
 			{Argv: []string{"sh", "-c", "echo -- --lifeline"}, Timeout: Duration(time.Minute), Grace: Duration(time.Second), Lifeline: true},
 			{Argv: []string{"x"}, Seccomp: "default", ExportFD: 3, Export: &Export{Stage: paths, MaxEntries: 32768}},
 			{Argv: []string{"x"}, Seccomp: "default", RunAs: &Identity{UID: 1000, GID: 0}},
-			{Argv: []string{"x"}, Seccomp: "default", NProc: 168},
+			{Argv: []string{"x"}, Seccomp: "default", Rlimits: []Rlimit{{Name: "NPROC", Value: 168}}},
+			{Argv: []string{"x"}, Rlimits: []Rlimit{{Name: "NOFILE", Value: 4096}, {Name: "FSIZE", Value: 1 << 30}, {Name: "CORE", Value: 0}}},
 		} {
 			roundTrip(t, EntryExec, x, DecodeExec)
 		}
@@ -101,7 +102,13 @@ func TestDecodeRefuses(t *testing.T) {
 		{"empty argv", decodeErr(DecodeExec), []string{`{"argv":[]}`}, "empty command"},
 		{"export without fd", decodeErr(DecodeExec), []string{`{"argv":["x"],"export":{"stage":[]}}`}, "both or neither"},
 		{"fd without export", decodeErr(DecodeExec), []string{`{"argv":["x"],"export_fd":3}`}, "both or neither"},
-		{"negative nproc", decodeErr(DecodeExec), []string{`{"argv":["x"],"nproc":-1}`}, "negative nproc"},
+		{"old nproc field", decodeErr(DecodeExec), []string{`{"argv":["x"],"nproc":5}`}, "unknown field"},
+		{"negative rlimit", decodeErr(DecodeExec), []string{`{"argv":["x"],"rlimits":[{"name":"NOFILE","value":-1}]}`}, "bad spec"},
+		{"unknown rlimit", decodeErr(DecodeExec), []string{`{"argv":["x"],"rlimits":[{"name":"AS","value":1}]}`}, "unknown limit"},
+		{"prefixed rlimit", decodeErr(DecodeExec), []string{`{"argv":["x"],"rlimits":[{"name":"RLIMIT_NOFILE","value":1}]}`}, "unknown limit"},
+		{"rlimit twice", decodeErr(DecodeExec), []string{`{"argv":["x"],"rlimits":[{"name":"FSIZE","value":1},{"name":"FSIZE","value":2}]}`}, "given twice"},
+		{"rlimit without name", decodeErr(DecodeExec), []string{`{"argv":["x"],"rlimits":[{"value":1}]}`}, "unknown limit"},
+		{"rlimit field unknown", decodeErr(DecodeExec), []string{`{"argv":["x"],"rlimits":[{"name":"CORE","value":0,"soft":1}]}`}, "unknown field"},
 		{"negative max", decodeErr(DecodeExport), []string{`{"stage":[],"max_entries":-1}`}, "negative"},
 		{"local without plan", decodeErr(DecodeLocal), []string{`{"hold":{"control_fd":4}}`}, "required"},
 		{"local same fds", decodeErr(DecodeLocal), []string{`{"plan_fd":4,"hold":{"control_fd":4}}`}, "both 4"},

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/stage"
@@ -155,12 +156,12 @@ type Exec struct {
 	// Seccomp names a filter set the supervisor loads on itself before it
 	// starts the command, for runtimes whose exec loads none.
 	Seccomp string `json:"seccomp,omitempty"`
-	// NProc, when set, is the RLIMIT_NPROC the supervisor sets on itself
-	// before it starts the command (the command inherits it), for a
-	// runtime that counts the sandbox's processes in its own kernel and
-	// whose exec the backend cannot give rlimits (a pod's spec has none):
-	// gVisor's limit, runtimes.GVisorLimits.
-	NProc int64 `json:"nproc,omitempty"`
+	// Rlimits, when set, are the resource limits the supervisor sets on
+	// itself (soft and hard) before it starts the command, which inherits
+	// them: for a backend that cannot give its command rlimits otherwise
+	// (a pod's spec has none; sandbox-exec takes none). It only lowers: a
+	// limit the process already has lower stays.
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
 	// ExportFD, when set, is an inherited descriptor the supervisor writes
 	// Export's paths to once the command's whole tree is gone: the copy
 	// back without a second exec.
@@ -178,8 +179,11 @@ func (x *Exec) validate() error {
 	if err := checkFD("export_fd", x.ExportFD); err != nil {
 		return err
 	}
-	if x.NProc < 0 {
-		return fmt.Errorf("negative nproc %d", x.NProc)
+	if len(x.Rlimits) == 0 {
+		x.Rlimits = nil // [] and absent mean the same; one form round-trips
+	}
+	if err := checkRlimits(x.Rlimits); err != nil {
+		return err
 	}
 	if x.Dir != "" && !path.IsAbs(x.Dir) {
 		return fmt.Errorf("dir %q is not absolute", x.Dir)
@@ -192,6 +196,32 @@ func (x *Exec) validate() error {
 	}
 	if x.Export != nil {
 		return x.Export.validate()
+	}
+	return nil
+}
+
+// Rlimit is one resource limit, by its Linux name without the RLIMIT_
+// prefix ("NOFILE"); the value is both the soft and the hard limit.
+type Rlimit struct {
+	Name  string `json:"name"`
+	Value uint64 `json:"value"`
+}
+
+// RlimitNames are the limits a supervisor's spec may set: the policy's
+// per-process limits (policy.Policy.Rlimits) and NPROC (gVisor's process
+// limit). A name outside them is refused, not ignored.
+func RlimitNames() []string { return []string{"CORE", "FSIZE", "NOFILE", "NPROC"} }
+
+func checkRlimits(rs []Rlimit) error {
+	seen := map[string]bool{}
+	for i, r := range rs {
+		if !slices.Contains(RlimitNames(), r.Name) {
+			return fmt.Errorf("rlimits[%d]: unknown limit %q (known: %s)", i, r.Name, strings.Join(RlimitNames(), ", "))
+		}
+		if seen[r.Name] {
+			return fmt.Errorf("rlimits[%d]: %s given twice", i, r.Name)
+		}
+		seen[r.Name] = true
 	}
 	return nil
 }

@@ -63,7 +63,7 @@ func RunExec(ctx context.Context, spec protocol.Exec, io Stdio) int {
 		return exitcodeRefused
 	}
 	o := ExecOptions{Argv: spec.Argv, Dir: spec.Dir, Timeout: spec.Timeout.D(), Grace: spec.Grace.D(), Lifeline: spec.Lifeline,
-		Stdin: io.In, Stdout: io.Out, Stderr: io.Err, Seccomp: spec.Seccomp, NProc: spec.NProc}
+		Stdin: io.In, Stdout: io.Out, Stderr: io.Err, Seccomp: spec.Seccomp, Rlimits: spec.Rlimits}
 	if spec.ExportFD != 0 {
 		// The runtime passed it (runc exec --preserve-fds): close-on-exec at
 		// once, so the command never inherits it.

@@ -323,9 +323,9 @@ type ExecOptions struct {
 	// Seccomp, when set, names a filter set the supervisor loads on itself
 	// before it starts the command (for runtimes whose exec loads none).
 	Seccomp string
-	// NProc, when set, is the RLIMIT_NPROC it sets on itself before the
-	// command (protocol.Exec.NProc).
-	NProc int64
+	// Rlimits are the limits it sets on itself before the command
+	// (protocol.Exec.Rlimits).
+	Rlimits []protocol.Rlimit
 }
 
 // Exec runs one command and returns the exit code the helper ends with.
@@ -334,7 +334,7 @@ func Exec(ctx context.Context, o ExecOptions) int {
 		fmt.Fprintln(o.Stderr, "triage-sandbox: empty command")
 		return exitcodeRefused
 	}
-	if err := limitProcs(o.NProc); err != nil {
+	if err := setRlimits(o.Rlimits); err != nil {
 		fmt.Fprintf(o.Stderr, "triage-sandbox: %v\n", err)
 		return exitcodeRefused
 	}

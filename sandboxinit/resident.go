@@ -57,9 +57,9 @@ func (r *resident) take(argv []string, files []*os.File) (func(context.Context) 
 		return nil, false
 	}
 	spec, err := protocol.DecodeExec(argv[2:])
-	if err != nil || spec.Seccomp != "" || spec.NProc != 0 || len(spec.Argv) == 0 {
+	if err != nil || spec.Seccomp != "" || len(spec.Rlimits) != 0 || len(spec.Argv) == 0 {
 		// The supervisor process refuses it with its reason, or loads the
-		// filter (or sets the process limit) on itself before its command.
+		// filter (or sets the limits) on itself before its command.
 		return nil, false
 	}
 	var export *os.File

@@ -138,11 +138,7 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 			MemorySwap: p.Limits.Memory,
 			NanoCPUs:   int64(p.Limits.CPUs * 1e9),
 			PidsLimit:  &pids,
-			Ulimits: []*container.Ulimit{
-				{Name: "nofile", Soft: p.Limits.NoFile, Hard: p.Limits.NoFile},
-				{Name: "fsize", Soft: p.Limits.FileSize, Hard: p.Limits.FileSize},
-				{Name: "core", Soft: p.Limits.Core, Hard: p.Limits.Core},
-			},
+			Ulimits:    ulimits(p),
 		},
 	}
 	if rt.IgnoresMaskedPaths {
@@ -160,6 +156,15 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: nproc, Hard: nproc})
 	}
 	return &CreateRequest{Name: info.Name, Config: cfg, HostConfig: host}, nil
+}
+
+// ulimits are the policy's rlimits, by docker's names ("nofile").
+func ulimits(p *policy.Policy) []*container.Ulimit {
+	var out []*container.Ulimit
+	for _, r := range p.Rlimits() {
+		out = append(out, &container.Ulimit{Name: strings.ToLower(r.Name), Soft: r.Value, Hard: r.Value})
+	}
+	return out
 }
 
 // RenderExec is the exec request one command becomes: the supervisor runs

@@ -79,11 +79,10 @@ type Run struct {
 	// Seccomp names a filter set the supervisor loads before the command,
 	// for runtimes whose exec loads none.
 	Seccomp string
-	// NProc is the RLIMIT_NPROC the supervisor sets on itself before the
-	// command (0: none), for a runtime whose process limit is counted in
-	// its own kernel and that the backend cannot give rlimits (a pod
-	// under gVisor: runtimes.GVisorLimits).
-	NProc int64
+	// Rlimits are the limits the supervisor sets on itself before the
+	// command (none: it sets none), for a backend that cannot give its
+	// command rlimits otherwise (a pod, sandbox-exec).
+	Rlimits []protocol.Rlimit
 	// OOMKills counts OOM kills in the sandbox (nil: unknown), waiting up
 	// to settle for news still on its way (a cgroup gone, an event that
 	// trails the kill). Exec asks it once before the command and once
@@ -135,7 +134,7 @@ func (r Run) Exec(ctx context.Context, cmd backends.Command, out backends.Stream
 	res := backends.Result{Sandbox: r.Sandbox.ID()}
 	_, staged := staging.StagePaths(r.Policy)
 	spec := launch.ExecSpec(r.Policy, cmd)
-	spec.Seccomp, spec.NProc = r.Seccomp, r.NProc
+	spec.Seccomp, spec.Rlimits = r.Seccomp, r.Rlimits
 	var exportR, exportW *os.File
 	if len(staged) > 0 && r.ExportOnFD {
 		var err error

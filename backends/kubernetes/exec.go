@@ -40,7 +40,7 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	defer s.mu.Unlock()
 	rt := s.r.Info.Traits()
 	run := holderexec.Run{Policy: s.p, Sandbox: (*holderView)(s), Start: s.byExec(cmd.Stdin != nil),
-		Manifest: &s.manifest, Seccomp: execSeccomp, NProc: execNProc(s.p, rt)}
+		Manifest: &s.manifest, Seccomp: execSeccomp, Rlimits: execRlimits(s.p, rt)}
 	if rt.UserSpaceKernel {
 		// The memory limit ends the whole pod (gVisor's kernel is charged
 		// in its cgroup): the news is the holder's OOMKilled end.

@@ -120,6 +120,9 @@ func TestLifecycle(t *testing.T) {
 	p := nodePolicy(t, profiles.RoleReproducer, ns, image)
 	// The host's workspace is not on the node; the image's root is.
 	p.Workdir = "/"
+	// A small file size limit, so a write past it is cheap: a pod's spec
+	// has no rlimits, the supervisor sets them.
+	p.Limits.FileSize = 1 << 20
 	ctx := context.Background()
 	start := time.Now()
 	sb, err := b.Start(ctx, p, backends.StartOptions{})
@@ -150,6 +153,11 @@ func TestLifecycle(t *testing.T) {
 	}
 	if res, _ := run(backends.Command{Argv: []string{"sleep", "60"}, Timeout: 2 * time.Second}); !res.TimedOut {
 		t.Errorf("timeout: %+v", res)
+	}
+	if res, out := run(backends.Command{Argv: []string{"sh", "-c",
+		`echo $(ulimit -n) $(ulimit -c); head -c 3000000 /dev/zero > /tmp/big; echo big=$?; wc -c < /tmp/big`}}); res.ExitCode != 0 ||
+		!strings.HasPrefix(out, fmt.Sprintf("%d 0\n", p.Limits.NoFile)) || strings.Contains(out, "big=0") || !strings.HasSuffix(out, "\n1048576\n") {
+		t.Errorf("rlimits: %q (%+v), want nofile %d, core 0 and a write past 1 MiB failed at 1048576 bytes", out, res, p.Limits.NoFile)
 	}
 	if res, out := run(backends.Command{Argv: []string{"sh", "-c", "ls /sys/class/net"}}); res.ExitCode != 0 || strings.TrimSpace(out) != "lo" {
 		t.Errorf("interfaces: %q (%+v), want lo only", out, res)

@@ -19,6 +19,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // Where this backend puts the policy's scratch inside the pod.
@@ -71,7 +72,7 @@ type RunInfo struct {
 }
 
 // Traits is what the pod's runtime is (runtimes.Of its handler): under
-// gVisor the policy's process limit is gVisor's RLIMIT_NPROC (execNProc)
+// gVisor the policy's process limit is gVisor's RLIMIT_NPROC (execRlimits)
 // and the memory limit ends the whole sandbox.
 func (i RunInfo) Traits() runtimes.Traits {
 	if i.Handler != "" {
@@ -313,23 +314,25 @@ func RenderExec(p *policy.Policy, cmd backends.Command, rt runtimes.Traits) (*co
 		return nil, err
 	}
 	spec := launch.ExecSpec(p, cmd)
-	spec.Seccomp, spec.NProc = execSeccomp, execNProc(p, rt)
+	spec.Seccomp, spec.Rlimits = execSeccomp, execRlimits(p, rt)
 	return execOptions(launch.ExecArgv(spec)), nil
 }
 
-// execNProc is the RLIMIT_NPROC the supervisor sets before each command
-// (0: none). Under gVisor the node's pids cgroup counts gVisor's own
-// threads, and each task costs gVisor host memory charged to the pod's
-// limit: a command that forks up to the policy's pids (a pod has no pids
-// limit of its own) ends the whole sandbox by OOM instead of failing a
-// fork. gVisor's kernel enforces the rlimit (runtimes.GVisorLimits, as on
-// docker and oci); a pod's spec has no rlimits, so the supervisor sets it.
-func execNProc(p *policy.Policy, rt runtimes.Traits) int64 {
+// execRlimits are the limits the supervisor sets on itself before each
+// command: a pod's spec has no rlimits. They are the policy's (open
+// files, file size, core), and under gVisor RLIMIT_NPROC: the node's pids
+// cgroup counts gVisor's own threads, and each task costs gVisor host
+// memory charged to the pod's limit, so a command that forks up to the
+// policy's pids (a pod has no pids limit of its own) would end the whole
+// sandbox by OOM instead of failing a fork. gVisor's kernel enforces the
+// rlimit (runtimes.GVisorLimits, as on docker and oci). Outside gVisor
+// RLIMIT_NPROC would count every process of the uid on the node: none.
+func execRlimits(p *policy.Policy, rt runtimes.Traits) []protocol.Rlimit {
 	nproc, _, ok := runtimes.GVisorLimits(rt, p)
 	if !ok {
-		return 0
+		nproc = 0
 	}
-	return nproc
+	return launch.Rlimits(p, nproc)
 }
 
 func execOptions(argv []string) *corev1.PodExecOptions {

@@ -199,8 +199,14 @@ func TestRenderExecUnderGVisor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if spec.NProc != tt.want {
-			t.Errorf("class %q handler %q: nproc %d, want %d", tt.class, tt.handler, spec.NProc, tt.want)
+		var nproc int64
+		for _, r := range spec.Rlimits {
+			if r.Name == "NPROC" {
+				nproc = int64(r.Value)
+			}
+		}
+		if nproc != tt.want {
+			t.Errorf("class %q handler %q: nproc %d, want %d", tt.class, tt.handler, nproc, tt.want)
 		}
 	}
 	if gvisorNProc <= 0 || gvisorNProc >= p.Limits.Pids {

@@ -35,6 +35,20 @@ func ExecSpec(p *policy.Policy, cmd backends.Command) protocol.Exec {
 		Grace: protocol.Duration(p.Lifetime.KillGrace), Lifeline: cmd.Stdin == nil}
 }
 
+// Rlimits are the policy's rlimits as the supervisor's spec carries them
+// (protocol.Exec.Rlimits), for a backend that cannot give its command
+// rlimits otherwise; nproc > 0 adds RLIMIT_NPROC (gVisor's process limit).
+func Rlimits(p *policy.Policy, nproc int64) []protocol.Rlimit {
+	var out []protocol.Rlimit
+	for _, r := range p.Rlimits() {
+		out = append(out, protocol.Rlimit{Name: r.Name, Value: uint64(r.Value)})
+	}
+	if nproc > 0 {
+		out = append(out, protocol.Rlimit{Name: "NPROC", Value: uint64(nproc)})
+	}
+	return out
+}
+
 // ExecArgv is the supervisor's argv for spec, at InitPath.
 func ExecArgv(spec protocol.Exec) []string {
 	return protocol.MustArgv(InitPath, protocol.EntryExec, spec)

@@ -131,15 +131,9 @@ func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
 // cgroup's job (RLIMIT_NPROC counts every process of the identity on the
 // host); Start adds it when no cgroup can be made.
 func rlimits(p *policy.Policy) []confine.Rlimit {
-	one := func(name string, v int64) confine.Rlimit {
-		return confine.Rlimit{Name: name, Soft: uint64(v), Hard: uint64(v)}
-	}
-	out := []confine.Rlimit{one("CORE", p.Limits.Core)}
-	if p.Limits.NoFile > 0 {
-		out = append(out, one("NOFILE", p.Limits.NoFile))
-	}
-	if p.Limits.FileSize > 0 {
-		out = append(out, one("FSIZE", p.Limits.FileSize))
+	var out []confine.Rlimit
+	for _, r := range p.Rlimits() {
+		out = append(out, confine.Rlimit{Name: r.Name, Soft: uint64(r.Value), Hard: uint64(r.Value)})
 	}
 	return out
 }

@@ -139,7 +139,6 @@ func Bundle(p *policy.Policy, selfExe string, ttl time.Duration) (*specs.Spec, e
 // process is the policy's process: identity, environment, no capability,
 // no new privileges, rlimits and OOM score.
 func process(p *policy.Policy, args []string) *specs.Process {
-	nofile, core, fsize := uint64(p.Limits.NoFile), uint64(p.Limits.Core), uint64(p.Limits.FileSize)
 	oomScoreAdj := p.Limits.OOMScoreAdj
 	return &specs.Process{
 		Args: args,
@@ -149,13 +148,18 @@ func process(p *policy.Policy, args []string) *specs.Process {
 		// Every capability set empty: nothing to gain, nothing to keep.
 		Capabilities:    &specs.LinuxCapabilities{},
 		NoNewPrivileges: true,
-		Rlimits: []specs.POSIXRlimit{
-			{Type: "RLIMIT_NOFILE", Hard: nofile, Soft: nofile},
-			{Type: "RLIMIT_CORE", Hard: core, Soft: core},
-			{Type: "RLIMIT_FSIZE", Hard: fsize, Soft: fsize},
-		},
-		OOMScoreAdj: &oomScoreAdj,
+		Rlimits:         rlimits(p),
+		OOMScoreAdj:     &oomScoreAdj,
 	}
+}
+
+// rlimits are the policy's rlimits, by the runtime spec's names.
+func rlimits(p *policy.Policy) []specs.POSIXRlimit {
+	var out []specs.POSIXRlimit
+	for _, r := range p.Rlimits() {
+		out = append(out, specs.POSIXRlimit{Type: "RLIMIT_" + r.Name, Hard: uint64(r.Value), Soft: uint64(r.Value)})
+	}
+	return out
 }
 
 func mounts(p *policy.Policy, selfExe string) []specs.Mount {

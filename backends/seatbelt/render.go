@@ -9,7 +9,9 @@ import (
 	"sync"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/launch"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // SandboxExec is pinned: a sandbox-exec found through PATH could be anything.
@@ -49,6 +51,10 @@ type Artifact struct {
 	Profile     string            `json:"profile"`
 	Params      map[string]string `json:"params"`
 	Argv        []string          `json:"argv"`
+	// Rlimits are the policy's rlimits, which the supervisor sets on itself
+	// before it starts Argv (a profile has none). No RLIMIT_NPROC: on
+	// macOS it counts every process of the user.
+	Rlimits []protocol.Rlimit `json:"rlimits"`
 	// Scratch is where HOME and TMPDIR are, canonical.
 	Scratch policy.ScratchPaths `json:"-"`
 }
@@ -82,7 +88,8 @@ func Render(p *policy.Policy, cmd backends.Command, in Input) (*Artifact, error)
 	}
 	argv := append([]string{SandboxExec, "-f", profilePath}, r.ps.flags()...)
 	argv = append(append(argv, "--"), cmd.Argv...)
-	return &Artifact{SandboxExec: SandboxExec, Profile: r.prof.text(), Params: r.ps.values, Argv: argv, Scratch: r.scratchPaths}, nil
+	return &Artifact{SandboxExec: SandboxExec, Profile: r.prof.text(), Params: r.ps.values, Argv: argv,
+		Rlimits: launch.Rlimits(p, 0), Scratch: r.scratchPaths}, nil
 }
 
 // check refuses policies and inputs this renderer cannot give.

@@ -179,7 +179,7 @@ func (s *box) start(ctx context.Context, spec protocol.Exec, gate *holderexec.Ou
 	if err := writeProfile(profilePath, art.Profile); err != nil {
 		return nil, err
 	}
-	spec.Argv = art.Argv
+	spec.Argv, spec.Rlimits = art.Argv, art.Rlimits
 	argv, err := protocol.Argv(s.b.selfExe, protocol.EntryExec, spec)
 	if err != nil {
 		return nil, err

@@ -238,3 +238,20 @@ func TestRunnerCloseEndsTheCommand(t *testing.T) {
 		t.Errorf("Close took %s", d)
 	}
 }
+
+// TestRunnerRlimits: a profile has no rlimits, so the supervisor sets the
+// policy's on itself before sandbox-exec: the command sees them, and a
+// write past the file size limit fails at the limit.
+func TestRunnerRlimits(t *testing.T) {
+	s, _, err := runnerRigFor(t, func(p *policy.Policy) { p.Limits.FileSize, p.Limits.NoFile = 1<<20, 300 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	res, out, errOut := s.runFor(t, 20*time.Second, "/bin/sh", "-c",
+		`echo "$(ulimit -n) $(ulimit -c)"; head -c 3000000 /dev/zero > repros/big; echo "big=$?"; wc -c < repros/big`)
+	words := strings.Fields(out)
+	if res.ExitCode != 0 || len(words) != 4 || words[0] != "300" || words[1] != "0" || words[2] == "big=0" || words[3] != "1048576" {
+		t.Errorf("nofile, core, the write's status and size: %q (%+v, %q), want 300 0, a failed write, 1048576", out, res, errOut)
+	}
+}

@@ -45,7 +45,8 @@ const HowToBuild = "build it with `TRIAGE_SANDBOX_KUBE=1 scripts/setup.sh` or `C
 // OOMKilled status), and each task costs gVisor host memory, so the
 // supervisor sets gVisor's RLIMIT_NPROC before each command
 // (runtimes.GVisorLimits: a small memory limit is a small process limit;
-// still no pids_limit, as the holder's is not set).
+// still no pids_limit, as the holder's is not set), beside the policy's
+// rlimits, which it sets on every pod (a pod's spec has none).
 // And the helpers start as the sandbox's uid, as the restricted profile
 // asks, not as root taking it themselves as on docker and oci
 // (runtimes.Traits.HelpersStartAsRoot): gVisor before release 20251215
