@@ -98,3 +98,5 @@ require (
 )
 
 tool github.com/rhysd/actionlint/cmd/actionlint
+
+replace github.com/distribution/reference => ./third_party/distribution-reference
