@@ -98,7 +98,3 @@ require (
 )
 
 tool github.com/rhysd/actionlint/cmd/actionlint
-
-replace github.com/distribution/reference => ./third_party/distribution-reference
-
-replace github.com/opencontainers/go-digest => ./third_party/opencontainers-go-digest
