@@ -4,9 +4,7 @@ package probe
 
 import (
 	"context"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,12 +54,8 @@ func opBrowser(s Step, _ string) Observation {
 		return Observation{Errno: errnoName(err), Detail: "listen"}
 	}
 	marker := "triage-selftest-browser-page"
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		_, _ = io.WriteString(w, "<html><body><p id=m></p><script>document.getElementById('m').textContent='"+marker+"'</script></body></html>")
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	go servePage(ln, "text/html", "<html><body><p id=m></p><script>document.getElementById('m').textContent='"+marker+"'</script></body></html>", 5*time.Second)
+	defer ln.Close()
 
 	profile, err := os.MkdirTemp("", "selftest-chromium-")
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -443,25 +442,19 @@ func opHTTPSelf(s Step, _ string) Observation {
 	}
 	defer ln.Close()
 	marker := "triage-selftest-page"
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = io.WriteString(w, marker)
-	}), ReadHeaderTimeout: 2 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	cl := &http.Client{Timeout: 3 * time.Second}
-	url := "http://" + ln.Addr().String() + "/"
+	go servePage(ln, "text/plain", marker, 2*time.Second)
+	hostport := ln.Addr().String()
 	if name := s.Args["host"]; name != "" {
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		url = "http://" + net.JoinHostPort(name, port) + "/"
+		hostport = net.JoinHostPort(name, port)
 	}
-	resp, err := cl.Get(url)
+	url := "http://" + hostport + "/"
+	code, b, err := fetchPage(hostport, 3*time.Second)
 	if err != nil {
 		return Observation{Errno: lookupErrno(err), Detail: "get " + url}
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || string(b) != marker {
-		return Observation{Errno: "EINVAL", Detail: fmt.Sprintf("status %d body %q", resp.StatusCode, b)}
+	if code != 200 || string(b) != marker {
+		return Observation{Errno: "EINVAL", Detail: fmt.Sprintf("status %d body %q", code, b)}
 	}
 	return Observation{OK: true, Detail: "served on " + ln.Addr().String() + " and fetched " + url}
 }

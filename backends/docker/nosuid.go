@@ -8,6 +8,7 @@ import (
 	"maps"
 	"path/filepath"
 	"regexp"
+	"sync"
 
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
@@ -45,13 +46,13 @@ func systemVolume(m policy.Mount) bool {
 	return m.System && m.ReadOnly && !m.Discard && m.Kind == "dir"
 }
 
-var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-zA-Z0-9_.-]+`) })
 
 // NoSuidVolume is the shared volume's name for dir: readable, and unique
 // by a digest of the path.
 func NoSuidVolume(dir string) string {
 	sum := sha256.Sum256([]byte(dir))
-	base := unsafeName.ReplaceAllString(filepath.Base(dir), "_")
+	base := unsafeName().ReplaceAllString(filepath.Base(dir), "_")
 	return nosuidVolumePrefix + base + "-" + hex.EncodeToString(sum[:])[:12]
 }
 

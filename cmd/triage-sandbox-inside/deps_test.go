@@ -25,6 +25,21 @@ func TestLinksNoCLI(t *testing.T) {
 		"github.com/triage-sandbox/triage-sandbox/policy",
 		"github.com/triage-sandbox/triage-sandbox/config",
 		"github.com/triage-sandbox/triage-sandbox/gate",
+		// What the Docker client, the MCP SDK and the config bring and
+		// initialise at every start (their regular expressions, tracing,
+		// schema and gob type tables), in case one comes by another path.
+		"github.com/distribution/reference",
+		"github.com/opencontainers/go-digest",
+		"go.opentelemetry.io",
+		"github.com/google/jsonschema-go",
+		"encoding/gob",
+		"github.com/BurntSushi/toml",
+		"mvdan.cc/sh",
+		// The probes serve and fetch their loopback page by hand (package
+		// probe, page.go): net/http would bring TLS, x509 and http2.
+		"net/http",
+		"crypto/tls",
+		"crypto/x509",
 	}
 	for _, d := range deps {
 		for _, f := range forbidden {
