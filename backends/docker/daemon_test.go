@@ -144,7 +144,13 @@ func TestDaemonTroubleMidRun(t *testing.T) {
 				return n + processesWithToken(token)
 			}
 			if !testenv.Eventually(30*time.Second, func() bool { return left() == 0 }) {
-				t.Fatalf("after the daemon came back, %d containers/processes of the run remain", left())
+				res, _ := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true,
+					Filters: make(client.Filters).Add("label", profiles.LabelOwner+"=triage-sandbox")})
+				var cs []string
+				for _, c := range res.Items {
+					cs = append(cs, c.ID[:12]+" "+string(c.State)+" "+c.Status)
+				}
+				t.Fatalf("after the daemon came back, %d containers/processes of the run remain: containers %q, processes %v", left(), cs, selftest.Survivors(token))
 			}
 			t.Logf("%v: err %v, stderr %q", sig, o.err, strings.TrimSpace(stderr.String()))
 		})

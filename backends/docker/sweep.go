@@ -9,6 +9,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
@@ -34,7 +35,10 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 	var errs []error
 	now := time.Now()
 	for _, c := range list.Items {
-		if !stale(c.Labels, b.host, now) {
+		// A dead container (the daemon's removal of it failed half-way,
+		// as when its own restart races a remove) runs nothing and is no
+		// live run's: it goes whoever its owner is.
+		if c.State != container.StateDead && !stale(c.Labels, b.host, now) {
 			continue
 		}
 		if err := b.remove(ctx, c.ID); err != nil {
