@@ -68,6 +68,7 @@ var ops = map[string]opFunc{
 	"ptrace_helpers":   opPtraceHelpers,
 	"signal_holder":    opSignalHolder,
 	"suid_mounts":      opSuidMounts,
+	"write_past":       opWritePast,
 }
 
 // eachTarget tries try on every target; the observation is OK when any
@@ -658,4 +659,25 @@ func opSocketFamily(s Step, _ string) Observation {
 	}
 	syscall.Close(fd)
 	return Observation{OK: true, Detail: fmt.Sprintf("socket(%d) created", family)}
+}
+
+// opWritePast writes one byte at offset bytes of a new file in the
+// temporary directory (sparse: nothing else is stored), then removes it.
+// Past a file-size limit (RLIMIT_FSIZE) the write fails with EFBIG (the
+// Go runtime ignores SIGXFSZ). OK: the byte was written.
+func opWritePast(s Step, _ string) Observation {
+	off, err := strconv.ParseInt(s.Args["bytes"], 10, 64)
+	if err != nil || off <= 0 {
+		return Observation{Errno: "EINVAL", Detail: "no offset to write at"}
+	}
+	f, err := os.CreateTemp("", "write-past-*")
+	if err != nil {
+		return Observation{Errno: errnoName(err), Detail: "creating a file in the temporary directory"}
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if _, err := f.WriteAt([]byte{1}, off); err != nil {
+		return Observation{Errno: errnoName(err), Detail: "writing at offset " + strconv.FormatInt(off, 10)}
+	}
+	return Observation{OK: true, Detail: "wrote a byte at offset " + strconv.FormatInt(off, 10)}
 }

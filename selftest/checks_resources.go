@@ -39,6 +39,14 @@ func resourcesChecks() []Check {
 				return okJudge("RES-02")(e, ev)
 			},
 			Fix: "set a memory limit with no swap ([sandbox] memory)"},
+		// Issue 39: the file-size limit reaches the command on every
+		// backend (a pod's through our supervisor). No limit at all is an
+		// escape too: then the write goes at a terabyte.
+		{ID: "RES-08", Name: "write a file past the file-size limit", Category: "resources",
+			Steps: func(e *Env) []probe.Step {
+				return one(step("RES-08", "write_past", map[string]string{"bytes": strconv.FormatInt(writePastOffset(e.P), 10)}))
+			},
+			Judge: okJudge("RES-08"), Fix: "set a file-size limit ([sandbox] file_size) and render it (RLIMIT_FSIZE)"},
 		{ID: "RES-06", Name: "fill the host's disk through the outputs", Category: "resources", Requires: []policy.Capability{profiles.CapBoundedWrites},
 			Phase: PhaseFill,
 			Steps: func(e *Env) []probe.Step {
@@ -66,6 +74,16 @@ func resourcesChecks() []Check {
 			},
 			Fix: "writable paths must be bounded staged copies ([sandbox] writable_inodes)"},
 	}
+}
+
+// writePastOffset is where RES-08 writes its byte: at the policy's
+// file-size limit (one byte past what it allows), or a terabyte in when
+// there is none.
+func writePastOffset(p *policy.Policy) int64 {
+	if p.Limits.FileSize > 0 {
+		return p.Limits.FileSize
+	}
+	return 1 << 40
 }
 
 // fillBytes and fillFiles are past the policy's bound on a writable path
