@@ -107,6 +107,13 @@ type LayerReporter interface {
 	Layers() []Layer
 }
 
+// PolicyLayerReporter is a backend whose layers depend on the configured
+// policy (kubernetes: the namespace's admission and the RuntimeClass);
+// doctor prints them per role.
+type PolicyLayerReporter interface {
+	LayersFor(p *policy.Policy) []Layer
+}
+
 // EngineReporter is a backend that talks to an engine (a daemon) and can
 // say which one answers, and where (doctor prints it): "Podman 4.3.1
 // (API 1.41) at unix:///run/podman/podman.sock".

@@ -16,13 +16,13 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/local/helper"
-	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/inside/localhelper"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
+	"github.com/triage-sandbox/triage-sandbox/inside/sandboxinit"
 	"github.com/triage-sandbox/triage-sandbox/internal/fdclean"
-	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
-	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
 )
 
 // Entries are the entry points that run inside a sandbox, each taking
@@ -62,7 +62,7 @@ func Entries(ctx context.Context, stdio sandboxinit.Stdio) map[protocol.Entry]fu
 			if err != nil {
 				return Refused(err)
 			}
-			return helper.RunHelper(ctx, spec, stdio)
+			return localhelper.RunHelper(ctx, spec, stdio)
 		},
 		protocol.EntryProbe: func(args []string) int {
 			spec, err := protocol.DecodeProbe(args)

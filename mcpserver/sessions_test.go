@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/backendtest"
+	"github.com/triage-sandbox/triage-sandbox/backends/testkit/backendtest"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 

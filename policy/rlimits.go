@@ -8,7 +8,7 @@ type Rlimit struct {
 }
 
 // Rlimits are p's per-process resource limits, which every backend
-// renders (backends/conformance checks each backend's rendering has them):
+// renders (backends/testkit/conformance checks each backend's rendering has them):
 // open files, file size (a huge or sparse output ends in EFBIG), and core
 // size (always, 0: a crash writes no memory to disk). A zero NoFile or
 // FileSize is no limit. The process count is Limits.Pids, a cgroup's job;

@@ -34,6 +34,23 @@ const maxSkeletonEntries = 256
 // Staged reports whether the writable paths are staged copies.
 func (p *Policy) Staged() bool { return p.Staging.Size > 0 }
 
+// StagesIn says whether a staged policy copies anything in: a writable
+// path or a skeleton's link (what a holder unpacks at its start).
+func (p *Policy) StagesIn() bool {
+	if !p.Staged() {
+		return false
+	}
+	if len(p.Staging.Links) > 0 {
+		return true
+	}
+	for _, m := range p.Mounts {
+		if !m.ReadOnly {
+			return true
+		}
+	}
+	return false
+}
+
 // stageWritable stages the policy's writable paths: the sizes come from
 // the limits, and each writable file's directory becomes a skeleton whose
 // other entries are listed as read-only mounts.

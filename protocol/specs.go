@@ -284,7 +284,7 @@ func DecodeUnpack(args []string) (Unpack, error) {
 }
 
 // Local is the local backend's helper's spec: its confinement plan comes
-// on PlanFD (JSON, see backends/local/confine), then it holds the sandbox
+// on PlanFD (JSON, see inside/confine), then it holds the sandbox
 // as Hold says, serving the control channel on Hold.ControlFD. TraceFD,
 // when set, takes the helper's own phases (package internal/phase) while
 // the host traces a run; it is closed before the helper holds.

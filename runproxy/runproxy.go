@@ -20,9 +20,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/internal/egresstest"
+	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/egress/allow"
+	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )

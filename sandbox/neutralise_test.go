@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/backendtest"
+	"github.com/triage-sandbox/triage-sandbox/backends/testkit/backendtest"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"

@@ -17,7 +17,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/audit"
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/backendtest"
+	"github.com/triage-sandbox/triage-sandbox/backends/testkit/backendtest"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/output"

@@ -9,7 +9,7 @@
 # Debian's runsc (TRIAGE_SANDBOX_GVISOR=1 scripts/setup.sh) stays what the
 # docker and oci backends run. gVisor's containerd shim is not built: it
 # cannot start where CAP_SYS_RESOURCE is withheld, as on this VM (see
-# backends/kubernetes/kubecluster/runsc.go), so the node's runc shim drives
+# backends/testkit/kubecluster/runsc.go), so the node's runc shim drives
 # runsc.
 # Prints the directory holding the binary on stdout.
 set -euo pipefail

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/egress"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/probe"
 )
 
 // TestAllowListJudges: each allow-list check fails on the record a proxy

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 )
 
 // Canaries are the fakes a selftest plants for one role: a home with canary

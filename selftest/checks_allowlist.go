@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/egress"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/probe"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -206,5 +206,5 @@ func allowedNameCheck() Check {
 			ok := o.OK && strings.Contains(o.Detail, "canary-ok") && ev.Net.Hits[netAllowed] > 0
 			return ok, fmt.Sprintf("%s; canary requests %d; the proxy's decision recorded: %v", errnoEvidence(o), ev.Net.Hits[netAllowed], allowed)
 		},
-		Fix: "the forwarder (sandboxinit/forward.go) and the proxy's socket must reach the host's proxy"}
+		Fix: "the forwarder (inside/sandboxinit/forward.go) and the proxy's socket must reach the host's proxy"}
 }

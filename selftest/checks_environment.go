@@ -3,8 +3,8 @@ package selftest
 import (
 	"strconv"
 
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/probe"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 

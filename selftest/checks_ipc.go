@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/probe"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 

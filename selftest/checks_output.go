@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 )
 
 // floodBytes is how much filler the output checks print.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
-	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 

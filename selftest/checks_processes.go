@@ -6,7 +6,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 
-	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 )
 
 // processesChecks leave a process behind after the run.

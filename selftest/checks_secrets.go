@@ -4,8 +4,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/probe"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 

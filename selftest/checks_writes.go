@@ -3,7 +3,7 @@ package selftest
 import (
 	"path/filepath"
 
-	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 )
 
 // writesChecks try to change host files outside the writable paths, where

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 

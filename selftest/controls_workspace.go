@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 )
 
 // workspaceControls: a reproducer runs Python, writes its file back to

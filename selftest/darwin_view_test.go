@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/backendtest"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/seatbelt"
+	"github.com/triage-sandbox/triage-sandbox/backends/testkit/backendtest"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/probe"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/backendtest"
+	"github.com/triage-sandbox/triage-sandbox/backends/testkit/backendtest"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/profiles"

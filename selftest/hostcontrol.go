@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/output"
-	"github.com/triage-sandbox/triage-sandbox/probe"
 )
 
 type controlResult struct {

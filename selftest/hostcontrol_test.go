@@ -3,7 +3,7 @@ package selftest
 import (
 	"testing"
 
-	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 )
 
 // TestHostStep: only the fill that keeps what fits for the copy back

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/probe"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
 )
 

@@ -3,8 +3,8 @@ package selftest
 import (
 	"testing"
 
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/probe"
 )
 
 // PRIV-05 where mountinfo cannot show nodev (gVisor): the planted device

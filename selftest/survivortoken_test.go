@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/triage-sandbox/triage-sandbox/probe"
+	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 )
 
 // TestControlSurvivorIsNotTheSandboxs: PROC-02's control spawns its

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/backendtest"
+	"github.com/triage-sandbox/triage-sandbox/backends/testkit/backendtest"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"

@@ -18,8 +18,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
-	"github.com/triage-sandbox/triage-sandbox/backends/staging"
+	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/runproxy"
 )
@@ -344,7 +343,7 @@ func (k *keeper) take(ctx context.Context) (backends.Sandbox, error) {
 func (k *keeper) stage(ctx context.Context, sb backends.Sandbox) (backends.Sandbox, error) {
 	st, ok := sb.(backends.Stager)
 	if !ok {
-		if in, _ := staging.StagePaths(k.p); len(in) > 0 {
+		if k.p.StagesIn() {
 			// Its copy is the fill's: stale, so not handed out.
 			k.discard(ctx, sb)
 			return nil, fmt.Errorf("the %s backend cannot copy the writable paths into a pooled sandbox when a run takes it", k.p.Backend)

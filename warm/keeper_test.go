@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/backendtest"
+	"github.com/triage-sandbox/triage-sandbox/backends/testkit/backendtest"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
+	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )

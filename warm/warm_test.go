@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
+	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/overlay"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"

@@ -15,10 +15,10 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/launch"
-	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
-	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
+	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )

@@ -20,7 +20,7 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
-	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/overlay"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"

@@ -11,8 +11,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
-	"github.com/triage-sandbox/triage-sandbox/backends/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )

@@ -1,6 +1,6 @@
 package docker
 
-import "github.com/triage-sandbox/triage-sandbox/backends/ownership"
+import "github.com/triage-sandbox/triage-sandbox/ownership"
 
 // SetGuess makes b's first start create its container for runtime name
 // while the daemon says its default.

@@ -18,9 +18,9 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
-	"github.com/triage-sandbox/triage-sandbox/backends/launch"
-	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/seccompprofile"

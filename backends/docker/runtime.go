@@ -10,7 +10,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 

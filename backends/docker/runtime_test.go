@@ -9,7 +9,7 @@ import (
 	"github.com/moby/moby/api/types/system"
 	"github.com/moby/moby/client"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/runtimes"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 

@@ -13,7 +13,7 @@ import (
 )
 
 // runOutcome runs argv the way the CLI does (output redacted, stdout and
-// stderr together); the backend-neutral checks are in backends/integration.
+// stderr together); the backend-neutral checks are in backends/testkit/integration.
 func runOutcome(t *testing.T, p *policy.Policy, argv ...string) (sandbox.Outcome, string) {
 	t.Helper()
 	testenv.RequireDocker(t)

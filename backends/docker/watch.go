@@ -10,7 +10,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
+	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 

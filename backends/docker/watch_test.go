@@ -10,8 +10,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
-	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes/kubecluster"
+	"github.com/triage-sandbox/triage-sandbox/backends/testkit/kubecluster"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )

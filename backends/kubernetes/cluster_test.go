@@ -17,7 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes/kubecluster"
+	"github.com/triage-sandbox/triage-sandbox/backends/testkit/kubecluster"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 

@@ -43,6 +43,8 @@ func (b *Backend) Layers() []backends.Layer { return b.LayersFor(nil) }
 // relies on or cannot know, asked of its API, for the namespace p's
 // sandboxes go to (nothing when it cannot be reached; EngineInfo says
 // why). doctor asks it for the configured policy.
+var _ backends.PolicyLayerReporter = (*Backend)(nil)
+
 func (b *Backend) LayersFor(p *policy.Policy) []backends.Layer {
 	cli, err := b.client()
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 	utilexec "k8s.io/client-go/util/exec"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
-	"github.com/triage-sandbox/triage-sandbox/backends/launch"
-	"github.com/triage-sandbox/triage-sandbox/backends/staging"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/staging"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )

@@ -24,11 +24,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes/kubecaps"
-	"github.com/triage-sandbox/triage-sandbox/backends/launch"
-	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
+	"github.com/triage-sandbox/triage-sandbox/inside/seccompfilter"
+	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 )
 
 // Name is the backend's registry name.

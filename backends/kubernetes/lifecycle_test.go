@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes/kubecluster"
+	"github.com/triage-sandbox/triage-sandbox/backends/testkit/kubecluster"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
-	"github.com/triage-sandbox/triage-sandbox/backends/staging"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/staging"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )

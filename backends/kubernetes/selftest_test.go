@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes/kubecluster"
+	"github.com/triage-sandbox/triage-sandbox/backends/testkit/kubecluster"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 

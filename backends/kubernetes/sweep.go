@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
+	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 

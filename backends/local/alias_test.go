@@ -1,6 +1,6 @@
 package local
 
-import "github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+import "github.com/triage-sandbox/triage-sandbox/inside/confine"
 
 type (
 	confineMask = confine.Mask

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+	"github.com/triage-sandbox/triage-sandbox/inside/confine"
 )
 
 // Layers implements backends.LayerReporter.

@@ -2,7 +2,7 @@
 // without a container runtime: the static triage-sandbox binary is re-run
 // as a helper in new user, mount, pid, network, IPC, UTS and cgroup
 // namespaces, builds the sandbox's own root from the policy's readable
-// host roots and mounts (backends/local/confine), drops to the sandbox
+// host roots and mounts (inside/confine), drops to the sandbox
 // identity with no capabilities, no_new_privs, Landlock and a seccomp
 // filter, and then holds the sandbox as the pid namespace's init. Commands
 // start through the holder's control channel, so each inherits every
@@ -19,11 +19,11 @@ import (
 	"runtime"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/launch"
-	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
+	"github.com/triage-sandbox/triage-sandbox/inside/confine"
+	"github.com/triage-sandbox/triage-sandbox/inside/seccompfilter"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
-	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 )
 
 // Name is the backend's registry name.

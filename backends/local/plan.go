@@ -9,12 +9,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/launch"
-	"github.com/triage-sandbox/triage-sandbox/backends/local/confine"
-	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/overlay"
+	"github.com/triage-sandbox/triage-sandbox/inside/confine"
+	"github.com/triage-sandbox/triage-sandbox/inside/seccompfilter"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
-	"github.com/triage-sandbox/triage-sandbox/seccompfilter"
 )
 
 // ScratchPaths is where the local sandbox puts the policy's scratch: in its

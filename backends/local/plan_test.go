@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
-	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/overlay"
+	"github.com/triage-sandbox/triage-sandbox/ownership"
 )
 
 // owner is the ownership record of one sandbox: a sweep judges by it alone.

@@ -6,8 +6,8 @@ import (
 	"os"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/inside/supervise"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/supervise"
 )
 
 // UnconfinedWarning is shown on every allow_all run.

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/overlay"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/rootfs"
-	"github.com/triage-sandbox/triage-sandbox/backends/overlay"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"

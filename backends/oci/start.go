@@ -5,8 +5,8 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
-	"github.com/triage-sandbox/triage-sandbox/backends/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/seatbelt/sbpl"
+	"github.com/triage-sandbox/triage-sandbox/backends/testkit/sbpl"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/policy"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/ownership"
+	"github.com/triage-sandbox/triage-sandbox/ownership"
 )
 
 // ownerFile is the ownership record in each per-run directory: a sweep

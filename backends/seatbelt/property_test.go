@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/seatbelt/sbpl"
+	"github.com/triage-sandbox/triage-sandbox/backends/testkit/sbpl"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"

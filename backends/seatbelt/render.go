@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/launch"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )

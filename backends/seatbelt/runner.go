@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"

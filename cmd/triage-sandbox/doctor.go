@@ -131,12 +131,6 @@ func doctorConfig(rep *doctorReport, flag string, backendNames []string) bool {
 	return true
 }
 
-// policyLayerReporter is a backend whose layers depend on the configured
-// policy (kubernetes: the namespace it runs sandboxes in).
-type policyLayerReporter interface {
-	LayersFor(p *policy.Policy) []backends.Layer
-}
-
 func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry, name, exe string, ps []*policy.Policy, configOK bool) {
 	if detail, ok := elsewhereDetail(name, exe); ok {
 		// A policy for it would have handed doctor over (handOff) before
@@ -154,7 +148,7 @@ func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry
 		return
 	}
 	var layers []backends.Layer
-	if pl, ok := b.(policyLayerReporter); ok && len(ps) > 0 {
+	if pl, ok := b.(backends.PolicyLayerReporter); ok && len(ps) > 0 {
 		layers = pl.LayersFor(ps[0])
 	} else if lr, ok := b.(backends.LayerReporter); ok {
 		layers = lr.Layers()

@@ -10,7 +10,7 @@ import (
 	"os"
 
 	"github.com/triage-sandbox/triage-sandbox/protocol"
-	"github.com/triage-sandbox/triage-sandbox/sandboxinit"
+	"github.com/triage-sandbox/triage-sandbox/inside/sandboxinit"
 )
 
 func main() {

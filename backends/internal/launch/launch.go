@@ -1,0 +1,234 @@
+// Package launch is how a backend lays out triage-sandbox's own machinery
+// in a container sandbox: where the static binary sits, the specs its
+// holder, supervisor and exporter are started with (package protocol), and
+// the mounts the machinery needs (scratch, traversable image directories,
+// staged writable paths). Every container renderer uses it, so docker, oci
+// and local start the same holder the same way.
+package launch
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/staging"
+	"github.com/triage-sandbox/triage-sandbox/egress"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
+)
+
+// InitPath is where container backends mount the static triage-sandbox
+// binary: the sandbox's holder and its per-command supervisor.
+const InitPath = protocol.InitPath
+
+// ExecSpec is the in-sandbox supervisor's spec for cmd: the policy's
+// grace, the command's timeout and, when the command has no input, its
+// stdin as a lifeline. Every backend with a supervisor uses it.
+func ExecSpec(p *policy.Policy, cmd backends.Command) protocol.Exec {
+	dir := cmd.Workdir
+	if dir == "" {
+		dir = p.Workdir
+	}
+	return protocol.Exec{Argv: cmd.Argv, Dir: dir, Timeout: protocol.Duration(cmd.Timeout),
+		Grace: protocol.Duration(p.Lifetime.KillGrace), Lifeline: cmd.Stdin == nil}
+}
+
+// Rlimits are the policy's rlimits as the supervisor's spec carries them
+// (protocol.Exec.Rlimits), for a backend that cannot give its command
+// rlimits otherwise; nproc > 0 adds RLIMIT_NPROC (gVisor's process limit).
+func Rlimits(p *policy.Policy, nproc int64) []protocol.Rlimit {
+	var out []protocol.Rlimit
+	for _, r := range p.Rlimits() {
+		out = append(out, protocol.Rlimit{Name: r.Name, Value: uint64(r.Value)})
+	}
+	if nproc > 0 {
+		out = append(out, protocol.Rlimit{Name: "NPROC", Value: uint64(nproc)})
+	}
+	return out
+}
+
+// ExecArgv is the supervisor's argv for spec, at InitPath.
+func ExecArgv(spec protocol.Exec) []string {
+	return protocol.MustArgv(InitPath, protocol.EntryExec, spec)
+}
+
+// HoldSpec is the holder's spec: the sandbox's lifeline, its backends.TTL and the
+// staged paths it unpacks first.
+func HoldSpec(p *policy.Policy, ttl time.Duration) protocol.Hold {
+	in, _ := staging.StagePaths(p)
+	h := protocol.Hold{Lifeline: p.Lifetime.Lifeline, TTL: protocol.Duration(ttl.Round(time.Second)), Stage: in}
+	if p.Network.Mode == policy.NetworkProxy {
+		h.Forward = &protocol.Forward{Listen: egress.ForwardAddr, Socket: egress.SocketInSandbox}
+	}
+	return h
+}
+
+// EgressDir is where the proxy's socket directory is bound in the sandbox
+// (read-only): the parent of egress.SocketInSandbox.
+var EgressDir = path.Dir(egress.SocketInSandbox)
+
+// egressPlaceholder stands for the run's socket directory in a rendering
+// made without a run (`render`); a start refuses it (EgressSource).
+const egressPlaceholder = "/nonexistent/the-run's-egress-proxy-socket-directory"
+
+// EgressSource is the host directory to bind at EgressDir for p, "" when
+// p has no allow-list. A start (forStart) refuses a policy that has one
+// but no socket: the holder would forward to nothing, and the command see
+// a network that fails instead of a refusal.
+func EgressSource(p *policy.Policy, forStart bool) (string, error) {
+	if p.Network.Mode != policy.NetworkProxy {
+		return "", nil
+	}
+	if p.Network.SocketDir == "" {
+		if forStart {
+			return "", fmt.Errorf("network allow-list (%s) without the run's proxy socket: start it through package sandbox, which starts the proxy", p.Network.Key)
+		}
+		return egressPlaceholder, nil
+	}
+	return p.Network.SocketDir, nil
+}
+
+// ScratchModes are the modes the holder gives the scratch directories at
+// sp (the renderer's places for them): the policy's, whatever the runtime
+// left on the tmpfs.
+func ScratchModes(p *policy.Policy, sp policy.ScratchPaths) []protocol.DirMode {
+	return []protocol.DirMode{{Path: sp.Home, Mode: p.Scratch.HomeMode}, {Path: sp.Tmp, Mode: p.Scratch.TmpMode}}
+}
+
+// HoldArgv is the holder's argv for spec, at InitPath.
+func HoldArgv(spec protocol.Hold) []string {
+	return protocol.MustArgv(InitPath, protocol.EntryHold, spec)
+}
+
+// IdentityCaps are the capabilities a helper started as root holds until
+// it takes the sandbox identity (runtimes.Traits.HelpersStartAsRoot):
+// switching uid and gid and emptying the bounding set, nothing else.
+var IdentityCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
+
+// AsRoot edits a helper's argv (holder, supervisor, exporter: BINARY
+// ENTRY SPEC) for a start as root: the helper takes p's identity before
+// anything else (protocol.Identity). The edited spec is decoded once more,
+// so an identity the helper would refuse (root) is refused here.
+func AsRoot(argv []string, p *policy.Policy) ([]string, error) {
+	if len(argv) != 3 {
+		return nil, fmt.Errorf("not a helper argv: %q", argv)
+	}
+	id := &protocol.Identity{UID: p.User.UID, GID: p.User.GID}
+	var out []string
+	var err error
+	switch e := protocol.Entry(argv[1]); e {
+	case protocol.EntryHold:
+		out, err = protocol.EditHold(argv, func(h *protocol.Hold) { h.RunAs = id })
+	case protocol.EntryExec:
+		var x protocol.Exec
+		if x, err = protocol.DecodeExec(argv[2:]); err == nil {
+			x.RunAs = id
+			out, err = protocol.Argv(argv[0], e, x)
+		}
+	case protocol.EntryExport:
+		var x protocol.Export
+		if x, err = protocol.DecodeExport(argv[2:]); err == nil {
+			x.RunAs = id
+			out, err = protocol.Argv(argv[0], e, x)
+		}
+	default:
+		return nil, fmt.Errorf("%q takes no identity: only %s, %s and %s do", argv[1], protocol.EntryHold, protocol.EntryExec, protocol.EntryExport)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSpec(out); err != nil {
+		return nil, fmt.Errorf("the sandbox identity %d:%d: %w", id.UID, id.GID, err)
+	}
+	return out, nil
+}
+
+// checkSpec decodes a helper's argv as the helper will.
+func checkSpec(argv []string) error {
+	var err error
+	switch protocol.Entry(argv[1]) {
+	case protocol.EntryHold:
+		_, err = protocol.DecodeHold(argv[2:])
+	case protocol.EntryExec:
+		_, err = protocol.DecodeExec(argv[2:])
+	case protocol.EntryExport:
+		_, err = protocol.DecodeExport(argv[2:])
+	}
+	return err
+}
+
+// ScratchMountOptions are the tmpfs options of the policy's scratch, the
+// same for every container renderer: size, nosuid, nodev, exec or noexec.
+func ScratchMountOptions(s policy.Scratch) []string {
+	opts := []string{fmt.Sprintf("size=%d", s.Size)}
+	if s.NoSuid {
+		opts = append(opts, "nosuid")
+	}
+	if s.NoDev {
+		opts = append(opts, "nodev")
+	}
+	if s.Exec {
+		return append(opts, "exec")
+	}
+	return append(opts, "noexec")
+}
+
+// TraversableMountOptions are the tmpfs options that make a closed image
+// directory (policy.Traversable) searchable: empty, tiny, nothing
+// executable or set-id, owned by the sandbox identity (Docker keeps the
+// image directory's 0700 mode on a tmpfs mounted over it, so ownership is
+// what opens it).
+func TraversableMountOptions(p *policy.Policy) []string {
+	return []string{"mode=0755", "size=65536", "nosuid", "nodev", "noexec",
+		fmt.Sprintf("uid=%d", p.User.UID), fmt.Sprintf("gid=%d", p.User.GID)}
+}
+
+// ExportSpec is what the exporter sends back for p: the writable paths,
+// then the skeletons whose other writes it names, each staged directory
+// bounded by the staged filesystems' inode bound.
+func ExportSpec(p *policy.Policy) protocol.Export {
+	_, out := staging.StagePaths(p)
+	return protocol.Export{Stage: staging.ExportPaths(p, out), MaxEntries: max(int(p.Staging.Inodes), 0)}
+}
+
+// ExportArgv is the exporter's argv for p, at InitPath.
+func ExportArgv(p *policy.Policy) []string {
+	return protocol.MustArgv(InitPath, protocol.EntryExport, ExportSpec(p))
+}
+
+// WithExport is spec for a runtime that can pass the exec an extra
+// descriptor (runc exec --preserve-fds): the supervisor writes the staged
+// paths to fd once the command's tree is gone, so the copy back needs no
+// second exec. Nothing staged, nothing changed.
+func WithExport(spec protocol.Exec, p *policy.Policy, fd int) protocol.Exec {
+	if _, out := staging.StagePaths(p); len(out) == 0 {
+		return spec
+	}
+	e := ExportSpec(p)
+	spec.ExportFD, spec.Export = fd, &e
+	return spec
+}
+
+// StagedMounts are the staged filesystems a container renderer mounts:
+// path to tmpfs options (size, inodes, nosuid, nodev, owned by the sandbox
+// identity). Writable directories and skeletons each get one.
+func StagedMounts(p *policy.Policy) map[string]string {
+	if !p.Staged() {
+		return nil
+	}
+	opts := strings.Join([]string{"rw", "nosuid", "nodev", "exec",
+		fmt.Sprintf("size=%d", p.Staging.Size), fmt.Sprintf("nr_inodes=%d", p.Staging.Inodes), "mode=0755",
+		fmt.Sprintf("uid=%d", p.User.UID), fmt.Sprintf("gid=%d", p.User.GID)}, ",")
+	out := map[string]string{}
+	for _, s := range p.Staging.Skeletons {
+		out[s] = opts
+	}
+	for _, m := range p.Mounts {
+		if !m.ReadOnly && m.Kind != "file" {
+			out[m.Path] = opts
+		}
+	}
+	return out
+}
