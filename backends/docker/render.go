@@ -3,6 +3,14 @@
 // container holds the sandbox (its lifeline and TTL), and each command runs
 // under the mounted triage-sandbox binary's supervisor, started by the
 // holder over its control socket or, without one, by a `docker exec`.
+//
+// Trace phases (TRIAGE_SANDBOX_TRACE, package internal/phase), in order:
+// start.ask, start.render, start.create, start.watcher, then at once
+// start.attach, start.wait, start.oom-watch and what is left of the runtime
+// question (start.confirm), start.container-start, start.holder-ready;
+// close.remove. For a normal user's checkout, start.overlay (within
+// start.render: the daemon's volumes and keeper; the keeper is removed in
+// the background once the sandbox holds the overlay).
 package docker
 
 import (

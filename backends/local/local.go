@@ -7,6 +7,12 @@
 // filter, and then holds the sandbox as the pid namespace's init. Commands
 // start through the holder's control channel, so each inherits every
 // restriction. Limits come from a cgroup when one can be made here.
+//
+// Trace phases (TRIAGE_SANDBOX_TRACE, package internal/phase): start.render,
+// start.cgroup, start.prepare, start.helper-exec, start.plan,
+// start.holder-ready; close.helper, close.cgroup. The helper, which cannot
+// reach the trace file, relays its own (as proc "helper": forker, plan,
+// enter.*, restrict.*, confine) on a pipe while the run is traced.
 package local
 
 import (

@@ -3,6 +3,14 @@
 // filesystem unpacked at ./rootfs. The bundle's process is the sandbox's
 // holder; each command is an exec process (`runc exec --process`), given
 // in the annotation ExecProcessAnnotation.
+//
+// Trace phases (TRIAGE_SANDBOX_TRACE, package internal/phase): start.rootfs
+// (the daemon's answer and the lease, beside the rest) or
+// start.rootfs-remembered, start.spec (beside start.bundle-dir,
+// start.overlays and start.netns), start.bundle-write, start.runtime-spawn,
+// start.holder-ready, start.oom-watch, start.rootfs-confirm;
+// close.runtime-exit, close.delete (only when the runtime kept state),
+// close.bundle.
 package oci
 
 import (
