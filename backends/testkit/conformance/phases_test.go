@@ -78,4 +78,3 @@ func backendPhases(t *testing.T, dir string) (map[string]bool, string) {
 	}
 	return named, doc
 }
-
