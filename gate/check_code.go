@@ -138,7 +138,7 @@ func (j *judge) scanTreeDeletes(lang, code, command string) {
 		} else {
 			continue // computed: not plain to see
 		}
-		if why := j.dangerousTarget(target); why != "" {
+		if why := j.scope().dangerousTarget(target); why != "" {
 			j.rule(ruleRecursiveDelete, lang+" code calls "+fn+", which would delete "+why, command)
 			return
 		}

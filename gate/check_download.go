@@ -61,7 +61,7 @@ func (j *judge) noteDownload(l layer, stmt *syntax.Stmt) {
 // checkRunDownloaded judges running a file downloaded earlier in the same
 // command line: as a script (bash x.sh, python3 x.py, source x.sh) or as
 // the command itself (./x.sh).
-func checkRunDownloaded(j *judge, c invocation, report reporter) {
+func checkRunDownloaded(c Invocation, report reporter) {
 	if c.dynamic() {
 		return
 	}
@@ -69,11 +69,11 @@ func checkRunDownloaded(j *judge, c invocation, report reporter) {
 		report(why)
 		return
 	}
-	if len(j.downloaded) == 0 {
+	if len(c.downloaded) == 0 {
 		return
 	}
-	was := func(a arg) bool { return !a.dynamic && j.downloaded[path.Clean(a.text)] }
-	if strings.Contains(c.args[0].text, "/") && was(c.args[0]) || j.downloaded[c.args[0].text] && strings.HasPrefix(c.args[0].text, ".") {
+	was := func(a arg) bool { return !a.dynamic && c.downloaded[path.Clean(a.text)] }
+	if strings.Contains(c.args[0].text, "/") && was(c.args[0]) || c.downloaded[c.args[0].text] && strings.HasPrefix(c.args[0].text, ".") {
 		report(c.args[0].text + " was downloaded earlier in the command line; running it runs code nobody has read")
 		return
 	}

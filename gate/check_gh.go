@@ -83,12 +83,18 @@ func parseGh(l layer) ghCall {
 	return ghCall{group, verb, rest}
 }
 
-// checkGhWrite judges gh commands and HTTP clients that change GitHub.
-func checkGhWrite(j *judge, c invocation, report reporter) {
-	if c.name != "gh" {
-		checkHTTP(c.layer, report)
-		return
-	}
+// ghWriteTools are gh-write's tools: gh, and HTTP clients calling GitHub's
+// API.
+func ghWriteTools() map[string]ruleCheck {
+	m := each(httpToGitHub, "curl", "wget", "http", "https", "xh", "xhs")
+	m["gh"] = checkGhWrite
+	return m
+}
+
+func httpToGitHub(c Invocation, report reporter) { checkHTTP(c.layer, report) }
+
+// checkGhWrite judges gh commands that change GitHub.
+func checkGhWrite(c Invocation, report reporter) {
 	g := parseGh(c.layer)
 	switch {
 	case g.group == nil:
@@ -106,7 +112,7 @@ func checkGhWrite(j *judge, c invocation, report reporter) {
 }
 
 // checkGhCredentials judges gh commands that print or change credentials.
-func checkGhCredentials(j *judge, c invocation, report reporter) {
+func checkGhCredentials(c Invocation, report reporter) {
 	g := parseGh(c.layer)
 	if g.group == nil || g.group.dynamic {
 		return

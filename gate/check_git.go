@@ -175,7 +175,7 @@ const gitDynamicVerb = "$"
 // gitVerbRule is the check of a rule that judges git subcommands, each
 // with its own check in verbs.
 func gitVerbRule(verbs map[string]gitCheck) ruleCheck {
-	return func(j *judge, c invocation, report reporter) {
+	return func(c Invocation, report reporter) {
 		if family(c.name) != "git" {
 			return
 		}
@@ -295,13 +295,9 @@ func gitWorktree(g gitArgs, report reporter) {
 	}
 }
 
-// checkGitHistory judges git's history-changing subcommands and gh pr
-// checkout (gh co), which moves the checkout too.
-func checkGitHistory(j *judge, c invocation, report reporter) {
-	if family(c.name) == "git" {
-		gitVerbRule(gitHistoryVerbs)(j, c, report)
-		return
-	}
+// ghCheckout is git-history's check of gh: gh pr checkout (gh co) moves
+// the checkout too.
+func ghCheckout(c Invocation, report reporter) {
 	group, verb, _ := ghWords(c.args[1:])
 	switch {
 	case group == nil:
@@ -311,7 +307,7 @@ func checkGitHistory(j *judge, c invocation, report reporter) {
 }
 
 // checkCredentialHelper judges commands that print stored credentials.
-func checkCredentialHelper(j *judge, c invocation, report reporter) {
+func checkCredentialHelper(c Invocation, report reporter) {
 	_, ops := scanOptions(c.args[1:], optionSpec{})
 	first := func(vals ...string) bool { return len(ops) > 0 && (ops[0].dynamic || ops[0].is(vals...)) }
 	switch c.name {

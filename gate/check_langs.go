@@ -285,6 +285,20 @@ func forkBomb(code string) bool {
 	return r.forkCall.MatchString(code) && r.endless.MatchString(code)
 }
 
+// startsItselfEndlessly is fork-bomb's function site: a function that
+// starts itself more than once, or in the background (:(){ :|:& };:).
+func startsItselfEndlessly(c Invocation) (finding, bool) {
+	f := c.fn
+	if f.calls < 2 && !f.background {
+		return finding{}, false
+	}
+	how := "more than once"
+	if f.background {
+		how = "in the background"
+	}
+	return finding{"function " + f.name + " starts itself " + how + ", without end", f.name + "()"}, true
+}
+
 type langRegexps struct {
 	pwshIex, pwshFetch, forkCall, endless *regexp.Regexp
 }

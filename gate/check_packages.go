@@ -126,7 +126,7 @@ func installValueFlags(manager string) []string {
 
 // checkPackages judges package managers, python -m of one, setup.py
 // install and R CMD INSTALL.
-func checkPackages(j *judge, c invocation, deny reporter) {
+func checkPackages(c Invocation, deny reporter) {
 	manager := family(c.name)
 	args := c.args[1:]
 	switch manager {
@@ -156,7 +156,7 @@ func checkPythonInstall(args []arg, deny reporter) {
 			deny("python -m ensurepip installs pip")
 			return
 		}
-		checkPackages(nil, invocation{layer: layer{name: name, args: append([]arg{literal(name)}, ic.moduleArgs...)}}, deny)
+		checkPackages(Invocation{layer: layer{name: name, args: append([]arg{literal(name)}, ic.moduleArgs...)}}, deny)
 	case ic.script != nil && !ic.script.dynamic && commandName(ic.script.text) == "setup.py":
 		_, ops := scanOptions(args, optionSpec{values: "cmWX", posix: true})
 		for _, a := range after(ops, 1) {

@@ -45,12 +45,12 @@ func (j *judge) command(args []arg, stmt *syntax.Stmt) {
 			j.dynamicCommand(l, stmt)
 		case l.wrapper:
 			j.wrapperSettings(l)
-			j.applyRules(invocation{l, stmt})
+			j.applyRules(j.invocation(l, stmt))
 		default:
 			j.lookThrough(l, stmt)
 			j.callFunction(l, stmt)
 			if !asksForHelp(l) {
-				j.applyRules(invocation{l, stmt})
+				j.applyRules(j.invocation(l, stmt))
 			}
 		}
 	}
@@ -58,16 +58,20 @@ func (j *judge) command(args []arg, stmt *syntax.Stmt) {
 
 // applyRules runs the checks of the rules in force that judge this
 // command's family, and those that judge every command.
-func (j *judge) applyRules(c invocation) {
-	fam := family(c.name)
-	for _, list := range [][]ruleDef{j.gate.checks[fam], j.gate.checks[anyCommand]} {
-		for _, r := range list {
-			if j.stopped() {
-				return
-			}
-			name := r.Name
-			r.check(j, c, func(reason string, hint ...string) { j.rule(name, reason, c.text(), hint...) })
+func (j *judge) applyRules(c Invocation) {
+	j.applyTools(c, family(c.name))
+	j.applyTools(c, anyCommand)
+}
+
+// applyTools runs the command-site checks of the rules in force listed
+// under one key of their tools.
+func (j *judge) applyTools(c Invocation, key string) {
+	for _, r := range j.gate.tools[key] {
+		if j.stopped() {
+			return
 		}
+		name := r.name
+		r.check(c, func(reason string, hint ...string) { j.rule(name, reason, c.text(), hint...) })
 	}
 }
 
@@ -144,7 +148,7 @@ func (j *judge) dynamicCommand(l layer, stmt *syntax.Stmt) {
 		}
 	}
 	j.dynamic("the command's name is only known at run time", l.text())
-	j.secretArgs(l)
+	j.applyTools(j.invocation(l, stmt), dynamicCommand)
 }
 
 // wrapperSettings judges the variables a wrapper sets (env GIT_PAGER=…).

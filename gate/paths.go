@@ -103,8 +103,8 @@ func insideScratch(dir, rest string) string {
 // policy gives every sandbox is called in reasons; "" for any other
 // variable, and for every variable when there is no sandbox or the
 // command line assigns it itself (TMPDIR= rm -rf $TMPDIR/x).
-func (j *judge) scratchVariable(name string) string {
-	if !j.gate.scratch || j.assigned[name] {
+func (s scope) scratchVariable(name string) string {
+	if !s.gate.scratch || s.assigned[name] {
 		return ""
 	}
 	switch name {
@@ -119,8 +119,8 @@ func (j *judge) scratchVariable(name string) string {
 // scratchTarget judges a dynamic path made of a scratch variable ($HOME,
 // ${TMPDIR}, "$TMPDIR", ${TMPDIR:-/tmp}, a variable holding a mktemp
 // result) followed by literal text. ok is false for any other word.
-func (j *judge) scratchTarget(a arg) (why string, ok bool) {
-	tempVars := j.tempVars
+func (s scope) scratchTarget(a arg) (why string, ok bool) {
+	tempVars := s.tempVars
 	var parts []syntax.WordPart
 	for _, p := range a.parts {
 		if dq, isDq := p.(*syntax.DblQuoted); isDq {
@@ -136,11 +136,11 @@ func (j *judge) scratchTarget(a arg) (why string, ok bool) {
 	if !isParam || pe.Param == nil || pe.Excl || pe.Length || pe.Width || pe.Index != nil || pe.Slice != nil || pe.Repl != nil {
 		return "", false
 	}
-	dir := j.scratchVariable(pe.Param.Value)
+	dir := s.scratchVariable(pe.Param.Value)
 	if tempVars[pe.Param.Value] {
 		dir = "a directory made by mktemp"
 	}
-	if dir == "" || pe.Exp != nil && !j.gate.scratchDefault(pe.Exp) {
+	if dir == "" || pe.Exp != nil && !s.gate.scratchDefault(pe.Exp) {
 		return "", false
 	}
 	var rest strings.Builder

@@ -127,11 +127,12 @@ func runsUnseenCode(l layer) unseenCode {
 	return noUnseenCode
 }
 
-// pipeline judges a whole pipeline once, at its outermost |: a
-// downloader feeding a later stage that runs unseen code is download-exec;
-// a shell reading its commands from the pipe runs what the stage before it
-// prints (judged when that is echo or printf of literal text, dynamic
-// otherwise); a SQL client in it has the whole pipeline's text scanned.
+// pipeline judges a whole pipeline once, at its outermost |: a shell
+// reading its commands from the pipe runs what the stage before it prints
+// (judged when that is echo or printf of literal text, dynamic
+// otherwise). The engine reads the stages up to the first that runs code
+// it has not seen after a download (download-exec's), and then judges the
+// pipeline site.
 func (j *judge) pipeline(b *syntax.BinaryCmd) {
 	if b.Op != syntax.Pipe && b.Op != syntax.PipeAll || j.pipes[b] {
 		return
@@ -139,35 +140,11 @@ func (j *judge) pipeline(b *syntax.BinaryCmd) {
 	stages := j.stages(b)
 	j.notePiped(stages)
 	j.findIntoXargs(stages)
-	var fetcher, sql *layer
+	v := pipelineView{stages: stages}
 	for i, st := range stages {
-		var runner, reader *layer
-		syntax.Walk(st, func(n syntax.Node) bool {
-			if n == nil || !j.tick() {
-				return n == nil
-			}
-			call, ok := n.(*syntax.CallExpr)
-			if !ok {
-				return true
-			}
-			l := j.finalLayer(call)
-			kind := runsUnseenCode(l)
-			switch {
-			case fetcher != nil && runner == nil && kind != noUnseenCode:
-				runner = &l
-			case isDownloader(l.name) && fetcher == nil:
-				fetcher = &l
-			case family(l.name) == "sql" && sql == nil:
-				sql = &l
-			}
-			if (kind == shellStdin || kind == otherStdin) && reader == nil {
-				reader = &l
-			}
-			return true
-		})
-		if runner != nil {
-			j.rule(ruleDownloadExec, "a download is piped into "+runner.name+", which runs it", fetcher.text()+" | "+runner.text())
-			return
+		reader := j.scanStage(st, &v)
+		if v.runner != nil {
+			break
 		}
 		if reader != nil && i > 0 {
 			lang := family(reader.name)
@@ -180,14 +157,57 @@ func (j *judge) pipeline(b *syntax.BinaryCmd) {
 			return
 		}
 	}
-	if sql != nil {
-		for _, st := range stages {
-			if phrase := sqlDrop(literalText(st)); phrase != "" {
-				j.rule(ruleSQLDrop, phrase+" is piped into "+sql.name, sql.text())
-				return
-			}
+	j.applySite(Invocation{site: sitePipeline, scope: j.scope(), pipe: v})
+}
+
+// scanStage notes, in one stage, the first downloader, the first later
+// command that runs unseen code and the first SQL client of the pipeline,
+// and returns the stage's first command that reads code from its input.
+func (j *judge) scanStage(st *syntax.Stmt, v *pipelineView) (reader *layer) {
+	syntax.Walk(st, func(n syntax.Node) bool {
+		if n == nil || !j.tick() {
+			return n == nil
 		}
+		call, ok := n.(*syntax.CallExpr)
+		if !ok {
+			return true
+		}
+		l := j.finalLayer(call)
+		kind := runsUnseenCode(l)
+		switch {
+		case v.fetcher != nil && v.runner == nil && kind != noUnseenCode:
+			v.runner = &l
+		case isDownloader(l.name) && v.fetcher == nil:
+			v.fetcher = &l
+		case family(l.name) == "sql" && v.sql == nil:
+			v.sql = &l
+		}
+		if (kind == shellStdin || kind == otherStdin) && reader == nil {
+			reader = &l
+		}
+		return true
+	})
+	return reader
+}
+
+// downloadPipedToRunner is download-exec's pipeline site: a downloader
+// feeding a later stage that runs unseen code.
+func downloadPipedToRunner(c Invocation) (finding, bool) {
+	p := c.pipe
+	if p.runner == nil {
+		return finding{}, false
 	}
+	return finding{"a download is piped into " + p.runner.name + ", which runs it", p.fetcher.text() + " | " + p.runner.text()}, true
+}
+
+// downloadIntoShell is download-exec's redirection site: a download fed
+// through a process substitution to code that runs it (curl … > >(bash)).
+func downloadIntoShell(c Invocation) (finding, bool) {
+	r := c.redir
+	if r.reader == nil {
+		return finding{}, false
+	}
+	return finding{"a download is fed into " + r.reader.name + ", which runs it", r.producer.text() + " > >(" + r.reader.text() + ")"}, true
 }
 
 // findIntoXargs judges find … | xargs CMD as find -exec CMD {} +: the
@@ -216,7 +236,7 @@ func (j *judge) findIntoXargs(stages []*syntax.Stmt) {
 				}
 			}
 			f := parseFind(fl.args[1:])
-			j.runOnFound(cmd, j.found(f, len(f.expr)), f.starts)
+			j.runOnFound(cmd, j.scope().found(f, len(f.expr)), f.starts)
 			break
 		}
 	}

@@ -226,34 +226,26 @@ func (j *judge) statement(s *syntax.Stmt) {
 	j.command(words(call.Args), s)
 }
 
-// redirect judges where a redirection reads or writes.
+// redirect judges where a redirection reads or writes: a process
+// substitution's code, and the redirection site's rules.
 func (j *judge) redirect(r *syntax.Redirect) {
 	if r.Word == nil || len(r.Word.Parts) == 0 {
 		return
 	}
 	target := wordArg(r.Word)
-	if st, ok := j.current[r]; ok && writesFile(r.Op) {
-		j.outputToShell(r, st)
+	st, inStmt := j.current[r]
+	var producer, reader *layer
+	if inStmt && writesFile(r.Op) {
+		producer, reader = j.outputToShell(r, st)
 	}
-	if target.dynamic {
-		return
-	}
-	if r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc && r.Op != syntax.WordHdoc {
+	if !target.dynamic && r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc && r.Op != syntax.WordHdoc {
 		j.noteWord(target, true)
 	}
-	if writesFile(r.Op) {
+	if !target.dynamic && writesFile(r.Op) {
 		j.noteWritten(target)
 	}
-	text := r.Op.String() + " " + target.text
-	if writesFile(r.Op) && isDiskDevice(target.text) {
-		j.rule(ruleDiskWrite, "writing to a disk device destroys what is on it", text)
-	}
-	if writesFile(r.Op) && isSysrq(target.text) {
-		j.rule(ruleShutdown, "writing to /proc/sysrq-trigger can reboot or halt the machine at once", text)
-	}
-	if r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc && r.Op != syntax.WordHdoc {
-		j.secretArg(target, text)
-	}
+	j.applySite(Invocation{site: siteRedirect, scope: j.scope(), stmt: st,
+		redir: redirection{op: r.Op, target: target, producer: producer, reader: reader}})
 }
 
 // writesFile reports whether a redirection opens its target for writing.
@@ -392,23 +384,22 @@ func holdsCode(name string) bool {
 	return false
 }
 
-// function judges a function definition: one that starts itself twice or
-// in the background is a fork bomb.
+// function notes a function definition (one that runs its arguments as
+// a command) and judges its site: how often its body starts it.
 func (j *judge) function(fd *syntax.FuncDecl) {
 	if fd.Name == nil || fd.Body == nil {
 		return
 	}
-	name := fd.Name.Value
-	calls, background := 0, false
+	v := functionView{name: fd.Name.Value}
 	syntax.Walk(fd.Body, func(n syntax.Node) bool {
 		if n == nil || !j.tick() {
 			return n == nil
 		}
 		if s, ok := n.(*syntax.Stmt); ok {
 			if call, ok := s.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-				if first, ok := plainLiteral(call.Args[0]); ok && first == name {
-					calls++
-					background = background || s.Background
+				if first, ok := plainLiteral(call.Args[0]); ok && first == v.name {
+					v.calls++
+					v.background = v.background || s.Background
 				}
 			}
 		}
@@ -418,11 +409,9 @@ func (j *judge) function(fd *syntax.FuncDecl) {
 		if j.passArgs == nil {
 			j.passArgs = map[string]bool{}
 		}
-		j.passArgs[name] = true
+		j.passArgs[v.name] = true
 	}
-	if calls >= 2 || background {
-		j.rule(ruleForkBomb, fmt.Sprintf("function %s starts itself %s, without end", name, map[bool]string{true: "in the background", false: "more than once"}[background]), name+"()")
-	}
+	j.applySite(Invocation{site: siteFunction, scope: j.scope(), fn: v})
 }
 
 // runsArgs reports a function body that runs its arguments as a command:
@@ -444,32 +433,35 @@ func runsArgs(body syntax.Node) bool {
 	return found
 }
 
-// outputToShell judges a command whose output goes to a shell through a
-// process substitution (curl … > >(bash)): a download is download-exec,
-// echo or printf is judged as code, anything else is only known at run
-// time.
-func (j *judge) outputToShell(r *syntax.Redirect, st *syntax.Stmt) {
+// outputToShell judges a command whose output goes to code through a
+// process substitution (… > >(bash)): echo or printf is judged as code,
+// anything else is only known at run time. A download fed to it is
+// download-exec's: it returns the downloader and the reader, and judges
+// nothing further.
+func (j *judge) outputToShell(r *syntax.Redirect, st *syntax.Stmt) (producer, reader *layer) {
 	ps := procSubst(r.Word)
 	if ps == nil || ps.Op != syntax.CmdOut {
-		return
+		return nil, nil
 	}
 	for _, inner := range ps.Stmts {
 		call, ok := inner.Cmd.(*syntax.CallExpr)
 		if !ok || len(call.Args) == 0 {
 			continue
 		}
-		reader := j.finalLayer(call)
-		if runsUnseenCode(reader) != shellStdin && runsUnseenCode(reader) != otherStdin {
+		rd := j.finalLayer(call)
+		kind := runsUnseenCode(rd)
+		if kind != shellStdin && kind != otherStdin {
 			continue
 		}
-		if producer, ok := st.Cmd.(*syntax.CallExpr); ok && len(producer.Args) > 0 && isDownloader(j.finalLayer(producer).name) {
-			j.rule(ruleDownloadExec, "a download is fed into "+reader.name+", which runs it", j.finalLayer(producer).text()+" > >("+reader.text()+")")
-			return
+		if prod, ok := st.Cmd.(*syntax.CallExpr); ok && len(prod.Args) > 0 && isDownloader(j.finalLayer(prod).name) {
+			p := j.finalLayer(prod)
+			return &p, &rd
 		}
-		lang := family(reader.name)
-		if runsUnseenCode(reader) == shellStdin {
+		lang := family(rd.name)
+		if kind == shellStdin {
 			lang = "sh"
 		}
-		j.printedCode([]*syntax.Stmt{st}, reader, lang)
+		j.printedCode([]*syntax.Stmt{st}, rd, lang)
 	}
+	return nil, nil
 }

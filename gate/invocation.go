@@ -1,0 +1,131 @@
+package gate
+
+import (
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// The engine (walk, words, wrappers, paths, pipeline…) reads a command
+// line and hands the rules one Invocation per site it reaches; the rules
+// are pure functions over it. They never see the walker (judge) nor its
+// state, only the snapshot an Invocation carries, so a rule cannot change
+// what the engine knows and the engine decides nothing a rule decides.
+
+// site is where in a command line a rule looks.
+type site uint8
+
+const (
+	siteCommand  site = iota // a simple command: each layer, wrappers and the command that does the work
+	siteRedirect             // a redirection, with the statement it belongs to
+	sitePipeline             // a pipeline as a whole, judged once at its outermost |
+	siteFunction             // a function definition
+	siteCount
+)
+
+// siteNames name the sites in load errors and docs.
+var siteNames = [siteCount]string{"command", "redirection", "pipeline", "function"}
+
+func (s site) String() string { return siteNames[s] }
+
+// scope is what the engine knows about the command line when it reaches a
+// site: where relative paths lead, which variables name scratch or loop
+// over literal words, what was downloaded, which functions run their
+// arguments. The maps are the engine's, shared for speed; rules only read
+// them through scope's methods.
+type scope struct {
+	gate *Gate
+	// cwd is where cd went: "" while in the starting directory, a path, or
+	// "$DIR" when the engine cannot tell.
+	cwd        string
+	tempVars   map[string]bool     // variables holding a mktemp result
+	assigned   map[string]bool     // scratch variables the command line sets itself
+	loopVars   map[string][]string // for-loop variables over literal words
+	downloaded map[string]bool     // files a downloader wrote earlier
+	functions  map[string]bool     // functions that run their arguments as a command
+}
+
+// Invocation is one site of a command line as the rules see it,
+// read-only: the command (a layer and the statement it runs in, nil for
+// an exec'd argv), or the redirection, pipeline or function definition,
+// with the scope in force there.
+type Invocation struct {
+	site site
+	scope
+	layer              // siteCommand: a wrapper, or the command that does the work
+	stmt  *syntax.Stmt // the statement: the command's, or the redirection's
+	feed  string       // text a literal echo or printf earlier in the pipeline feeds it
+	redir redirection  // siteRedirect
+	pipe  pipelineView // sitePipeline
+	fn    functionView // siteFunction
+}
+
+// redirection is a redirection's site: its operator, its target, and for
+// a process substitution the command whose output it feeds and the first
+// command inside that runs code it reads (curl … > >(bash)).
+type redirection struct {
+	op       syntax.RedirOperator
+	target   arg
+	producer *layer // the statement's command, for > >(…)
+	reader   *layer // the first command in > >(…) that runs what it reads
+}
+
+// writes reports whether the redirection opens its target for writing.
+func (r redirection) writes() bool { return writesFile(r.op) }
+
+// text is the redirection as reasons show it: "> /dev/sda".
+func (r redirection) text() string { return r.op.String() + " " + r.target.text }
+
+// pipelineView is a pipeline's site: the first downloader in it and the
+// first later command that runs code it has not seen (both nil when there
+// is none), the first SQL client, and the literal text of every stage (for
+// SQL). The engine stops reading a pipeline at the runner, as the shell
+// would already run the download there.
+type pipelineView struct {
+	fetcher, runner, sql *layer
+	stages               []*syntax.Stmt
+}
+
+// functionView is a function definition's site: its name, how often its
+// body starts it, and whether once in the background.
+type functionView struct {
+	name       string
+	calls      int
+	background bool
+}
+
+// finding is a rule's match at a site other than a command: why, and the
+// text shown as the command.
+type finding struct {
+	reason, command string
+}
+
+// siteCheck judges one site that is not a command for one rule; ok
+// reports a match.
+type siteCheck func(c Invocation) (f finding, ok bool)
+
+// scope is the engine's current knowledge, for the rules.
+func (j *judge) scope() scope {
+	return scope{gate: j.gate, cwd: j.cwd, tempVars: j.tempVars, assigned: j.assigned, loopVars: j.loopVars,
+		downloaded: j.downloaded, functions: j.passArgs}
+}
+
+// invocation is the command site of one layer.
+func (j *judge) invocation(l layer, stmt *syntax.Stmt) Invocation {
+	c := Invocation{site: siteCommand, scope: j.scope(), layer: l, stmt: stmt}
+	if stmt != nil {
+		c.feed = j.pipedText[stmt]
+	}
+	return c
+}
+
+// applySite runs the checks of the rules in force that judge this site,
+// in the rule table's order.
+func (j *judge) applySite(c Invocation) {
+	for _, r := range j.gate.sites[c.site] {
+		if j.stopped() {
+			return
+		}
+		if f, ok := r.check(c); ok {
+			j.rule(r.name, f.reason, f.command)
+		}
+	}
+}
