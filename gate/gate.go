@@ -77,6 +77,9 @@ type Gate struct {
 // New compiles a configuration. Its errors are one line and name the
 // triage.toml key at fault.
 func New(cfg Config) (*Gate, error) {
+	if err := loadRules(); err != nil {
+		return nil, err
+	}
 	g := &Gate{verdicts: map[string]Verdict{}, scratch: cfg.Scratch}
 	switch cfg.Role {
 	case "", profiles.RoleAgent:
@@ -125,7 +128,7 @@ func New(cfg Config) (*Gate, error) {
 		}
 		g.writable = append(g.writable, path.Clean(w))
 	}
-	g.ruleIndex = indexRules(g.verdicts)
+	g.ruleIndex = indexRules(ruleTable(), g.verdicts)
 	return g, nil
 }
 

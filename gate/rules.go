@@ -1,7 +1,9 @@
 package gate
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 )
 
 // Default rule names. Each is tied to its check in ruleTable, the one place
@@ -309,10 +311,10 @@ type ruleIndex struct {
 	sites [siteCount][]boundSite
 }
 
-// indexRules indexes the checks of the rules in force.
-func indexRules(inForce map[string]Verdict) ruleIndex {
+// indexRules indexes the checks of the rules of table in force.
+func indexRules(table []ruleDef, inForce map[string]Verdict) ruleIndex {
 	index := ruleIndex{tools: map[string][]boundCheck{}}
-	for _, r := range ruleTable() {
+	for _, r := range table {
 		if _, on := inForce[r.Name]; !on {
 			continue
 		}
@@ -326,4 +328,45 @@ func indexRules(inForce map[string]Verdict) ruleIndex {
 		}
 	}
 	return index
+}
+
+// loadRules checks every rule's examples once per process; New refuses
+// to compile a configuration while one fails (fail closed: a rule that
+// does not do what its examples say is not one to trust).
+var loadRules = sync.OnceValue(func() error { return checkExamples(ruleTable()) })
+
+// checkExamples runs each rule's examples. The first failure is one line
+// naming the rule and the example.
+func checkExamples(table []ruleDef) error {
+	for _, r := range table {
+		if err := r.checkExamples(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkExamples runs the rule's examples with the rule alone in force
+// (the agent role with allow_dynamic, workspace /ws, scratch): each match
+// example must get the rule's verdict from the rule, each not-match
+// example must be allowed.
+func (r ruleDef) checkExamples() error {
+	if len(r.match) == 0 || len(r.notMatch) == 0 {
+		return fmt.Errorf("gate: rule %s lacks a match or a not-match example; add both to its entry in the rule table", r.Name)
+	}
+	g := &Gate{verdicts: map[string]Verdict{r.Name: r.Verdict}, dynamicAllowed: true, workspace: "/ws", scratch: true}
+	g.ruleIndex = indexRules([]ruleDef{r}, g.verdicts)
+	for _, ex := range r.match {
+		if d := g.CheckShell(ex); d.Rule != r.Name || d.Verdict != r.Verdict {
+			return fmt.Errorf("gate: rule %s: its example %q gives %s (rule %q), want %s; fix the rule or the example in the rule table",
+				r.Name, oneLine(ex, 200), d.Verdict, d.Rule, r.Verdict)
+		}
+	}
+	for _, ex := range r.notMatch {
+		if d := g.CheckShell(ex); d.Verdict != Allow {
+			return fmt.Errorf("gate: rule %s: its not-match example %q gives %s (rule %q), want allow; fix the rule or the example in the rule table",
+				r.Name, oneLine(ex, 200), d.Verdict, d.Rule)
+		}
+	}
+	return nil
 }
