@@ -16,7 +16,7 @@ func (j *judge) code(a arg, runner, command string) {
 		return
 	}
 	if j.downloads(a.word) {
-		j.rule(ruleDownloadExec, runner+" runs code it has just downloaded", command)
+		j.runsDownload(runner, "code it has just downloaded", command)
 		return
 	}
 	// X='echo hi'; eval "$X": a variable the line set only to literal
@@ -118,7 +118,7 @@ func (j *judge) checkShell(l layer, stmt *syntax.Stmt) {
 		j.code(*sc.code, l.name+" -c", l.text())
 	case sc.script != nil && sc.script.dynamic:
 		if j.downloads(sc.script.word) {
-			j.rule(ruleDownloadExec, l.name+" runs a script it has just downloaded", l.text())
+			j.runsDownload(l.name, "a script it has just downloaded", l.text())
 			return
 		}
 		j.dynamic(l.name+" runs a script whose path is only known at run time", l.text())
@@ -196,7 +196,7 @@ func (j *judge) checkInterpreter(fam string, l layer, stmt *syntax.Stmt) {
 	}
 	for _, c := range append(ic.code, derefs(ic.script)...) {
 		if c.dynamic && j.downloads(c.word) {
-			j.rule(ruleDownloadExec, l.name+" runs code it has just downloaded", l.text())
+			j.runsDownload(l.name, "code it has just downloaded", l.text())
 			return
 		}
 	}
@@ -258,7 +258,7 @@ func (j *judge) stdinCode(l layer, stmt *syntax.Stmt, lang string) {
 		switch r.Op {
 		case syntax.RdrIn, syntax.WordHdoc, syntax.Hdoc, syntax.DashHdoc, syntax.DplIn:
 			if j.downloads(r.Word) || j.downloads(r.Hdoc) {
-				j.rule(ruleDownloadExec, l.name+" runs code it reads from a download", l.text())
+				j.runsDownload(l.name, "code it reads from a download", l.text())
 				return
 			}
 		}
@@ -409,7 +409,7 @@ func (j *judge) checkSource(l layer, stmt *syntax.Stmt) {
 	switch {
 	case ops[0].dynamic:
 		if j.downloads(ops[0].word) {
-			j.rule(ruleDownloadExec, "source runs a file it has just downloaded", l.text())
+			j.runsDownload("source", "a file it has just downloaded", l.text())
 			return
 		}
 		j.dynamic("source runs a file whose path is only known at run time", l.text())

@@ -81,7 +81,7 @@ func (j *judge) checkPwsh(l layer) {
 			b.WriteString(c.text + " ")
 		}
 		if pwshDownload(b.String()) {
-			j.rule(ruleDownloadExec, l.name+" runs what it downloads (Invoke-Expression of a web request)", l.text())
+			j.runsDownload(l.name, "what it downloads (Invoke-Expression of a web request)", l.text())
 		}
 		return
 	}

@@ -52,7 +52,7 @@ func TestRuleSites(t *testing.T) {
 		ruleDiskWrite:    {siteCommand, siteRedirect},
 		ruleShutdown:     {siteCommand, siteRedirect},
 		ruleForkBomb:     {siteFunction},
-		ruleDownloadExec: {siteCommand, siteRedirect, sitePipeline},
+		ruleDownloadExec: {siteCommand, siteRedirect, sitePipeline, siteCode},
 		ruleSQLDrop:      {siteCommand, sitePipeline},
 		ruleSecretRead:   {siteCommand, siteRedirect},
 	}

@@ -18,11 +18,12 @@ const (
 	siteRedirect             // a redirection, with the statement it belongs to
 	sitePipeline             // a pipeline as a whole, judged once at its outermost |
 	siteFunction             // a function definition
+	siteCode                 // code a command runs from its arguments, input or a file (sh -c, bash <(…), pwsh -Command)
 	siteCount
 )
 
 // siteNames name the sites in load errors and docs.
-var siteNames = [siteCount]string{"command", "redirection", "pipeline", "function"}
+var siteNames = [siteCount]string{"command", "redirection", "pipeline", "function", "code"}
 
 func (s site) String() string { return siteNames[s] }
 
@@ -56,6 +57,7 @@ type Invocation struct {
 	redir redirection  // siteRedirect
 	pipe  pipelineView // sitePipeline
 	fn    functionView // siteFunction
+	code  codeView     // siteCode
 }
 
 // redirection is a redirection's site: its operator, its target, and for
@@ -92,6 +94,15 @@ type functionView struct {
 	background bool
 }
 
+// codeView is a code site: the command that runs code it does not show
+// on its command line (runner: "sh -c", "source", "pwsh"), what that code
+// is, the command line, and whether the engine found the code comes
+// straight from a downloader ($(curl …), <(curl …), a web request).
+type codeView struct {
+	runner, what, command string
+	downloaded            bool
+}
+
 // finding is a rule's match at a site other than a command: why, and the
 // text shown as the command.
 type finding struct {
@@ -115,6 +126,13 @@ func (j *judge) invocation(l layer, stmt *syntax.Stmt) Invocation {
 		c.feed = j.pipedText[stmt]
 	}
 	return c
+}
+
+// runsDownload judges the code site of a command that runs code it has
+// just downloaded.
+func (j *judge) runsDownload(runner, what, command string) {
+	j.applySite(Invocation{site: siteCode, scope: j.scope(),
+		code: codeView{runner: runner, what: what, command: command, downloaded: true}})
 }
 
 // applySite runs the checks of the rules in force that judge this site,

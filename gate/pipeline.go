@@ -200,6 +200,15 @@ func downloadPipedToRunner(c Invocation) (finding, bool) {
 	return finding{"a download is piped into " + p.runner.name + ", which runs it", p.fetcher.text() + " | " + p.runner.text()}, true
 }
 
+// downloadRun is download-exec's code site: code that comes straight
+// from a downloader ($(curl …), <(curl …), a web request).
+func downloadRun(c Invocation) (finding, bool) {
+	if !c.code.downloaded {
+		return finding{}, false
+	}
+	return finding{c.code.runner + " runs " + c.code.what, c.code.command}, true
+}
+
 // downloadIntoShell is download-exec's redirection site: a download fed
 // through a process substitution to code that runs it (curl … > >(bash)).
 func downloadIntoShell(c Invocation) (finding, bool) {
