@@ -8,66 +8,53 @@ import (
 // installVerbs lists, per package manager, the subcommands that install,
 // upgrade or remove software (or fetch and run it, like npx).
 func installVerbs(manager string) []string {
-	switch manager {
-	case "pip":
-		return []string{"install", "uninstall"}
-	case "pipx":
-		return []string{"install", "install-all", "inject", "upgrade", "upgrade-all", "reinstall", "reinstall-all", "run", "runpip", "uninstall"}
-	case "poetry":
-		return []string{"add", "install", "update", "remove", "sync", "self", "lock"}
-	case "pixi":
-		return []string{"install", "add", "update", "upgrade", "remove", "rm", "global", "self-update", "exec"}
-	case "conda", "mamba", "micromamba":
-		return []string{"install", "create", "update", "upgrade", "remove", "uninstall", "env", "self-update"}
-	case "npm":
-		return []string{"install", "i", "in", "ins", "inst", "insta", "instal", "isnt", "isnta", "isntal", "isntall", "add",
-			"ci", "clean-install", "ic", "install-clean", "isntall-clean", "install-test", "it", "install-ci-test", "cit",
-			"update", "up", "upgrade", "udpate", "uninstall", "un", "unlink", "remove", "rm", "r", "link", "ln", "exec", "x"}
-	case "pnpm":
-		return []string{"install", "i", "add", "update", "up", "upgrade", "remove", "rm", "un", "uninstall", "link", "ln", "dlx", "import"}
-	case "yarn":
-		return []string{"install", "add", "upgrade", "up", "remove", "link", "dlx", "global"}
-	case "bun":
-		return []string{"install", "i", "add", "a", "remove", "rm", "update", "upgrade", "link", "x"}
-	case "gem":
-		return []string{"install", "i", "update", "uninstall"}
-	case "bundle", "bundler":
-		return []string{"install", "update", "add"}
-	case "cargo":
-		return []string{"install", "add", "remove", "rm", "uninstall", "binstall"}
-	case "go":
-		return []string{"install", "get"}
-	case "apt", "apt-get", "aptitude":
-		return []string{"install", "remove", "purge", "upgrade", "dist-upgrade", "full-upgrade", "autoremove", "update", "reinstall", "build-dep"}
-	case "dnf", "yum", "microdnf", "zypper", "tdnf":
-		return []string{"install", "in", "remove", "rm", "erase", "update", "upgrade", "up", "reinstall", "downgrade",
-			"groupinstall", "group", "autoremove", "distro-sync", "dup", "patch", "addrepo", "ar"}
-	case "apk":
-		return []string{"add", "del", "upgrade", "update", "fix"}
-	case "brew":
-		return []string{"install", "reinstall", "uninstall", "remove", "rm", "upgrade", "update", "tap", "bundle", "autoremove"}
-	case "port":
-		return []string{"install", "uninstall", "upgrade", "selfupdate"}
-	case "snap", "flatpak":
-		return []string{"install", "remove", "uninstall", "refresh", "update"}
-	case "nix":
-		return []string{"profile", "shell", "run", "develop"}
-	case "pdm":
-		return []string{"add", "install", "sync", "update", "remove", "self", "import"}
-	case "rye":
-		return []string{"add", "remove", "sync", "install", "uninstall", "tools", "self", "fetch", "toolchain"}
-	case "hatch":
-		return []string{"env"}
-	case "composer":
-		return []string{"require", "install", "update", "remove", "global"}
-	case "luarocks":
-		return []string{"install", "remove"}
-	case "rustup":
-		return []string{"install", "update", "toolchain", "target", "component", "self"}
-	case "mise", "asdf", "rtx":
-		return []string{"install", "use", "plugin", "plugins", "upgrade"}
+	if alias, ok := packageManagerAliases[manager]; ok {
+		manager = alias
+	}
+	if verbs, ok := packageVerbs[manager]; ok {
+		return verbs
 	}
 	return toolManagerVerbs[manager]
+}
+
+// packageManagerAliases are the package managers whose verbs are
+// another's.
+var packageManagerAliases = map[string]string{"mamba": "conda", "micromamba": "conda", "bundler": "bundle",
+	"apt-get": "apt", "aptitude": "apt", "yum": "dnf", "microdnf": "dnf", "zypper": "dnf", "tdnf": "dnf",
+	"flatpak": "snap", "asdf": "mise", "rtx": "mise"}
+
+// packageVerbs are the install verbs of the common package managers.
+var packageVerbs = map[string][]string{
+	"pip":    {"install", "uninstall"},
+	"pipx":   {"install", "install-all", "inject", "upgrade", "upgrade-all", "reinstall", "reinstall-all", "run", "runpip", "uninstall"},
+	"poetry": {"add", "install", "update", "remove", "sync", "self", "lock"},
+	"pixi":   {"install", "add", "update", "upgrade", "remove", "rm", "global", "self-update", "exec"},
+	"conda":  {"install", "create", "update", "upgrade", "remove", "uninstall", "env", "self-update"},
+	"npm": {"install", "i", "in", "ins", "inst", "insta", "instal", "isnt", "isnta", "isntal", "isntall", "add",
+		"ci", "clean-install", "ic", "install-clean", "isntall-clean", "install-test", "it", "install-ci-test", "cit",
+		"update", "up", "upgrade", "udpate", "uninstall", "un", "unlink", "remove", "rm", "r", "link", "ln", "exec", "x"},
+	"pnpm":   {"install", "i", "add", "update", "up", "upgrade", "remove", "rm", "un", "uninstall", "link", "ln", "dlx", "import"},
+	"yarn":   {"install", "add", "upgrade", "up", "remove", "link", "dlx", "global"},
+	"bun":    {"install", "i", "add", "a", "remove", "rm", "update", "upgrade", "link", "x"},
+	"gem":    {"install", "i", "update", "uninstall"},
+	"bundle": {"install", "update", "add"},
+	"cargo":  {"install", "add", "remove", "rm", "uninstall", "binstall"},
+	"go":     {"install", "get"},
+	"apt":    {"install", "remove", "purge", "upgrade", "dist-upgrade", "full-upgrade", "autoremove", "update", "reinstall", "build-dep"},
+	"dnf": {"install", "in", "remove", "rm", "erase", "update", "upgrade", "up", "reinstall", "downgrade",
+		"groupinstall", "group", "autoremove", "distro-sync", "dup", "patch", "addrepo", "ar"},
+	"apk":      {"add", "del", "upgrade", "update", "fix"},
+	"brew":     {"install", "reinstall", "uninstall", "remove", "rm", "upgrade", "update", "tap", "bundle", "autoremove"},
+	"port":     {"install", "uninstall", "upgrade", "selfupdate"},
+	"snap":     {"install", "remove", "uninstall", "refresh", "update"},
+	"nix":      {"profile", "shell", "run", "develop"},
+	"pdm":      {"add", "install", "sync", "update", "remove", "self", "import"},
+	"rye":      {"add", "remove", "sync", "install", "uninstall", "tools", "self", "fetch", "toolchain"},
+	"hatch":    {"env"},
+	"composer": {"require", "install", "update", "remove", "global"},
+	"luarocks": {"install", "remove"},
+	"rustup":   {"install", "update", "toolchain", "target", "component", "self"},
+	"mise":     {"install", "use", "plugin", "plugins", "upgrade"},
 }
 
 // toolManagerVerbs are the verbs of version and tool managers (pyenv, nvm,
@@ -274,22 +261,7 @@ func checkInstallVerb(manager string, args []arg, deny reporter) {
 	case verb == nil:
 	case verb.dynamic:
 		deny(manager + "'s subcommand is only known at run time")
-	case manager == "go" && verb.is("run"):
-		checkGoRun(rest, deny)
-	case manager == "nix" && verb.is("shell", "run", "develop"):
-		for _, a := range rest {
-			if a.dynamic || !strings.HasPrefix(a.text, "-") && !strings.HasPrefix(a.text, ".") && !strings.HasPrefix(a.text, "/") {
-				deny("nix " + verb.text + " " + a.text + " fetches and installs packages")
-				return
-			}
-		}
-	case manager == "npm" && verb.is("exec", "x") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }):
-	case manager == "dotnet" && verb.is("add") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("package") || a.dynamic }):
-		deny("dotnet add package installs a NuGet package") // the project may come first: dotnet add app.csproj package x
-	case slices.ContainsFunc(rest, func(a arg) bool { return a.is("--list") || a.is("-l") && strings.HasSuffix(manager, "env") }):
-		// pyenv install --list lists versions
-	case manager == "brew" && slices.ContainsFunc(rest, func(a arg) bool { return a.is("-n", "--dry-run") }):
-		// brew install/autoremove -n only says what it would do
+	case ownInstallVerb(manager, *verb, rest, deny), onlyPrintsPackages(manager, rest):
 	case slices.Contains(verbs, verb.text):
 		if subs := installSubVerbs(manager, verb.text); subs != nil {
 			sub, _ := firstOperand(rest, nil)
@@ -299,6 +271,36 @@ func checkInstallVerb(manager string, args []arg, deny reporter) {
 		}
 		deny(manager + " " + verb.text + " installs, upgrades or removes software")
 	}
+}
+
+// ownInstallVerb judges the subcommands with rules of their own (go run,
+// nix shell, npm exec --no-install, dotnet add package); true when it did.
+func ownInstallVerb(manager string, verb arg, rest []arg, deny reporter) bool {
+	switch {
+	case manager == "go" && verb.is("run"):
+		checkGoRun(rest, deny)
+	case manager == "nix" && verb.is("shell", "run", "develop"):
+		for _, a := range rest {
+			if a.dynamic || !strings.HasPrefix(a.text, "-") && !strings.HasPrefix(a.text, ".") && !strings.HasPrefix(a.text, "/") {
+				deny("nix " + verb.text + " " + a.text + " fetches and installs packages")
+				break
+			}
+		}
+	case manager == "npm" && verb.is("exec", "x") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }):
+	case manager == "dotnet" && verb.is("add") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("package") || a.dynamic }):
+		deny("dotnet add package installs a NuGet package") // the project may come first: dotnet add app.csproj package x
+	default:
+		return false
+	}
+	return true
+}
+
+// onlyPrintsPackages reports the forms that list or pretend: pyenv
+// install --list lists versions; brew install/autoremove -n only says
+// what it would do.
+func onlyPrintsPackages(manager string, rest []arg) bool {
+	return slices.ContainsFunc(rest, func(a arg) bool { return a.is("--list") || a.is("-l") && strings.HasSuffix(manager, "env") }) ||
+		manager == "brew" && slices.ContainsFunc(rest, func(a arg) bool { return a.is("-n", "--dry-run") })
 }
 
 // checkGoRun judges go run: a package@version is fetched and run.

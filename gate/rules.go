@@ -164,8 +164,7 @@ func ruleTable() []ruleDef {
 			"gpg --export-secret-keys (--export-secret-*), kubectl config view --raw, heroku auth:token, docker-credential-* get, vault print token, " +
 			"because they print stored passwords and tokens (secrets a service keeps for the project, such as aws secretsmanager, are its data and allowed)",
 			"a reproduction needs no stored secret; a hostile one would print it into its report"},
-			tools: each(checkCredentialHelper, "git", "security", "secret-tool", "pass", "gopass", "op", "bw", "lpass", "aws", "gcloud", "az",
-				"gpg", "kubectl", "heroku", "docker-credential", "vault", "keyring", "kwallet-query"),
+			tools:    credentialTools(),
 			match:    []string{"git credential fill", "aws configure get aws_secret_access_key", "gcloud auth print-access-token"},
 			notMatch: []string{"aws secretsmanager get-secret-value --secret-id x", "pass ls"}},
 		{RuleInfo: RuleInfo{rulePackageInstall, Deny, "installing or removing software: pip/python -m pip install|uninstall, setup.py install|develop, pipx, uv pip/add/remove/sync/tool, uvx, " +

@@ -52,66 +52,77 @@ func (j *judge) script(src string) {
 // before, or in a subshell, branch or function) leaves its values
 // unknown.
 func (j *judge) noteVariables(file *syntax.File) map[string]*literalVar {
-	var out map[string]*literalVar
-	var plain []*syntax.Assign
+	v := varNotes{j: j}
 	for _, st := range file.Stmts {
 		if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(call.Args) == 0 && !st.Background && !st.Coprocess && !st.Negated {
-			plain = append(plain, call.Assigns...)
+			v.plain = append(v.plain, call.Assigns...)
 		}
 	}
-	set := func(name string, value *syntax.Word, pos uint, ok bool) {
-		if name == "HOME" || name == "TMPDIR" {
-			if j.assigned == nil {
-				j.assigned = map[string]bool{}
-			}
-			j.assigned[name] = true
+	syntax.Walk(file, v.visit)
+	return v.out
+}
+
+// varNotes is noteVariables' pass: the plain assignments (statements of
+// their own at the top level) and the variables noted so far.
+type varNotes struct {
+	j     *judge
+	plain []*syntax.Assign
+	out   map[string]*literalVar
+}
+
+func (v *varNotes) visit(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Assign:
+		if n.Name != nil {
+			literal := slices.Contains(v.plain, n) && n.Value != nil && !n.Append && n.Array == nil && n.Index == nil
+			v.set(n.Name.Value, n.Value, n.Pos().Offset(), literal)
 		}
-		if out == nil {
-			out = map[string]*literalVar{}
+	case *syntax.WordIter:
+		if n.Name != nil {
+			v.set(n.Name.Value, nil, n.Pos().Offset(), false)
 		}
-		lv := out[name]
-		if lv == nil {
-			lv = &literalVar{first: pos, values: []string{}}
-			out[name] = lv
-		}
-		lv.first = min(lv.first, pos)
-		var v string
-		if ok && value != nil {
-			v, ok = plainLiteral(value)
-		}
-		if !ok || lv.values == nil {
-			lv.values = nil
-			return
-		}
-		lv.values = append(lv.values, v)
-	}
-	syntax.Walk(file, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.Assign:
-			if n.Name != nil {
-				literal := slices.Contains(plain, n) && n.Value != nil && !n.Append && n.Array == nil && n.Index == nil
-				set(n.Name.Value, n.Value, n.Pos().Offset(), literal)
-			}
-		case *syntax.WordIter:
-			if n.Name != nil {
-				set(n.Name.Value, nil, n.Pos().Offset(), false)
-			}
-		case *syntax.CallExpr:
-			// NAME=value anywhere (env, sudo, export); a bare NAME only
-			// for the builtins that set or unset it (read, unset…).
-			sets := len(n.Args) > 0 && setsVariables(n.Args[0].Lit())
-			for _, w := range n.Args[min(1, len(n.Args)):] {
-				if lit := w.Lit(); lit != "" {
-					name, _, assigns := strings.Cut(lit, "=")
-					if (assigns || sets) && validName(name) {
-						set(name, nil, w.Pos().Offset(), false)
-					}
+	case *syntax.CallExpr:
+		// NAME=value anywhere (env, sudo, export); a bare NAME only
+		// for the builtins that set or unset it (read, unset…).
+		sets := len(n.Args) > 0 && setsVariables(n.Args[0].Lit())
+		for _, w := range n.Args[min(1, len(n.Args)):] {
+			if lit := w.Lit(); lit != "" {
+				name, _, assigns := strings.Cut(lit, "=")
+				if (assigns || sets) && validName(name) {
+					v.set(name, nil, w.Pos().Offset(), false)
 				}
 			}
 		}
-		return true
-	})
-	return out
+	}
+	return true
+}
+
+// set notes one setting of a variable: literal (ok) to value, or not.
+func (v *varNotes) set(name string, value *syntax.Word, pos uint, ok bool) {
+	if name == "HOME" || name == "TMPDIR" {
+		if v.j.assigned == nil {
+			v.j.assigned = map[string]bool{}
+		}
+		v.j.assigned[name] = true
+	}
+	if v.out == nil {
+		v.out = map[string]*literalVar{}
+	}
+	lv := v.out[name]
+	if lv == nil {
+		lv = &literalVar{first: pos, values: []string{}}
+		v.out[name] = lv
+	}
+	lv.first = min(lv.first, pos)
+	var text string
+	if ok && value != nil {
+		text, ok = plainLiteral(value)
+	}
+	if !ok || lv.values == nil {
+		lv.values = nil
+		return
+	}
+	lv.values = append(lv.values, text)
 }
 
 // validName reports a shell variable name.
