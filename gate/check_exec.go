@@ -57,7 +57,25 @@ type shellCall struct {
 // parseShell reads a shell's options: -c may be combined with others (-lc,
 // -ec, -euxc) and need not come last; -o/-O and --rcfile take a value.
 func parseShell(args []arg) shellCall {
-	hasC, hasS := false, false
+	i, hasC, hasS := shellOptions(args)
+	operands := args[min(i, len(args)):]
+	var sc shellCall
+	switch {
+	case hasC:
+		if len(operands) > 0 {
+			sc.code = &operands[0]
+		}
+	case hasS || len(operands) == 0 || isStdinPath(operands[0]):
+		sc.stdin = true
+	default:
+		sc.script = &operands[0]
+	}
+	return sc
+}
+
+// shellOptions reads a shell's options: where its operands start, and
+// whether -c and -s are among them.
+func shellOptions(args []arg) (end int, hasC, hasS bool) {
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -78,30 +96,27 @@ func parseShell(args []arg) shellCall {
 			}
 			continue
 		}
-		for _, c := range t[1:] {
-			switch {
-			case c == 'c' && t[0] == '-':
-				hasC = true
-			case c == 's' && t[0] == '-':
-				hasS = true
-			case c == 'o' || c == 'O':
-				i++
-			}
+		c, s, values := shellFlags(t)
+		hasC, hasS = hasC || c, hasS || s
+		i += values
+	}
+	return i, hasC, hasS
+}
+
+// shellFlags reads one word of single-letter options (-euxc, +o): -c,
+// -s, and how many values (-o, -O) follow it.
+func shellFlags(t string) (c, s bool, values int) {
+	for _, r := range t[1:] {
+		switch {
+		case r == 'c' && t[0] == '-':
+			c = true
+		case r == 's' && t[0] == '-':
+			s = true
+		case r == 'o' || r == 'O':
+			values++
 		}
 	}
-	operands := args[min(i, len(args)):]
-	var sc shellCall
-	switch {
-	case hasC:
-		if len(operands) > 0 {
-			sc.code = &operands[0]
-		}
-	case hasS || len(operands) == 0 || isStdinPath(operands[0]):
-		sc.stdin = true
-	default:
-		sc.script = &operands[0]
-	}
-	return sc
+	return c, s, values
 }
 
 func isStdinPath(a arg) bool {

@@ -17,7 +17,7 @@ func diskTools() map[string]ruleCheck {
 	for fam := range diskToolHarm {
 		m[fam] = formatDisk
 	}
-	for _, fam := range []string{"cryptsetup", "mdadm", "zpool", "lvm", "badblocks", "hdparm", "sg_format", "flashrom"} {
+	for fam := range storageWriters {
 		m[fam] = storageWriter
 	}
 	return m
@@ -147,45 +147,68 @@ func (s scope) onlyFiles(ops []arg) bool {
 }
 
 // deviceWriter says why a storage tool outside mkfs and the partitioners
-// destroys a device's contents (LUKS formatting, RAID and pool creation,
-// LVM physical volumes, destructive badblocks, ATA secure erase, low-level
-// format, firmware flashing), or "" for its reading forms.
+// destroys a device's contents, or "" for its reading forms.
 func deviceWriter(fam string, opts []option, ops []arg) string {
 	if has(opts, "-h", "--help", "--version") {
 		return ""
 	}
-	first := func(vals ...string) bool { return len(ops) > 0 && (ops[0].dynamic || ops[0].is(vals...)) }
-	switch fam {
-	case "cryptsetup":
-		if first("luksFormat", "erase", "luksErase", "reencrypt", "convert", "luksKillSlot", "repair") {
+	if writer, ok := storageWriters[fam]; ok {
+		return writer(opts, ops)
+	}
+	return ""
+}
+
+// storageWriters say, per storage tool, why its command line destroys a
+// device's contents (LUKS formatting, RAID and pool creation, LVM
+// physical volumes, destructive badblocks, ATA secure erase, low-level
+// format, firmware flashing), or "".
+var storageWriters = map[string]func(opts []option, ops []arg) string{
+	"cryptsetup": func(_ []option, ops []arg) string {
+		if firstIs(ops, "luksFormat", "erase", "luksErase", "reencrypt", "convert", "luksKillSlot", "repair") {
 			return ops[0].text + " overwrites a device's encryption header"
 		}
-	case "mdadm":
+		return ""
+	},
+	"mdadm": func(opts []option, _ []arg) string {
 		if has(opts, "-C", "--create", "-B", "--build", "--zero-superblock", "-G", "--grow") {
 			return "writes RAID metadata over devices"
 		}
-	case "zpool":
-		if first("create", "destroy", "labelclear", "add", "attach", "replace", "initialize", "split") {
+		return ""
+	},
+	"zpool": func(_ []option, ops []arg) string {
+		if firstIs(ops, "create", "destroy", "labelclear", "add", "attach", "replace", "initialize", "split") {
 			return ops[0].text + " writes a pool over devices"
 		}
-	case "lvm":
-		return "writes LVM metadata over a device or destroys a volume"
-	case "badblocks":
+		return ""
+	},
+	"lvm": func([]option, []arg) string { return "writes LVM metadata over a device or destroys a volume" },
+	"badblocks": func(opts []option, _ []arg) string {
 		if has(opts, "-w") {
 			return "-w overwrites every block of a device"
 		}
-	case "hdparm":
-		for _, o := range opts {
-			if strings.HasPrefix(o.name, "--security-erase") || strings.HasPrefix(o.name, "--fwdownload") ||
-				slices.Contains([]string{"--write-sector", "--trim-sector-ranges", "--trim-sector-ranges-stdin", "--make-bad-sector", "--dco-restore"}, o.name) {
-				return o.name + " destroys a drive's data"
-			}
-		}
-	case "sg_format":
-		return "low-level formats a drive"
-	case "flashrom":
+		return ""
+	},
+	"hdparm":    hdparmWriter,
+	"sg_format": func([]option, []arg) string { return "low-level formats a drive" },
+	"flashrom": func(opts []option, _ []arg) string {
 		if has(opts, "-w", "--write", "-E", "--erase") {
 			return "writes a chip's firmware"
+		}
+		return ""
+	},
+}
+
+// firstIs reports a first operand that is one of vals or only known at
+// run time.
+func firstIs(ops []arg, vals ...string) bool {
+	return len(ops) > 0 && (ops[0].dynamic || ops[0].is(vals...))
+}
+
+func hdparmWriter(opts []option, _ []arg) string {
+	for _, o := range opts {
+		if strings.HasPrefix(o.name, "--security-erase") || strings.HasPrefix(o.name, "--fwdownload") ||
+			slices.Contains([]string{"--write-sector", "--trim-sector-ranges", "--trim-sector-ranges-stdin", "--make-bad-sector", "--dco-restore"}, o.name) {
+			return o.name + " destroys a drive's data"
 		}
 	}
 	return ""

@@ -72,57 +72,85 @@ func runsUnseenCode(l layer) unseenCode {
 	if l.dynamic() || l.wrapper {
 		return noUnseenCode
 	}
-	switch fam := family(l.name); fam {
-	case "sh":
-		sc := parseShell(l.args[1:])
-		switch {
-		case sc.stdin:
-			return shellStdin
-		case sc.code != nil && sc.code.dynamic, sc.script != nil && sc.script.dynamic:
+	fam := family(l.name)
+	if unseen, ok := unseenCodeOf[fam]; ok {
+		return unseen(fam, l.args[1:])
+	}
+	return noUnseenCode
+}
+
+// unseenCodeOf says, per family, where a command gets code the gate
+// cannot read from its command line.
+var unseenCodeOf = map[string]func(fam string, args []arg) unseenCode{
+	"sh": shellUnseenCode, "python": interpreterUnseenCode, "perl": interpreterUnseenCode, "ruby": interpreterUnseenCode,
+	"node": interpreterUnseenCode, "php": interpreterUnseenCode, "lua": interpreterUnseenCode, "rscript": interpreterUnseenCode,
+	"r": interpreterUnseenCode, "julia": interpreterUnseenCode,
+	"pwsh": func(_ string, args []arg) unseenCode { return pwshInput(args) },
+	"awk":  awkUnseenCode, "eval": evalUnseenCode, "source": sourceUnseenCode, "at": atUnseenCode,
+}
+
+func shellUnseenCode(_ string, args []arg) unseenCode {
+	sc := parseShell(args)
+	switch {
+	case sc.stdin:
+		return shellStdin
+	case sc.code != nil && sc.code.dynamic, sc.script != nil && sc.script.dynamic:
+		return expansion
+	}
+	return noUnseenCode
+}
+
+func interpreterUnseenCode(fam string, args []arg) unseenCode {
+	ic := parseInterpreter(fam, args)
+	if ic.module != nil {
+		return noUnseenCode
+	}
+	for _, c := range append(ic.code, derefs(ic.script)...) {
+		if c.dynamic {
 			return expansion
 		}
-	case "python", "perl", "ruby", "node", "php", "lua", "rscript", "r", "julia":
-		ic := parseInterpreter(fam, l.args[1:])
-		if ic.module != nil {
-			return noUnseenCode
+	}
+	if ic.stdin {
+		return otherStdin
+	}
+	return noUnseenCode
+}
+
+func awkUnseenCode(_ string, args []arg) unseenCode {
+	opts, _ := scanOptions(args, optionSpec{values: "fvF", longValues: []string{"file"}})
+	for _, f := range values(opts, "-f", "--file") {
+		if f.dynamic {
+			return expansion
 		}
-		for _, c := range append(ic.code, derefs(ic.script)...) {
-			if c.dynamic {
-				return expansion
-			}
-		}
-		if ic.stdin {
+		if isStdinPath(f) {
 			return otherStdin
 		}
-	case "pwsh":
-		return pwshInput(l.args[1:])
-	case "awk":
-		opts, _ := scanOptions(l.args[1:], optionSpec{values: "fvF", longValues: []string{"file"}})
-		for _, f := range values(opts, "-f", "--file") {
-			if f.dynamic {
-				return expansion
-			}
-			if isStdinPath(f) {
-				return otherStdin
-			}
-		}
-	case "eval":
-		for _, a := range l.args[1:] {
-			if a.dynamic {
-				return expansion
-			}
-		}
-	case "source":
-		switch {
-		case len(l.args) > 1 && isStdinPath(l.args[1]):
-			return shellStdin
-		case len(l.args) > 1 && l.args[1].dynamic:
+	}
+	return noUnseenCode
+}
+
+func evalUnseenCode(_ string, args []arg) unseenCode {
+	for _, a := range args {
+		if a.dynamic {
 			return expansion
 		}
-	case "at":
-		if opts, _ := scanOptions(l.args[1:], optionSpec{values: "qfMmt"}); !has(opts, "-l", "-r", "-d", "-c", "-V", "-f") {
-			return shellStdin
-		}
+	}
+	return noUnseenCode
+}
+
+func sourceUnseenCode(_ string, args []arg) unseenCode {
+	switch {
+	case len(args) > 0 && isStdinPath(args[0]):
+		return shellStdin
+	case len(args) > 0 && args[0].dynamic:
+		return expansion
+	}
+	return noUnseenCode
+}
+
+func atUnseenCode(_ string, args []arg) unseenCode {
+	if opts, _ := scanOptions(args, optionSpec{values: "qfMmt"}); !has(opts, "-l", "-r", "-d", "-c", "-V", "-f") {
+		return shellStdin
 	}
 	return noUnseenCode
 }
