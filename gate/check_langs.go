@@ -315,7 +315,7 @@ func startsItselfEndlessly(c Invocation) (finding, bool) {
 	if f.background {
 		how = "in the background"
 	}
-	return finding{"function " + f.name + " starts itself " + how + ", without end", f.name + "()"}, true
+	return matched("function "+f.name+" starts itself "+how+", without end", f.name+"()")
 }
 
 type langRegexps struct {

@@ -86,7 +86,7 @@ func redirectOntoDisk(c Invocation) (finding, bool) {
 	if r.target.dynamic || !r.writes() || !isDiskDevice(r.target.text) {
 		return finding{}, false
 	}
-	return finding{"writing to a disk device destroys what is on it", r.text()}, true
+	return matched("writing to a disk device destroys what is on it", r.text())
 }
 
 // diskToolHarm says what each formatting or partitioning tool does to
@@ -253,7 +253,7 @@ func sqlPiped(c Invocation) (finding, bool) {
 	}
 	for _, st := range p.stages {
 		if phrase := sqlDrop(literalText(st)); phrase != "" {
-			return finding{phrase + " is piped into " + p.sql.name, p.sql.text()}, true
+			return matched(phrase+" is piped into "+p.sql.name, p.sql.text())
 		}
 	}
 	return finding{}, false
@@ -431,7 +431,7 @@ func redirectToSysrq(c Invocation) (finding, bool) {
 	if r.target.dynamic || !r.writes() || !isSysrq(r.target.text) {
 		return finding{}, false
 	}
-	return finding{"writing to /proc/sysrq-trigger can reboot or halt the machine at once", r.text()}, true
+	return matched("writing to /proc/sysrq-trigger can reboot or halt the machine at once", r.text())
 }
 
 // checkSystemctl judges systemctl's, loginctl's and machinectl's verbs
@@ -566,7 +566,7 @@ func redirectFromSecret(c Invocation) (finding, bool) {
 	if p == "" {
 		return finding{}, false
 	}
-	return finding{"it names the credential path " + p, r.text()}, true
+	return matched("it names the credential path "+p, r.text())
 }
 
 // checkTerraform judges terraform, tofu and terragrunt: destroy, apply

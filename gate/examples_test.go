@@ -49,12 +49,14 @@ func TestRuleExamplesCatchBrokenRules(t *testing.T) {
 // walker used to report itself name theirs.
 func TestRuleSites(t *testing.T) {
 	want := map[string][]site{
-		ruleDiskWrite:    {siteCommand, siteRedirect},
-		ruleShutdown:     {siteCommand, siteRedirect},
-		ruleForkBomb:     {siteFunction},
-		ruleDownloadExec: {siteCommand, siteRedirect, sitePipeline, siteCode},
-		ruleSQLDrop:      {siteCommand, sitePipeline},
-		ruleSecretRead:   {siteCommand, siteRedirect},
+		ruleDiskWrite:       {siteCommand, siteRedirect},
+		ruleShutdown:        {siteCommand, siteRedirect},
+		ruleForkBomb:        {siteFunction, siteCode},
+		ruleDownloadExec:    {siteCommand, siteRedirect, sitePipeline, siteCode},
+		ruleSQLDrop:         {siteCommand, sitePipeline},
+		ruleSecretRead:      {siteCommand, siteRedirect},
+		rulePackageInstall:  {siteCommand, siteCode},
+		ruleRecursiveDelete: {siteCommand, siteCode},
 	}
 	for _, r := range ruleTable() {
 		got := r.sites()

@@ -18,7 +18,7 @@ const (
 	siteRedirect             // a redirection, with the statement it belongs to
 	sitePipeline             // a pipeline as a whole, judged once at its outermost |
 	siteFunction             // a function definition
-	siteCode                 // code a command runs from its arguments, input or a file (sh -c, bash <(…), pwsh -Command)
+	siteCode                 // code a command runs that is not shell on its command line: a download (bash <(curl …)), another language (python -c)
 	siteCount
 )
 
@@ -101,12 +101,21 @@ type functionView struct {
 type codeView struct {
 	runner, what, command string
 	downloaded            bool
+	// lang and text are code in another language (python -c, awk…),
+	// its family and its literal text.
+	lang, text string
 }
 
 // finding is a rule's match at a site other than a command: why, and the
 // text shown as the command.
 type finding struct {
 	reason, command string
+	final           bool // the engine reads the site no further
+}
+
+// matched is a site check's match, read on after.
+func matched(reason, command string) (finding, bool) {
+	return finding{reason: reason, command: command}, true
 }
 
 // siteCheck judges one site that is not a command for one rule; ok
@@ -136,14 +145,19 @@ func (j *judge) runsDownload(runner, what, command string) {
 }
 
 // applySite runs the checks of the rules in force that judge this site,
-// in the rule table's order.
-func (j *judge) applySite(c Invocation) {
+// in the rule table's order, until a final finding. final reports one, or
+// that judging has stopped.
+func (j *judge) applySite(c Invocation) (final bool) {
 	for _, r := range j.gate.sites[c.site] {
 		if j.stopped() {
-			return
+			return true
 		}
 		if f, ok := r.check(c); ok {
 			j.rule(r.name, f.reason, f.command)
+			if f.final {
+				return true
+			}
 		}
 	}
+	return j.stopped()
 }

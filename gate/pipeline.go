@@ -225,7 +225,7 @@ func downloadPipedToRunner(c Invocation) (finding, bool) {
 	if p.runner == nil {
 		return finding{}, false
 	}
-	return finding{"a download is piped into " + p.runner.name + ", which runs it", p.fetcher.text() + " | " + p.runner.text()}, true
+	return matched("a download is piped into "+p.runner.name+", which runs it", p.fetcher.text()+" | "+p.runner.text())
 }
 
 // downloadRun is download-exec's code site: code that comes straight
@@ -234,7 +234,7 @@ func downloadRun(c Invocation) (finding, bool) {
 	if !c.code.downloaded {
 		return finding{}, false
 	}
-	return finding{c.code.runner + " runs " + c.code.what, c.code.command}, true
+	return matched(c.code.runner+" runs "+c.code.what, c.code.command)
 }
 
 // downloadIntoShell is download-exec's redirection site: a download fed
@@ -244,7 +244,7 @@ func downloadIntoShell(c Invocation) (finding, bool) {
 	if r.reader == nil {
 		return finding{}, false
 	}
-	return finding{"a download is fed into " + r.reader.name + ", which runs it", r.producer.text() + " > >(" + r.reader.text() + ")"}, true
+	return matched("a download is fed into "+r.reader.name+", which runs it", r.producer.text()+" > >("+r.reader.text()+")")
 }
 
 // findIntoXargs judges find … | xargs CMD as find -exec CMD {} +: the

@@ -178,6 +178,7 @@ func ruleTable() []ruleDef {
 			"and run code from registries",
 			"installs run registry code; the operator lets a reproducer install by disabling the rule (the policy warns when the role's network allows an index)"},
 			tools:    each(checkPackages, anyCommand),
+			on:       map[site]siteCheck{siteCode: installsFromCode},
 			match:    []string{"pip install requests", "npx cowsay hi", "python3 -c 'import pip; pip.main([\"install\", \"x\"])'"},
 			notMatch: []string{"pip list", "npx --no-install tape", "npm test"}},
 		{RuleInfo: RuleInfo{ruleDownloadExec, Deny, "running what was just downloaded: curl/wget output piped into a shell or interpreter (curl … | sh), bash <(curl …), " +
@@ -201,6 +202,7 @@ func ruleTable() []ruleDef {
 			"rsync -n (a dry run) deletes nothing",
 			"the workspace and scratch are all either role may wipe"},
 			tools:    deleteTools(),
+			on:       map[site]siteCheck{siteCode: deletesTreeFromCode},
 			match:    []string{"rm -rf /", "cd /etc && rm -rf x", "find / -delete", "rsync -a --delete src/ /etc/"},
 			notMatch: []string{"rm -rf build/", "rm -rf /tmp/x", "find . -name '*.o' -delete", "rsync -n --delete a/ /etc/"}},
 		{RuleInfo: RuleInfo{ruleRecursiveChmod, Deny, "chmod, chown, chgrp and setfacl -R on the targets recursive-delete guards, and the same tools run on every file find prints " +
@@ -257,7 +259,7 @@ func ruleTable() []ruleDef {
 			"and code in another language that forks in an endless loop (perl -e 'fork while 1', os.fork() under while True, loop { fork }), " +
 			"because it exhausts the process table",
 			"it exhausts the process table for every sandbox"},
-			on:       map[site]siteCheck{siteFunction: startsItselfEndlessly},
+			on:       map[site]siteCheck{siteFunction: startsItselfEndlessly, siteCode: forksEndlessly},
 			match:    []string{":(){ :|:& };:", "f() { f | f; }", "perl -e 'fork while 1'"},
 			notMatch: []string{"f() { f; }", "f() { echo hi; }; f; f"}},
 		{RuleInfo: RuleInfo{ruleSecretRead, Deny, "naming a credential file or directory under a home directory (~, $HOME, a variable that may hold one, /root, /home/*, /Users/*, " +
