@@ -4,11 +4,11 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// The engine (walk, words, wrappers, paths, pipeline…) reads a command
+// The walker (walk, words, wrappers, paths, pipeline…) reads a command
 // line and hands the rules one Invocation per site it reaches; the rules
 // are pure functions over it. They never see the walker (judge) nor its
 // state, only the snapshot an Invocation carries, so a rule cannot change
-// what the engine knows and the engine decides nothing a rule decides.
+// what the walker knows and the walker decides nothing a rule decides.
 
 // site is where in a command line a rule looks.
 type site uint8
@@ -27,15 +27,15 @@ var siteNames = [siteCount]string{"command", "redirection", "pipeline", "functio
 
 func (s site) String() string { return siteNames[s] }
 
-// scope is what the engine knows about the command line when it reaches a
+// scope is what the walker knows about the command line when it reaches a
 // site: where relative paths lead, which variables name scratch or loop
 // over literal words, what was downloaded, which functions run their
-// arguments. The maps are the engine's, shared for speed; rules only read
+// arguments. The maps are the walker's, shared for speed; rules only read
 // them through scope's methods.
 type scope struct {
 	gate *Gate
 	// cwd is where cd went: "" while in the starting directory, a path, or
-	// "$DIR" when the engine cannot tell.
+	// "$DIR" when the walker cannot tell.
 	cwd        string
 	tempVars   map[string]bool     // variables holding a mktemp result
 	assigned   map[string]bool     // scratch variables the command line sets itself
@@ -79,7 +79,7 @@ func (r redirection) text() string { return r.op.String() + " " + r.target.text 
 // pipelineView is a pipeline's site: the first downloader in it and the
 // first later command that runs code it has not seen (both nil when there
 // is none), the first SQL client, and the literal text of every stage (for
-// SQL). The engine stops reading a pipeline at the runner, as the shell
+// SQL). The walker stops reading a pipeline at the runner, as the shell
 // would already run the download there.
 type pipelineView struct {
 	fetcher, runner, sql *layer
@@ -96,7 +96,7 @@ type functionView struct {
 
 // codeView is a code site: the command that runs code it does not show
 // on its command line (runner: "sh -c", "source", "pwsh"), what that code
-// is, the command line, and whether the engine found the code comes
+// is, the command line, and whether the walker found the code comes
 // straight from a downloader ($(curl …), <(curl …), a web request).
 type codeView struct {
 	runner, what, command string
@@ -110,7 +110,7 @@ type codeView struct {
 // text shown as the command.
 type finding struct {
 	reason, command string
-	final           bool // the engine reads the site no further
+	final           bool // the walker reads the site no further
 }
 
 // matched is a site check's match, read on after.
@@ -122,7 +122,7 @@ func matched(reason, command string) (finding, bool) {
 // reports a match.
 type siteCheck func(c Invocation) (f finding, ok bool)
 
-// scope is the engine's current knowledge, for the rules.
+// scope is the walker's current knowledge, for the rules.
 func (j *judge) scope() scope {
 	return scope{gate: j.gate, cwd: j.cwd, tempVars: j.tempVars, assigned: j.assigned, loopVars: j.loopVars,
 		downloaded: j.downloaded, functions: j.passArgs}

@@ -158,7 +158,7 @@ func atUnseenCode(_ string, args []arg) unseenCode {
 // pipeline judges a whole pipeline once, at its outermost |: a shell
 // reading its commands from the pipe runs what the stage before it prints
 // (judged when that is echo or printf of literal text, dynamic
-// otherwise). The engine reads the stages up to the first that runs code
+// otherwise). The walker reads the stages up to the first that runs code
 // it has not seen after a download (download-exec's), and then judges the
 // pipeline site.
 func (j *judge) pipeline(b *syntax.BinaryCmd) {

@@ -6,9 +6,8 @@ import (
 	"sync"
 )
 
-// Default rule names. Each is tied to its check in ruleTable, the one place
-// a rule is declared; the checks of code held in arguments, pipelines,
-// redirections and function definitions report some of them by name too.
+// Default rule names. Each is tied to its checks in ruleTable, the one
+// place a rule is declared: the walker names none of them.
 const (
 	ruleGhWrite          = "gh-write"
 	ruleGhCredentials    = "gh-credentials"
