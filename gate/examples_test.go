@@ -80,3 +80,30 @@ func equalSites(a, b []site) bool {
 	}
 	return true
 }
+
+// unreachableTools are the keys of a rule's tools the walker never looks
+// up: applyRules looks a command up by its family, so a key that is not
+// its own family (bash, whose family is sh) names no command.
+func unreachableTools(r ruleDef) []string {
+	var out []string
+	for tool := range r.tools {
+		if tool != anyCommand && tool != dynamicCommand && family(tool) != tool {
+			out = append(out, tool)
+		}
+	}
+	return out
+}
+
+// TestRuleToolsReachable: every key of every rule's tools is a family the
+// walker looks up (and the check finds one that is not).
+func TestRuleToolsReachable(t *testing.T) {
+	for _, r := range ruleTable() {
+		if dead := unreachableTools(r); len(dead) > 0 {
+			t.Errorf("rule %s lists tools %v that are not families (see family); list their family instead", r.Name, dead)
+		}
+	}
+	broken := ruleDef{tools: each(checkSecretArgs, "bash", "mkfs.ext4", "sh")}
+	if dead := unreachableTools(broken); len(dead) != 2 {
+		t.Errorf("unreachableTools(bash, mkfs.ext4, sh) = %v, want bash and mkfs.ext4", dead)
+	}
+}

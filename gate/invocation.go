@@ -22,7 +22,7 @@ const (
 	siteCount
 )
 
-// siteNames name the sites in load errors and docs.
+// siteNames name the sites in messages.
 var siteNames = [siteCount]string{"command", "redirection", "pipeline", "function", "code"}
 
 func (s site) String() string { return siteNames[s] }
@@ -46,14 +46,15 @@ type scope struct {
 
 // Invocation is one site of a command line as the rules see it,
 // read-only: the command (a layer and the statement it runs in, nil for
-// an exec'd argv), or the redirection, pipeline or function definition,
-// with the scope in force there.
+// an exec'd argv), or the redirection, pipeline, function definition or
+// code, with the scope in force there. The fields of the other sites are
+// zero.
 type Invocation struct {
 	site site
 	scope
 	layer              // siteCommand: a wrapper, or the command that does the work
 	stmt  *syntax.Stmt // the statement: the command's, or the redirection's
-	feed  string       // text a literal echo or printf earlier in the pipeline feeds it
+	feed  string       // text a literal echo or printf earlier in the pipeline feeds it (xargs's input)
 	redir redirection  // siteRedirect
 	pipe  pipelineView // sitePipeline
 	fn    functionView // siteFunction

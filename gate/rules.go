@@ -93,7 +93,7 @@ func each(check ruleCheck, tools ...string) map[string]ruleCheck {
 	return m
 }
 
-// sites names the sites a rule judges, for load errors and tests.
+// sites lists the sites a rule judges.
 func (r ruleDef) sites() []site {
 	var out []site
 	if len(r.tools) > 0 {
