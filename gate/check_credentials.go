@@ -27,10 +27,11 @@ func credentialTools() map[string]ruleCheck {
 
 // gitCredentialHelper judges git credential fill and the credential
 // helpers' get, spelled git …
-func gitCredentialHelper(c Invocation, report reporter) {
+func gitCredentialHelper(c Invocation) (finding, bool) {
 	if c.name == "git" {
-		gitCredential(c.layer, report)
+		return gitCredential(c.layer)
 	}
+	return finding{}, false
 }
 
 // credentialLine is a credential tool's arguments and, of them, its
@@ -55,11 +56,12 @@ func (l credentialLine) flag(names ...string) bool {
 type credentialForm func(l credentialLine) string
 
 func credentialCheck(form credentialForm) ruleCheck {
-	return func(c Invocation, report reporter) {
+	return func(c Invocation) (finding, bool) {
 		_, ops := scanOptions(c.args[1:], optionSpec{})
 		if why := form(credentialLine{c.args[1:], ops}); why != "" {
-			report(c.name + " " + why)
+			return found(c.name + " " + why)
 		}
+		return finding{}, false
 	}
 }
 

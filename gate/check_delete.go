@@ -81,35 +81,35 @@ func deleteTools() map[string]ruleCheck {
 
 // checkShred judges shred, srm and wipe, which destroy the files they are
 // given (a disk device is disk-write's).
-func checkShred(c Invocation, report reporter) {
+func checkShred(c Invocation) (finding, bool) {
 	_, ops := scanOptions(c.args[1:], optionSpec{values: "ns", longValues: []string{"iterations", "size", "random-source"}})
 	for _, t := range ops {
 		if !t.dynamic && isDiskDevice(t.text) {
 			continue // disk-write's
 		}
 		if why := c.dangerousTarget(t); why != "" {
-			report(c.name + " would destroy " + why)
-			return
+			return found(c.name + " would destroy " + why)
 		}
 	}
+	return finding{}, false
 }
 
 // checkRm judges rm -r (with or without -f: without a terminal there is
 // nobody to answer its questions, so -f changes little).
-func checkRm(c Invocation, report reporter) {
+func checkRm(c Invocation) (finding, bool) {
 	l := c.layer
 	opts, ops := scanOptions(l.args[1:], optionSpec{})
 	recursive := has(opts, "-r", "-R", "--recursive")
 	// A word only known at run time may be -rf, given another to delete.
 	if !recursive && !(mayHideOption(l.args[1:]) && len(ops) >= 2) {
-		return
+		return finding{}, false
 	}
 	for _, t := range ops {
 		if why := c.dangerousTarget(t); why != "" {
-			report("rm -r would delete " + why)
-			return
+			return found("rm -r would delete " + why)
 		}
 	}
+	return finding{}, false
 }
 
 // findCall is a find command line: its starting points and expression.
@@ -231,7 +231,7 @@ func isFindAction(expr []arg, k int, name ...string) bool {
 }
 
 // checkFindDelete judges find -delete on what it would find.
-func checkFindDelete(c Invocation, report reporter) {
+func checkFindDelete(c Invocation) (finding, bool) {
 	l := c.layer
 	f := parseFind(l.args[1:])
 	for k := range f.expr {
@@ -244,11 +244,11 @@ func checkFindDelete(c Invocation, report reporter) {
 				target = s // a search from a home may reach its credential files
 			}
 			if why := c.dangerousTarget(target); why != "" {
-				report("find -delete would delete " + why)
-				return
+				return found("find -delete would delete " + why)
 			}
 		}
 	}
+	return finding{}, false
 }
 
 // findCommands judges the commands -exec, -execdir, -ok and -okdir run,
@@ -322,7 +322,7 @@ func substituteFound(args []arg, found arg) []arg {
 
 // checkRsync judges rsync --delete (and --del), which empties its
 // destination of what the source lacks.
-func checkRsync(c Invocation, report reporter) {
+func checkRsync(c Invocation) (finding, bool) {
 	l := c.layer
 	opts, ops := scanOptions(l.args[1:], optionSpec{values: "efTB", longValues: []string{
 		"rsh", "filter", "exclude", "include", "files-from", "rsync-path", "temp-dir", "log-file", "password-file",
@@ -330,25 +330,25 @@ func checkRsync(c Invocation, report reporter) {
 	if has(opts, "--remove-source-files") {
 		for _, src := range ops[:max(len(ops)-1, 0)] {
 			if why := c.dangerousTarget(src); why != "" && (src.dynamic || !strings.Contains(strings.SplitN(src.text, "/", 2)[0], ":")) {
-				report("rsync --remove-source-files would delete from " + why)
-				return
+				return found("rsync --remove-source-files would delete from " + why)
 			}
 		}
 	}
 	if !hasPrefixed(opts, "--del") || len(ops) < 2 || has(opts, "-n", "--dry-run") {
-		return // -n lists what --delete would remove
+		return finding{}, false // -n lists what --delete would remove
 	}
 	dest := ops[len(ops)-1]
 	if !dest.dynamic && strings.Contains(strings.SplitN(dest.text, "/", 2)[0], ":") {
-		return // a remote destination: the sandbox's network policy decides
+		return finding{}, false // a remote destination: the sandbox's network policy decides
 	}
 	if why := c.dangerousTarget(dest); why != "" {
-		report("rsync --delete would delete from " + why)
+		return found("rsync --delete would delete from " + why)
 	}
+	return finding{}, false
 }
 
 // checkChmod judges recursive permission and ownership changes.
-func checkChmod(c Invocation, report reporter) {
+func checkChmod(c Invocation) (finding, bool) {
 	l := c.layer
 	spec := optionSpec{}
 	if l.name == "setfacl" {
@@ -356,7 +356,7 @@ func checkChmod(c Invocation, report reporter) {
 	}
 	opts, ops := scanOptions(l.args[1:], spec)
 	if !has(opts, "-R", "--recursive") {
-		return
+		return finding{}, false
 	}
 	targets := ops
 	modeAsOption := l.name == "chmod" && has(opts, "-r", "-w", "-x", "-X", "-s", "-t")
@@ -365,10 +365,10 @@ func checkChmod(c Invocation, report reporter) {
 	}
 	for _, t := range targets {
 		if why := c.dangerousTarget(t); why != "" {
-			report(l.name + " -R would change " + why)
-			return
+			return found(l.name + " -R would change " + why)
 		}
 	}
+	return finding{}, false
 }
 
 // rgPreprocessor judges rg --pre COMMAND, which rg runs on every file it

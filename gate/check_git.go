@@ -166,7 +166,7 @@ type gitArgs struct {
 func (g gitArgs) first(vals ...string) bool { return len(g.ops) > 0 && g.ops[0].is(vals...) }
 
 // gitCheck judges one git subcommand for one rule.
-type gitCheck func(g gitArgs, report reporter)
+type gitCheck func(g gitArgs) (finding, bool)
 
 // gitDynamicVerb is the key, in a rule's verb table, of the check for a
 // subcommand only known at run time.
@@ -175,13 +175,13 @@ const gitDynamicVerb = "$"
 // gitVerbRule is the check of a rule that judges git subcommands, each
 // with its own check in verbs.
 func gitVerbRule(verbs map[string]gitCheck) ruleCheck {
-	return func(c Invocation, report reporter) {
+	return func(c Invocation) (finding, bool) {
 		if family(c.name) != "git" {
-			return
+			return finding{}, false
 		}
 		g := parseGit(c.layer)
 		if g.verb == nil {
-			return
+			return finding{}, false
 		}
 		verb := strings.ToLower(g.verb.text) // a case-insensitive file system finds git-RESET
 		if g.verb.dynamic {
@@ -189,10 +189,10 @@ func gitVerbRule(verbs map[string]gitCheck) ruleCheck {
 		}
 		check, ok := verbs[verb]
 		if !ok {
-			return
+			return finding{}, false
 		}
 		opts, ops := scanOptions(g.rest, gitOptionSpec(verb))
-		check(gitArgs{verb: verb, rest: g.rest, opts: opts, ops: ops}, report)
+		return check(gitArgs{verb: verb, rest: g.rest, opts: opts, ops: ops})
 	}
 }
 
@@ -210,10 +210,12 @@ func gitOptionSpec(verb string) optionSpec {
 
 // gitAlways is the check of a subcommand that always matches: "git VERB what".
 func gitAlways(what string) gitCheck {
-	return func(g gitArgs, report reporter) { report("git " + g.verb + " " + what) }
+	return func(g gitArgs) (finding, bool) { return found("git " + g.verb + " " + what) }
 }
 
-func gitDynamic(g gitArgs, report reporter) { report("the git subcommand is only known at run time") }
+func gitDynamic(g gitArgs) (finding, bool) {
+	return found("the git subcommand is only known at run time")
+}
 
 // gitRemoteVerbs are the subcommands that publish or take in shared history.
 var gitRemoteVerbs = map[string]gitCheck{
@@ -271,155 +273,174 @@ var gitDiscardVerbs = map[string]gitCheck{
 	"worktree":       gitWorktree,
 }
 
-func gitReadTree(g gitArgs, report reporter) {
+func gitReadTree(g gitArgs) (finding, bool) {
 	if has(g.opts, "-u") && has(g.opts, "--reset", "-m") {
-		report("git read-tree -u --reset overwrites the working tree, discarding uncommitted work")
+		return found("git read-tree -u --reset overwrites the working tree, discarding uncommitted work")
 	}
+	return finding{}, false
 }
 
-func gitCheckoutIndex(g gitArgs, report reporter) {
+func gitCheckoutIndex(g gitArgs) (finding, bool) {
 	if has(g.opts, "-f", "--force") {
-		report("git checkout-index -f overwrites working-tree files, discarding uncommitted work")
+		return found("git checkout-index -f overwrites working-tree files, discarding uncommitted work")
 	}
+	return finding{}, false
 }
 
-func gitRm(g gitArgs, report reporter) {
+func gitRm(g gitArgs) (finding, bool) {
 	if has(g.opts, "-f", "--force") && !has(g.opts, "--cached") {
-		report("git rm -f deletes files even when they hold uncommitted work")
+		return found("git rm -f deletes files even when they hold uncommitted work")
 	}
+	return finding{}, false
 }
 
-func gitWorktree(g gitArgs, report reporter) {
+func gitWorktree(g gitArgs) (finding, bool) {
 	if g.first("remove") && has(g.opts, "-f", "--force") {
-		report("git worktree remove --force deletes a worktree with its uncommitted work")
+		return found("git worktree remove --force deletes a worktree with its uncommitted work")
 	}
+	return finding{}, false
 }
 
 // ghCheckout is git-history's check of gh: gh pr checkout (gh co) moves
 // the checkout too.
-func ghCheckout(c Invocation, report reporter) {
+func ghCheckout(c Invocation) (finding, bool) {
 	group, verb, _ := ghWords(c.args[1:])
 	switch {
 	case group == nil:
 	case group.is("co"), group.is("pr") && verb != nil && (verb.dynamic || verb.is("checkout", "co")):
-		report("gh pr checkout changes the checked-out branch")
+		return found("gh pr checkout changes the checked-out branch")
 	}
+	return finding{}, false
 }
 
 // gitCredential judges git credential fill and the credential helpers' get.
-func gitCredential(l layer, report reporter) {
+func gitCredential(l layer) (finding, bool) {
 	g := parseGit(l)
 	if g.verb == nil || g.verb.dynamic {
-		return
+		return finding{}, false
 	}
 	_, ops := scanOptions(g.rest, optionSpec{})
 	op := len(ops) > 0 && ops[0].is("fill", "get")
 	if g.verb.is("credential") && op || strings.HasPrefix(g.verb.text, "credential-") && op {
-		report("git " + g.verb.text + " " + ops[0].text + " prints a stored credential")
+		return found("git " + g.verb.text + " " + ops[0].text + " prints a stored credential")
 	}
+	return finding{}, false
 }
 
-func gitPush(g gitArgs, report reporter) {
+func gitPush(g gitArgs) (finding, bool) {
 	if forcePush(g.opts, g.ops, g.rest) {
-		report("git push --force rewrites or deletes history on the remote")
+		return found("git push --force rewrites or deletes history on the remote")
 	}
+	return finding{}, false
 }
 
 // gitReset: a reset that only unstages (git reset, git reset HEAD [--]
 // paths, --mixed HEAD) leaves the branch and the files alone; any other
 // moves the branch, and --hard discards work.
-func gitReset(g gitArgs, report reporter) {
+func gitReset(g gitArgs) (finding, bool) {
 	for _, o := range g.opts {
 		if o.name != "--mixed" && o.name != "-q" && o.name != "--quiet" {
-			report("git reset " + o.name + " moves the branch or discards work")
-			return
+			return found("git reset " + o.name + " moves the branch or discards work")
 		}
 	}
 	if len(g.ops) > 0 && !g.ops[0].is("HEAD") && !slices.ContainsFunc(g.rest, func(a arg) bool { return a.is("--") }) ||
 		mayHideOption(g.rest) {
-		report("git reset moves the branch and with --hard discards work")
+		return found("git reset moves the branch and with --hard discards work")
 	}
+	return finding{}, false
 }
 
 // gitCheckout: checkout -b NAME and switch -c NAME (no start point, no
 // paths) only make a branch where HEAD is; anything else changes the
 // checked-out files and can discard work.
-func gitCheckout(g gitArgs, report reporter) {
+func gitCheckout(g gitArgs) (finding, bool) {
 	newBranch := len(g.opts) == 1 && len(g.ops) == 0 && g.opts[0].hasValue && !g.opts[0].value.dynamic
 	switch {
 	case newBranch && g.verb == "checkout" && has(g.opts, "-b", "-B", "--orphan"):
 	case newBranch && g.verb == "switch" && has(g.opts, "-c", "-C", "--create", "--force-create"):
 	default:
-		report("git " + g.verb + " changes the checked-out files and can discard work")
+		return found("git " + g.verb + " changes the checked-out files and can discard work")
 	}
+	return finding{}, false
 }
 
 // gitRestore: restore --staged alone only unstages; the rest overwrites
 // working-tree files.
-func gitRestore(g gitArgs, report reporter) {
+func gitRestore(g gitArgs) (finding, bool) {
 	if !has(g.opts, "-S", "--staged") || has(g.opts, "-W", "--worktree") || mayHideOption(g.rest) {
-		report("git restore overwrites working-tree files and can discard work")
+		return found("git restore overwrites working-tree files and can discard work")
 	}
+	return finding{}, false
 }
 
-func gitSvn(g gitArgs, report reporter) {
+func gitSvn(g gitArgs) (finding, bool) {
 	if g.first("dcommit", "set-tree") {
-		report("git svn " + g.ops[0].text + " publishes commits to a remote")
+		return found("git svn " + g.ops[0].text + " publishes commits to a remote")
 	}
+	return finding{}, false
 }
 
-func gitP4(g gitArgs, report reporter) {
+func gitP4(g gitArgs) (finding, bool) {
 	if g.first("submit") {
-		report("git p4 submit publishes commits to a remote")
+		return found("git p4 submit publishes commits to a remote")
 	}
+	return finding{}, false
 }
 
-func gitStash(g gitArgs, report reporter) {
+func gitStash(g gitArgs) (finding, bool) {
 	if !g.first("list", "show") {
-		report("git stash sets work aside and changes the checked-out files")
+		return found("git stash sets work aside and changes the checked-out files")
 	}
+	return finding{}, false
 }
 
-func gitClean(g gitArgs, report reporter) {
+func gitClean(g gitArgs) (finding, bool) {
 	if !has(g.opts, "-n", "--dry-run") {
-		report("git clean deletes untracked files")
+		return found("git clean deletes untracked files")
 	}
+	return finding{}, false
 }
 
-func gitBranch(g gitArgs, report reporter) {
+func gitBranch(g gitArgs) (finding, bool) {
 	if has(g.opts, "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force") {
-		report("git branch " + firstOption(g.opts, "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force") + " deletes, moves or overwrites branches")
+		return found("git branch " + firstOption(g.opts, "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force") + " deletes, moves or overwrites branches")
 	}
+	return finding{}, false
 }
 
-func gitTag(g gitArgs, report reporter) {
+func gitTag(g gitArgs) (finding, bool) {
 	if has(g.opts, "-d", "--delete", "-f", "--force") {
-		report("git tag -d/-f deletes or moves tags")
+		return found("git tag -d/-f deletes or moves tags")
 	}
+	return finding{}, false
 }
 
-func gitReflog(g gitArgs, report reporter) {
+func gitReflog(g gitArgs) (finding, bool) {
 	if g.first("expire", "delete") {
-		report("git reflog " + g.ops[0].text + " drops the record of lost work")
+		return found("git reflog " + g.ops[0].text + " drops the record of lost work")
 	}
+	return finding{}, false
 }
 
-func gitGc(g gitArgs, report reporter) {
+func gitGc(g gitArgs) (finding, bool) {
 	if hasPrefixed(g.opts, "--prune") {
-		report("git gc --prune deletes unreachable objects, the last copy of lost work")
+		return found("git gc --prune deletes unreachable objects, the last copy of lost work")
 	}
+	return finding{}, false
 }
 
-func gitBisect(g gitArgs, report reporter) {
+func gitBisect(g gitArgs) (finding, bool) {
 	if !g.first("log", "view", "visualize", "help", "terms") {
-		report("git bisect checks out other commits")
+		return found("git bisect checks out other commits")
 	}
+	return finding{}, false
 }
 
-func gitSymbolicRef(g gitArgs, report reporter) {
+func gitSymbolicRef(g gitArgs) (finding, bool) {
 	if len(g.ops) >= 2 || has(g.opts, "-d", "--delete") {
-		report("git symbolic-ref rewrites HEAD")
+		return found("git symbolic-ref rewrites HEAD")
 	}
+	return finding{}, false
 }
 
 func firstOption(opts []option, names ...string) string {

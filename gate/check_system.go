@@ -23,61 +23,65 @@ func diskTools() map[string]ruleCheck {
 	return m
 }
 
-func ddOntoDisk(c Invocation, deny reporter) {
+func ddOntoDisk(c Invocation) (finding, bool) {
 	for _, a := range c.args[1:] {
 		if dest, ok := strings.CutPrefix(a.text, "of="); ok && !a.dynamic && isDiskDevice(dest) {
-			deny("dd onto a disk device destroys what is on it")
-			return
+			return found("dd onto a disk device destroys what is on it")
 		}
 	}
+	return finding{}, false
 }
 
 // formatDisk judges the formatting and partitioning tools (diskToolHarm).
-func formatDisk(c Invocation, deny reporter) {
+func formatDisk(c Invocation) (finding, bool) {
 	fam := family(c.name)
 	opts, ops := scanOptions(c.args[1:], optionSpec{})
 	if readOnlyDiskTool(fam, c.name, opts, ops) || c.onlyFiles(ops) {
-		return
+		return finding{}, false
 	}
-	deny(c.name + " " + diskToolHarm[fam])
+	return found(c.name + " " + diskToolHarm[fam])
 }
 
-func storageWriter(c Invocation, deny reporter) {
+func storageWriter(c Invocation) (finding, bool) {
 	opts, ops := scanOptions(c.args[1:], optionSpec{})
 	if why := deviceWriter(family(c.name), opts, ops); why != "" {
-		deny(c.name + " " + why)
+		return found(c.name + " " + why)
 	}
+	return finding{}, false
 }
 
-func nvmeErase(c Invocation, deny reporter) {
+func nvmeErase(c Invocation) (finding, bool) {
 	_, ops := scanOptions(c.args[1:], optionSpec{})
 	if len(ops) > 0 && ops[0].is("format", "sanitize") {
-		deny("nvme " + ops[0].text + " erases a drive")
+		return found("nvme " + ops[0].text + " erases a drive")
 	}
+	return finding{}, false
 }
 
-func teeOntoDisk(c Invocation, deny reporter) {
+func teeOntoDisk(c Invocation) (finding, bool) {
 	_, ops := scanOptions(c.args[1:], optionSpec{})
 	for _, a := range ops {
 		if !a.dynamic && isDiskDevice(a.text) {
-			deny("tee onto a disk device destroys what is on it")
-			return
+			return found("tee onto a disk device destroys what is on it")
 		}
 	}
+	return finding{}, false
 }
 
-func copyOntoDisk(c Invocation, deny reporter) {
+func copyOntoDisk(c Invocation) (finding, bool) {
 	_, ops := scanOptions(c.args[1:], optionSpec{})
 	if n := len(ops); n > 0 && !ops[n-1].dynamic && isDiskDevice(ops[n-1].text) {
-		deny(c.name + " onto a disk device destroys what is on it")
+		return found(c.name + " onto a disk device destroys what is on it")
 	}
+	return finding{}, false
 }
 
-func shredDisk(c Invocation, deny reporter) {
+func shredDisk(c Invocation) (finding, bool) {
 	_, ops := scanOptions(c.args[1:], optionSpec{})
 	if slices.ContainsFunc(ops, func(a arg) bool { return !a.dynamic && isDiskDevice(a.text) }) {
-		deny(c.name + " overwrites a disk device")
+		return found(c.name + " overwrites a disk device")
 	}
+	return finding{}, false
 }
 
 // redirectOntoDisk is disk-write's redirection site: > /dev/sda.
@@ -220,17 +224,18 @@ func sqlTools() map[string]ruleCheck {
 	return map[string]ruleCheck{"sql": sqlClient, "dropdb": dropdb, "mysqladmin": mysqladminDrop}
 }
 
-func dropdb(c Invocation, report reporter) { report("dropdb drops a database") }
+func dropdb(c Invocation) (finding, bool) { return found("dropdb drops a database") }
 
-func mysqladminDrop(c Invocation, report reporter) {
+func mysqladminDrop(c Invocation) (finding, bool) {
 	if slices.ContainsFunc(c.args[1:], func(a arg) bool { return a.is("drop") }) {
-		report("mysqladmin drop drops a database")
+		return found("mysqladmin drop drops a database")
 	}
+	return finding{}, false
 }
 
 // sqlClient scans a SQL client's arguments and its statement's
 // here-documents and here-strings.
-func sqlClient(c Invocation, report reporter) {
+func sqlClient(c Invocation) (finding, bool) {
 	var b strings.Builder
 	for _, a := range c.args[1:] {
 		b.WriteString(a.text)
@@ -240,8 +245,9 @@ func sqlClient(c Invocation, report reporter) {
 		b.WriteString(literalText(c.stmt))
 	}
 	if phrase := sqlDrop(b.String()); phrase != "" {
-		report(phrase + " given to " + c.name)
+		return found(phrase + " given to " + c.name)
 	}
+	return finding{}, false
 }
 
 // sqlPiped is sql-drop's pipeline site: a pipeline with a SQL client in it
@@ -305,34 +311,37 @@ func infraTools() map[string]ruleCheck {
 		"kubectl": kubectlDelete, "helm": helmUninstall}
 }
 
-func pulumiDestroy(c Invocation, deny reporter) {
+func pulumiDestroy(c Invocation) (finding, bool) {
 	args := c.args[1:]
 	for i, a := range args {
 		if a.is("destroy", "down") || a.is("stack") && i+1 < len(args) && args[i+1].is("rm") {
-			deny("pulumi " + a.text + " destroys a stack's resources")
-			return
+			return found("pulumi " + a.text + " destroys a stack's resources")
 		}
 	}
+	return finding{}, false
 }
 
-func cdkDestroy(c Invocation, deny reporter) {
+func cdkDestroy(c Invocation) (finding, bool) {
 	if slices.ContainsFunc(c.args[1:], func(a arg) bool { return a.is("destroy") }) {
-		deny("cdk destroy destroys a stack")
+		return found("cdk destroy destroys a stack")
 	}
+	return finding{}, false
 }
 
-func kubectlDelete(c Invocation, deny reporter) {
+func kubectlDelete(c Invocation) (finding, bool) {
 	args := c.args[1:]
 	if verb, _ := firstOperand(args, []string{"-n", "--namespace", "--context", "--kubeconfig", "-s", "--server", "--cluster", "--user"}); verb != nil && (verb.dynamic || verb.is("delete")) && !dryRun(args) {
-		deny("kubectl delete deletes cluster resources")
+		return found("kubectl delete deletes cluster resources")
 	}
+	return finding{}, false
 }
 
-func helmUninstall(c Invocation, deny reporter) {
+func helmUninstall(c Invocation) (finding, bool) {
 	args := c.args[1:]
 	if verb, _ := firstOperand(args, []string{"-n", "--namespace", "--kube-context", "--kubeconfig"}); verb != nil && (verb.dynamic || verb.is("uninstall", "delete", "del", "un")) && !dryRun(args) {
-		deny("helm uninstall deletes a release")
+		return found("helm uninstall deletes a release")
 	}
+	return finding{}, false
 }
 
 // dryRun reports --dry-run in the forms that change nothing: bare (helm;
@@ -384,45 +393,48 @@ func shutdownTools() map[string]ruleCheck {
 		"tee": writesSysrq, "dd": writesSysrq}
 }
 
-func stopsMachine(c Invocation, deny reporter) {
+func stopsMachine(c Invocation) (finding, bool) {
 	if !slices.ContainsFunc(c.args[1:], func(a arg) bool { return a.is("--help", "-c") }) {
-		deny(c.name + " stops the machine")
+		return found(c.name + " stops the machine")
 	}
+	return finding{}, false
 }
 
-func changesRunLevel(c Invocation, deny reporter) {
+func changesRunLevel(c Invocation) (finding, bool) {
 	if args := c.args[1:]; len(args) > 0 && args[0].is("0", "1", "6", "s", "S") {
-		deny(c.name + " " + args[0].text + " changes the machine's run level")
+		return found(c.name + " " + args[0].text + " changes the machine's run level")
 	}
+	return finding{}, false
 }
 
-func killall5(c Invocation, deny reporter) { deny("killall5 signals every process") }
+func killall5(c Invocation) (finding, bool) { return found("killall5 signals every process") }
 
-func killEveryone(c Invocation, deny reporter) {
+func killEveryone(c Invocation) (finding, bool) {
 	if pid := killsEveryone(c.args[1:]); pid != "" {
-		deny("kill " + pid + " signals every process")
+		return found("kill " + pid + " signals every process")
 	}
+	return finding{}, false
 }
 
 // logindCall judges dbus-send, busctl and gdbus calls of logind's methods
 // that stop the machine.
-func logindCall(c Invocation, deny reporter) {
+func logindCall(c Invocation) (finding, bool) {
 	for _, a := range c.args[1:] {
 		method := strings.ToLower(a.text[strings.LastIndexAny(a.text, ". ")+1:])
 		if !a.dynamic && slices.Contains(logindMethods, method) {
-			deny(c.name + " calls " + a.text + ", which stops the machine")
-			return
+			return found(c.name + " calls " + a.text + ", which stops the machine")
 		}
 	}
+	return finding{}, false
 }
 
-func writesSysrq(c Invocation, deny reporter) {
+func writesSysrq(c Invocation) (finding, bool) {
 	for _, a := range c.args[1:] {
 		if isSysrq(strings.TrimPrefix(a.text, "of=")) && !a.dynamic {
-			deny("writing to /proc/sysrq-trigger can reboot or halt the machine at once")
-			return
+			return found("writing to /proc/sysrq-trigger can reboot or halt the machine at once")
 		}
 	}
+	return finding{}, false
 }
 
 // redirectToSysrq is shutdown's redirection site: > /proc/sysrq-trigger.
@@ -436,24 +448,24 @@ func redirectToSysrq(c Invocation) (finding, bool) {
 
 // checkSystemctl judges systemctl's, loginctl's and machinectl's verbs
 // that stop the machine, and starting or isolating a shutdown target.
-func checkSystemctl(c Invocation, deny reporter) {
+func checkSystemctl(c Invocation) (finding, bool) {
 	l := c.layer
 	verb, rest := firstOperand(l.args[1:], []string{"-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property", "-s", "--signal"})
 	if verb == nil {
-		return
+		return finding{}, false
 	}
 	switch {
 	case verb.is("poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "hybrid-sleep",
 		"suspend-then-hibernate", "rescue", "emergency", "soft-reboot") && l.name != "machinectl":
-		deny(l.name + " " + verb.text + " stops the machine")
+		return found(l.name + " " + verb.text + " stops the machine")
 	case verb.is("start", "isolate", "restart", "reload-or-restart", "try-restart", "enable", "link") && l.name == "systemctl":
 		for _, a := range rest {
 			if !a.dynamic && slices.Contains(shutdownTargets, a.text) {
-				deny("systemctl " + verb.text + " " + a.text + " stops the machine")
-				return
+				return found("systemctl " + verb.text + " " + a.text + " stops the machine")
 			}
 		}
 	}
+	return finding{}, false
 }
 
 // isSysrq reports the kernel's magic SysRq trigger.
@@ -466,16 +478,17 @@ func sudoTools() map[string]ruleCheck {
 	return m
 }
 
-func escalates(c Invocation, report reporter) {
-	report(c.name + " runs commands with another user's privileges")
+func escalates(c Invocation) (finding, bool) {
+	return found(c.name + " runs commands with another user's privileges")
 }
 
 // machinectlShell judges machinectl shell and login, which open a root
 // shell in a machine (the host, .host, included).
-func machinectlShell(c Invocation, report reporter) {
+func machinectlShell(c Invocation) (finding, bool) {
 	if verb, _ := firstOperand(c.args[1:], []string{"-H", "--host", "-M", "--machine", "-E", "--setenv", "--uid"}); verb != nil && (verb.dynamic || verb.is("shell", "login")) {
-		report("machinectl " + verb.text + " opens a root shell in a machine")
+		return found("machinectl " + verb.text + " opens a root shell in a machine")
 	}
+	return finding{}, false
 }
 
 // killsEveryone returns the pid (-1 or 1) when kill is aimed at every
@@ -505,10 +518,10 @@ func killsEveryone(args []arg) string {
 // and printf only print their arguments. A relative path counts as under
 // the home directory after a cd there (or somewhere unknown), and under
 // tar's -C directory.
-func checkSecretArgs(c Invocation, report reporter) {
+func checkSecretArgs(c Invocation) (finding, bool) {
 	l := c.layer
 	if l.name == "echo" || l.name == "printf" {
-		return
+		return finding{}, false
 	}
 	base := c.cwd
 	if l.name == "tar" || l.name == "bsdtar" {
@@ -522,10 +535,10 @@ func checkSecretArgs(c Invocation, report reporter) {
 			continue
 		}
 		if p := c.secretIn(a, base); p != "" {
-			report("it names the credential path " + p)
-			return
+			return found("it names the credential path " + p)
 		}
 	}
+	return finding{}, false
 }
 
 // secretIn is the credential path an argument names, relative to base
@@ -571,23 +584,24 @@ func redirectFromSecret(c Invocation) (finding, bool) {
 
 // checkTerraform judges terraform, tofu and terragrunt: destroy, apply
 // -destroy (plan -destroy only prints), state rm, workspace delete.
-func checkTerraform(c Invocation, deny reporter) {
+func checkTerraform(c Invocation) (finding, bool) {
 	l := c.layer
 	args := l.args[1:]
 	verb, rest := firstOperand(args, nil)
 	switch {
 	case verb == nil:
 	case verb.dynamic:
-		deny(l.name + "'s subcommand is only known at run time")
+		return found(l.name + "'s subcommand is only known at run time")
 	case verb.is("destroy", "destroy-all"):
-		deny(l.name + " destroy destroys the infrastructure it manages")
+		return found(l.name + " destroy destroys the infrastructure it manages")
 	case verb.is("run-all", "run") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("destroy") }):
-		deny(l.name + " " + verb.text + " destroy destroys the infrastructure it manages")
+		return found(l.name + " " + verb.text + " destroy destroys the infrastructure it manages")
 	case !verb.is("plan", "show", "validate", "graph") && slices.ContainsFunc(args, func(a arg) bool { return a.is("-destroy", "--destroy") }):
-		deny(l.name + " -destroy destroys the infrastructure it manages")
+		return found(l.name + " -destroy destroys the infrastructure it manages")
 	case verb.is("state") && len(rest) > 0 && rest[0].is("rm"):
-		deny(l.name + " state rm forgets managed resources")
+		return found(l.name + " state rm forgets managed resources")
 	case verb.is("workspace") && len(rest) > 0 && rest[0].is("delete"):
-		deny(l.name + " workspace delete deletes a workspace's state")
+		return found(l.name + " workspace delete deletes a workspace's state")
 	}
+	return finding{}, false
 }

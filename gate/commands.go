@@ -66,20 +66,18 @@ func (j *judge) applyRules(c Invocation) {
 // applyTools runs the command-site checks of the rules in force listed
 // under one key of their tools.
 func (j *judge) applyTools(c Invocation, key string) {
-	checks := j.gate.tools[key]
-	if len(checks) == 0 {
-		return
-	}
-	// One reporter for all the checks, holding the layer rather than the
-	// Invocation, which would escape to the heap with it.
-	l, name := c.layer, ""
-	report := func(reason string, hint ...string) { j.rule(name, reason, l.text(), hint...) }
-	for _, r := range checks {
+	for _, r := range j.gate.tools[key] {
 		if j.stopped() {
 			return
 		}
-		name = r.name
-		r.check(c, report)
+		f, ok := r.check(c)
+		switch {
+		case !ok:
+		case f.hint != "":
+			j.rule(r.name, f.reason, c.text(), f.hint)
+		default:
+			j.rule(r.name, f.reason, c.text())
+		}
 	}
 }
 

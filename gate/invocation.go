@@ -107,11 +107,21 @@ type codeView struct {
 	lang, text string
 }
 
-// finding is a rule's match at a site other than a command: why, and the
-// text shown as the command.
+// finding is a rule's match at a site: why, the text shown as the
+// command (a command site's is its own text), and for a denial a form of
+// the command that would be allowed, if any.
 type finding struct {
-	reason, command string
-	final           bool // the walker reads the site no further
+	reason, command, hint string
+	final                 bool // the walker reads the site no further
+}
+
+// found is a command check's match: why, and optionally a hint.
+func found(reason string, hint ...string) (finding, bool) {
+	f := finding{reason: reason}
+	if len(hint) > 0 {
+		f.hint = hint[0]
+	}
+	return f, true
 }
 
 // matched is a site check's match, read on after.

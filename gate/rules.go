@@ -53,13 +53,10 @@ type RuleInfo struct {
 	Reproducer string
 }
 
-// ruleCheck judges one command-site invocation for one rule; report
-// records a match under that rule, with the reason shown to whoever asked.
-type ruleCheck func(c Invocation, report reporter)
-
-// reporter records a match of one rule: why, and optionally a form of the
-// command that would be allowed.
-type reporter func(reason string, hint ...string)
+// ruleCheck judges one command-site invocation for one rule: its
+// finding (why, shown to whoever asked, and maybe a hint), ok when it
+// matches. The walker shows the command's text with it.
+type ruleCheck func(c Invocation) (f finding, ok bool)
 
 // ruleDef is a default rule: what it is called, why, the sites it judges
 // with their checks, and the examples that show it works.
