@@ -42,22 +42,7 @@ func (s Spec) Summary() (backends.Rendered, error) {
 	for _, l := range x.Rlimits {
 		r.Rlimits = append(r.Rlimits, backends.RenderedRlimit{Name: strings.TrimPrefix(l.Type, "RLIMIT_"), Soft: l.Soft, Hard: l.Hard})
 	}
-	egressBound := false
-	var tmpfs []string
-	for _, m := range s.Mounts {
-		ro := slices.Contains(m.Options, "ro")
-		switch {
-		case m.Destination == launch.InitPath, m.Destination == "/etc/hosts":
-		case m.Destination == launch.EgressDir:
-			egressBound = ro
-		case m.Type == "bind" && m.Source == MaskFile, m.Type == "tmpfs" && ro:
-			r.Masked = append(r.Masked, m.Destination) // a mask where the runtime drops MaskedPaths
-		case m.Type == "tmpfs":
-			tmpfs = append(tmpfs, m.Destination)
-		case m.Type == "bind":
-			r.Mounts = append(r.Mounts, backends.RenderedMount{Path: m.Destination, Writable: !ro, Tree: true})
-		}
-	}
+	tmpfs, egressBound := summariseMounts(&r, s.Mounts)
 	r.Mounts = append(r.Mounts, rendersum.Staged(hold.Stage, tmpfs)...)
 	for _, ns := range s.Linux.Namespaces {
 		if ns.Type == specs.NetworkNamespace && ns.Path == "" {
@@ -84,4 +69,25 @@ func summariseResources(r *backends.Rendered, res *specs.LinuxResources) {
 	if c := res.CPU; c != nil && c.Quota != nil && c.Period != nil && *c.Period > 0 {
 		r.CPUs = float64(*c.Quota) / float64(*c.Period)
 	}
+}
+
+// summariseMounts adds the bind mounts and masks to r and returns the
+// tmpfs mounts (where staged paths may land) and whether the proxy's
+// socket directory is bound read-only.
+func summariseMounts(r *backends.Rendered, ms []specs.Mount) (tmpfs []string, egressBound bool) {
+	for _, m := range ms {
+		ro := slices.Contains(m.Options, "ro")
+		switch {
+		case m.Destination == launch.InitPath, m.Destination == "/etc/hosts":
+		case m.Destination == launch.EgressDir:
+			egressBound = ro
+		case m.Type == "bind" && m.Source == MaskFile, m.Type == "tmpfs" && ro:
+			r.Masked = append(r.Masked, m.Destination) // a mask where the runtime drops MaskedPaths
+		case m.Type == "tmpfs":
+			tmpfs = append(tmpfs, m.Destination)
+		case m.Type == "bind":
+			r.Mounts = append(r.Mounts, backends.RenderedMount{Path: m.Destination, Writable: !ro, Tree: true})
+		}
+	}
+	return tmpfs, egressBound
 }
