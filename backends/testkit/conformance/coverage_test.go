@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes"
 	"github.com/triage-sandbox/triage-sandbox/backends/local"
@@ -312,6 +313,20 @@ func TestRenderedCoversPolicy(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCoverageSpansRegistry: every backend the binaries register is one
+// TestRenderedCoversPolicy renders, so a new backend is compared with the
+// policy from its first day.
+func TestCoverageSpansRegistry(t *testing.T) {
+	var covered []string
+	for _, b := range coverageBackends(t) {
+		covered = append(covered, b.name)
+	}
+	reg := builtin.Registry().Names()
+	if !sameSet(reg, covered) {
+		t.Errorf("registered backends %q, covered %q: add the new one to coverageBackends", sorted(reg), sorted(covered))
 	}
 }
 
