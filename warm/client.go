@@ -18,6 +18,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
+	"github.com/triage-sandbox/triage-sandbox/hostprep"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/internal/progress"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -393,7 +394,7 @@ func (b *Backend) KeepHere(ctx context.Context, p *policy.Policy) (stop func(), 
 	}
 	// As a run does before it spawns a keeper: the writable paths exist
 	// before the sandbox copies them.
-	if err := policy.Prepare(p); err != nil {
+	if err := hostprep.Writable(p); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)

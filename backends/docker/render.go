@@ -92,13 +92,19 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 	if err != nil {
 		return nil, err
 	}
-	pids := p.Limits.Pids
-	// The holder is the sandbox's pid 1 (as on oci): no docker-init, which
-	// runs as the sandbox identity, stays dumpable, and a command could
-	// attach to it and keep the container alive past its owner.
-	noInit := false
+	cfg := containerConfig(p, holdUser, holdArgs, info)
+	host := hostConfig(p, network, selfExe)
+	if err := forRuntime(host, p, rt); err != nil {
+		return nil, err
+	}
+	return &CreateRequest{Name: info.Name, Config: cfg, HostConfig: host}, nil
+}
+
+// containerConfig is the holder container's configuration: its
+// identity, environment, argv, image and ownership labels.
+func containerConfig(p *policy.Policy, holdUser string, holdArgs []string, info RunInfo) *container.Config {
 	stop := 2
-	cfg := &container.Config{
+	return &container.Config{
 		User:         holdUser,
 		Env:          p.EnvList(scratchPaths),
 		Cmd:          holdArgs,
@@ -122,7 +128,17 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 			profiles.LabelExpiresAt:  info.ExpiresAt.UTC().Format(time.RFC3339),
 		},
 	}
-	host := &container.HostConfig{
+}
+
+// hostConfig is the holder container's confinement: network, no
+// capability, read-only root, mounts, masks and limits.
+func hostConfig(p *policy.Policy, network container.NetworkMode, selfExe string) *container.HostConfig {
+	pids := p.Limits.Pids
+	// The holder is the sandbox's pid 1 (as on oci): no docker-init, which
+	// runs as the sandbox identity, stays dumpable, and a command could
+	// attach to it and keep the container alive past its owner.
+	noInit := false
+	return &container.HostConfig{
 		NetworkMode:    network,
 		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
 		AutoRemove:     true,
@@ -149,10 +165,16 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 			Ulimits:    ulimits(p),
 		},
 	}
+}
+
+// forRuntime adapts host to what runtime rt lacks or needs: masks as
+// mounts where it drops MaskedPaths, the identity capabilities where
+// helpers start as root, gVisor's process limits.
+func forRuntime(host *container.HostConfig, p *policy.Policy, rt runtimes.Traits) error {
 	if rt.IgnoresMaskedPaths {
 		masks, err := maskMounts(p.Masked)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		host.Mounts = append(host.Mounts, masks...)
 	}
@@ -163,7 +185,7 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 		host.Resources.PidsLimit = &hostPids
 		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: nproc, Hard: nproc})
 	}
-	return &CreateRequest{Name: info.Name, Config: cfg, HostConfig: host}, nil
+	return nil
 }
 
 // ulimits are the policy's rlimits, by docker's names ("nofile").
