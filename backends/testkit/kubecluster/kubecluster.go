@@ -185,7 +185,7 @@ func (c *Cluster) startAPIServer(etcdURL string) error {
 		"--tls-cert-file", crt, "--tls-private-key-file", key, "--client-ca-file", c.pki.CAFile,
 		"--service-account-key-file", sa, "--service-account-signing-key-file", sa,
 		"--service-account-issuer", "https://kubernetes.default.svc",
-		"--service-cluster-ip-range", "10.0.0.0/24", "--authorization-mode", "RBAC",
+		"--service-cluster-ip-range", serviceRange, "--authorization-mode", "RBAC",
 		// PodSecurity is on by default; named so that a change of default
 		// cannot silently drop what the tests judge.
 		"--enable-admission-plugins", "PodSecurity",
@@ -270,6 +270,9 @@ func (c *Cluster) Stop() {
 	}
 }
 
+// serviceRange is the cluster's service addresses (no proxy serves them).
+const serviceRange = "10.0.0.0/24"
+
 // proc is one process of the cluster.
 type proc struct {
 	name string
@@ -281,6 +284,11 @@ type proc struct {
 // run starts name (argv) with its output in DIR/NAME.log, in a process
 // group of its own, killed if the test process dies.
 func (c *Cluster) run(name string, argv ...string) (*proc, error) {
+	return c.runEnv(name, nil, argv...)
+}
+
+// runEnv is run with env added to this process's environment.
+func (c *Cluster) runEnv(name string, env []string, argv ...string) (*proc, error) {
 	logPath := filepath.Join(c.Dir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -289,6 +297,9 @@ func (c *Cluster) run(name string, argv ...string) (*proc, error) {
 	defer f.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
