@@ -130,18 +130,20 @@ func (n *Node) ListenTCP(addr string) (net.Listener, error) {
 	return l, lerr
 }
 
-// hostHasChains names the policy controller's chains found in the host's
-// own filter table ("" none): the controller must write only into the
-// node network namespace.
-func hostHasChains() (string, error) {
-	out, err := exec.Command("iptables-save", "-t", "filter").Output()
+// policyChains names the policy controller's chains in the filter table
+// iptables-save (argv) prints ("" none): run on the host it must find
+// none, the controller writing only inside the node network namespace.
+func policyChains(argv ...string) (string, error) {
+	out, err := exec.Command(argv[0], argv[1:]...).Output()
 	if err != nil {
-		return "", fmt.Errorf("iptables-save: %w", err)
+		return "", fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
 	}
 	var found []string
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, ":KUBE-") {
-			found = append(found, strings.Fields(line)[0][1:])
+		for _, prefix := range []string{":KUBE-ROUTER-", ":KUBE-POD-FW-", ":KUBE-NWPLCY-"} {
+			if strings.HasPrefix(line, prefix) {
+				found = append(found, strings.Fields(line)[0][1:])
+			}
 		}
 	}
 	return strings.Join(found, " "), nil
