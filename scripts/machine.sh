@@ -54,8 +54,8 @@ ts_kube_packages() {
   command -v runc >/dev/null 2>&1 || echo runc
   ts_have_package containernetworking-plugins || echo containernetworking-plugins
   command -v jq >/dev/null 2>&1 || echo jq
-  command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || echo iptables
-  command -v ipset >/dev/null 2>&1 || [ -x /usr/sbin/ipset ] || echo ipset
+  ts_have_package iptables || echo iptables
+  ts_have_package ipset || echo ipset
   return 0
 }
 

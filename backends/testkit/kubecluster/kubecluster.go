@@ -4,7 +4,10 @@
 // tests: Debian's etcd and a kube-apiserver built by scripts/kube.sh, with
 // throw-away certificates, Pod Security Admission in force and the
 // NetworkPolicy API served (and, for end-to-end tests, a node: containerd
-// with CRI and runc, the kubelet; node.go). Everything it starts is
+// with CRI and runc, the kubelet; node.go; its pods on a bridge inside a
+// network namespace of the node's own, podnet.go; NetworkPolicy enforced
+// there by kube-router's firewall once StartPolicy runs it, policy.go;
+// netprobe pods for the network tests, probe.go). Everything it starts is
 // stopped by the test's cleanup; a test process killed outright takes its
 // children with it (parent-death signal).
 package kubecluster
