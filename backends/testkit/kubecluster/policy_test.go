@@ -3,6 +3,7 @@
 package kubecluster
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestPolicyController: kube-router's chains are in the node network
@@ -18,9 +22,42 @@ import (
 // the namespace with its rules.
 func TestPolicyController(t *testing.T) {
 	RequirePolicy(t)
-	c, n, _ := probeNode(t, "policy")
+	c, n, image := probeNode(t, "policy")
 	if err := c.StartPolicy(n); err != nil {
 		t.Fatal(err)
+	}
+	// A pod under a deny-all policy, so the controller makes its sets too.
+	ctx := context.Background()
+	sel := map[string]string{"app": "denied"}
+	if _, err := c.Client.NetworkingV1().NetworkPolicies("policy").Create(ctx, &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: sel},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ip, err := c.ProbePod(ctx, "policy", "denied", n.Name, image, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if ok, err := n.PolicyApplied(ip); err != nil || ok {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no firewall chain for the denied pod %s within a minute", ip)
+		}
+	}
+	sets := func() string {
+		t.Helper()
+		out, err := n.InNetNS("ipset", "list", "-n").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(strings.Fields(string(out)), " ")
+	}
+	if sets() == "" {
+		t.Error("the controller made no ipset for the denied pod's policy")
 	}
 	nodeChains := func() string {
 		t.Helper()
@@ -55,8 +92,8 @@ func TestPolicyController(t *testing.T) {
 	if got := nodeChains(); got != "" {
 		t.Errorf("after StopPolicy the node network namespace still has %s", got)
 	}
-	if out, err := n.InNetNS("ipset", "list", "-n").Output(); err != nil || strings.TrimSpace(string(out)) != "" {
-		t.Errorf("after StopPolicy the node network namespace still has ipsets: %q, %v", out, err)
+	if got := sets(); got != "" {
+		t.Errorf("after StopPolicy the node network namespace still has ipsets: %s", got)
 	}
 	if alive(pid) {
 		t.Errorf("kube-router (pid %d) still runs after StopPolicy", pid)
