@@ -49,7 +49,7 @@ done
 if ! scripts/gvisor.sh >/dev/null; then
   ts_log "runsc was not built (see above); the cluster's other tests still run, the gvisor RuntimeClass's fail saying why"
 fi
-# The NetworkPolicy controller: built once (about 7 min on 2 cores),
+# The NetworkPolicy controller: built once (about 8 min on 2 cores),
 # cached afterwards.
 if ! scripts/kuberouter.sh >/dev/null; then
   ts_log "kube-router was not built (see above); the network policy tests fail saying so"

@@ -5,7 +5,7 @@
 #     (github.com/cloudnativelabs/kube-router/v2 from the Go module proxy)
 #     into $TRIAGE_SANDBOX_KUBE_ROUTER_DIR (default
 #     /var/cache/triage-sandbox/kube-router/<version>/); the first build
-#     takes about 7 min on 2 cores, later runs reuse the cache.
+#     takes about 8 min on 2 cores (module downloads included), later runs reuse the cache.
 # The test node runs only its firewall, with its iptables and ipset
 # commands inside the node's own network namespace
 # (backends/testkit/kubecluster/policy.go); Debian's iptables and ipset
@@ -29,6 +29,6 @@ build() {
 }
 mkdir -p "$dir"
 if [ ! -x "$dir/kube-router" ]; then
-  ts_timed "building kube-router $version into $dir" "about 7 min on 2 cores the first time, cached after" build
+  ts_timed "building kube-router $version into $dir" "about 8 min on 2 cores the first time (downloads included), cached after" build
 fi
 echo "$dir"
