@@ -13,7 +13,7 @@ import (
 
 func fuzzSpec[T any](f *testing.F, e Entry, decode func([]string) (T, error), seeds ...string) {
 	for _, s := range seeds {
-		f.Add(s)
+		f.Add(env(s))
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		v, err := decode([]string{s})

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -89,47 +90,51 @@ func TestDecodeRefuses(t *testing.T) {
 		want string
 	}{
 		{"no spec", decodeErr(DecodeHold), nil, "one argument"},
-		{"two specs", decodeErr(DecodeHold), []string{"{}", "{}"}, "one argument"},
-		{"unknown field", decodeErr(DecodeHold), []string{`{"lifeline":true,"ttl2":"1s"}`}, "unknown field"},
-		{"trailing data", decodeErr(DecodeHold), []string{`{} {}`}, "data after"},
-		{"negative ttl", decodeErr(DecodeHold), []string{`{"ttl":"-1s"}`}, "negative"},
-		{"numeric ttl", decodeErr(DecodeHold), []string{`{"ttl":5}`}, "duration"},
-		{"stdin as control", decodeErr(DecodeHold), []string{`{"control_fd":1}`}, "above stderr"},
-		{"two channels", decodeErr(DecodeHold), []string{`{"control_fd":3,"control_sock":"/s"}`}, "not two"},
-		{"relative socket", decodeErr(DecodeHold), []string{`{"control_sock":"s"}`}, "absolute"},
-		{"relative stage", decodeErr(DecodeHold), []string{`{"stage":[{"path":"ws","kind":"dir"}]}`}, "absolute"},
-		{"unknown kind", decodeErr(DecodeHold), []string{`{"stage":[{"path":"/ws","kind":"fifo"}]}`}, "unknown kind"},
-		{"empty argv", decodeErr(DecodeExec), []string{`{"argv":[]}`}, "empty command"},
-		{"export without fd", decodeErr(DecodeExec), []string{`{"argv":["x"],"export":{"stage":[]}}`}, "both or neither"},
-		{"fd without export", decodeErr(DecodeExec), []string{`{"argv":["x"],"export_fd":3}`}, "both or neither"},
-		{"old nproc field", decodeErr(DecodeExec), []string{`{"argv":["x"],"nproc":5}`}, "unknown field"},
-		{"negative rlimit", decodeErr(DecodeExec), []string{`{"argv":["x"],"rlimits":[{"name":"NOFILE","value":-1}]}`}, "bad spec"},
-		{"unknown rlimit", decodeErr(DecodeExec), []string{`{"argv":["x"],"rlimits":[{"name":"AS","value":1}]}`}, "unknown limit"},
-		{"prefixed rlimit", decodeErr(DecodeExec), []string{`{"argv":["x"],"rlimits":[{"name":"RLIMIT_NOFILE","value":1}]}`}, "unknown limit"},
-		{"rlimit twice", decodeErr(DecodeExec), []string{`{"argv":["x"],"rlimits":[{"name":"FSIZE","value":1},{"name":"FSIZE","value":2}]}`}, "given twice"},
-		{"rlimit without name", decodeErr(DecodeExec), []string{`{"argv":["x"],"rlimits":[{"value":1}]}`}, "unknown limit"},
-		{"rlimit field unknown", decodeErr(DecodeExec), []string{`{"argv":["x"],"rlimits":[{"name":"CORE","value":0,"soft":1}]}`}, "unknown field"},
-		{"negative max", decodeErr(DecodeExport), []string{`{"stage":[],"max_entries":-1}`}, "negative"},
-		{"local without plan", decodeErr(DecodeLocal), []string{`{"hold":{"control_fd":4}}`}, "required"},
-		{"local same fds", decodeErr(DecodeLocal), []string{`{"plan_fd":4,"hold":{"control_fd":4}}`}, "both 4"},
-		{"local trace fd on the plan's", decodeErr(DecodeLocal), []string{`{"plan_fd":3,"trace_fd":3,"hold":{"control_fd":4}}`}, "also plan_fd"},
-		{"local trace fd stderr", decodeErr(DecodeLocal), []string{`{"plan_fd":3,"trace_fd":2,"hold":{"control_fd":4}}`}, "above stderr"},
-		{"keeper relative", decodeErr(DecodeKeeper), []string{`{"dir":"warm"}`}, "absolute"},
-		{"probe without plan", decodeErr(DecodeProbe), []string{`{"tag":"x"}`}, "required"},
-		{"watch without owner", decodeErr(DecodeWatch), []string{`{"container":"abc"}`}, "required"},
-		{"watch a path", decodeErr(DecodeWatch), []string{`{"container":"../x","owner":1,"owner_start":"1","remover":"/b"}`}, "container id"},
-		{"watch without a remover", decodeErr(DecodeWatch), []string{`{"container":"abc","owner":1,"owner_start":"1"}`}, "absolute path"},
-		{"watch a relative remover", decodeErr(DecodeWatch), []string{`{"container":"abc","owner":1,"owner_start":"1","remover":"bin/triage-sandbox"}`}, "absolute path"},
+		{"two specs", decodeErr(DecodeHold), []string{env("{}"), env("{}")}, "one argument"},
+		{"unknown field", decodeErr(DecodeHold), []string{env(`{"lifeline":true,"ttl2":"1s"}`)}, "unknown field"},
+		{"trailing data", decodeErr(DecodeHold), []string{env(`{}`) + ` {}`}, "data after"},
+		{"trailing data in the envelope", decodeErr(DecodeHold), []string{`{"protocol":1,"spec":{},"spec2":{}}`}, "unknown field"},
+		{"no envelope", decodeErr(DecodeHold), []string{`{"lifeline":true}`}, "speaks protocol 0"},
+		{"another version", decodeErr(DecodeExec), []string{`{"protocol":99,"spec":{"argv":["x"],"new":1}}`}, "speaks protocol 99, this inside binary"},
+		{"no spec in the envelope", decodeErr(DecodeHold), []string{`{"protocol":1}`}, "no \"spec\""},
+		{"negative ttl", decodeErr(DecodeHold), []string{env(`{"ttl":"-1s"}`)}, "negative"},
+		{"numeric ttl", decodeErr(DecodeHold), []string{env(`{"ttl":5}`)}, "duration"},
+		{"stdin as control", decodeErr(DecodeHold), []string{env(`{"control_fd":1}`)}, "above stderr"},
+		{"two channels", decodeErr(DecodeHold), []string{env(`{"control_fd":3,"control_sock":"/s"}`)}, "not two"},
+		{"relative socket", decodeErr(DecodeHold), []string{env(`{"control_sock":"s"}`)}, "absolute"},
+		{"relative stage", decodeErr(DecodeHold), []string{env(`{"stage":[{"path":"ws","kind":"dir"}]}`)}, "absolute"},
+		{"unknown kind", decodeErr(DecodeHold), []string{env(`{"stage":[{"path":"/ws","kind":"fifo"}]}`)}, "unknown kind"},
+		{"empty argv", decodeErr(DecodeExec), []string{env(`{"argv":[]}`)}, "empty command"},
+		{"export without fd", decodeErr(DecodeExec), []string{env(`{"argv":["x"],"export":{"stage":[]}}`)}, "both or neither"},
+		{"fd without export", decodeErr(DecodeExec), []string{env(`{"argv":["x"],"export_fd":3}`)}, "both or neither"},
+		{"old nproc field", decodeErr(DecodeExec), []string{env(`{"argv":["x"],"nproc":5}`)}, "unknown field"},
+		{"negative rlimit", decodeErr(DecodeExec), []string{env(`{"argv":["x"],"rlimits":[{"name":"NOFILE","value":-1}]}`)}, "bad spec"},
+		{"unknown rlimit", decodeErr(DecodeExec), []string{env(`{"argv":["x"],"rlimits":[{"name":"AS","value":1}]}`)}, "unknown limit"},
+		{"prefixed rlimit", decodeErr(DecodeExec), []string{env(`{"argv":["x"],"rlimits":[{"name":"RLIMIT_NOFILE","value":1}]}`)}, "unknown limit"},
+		{"rlimit twice", decodeErr(DecodeExec), []string{env(`{"argv":["x"],"rlimits":[{"name":"FSIZE","value":1},{"name":"FSIZE","value":2}]}`)}, "given twice"},
+		{"rlimit without name", decodeErr(DecodeExec), []string{env(`{"argv":["x"],"rlimits":[{"value":1}]}`)}, "unknown limit"},
+		{"rlimit field unknown", decodeErr(DecodeExec), []string{env(`{"argv":["x"],"rlimits":[{"name":"CORE","value":0,"soft":1}]}`)}, "unknown field"},
+		{"negative max", decodeErr(DecodeExport), []string{env(`{"stage":[],"max_entries":-1}`)}, "negative"},
+		{"local without plan", decodeErr(DecodeLocal), []string{env(`{"hold":{"control_fd":4}}`)}, "required"},
+		{"local same fds", decodeErr(DecodeLocal), []string{env(`{"plan_fd":4,"hold":{"control_fd":4}}`)}, "both 4"},
+		{"local trace fd on the plan's", decodeErr(DecodeLocal), []string{env(`{"plan_fd":3,"trace_fd":3,"hold":{"control_fd":4}}`)}, "also plan_fd"},
+		{"local trace fd stderr", decodeErr(DecodeLocal), []string{env(`{"plan_fd":3,"trace_fd":2,"hold":{"control_fd":4}}`)}, "above stderr"},
+		{"keeper relative", decodeErr(DecodeKeeper), []string{env(`{"dir":"warm"}`)}, "absolute"},
+		{"probe without plan", decodeErr(DecodeProbe), []string{env(`{"tag":"x"}`)}, "required"},
+		{"watch without owner", decodeErr(DecodeWatch), []string{env(`{"container":"abc"}`)}, "required"},
+		{"watch a path", decodeErr(DecodeWatch), []string{env(`{"container":"../x","owner":1,"owner_start":"1","remover":"/b"}`)}, "container id"},
+		{"watch without a remover", decodeErr(DecodeWatch), []string{env(`{"container":"abc","owner":1,"owner_start":"1"}`)}, "absolute path"},
+		{"watch a relative remover", decodeErr(DecodeWatch), []string{env(`{"container":"abc","owner":1,"owner_start":"1","remover":"bin/triage-sandbox"}`)}, "absolute path"},
 		{"not json", decodeErr(DecodeExec), []string{`--lifeline`}, "bad spec"},
-		{"forward off the loopback", decodeErr(DecodeHold), []string{`{"forward":{"listen":"0.0.0.0:3128","socket":"/s"}}`}, "loopback"},
-		{"forward a name", decodeErr(DecodeHold), []string{`{"forward":{"listen":"localhost:3128","socket":"/s"}}`}, "loopback"},
-		{"forward port 0", decodeErr(DecodeHold), []string{`{"forward":{"listen":"127.0.0.1:0","socket":"/s"}}`}, "loopback"},
-		{"forward relative socket", decodeErr(DecodeHold), []string{`{"forward":{"listen":"127.0.0.1:3128","socket":"s"}}`}, "clean absolute"},
-		{"forward unclean socket", decodeErr(DecodeHold), []string{`{"forward":{"listen":"127.0.0.1:3128","socket":"/a/../s"}}`}, "clean absolute"},
-		{"forward unknown field", decodeErr(DecodeHold), []string{`{"forward":{"listen":"127.0.0.1:3128","socket":"/s","tcp":true}}`}, "unknown field"},
-		{"run as root", decodeErr(DecodeHold), []string{`{"run_as":{"uid":0,"gid":0}}`}, "above 0"},
-		{"run as a negative gid", decodeErr(DecodeExec), []string{`{"argv":["x"],"run_as":{"uid":1,"gid":-1}}`}, "above 0"},
-		{"run as past 2^31", decodeErr(DecodeExport), []string{`{"stage":[],"run_as":{"uid":2147483648,"gid":1}}`}, "above 0"},
+		{"forward off the loopback", decodeErr(DecodeHold), []string{env(`{"forward":{"listen":"0.0.0.0:3128","socket":"/s"}}`)}, "loopback"},
+		{"forward a name", decodeErr(DecodeHold), []string{env(`{"forward":{"listen":"localhost:3128","socket":"/s"}}`)}, "loopback"},
+		{"forward port 0", decodeErr(DecodeHold), []string{env(`{"forward":{"listen":"127.0.0.1:0","socket":"/s"}}`)}, "loopback"},
+		{"forward relative socket", decodeErr(DecodeHold), []string{env(`{"forward":{"listen":"127.0.0.1:3128","socket":"s"}}`)}, "clean absolute"},
+		{"forward unclean socket", decodeErr(DecodeHold), []string{env(`{"forward":{"listen":"127.0.0.1:3128","socket":"/a/../s"}}`)}, "clean absolute"},
+		{"forward unknown field", decodeErr(DecodeHold), []string{env(`{"forward":{"listen":"127.0.0.1:3128","socket":"/s","tcp":true}}`)}, "unknown field"},
+		{"run as root", decodeErr(DecodeHold), []string{env(`{"run_as":{"uid":0,"gid":0}}`)}, "above 0"},
+		{"run as a negative gid", decodeErr(DecodeExec), []string{env(`{"argv":["x"],"run_as":{"uid":1,"gid":-1}}`)}, "above 0"},
+		{"run as past 2^31", decodeErr(DecodeExport), []string{env(`{"stage":[],"run_as":{"uid":2147483648,"gid":1}}`)}, "above 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,6 +145,9 @@ func TestDecodeRefuses(t *testing.T) {
 		})
 	}
 }
+
+// env wraps a spec in this version's envelope, as Argv does.
+func env(spec string) string { return fmt.Sprintf(`{"protocol":%d,"spec":%s}`, Version, spec) }
 
 func decodeErr[T any](d func([]string) (T, error)) func([]string) error {
 	return func(a []string) error { _, err := d(a); return err }
@@ -173,6 +181,7 @@ func TestStatusRoundTrip(t *testing.T) {
 		if strings.Count(b.String(), "\n") != 1 {
 			t.Fatalf("status %+v written as %d lines", s, strings.Count(b.String(), "\n"))
 		}
+		s.Protocol = Version
 		got := Statuses(b.Bytes())
 		if len(got) != 1 || got[0] != s {
 			t.Fatalf("Statuses(%q) = %+v, want %+v", b.String(), got, s)
@@ -194,8 +203,9 @@ func TestStatusesAreWholeLinesOnly(t *testing.T) {
 		{"not yet ended", line, 0},
 		{"inside another line", "echo " + line + "\n", 0},
 		{"indented", " " + line + "\n", 0},
-		{"unknown state", `triage-sandbox-status {"state":"pwned"}` + "\n", 0},
-		{"extra field", `triage-sandbox-status {"state":"ready","x":1}` + "\n", 0},
+		{"unknown state", `triage-sandbox-status {"protocol":1,"state":"pwned"}` + "\n", 0},
+		{"extra field", `triage-sandbox-status {"protocol":1,"state":"ready","x":1}` + "\n", 0},
+		{"not an object", `triage-sandbox-status "ready"` + "\n", 0},
 		{"old text", "triage-sandbox: staged\n", 0},
 	}
 	for _, tt := range tests {
@@ -204,6 +214,29 @@ func TestStatusesAreWholeLinesOnly(t *testing.T) {
 				t.Fatalf("Statuses(%q) = %+v, want %d", tt.out, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestStatusOfAnotherVersion: a status line of another build reads as a
+// failed holder whatever its state, and says what to rebuild.
+func TestStatusOfAnotherVersion(t *testing.T) {
+	for _, line := range []string{
+		`triage-sandbox-status {"state":"ready"}`,                    // before versions
+		`triage-sandbox-status {"protocol":2,"state":"ready","x":1}`, // a later build, new fields
+	} {
+		got := Statuses([]byte(line + "\n"))
+		if len(got) != 1 || got[0].State != StateHolderFailed {
+			t.Fatalf("Statuses(%q) = %+v, want one failed holder", line, got)
+		}
+		err := got[0].Mismatch("the holder")
+		if err == nil || !strings.Contains(err.Error(), "rebuild both") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("Mismatch = %v, want one line that says to rebuild", err)
+		}
+	}
+	var b bytes.Buffer
+	_ = WriteStatus(&b, Status{State: StateReady})
+	if s, ok := ParseStatus(strings.TrimSuffix(b.String(), "\n")); !ok || s.Mismatch("x") != nil {
+		t.Fatalf("this build's ready = %+v, %v: want no mismatch", s, ok)
 	}
 }
 
