@@ -126,15 +126,11 @@ func Run(entries map[protocol.Entry]func(args []string) int, args []string) (cod
 
 // runProbe runs a selftest probe's plan; its children are this binary.
 func runProbe(spec protocol.Probe, stdio sandboxinit.Stdio) int {
-	p, err := probe.DecodePlan(spec.Plan)
-	if err != nil {
-		return Refused(err)
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return Refused(err)
 	}
-	return probe.Execute(p, self, stdio.Out, stdio.Err)
+	return probe.Execute(spec.Plan, self, stdio.Out, stdio.Err)
 }
 
 // refusedHolder is Refused for a holder (or the local helper), which the

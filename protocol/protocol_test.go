@@ -78,7 +78,9 @@ func TestRoundTrip(t *testing.T) {
 		roundTrip(t, EntryWatchRemove, Watch{Container: "0123abcd", Owner: 42, OwnerStart: "314099", Remover: "/usr/bin/triage-sandbox"}, DecodeWatchRemove)
 	})
 	t.Run("probe", func(t *testing.T) {
-		roundTrip(t, EntryProbe, Probe{Tag: "t1", Plan: "eyJ4IjoxfQ"}, DecodeProbe)
+		roundTrip(t, EntryProbe, Probe{Tag: "t1", Plan: ProbePlan{Steps: []ProbeStep{{ID: "FS-01", Op: "read_any",
+			Args: map[string]string{"canary": "tok-123"}, List: []string{"/h/.ssh/id"}}}, ExitCode: 3, StderrMarker: "m"}}, DecodeProbe)
+		roundTrip(t, EntryProbe, Probe{Tag: "t2"}, DecodeProbe)
 	})
 }
 
@@ -120,7 +122,12 @@ func TestDecodeRefuses(t *testing.T) {
 		{"local trace fd on the plan's", decodeErr(DecodeLocal), []string{env(`{"plan_fd":3,"trace_fd":3,"hold":{"control_fd":4}}`)}, "also plan_fd"},
 		{"local trace fd stderr", decodeErr(DecodeLocal), []string{env(`{"plan_fd":3,"trace_fd":2,"hold":{"control_fd":4}}`)}, "above stderr"},
 		{"keeper relative", decodeErr(DecodeKeeper), []string{env(`{"dir":"warm"}`)}, "absolute"},
-		{"probe without plan", decodeErr(DecodeProbe), []string{env(`{"tag":"x"}`)}, "required"},
+		{"probe plan not base64", decodeErr(DecodeProbe), []string{env(`{"tag":"x","plan":"{}"}`)}, "plan"},
+		{"probe plan as an object", decodeErr(DecodeProbe), []string{env(`{"tag":"x","plan":{"steps":[]}}`)}, "base64"},
+		{"probe plan unknown field", decodeErr(DecodeProbe), []string{env(`{"tag":"x","plan":"eyJzdGVwcyI6W10sIngiOjF9"}`)}, "unknown field"},
+		{"probe plan trailing data", decodeErr(DecodeProbe), []string{env(`{"tag":"x","plan":"eyJzdGVwcyI6W119IHt9"}`)}, "data after"},
+		{"probe step without op", decodeErr(DecodeProbe), []string{env(`{"tag":"x","plan":"eyJzdGVwcyI6W3siaWQiOiJhIn1dfQ"}`)}, "op are required"},
+		{"probe exit code", decodeErr(DecodeProbe), []string{env(`{"tag":"x","plan":"eyJleGl0X2NvZGUiOjI1Nn0"}`)}, "0 to 255"},
 		{"watch without owner", decodeErr(DecodeWatch), []string{env(`{"container":"abc"}`)}, "required"},
 		{"watch a path", decodeErr(DecodeWatch), []string{env(`{"container":"../x","owner":1,"owner_start":"1","remover":"/b"}`)}, "container id"},
 		{"watch without a remover", decodeErr(DecodeWatch), []string{env(`{"container":"abc","owner":1,"owner_start":"1"}`)}, "absolute path"},
@@ -248,5 +255,23 @@ func TestHuman(t *testing.T) {
 	_ = WriteStatus(&b, Status{State: StateStagingFailed, Detail: "too big"})
 	if got, want := Human(b.Bytes()), "runc: something staging failed: too big"; got != want {
 		t.Fatalf("Human = %q, want %q", got, want)
+	}
+}
+
+// TestProbePlanHidesItsTokens: a probe's argv (which the supervisor's
+// cmdline holds) does not name the canary tokens its plan carries, or
+// FS-06 finds its own plan.
+func TestProbePlanHidesItsTokens(t *testing.T) {
+	const token = "canary-5f2c9"
+	argv, err := Argv("/x", EntryProbe, Probe{Tag: "t", Plan: ProbePlan{Steps: []ProbeStep{{ID: "FS-06", Op: "proc_scan", Args: map[string]string{"token": token}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.Join(argv, " "), token) {
+		t.Fatalf("argv %q names the token", argv)
+	}
+	x, err := DecodeExec([]string{MustArgv("/x", EntryExec, Exec{Argv: argv})[2]})
+	if err != nil || strings.Contains(strings.Join(x.Argv, " "), token) {
+		t.Fatalf("the supervisor's spec: %v", err)
 	}
 }

@@ -340,19 +340,14 @@ func DecodeKeeper(args []string) (Keeper, error) {
 	return k, err
 }
 
-// Probe is a selftest probe's spec: its marker for the host and its
-// encoded plan (package probe decodes the plan).
+// Probe is a selftest probe's spec: its marker for the host (a tag only
+// in argv, so the host can find the process) and its plan.
 type Probe struct {
-	Tag  string `json:"tag"`
-	Plan string `json:"plan"`
+	Tag  string    `json:"tag"`
+	Plan ProbePlan `json:"plan"`
 }
 
-func (p *Probe) validate() error {
-	if p.Plan == "" {
-		return fmt.Errorf("plan is required")
-	}
-	return nil
-}
+func (p *Probe) validate() error { return p.Plan.validate() }
 
 // DecodeProbe reads a probe's spec from its arguments.
 func DecodeProbe(args []string) (Probe, error) {
