@@ -219,8 +219,8 @@ func (r *Record) Validate() error {
 	if r.Kind != KindSession && r.Kind != KindPool {
 		return fmt.Errorf("kind %q: want %s or %s", r.Kind, KindSession, KindPool)
 	}
-	if r.PID <= 0 || r.Start == "" {
-		return fmt.Errorf("pid %d (start %q): both are required", r.PID, r.Start)
+	if r.PID <= 0 {
+		return fmt.Errorf("pid %d: the keeper's pid is required", r.PID)
 	}
 	if r.Busy < 0 || r.Pool < 0 {
 		return fmt.Errorf("busy %d, pool %d: negative", r.Busy, r.Pool)
@@ -237,8 +237,9 @@ const maxRecord = 64 << 10
 
 // DecodeRecord reads a keeper's record. One of another version is a
 // protocol.MismatchError, and the record returned holds only what tells
-// whether that keeper lives and how to end it (its version, kind, name,
-// workspace, pid and start; "?" where they do not read), so a sweep never takes the
+// whether that keeper lives and how to end it (its version, also shown as
+// its policy; kind, name, workspace, pid and start; "?" where they do not
+// read), so a sweep never takes the
 // files of a live keeper of another build and `session list` shows it.
 func DecodeRecord(b []byte) (Record, error) {
 	var r Record
@@ -252,7 +253,8 @@ func DecodeRecord(b []byte) (Record, error) {
 		PID                          int
 	}
 	_ = json.Unmarshal(b, &other) // what does not read stays empty
-	r = Record{Protocol: mm.Theirs, Kind: "?", Name: "?", PID: other.PID, Start: other.Start, Workspace: other.Workspace}
+	r = Record{Protocol: mm.Theirs, Kind: "?", Name: "?", Backend: "?", Policy: fmt.Sprintf("protocol %d", mm.Theirs),
+		PID: other.PID, Start: other.Start, Workspace: other.Workspace}
 	if other.Kind == KindSession || other.Kind == KindPool {
 		r.Kind = other.Kind
 	}

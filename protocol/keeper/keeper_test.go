@@ -101,7 +101,7 @@ func TestAnotherVersion(t *testing.T) {
 	// A record of another build reads as what ends it, and says so.
 	rec, err := DecodeRecord([]byte(`{"kind":"session","name":"s1","workspace":"/w","pid":42,"start":"99","new":{}}`))
 	var mm *protocol.MismatchError
-	if !errors.As(err, &mm) || rec.Protocol != 0 || rec.PID != 42 || rec.Start != "99" || rec.Name != "s1" || rec.Workspace != "/w" {
+	if !errors.As(err, &mm) || rec.Protocol != 0 || rec.PID != 42 || rec.Start != "99" || rec.Name != "s1" || rec.Workspace != "/w" || rec.Policy != "protocol 0" {
 		t.Fatalf("record of another version: %+v %v", rec, err)
 	}
 }
@@ -118,7 +118,7 @@ func TestRefuses(t *testing.T) {
 		{"negative timeout", fmt.Sprintf(`{"protocol":%d,"argv":["x"],"timeout_ns":-1}`, v), "negative", decReq},
 		{"hello of nothing", fmt.Sprintf(`{"protocol":%d}`, v), "names its sandbox", decHello},
 		{"over the bound", fmt.Sprintf(`{"protocol":%d,"argv":["%s"]}`, v, strings.Repeat("x", MaxMessage)), "bound", decReq},
-		{"record without pid", fmt.Sprintf(`{"protocol":%d,"kind":"pool","start":"1"}`, v), "required", decRec},
+		{"record without pid", fmt.Sprintf(`{"protocol":%d,"kind":"pool","start":"1"}`, v), "pid is required", decRec},
 		{"record of no kind", fmt.Sprintf(`{"protocol":%d,"kind":"x","pid":1,"start":"1"}`, v), "kind", decRec},
 		{"policy absent", fmt.Sprintf(`{"protocol":%d}`, v), "no policy", decPolicy},
 		{"policy unknown field", fmt.Sprintf(`{"protocol":%d,"policy":{"rolez":"agent"}}`, v), "unknown field", decPolicy},
