@@ -47,7 +47,7 @@ func TestReadRefuses(t *testing.T) {
 
 // FuzzRead: whatever the plan descriptor holds, Read refuses or accepts
 // without panicking, and what it accepts encodes to a plan it accepts
-// again unchanged.
+// again unchanged (as encoded).
 func FuzzRead(f *testing.F) {
 	good, _ := json.Marshal(small())
 	f.Add(good)
@@ -65,8 +65,9 @@ func FuzzRead(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted %q, encoded %q, refused that: %v", b, again, err)
 		}
-		if !reflect.DeepEqual(p, q) {
-			t.Fatalf("round trip changed the plan: %+v -> %+v", p, q)
+		// Compared as encoded: an empty list and none encode alike.
+		if again2, _ := json.Marshal(q); !bytes.Equal(again, again2) {
+			t.Fatalf("round trip changed the plan: %s -> %s", again, again2)
 		}
 	})
 }
