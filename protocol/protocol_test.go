@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -273,5 +274,18 @@ func TestProbePlanHidesItsTokens(t *testing.T) {
 	x, err := DecodeExec([]string{MustArgv("/x", EntryExec, Exec{Argv: argv})[2]})
 	if err != nil || strings.Contains(strings.Join(x.Argv, " "), token) {
 		t.Fatalf("the supervisor's spec: %v", err)
+	}
+}
+
+// TestDonation: descriptors follow stderr in the order donated, and
+// Files is what the child's ExtraFiles must be for those numbers to hold.
+func TestDonation(t *testing.T) {
+	var d Donation
+	a, b := os.Stdin, os.Stdout
+	if got := []int{d.Add(a), d.Add(b)}; got[0] != 3 || got[1] != 4 {
+		t.Fatalf("descriptors %v, want 3 and 4", got)
+	}
+	if f := d.Files(); len(f) != 2 || f[0] != a || f[1] != b {
+		t.Fatalf("files %v", f)
 	}
 }
