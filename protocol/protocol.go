@@ -6,10 +6,14 @@
 // side imports the other; both import this.
 //
 // The wire is plain: an entry point is started as `BINARY ENTRY SPEC`, where
-// SPEC is one argv element holding the spec as JSON. Decoding is strict
-// (unknown fields, trailing data, bad paths and descriptors are errors),
-// because on the host side some of what is decoded was written by the
-// sandbox, and on the sandbox side a bad spec must refuse, not guess.
+// SPEC is one argv element holding {"protocol":Version,"spec":…} as JSON.
+// The version is read first: a message of another build is a
+// MismatchError, never read further. Decoding is strict (Strict: unknown
+// fields, trailing data, over a bound; then bad paths and descriptors are
+// errors), because on the host side some of what is decoded was written by
+// the sandbox, and on the sandbox side a bad spec must refuse, not guess.
+// The keeper's messages are in keeper/, the local helper's plan in
+// localplan/, the control channel in control/.
 package protocol
 
 import (
