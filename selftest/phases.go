@@ -189,8 +189,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 			// (gVisor's is its own).
 			steps = append(steps, step(kernelInfo, "uname", nil))
 		}
-		enc, err := probe.Plan{Steps: steps, ExitCode: statusExitCode, StderrMarker: statusMarker}.Encode()
-		return probe.Argv(o.Backend.SelfPath(), tag, enc), err
+		return probe.Argv(o.Backend.SelfPath(), tag, probe.Plan{Steps: steps, ExitCode: statusExitCode, StderrMarker: statusMarker})
 	}
 	var before map[string]string
 	var err error

@@ -2,7 +2,6 @@ package warm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	kmsg "github.com/triage-sandbox/triage-sandbox/protocol/keeper"
 	"github.com/triage-sandbox/triage-sandbox/runproxy"
 )
 
@@ -448,12 +448,12 @@ func (k *keeper) serve(ctx context.Context, conn net.Conn) {
 	if sb == nil {
 		var err error
 		if sb, err = k.take(ctx); err != nil {
-			_ = c.sendJSON(fHello, hello{Error: err.Error()})
+			_ = c.sendJSON(fHello, &hello{Error: err.Error()})
 			return
 		}
 		defer k.discard(ctx, sb)
 	}
-	if err := c.sendJSON(fHello, hello{ID: sb.ID(), Scratch: sb.Scratch(), PolicyHash: k.p.WarmHash(), Warnings: sb.Warnings(), CheckoutDiscarded: backends.CheckoutDiscarded(sb)}); err != nil {
+	if err := c.sendJSON(fHello, &hello{ID: sb.ID(), Scratch: sb.Scratch(), PolicyHash: k.p.WarmHash(), Warnings: sb.Warnings(), CheckoutDiscarded: backends.CheckoutDiscarded(sb)}); err != nil {
 		return
 	}
 	frames := make(chan frame)
@@ -488,13 +488,13 @@ func (k *keeper) serve(ctx context.Context, conn net.Conn) {
 			k.stop()
 			return
 		case fRequest:
-			var req request
-			if err := json.Unmarshal(f.b, &req); err != nil {
-				_ = c.sendJSON(fResult, result{Error: "unreadable request: " + err.Error()})
+			req, err := kmsg.DecodeRequest(f.b)
+			if err != nil {
+				_ = c.sendJSON(fResult, &result{Error: "unreadable request: " + err.Error()})
 				return
 			}
 			if k.session == nil && ran > 0 {
-				_ = c.sendJSON(fResult, result{Error: "a pooled sandbox runs exactly one command"})
+				_ = c.sendJSON(fResult, &result{Error: "a pooled sandbox runs exactly one command"})
 				return
 			}
 			ran++
@@ -522,8 +522,8 @@ func (c *keeperConn) send(t byte, b []byte) error {
 	return writeFrame(c.conn, t, b)
 }
 
-func (c *keeperConn) sendJSON(t byte, v any) error {
-	b, err := json.Marshal(v)
+func (c *keeperConn) sendJSON(t byte, v interface{ SetProtocol() }) error {
+	b, err := kmsg.Encode(v)
 	if err != nil {
 		return err
 	}
@@ -578,7 +578,7 @@ func (k *keeper) run(ctx context.Context, c *keeperConn, sb backends.Sandbox, re
 	px := k.proxyOf(sb)
 	if err := px.Renew(); err != nil {
 		close(done)
-		_ = c.sendJSON(fResult, result{Error: fmt.Sprintf("the network proxy (%s): %v", k.p.Network.Key, err)})
+		_ = c.sendJSON(fResult, &result{Error: fmt.Sprintf("the network proxy (%s): %v", k.p.Network.Key, err)})
 		return
 	}
 	endExec := phase.Begin(ctx, "keeper.exec")
@@ -590,7 +590,8 @@ func (k *keeper) run(ctx context.Context, c *keeperConn, sb backends.Sandbox, re
 	if err != nil {
 		r.Error = err.Error()
 	}
-	_ = c.sendJSON(fResult, r.bounded())
+	rb := r.Bounded()
+	_ = c.sendJSON(fResult, &rb)
 }
 
 // startSandbox starts a sandbox of this keeper's policy, with its own

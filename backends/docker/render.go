@@ -31,6 +31,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
 )
 
@@ -52,6 +53,15 @@ type CreateRequest struct {
 	Name       string                `json:"name"`
 	Config     *container.Config     `json:"config"`
 	HostConfig *container.HostConfig `json:"host_config"`
+	// Hold is the holder's spec, typed until the container is created:
+	// Config.Cmd is encoded from it (setHold), never decoded and edited.
+	Hold protocol.Hold `json:"-"`
+}
+
+// setHold changes the holder's spec and encodes Config.Cmd from it.
+func (r *CreateRequest) setHold(edit func(*protocol.Hold)) {
+	edit(&r.Hold)
+	r.Config.Cmd = launch.HoldArgv(r.Hold)
 }
 
 // RunInfo is per-sandbox data that is not policy: who owns the container,
@@ -84,20 +94,21 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 	}
 	holdSpec := launch.HoldSpec(p, ttl)
 	holdSpec.Modes = launch.ScratchModes(p, scratchPaths)
-	holdUser, holdArgs, err := helperStart(p, rt, launch.HoldArgv(holdSpec))
+	holdUser, runAs, err := helperStart(p, rt)
 	if err != nil {
 		return nil, err
 	}
+	holdSpec.RunAs = runAs
 	network, err := networkMode(p.Network.Mode)
 	if err != nil {
 		return nil, err
 	}
-	cfg := containerConfig(p, holdUser, holdArgs, info)
+	cfg := containerConfig(p, holdUser, launch.HoldArgv(holdSpec), info)
 	host := hostConfig(p, network, selfExe)
 	if err := forRuntime(host, p, rt); err != nil {
 		return nil, err
 	}
-	return &CreateRequest{Name: info.Name, Config: cfg, HostConfig: host}, nil
+	return &CreateRequest{Name: info.Name, Config: cfg, HostConfig: host, Hold: holdSpec}, nil
 }
 
 // containerConfig is the holder container's configuration: its
@@ -205,31 +216,33 @@ func RenderExec(p *policy.Policy, cmd backends.Command) (client.ExecCreateOption
 	}
 	spec := launch.ExecSpec(p, cmd)
 	spec.Seccomp = holderexec.SeccompFor(runtimes.Of(p.Runtime))
-	return execOptions(p, launch.ExecArgv(spec))
+	return execOptions(p, spec)
 }
 
-// execOptions is the exec request of the supervisor argv.
-func execOptions(p *policy.Policy, argv []string) (client.ExecCreateOptions, error) {
-	u, argv, err := helperStart(p, runtimes.Of(p.Runtime), argv)
+// execOptions is the exec request of the supervisor's spec.
+func execOptions(p *policy.Policy, spec protocol.Exec) (client.ExecCreateOptions, error) {
+	u, runAs, err := helperStart(p, runtimes.Of(p.Runtime))
 	if err != nil {
 		return client.ExecCreateOptions{}, err
 	}
+	spec.RunAs = runAs
 	return client.ExecCreateOptions{
-		User: u, Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: argv,
+		User: u, Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: launch.ExecArgv(spec),
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	}, nil
 }
 
 // helperStart is the user a helper's process (holder, supervisor,
-// exporter) starts as under rt, and its argv: the sandbox identity, or
-// root where the runtime needs the helper to take that identity itself
+// exporter) starts as under rt, and the identity its spec says to take
+// itself: the sandbox identity and none, or root and the sandbox identity
+// where the runtime needs the helper to take it itself
 // (runtimes.Traits.HelpersStartAsRoot).
-func helperStart(p *policy.Policy, rt runtimes.Traits, argv []string) (string, []string, error) {
+func helperStart(p *policy.Policy, rt runtimes.Traits) (string, *protocol.Identity, error) {
 	if !rt.HelpersStartAsRoot {
-		return user(p), argv, nil
+		return user(p), nil, nil
 	}
-	argv, err := launch.AsRoot(argv, p)
-	return "0:0", argv, err
+	id, err := launch.RunAs(p, true)
+	return "0:0", id, err
 }
 
 // securityOpt: no new privileges, and the sandbox's own seccomp profile,

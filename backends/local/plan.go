@@ -68,7 +68,7 @@ func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
 	sort.SliceStable(pl.Tmpfs, func(i, j int) bool { return depth(pl.Tmpfs[i].Target) < depth(pl.Tmpfs[j].Target) })
 	pl.Landlock.ReadOnly = dedupe(pl.Landlock.ReadOnly)
 	pl.Landlock.ReadWrite = dedupe(pl.Landlock.ReadWrite)
-	return pl, pl.Validate()
+	return pl, confine.Validate(pl)
 }
 
 // planRoots binds the policy's readable host roots at the same paths
