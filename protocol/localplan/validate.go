@@ -17,95 +17,120 @@ var builtinRoots = []string{"/proc", "/dev", "/sys"}
 // Validate reports every problem with the plan at once, each naming the
 // field, but whether its seccomp set exists (confine.Validate adds that).
 func (p Plan) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	v := &planErrors{targets: map[string]string{}}
+	p.validateBinds(v)
+	p.validateTmpfs(v)
+	p.validatePaths(v)
+	if p.DevShmSize <= 0 {
+		v.bad("dev_shm_size", "%d: /dev/shm must be bounded", p.DevShmSize)
 	}
-	check := func(field, p string) {
-		if err := checkInside(p); err != nil {
-			bad(field, "%v", err)
-		}
+	if p.Hostname == "" || len(p.Hostname) > maxHostname || strings.ContainsAny(p.Hostname, "/\x00") {
+		v.bad("hostname", "%q: want 1 to %d bytes (an empty one would keep the host's)", p.Hostname, maxHostname)
 	}
-	mountTarget := func(field, p string, seen map[string]string) {
-		check(field, p)
-		for _, r := range builtinRoots {
-			if p == r || strings.HasPrefix(p, r+"/") {
-				bad(field, "%q is under %s, which Enter builds itself", p, r)
-			}
-		}
-		if other, dup := seen[p]; dup {
-			bad(field, "%q is also the target of %s", p, other)
-		}
-		seen[p] = field
+	if err := checkAbsClean(p.Workdir); err != nil {
+		v.bad("workdir", "%v", err)
 	}
+	if !ValidID(p.UID) || !ValidID(p.GID) {
+		v.bad("uid/gid", "%d/%d out of range", p.UID, p.GID)
+	}
+	v.errs = append(v.errs, p.Landlock.validate()...)
+	// Whether the set exists is confine's to say: the protocol's
+	// side does not link the filter.
+	if p.Seccomp.Set == "" {
+		v.bad("seccomp.set", "a rule set is required")
+	}
+	v.errs = append(v.errs, validateRlimits(p.Rlimits)...)
+	if len(v.errs) > 0 {
+		return fmt.Errorf("confine: invalid plan: %w", errors.Join(v.errs...))
+	}
+	return nil
+}
 
-	targets := map[string]string{}
+// planErrors collects Validate's problems; targets are the mount targets
+// seen so far, by the field that named each.
+type planErrors struct {
+	errs    []error
+	targets map[string]string
+}
+
+func (v *planErrors) bad(field, format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+}
+
+// check: p is a path inside the sandbox.
+func (v *planErrors) check(field, p string) {
+	if err := checkInside(p); err != nil {
+		v.bad(field, "%v", err)
+	}
+}
+
+// mountTarget: p is a path inside, under none of the roots Enter builds,
+// and the target of no other mount.
+func (v *planErrors) mountTarget(field, p string) {
+	v.check(field, p)
+	for _, r := range builtinRoots {
+		if p == r || strings.HasPrefix(p, r+"/") {
+			v.bad(field, "%q is under %s, which Enter builds itself", p, r)
+		}
+	}
+	if other, dup := v.targets[p]; dup {
+		v.bad(field, "%q is also the target of %s", p, other)
+	}
+	v.targets[p] = field
+}
+
+func (p Plan) validateBinds(v *planErrors) {
 	for i, b := range p.Binds {
 		f := fmt.Sprintf("binds[%d]", i)
 		if err := checkAbsClean(b.Source); err != nil {
-			bad(f+".source", "%v", err)
+			v.bad(f+".source", "%v", err)
 		}
-		mountTarget(f+".target", b.Dest(), targets)
+		v.mountTarget(f+".target", b.Dest())
 		if d := b.Discard; d != nil && (b.Write || d.Size <= 0 || d.Inodes <= 0) {
-			bad(f+".discard", "wants a read-only bind and a positive size and inodes (write %v, size %d, inodes %d): an upper layer is always bounded", b.Write, d.Size, d.Inodes)
+			v.bad(f+".discard", "wants a read-only bind and a positive size and inodes (write %v, size %d, inodes %d): an upper layer is always bounded", b.Write, d.Size, d.Inodes)
 		}
 	}
+}
+
+func (p Plan) validateTmpfs(v *planErrors) {
 	for i, t := range p.Tmpfs {
 		f := fmt.Sprintf("tmpfs[%d]", i)
-		mountTarget(f+".target", t.Target, targets)
+		v.mountTarget(f+".target", t.Target)
 		if t.Size <= 0 || t.Inodes <= 0 {
-			bad(f, "size %d and inodes %d must both be positive: a tmpfs is always bounded", t.Size, t.Inodes)
+			v.bad(f, "size %d and inodes %d must both be positive: a tmpfs is always bounded", t.Size, t.Inodes)
 		}
 		if t.Mode > maxMode {
-			bad(f+".mode", "%o has bits beyond 07777", uint32(t.Mode))
+			v.bad(f+".mode", "%o has bits beyond 07777", uint32(t.Mode))
 		}
 		if !ValidID(t.UID) || !ValidID(t.GID) {
-			bad(f, "uid %d or gid %d out of range", t.UID, t.GID)
+			v.bad(f, "uid %d or gid %d out of range", t.UID, t.GID)
 		}
 	}
+}
+
+// validatePaths checks the directories, symlinks, read-only paths and
+// masks.
+func (p Plan) validatePaths(v *planErrors) {
 	for i, d := range p.Dirs {
 		f := fmt.Sprintf("dirs[%d]", i)
-		check(f+".path", d.Path)
+		v.check(f+".path", d.Path)
 		if d.Mode > maxMode {
-			bad(f+".mode", "%o has bits beyond 07777", uint32(d.Mode))
+			v.bad(f+".mode", "%o has bits beyond 07777", uint32(d.Mode))
 		}
 	}
 	for i, s := range p.Symlinks {
 		f := fmt.Sprintf("symlinks[%d]", i)
-		check(f+".path", s.Path)
+		v.check(f+".path", s.Path)
 		if s.Target == "" || strings.ContainsRune(s.Target, 0) {
-			bad(f+".target", "%q is empty or holds a NUL", s.Target)
+			v.bad(f+".target", "%q is empty or holds a NUL", s.Target)
 		}
 	}
 	for i, r := range p.ReadOnly {
-		check(fmt.Sprintf("read_only[%d]", i), r)
+		v.check(fmt.Sprintf("read_only[%d]", i), r)
 	}
 	for i, m := range p.Masks {
-		check(fmt.Sprintf("masks[%d].path", i), m.Path)
+		v.check(fmt.Sprintf("masks[%d].path", i), m.Path)
 	}
-	if p.DevShmSize <= 0 {
-		bad("dev_shm_size", "%d: /dev/shm must be bounded", p.DevShmSize)
-	}
-	if p.Hostname == "" || len(p.Hostname) > maxHostname || strings.ContainsAny(p.Hostname, "/\x00") {
-		bad("hostname", "%q: want 1 to %d bytes (an empty one would keep the host's)", p.Hostname, maxHostname)
-	}
-	if err := checkAbsClean(p.Workdir); err != nil {
-		bad("workdir", "%v", err)
-	}
-	if !ValidID(p.UID) || !ValidID(p.GID) {
-		bad("uid/gid", "%d/%d out of range", p.UID, p.GID)
-	}
-	errs = append(errs, p.Landlock.validate()...)
-	// Which sets exist is the filter's to say (confine.Validate): the host
-	// side does not link it.
-	if p.Seccomp.Set == "" {
-		bad("seccomp.set", "a rule set is required")
-	}
-	errs = append(errs, validateRlimits(p.Rlimits)...)
-	if len(errs) > 0 {
-		return fmt.Errorf("confine: invalid plan: %w", errors.Join(errs...))
-	}
-	return nil
 }
 
 func (l LandlockPlan) validate() []error {
