@@ -130,6 +130,7 @@ func TestDaemonTroubleMidRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Once the daemon is back: no container of ours and no process.
+			var sweepErr error
 			left := func() int {
 				res, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true,
 					Filters: make(client.Filters).Add("label", profiles.LabelOwner+"=triage-sandbox")})
@@ -139,7 +140,7 @@ func TestDaemonTroubleMidRun(t *testing.T) {
 				n := len(res.Items)
 				if n > 0 {
 					// What a later run's sweep (or `gc`) does.
-					_, _ = b.(*docker.Backend).Sweep(context.Background())
+					_, sweepErr = b.(*docker.Backend).Sweep(context.Background())
 				}
 				return n + processesWithToken(token)
 			}
@@ -150,7 +151,7 @@ func TestDaemonTroubleMidRun(t *testing.T) {
 				for _, c := range res.Items {
 					cs = append(cs, c.ID[:12]+" "+string(c.State)+" "+c.Status)
 				}
-				t.Fatalf("after the daemon came back, %d containers/processes of the run remain: containers %q, processes %v", left(), cs, selftest.Survivors(token))
+				t.Fatalf("after the daemon came back, %d containers/processes of the run remain: containers %q, processes %v; the sweep's last error: %v", left(), cs, selftest.Survivors(token), sweepErr)
 			}
 			t.Logf("%v: err %v, stderr %q", sig, o.err, strings.TrimSpace(stderr.String()))
 		})
