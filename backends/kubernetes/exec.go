@@ -33,14 +33,14 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	if err := backends.CheckArgv(cmd.Argv); err != nil {
 		return res, err
 	}
-	if err := s.staging.InPlace(); err != nil {
+	if err := s.InPlace(); err != nil {
 		return res, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	rt := s.r.Info.Traits()
 	run := holderexec.Run{Policy: s.p, Sandbox: (*holderView)(s), Start: s.byExec(cmd.Stdin != nil),
-		Manifest: &s.manifest, Seccomp: execSeccomp, Rlimits: execRlimits(s.p, rt)}
+		Manifest: &s.Manifest, Seccomp: execSeccomp, Rlimits: execRlimits(s.p, rt)}
 	if rt.UserSpaceKernel {
 		// The memory limit ends the whole pod (gVisor's kernel is charged
 		// in its cgroup): the news is the holder's OOMKilled end.
@@ -185,9 +185,9 @@ func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, 
 		return nil, err
 	}
 	go func() { pw.CloseWithError(<-done) }()
-	m, rep, aerr := stage.Apply(ctx, pr, s.manifest, staging.StageSpec(s.p, staging.ExportPaths(s.p, out)))
+	m, rep, aerr := stage.Apply(ctx, pr, s.Manifest, staging.StageSpec(s.p, staging.ExportPaths(s.p, out)))
 	_, rerr := io.Copy(io.Discard, pr)
-	s.manifest = m
+	s.Manifest = m
 	if rerr != nil {
 		return &rep, fmt.Errorf("copying the outputs back: the export in the sandbox failed: %v: %s", rerr, strings.TrimSpace(stderr.String()))
 	}
