@@ -1,4 +1,7 @@
-// Package backendtest is a fake backend for the unit tests of what drives
+// Package backendtest is what backends are tested with. Suite is the
+// lifecycle every backend runs (docker, oci, local and kubernetes live,
+// seatbelt's renderer with RenderSuite), as Nomad's DriverHarness is for
+// its drivers. Backend is a fake backend for the unit tests of what drives
 // backends (sandbox, warm, selftest): it runs nothing, hands out scripted
 // sandboxes, and counts what it was asked to do (Start, Exec, Close), so a
 // test can check that every sandbox started was closed.
@@ -198,6 +201,9 @@ type Sandbox struct {
 	Result         backends.Result
 	ExecErr        error
 	CloseErr       error
+	// CloseFunc, when set, is what the n-th Close (from 1) returns instead
+	// of CloseErr.
+	CloseFunc func(n int) error
 	// Warns is what Warnings returns.
 	Warns []string
 	// Flood: Exec prints 64 KiB lines until ctx is done, then reports
@@ -289,7 +295,7 @@ func (s *Sandbox) Close(context.Context) error {
 	s.mu.Lock()
 	s.events = append(s.events, "close")
 	s.closes++
-	first := s.closes == 1
+	n, first := s.closes, s.closes == 1
 	entered, release := s.CloseEntered, s.CloseRelease
 	s.mu.Unlock()
 	if entered != nil && first {
@@ -297,6 +303,9 @@ func (s *Sandbox) Close(context.Context) error {
 	}
 	if release != nil {
 		<-release
+	}
+	if s.CloseFunc != nil {
+		return s.CloseFunc(n)
 	}
 	return s.CloseErr
 }
