@@ -26,11 +26,11 @@ type Harness struct {
 	// writable directories is on this host (the staging round trip writes
 	// there).
 	Policy func(t testing.TB) *policy.Policy
-	// Track is called once a sandbox is up, while it runs. What it returns
-	// lists, after Close, what of that sandbox is left on this machine
-	// (container, bundle, state directory, process, mount, pod): nil is
-	// nothing.
-	Track func(t testing.TB, sb backends.Sandbox) (left func() []string)
+	// Track is called before a sandbox starts, and what it returns once
+	// the sandbox is up, while it runs. That returns left, which lists
+	// after Close what of the sandbox is left on this machine (container,
+	// bundle, state directory, process, mount, pod): nil is nothing.
+	Track func(t testing.TB) (up func(sb backends.Sandbox) (left func() []string))
 }
 
 // Factory makes a Harness for one group of the Suite's checks.
@@ -62,8 +62,16 @@ func Suite(t *testing.T, f Factory) {
 // backend).
 func runSuite(t testing.TB, f Factory, run func(name string, check func(testing.TB))) {
 	t.Helper()
-	l := &live{}
-	run("start", func(t testing.TB) { l.start(t, f) })
+	// What outlives one check (the policy's directories, the sandbox) is
+	// the whole run's.
+	l := &live{h: f(t)}
+	l.prepare(t)
+	t.Cleanup(func() {
+		if l.sb != nil {
+			_ = l.sb.Close(context.Background())
+		}
+	})
+	run("start", l.start)
 	for _, c := range lifecycleChecks {
 		run(c.name, func(t testing.TB) {
 			if l.sb == nil {
@@ -95,22 +103,28 @@ type live struct {
 	notExec string
 }
 
-func (l *live) start(t testing.TB, f Factory) {
-	l.h = f(t)
+// prepare makes the policy and the host's files the checks read.
+func (l *live) prepare(t testing.TB) {
 	l.p = l.h.Policy(t)
 	l.dir = writableDir(t, l.p)
 	l.in, l.inText = filepath.Join(l.dir, unique(t, "in")), unique(t, "staged in ")
 	writeFile(t, l.in, l.inText+"\n", 0o644)
 	l.notExec = filepath.Join(l.dir, unique(t, "not-executable"))
 	writeFile(t, l.notExec, "#!/bin/sh\necho ran\n", 0o644)
+}
+
+func (l *live) start(t testing.TB) {
+	var up func(backends.Sandbox) func() []string
+	if l.h.Track != nil {
+		up = l.h.Track(t)
+	}
 	sb, err := l.h.Backend.Start(context.Background(), l.p, backends.StartOptions{})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	l.sb = sb
-	t.Cleanup(func() { _ = sb.Close(context.Background()) })
-	if l.h.Track != nil {
-		l.left = l.h.Track(t, sb)
+	if up != nil {
+		l.left = up(sb)
 	}
 	if sb.ID() == "" {
 		t.Errorf("the sandbox has no ID (audit records and reports name it)")

@@ -178,12 +178,14 @@ func hostFactory(broken func(sb *Sandbox, h *Harness)) Factory {
 			return sb
 		}
 		h.Backend = b
-		h.Track = func(t testing.TB, sb backends.Sandbox) func() []string {
-			return func() []string {
-				if sb.(*Sandbox).Closes() == 0 {
-					return []string{"sandbox " + sb.ID()}
+		h.Track = func(testing.TB) func(backends.Sandbox) func() []string {
+			return func(sb backends.Sandbox) func() []string {
+				return func() []string {
+					if sb.(*Sandbox).Closes() == 0 {
+						return []string{"sandbox " + sb.ID()}
+					}
+					return nil
 				}
-				return nil
 			}
 		}
 		if broken != nil {
@@ -317,8 +319,10 @@ func TestSuiteFailsBrokenBackends(t *testing.T) {
 			if h == nil {
 				return
 			}
-			h.Track = func(testing.TB, backends.Sandbox) func() []string {
-				return func() []string { return []string{"container 1234"} }
+			h.Track = func(testing.TB) func(backends.Sandbox) func() []string {
+				return func(backends.Sandbox) func() []string {
+					return func() []string { return []string{"container 1234"} }
+				}
 			}
 		}, []string{"close"}},
 		{"runs commands after close", func(sb *Sandbox, _ *Harness) {
