@@ -40,6 +40,9 @@ type Backend struct {
 	// is nil; by default a Sandbox with the ID "fake-<n>" and an exit 0.
 	// It must not call the Backend.
 	NewSandbox func(n int) *Sandbox
+	// RenderFunc, when set, is what Render does (the fake renders nothing
+	// otherwise).
+	RenderFunc func(p *policy.Policy, cmd backends.Command) (backends.Artifact, error)
 	// StartGate, when set, holds every Start until it can receive from
 	// the channel or ctx ends (Start then fails with ctx's error).
 	StartGate chan struct{}
@@ -118,8 +121,11 @@ func (b *Backend) Describe(context.Context, *policy.Policy) map[string]string {
 	return map[string]string{"backend": b.Name()}
 }
 
-// Render implements backends.Backend: the fake renders nothing.
-func (b *Backend) Render(*policy.Policy, backends.Command) (backends.Artifact, error) {
+// Render implements backends.Backend: RenderFunc, or nothing.
+func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artifact, error) {
+	if b.RenderFunc != nil {
+		return b.RenderFunc(p, cmd)
+	}
 	return nil, errors.New("the fake backend renders nothing")
 }
 
