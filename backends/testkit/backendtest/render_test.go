@@ -87,7 +87,9 @@ func renderHarness(render func(p *policy.Policy, cmd backends.Command) (backends
 	b := New()
 	b.RenderFunc = render
 	return RenderHarness{Backend: b, Allows: allows,
-		Policies: func(testing.TB) map[string]*policy.Policy { return map[string]*policy.Policy{"reproducer": renderPolicy()} }}
+		Policies: func(testing.TB) map[string]*policy.Policy {
+			return map[string]*policy.Policy{"reproducer": renderPolicy()}
+		}}
 }
 
 // TestRenderSuiteControl: the reference renderer passes.
