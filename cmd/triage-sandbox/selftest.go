@@ -55,7 +55,7 @@ func newSelftestCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{code: exitcode.SelftestUnavailable, err: err}
 			}
-			if err := handOff(p.Backend); err != nil {
+			if err := handOff(reg, p); err != nil {
 				return &exitError{code: exitcode.SelftestUnavailable, err: err}
 			}
 			self, err := sandbox.SelfExe()

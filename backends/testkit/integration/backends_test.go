@@ -39,12 +39,12 @@ import (
 // (seatbelt on Linux, oci without root) is skipped with the reason. A
 // backend compiled only into another binary (kubernetes) is tested
 // through that binary in its own package.
-var backendNames = compiledHere(builtin.Registry().Names())
+var backendNames = compiledHere(builtin.Registry())
 
-func compiledHere(names []string) []string {
+func compiledHere(reg *backends.Registry) []string {
 	var here []string
-	for _, n := range names {
-		if builtin.Elsewhere(n) == "" {
+	for _, n := range reg.Names() {
+		if bin, _ := reg.Elsewhere(n); bin == "" {
 			here = append(here, n)
 		}
 	}
