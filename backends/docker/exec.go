@@ -39,13 +39,7 @@ const (
 // "timed out" and kills the whole container if the tree does not end soon
 // after.
 func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
-	if s.ended() {
-		return backends.Result{Sandbox: s.id}, s.endedErr()
-	}
-	if err := backends.CheckArgv(cmd.Argv); err != nil {
-		return backends.Result{Sandbox: s.id}, err
-	}
-	if err := s.InPlace(); err != nil {
+	if err := s.Admit(cmd, s.endedErr); err != nil {
 		return backends.Result{Sandbox: s.id}, err
 	}
 	<-s.ctlReady

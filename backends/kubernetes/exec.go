@@ -26,15 +26,9 @@ import (
 // every backend. The copy back is a second exec (the exporter): an exec
 // stream has no spare descriptor.
 func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
-	res := backends.Result{Sandbox: s.ID()}
-	if s.Ended() {
-		return res, fmt.Errorf("the sandbox ended%s", s.Said())
-	}
-	if err := backends.CheckArgv(cmd.Argv); err != nil {
-		return res, err
-	}
-	if err := s.InPlace(); err != nil {
-		return res, err
+	ended := func() error { return fmt.Errorf("the sandbox ended%s", s.Said()) }
+	if err := s.Admit(cmd, ended); err != nil {
+		return backends.Result{Sandbox: s.ID()}, err
 	}
 	s.Mu.Lock()
 	defer s.Mu.Unlock()

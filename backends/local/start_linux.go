@@ -304,13 +304,7 @@ func (s *sandbox) Scratch() policy.ScratchPaths { return ScratchPaths }
 func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 	s.Mu.Lock()
 	defer s.Mu.Unlock()
-	if s.Ended() {
-		return backends.Result{Sandbox: s.id}, s.endedErr(errors.New("the sandbox ended before the command" + s.Said()))
-	}
-	if err := backends.CheckArgv(cmd.Argv); err != nil {
-		return backends.Result{Sandbox: s.id}, err
-	}
-	if err := s.InPlace(); err != nil {
+	if err := s.Admit(cmd, s.endedBefore); err != nil {
 		return backends.Result{Sandbox: s.id}, err
 	}
 	run := holderexec.Run{Policy: s.p, Sandbox: (*localSandbox)(s), Start: holderexec.ByHolder(s.ctl),
@@ -323,6 +317,11 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 		err = s.endedErr(err)
 	}
 	return res, err
+}
+
+// endedBefore explains a helper that ended before a command.
+func (s *sandbox) endedBefore() error {
+	return s.endedErr(errors.New("the sandbox ended before the command" + s.Said()))
 }
 
 // endedErr explains a run that broke off because the helper, the holder,

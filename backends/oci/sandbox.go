@@ -187,15 +187,8 @@ func (s *sandbox) Scratch() policy.ScratchPaths { return ScratchPaths }
 func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 	s.Mu.Lock()
 	defer s.Mu.Unlock()
-	res := backends.Result{Sandbox: s.id}
-	if s.Ended() {
-		return res, s.endedErr(errors.New("the sandbox ended before the command" + s.Said()))
-	}
-	if err := backends.CheckArgv(cmd.Argv); err != nil {
-		return res, err
-	}
-	if err := s.InPlace(); err != nil {
-		return res, err
+	if err := s.Admit(cmd, s.endedBefore); err != nil {
+		return backends.Result{Sandbox: s.id}, err
 	}
 	res, err := s.execOnce(ctx, cmd, out)
 	if err == nil && !s.traits.PassesFDs {
@@ -205,6 +198,11 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 		err = s.endedErr(err)
 	}
 	return res, err
+}
+
+// endedBefore explains a holder that ended before a command.
+func (s *sandbox) endedBefore() error {
+	return s.endedErr(errors.New("the sandbox ended before the command" + s.Said()))
 }
 
 // endedErr explains a run that broke off because the holder ended (err

@@ -49,15 +49,7 @@ func TestHandOff(t *testing.T) {
 	if bin, _ := builtin.Registry().Elsewhere(kubecaps.Name); bin == "" {
 		t.Skip("built with the kubernetes tag: nothing to hand off")
 	}
-	dir := t.TempDir()
-	self := filepath.Join(dir, "triage-sandbox")
-	data, err := os.ReadFile(testenv.Binary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(self, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, self := binaryCopy(t)
 	weaker := "[sandbox]\naccept_weaker = [\"own_loopback\", \"pids_limit\"]\n"
 	root := workspace(t, "[project]\ncheckout = \"../widgets\"\n"+weaker)
 	run := func(env []string, args ...string) cliResult {
@@ -186,15 +178,7 @@ func TestGCDelegatesElsewhere(t *testing.T) {
 	if bin, _ := builtin.Registry().Elsewhere(kubecaps.Name); bin == "" {
 		t.Skip("built with the kubernetes tag: nothing to delegate")
 	}
-	dir := t.TempDir()
-	self := filepath.Join(dir, "triage-sandbox")
-	data, err := os.ReadFile(testenv.Binary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(self, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, self := binaryCopy(t)
 	gc := func() cliResult {
 		cmd := exec.Command(self, "gc", "--backend", kubecaps.Name)
 		cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
@@ -241,4 +225,20 @@ func TestGCDelegatesElsewhere(t *testing.T) {
 	if got, _ := os.ReadFile(args); string(got) != "gc --backend kubernetes\n" {
 		t.Errorf("%s was asked %q", kubecaps.Binary, got)
 	}
+}
+
+// binaryCopy is the CLI's binary copied into a directory of its own (the
+// one its siblings are looked for in).
+func binaryCopy(t *testing.T) (dir, self string) {
+	t.Helper()
+	dir = t.TempDir()
+	self = filepath.Join(dir, "triage-sandbox")
+	data, err := os.ReadFile(testenv.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(self, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, self
 }

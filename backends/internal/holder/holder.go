@@ -102,6 +102,19 @@ func (b *Base) Stage(ctx context.Context) error {
 // InPlace says why no command may run yet (nil: the staged copy is in).
 func (b *Base) InPlace() error { return b.staging.InPlace() }
 
+// Admit says why cmd may not run now (nil: it may): the holder ended
+// (ended explains how), cmd has no program, or the staged copy is not in
+// place.
+func (b *Base) Admit(cmd backends.Command, ended func() error) error {
+	if b.Ended() {
+		return ended()
+	}
+	if err := backends.CheckArgv(cmd.Argv); err != nil {
+		return err
+	}
+	return b.InPlace()
+}
+
 // stageIn sends the staged copy to the holder and waits until it says the
 // copy is in place.
 func (b *Base) stageIn(ctx context.Context) error {

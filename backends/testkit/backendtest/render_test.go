@@ -70,16 +70,7 @@ func renderPolicy() *policy.Policy {
 
 func recordRender(t *testing.T, h RenderHarness) []string {
 	var fails []string
-	runRender(t, h, func(name string, check func(testing.TB)) {
-		r := &recorder{TB: t}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			check(r)
-		}()
-		<-done
-		fails = append(fails, r.fails...)
-	})
+	runRender(t, h, func(name string, check func(testing.TB)) { fails = append(fails, record(t, name, check)...) })
 	return fails
 }
 

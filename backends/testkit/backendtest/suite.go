@@ -1,18 +1,17 @@
 package backendtest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -141,7 +140,7 @@ type ran struct {
 // exec runs cmd in the sandbox; an error of the sandbox fails the check.
 func exec(t testing.TB, sb backends.Sandbox, cmd backends.Command) ran {
 	t.Helper()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testenv.Buffer
 	start := time.Now()
 	res, err := sb.Exec(context.Background(), cmd, backends.Streams{Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
@@ -314,7 +313,7 @@ func checkClose(t testing.TB, l *live) {
 	// A closed sandbox refuses a command, and does not hang on it.
 	ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := l.sb.Exec(ectx, sh("echo after"), backends.Streams{Stdout: &lockedBuffer{}, Stderr: &lockedBuffer{}}); err == nil || ectx.Err() != nil {
+	if _, err := l.sb.Exec(ectx, sh("echo after"), backends.Streams{Stdout: &testenv.Buffer{}, Stderr: &testenv.Buffer{}}); err == nil || ectx.Err() != nil {
 		t.Errorf("Exec after Close: %v (context %v), want an error at once", err, ectx.Err())
 	}
 }
@@ -345,7 +344,7 @@ func checkDeferred(t testing.TB, f Factory) {
 		if !ok {
 			t.Fatalf("a sandbox of a staged policy is no backends.Stager")
 		}
-		var out lockedBuffer
+		var out testenv.Buffer
 		if _, err := sb.Exec(ctx, sh("true"), backends.Streams{Stdout: &out, Stderr: &out}); err == nil {
 			t.Errorf("a command ran before the deferred staged copy was in place")
 		}
@@ -402,23 +401,4 @@ func canonical(path string) string {
 		return c
 	}
 	return path
-}
-
-// lockedBuffer is a bytes.Buffer a backend's two stream copies may write
-// at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -56,24 +56,28 @@ func (r *recorder) Failed() bool {
 	return len(r.fails) > 0
 }
 
+// record runs check with a recorder, on a goroutine of its own (a Fatal
+// ends it), and returns what it recorded. A skip is never a pass.
+func record(t *testing.T, name string, check func(testing.TB)) []string {
+	r := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		check(r)
+	}()
+	<-done
+	if r.skip != "" {
+		// Called from several goroutines: no Fatal.
+		t.Errorf("check %q skipped: %s", name, r.skip)
+	}
+	return r.fails
+}
+
 // recordSuite runs the Suite's checks against f and returns each
 // check's failures by name.
 func recordSuite(t *testing.T, f Factory) map[string][]string {
 	got := map[string][]string{}
-	runSuite(t, f, func(name string, check func(testing.TB)) {
-		r := &recorder{TB: t}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			check(r)
-		}()
-		<-done
-		if r.skip != "" {
-			// A skip is never a pass (called from several goroutines: no Fatal).
-			t.Errorf("check %q skipped: %s", name, r.skip)
-		}
-		got[name] = r.fails
-	})
+	runSuite(t, f, func(name string, check func(testing.TB)) { got[name] = record(t, name, check) })
 	return got
 }
 
