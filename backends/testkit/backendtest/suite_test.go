@@ -82,19 +82,31 @@ func recordSuite(t *testing.T, f Factory) map[string][]string {
 }
 
 // hostPolicy is a policy whose workdir is a writable directory of the
-// test's: what the host runner below needs.
+// test's, staged (the host runner below copies nothing, but holds its
+// commands back until Stage when its start deferred the copy).
 func hostPolicy(t testing.TB) *policy.Policy {
 	dir := t.TempDir()
-	return &policy.Policy{WorkspaceRoot: dir, Workdir: dir, Mounts: []policy.Mount{{Path: dir, Kind: "dir"}}}
+	return &policy.Policy{WorkspaceRoot: dir, Workdir: dir, Mounts: []policy.Mount{{Path: dir, Kind: "dir"}},
+		Staging: policy.Staging{Size: 1 << 20, Inodes: 1000}}
+}
+
+// deferredAndPending: sb's start deferred its staged copy and no Stage
+// came yet.
+func deferredAndPending(sb *Sandbox, deferred bool) bool {
+	events, _, _ := sb.Record()
+	return deferred && !slices.Contains(events, "stage")
 }
 
 // hostRun is what a correct backend does, with no isolation at all: the
 // command runs as a host process in its own process group, killed whole
 // at its timeout. It is the control for the broken backends below.
-func hostRun(p *policy.Policy, sb *Sandbox) func(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+func hostRun(p *policy.Policy, sb *Sandbox, deferred bool) func(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 	return func(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
 		if sb.Closes() > 0 {
 			return backends.Result{}, errors.New("the sandbox is closed")
+		}
+		if deferredAndPending(sb, deferred) {
+			return backends.Result{}, errors.New("the staged copy is not in place yet")
 		}
 		res := backends.Result{Sandbox: sb.Name}
 		if cmd.Timeout > 0 {
@@ -140,28 +152,42 @@ func hostRun(p *policy.Policy, sb *Sandbox) func(ctx context.Context, cmd backen
 }
 
 // killMarked kills the process groups of the host processes whose
-// command line holds one of argv's suite markers: the timeout check's
-// tree in a session of its own, with its children.
+// command line holds one of argv's suite markers (the timeout check's
+// tree in a session of its own, with its children) and returns once they
+// are gone (a zombie's command line is empty), within a bound.
 func killMarked(argv []string) {
 	for _, a := range argv {
 		if !strings.HasPrefix(a, "suite-timeout-") {
 			continue
 		}
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			pids := marked(a)
+			if len(pids) == 0 {
+				break
 			}
-			raw, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-			if !strings.Contains(string(raw), a) {
-				continue
-			}
-			if pgid, err := syscall.Getpgid(pid); err == nil && pgid > 1 {
-				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			for _, pid := range pids {
+				if pgid, err := syscall.Getpgid(pid); err == nil && pgid > 1 {
+					_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				}
 			}
 		}
 	}
+}
+
+// marked are the host processes whose command line holds marker.
+func marked(marker string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if raw, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.Contains(string(raw), marker) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // hostFactory is the control: a fake whose sandboxes run commands on the
@@ -175,7 +201,8 @@ func hostFactory(broken func(sb *Sandbox, h *Harness)) Factory {
 		h.Policy = func(t testing.TB) *policy.Policy { p = hostPolicy(t); return p }
 		b.NewSandbox = func(n int) *Sandbox {
 			sb := &Sandbox{Name: fmt.Sprintf("host-%d", n)}
-			sb.ExecFunc = hostRun(p, sb)
+			// Called with b's lock held: its record read directly.
+			sb.ExecFunc = hostRun(p, sb, b.startOpts[n-1].DeferStaging)
 			if broken != nil {
 				broken(sb, nil)
 			}
@@ -329,14 +356,27 @@ func TestSuiteFailsBrokenBackends(t *testing.T) {
 				}
 			}
 		}, []string{"close"}},
+		{"runs commands before the deferred copy", func(sb *Sandbox, _ *Harness) {
+			if sb == nil {
+				return
+			}
+			run := sb.ExecFunc
+			sb.ExecFunc = func(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
+				_ = sb.Stage(ctx) // as if the copy were in place
+				return run(ctx, cmd, out)
+			}
+		}, []string{"deferred staging"}},
 		{"runs commands after close", func(sb *Sandbox, _ *Harness) {
 			if sb == nil {
 				return
 			}
 			run := sb.ExecFunc
 			sb.ExecFunc = func(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
-				res, _ := run(ctx, cmd, out)
-				return res, nil
+				res, err := run(ctx, cmd, out)
+				if sb.Closes() > 0 {
+					err = nil
+				}
+				return res, err
 			}
 		}, []string{"close"}},
 	} {
