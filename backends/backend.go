@@ -62,6 +62,9 @@ type Artifact interface {
 	// JSON is the artifact in the form its consumer reads (a container create
 	// request, an OCI config.json, an SBPL profile wrapped in JSON...).
 	JSON() ([]byte, error)
+	// Summary is what the rendering gives the sandbox, in neutral terms
+	// (Rendered), read from the rendering itself.
+	Summary() (Rendered, error)
 }
 
 // Backend starts sandboxes for policies. It only translates the policy

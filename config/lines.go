@@ -212,64 +212,61 @@ func (sc *lineScanner) value(path []string, record bool) {
 		sc.quoted(sc.peek())
 	case sc.peek() == '[':
 		sc.i++
-		for {
-			sc.skipBlank(true)
-			if sc.eof() {
-				return
-			}
-			switch sc.peek() {
-			case ']':
-				sc.i++
-				return
-			case ',':
-				sc.i++
-				continue
-			}
-			start := sc.i
-			sc.value(nil, false)
-			if sc.i == start {
-				sc.i++
-			}
-		}
+		sc.items(']', func() { sc.value(nil, false) })
 	case sc.peek() == '{':
 		sc.i++
-		for {
-			sc.skipBlank(true) // TOML 1.1 allows newlines and comments here
-			if sc.eof() {
-				return
-			}
-			switch sc.peek() {
-			case '}':
-				sc.i++
-				return
-			case ',':
-				sc.i++
-				continue
-			}
-			start := sc.i
-			line := sc.lineAt(start)
-			key := sc.key()
-			sc.skipBlank(false)
-			if sc.peek() == '=' {
-				sc.i++
-				if record && len(key) > 0 && len(path)+len(key) <= maxIndexDepth {
-					full := concat(path, key)
-					sc.recordKey(full, line)
-					sc.value(full, len(full) < maxIndexDepth)
-				} else {
-					sc.value(nil, false)
-				}
-			}
-			if sc.i == start {
-				sc.i++
-			}
-		}
+		sc.items('}', func() { sc.inlineKey(path, record) })
 	default:
 		// Numbers, booleans and dates: up to the next delimiter.
 		for !sc.eof() && !strings.ContainsRune(" \t\r\n,]}#", rune(sc.s[sc.i])) {
 			sc.i++
 		}
 	}
+}
+
+// items skips the items of an array or inline table up to and past its
+// closing byte, each with item; one that takes nothing is skipped a byte
+// at a time. Newlines and comments are allowed between them (TOML 1.1 in
+// inline tables).
+func (sc *lineScanner) items(closing byte, item func()) {
+	for {
+		sc.skipBlank(true)
+		if sc.eof() {
+			return
+		}
+		switch sc.peek() {
+		case closing:
+			sc.i++
+			return
+		case ',':
+			sc.i++
+			continue
+		}
+		start := sc.i
+		item()
+		if sc.i == start {
+			sc.i++
+		}
+	}
+}
+
+// inlineKey skips one `key = value` of an inline table, recording the
+// key under path when record is set.
+func (sc *lineScanner) inlineKey(path []string, record bool) {
+	line := sc.lineAt(sc.i)
+	key := sc.key()
+	sc.skipBlank(false)
+	if sc.peek() != '=' {
+		return
+	}
+	sc.i++
+	if record && len(key) > 0 && len(path)+len(key) <= maxIndexDepth {
+		full := concat(path, key)
+		sc.recordKey(full, line)
+		sc.value(full, len(full) < maxIndexDepth)
+		return
+	}
+	sc.value(nil, false)
 }
 
 // multiline skips a triple-quoted string, including up to two quote

@@ -69,37 +69,15 @@ func checkBrokers(bs []Broker, rules []allow.Rule) error {
 	hosts := map[string]string{}
 	for i := range bs {
 		b := &bs[i]
-		what := "brokered secret " + b.Name
-		switch {
-		case b.Name == "":
+		if b.Name == "" {
 			return errors.New("a brokered secret without a name")
-		case b.Value == "":
-			return fmt.Errorf("%s: empty value", what)
-		case strings.ContainsFunc(b.Value, func(r rune) bool { return r < ' ' || r >= 0x7f }):
-			// It goes into a header: a control byte would split it.
-			return fmt.Errorf("%s: the value holds a control or non-ASCII character", what)
-		case !strings.HasPrefix(b.Placeholder, PlaceholderPrefix) || len(b.Placeholder) < len(PlaceholderPrefix)+placeholderRandom:
-			return fmt.Errorf("%s: the placeholder is not one NewPlaceholder makes", what)
-		case strings.Contains(b.Value, b.Placeholder) || strings.Contains(b.Placeholder, b.Value):
-			return fmt.Errorf("%s: the placeholder and the value overlap", what)
-		case len(b.Hosts) == 0:
-			return fmt.Errorf("%s: no host", what)
-		case len(b.Methods) == 0:
-			return fmt.Errorf("%s: no method", what)
 		}
-		for j, h := range b.Hosts {
-			name, err := allow.Normalize(h)
-			if err != nil || strings.HasPrefix(name, "*") {
-				return fmt.Errorf("%s: host %q is not a name", what, h)
-			}
-			if !allow.OnSomePort(rules, name) {
-				return fmt.Errorf("%s: host %s is not on the network allow-list", what, name)
-			}
-			if other, ok := hosts[name]; ok && other != b.Name {
-				return fmt.Errorf("%s: host %s is bound to %s already (one secret per host)", what, name, other)
-			}
-			hosts[name] = b.Name
-			b.Hosts[j] = name
+		what := "brokered secret " + b.Name
+		if err := checkBrokerFields(b); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if err := normaliseBrokerHosts(b, rules, hosts); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		for j, m := range b.Methods {
 			m = strings.ToUpper(m)
@@ -108,6 +86,47 @@ func checkBrokers(bs []Broker, rules []allow.Rule) error {
 			}
 			b.Methods[j] = m
 		}
+	}
+	return nil
+}
+
+// checkBrokerFields says what is wrong with b's value, placeholder, hosts
+// or methods as given.
+func checkBrokerFields(b *Broker) error {
+	switch {
+	case b.Value == "":
+		return errors.New("empty value")
+	case strings.ContainsFunc(b.Value, func(r rune) bool { return r < ' ' || r >= 0x7f }):
+		// It goes into a header: a control byte would split it.
+		return errors.New("the value holds a control or non-ASCII character")
+	case !strings.HasPrefix(b.Placeholder, PlaceholderPrefix) || len(b.Placeholder) < len(PlaceholderPrefix)+placeholderRandom:
+		return errors.New("the placeholder is not one NewPlaceholder makes")
+	case strings.Contains(b.Value, b.Placeholder) || strings.Contains(b.Placeholder, b.Value):
+		return errors.New("the placeholder and the value overlap")
+	case len(b.Hosts) == 0:
+		return errors.New("no host")
+	case len(b.Methods) == 0:
+		return errors.New("no method")
+	}
+	return nil
+}
+
+// normaliseBrokerHosts normalises b's hosts in place: each a name on the
+// allow-list, bound to no other secret (hosts records who has which).
+func normaliseBrokerHosts(b *Broker, rules []allow.Rule, hosts map[string]string) error {
+	for j, h := range b.Hosts {
+		name, err := allow.Normalize(h)
+		if err != nil || strings.HasPrefix(name, "*") {
+			return fmt.Errorf("host %q is not a name", h)
+		}
+		if !allow.OnSomePort(rules, name) {
+			return fmt.Errorf("host %s is not on the network allow-list", name)
+		}
+		if other, ok := hosts[name]; ok && other != b.Name {
+			return fmt.Errorf("host %s is bound to %s already (one secret per host)", name, other)
+		}
+		hosts[name] = b.Name
+		b.Hosts[j] = name
 	}
 	return nil
 }

@@ -52,20 +52,15 @@ type codePatterns struct {
 var alwaysRecursive = map[string]bool{"rmtree": true, "rm_rf": true, "rm_r": true, "remove_dir": true, "remove_entry_secure": true,
 	"remove_entry": true, "remove_tree": true, "rimraf": true, "removeSync": true, "emptyDirSync": true, "remove_all": true, "delete_directory": true}
 
-// scanCode judges code in another language for the rules' intents.
+// scanCode judges code in another language: the rules' code site, then
+// the commands it runs, which are judged as commands.
 func (j *judge) scanCode(lang, code, command string) {
 	if j.stopped() || strings.TrimSpace(code) == "" {
 		return
 	}
-	if m := codeRes().codeInstall.FindString(code); m != "" {
-		j.rule(rulePackageInstall, lang+" code calls "+m+", which installs packages", command)
+	if j.applySite(Invocation{site: siteCode, scope: j.scope(), code: codeView{lang: lang, text: code, command: command}}) {
 		return
 	}
-	if forkBomb(code) {
-		j.rule(ruleForkBomb, lang+" code forks in an endless loop", command)
-		return
-	}
-	j.scanTreeDeletes(lang, code, command)
 	for _, loc := range codeRes().execCall.FindAllStringSubmatchIndex(code, 64) {
 		if j.stopped() {
 			return
@@ -121,8 +116,37 @@ func (j *judge) judgeExecArgs(lang, fn string, args []codeArg, command string) {
 	}
 }
 
-// scanTreeDeletes judges the tree deletes in code.
-func (j *judge) scanTreeDeletes(lang, code, command string) {
+// installsFromCode is package-install's code site: code calling a package
+// installer (install.packages, Pkg.add, pip.main). The code is not read
+// further.
+func installsFromCode(c Invocation) (finding, bool) {
+	if c.code.lang == "" {
+		return finding{}, false
+	}
+	if m := codeRes().codeInstall.FindString(c.code.text); m != "" {
+		return finding{reason: c.code.lang + " code calls " + m + ", which installs packages", command: c.code.command, final: true}, true
+	}
+	return finding{}, false
+}
+
+// forksEndlessly is fork-bomb's code site: code that forks in an endless
+// loop. The code is not read further.
+func forksEndlessly(c Invocation) (finding, bool) {
+	if c.code.lang == "" || !forkBomb(c.code.text) {
+		return finding{}, false
+	}
+	return finding{reason: c.code.lang + " code forks in an endless loop", command: c.code.command, final: true}, true
+}
+
+// deletesTreeFromCode is recursive-delete's code site: a call that deletes
+// a tree (shutil.rmtree, FileUtils.rm_rf, fs.rmSync(…, {recursive:
+// true})…) of a literal path or the home directory, judged as rm -r of
+// it.
+func deletesTreeFromCode(c Invocation) (finding, bool) {
+	code := c.code.text
+	if c.code.lang == "" {
+		return finding{}, false
+	}
 	for _, loc := range codeRes().treeDelete.FindAllStringSubmatchIndex(code, 64) {
 		fn := code[loc[2]:loc[3]]
 		rest := code[loc[1]:]
@@ -138,11 +162,11 @@ func (j *judge) scanTreeDeletes(lang, code, command string) {
 		} else {
 			continue // computed: not plain to see
 		}
-		if why := j.dangerousTarget(target); why != "" {
-			j.rule(ruleRecursiveDelete, lang+" code calls "+fn+", which would delete "+why, command)
-			return
+		if why := c.dangerousTarget(target); why != "" {
+			return finding{reason: c.code.lang + " code calls " + fn + ", which would delete " + why, command: c.code.command}, true
 		}
 	}
+	return finding{}, false
 }
 
 // awkPipes judges awk's pipes: "cmd" | getline runs cmd; print … | "cmd"

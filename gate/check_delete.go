@@ -10,35 +10,35 @@ import (
 // judged: a relative path is resolved against where an earlier cd went,
 // a variable holding a mktemp result is scratch, and a search from a
 // home directory counts as the home directory.
-func (j *judge) dangerousTarget(a arg) string {
+func (s scope) dangerousTarget(a arg) string {
 	if a.dynamic {
-		if why, ok := j.scratchTarget(a); ok {
+		if why, ok := s.scratchTarget(a); ok {
 			return why
 		}
-		if values, ok := loopValues(a, j.loopVars); ok {
+		if values, ok := loopValues(a, s.loopVars); ok {
 			for _, v := range values {
-				if why := j.dangerousTarget(v); why != "" {
+				if why := s.dangerousTarget(v); why != "" {
 					return why + " (" + a.text + " is " + v.text + ")"
 				}
 			}
 			return ""
 		}
-		return j.gate.dangerousTarget(a)
+		return s.gate.dangerousTarget(a)
 	}
-	if strings.HasPrefix(a.text, "~") && j.assigned["HOME"] {
+	if strings.HasPrefix(a.text, "~") && s.assigned["HOME"] {
 		return "a path in the home directory, which the command line sets itself"
 	}
-	if j.cwd != "" && a.text != "" && !path.IsAbs(a.text) && !strings.HasPrefix(a.text, "~") {
-		if strings.HasPrefix(j.cwd, "$") {
-			return "a relative path after cd to " + j.cwd
+	if s.cwd != "" && a.text != "" && !path.IsAbs(a.text) && !strings.HasPrefix(a.text, "~") {
+		if strings.HasPrefix(s.cwd, "$") {
+			return "a relative path after cd to " + s.cwd
 		}
-		joined := path.Join(j.cwd, a.text)
-		if why := j.gate.dangerousTarget(literal(joined)); why != "" {
-			return why + " (" + a.text + " after cd " + j.cwd + ")"
+		joined := path.Join(s.cwd, a.text)
+		if why := s.gate.dangerousTarget(literal(joined)); why != "" {
+			return why + " (" + a.text + " after cd " + s.cwd + ")"
 		}
 		return ""
 	}
-	return j.gate.dangerousTarget(a)
+	return s.gate.dangerousTarget(a)
 }
 
 // checkCd follows cd, pushd and popd: where relative paths lead from then
@@ -58,7 +58,7 @@ func (j *judge) checkCd(l layer) {
 		j.cwd = "~"
 	case target.dynamic:
 		j.cwd = "$DIR"
-		if why, ok := j.scratchTarget(target); ok && why == "" {
+		if why, ok := j.scope().scratchTarget(target); ok && why == "" {
 			j.cwd = "/tmp/mktemp" // somewhere inside scratch
 		}
 	case target.is("-") || strings.HasPrefix(target.text, "+"):
@@ -73,44 +73,43 @@ func (j *judge) checkCd(l layer) {
 	}
 }
 
-// checkRecursiveDelete judges the commands that delete trees.
-func checkRecursiveDelete(j *judge, c invocation, report reporter) {
-	switch c.name {
-	case "rm":
-		j.checkRm(c.layer, report)
-	case "find":
-		j.checkFindDelete(c.layer, report)
-	case "rsync":
-		j.checkRsync(c.layer, report)
-	default: // shred, srm, wipe
-		_, ops := scanOptions(c.args[1:], optionSpec{values: "ns", longValues: []string{"iterations", "size", "random-source"}})
-		for _, t := range ops {
-			if !t.dynamic && isDiskDevice(t.text) {
-				continue // disk-write's
-			}
-			if why := j.dangerousTarget(t); why != "" {
-				report(c.name + " would destroy " + why)
-				return
-			}
+// deleteTools are recursive-delete's tools and their checks.
+func deleteTools() map[string]ruleCheck {
+	return map[string]ruleCheck{"rm": checkRm, "find": checkFindDelete, "rsync": checkRsync,
+		"shred": checkShred, "srm": checkShred, "wipe": checkShred}
+}
+
+// checkShred judges shred, srm and wipe, which destroy the files they are
+// given (a disk device is disk-write's).
+func checkShred(c Invocation) (finding, bool) {
+	_, ops := scanOptions(c.args[1:], optionSpec{values: "ns", longValues: []string{"iterations", "size", "random-source"}})
+	for _, t := range ops {
+		if !t.dynamic && isDiskDevice(t.text) {
+			continue // disk-write's
+		}
+		if why := c.dangerousTarget(t); why != "" {
+			return found(c.name + " would destroy " + why)
 		}
 	}
+	return finding{}, false
 }
 
 // checkRm judges rm -r (with or without -f: without a terminal there is
 // nobody to answer its questions, so -f changes little).
-func (j *judge) checkRm(l layer, report reporter) {
+func checkRm(c Invocation) (finding, bool) {
+	l := c.layer
 	opts, ops := scanOptions(l.args[1:], optionSpec{})
 	recursive := has(opts, "-r", "-R", "--recursive")
 	// A word only known at run time may be -rf, given another to delete.
 	if !recursive && !(mayHideOption(l.args[1:]) && len(ops) >= 2) {
-		return
+		return finding{}, false
 	}
 	for _, t := range ops {
-		if why := j.dangerousTarget(t); why != "" {
-			report("rm -r would delete " + why)
-			return
+		if why := c.dangerousTarget(t); why != "" {
+			return found("rm -r would delete " + why)
 		}
 	}
+	return finding{}, false
 }
 
 // findCall is a find command line: its starting points and expression.
@@ -184,11 +183,11 @@ func narrowed(expr []arg, k int) bool {
 // found is what find passes for each file an action at expr[k] gets: a
 // path under the most dangerous starting point, or the starting point
 // itself when nothing narrows what is found (it is found too).
-func (j *judge) found(f findCall, k int) arg {
+func (sc scope) found(f findCall, k int) arg {
 	pick := f.starts[0]
-	for _, s := range f.starts {
-		if j.dangerousTarget(s) != "" {
-			pick = s
+	for _, st := range f.starts {
+		if sc.dangerousTarget(st) != "" {
+			pick = st
 			break
 		}
 	}
@@ -232,7 +231,8 @@ func isFindAction(expr []arg, k int, name ...string) bool {
 }
 
 // checkFindDelete judges find -delete on what it would find.
-func (j *judge) checkFindDelete(l layer, report reporter) {
+func checkFindDelete(c Invocation) (finding, bool) {
+	l := c.layer
 	f := parseFind(l.args[1:])
 	for k := range f.expr {
 		if !isFindAction(f.expr, k, "-delete") {
@@ -243,12 +243,12 @@ func (j *judge) checkFindDelete(l layer, report reporter) {
 			if !narrowed(f.expr, k) || mayHoldHome(s) {
 				target = s // a search from a home may reach its credential files
 			}
-			if why := j.dangerousTarget(target); why != "" {
-				report("find -delete would delete " + why)
-				return
+			if why := c.dangerousTarget(target); why != "" {
+				return found("find -delete would delete " + why)
 			}
 		}
 	}
+	return finding{}, false
 }
 
 // findCommands judges the commands -exec, -execdir, -ok and -okdir run,
@@ -265,7 +265,7 @@ func (j *judge) findCommands(l layer) {
 		for end < len(f.expr) && !f.expr[end].is(";", "+") {
 			end++
 		}
-		j.runOnFound(f.expr[k+1:end], j.found(f, k), f.starts)
+		j.runOnFound(f.expr[k+1:end], j.scope().found(f, k), f.starts)
 		k = end
 	}
 }
@@ -322,32 +322,33 @@ func substituteFound(args []arg, found arg) []arg {
 
 // checkRsync judges rsync --delete (and --del), which empties its
 // destination of what the source lacks.
-func (j *judge) checkRsync(l layer, report reporter) {
+func checkRsync(c Invocation) (finding, bool) {
+	l := c.layer
 	opts, ops := scanOptions(l.args[1:], optionSpec{values: "efTB", longValues: []string{
 		"rsh", "filter", "exclude", "include", "files-from", "rsync-path", "temp-dir", "log-file", "password-file",
 		"chmod", "chown", "bwlimit", "max-size", "min-size", "exclude-from", "include-from", "compare-dest", "copy-dest", "link-dest"}})
 	if has(opts, "--remove-source-files") {
 		for _, src := range ops[:max(len(ops)-1, 0)] {
-			if why := j.dangerousTarget(src); why != "" && (src.dynamic || !strings.Contains(strings.SplitN(src.text, "/", 2)[0], ":")) {
-				report("rsync --remove-source-files would delete from " + why)
-				return
+			if why := c.dangerousTarget(src); why != "" && (src.dynamic || !strings.Contains(strings.SplitN(src.text, "/", 2)[0], ":")) {
+				return found("rsync --remove-source-files would delete from " + why)
 			}
 		}
 	}
 	if !hasPrefixed(opts, "--del") || len(ops) < 2 || has(opts, "-n", "--dry-run") {
-		return // -n lists what --delete would remove
+		return finding{}, false // -n lists what --delete would remove
 	}
 	dest := ops[len(ops)-1]
 	if !dest.dynamic && strings.Contains(strings.SplitN(dest.text, "/", 2)[0], ":") {
-		return // a remote destination: the sandbox's network policy decides
+		return finding{}, false // a remote destination: the sandbox's network policy decides
 	}
-	if why := j.dangerousTarget(dest); why != "" {
-		report("rsync --delete would delete from " + why)
+	if why := c.dangerousTarget(dest); why != "" {
+		return found("rsync --delete would delete from " + why)
 	}
+	return finding{}, false
 }
 
 // checkChmod judges recursive permission and ownership changes.
-func checkChmod(j *judge, c invocation, report reporter) {
+func checkChmod(c Invocation) (finding, bool) {
 	l := c.layer
 	spec := optionSpec{}
 	if l.name == "setfacl" {
@@ -355,7 +356,7 @@ func checkChmod(j *judge, c invocation, report reporter) {
 	}
 	opts, ops := scanOptions(l.args[1:], spec)
 	if !has(opts, "-R", "--recursive") {
-		return
+		return finding{}, false
 	}
 	targets := ops
 	modeAsOption := l.name == "chmod" && has(opts, "-r", "-w", "-x", "-X", "-s", "-t")
@@ -363,11 +364,11 @@ func checkChmod(j *judge, c invocation, report reporter) {
 		targets = targets[1:] // the mode or owner
 	}
 	for _, t := range targets {
-		if why := j.dangerousTarget(t); why != "" {
-			report(l.name + " -R would change " + why)
-			return
+		if why := c.dangerousTarget(t); why != "" {
+			return found(l.name + " -R would change " + why)
 		}
 	}
+	return finding{}, false
 }
 
 // rgPreprocessor judges rg --pre COMMAND, which rg runs on every file it
@@ -392,5 +393,5 @@ func (j *judge) rgPreprocessor(l layer) {
 		j.dynamic("rg --pre runs a command only known at run time", l.text())
 		return
 	}
-	j.runOnFound([]arg{cmd, literal("{}")}, j.found(findCall{starts: paths}, 0), paths)
+	j.runOnFound([]arg{cmd, literal("{}")}, j.scope().found(findCall{starts: paths}, 0), paths)
 }

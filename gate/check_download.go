@@ -61,21 +61,19 @@ func (j *judge) noteDownload(l layer, stmt *syntax.Stmt) {
 // checkRunDownloaded judges running a file downloaded earlier in the same
 // command line: as a script (bash x.sh, python3 x.py, source x.sh) or as
 // the command itself (./x.sh).
-func checkRunDownloaded(j *judge, c invocation, report reporter) {
+func checkRunDownloaded(c Invocation) (finding, bool) {
 	if c.dynamic() {
-		return
+		return finding{}, false
 	}
 	if why := remoteCode(c.layer); why != "" {
-		report(why)
-		return
+		return found(why)
 	}
-	if len(j.downloaded) == 0 {
-		return
+	if len(c.downloaded) == 0 {
+		return finding{}, false
 	}
-	was := func(a arg) bool { return !a.dynamic && j.downloaded[path.Clean(a.text)] }
-	if strings.Contains(c.args[0].text, "/") && was(c.args[0]) || j.downloaded[c.args[0].text] && strings.HasPrefix(c.args[0].text, ".") {
-		report(c.args[0].text + " was downloaded earlier in the command line; running it runs code nobody has read")
-		return
+	was := func(a arg) bool { return !a.dynamic && c.downloaded[path.Clean(a.text)] }
+	if strings.Contains(c.args[0].text, "/") && was(c.args[0]) || c.downloaded[c.args[0].text] && strings.HasPrefix(c.args[0].text, ".") {
+		return found(c.args[0].text + " was downloaded earlier in the command line; running it runs code nobody has read")
 	}
 	var script *arg
 	switch fam := family(c.name); fam {
@@ -89,6 +87,7 @@ func checkRunDownloaded(j *judge, c invocation, report reporter) {
 		}
 	}
 	if script != nil && was(*script) {
-		report(c.name + " runs " + script.text + ", downloaded earlier in the command line")
+		return found(c.name + " runs " + script.text + ", downloaded earlier in the command line")
 	}
+	return finding{}, false
 }

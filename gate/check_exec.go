@@ -16,7 +16,7 @@ func (j *judge) code(a arg, runner, command string) {
 		return
 	}
 	if j.downloads(a.word) {
-		j.rule(ruleDownloadExec, runner+" runs code it has just downloaded", command)
+		j.runsDownload(runner, "code it has just downloaded", command)
 		return
 	}
 	// X='echo hi'; eval "$X": a variable the line set only to literal
@@ -57,7 +57,25 @@ type shellCall struct {
 // parseShell reads a shell's options: -c may be combined with others (-lc,
 // -ec, -euxc) and need not come last; -o/-O and --rcfile take a value.
 func parseShell(args []arg) shellCall {
-	hasC, hasS := false, false
+	i, hasC, hasS := shellOptions(args)
+	operands := args[min(i, len(args)):]
+	var sc shellCall
+	switch {
+	case hasC:
+		if len(operands) > 0 {
+			sc.code = &operands[0]
+		}
+	case hasS || len(operands) == 0 || isStdinPath(operands[0]):
+		sc.stdin = true
+	default:
+		sc.script = &operands[0]
+	}
+	return sc
+}
+
+// shellOptions reads a shell's options: where its operands start, and
+// whether -c and -s are among them.
+func shellOptions(args []arg) (end int, hasC, hasS bool) {
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -78,30 +96,27 @@ func parseShell(args []arg) shellCall {
 			}
 			continue
 		}
-		for _, c := range t[1:] {
-			switch {
-			case c == 'c' && t[0] == '-':
-				hasC = true
-			case c == 's' && t[0] == '-':
-				hasS = true
-			case c == 'o' || c == 'O':
-				i++
-			}
+		c, s, values := shellFlags(t)
+		hasC, hasS = hasC || c, hasS || s
+		i += values
+	}
+	return i, hasC, hasS
+}
+
+// shellFlags reads one word of single-letter options (-euxc, +o): -c,
+// -s, and how many values (-o, -O) follow it.
+func shellFlags(t string) (c, s bool, values int) {
+	for _, r := range t[1:] {
+		switch {
+		case r == 'c' && t[0] == '-':
+			c = true
+		case r == 's' && t[0] == '-':
+			s = true
+		case r == 'o' || r == 'O':
+			values++
 		}
 	}
-	operands := args[min(i, len(args)):]
-	var sc shellCall
-	switch {
-	case hasC:
-		if len(operands) > 0 {
-			sc.code = &operands[0]
-		}
-	case hasS || len(operands) == 0 || isStdinPath(operands[0]):
-		sc.stdin = true
-	default:
-		sc.script = &operands[0]
-	}
-	return sc
+	return c, s, values
 }
 
 func isStdinPath(a arg) bool {
@@ -118,7 +133,7 @@ func (j *judge) checkShell(l layer, stmt *syntax.Stmt) {
 		j.code(*sc.code, l.name+" -c", l.text())
 	case sc.script != nil && sc.script.dynamic:
 		if j.downloads(sc.script.word) {
-			j.rule(ruleDownloadExec, l.name+" runs a script it has just downloaded", l.text())
+			j.runsDownload(l.name, "a script it has just downloaded", l.text())
 			return
 		}
 		j.dynamic(l.name+" runs a script whose path is only known at run time", l.text())
@@ -196,7 +211,7 @@ func (j *judge) checkInterpreter(fam string, l layer, stmt *syntax.Stmt) {
 	}
 	for _, c := range append(ic.code, derefs(ic.script)...) {
 		if c.dynamic && j.downloads(c.word) {
-			j.rule(ruleDownloadExec, l.name+" runs code it has just downloaded", l.text())
+			j.runsDownload(l.name, "code it has just downloaded", l.text())
 			return
 		}
 	}
@@ -258,7 +273,7 @@ func (j *judge) stdinCode(l layer, stmt *syntax.Stmt, lang string) {
 		switch r.Op {
 		case syntax.RdrIn, syntax.WordHdoc, syntax.Hdoc, syntax.DashHdoc, syntax.DplIn:
 			if j.downloads(r.Word) || j.downloads(r.Hdoc) {
-				j.rule(ruleDownloadExec, l.name+" runs code it reads from a download", l.text())
+				j.runsDownload(l.name, "code it reads from a download", l.text())
 				return
 			}
 		}
@@ -409,7 +424,7 @@ func (j *judge) checkSource(l layer, stmt *syntax.Stmt) {
 	switch {
 	case ops[0].dynamic:
 		if j.downloads(ops[0].word) {
-			j.rule(ruleDownloadExec, "source runs a file it has just downloaded", l.text())
+			j.runsDownload("source", "a file it has just downloaded", l.text())
 			return
 		}
 		j.dynamic("source runs a file whose path is only known at run time", l.text())

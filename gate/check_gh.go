@@ -83,49 +83,57 @@ func parseGh(l layer) ghCall {
 	return ghCall{group, verb, rest}
 }
 
-// checkGhWrite judges gh commands and HTTP clients that change GitHub.
-func checkGhWrite(j *judge, c invocation, report reporter) {
-	if c.name != "gh" {
-		checkHTTP(c.layer, report)
-		return
-	}
+// ghWriteTools are gh-write's tools: gh, and HTTP clients calling GitHub's
+// API.
+func ghWriteTools() map[string]ruleCheck {
+	m := each(httpToGitHub, "curl", "wget", "http", "https", "xh", "xhs")
+	m["gh"] = checkGhWrite
+	return m
+}
+
+func httpToGitHub(c Invocation) (finding, bool) { return checkHTTP(c.layer) }
+
+// checkGhWrite judges gh commands that change GitHub.
+func checkGhWrite(c Invocation) (finding, bool) {
 	g := parseGh(c.layer)
 	switch {
 	case g.group == nil:
 	case g.group.dynamic:
-		report("the gh command is only known at run time")
+		return found("the gh command is only known at run time")
 	case g.group.is("api"):
 		apiArgs := c.args[1:]
 		if i := slices.IndexFunc(apiArgs, func(a arg) bool { return a.is("api") }); i >= 0 {
 			apiArgs = apiArgs[i+1:]
 		}
-		checkGhAPI(apiArgs, report)
+		return checkGhAPI(apiArgs)
 	case g.verbIs(ghMutations(g.group.text)...):
-		report("gh " + g.group.text + " " + verbText(g.verb) + " changes GitHub")
+		return found("gh " + g.group.text + " " + verbText(g.verb) + " changes GitHub")
 	}
+	return finding{}, false
 }
 
 // checkGhCredentials judges gh commands that print or change credentials.
-func checkGhCredentials(j *judge, c invocation, report reporter) {
+func checkGhCredentials(c Invocation) (finding, bool) {
 	g := parseGh(c.layer)
 	if g.group == nil || g.group.dynamic {
-		return
+		return finding{}, false
 	}
 	switch grp := g.group.text; grp {
 	case "auth":
 		switch {
 		case g.verbIs("login", "logout", "refresh", "token", "setup-git", "switch"):
-			report("gh auth " + verbText(g.verb) + " handles the GitHub credentials")
+			return found("gh auth " + verbText(g.verb) + " handles the GitHub credentials")
 		case g.verbIs("status") && slices.ContainsFunc(g.rest, func(a arg) bool { return a.is("-t", "--show-token") || a.dynamic }):
-			report("gh auth status --show-token prints the GitHub token")
+			return found("gh auth status --show-token prints the GitHub token")
 		}
 	case "secret":
-		report("gh secret handles repository secrets")
+		return found("gh secret handles repository secrets")
 	case "ssh-key", "gpg-key":
 		if g.verbIs("add", "delete") {
-			report("gh " + grp + " " + verbText(g.verb) + " changes the account's keys")
+			return found("gh " + grp + " " + verbText(g.verb) + " changes the account's keys")
 		}
 	}
+	return finding{}, false
 }
 
 func verbText(verb *arg) string {
@@ -138,12 +146,11 @@ func verbText(verb *arg) string {
 // checkGhAPI judges gh api: GET (the default without fields) reads;
 // another method, or fields or --input (which make it POST), write.
 // A graphql call is a POST but reads unless its query is a mutation.
-func checkGhAPI(args []arg, report reporter) {
+func checkGhAPI(args []arg) (finding, bool) {
 	opts, ops := scanOptions(args, optionSpec{values: "XfFHpqt", longValues: []string{
 		"method", "field", "raw-field", "header", "preview", "jq", "template", "input", "hostname", "cache"}})
 	if mayHideOption(args) {
-		report("gh api has an argument only known at run time, which could make it write")
-		return
+		return found("gh api has an argument only known at run time, which could make it write")
 	}
 	fields := values(opts, "-f", "-F", "--field", "--raw-field")
 	input := has(opts, "--input")
@@ -154,18 +161,17 @@ func checkGhAPI(args []arg, report reporter) {
 	if m := values(opts, "-X", "--method"); len(m) > 0 {
 		last := m[len(m)-1]
 		if last.dynamic {
-			report("gh api's method is only known at run time")
-			return
+			return found("gh api's method is only known at run time")
 		}
 		method = strings.ToUpper(strings.TrimPrefix(last.text, "="))
 	}
 	if method == "GET" || method == "HEAD" {
-		return
+		return finding{}, false
 	}
 	if len(ops) > 0 && ops[0].is("graphql") && method == "POST" && !input && graphqlReads(fields) {
-		return
+		return finding{}, false
 	}
-	report("gh api with method " + method + " changes GitHub")
+	return found("gh api with method " + method + " changes GitHub")
 }
 
 // graphqlReads reports whether graphql fields are a plain query: literal,

@@ -166,7 +166,7 @@ type gitArgs struct {
 func (g gitArgs) first(vals ...string) bool { return len(g.ops) > 0 && g.ops[0].is(vals...) }
 
 // gitCheck judges one git subcommand for one rule.
-type gitCheck func(g gitArgs, report reporter)
+type gitCheck func(g gitArgs) (finding, bool)
 
 // gitDynamicVerb is the key, in a rule's verb table, of the check for a
 // subcommand only known at run time.
@@ -175,13 +175,13 @@ const gitDynamicVerb = "$"
 // gitVerbRule is the check of a rule that judges git subcommands, each
 // with its own check in verbs.
 func gitVerbRule(verbs map[string]gitCheck) ruleCheck {
-	return func(j *judge, c invocation, report reporter) {
+	return func(c Invocation) (finding, bool) {
 		if family(c.name) != "git" {
-			return
+			return finding{}, false
 		}
 		g := parseGit(c.layer)
 		if g.verb == nil {
-			return
+			return finding{}, false
 		}
 		verb := strings.ToLower(g.verb.text) // a case-insensitive file system finds git-RESET
 		if g.verb.dynamic {
@@ -189,10 +189,10 @@ func gitVerbRule(verbs map[string]gitCheck) ruleCheck {
 		}
 		check, ok := verbs[verb]
 		if !ok {
-			return
+			return finding{}, false
 		}
 		opts, ops := scanOptions(g.rest, gitOptionSpec(verb))
-		check(gitArgs{verb: verb, rest: g.rest, opts: opts, ops: ops}, report)
+		return check(gitArgs{verb: verb, rest: g.rest, opts: opts, ops: ops})
 	}
 }
 
@@ -210,10 +210,12 @@ func gitOptionSpec(verb string) optionSpec {
 
 // gitAlways is the check of a subcommand that always matches: "git VERB what".
 func gitAlways(what string) gitCheck {
-	return func(g gitArgs, report reporter) { report("git " + g.verb + " " + what) }
+	return func(g gitArgs) (finding, bool) { return found("git " + g.verb + " " + what) }
 }
 
-func gitDynamic(g gitArgs, report reporter) { report("the git subcommand is only known at run time") }
+func gitDynamic(g gitArgs) (finding, bool) {
+	return found("the git subcommand is only known at run time")
+}
 
 // gitRemoteVerbs are the subcommands that publish or take in shared history.
 var gitRemoteVerbs = map[string]gitCheck{
@@ -271,270 +273,174 @@ var gitDiscardVerbs = map[string]gitCheck{
 	"worktree":       gitWorktree,
 }
 
-func gitReadTree(g gitArgs, report reporter) {
+func gitReadTree(g gitArgs) (finding, bool) {
 	if has(g.opts, "-u") && has(g.opts, "--reset", "-m") {
-		report("git read-tree -u --reset overwrites the working tree, discarding uncommitted work")
+		return found("git read-tree -u --reset overwrites the working tree, discarding uncommitted work")
 	}
+	return finding{}, false
 }
 
-func gitCheckoutIndex(g gitArgs, report reporter) {
+func gitCheckoutIndex(g gitArgs) (finding, bool) {
 	if has(g.opts, "-f", "--force") {
-		report("git checkout-index -f overwrites working-tree files, discarding uncommitted work")
+		return found("git checkout-index -f overwrites working-tree files, discarding uncommitted work")
 	}
+	return finding{}, false
 }
 
-func gitRm(g gitArgs, report reporter) {
+func gitRm(g gitArgs) (finding, bool) {
 	if has(g.opts, "-f", "--force") && !has(g.opts, "--cached") {
-		report("git rm -f deletes files even when they hold uncommitted work")
+		return found("git rm -f deletes files even when they hold uncommitted work")
 	}
+	return finding{}, false
 }
 
-func gitWorktree(g gitArgs, report reporter) {
+func gitWorktree(g gitArgs) (finding, bool) {
 	if g.first("remove") && has(g.opts, "-f", "--force") {
-		report("git worktree remove --force deletes a worktree with its uncommitted work")
+		return found("git worktree remove --force deletes a worktree with its uncommitted work")
 	}
+	return finding{}, false
 }
 
-// checkGitHistory judges git's history-changing subcommands and gh pr
-// checkout (gh co), which moves the checkout too.
-func checkGitHistory(j *judge, c invocation, report reporter) {
-	if family(c.name) == "git" {
-		gitVerbRule(gitHistoryVerbs)(j, c, report)
-		return
-	}
+// ghCheckout is git-history's check of gh: gh pr checkout (gh co) moves
+// the checkout too.
+func ghCheckout(c Invocation) (finding, bool) {
 	group, verb, _ := ghWords(c.args[1:])
 	switch {
 	case group == nil:
 	case group.is("co"), group.is("pr") && verb != nil && (verb.dynamic || verb.is("checkout", "co")):
-		report("gh pr checkout changes the checked-out branch")
+		return found("gh pr checkout changes the checked-out branch")
 	}
-}
-
-// checkCredentialHelper judges commands that print stored credentials.
-func checkCredentialHelper(j *judge, c invocation, report reporter) {
-	_, ops := scanOptions(c.args[1:], optionSpec{})
-	first := func(vals ...string) bool { return len(ops) > 0 && (ops[0].dynamic || ops[0].is(vals...)) }
-	switch c.name {
-	case "security":
-		if first("find-generic-password", "find-internet-password", "find-key", "dump-keychain", "export", "unlock-keychain") {
-			report("security " + ops[0].text + " reads the keychain")
-		}
-	case "secret-tool":
-		if first("lookup", "search") {
-			report("secret-tool " + ops[0].text + " prints stored secrets")
-		}
-	case "pass", "gopass":
-		// Only what prints a secret: listing, searching names, setting up,
-		// syncing and moving entries print none.
-		if len(ops) > 0 && !first("ls", "list", "find", "search", "init", "git", "help", "version", "mounts", "new", "sync",
-			"insert", "rm", "mv", "cp", "config", "setup", "clone", "recipients", "fsck", "templates", "update", "completion") {
-			report(c.name + " prints a stored password")
-		}
-	case "op", "bw", "lpass":
-		item := len(ops) > 1 && ops[0].is("item", "document") && (ops[1].dynamic || ops[1].is("get"))
-		if item || first("read", "get", "show", "export", "unlock", "inject", "run", "signin") {
-			report(c.name + " " + ops[0].text + " reads a password manager")
-		}
-	case "git":
-		gitCredential(c.layer, report)
-	default:
-		if why := printsCredential(family(c.name), c.args[1:], ops); why != "" {
-			report(c.name + " " + why)
-		}
-	}
-}
-
-// printsCredential says why a CLI prints the credentials it is logged in
-// with (or mints from them) without naming a credential file: aws
-// configure get of a key, export-credentials, get-login-password, sts
-// session tokens; gcloud auth print-*-token; az account get-access-token;
-// gpg's secret-key export; kubectl config view --raw and create token;
-// heroku auth:token; docker credential helpers' get; vault print token;
-// keyring get and kwallet-query -r. Secrets a service stores for the
-// project (aws secretsmanager, vault read, key vault) are the project's
-// data, read with those credentials: other guards allow them, and so
-// does the gate. "" for the other forms.
-func printsCredential(fam string, args, ops []arg) string {
-	at := func(i int, vals ...string) bool { return len(ops) > i && (ops[i].dynamic || ops[i].is(vals...)) }
-	flag := func(names ...string) bool {
-		return slices.ContainsFunc(args, func(a arg) bool {
-			name, _, _ := strings.Cut(a.text, "=")
-			return !a.dynamic && slices.Contains(names, name)
-		})
-	}
-	switch fam {
-	case "aws":
-		switch {
-		case at(0, "configure") && at(1, "get") && len(ops) > 2 && (ops[2].dynamic || strings.Contains(ops[2].text, "secret") ||
-			strings.Contains(ops[2].text, "key_id") || strings.Contains(ops[2].text, "token")):
-			return "configure get prints a stored access key"
-		case at(0, "configure") && at(1, "export-credentials"),
-			at(0, "ecr", "ecr-public") && at(1, "get-login-password", "get-login", "get-authorization-token"),
-			at(0, "codeartifact") && at(1, "get-authorization-token"),
-			at(0, "sts") && at(1, "get-session-token", "get-federation-token"):
-			return ops[0].text + " " + ops[1].text + " prints a credential"
-		}
-	case "gcloud":
-		for _, a := range ops {
-			if !a.dynamic && strings.HasPrefix(a.text, "print-") && strings.HasSuffix(a.text, "-token") ||
-				a.is("config-helper") {
-				return a.text + " prints a credential"
-			}
-		}
-	case "az":
-		switch {
-		case at(0, "account") && at(1, "get-access-token"),
-			at(0, "acr") && at(1, "login") && flag("--expose-token"):
-			return ops[0].text + " " + ops[1].text + " prints a credential"
-		}
-	case "gpg":
-		for _, a := range args {
-			if !a.dynamic && strings.HasPrefix(a.text, "--export-secret") {
-				return a.text + " prints private keys"
-			}
-		}
-	case "kubectl":
-		if at(0, "config") && at(1, "view") && flag("--raw") || at(0, "create") && at(1, "token") {
-			return ops[0].text + " " + ops[1].text + " prints cluster credentials"
-		}
-	case "heroku":
-		if at(0, "auth:token", "authorizations:create") {
-			return ops[0].text + " prints an API token"
-		}
-	case "docker-credential":
-		if at(0, "get", "list") {
-			return ops[0].text + " prints registry credentials"
-		}
-	case "vault":
-		if at(0, "print") && at(1, "token") {
-			return ops[0].text + " prints a secret or token"
-		}
-	case "keyring":
-		if at(0, "get") {
-			return "get prints a stored password"
-		}
-	case "kwallet-query":
-		if flag("-r", "--read-password") {
-			return "-r prints a stored password"
-		}
-	}
-	return ""
+	return finding{}, false
 }
 
 // gitCredential judges git credential fill and the credential helpers' get.
-func gitCredential(l layer, report reporter) {
+func gitCredential(l layer) (finding, bool) {
 	g := parseGit(l)
 	if g.verb == nil || g.verb.dynamic {
-		return
+		return finding{}, false
 	}
 	_, ops := scanOptions(g.rest, optionSpec{})
 	op := len(ops) > 0 && ops[0].is("fill", "get")
 	if g.verb.is("credential") && op || strings.HasPrefix(g.verb.text, "credential-") && op {
-		report("git " + g.verb.text + " " + ops[0].text + " prints a stored credential")
+		return found("git " + g.verb.text + " " + ops[0].text + " prints a stored credential")
 	}
+	return finding{}, false
 }
 
-func gitPush(g gitArgs, report reporter) {
+func gitPush(g gitArgs) (finding, bool) {
 	if forcePush(g.opts, g.ops, g.rest) {
-		report("git push --force rewrites or deletes history on the remote")
+		return found("git push --force rewrites or deletes history on the remote")
 	}
+	return finding{}, false
 }
 
 // gitReset: a reset that only unstages (git reset, git reset HEAD [--]
 // paths, --mixed HEAD) leaves the branch and the files alone; any other
 // moves the branch, and --hard discards work.
-func gitReset(g gitArgs, report reporter) {
+func gitReset(g gitArgs) (finding, bool) {
 	for _, o := range g.opts {
 		if o.name != "--mixed" && o.name != "-q" && o.name != "--quiet" {
-			report("git reset " + o.name + " moves the branch or discards work")
-			return
+			return found("git reset " + o.name + " moves the branch or discards work")
 		}
 	}
 	if len(g.ops) > 0 && !g.ops[0].is("HEAD") && !slices.ContainsFunc(g.rest, func(a arg) bool { return a.is("--") }) ||
 		mayHideOption(g.rest) {
-		report("git reset moves the branch and with --hard discards work")
+		return found("git reset moves the branch and with --hard discards work")
 	}
+	return finding{}, false
 }
 
 // gitCheckout: checkout -b NAME and switch -c NAME (no start point, no
 // paths) only make a branch where HEAD is; anything else changes the
 // checked-out files and can discard work.
-func gitCheckout(g gitArgs, report reporter) {
+func gitCheckout(g gitArgs) (finding, bool) {
 	newBranch := len(g.opts) == 1 && len(g.ops) == 0 && g.opts[0].hasValue && !g.opts[0].value.dynamic
 	switch {
 	case newBranch && g.verb == "checkout" && has(g.opts, "-b", "-B", "--orphan"):
 	case newBranch && g.verb == "switch" && has(g.opts, "-c", "-C", "--create", "--force-create"):
 	default:
-		report("git " + g.verb + " changes the checked-out files and can discard work")
+		return found("git " + g.verb + " changes the checked-out files and can discard work")
 	}
+	return finding{}, false
 }
 
 // gitRestore: restore --staged alone only unstages; the rest overwrites
 // working-tree files.
-func gitRestore(g gitArgs, report reporter) {
+func gitRestore(g gitArgs) (finding, bool) {
 	if !has(g.opts, "-S", "--staged") || has(g.opts, "-W", "--worktree") || mayHideOption(g.rest) {
-		report("git restore overwrites working-tree files and can discard work")
+		return found("git restore overwrites working-tree files and can discard work")
 	}
+	return finding{}, false
 }
 
-func gitSvn(g gitArgs, report reporter) {
+func gitSvn(g gitArgs) (finding, bool) {
 	if g.first("dcommit", "set-tree") {
-		report("git svn " + g.ops[0].text + " publishes commits to a remote")
+		return found("git svn " + g.ops[0].text + " publishes commits to a remote")
 	}
+	return finding{}, false
 }
 
-func gitP4(g gitArgs, report reporter) {
+func gitP4(g gitArgs) (finding, bool) {
 	if g.first("submit") {
-		report("git p4 submit publishes commits to a remote")
+		return found("git p4 submit publishes commits to a remote")
 	}
+	return finding{}, false
 }
 
-func gitStash(g gitArgs, report reporter) {
+func gitStash(g gitArgs) (finding, bool) {
 	if !g.first("list", "show") {
-		report("git stash sets work aside and changes the checked-out files")
+		return found("git stash sets work aside and changes the checked-out files")
 	}
+	return finding{}, false
 }
 
-func gitClean(g gitArgs, report reporter) {
+func gitClean(g gitArgs) (finding, bool) {
 	if !has(g.opts, "-n", "--dry-run") {
-		report("git clean deletes untracked files")
+		return found("git clean deletes untracked files")
 	}
+	return finding{}, false
 }
 
-func gitBranch(g gitArgs, report reporter) {
+func gitBranch(g gitArgs) (finding, bool) {
 	if has(g.opts, "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force") {
-		report("git branch " + firstOption(g.opts, "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force") + " deletes, moves or overwrites branches")
+		return found("git branch " + firstOption(g.opts, "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force") + " deletes, moves or overwrites branches")
 	}
+	return finding{}, false
 }
 
-func gitTag(g gitArgs, report reporter) {
+func gitTag(g gitArgs) (finding, bool) {
 	if has(g.opts, "-d", "--delete", "-f", "--force") {
-		report("git tag -d/-f deletes or moves tags")
+		return found("git tag -d/-f deletes or moves tags")
 	}
+	return finding{}, false
 }
 
-func gitReflog(g gitArgs, report reporter) {
+func gitReflog(g gitArgs) (finding, bool) {
 	if g.first("expire", "delete") {
-		report("git reflog " + g.ops[0].text + " drops the record of lost work")
+		return found("git reflog " + g.ops[0].text + " drops the record of lost work")
 	}
+	return finding{}, false
 }
 
-func gitGc(g gitArgs, report reporter) {
+func gitGc(g gitArgs) (finding, bool) {
 	if hasPrefixed(g.opts, "--prune") {
-		report("git gc --prune deletes unreachable objects, the last copy of lost work")
+		return found("git gc --prune deletes unreachable objects, the last copy of lost work")
 	}
+	return finding{}, false
 }
 
-func gitBisect(g gitArgs, report reporter) {
+func gitBisect(g gitArgs) (finding, bool) {
 	if !g.first("log", "view", "visualize", "help", "terms") {
-		report("git bisect checks out other commits")
+		return found("git bisect checks out other commits")
 	}
+	return finding{}, false
 }
 
-func gitSymbolicRef(g gitArgs, report reporter) {
+func gitSymbolicRef(g gitArgs) (finding, bool) {
 	if len(g.ops) >= 2 || has(g.opts, "-d", "--delete") {
-		report("git symbolic-ref rewrites HEAD")
+		return found("git symbolic-ref rewrites HEAD")
 	}
+	return finding{}, false
 }
 
 func firstOption(opts []option, names ...string) string {

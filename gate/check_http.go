@@ -7,14 +7,15 @@ import (
 
 // checkHTTP judges HTTP clients writing to GitHub's API: curl, wget and
 // httpie are another way to comment on or close an issue.
-func checkHTTP(l layer, report reporter) {
+func checkHTTP(l layer) (finding, bool) {
 	args := l.args[1:]
 	if !slices.ContainsFunc(args, func(a arg) bool { return namesGitHubAPI(a.text) }) {
-		return
+		return finding{}, false
 	}
 	if method := httpMethod(l.name, args); method != "GET" && method != "HEAD" {
-		report(l.name + " " + method + " to GitHub's API changes GitHub")
+		return found(l.name + " " + method + " to GitHub's API changes GitHub")
 	}
+	return finding{}, false
 }
 
 func namesGitHubAPI(text string) bool {

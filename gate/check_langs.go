@@ -81,7 +81,7 @@ func (j *judge) checkPwsh(l layer) {
 			b.WriteString(c.text + " ")
 		}
 		if pwshDownload(b.String()) {
-			j.rule(ruleDownloadExec, l.name+" runs what it downloads (Invoke-Expression of a web request)", l.text())
+			j.runsDownload(l.name, "what it downloads (Invoke-Expression of a web request)", l.text())
 		}
 		return
 	}
@@ -164,45 +164,64 @@ func sedCommands(script string) []sedCommand {
 			}
 			s = rest
 		case 's', 'y':
-			if s == "" {
+			rest, runs, ok := sedSubstitution(c, s)
+			if !ok {
 				return append(out, sedCommand{runsPattern: true})
 			}
-			delim := s[0]
-			s = s[1:]
-			for range 2 {
-				end := sedDelimited(s, delim)
-				if end < 0 {
-					return append(out, sedCommand{runsPattern: true})
-				}
-				s = s[end+1:]
-			}
-			flags := s
-			if k := strings.IndexAny(flags, ";\n}"); k >= 0 {
-				flags, s = flags[:k], flags[k:]
-			} else {
-				s = ""
-			}
-			if c == 's' {
-				if w := strings.Index(flags, "w"); w >= 0 {
-					flags = flags[:w] // the rest is a file name
-				}
-				if strings.Contains(flags, "e") {
-					out = append(out, sedCommand{runsPattern: true})
-				}
-			}
-		case 'a', 'i', 'c', 'r', 'R', 'w', 'W', 'b', 't', 'T', ':', '#', 'q', 'Q', 'l', 'L', 'v', 'F', 'z':
-			_, rest, _ := strings.Cut(s, "\n")
-			if c == 'b' || c == 't' || c == 'T' || c == 'q' || c == 'Q' || c == 'l' || c == 'L' {
-				if k := strings.IndexAny(s, ";\n}"); k >= 0 {
-					rest = s[k:]
-				} else {
-					rest = ""
-				}
+			if runs {
+				out = append(out, sedCommand{runsPattern: true})
 			}
 			s = rest
+		case 'a', 'i', 'c', 'r', 'R', 'w', 'W', 'b', 't', 'T', ':', '#', 'q', 'Q', 'l', 'L', 'v', 'F', 'z':
+			s = skipSedArgument(c, s)
 		}
 	}
 	return out
+}
+
+// sedSubstitution reads an s or y command after its letter: rest is the
+// script after it, runs whether its e flag runs the result; ok is false
+// when it cannot be read.
+func sedSubstitution(c byte, s string) (rest string, runs, ok bool) {
+	if s == "" {
+		return "", false, false
+	}
+	delim := s[0]
+	s = s[1:]
+	for range 2 {
+		end := sedDelimited(s, delim)
+		if end < 0 {
+			return "", false, false
+		}
+		s = s[end+1:]
+	}
+	flags := s
+	if k := strings.IndexAny(flags, ";\n}"); k >= 0 {
+		flags, s = flags[:k], flags[k:]
+	} else {
+		s = ""
+	}
+	if c != 's' {
+		return s, false, true
+	}
+	if w := strings.Index(flags, "w"); w >= 0 {
+		flags = flags[:w] // the rest is a file name
+	}
+	return s, strings.Contains(flags, "e"), true
+}
+
+// skipSedArgument skips what follows a command that takes the rest of the
+// line (a, i, c, r, w…) or a label up to ; (b, t, q, l…).
+func skipSedArgument(c byte, s string) string {
+	_, rest, _ := strings.Cut(s, "\n")
+	if c == 'b' || c == 't' || c == 'T' || c == 'q' || c == 'Q' || c == 'l' || c == 'L' {
+		if k := strings.IndexAny(s, ";\n}"); k >= 0 {
+			rest = s[k:]
+		} else {
+			rest = ""
+		}
+	}
+	return rest
 }
 
 // skipSedAddress skips a sed address or range (1, $, /re/, \cREc, 1~2,
@@ -283,6 +302,20 @@ func remoteCode(l layer) string {
 func forkBomb(code string) bool {
 	r := langRes()
 	return r.forkCall.MatchString(code) && r.endless.MatchString(code)
+}
+
+// startsItselfEndlessly is fork-bomb's function site: a function that
+// starts itself more than once, or in the background (:(){ :|:& };:).
+func startsItselfEndlessly(c Invocation) (finding, bool) {
+	f := c.fn
+	if f.calls < 2 && !f.background {
+		return finding{}, false
+	}
+	how := "more than once"
+	if f.background {
+		how = "in the background"
+	}
+	return matched("function "+f.name+" starts itself "+how+", without end", f.name+"()")
 }
 
 type langRegexps struct {

@@ -8,66 +8,53 @@ import (
 // installVerbs lists, per package manager, the subcommands that install,
 // upgrade or remove software (or fetch and run it, like npx).
 func installVerbs(manager string) []string {
-	switch manager {
-	case "pip":
-		return []string{"install", "uninstall"}
-	case "pipx":
-		return []string{"install", "install-all", "inject", "upgrade", "upgrade-all", "reinstall", "reinstall-all", "run", "runpip", "uninstall"}
-	case "poetry":
-		return []string{"add", "install", "update", "remove", "sync", "self", "lock"}
-	case "pixi":
-		return []string{"install", "add", "update", "upgrade", "remove", "rm", "global", "self-update", "exec"}
-	case "conda", "mamba", "micromamba":
-		return []string{"install", "create", "update", "upgrade", "remove", "uninstall", "env", "self-update"}
-	case "npm":
-		return []string{"install", "i", "in", "ins", "inst", "insta", "instal", "isnt", "isnta", "isntal", "isntall", "add",
-			"ci", "clean-install", "ic", "install-clean", "isntall-clean", "install-test", "it", "install-ci-test", "cit",
-			"update", "up", "upgrade", "udpate", "uninstall", "un", "unlink", "remove", "rm", "r", "link", "ln", "exec", "x"}
-	case "pnpm":
-		return []string{"install", "i", "add", "update", "up", "upgrade", "remove", "rm", "un", "uninstall", "link", "ln", "dlx", "import"}
-	case "yarn":
-		return []string{"install", "add", "upgrade", "up", "remove", "link", "dlx", "global"}
-	case "bun":
-		return []string{"install", "i", "add", "a", "remove", "rm", "update", "upgrade", "link", "x"}
-	case "gem":
-		return []string{"install", "i", "update", "uninstall"}
-	case "bundle", "bundler":
-		return []string{"install", "update", "add"}
-	case "cargo":
-		return []string{"install", "add", "remove", "rm", "uninstall", "binstall"}
-	case "go":
-		return []string{"install", "get"}
-	case "apt", "apt-get", "aptitude":
-		return []string{"install", "remove", "purge", "upgrade", "dist-upgrade", "full-upgrade", "autoremove", "update", "reinstall", "build-dep"}
-	case "dnf", "yum", "microdnf", "zypper", "tdnf":
-		return []string{"install", "in", "remove", "rm", "erase", "update", "upgrade", "up", "reinstall", "downgrade",
-			"groupinstall", "group", "autoremove", "distro-sync", "dup", "patch", "addrepo", "ar"}
-	case "apk":
-		return []string{"add", "del", "upgrade", "update", "fix"}
-	case "brew":
-		return []string{"install", "reinstall", "uninstall", "remove", "rm", "upgrade", "update", "tap", "bundle", "autoremove"}
-	case "port":
-		return []string{"install", "uninstall", "upgrade", "selfupdate"}
-	case "snap", "flatpak":
-		return []string{"install", "remove", "uninstall", "refresh", "update"}
-	case "nix":
-		return []string{"profile", "shell", "run", "develop"}
-	case "pdm":
-		return []string{"add", "install", "sync", "update", "remove", "self", "import"}
-	case "rye":
-		return []string{"add", "remove", "sync", "install", "uninstall", "tools", "self", "fetch", "toolchain"}
-	case "hatch":
-		return []string{"env"}
-	case "composer":
-		return []string{"require", "install", "update", "remove", "global"}
-	case "luarocks":
-		return []string{"install", "remove"}
-	case "rustup":
-		return []string{"install", "update", "toolchain", "target", "component", "self"}
-	case "mise", "asdf", "rtx":
-		return []string{"install", "use", "plugin", "plugins", "upgrade"}
+	if alias, ok := packageManagerAliases[manager]; ok {
+		manager = alias
+	}
+	if verbs, ok := packageVerbs[manager]; ok {
+		return verbs
 	}
 	return toolManagerVerbs[manager]
+}
+
+// packageManagerAliases are the package managers whose verbs are
+// another's.
+var packageManagerAliases = map[string]string{"mamba": "conda", "micromamba": "conda", "bundler": "bundle",
+	"apt-get": "apt", "aptitude": "apt", "yum": "dnf", "microdnf": "dnf", "zypper": "dnf", "tdnf": "dnf",
+	"flatpak": "snap", "asdf": "mise", "rtx": "mise"}
+
+// packageVerbs are the install verbs of the common package managers.
+var packageVerbs = map[string][]string{
+	"pip":    {"install", "uninstall"},
+	"pipx":   {"install", "install-all", "inject", "upgrade", "upgrade-all", "reinstall", "reinstall-all", "run", "runpip", "uninstall"},
+	"poetry": {"add", "install", "update", "remove", "sync", "self", "lock"},
+	"pixi":   {"install", "add", "update", "upgrade", "remove", "rm", "global", "self-update", "exec"},
+	"conda":  {"install", "create", "update", "upgrade", "remove", "uninstall", "env", "self-update"},
+	"npm": {"install", "i", "in", "ins", "inst", "insta", "instal", "isnt", "isnta", "isntal", "isntall", "add",
+		"ci", "clean-install", "ic", "install-clean", "isntall-clean", "install-test", "it", "install-ci-test", "cit",
+		"update", "up", "upgrade", "udpate", "uninstall", "un", "unlink", "remove", "rm", "r", "link", "ln", "exec", "x"},
+	"pnpm":   {"install", "i", "add", "update", "up", "upgrade", "remove", "rm", "un", "uninstall", "link", "ln", "dlx", "import"},
+	"yarn":   {"install", "add", "upgrade", "up", "remove", "link", "dlx", "global"},
+	"bun":    {"install", "i", "add", "a", "remove", "rm", "update", "upgrade", "link", "x"},
+	"gem":    {"install", "i", "update", "uninstall"},
+	"bundle": {"install", "update", "add"},
+	"cargo":  {"install", "add", "remove", "rm", "uninstall", "binstall"},
+	"go":     {"install", "get"},
+	"apt":    {"install", "remove", "purge", "upgrade", "dist-upgrade", "full-upgrade", "autoremove", "update", "reinstall", "build-dep"},
+	"dnf": {"install", "in", "remove", "rm", "erase", "update", "upgrade", "up", "reinstall", "downgrade",
+		"groupinstall", "group", "autoremove", "distro-sync", "dup", "patch", "addrepo", "ar"},
+	"apk":      {"add", "del", "upgrade", "update", "fix"},
+	"brew":     {"install", "reinstall", "uninstall", "remove", "rm", "upgrade", "update", "tap", "bundle", "autoremove"},
+	"port":     {"install", "uninstall", "upgrade", "selfupdate"},
+	"snap":     {"install", "remove", "uninstall", "refresh", "update"},
+	"nix":      {"profile", "shell", "run", "develop"},
+	"pdm":      {"add", "install", "sync", "update", "remove", "self", "import"},
+	"rye":      {"add", "remove", "sync", "install", "uninstall", "tools", "self", "fetch", "toolchain"},
+	"hatch":    {"env"},
+	"composer": {"require", "install", "update", "remove", "global"},
+	"luarocks": {"install", "remove"},
+	"rustup":   {"install", "update", "toolchain", "target", "component", "self"},
+	"mise":     {"install", "use", "plugin", "plugins", "upgrade"},
 }
 
 // toolManagerVerbs are the verbs of version and tool managers (pyenv, nvm,
@@ -126,51 +113,49 @@ func installValueFlags(manager string) []string {
 
 // checkPackages judges package managers, python -m of one, setup.py
 // install and R CMD INSTALL.
-func checkPackages(j *judge, c invocation, deny reporter) {
+func checkPackages(c Invocation) (finding, bool) {
 	manager := family(c.name)
 	args := c.args[1:]
 	switch manager {
 	case "python":
-		checkPythonInstall(args, deny)
-		return
+		return checkPythonInstall(args)
 	case "r":
 		if len(args) > 1 && args[0].is("CMD") && args[1].is("INSTALL", "REMOVE") {
-			deny("R CMD " + args[1].text + " installs or removes an R package")
+			return found("R CMD " + args[1].text + " installs or removes an R package")
 		}
-		return
+		return finding{}, false
 	}
-	if check, ok := ownPackageChecks[manager]; ok && check(manager, args, deny) {
-		return
+	if check, ok := ownPackageChecks[manager]; ok {
+		return check(manager, args)
 	}
-	checkInstallVerb(manager, args, deny)
+	return checkInstallVerb(manager, args)
 }
 
 // checkPythonInstall judges python -m MODULE (pip, pip.__main__, pipx…,
 // ensurepip) as the module's own command, and setup.py install|develop.
-func checkPythonInstall(args []arg, deny reporter) {
+func checkPythonInstall(args []arg) (finding, bool) {
 	ic := parseInterpreter("python", args)
 	switch {
 	case ic.module != nil && !ic.module.dynamic:
 		name, _, _ := strings.Cut(ic.module.text, ".")
 		if name == "ensurepip" {
-			deny("python -m ensurepip installs pip")
-			return
+			return found("python -m ensurepip installs pip")
 		}
-		checkPackages(nil, invocation{layer: layer{name: name, args: append([]arg{literal(name)}, ic.moduleArgs...)}}, deny)
+		return checkPackages(Invocation{layer: layer{name: name, args: append([]arg{literal(name)}, ic.moduleArgs...)}})
 	case ic.script != nil && !ic.script.dynamic && commandName(ic.script.text) == "setup.py":
 		_, ops := scanOptions(args, optionSpec{values: "cmWX", posix: true})
 		for _, a := range after(ops, 1) {
 			if a.is("install", "develop", "easy_install", "bdist_egg") {
-				deny("setup.py " + a.text + " installs the package")
-				return
+				return found("setup.py " + a.text + " installs the package")
 			}
 		}
 	}
+	return finding{}, false
 }
 
 // packageCheck judges a package manager whose command line has rules of
-// its own. done false leaves it to checkInstallVerb.
-type packageCheck func(manager string, args []arg, deny reporter) (done bool)
+// its own (which may include checkInstallVerb's).
+type packageCheck func(manager string, args []arg) (finding, bool)
 
 // ownPackageChecks are the package managers not judged (or not only) by
 // their install verbs.
@@ -178,19 +163,19 @@ var ownPackageChecks = map[string]packageCheck{
 	"npx": checkFetchAndRun, "pnpx": checkFetchAndRun, "bunx": checkFetchAndRun, "uvx": checkFetchAndRun,
 	"easy_install": checkFetchAndRun, "pip-sync": checkFetchAndRun, "cpanm": checkFetchAndRun,
 	"cpan":   checkCpan,
-	"uv":     func(_ string, args []arg, deny reporter) bool { checkUv(args, deny); return true },
+	"uv":     func(_ string, args []arg) (finding, bool) { return checkUv(args) },
 	"yarn":   checkBareYarn,
 	"dpkg":   checkDpkg,
-	"rpm":    func(_ string, args []arg, deny reporter) bool { checkRpm(args, deny); return true },
+	"rpm":    func(_ string, args []arg) (finding, bool) { return checkRpm(args) },
 	"pacman": checkPacman, "yay": checkPacman, "paru": checkPacman,
 	"nix-env": checkNixEnv,
 	"gh":      checkGhExtension,
 	"emerge":  checkOperandInstalls, "pkg_add": checkOperandInstalls, "pkg_delete": checkOperandInstalls,
-	"nix-shell": func(_ string, args []arg, deny reporter) bool {
+	"nix-shell": func(_ string, args []arg) (finding, bool) {
 		if _, ok := findOption(args, "-p", "--packages"); ok {
-			deny("nix-shell -p fetches and installs packages")
+			return found("nix-shell -p fetches and installs packages")
 		}
-		return true
+		return finding{}, false
 	},
 }
 
@@ -198,117 +183,134 @@ var ownPackageChecks = map[string]packageCheck{
 // registry whatever their arguments; only npx can be told not to. The
 // gate cannot see whether the project already has the tool, so for npx
 // the denial points at the form that runs only the project's own copy.
-func checkFetchAndRun(manager string, args []arg, deny reporter) bool {
+func checkFetchAndRun(manager string, args []arg) (finding, bool) {
 	if manager == "npx" && slices.ContainsFunc(args, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }) {
-		return true
+		return finding{}, false
 	}
 	if manager == "npx" {
 		if tool, _ := firstOperand(args, []string{"-p", "--package", "-c", "--call"}); tool != nil && !tool.dynamic {
 			bin := strings.SplitN(strings.TrimPrefix(tool.text, "@"), "@", 2)[0]
 			bin = bin[strings.LastIndexByte(bin, '/')+1:]
-			deny("npx fetches "+tool.text+" from the registry unless the project has it",
+			return found("npx fetches "+tool.text+" from the registry unless the project has it",
 				"If the project has it installed, run node_modules/.bin/"+bin+" (or npx --no-install "+tool.text+") instead.")
-			return true
 		}
 	}
-	deny(manager + " installs (and runs) packages from a registry")
-	return true
+	return found(manager + " installs (and runs) packages from a registry")
 }
 
 // checkCpan judges cpan: any operand is a module to install.
-func checkCpan(_ string, args []arg, deny reporter) bool {
+func checkCpan(_ string, args []arg) (finding, bool) {
 	if _, ops := scanOptions(args, optionSpec{}); len(ops) > 0 {
-		deny("cpan installs Perl modules")
+		return found("cpan installs Perl modules")
 	}
-	return true
+	return finding{}, false
 }
 
 // checkBareYarn judges yarn with no command; with one, its verb decides.
-func checkBareYarn(_ string, args []arg, deny reporter) bool {
+func checkBareYarn(manager string, args []arg) (finding, bool) {
 	if verb, _ := firstOperand(args, installValueFlags("yarn")); verb == nil {
-		deny("yarn with no command installs the project's packages")
-		return true
+		return found("yarn with no command installs the project's packages")
 	}
-	return false
+	return checkInstallVerb(manager, args)
 }
 
 // checkDpkg judges dpkg's install and remove modes.
-func checkDpkg(_ string, args []arg, deny reporter) bool {
+func checkDpkg(_ string, args []arg) (finding, bool) {
 	if _, ok := findOption(args, "-i", "--install", "-r", "--remove", "-P", "--purge", "--unpack", "--configure"); ok {
-		deny("dpkg installs or removes packages")
+		return found("dpkg installs or removes packages")
 	}
-	return true
+	return finding{}, false
 }
 
 // checkPacman judges pacman and its helpers: -S, -R and -U, alone or in a
 // cluster, and their long forms.
-func checkPacman(manager string, args []arg, deny reporter) bool {
+func checkPacman(manager string, args []arg) (finding, bool) {
 	for _, a := range args {
 		if !a.dynamic && (len(a.text) > 1 && a.text[0] == '-' && a.text[1] != '-' && strings.ContainsAny(a.text[1:2], "SRU") ||
 			a.is("--sync", "--remove", "--upgrade")) {
-			deny(manager + " " + a.text + " installs or removes packages")
-			return true
+			return found(manager + " " + a.text + " installs or removes packages")
 		}
 	}
-	return true
+	return finding{}, false
 }
 
 // checkNixEnv judges nix-env's install, uninstall and upgrade modes.
-func checkNixEnv(_ string, args []arg, deny reporter) bool {
+func checkNixEnv(_ string, args []arg) (finding, bool) {
 	if _, ok := findOption(args, "-i", "--install", "-e", "--uninstall", "-u", "--upgrade"); ok {
-		deny("nix-env installs or removes packages")
+		return found("nix-env installs or removes packages")
 	}
-	return true
+	return finding{}, false
 }
 
 // checkInstallVerb judges a package manager by its subcommand: one of its
 // install verbs (and, for a group, the second word) installs, upgrades or
 // removes software.
-func checkInstallVerb(manager string, args []arg, deny reporter) {
+func checkInstallVerb(manager string, args []arg) (finding, bool) {
 	verbs := installVerbs(manager)
 	if verbs == nil {
-		return
+		return finding{}, false
 	}
 	verb, rest := firstOperand(args, installValueFlags(manager))
 	switch {
 	case verb == nil:
+		return finding{}, false
 	case verb.dynamic:
-		deny(manager + "'s subcommand is only known at run time")
+		return found(manager + "'s subcommand is only known at run time")
+	}
+	if f, ok, handled := ownInstallVerb(manager, *verb, rest); handled {
+		return f, ok
+	}
+	if onlyPrintsPackages(manager, rest) || !slices.Contains(verbs, verb.text) {
+		return finding{}, false
+	}
+	if subs := installSubVerbs(manager, verb.text); subs != nil {
+		sub, _ := firstOperand(rest, nil)
+		if sub == nil || !sub.dynamic && !slices.Contains(subs, sub.text) {
+			return finding{}, false
+		}
+	}
+	return found(manager + " " + verb.text + " installs, upgrades or removes software")
+}
+
+// ownInstallVerb judges the subcommands with rules of their own (go run,
+// nix shell, npm exec --no-install, dotnet add package); handled reports
+// one.
+func ownInstallVerb(manager string, verb arg, rest []arg) (f finding, ok, handled bool) {
+	switch {
 	case manager == "go" && verb.is("run"):
-		checkGoRun(rest, deny)
+		f, ok = checkGoRun(rest)
 	case manager == "nix" && verb.is("shell", "run", "develop"):
 		for _, a := range rest {
 			if a.dynamic || !strings.HasPrefix(a.text, "-") && !strings.HasPrefix(a.text, ".") && !strings.HasPrefix(a.text, "/") {
-				deny("nix " + verb.text + " " + a.text + " fetches and installs packages")
-				return
+				f, ok = found("nix " + verb.text + " " + a.text + " fetches and installs packages")
+				break
 			}
 		}
 	case manager == "npm" && verb.is("exec", "x") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("--no-install", "--no", "--offline") }):
 	case manager == "dotnet" && verb.is("add") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("package") || a.dynamic }):
-		deny("dotnet add package installs a NuGet package") // the project may come first: dotnet add app.csproj package x
-	case slices.ContainsFunc(rest, func(a arg) bool { return a.is("--list") || a.is("-l") && strings.HasSuffix(manager, "env") }):
-		// pyenv install --list lists versions
-	case manager == "brew" && slices.ContainsFunc(rest, func(a arg) bool { return a.is("-n", "--dry-run") }):
-		// brew install/autoremove -n only says what it would do
-	case slices.Contains(verbs, verb.text):
-		if subs := installSubVerbs(manager, verb.text); subs != nil {
-			sub, _ := firstOperand(rest, nil)
-			if sub == nil || !sub.dynamic && !slices.Contains(subs, sub.text) {
-				return
-			}
-		}
-		deny(manager + " " + verb.text + " installs, upgrades or removes software")
+		f, ok = found("dotnet add package installs a NuGet package") // the project may come first: dotnet add app.csproj package x
+	default:
+		return finding{}, false, false
 	}
+	return f, ok, true
+}
+
+// onlyPrintsPackages reports the forms that list or pretend: pyenv
+// install --list lists versions; brew install/autoremove -n only says
+// what it would do.
+func onlyPrintsPackages(manager string, rest []arg) bool {
+	return slices.ContainsFunc(rest, func(a arg) bool { return a.is("--list") || a.is("-l") && strings.HasSuffix(manager, "env") }) ||
+		manager == "brew" && slices.ContainsFunc(rest, func(a arg) bool { return a.is("-n", "--dry-run") })
 }
 
 // checkGoRun judges go run: a package@version is fetched and run.
-func checkGoRun(rest []arg, deny reporter) {
+func checkGoRun(rest []arg) (finding, bool) {
 	for _, a := range rest {
 		if !a.dynamic && !strings.HasPrefix(a.text, "-") && strings.Contains(a.text, "@") {
-			deny("go run " + a.text + " fetches and runs a module")
-			return
+			return found("go run " + a.text + " fetches and runs a module")
 		}
 	}
+	return finding{}, false
 }
 
 // installSubVerbs lists, for a verb that is a group (rustup toolchain,
@@ -343,51 +345,50 @@ func installSubVerbs(manager, verb string) []string {
 // checkUv judges uv: uv pip install/sync/uninstall, add, remove, sync,
 // tool install/run/upgrade, self update, python install, and uv run with
 // --with (which installs what it names).
-func checkUv(args []arg, deny reporter) {
+func checkUv(args []arg) (finding, bool) {
 	verb, rest := firstOperand(args, []string{"--directory", "--project", "--cache-dir", "--config-file", "--color"})
 	if verb == nil {
-		return
+		return finding{}, false
 	}
 	sub, _ := firstOperand(rest, nil)
 	subIs := func(vals ...string) bool { return sub != nil && (sub.dynamic || sub.is(vals...)) }
 	switch {
 	case verb.dynamic:
-		deny("uv's subcommand is only known at run time")
+		return found("uv's subcommand is only known at run time")
 	case verb.is("add", "remove", "sync"):
-		deny("uv " + verb.text + " installs or removes packages")
+		return found("uv " + verb.text + " installs or removes packages")
 	case verb.is("pip") && subIs("install", "uninstall", "sync"),
 		verb.is("tool") && subIs("install", "run", "upgrade", "uninstall"),
 		verb.is("self") && subIs("update"),
 		verb.is("python") && subIs("install", "uninstall"):
-		deny("uv " + verb.text + " " + sub.text + " installs or removes software")
+		return found("uv " + verb.text + " " + sub.text + " installs or removes software")
 	case verb.is("lock") && hasUpgrade(rest):
-		deny("uv lock --upgrade moves the project to newer packages")
+		return found("uv lock --upgrade moves the project to newer packages")
 	case verb.is("run"):
 		for _, a := range rest {
 			if a.dynamic {
 				continue
 			}
 			if name, _, _ := strings.Cut(a.text, "="); name == "--with" || name == "--with-requirements" || name == "--with-editable" {
-				deny("uv run " + name + " installs packages")
-				return
+				return found("uv run " + name + " installs packages")
 			}
 		}
 	}
+	return finding{}, false
 }
 
 // checkOperandInstalls judges managers whose operands are packages to
 // install or remove (emerge, pkg_add): any operand, unless emerge only
 // pretends, searches or prints information.
-func checkOperandInstalls(manager string, args []arg, deny reporter) bool {
+func checkOperandInstalls(manager string, args []arg) (finding, bool) {
 	opts, ops := scanOptions(args, optionSpec{})
 	if len(ops) == 0 && !has(opts, "--sync", "-u", "--update", "-C", "--unmerge", "--depclean", "-c") {
-		return true
+		return finding{}, false
 	}
 	if manager == "emerge" && has(opts, "-p", "--pretend", "-s", "--search", "-S", "--searchdesc", "--info", "-h", "--help") {
-		return true
+		return finding{}, false
 	}
-	deny(manager + " installs or removes packages")
-	return true
+	return found(manager + " installs or removes packages")
 }
 
 // hasUpgrade reports uv's --upgrade, --upgrade-package, -U or -P.
@@ -403,23 +404,22 @@ func hasUpgrade(args []arg) bool {
 
 // checkRpm judges rpm: install, upgrade, freshen and erase modes; -q
 // queries are allowed even with -i (info).
-func checkRpm(args []arg, deny reporter) {
+func checkRpm(args []arg) (finding, bool) {
 	for _, a := range args {
 		if a.dynamic || !strings.HasPrefix(a.text, "-") {
 			continue
 		}
 		if a.is("--install", "--upgrade", "--freshen", "--erase", "--reinstall") {
-			deny("rpm " + a.text + " installs or removes packages")
-			return
+			return found("rpm " + a.text + " installs or removes packages")
 		}
 		if strings.HasPrefix(a.text, "--") || strings.Contains(a.text, "q") {
 			continue
 		}
 		if strings.ContainsAny(a.text[1:], "iUFe") {
-			deny("rpm " + a.text + " installs or removes packages")
-			return
+			return found("rpm " + a.text + " installs or removes packages")
 		}
 	}
+	return finding{}, false
 }
 
 // findOption finds an option given alone or (short ones) in a cluster.
@@ -435,10 +435,10 @@ func findOption(args []arg, names ...string) (string, bool) {
 
 // checkGhExtension judges gh extension install/upgrade/exec, which fetch
 // and run code from GitHub.
-func checkGhExtension(_ string, args []arg, deny reporter) bool {
+func checkGhExtension(_ string, args []arg) (finding, bool) {
 	group, verb, _ := ghWords(args)
 	if group != nil && group.is("extension", "extensions", "ext") && verb != nil && (verb.dynamic || verb.is("install", "upgrade", "exec", "remove")) {
-		deny("gh extension " + verb.text + " installs, runs or removes code from GitHub")
+		return found("gh extension " + verb.text + " installs, runs or removes code from GitHub")
 	}
-	return true
+	return finding{}, false
 }

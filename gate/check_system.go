@@ -4,50 +4,93 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
-// checkDisk judges tools that write disks: dd of=, formatting and
-// partitioning tools, and copies or tees onto a device.
-func checkDisk(j *judge, c invocation, deny reporter) {
-	l := c.layer
-	opts, ops := scanOptions(l.args[1:], optionSpec{})
-	switch fam := family(l.name); fam {
-	case "dd":
-		for _, a := range l.args[1:] {
-			if dest, ok := strings.CutPrefix(a.text, "of="); ok && !a.dynamic && isDiskDevice(dest) {
-				deny("dd onto a disk device destroys what is on it")
-				return
-			}
-		}
-	case "mkfs", "mke2fs", "mkswap", "blkdiscard", "wipefs", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted":
-		if readOnlyDiskTool(fam, l.name, opts, ops) || j.onlyFiles(ops) {
-			return
-		}
-		deny(l.name + " " + diskToolHarm[fam])
-	case "cryptsetup", "mdadm", "zpool", "lvm", "badblocks", "hdparm", "sg_format", "flashrom":
-		if why := deviceWriter(fam, opts, ops); why != "" {
-			deny(l.name + " " + why)
-		}
-	case "nvme":
-		if len(ops) > 0 && ops[0].is("format", "sanitize") {
-			deny("nvme " + ops[0].text + " erases a drive")
-		}
-	case "tee":
-		for _, a := range ops {
-			if !a.dynamic && isDiskDevice(a.text) {
-				deny("tee onto a disk device destroys what is on it")
-				return
-			}
-		}
-	case "cp", "mv", "install":
-		if n := len(ops); n > 0 && !ops[n-1].dynamic && isDiskDevice(ops[n-1].text) {
-			deny(l.name + " onto a disk device destroys what is on it")
-		}
-	case "shred", "srm", "wipe":
-		if slices.ContainsFunc(ops, func(a arg) bool { return !a.dynamic && isDiskDevice(a.text) }) {
-			deny(l.name + " overwrites a disk device")
+// diskTools are disk-write's tools and their checks: dd of=, formatting
+// and partitioning tools, storage tools, and copies or tees onto a device.
+func diskTools() map[string]ruleCheck {
+	m := map[string]ruleCheck{"dd": ddOntoDisk, "nvme": nvmeErase, "tee": teeOntoDisk,
+		"cp": copyOntoDisk, "mv": copyOntoDisk, "install": copyOntoDisk,
+		"shred": shredDisk, "srm": shredDisk, "wipe": shredDisk}
+	for fam := range diskToolHarm {
+		m[fam] = formatDisk
+	}
+	for fam := range storageWriters {
+		m[fam] = storageWriter
+	}
+	return m
+}
+
+func ddOntoDisk(c Invocation) (finding, bool) {
+	for _, a := range c.args[1:] {
+		if dest, ok := strings.CutPrefix(a.text, "of="); ok && !a.dynamic && isDiskDevice(dest) {
+			return found("dd onto a disk device destroys what is on it")
 		}
 	}
+	return finding{}, false
+}
+
+// formatDisk judges the formatting and partitioning tools (diskToolHarm).
+func formatDisk(c Invocation) (finding, bool) {
+	fam := family(c.name)
+	opts, ops := scanOptions(c.args[1:], optionSpec{})
+	if readOnlyDiskTool(fam, c.name, opts, ops) || c.onlyFiles(ops) {
+		return finding{}, false
+	}
+	return found(c.name + " " + diskToolHarm[fam])
+}
+
+func storageWriter(c Invocation) (finding, bool) {
+	opts, ops := scanOptions(c.args[1:], optionSpec{})
+	if why := deviceWriter(family(c.name), opts, ops); why != "" {
+		return found(c.name + " " + why)
+	}
+	return finding{}, false
+}
+
+func nvmeErase(c Invocation) (finding, bool) {
+	_, ops := scanOptions(c.args[1:], optionSpec{})
+	if len(ops) > 0 && ops[0].is("format", "sanitize") {
+		return found("nvme " + ops[0].text + " erases a drive")
+	}
+	return finding{}, false
+}
+
+func teeOntoDisk(c Invocation) (finding, bool) {
+	_, ops := scanOptions(c.args[1:], optionSpec{})
+	for _, a := range ops {
+		if !a.dynamic && isDiskDevice(a.text) {
+			return found("tee onto a disk device destroys what is on it")
+		}
+	}
+	return finding{}, false
+}
+
+func copyOntoDisk(c Invocation) (finding, bool) {
+	_, ops := scanOptions(c.args[1:], optionSpec{})
+	if n := len(ops); n > 0 && !ops[n-1].dynamic && isDiskDevice(ops[n-1].text) {
+		return found(c.name + " onto a disk device destroys what is on it")
+	}
+	return finding{}, false
+}
+
+func shredDisk(c Invocation) (finding, bool) {
+	_, ops := scanOptions(c.args[1:], optionSpec{})
+	if slices.ContainsFunc(ops, func(a arg) bool { return !a.dynamic && isDiskDevice(a.text) }) {
+		return found(c.name + " overwrites a disk device")
+	}
+	return finding{}, false
+}
+
+// redirectOntoDisk is disk-write's redirection site: > /dev/sda.
+func redirectOntoDisk(c Invocation) (finding, bool) {
+	r := c.redir
+	if r.target.dynamic || !r.writes() || !isDiskDevice(r.target.text) {
+		return finding{}, false
+	}
+	return matched("writing to a disk device destroys what is on it", r.text())
 }
 
 // diskToolHarm says what each formatting or partitioning tool does to
@@ -95,12 +138,12 @@ func readOnlyDiskTool(fam, name string, opts []option, ops []arg) bool {
 // one a recursive delete could reach too (relative, or inside the
 // workspace, a writable path or scratch), so fdisk disk.img and mkfs
 // /tmp/test.img are allowed while mkfs /etc/fstab is not.
-func (j *judge) onlyFiles(ops []arg) bool {
+func (s scope) onlyFiles(ops []arg) bool {
 	if len(ops) == 0 {
 		return false
 	}
 	for _, a := range ops {
-		if a.dynamic || isDiskDevice(a.text) || strings.HasPrefix(path.Clean(a.text), "/dev/") || j.dangerousTarget(a) != "" {
+		if a.dynamic || isDiskDevice(a.text) || strings.HasPrefix(path.Clean(a.text), "/dev/") || s.dangerousTarget(a) != "" {
 			return false
 		}
 	}
@@ -108,74 +151,118 @@ func (j *judge) onlyFiles(ops []arg) bool {
 }
 
 // deviceWriter says why a storage tool outside mkfs and the partitioners
-// destroys a device's contents (LUKS formatting, RAID and pool creation,
-// LVM physical volumes, destructive badblocks, ATA secure erase, low-level
-// format, firmware flashing), or "" for its reading forms.
+// destroys a device's contents, or "" for its reading forms.
 func deviceWriter(fam string, opts []option, ops []arg) string {
 	if has(opts, "-h", "--help", "--version") {
 		return ""
 	}
-	first := func(vals ...string) bool { return len(ops) > 0 && (ops[0].dynamic || ops[0].is(vals...)) }
-	switch fam {
-	case "cryptsetup":
-		if first("luksFormat", "erase", "luksErase", "reencrypt", "convert", "luksKillSlot", "repair") {
+	if writer, ok := storageWriters[fam]; ok {
+		return writer(opts, ops)
+	}
+	return ""
+}
+
+// storageWriters say, per storage tool, why its command line destroys a
+// device's contents (LUKS formatting, RAID and pool creation, LVM
+// physical volumes, destructive badblocks, ATA secure erase, low-level
+// format, firmware flashing), or "".
+var storageWriters = map[string]func(opts []option, ops []arg) string{
+	"cryptsetup": func(_ []option, ops []arg) string {
+		if firstIs(ops, "luksFormat", "erase", "luksErase", "reencrypt", "convert", "luksKillSlot", "repair") {
 			return ops[0].text + " overwrites a device's encryption header"
 		}
-	case "mdadm":
+		return ""
+	},
+	"mdadm": func(opts []option, _ []arg) string {
 		if has(opts, "-C", "--create", "-B", "--build", "--zero-superblock", "-G", "--grow") {
 			return "writes RAID metadata over devices"
 		}
-	case "zpool":
-		if first("create", "destroy", "labelclear", "add", "attach", "replace", "initialize", "split") {
+		return ""
+	},
+	"zpool": func(_ []option, ops []arg) string {
+		if firstIs(ops, "create", "destroy", "labelclear", "add", "attach", "replace", "initialize", "split") {
 			return ops[0].text + " writes a pool over devices"
 		}
-	case "lvm":
-		return "writes LVM metadata over a device or destroys a volume"
-	case "badblocks":
+		return ""
+	},
+	"lvm": func([]option, []arg) string { return "writes LVM metadata over a device or destroys a volume" },
+	"badblocks": func(opts []option, _ []arg) string {
 		if has(opts, "-w") {
 			return "-w overwrites every block of a device"
 		}
-	case "hdparm":
-		for _, o := range opts {
-			if strings.HasPrefix(o.name, "--security-erase") || strings.HasPrefix(o.name, "--fwdownload") ||
-				slices.Contains([]string{"--write-sector", "--trim-sector-ranges", "--trim-sector-ranges-stdin", "--make-bad-sector", "--dco-restore"}, o.name) {
-				return o.name + " destroys a drive's data"
-			}
-		}
-	case "sg_format":
-		return "low-level formats a drive"
-	case "flashrom":
+		return ""
+	},
+	"hdparm":    hdparmWriter,
+	"sg_format": func([]option, []arg) string { return "low-level formats a drive" },
+	"flashrom": func(opts []option, _ []arg) string {
 		if has(opts, "-w", "--write", "-E", "--erase") {
 			return "writes a chip's firmware"
+		}
+		return ""
+	},
+}
+
+// firstIs reports a first operand that is one of vals or only known at
+// run time.
+func firstIs(ops []arg, vals ...string) bool {
+	return len(ops) > 0 && (ops[0].dynamic || ops[0].is(vals...))
+}
+
+func hdparmWriter(opts []option, _ []arg) string {
+	for _, o := range opts {
+		if strings.HasPrefix(o.name, "--security-erase") || strings.HasPrefix(o.name, "--fwdownload") ||
+			slices.Contains([]string{"--write-sector", "--trim-sector-ranges", "--trim-sector-ranges-stdin", "--make-bad-sector", "--dco-restore"}, o.name) {
+			return o.name + " destroys a drive's data"
 		}
 	}
 	return ""
 }
 
-// checkSQL judges SQL clients given DROP or TRUNCATE, dropdb and
-// mysqladmin drop.
-func checkSQL(j *judge, c invocation, report reporter) {
-	l, stmt := c.layer, c.stmt
-	switch family(l.name) {
-	case "dropdb":
-		report("dropdb drops a database")
-	case "mysqladmin":
-		if slices.ContainsFunc(l.args[1:], func(a arg) bool { return a.is("drop") }) {
-			report("mysqladmin drop drops a database")
-		}
-	default:
-		var b strings.Builder
-		for _, a := range l.args[1:] {
-			b.WriteString(a.text)
-			b.WriteByte(' ')
-		}
-		if stmt != nil {
-			b.WriteString(literalText(stmt)) // here-documents and here-strings
-		}
-		if phrase := sqlDrop(b.String()); phrase != "" {
-			report(phrase + " given to " + l.name)
+// sqlTools are sql-drop's tools and their checks: SQL clients given DROP
+// or TRUNCATE, dropdb and mysqladmin drop.
+func sqlTools() map[string]ruleCheck {
+	return map[string]ruleCheck{"sql": sqlClient, "dropdb": dropdb, "mysqladmin": mysqladminDrop}
+}
+
+func dropdb(c Invocation) (finding, bool) { return found("dropdb drops a database") }
+
+func mysqladminDrop(c Invocation) (finding, bool) {
+	if slices.ContainsFunc(c.args[1:], func(a arg) bool { return a.is("drop") }) {
+		return found("mysqladmin drop drops a database")
+	}
+	return finding{}, false
+}
+
+// sqlClient scans a SQL client's arguments and its statement's
+// here-documents and here-strings.
+func sqlClient(c Invocation) (finding, bool) {
+	var b strings.Builder
+	for _, a := range c.args[1:] {
+		b.WriteString(a.text)
+		b.WriteByte(' ')
+	}
+	if c.stmt != nil {
+		b.WriteString(literalText(c.stmt))
+	}
+	if phrase := sqlDrop(b.String()); phrase != "" {
+		return found(phrase + " given to " + c.name)
+	}
+	return finding{}, false
+}
+
+// sqlPiped is sql-drop's pipeline site: a pipeline with a SQL client in it
+// has the whole pipeline's literal text scanned.
+func sqlPiped(c Invocation) (finding, bool) {
+	p := c.pipe
+	if p.runner != nil || p.sql == nil {
+		return finding{}, false // a download run first ends the pipeline's judging
+	}
+	for _, st := range p.stages {
+		if phrase := sqlDrop(literalText(st)); phrase != "" {
+			return matched(phrase+" is piped into "+p.sql.name, p.sql.text())
 		}
 	}
+	return finding{}, false
 }
 
 // sqlDrop finds DROP TABLE/DATABASE/SCHEMA or TRUNCATE in text, in any
@@ -218,33 +305,43 @@ func withoutSQLStrings(text string) string {
 	return b.String()
 }
 
-// checkInfra judges commands that destroy infrastructure.
-func checkInfra(j *judge, c invocation, deny reporter) {
-	l := c.layer
-	args := l.args[1:]
-	switch family(l.name) {
-	case "terraform":
-		checkTerraform(l, deny)
-	case "pulumi":
-		for i, a := range args {
-			if a.is("destroy", "down") || a.is("stack") && i+1 < len(args) && args[i+1].is("rm") {
-				deny("pulumi " + a.text + " destroys a stack's resources")
-				return
-			}
-		}
-	case "cdk":
-		if slices.ContainsFunc(args, func(a arg) bool { return a.is("destroy") }) {
-			deny("cdk destroy destroys a stack")
-		}
-	case "kubectl":
-		if verb, _ := firstOperand(args, []string{"-n", "--namespace", "--context", "--kubeconfig", "-s", "--server", "--cluster", "--user"}); verb != nil && (verb.dynamic || verb.is("delete")) && !dryRun(args) {
-			deny("kubectl delete deletes cluster resources")
-		}
-	case "helm":
-		if verb, _ := firstOperand(args, []string{"-n", "--namespace", "--kube-context", "--kubeconfig"}); verb != nil && (verb.dynamic || verb.is("uninstall", "delete", "del", "un")) && !dryRun(args) {
-			deny("helm uninstall deletes a release")
+// infraTools are terraform-destroy's tools and their checks.
+func infraTools() map[string]ruleCheck {
+	return map[string]ruleCheck{"terraform": checkTerraform, "pulumi": pulumiDestroy, "cdk": cdkDestroy,
+		"kubectl": kubectlDelete, "helm": helmUninstall}
+}
+
+func pulumiDestroy(c Invocation) (finding, bool) {
+	args := c.args[1:]
+	for i, a := range args {
+		if a.is("destroy", "down") || a.is("stack") && i+1 < len(args) && args[i+1].is("rm") {
+			return found("pulumi " + a.text + " destroys a stack's resources")
 		}
 	}
+	return finding{}, false
+}
+
+func cdkDestroy(c Invocation) (finding, bool) {
+	if slices.ContainsFunc(c.args[1:], func(a arg) bool { return a.is("destroy") }) {
+		return found("cdk destroy destroys a stack")
+	}
+	return finding{}, false
+}
+
+func kubectlDelete(c Invocation) (finding, bool) {
+	args := c.args[1:]
+	if verb, _ := firstOperand(args, []string{"-n", "--namespace", "--context", "--kubeconfig", "-s", "--server", "--cluster", "--user"}); verb != nil && (verb.dynamic || verb.is("delete")) && !dryRun(args) {
+		return found("kubectl delete deletes cluster resources")
+	}
+	return finding{}, false
+}
+
+func helmUninstall(c Invocation) (finding, bool) {
+	args := c.args[1:]
+	if verb, _ := firstOperand(args, []string{"-n", "--namespace", "--kube-context", "--kubeconfig"}); verb != nil && (verb.dynamic || verb.is("uninstall", "delete", "del", "un")) && !dryRun(args) {
+		return found("helm uninstall deletes a release")
+	}
+	return finding{}, false
 }
 
 // dryRun reports --dry-run in the forms that change nothing: bare (helm;
@@ -287,79 +384,111 @@ var shutdownTargets = []string{"poweroff.target", "reboot.target", "halt.target"
 // logindMethods are logind's D-Bus methods that stop the machine.
 var logindMethods = []string{"poweroff", "reboot", "halt", "suspend", "hibernate", "hybridsleep", "suspendthenhibernate", "kexec", "softreboot"}
 
-// checkShutdown judges commands that stop the machine or every process.
-func checkShutdown(j *judge, c invocation, deny reporter) {
-	l := c.layer
-	args := l.args[1:]
-	switch family(l.name) {
-	case "shutdown":
-		if !slices.ContainsFunc(args, func(a arg) bool { return a.is("--help", "-c") }) {
-			deny(l.name + " stops the machine")
-		}
-	case "init":
-		if len(args) > 0 && args[0].is("0", "1", "6", "s", "S") {
-			deny(l.name + " " + args[0].text + " changes the machine's run level")
-		}
-	case "systemctl", "loginctl", "machinectl":
-		checkSystemctl(l, deny)
-	case "killall5":
-		deny("killall5 signals every process")
-	case "kill":
-		if pid := killsEveryone(args); pid != "" {
-			deny("kill " + pid + " signals every process")
-		}
-	case "dbus-send", "busctl", "gdbus":
-		for _, a := range args {
-			method := strings.ToLower(a.text[strings.LastIndexAny(a.text, ". ")+1:])
-			if !a.dynamic && slices.Contains(logindMethods, method) {
-				deny(l.name + " calls " + a.text + ", which stops the machine")
-				return
-			}
-		}
-	case "tee", "dd":
-		for _, a := range args {
-			if isSysrq(strings.TrimPrefix(a.text, "of=")) && !a.dynamic {
-				deny("writing to /proc/sysrq-trigger can reboot or halt the machine at once")
-				return
-			}
+// shutdownTools are shutdown's tools and their checks: commands that stop
+// the machine or every process.
+func shutdownTools() map[string]ruleCheck {
+	return map[string]ruleCheck{"shutdown": stopsMachine, "init": changesRunLevel,
+		"systemctl": checkSystemctl, "loginctl": checkSystemctl, "machinectl": checkSystemctl,
+		"killall5": killall5, "kill": killEveryone, "dbus-send": logindCall, "busctl": logindCall, "gdbus": logindCall,
+		"tee": writesSysrq, "dd": writesSysrq}
+}
+
+func stopsMachine(c Invocation) (finding, bool) {
+	if !slices.ContainsFunc(c.args[1:], func(a arg) bool { return a.is("--help", "-c") }) {
+		return found(c.name + " stops the machine")
+	}
+	return finding{}, false
+}
+
+func changesRunLevel(c Invocation) (finding, bool) {
+	if args := c.args[1:]; len(args) > 0 && args[0].is("0", "1", "6", "s", "S") {
+		return found(c.name + " " + args[0].text + " changes the machine's run level")
+	}
+	return finding{}, false
+}
+
+func killall5(c Invocation) (finding, bool) { return found("killall5 signals every process") }
+
+func killEveryone(c Invocation) (finding, bool) {
+	if pid := killsEveryone(c.args[1:]); pid != "" {
+		return found("kill " + pid + " signals every process")
+	}
+	return finding{}, false
+}
+
+// logindCall judges dbus-send, busctl and gdbus calls of logind's methods
+// that stop the machine.
+func logindCall(c Invocation) (finding, bool) {
+	for _, a := range c.args[1:] {
+		method := strings.ToLower(a.text[strings.LastIndexAny(a.text, ". ")+1:])
+		if !a.dynamic && slices.Contains(logindMethods, method) {
+			return found(c.name + " calls " + a.text + ", which stops the machine")
 		}
 	}
+	return finding{}, false
+}
+
+func writesSysrq(c Invocation) (finding, bool) {
+	for _, a := range c.args[1:] {
+		if isSysrq(strings.TrimPrefix(a.text, "of=")) && !a.dynamic {
+			return found("writing to /proc/sysrq-trigger can reboot or halt the machine at once")
+		}
+	}
+	return finding{}, false
+}
+
+// redirectToSysrq is shutdown's redirection site: > /proc/sysrq-trigger.
+func redirectToSysrq(c Invocation) (finding, bool) {
+	r := c.redir
+	if r.target.dynamic || !r.writes() || !isSysrq(r.target.text) {
+		return finding{}, false
+	}
+	return matched("writing to /proc/sysrq-trigger can reboot or halt the machine at once", r.text())
 }
 
 // checkSystemctl judges systemctl's, loginctl's and machinectl's verbs
 // that stop the machine, and starting or isolating a shutdown target.
-func checkSystemctl(l layer, deny reporter) {
+func checkSystemctl(c Invocation) (finding, bool) {
+	l := c.layer
 	verb, rest := firstOperand(l.args[1:], []string{"-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property", "-s", "--signal"})
 	if verb == nil {
-		return
+		return finding{}, false
 	}
 	switch {
 	case verb.is("poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "hybrid-sleep",
 		"suspend-then-hibernate", "rescue", "emergency", "soft-reboot") && l.name != "machinectl":
-		deny(l.name + " " + verb.text + " stops the machine")
+		return found(l.name + " " + verb.text + " stops the machine")
 	case verb.is("start", "isolate", "restart", "reload-or-restart", "try-restart", "enable", "link") && l.name == "systemctl":
 		for _, a := range rest {
 			if !a.dynamic && slices.Contains(shutdownTargets, a.text) {
-				deny("systemctl " + verb.text + " " + a.text + " stops the machine")
-				return
+				return found("systemctl " + verb.text + " " + a.text + " stops the machine")
 			}
 		}
 	}
+	return finding{}, false
 }
 
 // isSysrq reports the kernel's magic SysRq trigger.
 func isSysrq(p string) bool { return path.Clean(p) == "/proc/sysrq-trigger" }
 
-// checkSudo judges privilege escalation; machinectl shell and login open a
-// root shell in a machine (the host, .host, included).
-func checkSudo(j *judge, c invocation, report reporter) {
-	if c.name != "machinectl" {
-		report(c.name + " runs commands with another user's privileges")
-		return
-	}
+// sudoTools are sudo's tools and their checks.
+func sudoTools() map[string]ruleCheck {
+	m := each(escalates, append([]string{"sudo", "sudoedit", "doas", "su", "runuser", "pkexec", "run0"}, privilegeFrontEnds...)...)
+	m["machinectl"] = machinectlShell
+	return m
+}
+
+func escalates(c Invocation) (finding, bool) {
+	return found(c.name + " runs commands with another user's privileges")
+}
+
+// machinectlShell judges machinectl shell and login, which open a root
+// shell in a machine (the host, .host, included).
+func machinectlShell(c Invocation) (finding, bool) {
 	if verb, _ := firstOperand(c.args[1:], []string{"-H", "--host", "-M", "--machine", "-E", "--setenv", "--uid"}); verb != nil && (verb.dynamic || verb.is("shell", "login")) {
-		report("machinectl " + verb.text + " opens a root shell in a machine")
+		return found("machinectl " + verb.text + " opens a root shell in a machine")
 	}
+	return finding{}, false
 }
 
 // killsEveryone returns the pid (-1 or 1) when kill is aimed at every
@@ -385,20 +514,16 @@ func killsEveryone(args []arg) string {
 	return ""
 }
 
-// checkSecretArgs judges a command's arguments for credential paths.
-func checkSecretArgs(j *judge, c invocation, report reporter) {
-	j.secretArgs(c.layer)
-}
-
-// secretArgs judges a command's arguments for credential paths; echo and
-// printf only print their arguments. A relative path counts as under the
-// home directory after a cd there (or somewhere unknown), and under tar's
-// -C directory.
-func (j *judge) secretArgs(l layer) {
+// checkSecretArgs judges a command's arguments for credential paths; echo
+// and printf only print their arguments. A relative path counts as under
+// the home directory after a cd there (or somewhere unknown), and under
+// tar's -C directory.
+func checkSecretArgs(c Invocation) (finding, bool) {
+	l := c.layer
 	if l.name == "echo" || l.name == "printf" {
-		return
+		return finding{}, false
 	}
-	base := j.cwd
+	base := c.cwd
 	if l.name == "tar" || l.name == "bsdtar" {
 		opts, _ := scanOptions(l.args[1:], optionSpec{values: "CfbTXgFLV", longValues: []string{"directory", "file", "files-from", "exclude-from"}})
 		if dirs := values(opts, "-C", "--directory"); len(dirs) > 0 {
@@ -409,22 +534,28 @@ func (j *judge) secretArgs(l layer) {
 		if a.implicit {
 			continue
 		}
-		p := secretPath(a.text)
-		if p == "" && base != "" && relativePath(a) {
-			p = secretPath(base + "/" + a.text)
-		}
-		if values, ok := loopValues(a, j.loopVars); ok && p == "" {
-			for _, v := range values {
-				if p = secretPath(v.text); p != "" {
-					break
-				}
-			}
-		}
-		if p != "" {
-			j.rule(ruleSecretRead, "it names the credential path "+p, l.text())
-			return
+		if p := c.secretIn(a, base); p != "" {
+			return found("it names the credential path " + p)
 		}
 	}
+	return finding{}, false
+}
+
+// secretIn is the credential path an argument names, relative to base
+// when relative, or through the values of a loop variable; "" for none.
+func (s scope) secretIn(a arg, base string) string {
+	p := secretPath(a.text)
+	if p == "" && base != "" && relativePath(a) {
+		p = secretPath(base + "/" + a.text)
+	}
+	if values, ok := loopValues(a, s.loopVars); ok && p == "" {
+		for _, v := range values {
+			if p = secretPath(v.text); p != "" {
+				break
+			}
+		}
+	}
+	return p
 }
 
 // relativePath reports an argument that names a path relative to the
@@ -434,35 +565,43 @@ func relativePath(a arg) bool {
 	return t != "" && !a.dynamic && !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") && !strings.HasPrefix(t, "-")
 }
 
-// secretArg judges an argument (a redirection's target) naming a credential path.
-func (j *judge) secretArg(a arg, command string) {
-	p := secretPath(a.text)
-	if p == "" && j.cwd != "" && relativePath(a) {
-		p = secretPath(j.cwd + "/" + a.text)
+// redirectFromSecret is secret-read's redirection site: a target (not a
+// here-document) naming a credential path.
+func redirectFromSecret(c Invocation) (finding, bool) {
+	r := c.redir
+	if r.target.dynamic || r.op == syntax.Hdoc || r.op == syntax.DashHdoc || r.op == syntax.WordHdoc {
+		return finding{}, false
 	}
-	if p != "" {
-		j.rule(ruleSecretRead, "it names the credential path "+p, command)
+	p := secretPath(r.target.text)
+	if p == "" && c.cwd != "" && relativePath(r.target) {
+		p = secretPath(c.cwd + "/" + r.target.text)
 	}
+	if p == "" {
+		return finding{}, false
+	}
+	return matched("it names the credential path "+p, r.text())
 }
 
 // checkTerraform judges terraform, tofu and terragrunt: destroy, apply
 // -destroy (plan -destroy only prints), state rm, workspace delete.
-func checkTerraform(l layer, deny reporter) {
+func checkTerraform(c Invocation) (finding, bool) {
+	l := c.layer
 	args := l.args[1:]
 	verb, rest := firstOperand(args, nil)
 	switch {
 	case verb == nil:
 	case verb.dynamic:
-		deny(l.name + "'s subcommand is only known at run time")
+		return found(l.name + "'s subcommand is only known at run time")
 	case verb.is("destroy", "destroy-all"):
-		deny(l.name + " destroy destroys the infrastructure it manages")
+		return found(l.name + " destroy destroys the infrastructure it manages")
 	case verb.is("run-all", "run") && slices.ContainsFunc(rest, func(a arg) bool { return a.is("destroy") }):
-		deny(l.name + " " + verb.text + " destroy destroys the infrastructure it manages")
+		return found(l.name + " " + verb.text + " destroy destroys the infrastructure it manages")
 	case !verb.is("plan", "show", "validate", "graph") && slices.ContainsFunc(args, func(a arg) bool { return a.is("-destroy", "--destroy") }):
-		deny(l.name + " -destroy destroys the infrastructure it manages")
+		return found(l.name + " -destroy destroys the infrastructure it manages")
 	case verb.is("state") && len(rest) > 0 && rest[0].is("rm"):
-		deny(l.name + " state rm forgets managed resources")
+		return found(l.name + " state rm forgets managed resources")
 	case verb.is("workspace") && len(rest) > 0 && rest[0].is("delete"):
-		deny(l.name + " workspace delete deletes a workspace's state")
+		return found(l.name + " workspace delete deletes a workspace's state")
 	}
+	return finding{}, false
 }

@@ -45,12 +45,12 @@ func (j *judge) command(args []arg, stmt *syntax.Stmt) {
 			j.dynamicCommand(l, stmt)
 		case l.wrapper:
 			j.wrapperSettings(l)
-			j.applyRules(invocation{l, stmt})
+			j.applyRules(j.invocation(l, stmt))
 		default:
 			j.lookThrough(l, stmt)
 			j.callFunction(l, stmt)
 			if !asksForHelp(l) {
-				j.applyRules(invocation{l, stmt})
+				j.applyRules(j.invocation(l, stmt))
 			}
 		}
 	}
@@ -58,15 +58,25 @@ func (j *judge) command(args []arg, stmt *syntax.Stmt) {
 
 // applyRules runs the checks of the rules in force that judge this
 // command's family, and those that judge every command.
-func (j *judge) applyRules(c invocation) {
-	fam := family(c.name)
-	for _, list := range [][]ruleDef{j.gate.checks[fam], j.gate.checks[anyCommand]} {
-		for _, r := range list {
-			if j.stopped() {
-				return
-			}
-			name := r.Name
-			r.check(j, c, func(reason string, hint ...string) { j.rule(name, reason, c.text(), hint...) })
+func (j *judge) applyRules(c Invocation) {
+	j.applyTools(c, family(c.name))
+	j.applyTools(c, anyCommand)
+}
+
+// applyTools runs the command-site checks of the rules in force listed
+// under one key of their tools.
+func (j *judge) applyTools(c Invocation, key string) {
+	for _, r := range j.gate.tools[key] {
+		if j.stopped() {
+			return
+		}
+		f, ok := r.check(c)
+		switch {
+		case !ok:
+		case f.hint != "":
+			j.rule(r.name, f.reason, c.text(), f.hint)
+		default:
+			j.rule(r.name, f.reason, c.text())
 		}
 	}
 }
@@ -144,7 +154,7 @@ func (j *judge) dynamicCommand(l layer, stmt *syntax.Stmt) {
 		}
 	}
 	j.dynamic("the command's name is only known at run time", l.text())
-	j.secretArgs(l)
+	j.applyTools(j.invocation(l, stmt), dynamicCommand)
 }
 
 // wrapperSettings judges the variables a wrapper sets (env GIT_PAGER=…).
@@ -203,52 +213,44 @@ func family(name string) string {
 	switch {
 	case isShellName(name):
 		return "sh"
-	case versioned(name, "python"), versioned(name, "pypy"):
-		return "python"
-	case versioned(name, "pip"):
-		return "pip"
-	case versioned(name, "perl"):
-		return "perl"
-	case versioned(name, "ruby"):
-		return "ruby"
-	case name == "nodejs":
-		return "node"
-	case name == "gawk", name == "mawk", name == "nawk", name == "busybox-awk":
-		return "awk"
-	case name == "r":
-		return "r"
-	case versioned(name, "php"):
-		return "php"
-	case versioned(name, "lua"), name == "luajit":
-		return "lua"
-	case strings.HasPrefix(name, "mkfs"), name == "mkdosfs", name == "mkntfs", name == "mkexfatfs", name == "mkfatfs",
-		name == "mkreiserfs", name == "mkudffs", name == "mkhfs", name == "mkjfs", name == "newfs", strings.HasPrefix(name, "newfs_"):
-		return "mkfs"
-	case name == "pvcreate", name == "pvremove", name == "vgcreate", name == "vgextend", name == "vgremove", name == "lvremove":
-		return "lvm"
-	case versioned(name, "gpg"):
-		return "gpg"
-	case strings.HasPrefix(name, "docker-credential-"):
-		return "docker-credential"
-	case name == "powershell", name == "powershell.exe", name == "pwsh.exe":
-		return "pwsh"
-	case strings.HasPrefix(name, "git-"):
-		return "git"
-	case name == ".":
-		return "source"
-	case name == "tofu", name == "opentofu", name == "terragrunt":
-		return "terraform"
-	case name == "reboot", name == "halt", name == "poweroff":
-		return "shutdown"
-	case name == "telinit":
-		return "init"
-	case name == "batch":
-		return "at"
 	case isSQLClient(name):
 		return "sql"
 	}
+	if fam, ok := familyNames[name]; ok {
+		return fam
+	}
+	for _, v := range versionedFamilies {
+		if versioned(name, v[0]) {
+			return v[1]
+		}
+	}
+	for _, p := range prefixFamilies {
+		if strings.HasPrefix(name, p[0]) {
+			return p[1]
+		}
+	}
 	return name
 }
+
+// familyNames are the names whose family is another name.
+var familyNames = map[string]string{
+	"nodejs": "node", "gawk": "awk", "mawk": "awk", "nawk": "awk", "busybox-awk": "awk", "luajit": "lua",
+	"mkdosfs": "mkfs", "mkntfs": "mkfs", "mkexfatfs": "mkfs", "mkfatfs": "mkfs", "mkreiserfs": "mkfs", "mkudffs": "mkfs",
+	"mkhfs": "mkfs", "mkjfs": "mkfs", "newfs": "mkfs",
+	"pvcreate": "lvm", "pvremove": "lvm", "vgcreate": "lvm", "vgextend": "lvm", "vgremove": "lvm", "lvremove": "lvm",
+	"powershell": "pwsh", "powershell.exe": "pwsh", "pwsh.exe": "pwsh", ".": "source",
+	"tofu": "terraform", "opentofu": "terraform", "terragrunt": "terraform",
+	"reboot": "shutdown", "halt": "shutdown", "poweroff": "shutdown", "telinit": "init", "batch": "at",
+}
+
+// versionedFamilies are the families whose names may carry a version
+// (python3.12, pip3, gpg2), in the order they are tried: base, family.
+var versionedFamilies = [][2]string{{"python", "python"}, {"pypy", "python"}, {"pip", "pip"}, {"perl", "perl"},
+	{"ruby", "ruby"}, {"php", "php"}, {"lua", "lua"}, {"gpg", "gpg"}}
+
+// prefixFamilies are the families named by a prefix (mkfs.ext4,
+// docker-credential-pass, git-push), in the order they are tried.
+var prefixFamilies = [][2]string{{"mkfs", "mkfs"}, {"newfs_", "mkfs"}, {"docker-credential-", "docker-credential"}, {"git-", "git"}}
 
 // versioned reports whether name is base, possibly followed by a version
 // (python3, python3.12, pip3.11).

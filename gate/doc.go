@@ -53,8 +53,17 @@
 // rm -r of it; install.packages, Pkg.add, pip.main and kin are
 // package-install. Code that computes what it runs is not followed.
 //
+// The gate is a walker and a rule table. The walker (walk, words,
+// wrappers, paths, pipeline, braces, glob, options) reads the command line
+// and hands the rules one read-only Invocation per site it reaches: each
+// command layer, redirection, pipeline, function definition, and code a
+// command runs (a download, another language). Rules are pure functions
+// over an Invocation and never see the walker's state.
+//
 // The default rules (see DefaultRules; each is one entry of ruleTable with
-// its check and a description that says why) deny GitHub writes (gh, gh
+// the sites it judges, one map of its tools and their checks, a
+// description that says why, and match / not-match examples that New
+// checks before it compiles a configuration) deny GitHub writes (gh, gh
 // api, and curl/wget/httpie to api.github.com), credential handling in gh,
 // pushing (and its plumbing, send-pack and http-push) and rewriting git
 // history, discarding uncommitted work, asking credential stores for

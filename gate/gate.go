@@ -70,13 +70,16 @@ type Gate struct {
 	dynamicAllowed bool
 	workspace      string
 	writable       []string
-	scratch        bool                 // HOME, TMPDIR and /tmp are the sandbox's own (Config.Scratch)
-	checks         map[string][]ruleDef // the checks of the rules in force, by command family
+	scratch        bool // HOME, TMPDIR and /tmp are the sandbox's own (Config.Scratch)
+	ruleIndex           // the checks of the rules in force
 }
 
 // New compiles a configuration. Its errors are one line and name the
 // triage.toml key at fault.
 func New(cfg Config) (*Gate, error) {
+	if err := loadRules(); err != nil {
+		return nil, err
+	}
 	g := &Gate{verdicts: map[string]Verdict{}, scratch: cfg.Scratch}
 	switch cfg.Role {
 	case "", profiles.RoleAgent:
@@ -125,7 +128,7 @@ func New(cfg Config) (*Gate, error) {
 		}
 		g.writable = append(g.writable, path.Clean(w))
 	}
-	g.checks = ruleChecks(g.verdicts)
+	g.ruleIndex = indexRules(ruleTable(), g.verdicts)
 	return g, nil
 }
 

@@ -103,8 +103,8 @@ func insideScratch(dir, rest string) string {
 // policy gives every sandbox is called in reasons; "" for any other
 // variable, and for every variable when there is no sandbox or the
 // command line assigns it itself (TMPDIR= rm -rf $TMPDIR/x).
-func (j *judge) scratchVariable(name string) string {
-	if !j.gate.scratch || j.assigned[name] {
+func (s scope) scratchVariable(name string) string {
+	if !s.gate.scratch || s.assigned[name] {
 		return ""
 	}
 	switch name {
@@ -119,28 +119,21 @@ func (j *judge) scratchVariable(name string) string {
 // scratchTarget judges a dynamic path made of a scratch variable ($HOME,
 // ${TMPDIR}, "$TMPDIR", ${TMPDIR:-/tmp}, a variable holding a mktemp
 // result) followed by literal text. ok is false for any other word.
-func (j *judge) scratchTarget(a arg) (why string, ok bool) {
-	tempVars := j.tempVars
-	var parts []syntax.WordPart
-	for _, p := range a.parts {
-		if dq, isDq := p.(*syntax.DblQuoted); isDq {
-			parts = append(parts, dq.Parts...)
-			continue
-		}
-		parts = append(parts, p)
-	}
+func (s scope) scratchTarget(a arg) (why string, ok bool) {
+	tempVars := s.tempVars
+	parts := unquotedParts(a)
 	if len(parts) == 0 {
 		return "", false
 	}
 	pe, isParam := parts[0].(*syntax.ParamExp)
-	if !isParam || pe.Param == nil || pe.Excl || pe.Length || pe.Width || pe.Index != nil || pe.Slice != nil || pe.Repl != nil {
+	if !isParam || !plainParam(pe) {
 		return "", false
 	}
-	dir := j.scratchVariable(pe.Param.Value)
+	dir := s.scratchVariable(pe.Param.Value)
 	if tempVars[pe.Param.Value] {
 		dir = "a directory made by mktemp"
 	}
-	if dir == "" || pe.Exp != nil && !j.gate.scratchDefault(pe.Exp) {
+	if dir == "" || pe.Exp != nil && !s.gate.scratchDefault(pe.Exp) {
 		return "", false
 	}
 	var rest strings.Builder
@@ -168,14 +161,7 @@ func loopValues(a arg, loopVars map[string][]string) (values []arg, ok bool) {
 	if len(loopVars) == 0 {
 		return nil, false
 	}
-	var parts []syntax.WordPart
-	for _, p := range a.parts {
-		if dq, isDq := p.(*syntax.DblQuoted); isDq {
-			parts = append(parts, dq.Parts...)
-			continue
-		}
-		parts = append(parts, p)
-	}
+	parts := unquotedParts(a)
 	var prefix, suffix strings.Builder
 	name := ""
 	for _, p := range parts {
@@ -186,7 +172,7 @@ func loopValues(a arg, loopVars map[string][]string) (values []arg, ok bool) {
 		case *syntax.SglQuoted:
 			text = p.Value
 		case *syntax.ParamExp:
-			if name != "" || p.Param == nil || p.Excl || p.Length || p.Width || p.Index != nil || p.Slice != nil || p.Repl != nil || p.Exp != nil {
+			if name != "" || !plainParam(p) || p.Exp != nil {
 				return nil, false
 			}
 			if _, known := loopVars[p.Param.Value]; !known {
@@ -210,6 +196,25 @@ func loopValues(a arg, loopVars map[string][]string) (values []arg, ok bool) {
 		values = append(values, literal(prefix.String()+v+suffix.String()))
 	}
 	return values, true
+}
+
+// unquotedParts are a word's parts with double quotes opened.
+func unquotedParts(a arg) []syntax.WordPart {
+	var parts []syntax.WordPart
+	for _, p := range a.parts {
+		if dq, isDq := p.(*syntax.DblQuoted); isDq {
+			parts = append(parts, dq.Parts...)
+			continue
+		}
+		parts = append(parts, p)
+	}
+	return parts
+}
+
+// plainParam reports $NAME or ${NAME…} without indirection, length,
+// width, index, slice or replacement (a default, ${X:-y}, is allowed).
+func plainParam(pe *syntax.ParamExp) bool {
+	return pe.Param != nil && !pe.Excl && !pe.Length && !pe.Width && pe.Index == nil && pe.Slice == nil && pe.Repl == nil
 }
 
 // scratchDefault accepts ${TMPDIR:-/tmp}: a default that is itself a

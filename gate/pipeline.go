@@ -72,66 +72,95 @@ func runsUnseenCode(l layer) unseenCode {
 	if l.dynamic() || l.wrapper {
 		return noUnseenCode
 	}
-	switch fam := family(l.name); fam {
-	case "sh":
-		sc := parseShell(l.args[1:])
-		switch {
-		case sc.stdin:
-			return shellStdin
-		case sc.code != nil && sc.code.dynamic, sc.script != nil && sc.script.dynamic:
+	fam := family(l.name)
+	if unseen, ok := unseenCodeOf[fam]; ok {
+		return unseen(fam, l.args[1:])
+	}
+	return noUnseenCode
+}
+
+// unseenCodeOf says, per family, where a command gets code the gate
+// cannot read from its command line.
+var unseenCodeOf = map[string]func(fam string, args []arg) unseenCode{
+	"sh": shellUnseenCode, "python": interpreterUnseenCode, "perl": interpreterUnseenCode, "ruby": interpreterUnseenCode,
+	"node": interpreterUnseenCode, "php": interpreterUnseenCode, "lua": interpreterUnseenCode, "rscript": interpreterUnseenCode,
+	"r": interpreterUnseenCode, "julia": interpreterUnseenCode,
+	"pwsh": func(_ string, args []arg) unseenCode { return pwshInput(args) },
+	"awk":  awkUnseenCode, "eval": evalUnseenCode, "source": sourceUnseenCode, "at": atUnseenCode,
+}
+
+func shellUnseenCode(_ string, args []arg) unseenCode {
+	sc := parseShell(args)
+	switch {
+	case sc.stdin:
+		return shellStdin
+	case sc.code != nil && sc.code.dynamic, sc.script != nil && sc.script.dynamic:
+		return expansion
+	}
+	return noUnseenCode
+}
+
+func interpreterUnseenCode(fam string, args []arg) unseenCode {
+	ic := parseInterpreter(fam, args)
+	if ic.module != nil {
+		return noUnseenCode
+	}
+	for _, c := range append(ic.code, derefs(ic.script)...) {
+		if c.dynamic {
 			return expansion
 		}
-	case "python", "perl", "ruby", "node", "php", "lua", "rscript", "r", "julia":
-		ic := parseInterpreter(fam, l.args[1:])
-		if ic.module != nil {
-			return noUnseenCode
+	}
+	if ic.stdin {
+		return otherStdin
+	}
+	return noUnseenCode
+}
+
+func awkUnseenCode(_ string, args []arg) unseenCode {
+	opts, _ := scanOptions(args, optionSpec{values: "fvF", longValues: []string{"file"}})
+	for _, f := range values(opts, "-f", "--file") {
+		if f.dynamic {
+			return expansion
 		}
-		for _, c := range append(ic.code, derefs(ic.script)...) {
-			if c.dynamic {
-				return expansion
-			}
-		}
-		if ic.stdin {
+		if isStdinPath(f) {
 			return otherStdin
-		}
-	case "pwsh":
-		return pwshInput(l.args[1:])
-	case "awk":
-		opts, _ := scanOptions(l.args[1:], optionSpec{values: "fvF", longValues: []string{"file"}})
-		for _, f := range values(opts, "-f", "--file") {
-			if f.dynamic {
-				return expansion
-			}
-			if isStdinPath(f) {
-				return otherStdin
-			}
-		}
-	case "eval":
-		for _, a := range l.args[1:] {
-			if a.dynamic {
-				return expansion
-			}
-		}
-	case "source":
-		switch {
-		case len(l.args) > 1 && isStdinPath(l.args[1]):
-			return shellStdin
-		case len(l.args) > 1 && l.args[1].dynamic:
-			return expansion
-		}
-	case "at":
-		if opts, _ := scanOptions(l.args[1:], optionSpec{values: "qfMmt"}); !has(opts, "-l", "-r", "-d", "-c", "-V", "-f") {
-			return shellStdin
 		}
 	}
 	return noUnseenCode
 }
 
-// pipeline judges a whole pipeline once, at its outermost |: a
-// downloader feeding a later stage that runs unseen code is download-exec;
-// a shell reading its commands from the pipe runs what the stage before it
-// prints (judged when that is echo or printf of literal text, dynamic
-// otherwise); a SQL client in it has the whole pipeline's text scanned.
+func evalUnseenCode(_ string, args []arg) unseenCode {
+	for _, a := range args {
+		if a.dynamic {
+			return expansion
+		}
+	}
+	return noUnseenCode
+}
+
+func sourceUnseenCode(_ string, args []arg) unseenCode {
+	switch {
+	case len(args) > 0 && isStdinPath(args[0]):
+		return shellStdin
+	case len(args) > 0 && args[0].dynamic:
+		return expansion
+	}
+	return noUnseenCode
+}
+
+func atUnseenCode(_ string, args []arg) unseenCode {
+	if opts, _ := scanOptions(args, optionSpec{values: "qfMmt"}); !has(opts, "-l", "-r", "-d", "-c", "-V", "-f") {
+		return shellStdin
+	}
+	return noUnseenCode
+}
+
+// pipeline judges a whole pipeline once, at its outermost |: a shell
+// reading its commands from the pipe runs what the stage before it prints
+// (judged when that is echo or printf of literal text, dynamic
+// otherwise). The walker reads the stages up to the first that runs code
+// it has not seen after a download (download-exec's), and then judges the
+// pipeline site.
 func (j *judge) pipeline(b *syntax.BinaryCmd) {
 	if b.Op != syntax.Pipe && b.Op != syntax.PipeAll || j.pipes[b] {
 		return
@@ -139,35 +168,11 @@ func (j *judge) pipeline(b *syntax.BinaryCmd) {
 	stages := j.stages(b)
 	j.notePiped(stages)
 	j.findIntoXargs(stages)
-	var fetcher, sql *layer
+	v := pipelineView{stages: stages}
 	for i, st := range stages {
-		var runner, reader *layer
-		syntax.Walk(st, func(n syntax.Node) bool {
-			if n == nil || !j.tick() {
-				return n == nil
-			}
-			call, ok := n.(*syntax.CallExpr)
-			if !ok {
-				return true
-			}
-			l := j.finalLayer(call)
-			kind := runsUnseenCode(l)
-			switch {
-			case fetcher != nil && runner == nil && kind != noUnseenCode:
-				runner = &l
-			case isDownloader(l.name) && fetcher == nil:
-				fetcher = &l
-			case family(l.name) == "sql" && sql == nil:
-				sql = &l
-			}
-			if (kind == shellStdin || kind == otherStdin) && reader == nil {
-				reader = &l
-			}
-			return true
-		})
-		if runner != nil {
-			j.rule(ruleDownloadExec, "a download is piped into "+runner.name+", which runs it", fetcher.text()+" | "+runner.text())
-			return
+		reader := j.scanStage(st, &v)
+		if v.runner != nil {
+			break
 		}
 		if reader != nil && i > 0 {
 			lang := family(reader.name)
@@ -180,14 +185,66 @@ func (j *judge) pipeline(b *syntax.BinaryCmd) {
 			return
 		}
 	}
-	if sql != nil {
-		for _, st := range stages {
-			if phrase := sqlDrop(literalText(st)); phrase != "" {
-				j.rule(ruleSQLDrop, phrase+" is piped into "+sql.name, sql.text())
-				return
-			}
+	j.applySite(Invocation{site: sitePipeline, scope: j.scope(), pipe: v})
+}
+
+// scanStage notes, in one stage, the first downloader, the first later
+// command that runs unseen code and the first SQL client of the pipeline,
+// and returns the stage's first command that reads code from its input.
+func (j *judge) scanStage(st *syntax.Stmt, v *pipelineView) (reader *layer) {
+	syntax.Walk(st, func(n syntax.Node) bool {
+		if n == nil || !j.tick() {
+			return n == nil
 		}
+		call, ok := n.(*syntax.CallExpr)
+		if !ok {
+			return true
+		}
+		l := j.finalLayer(call)
+		kind := runsUnseenCode(l)
+		switch {
+		case v.fetcher != nil && v.runner == nil && kind != noUnseenCode:
+			v.runner = &l
+		case isDownloader(l.name) && v.fetcher == nil:
+			v.fetcher = &l
+		case family(l.name) == "sql" && v.sql == nil:
+			v.sql = &l
+		}
+		if (kind == shellStdin || kind == otherStdin) && reader == nil {
+			reader = &l
+		}
+		return true
+	})
+	return reader
+}
+
+// downloadPipedToRunner is download-exec's pipeline site: a downloader
+// feeding a later stage that runs unseen code.
+func downloadPipedToRunner(c Invocation) (finding, bool) {
+	p := c.pipe
+	if p.runner == nil {
+		return finding{}, false
 	}
+	return matched("a download is piped into "+p.runner.name+", which runs it", p.fetcher.text()+" | "+p.runner.text())
+}
+
+// downloadRun is download-exec's code site: code that comes straight
+// from a downloader ($(curl …), <(curl …), a web request).
+func downloadRun(c Invocation) (finding, bool) {
+	if !c.code.downloaded {
+		return finding{}, false
+	}
+	return matched(c.code.runner+" runs "+c.code.what, c.code.command)
+}
+
+// downloadIntoShell is download-exec's redirection site: a download fed
+// through a process substitution to code that runs it (curl … > >(bash)).
+func downloadIntoShell(c Invocation) (finding, bool) {
+	r := c.redir
+	if r.reader == nil {
+		return finding{}, false
+	}
+	return matched("a download is fed into "+r.reader.name+", which runs it", r.producer.text()+" > >("+r.reader.text()+")")
 }
 
 // findIntoXargs judges find … | xargs CMD as find -exec CMD {} +: the
@@ -216,7 +273,7 @@ func (j *judge) findIntoXargs(stages []*syntax.Stmt) {
 				}
 			}
 			f := parseFind(fl.args[1:])
-			j.runOnFound(cmd, j.found(f, len(f.expr)), f.starts)
+			j.runOnFound(cmd, j.scope().found(f, len(f.expr)), f.starts)
 			break
 		}
 	}

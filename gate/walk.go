@@ -52,66 +52,77 @@ func (j *judge) script(src string) {
 // before, or in a subshell, branch or function) leaves its values
 // unknown.
 func (j *judge) noteVariables(file *syntax.File) map[string]*literalVar {
-	var out map[string]*literalVar
-	var plain []*syntax.Assign
+	v := varNotes{j: j}
 	for _, st := range file.Stmts {
 		if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(call.Args) == 0 && !st.Background && !st.Coprocess && !st.Negated {
-			plain = append(plain, call.Assigns...)
+			v.plain = append(v.plain, call.Assigns...)
 		}
 	}
-	set := func(name string, value *syntax.Word, pos uint, ok bool) {
-		if name == "HOME" || name == "TMPDIR" {
-			if j.assigned == nil {
-				j.assigned = map[string]bool{}
-			}
-			j.assigned[name] = true
+	syntax.Walk(file, v.visit)
+	return v.out
+}
+
+// varNotes is noteVariables' pass: the plain assignments (statements of
+// their own at the top level) and the variables noted so far.
+type varNotes struct {
+	j     *judge
+	plain []*syntax.Assign
+	out   map[string]*literalVar
+}
+
+func (v *varNotes) visit(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Assign:
+		if n.Name != nil {
+			literal := slices.Contains(v.plain, n) && n.Value != nil && !n.Append && n.Array == nil && n.Index == nil
+			v.set(n.Name.Value, n.Value, n.Pos().Offset(), literal)
 		}
-		if out == nil {
-			out = map[string]*literalVar{}
+	case *syntax.WordIter:
+		if n.Name != nil {
+			v.set(n.Name.Value, nil, n.Pos().Offset(), false)
 		}
-		lv := out[name]
-		if lv == nil {
-			lv = &literalVar{first: pos, values: []string{}}
-			out[name] = lv
-		}
-		lv.first = min(lv.first, pos)
-		var v string
-		if ok && value != nil {
-			v, ok = plainLiteral(value)
-		}
-		if !ok || lv.values == nil {
-			lv.values = nil
-			return
-		}
-		lv.values = append(lv.values, v)
-	}
-	syntax.Walk(file, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.Assign:
-			if n.Name != nil {
-				literal := slices.Contains(plain, n) && n.Value != nil && !n.Append && n.Array == nil && n.Index == nil
-				set(n.Name.Value, n.Value, n.Pos().Offset(), literal)
-			}
-		case *syntax.WordIter:
-			if n.Name != nil {
-				set(n.Name.Value, nil, n.Pos().Offset(), false)
-			}
-		case *syntax.CallExpr:
-			// NAME=value anywhere (env, sudo, export); a bare NAME only
-			// for the builtins that set or unset it (read, unset…).
-			sets := len(n.Args) > 0 && setsVariables(n.Args[0].Lit())
-			for _, w := range n.Args[min(1, len(n.Args)):] {
-				if lit := w.Lit(); lit != "" {
-					name, _, assigns := strings.Cut(lit, "=")
-					if (assigns || sets) && validName(name) {
-						set(name, nil, w.Pos().Offset(), false)
-					}
+	case *syntax.CallExpr:
+		// NAME=value anywhere (env, sudo, export); a bare NAME only
+		// for the builtins that set or unset it (read, unset…).
+		sets := len(n.Args) > 0 && setsVariables(n.Args[0].Lit())
+		for _, w := range n.Args[min(1, len(n.Args)):] {
+			if lit := w.Lit(); lit != "" {
+				name, _, assigns := strings.Cut(lit, "=")
+				if (assigns || sets) && validName(name) {
+					v.set(name, nil, w.Pos().Offset(), false)
 				}
 			}
 		}
-		return true
-	})
-	return out
+	}
+	return true
+}
+
+// set notes one setting of a variable: literal (ok) to value, or not.
+func (v *varNotes) set(name string, value *syntax.Word, pos uint, ok bool) {
+	if name == "HOME" || name == "TMPDIR" {
+		if v.j.assigned == nil {
+			v.j.assigned = map[string]bool{}
+		}
+		v.j.assigned[name] = true
+	}
+	if v.out == nil {
+		v.out = map[string]*literalVar{}
+	}
+	lv := v.out[name]
+	if lv == nil {
+		lv = &literalVar{first: pos, values: []string{}}
+		v.out[name] = lv
+	}
+	lv.first = min(lv.first, pos)
+	var text string
+	if ok && value != nil {
+		text, ok = plainLiteral(value)
+	}
+	if !ok || lv.values == nil {
+		lv.values = nil
+		return
+	}
+	lv.values = append(lv.values, text)
 }
 
 // validName reports a shell variable name.
@@ -226,34 +237,26 @@ func (j *judge) statement(s *syntax.Stmt) {
 	j.command(words(call.Args), s)
 }
 
-// redirect judges where a redirection reads or writes.
+// redirect judges where a redirection reads or writes: a process
+// substitution's code, and the redirection site's rules.
 func (j *judge) redirect(r *syntax.Redirect) {
 	if r.Word == nil || len(r.Word.Parts) == 0 {
 		return
 	}
 	target := wordArg(r.Word)
-	if st, ok := j.current[r]; ok && writesFile(r.Op) {
-		j.outputToShell(r, st)
+	st, inStmt := j.current[r]
+	var producer, reader *layer
+	if inStmt && writesFile(r.Op) {
+		producer, reader = j.outputToShell(r, st)
 	}
-	if target.dynamic {
-		return
-	}
-	if r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc && r.Op != syntax.WordHdoc {
+	if !target.dynamic && r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc && r.Op != syntax.WordHdoc {
 		j.noteWord(target, true)
 	}
-	if writesFile(r.Op) {
+	if !target.dynamic && writesFile(r.Op) {
 		j.noteWritten(target)
 	}
-	text := r.Op.String() + " " + target.text
-	if writesFile(r.Op) && isDiskDevice(target.text) {
-		j.rule(ruleDiskWrite, "writing to a disk device destroys what is on it", text)
-	}
-	if writesFile(r.Op) && isSysrq(target.text) {
-		j.rule(ruleShutdown, "writing to /proc/sysrq-trigger can reboot or halt the machine at once", text)
-	}
-	if r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc && r.Op != syntax.WordHdoc {
-		j.secretArg(target, text)
-	}
+	j.applySite(Invocation{site: siteRedirect, scope: j.scope(), stmt: st,
+		redir: redirection{op: r.Op, target: target, producer: producer, reader: reader}})
 }
 
 // writesFile reports whether a redirection opens its target for writing.
@@ -392,23 +395,22 @@ func holdsCode(name string) bool {
 	return false
 }
 
-// function judges a function definition: one that starts itself twice or
-// in the background is a fork bomb.
+// function notes a function definition (one that runs its arguments as
+// a command) and judges its site: how often its body starts it.
 func (j *judge) function(fd *syntax.FuncDecl) {
 	if fd.Name == nil || fd.Body == nil {
 		return
 	}
-	name := fd.Name.Value
-	calls, background := 0, false
+	v := functionView{name: fd.Name.Value}
 	syntax.Walk(fd.Body, func(n syntax.Node) bool {
 		if n == nil || !j.tick() {
 			return n == nil
 		}
 		if s, ok := n.(*syntax.Stmt); ok {
 			if call, ok := s.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-				if first, ok := plainLiteral(call.Args[0]); ok && first == name {
-					calls++
-					background = background || s.Background
+				if first, ok := plainLiteral(call.Args[0]); ok && first == v.name {
+					v.calls++
+					v.background = v.background || s.Background
 				}
 			}
 		}
@@ -418,11 +420,9 @@ func (j *judge) function(fd *syntax.FuncDecl) {
 		if j.passArgs == nil {
 			j.passArgs = map[string]bool{}
 		}
-		j.passArgs[name] = true
+		j.passArgs[v.name] = true
 	}
-	if calls >= 2 || background {
-		j.rule(ruleForkBomb, fmt.Sprintf("function %s starts itself %s, without end", name, map[bool]string{true: "in the background", false: "more than once"}[background]), name+"()")
-	}
+	j.applySite(Invocation{site: siteFunction, scope: j.scope(), fn: v})
 }
 
 // runsArgs reports a function body that runs its arguments as a command:
@@ -444,32 +444,35 @@ func runsArgs(body syntax.Node) bool {
 	return found
 }
 
-// outputToShell judges a command whose output goes to a shell through a
-// process substitution (curl … > >(bash)): a download is download-exec,
-// echo or printf is judged as code, anything else is only known at run
-// time.
-func (j *judge) outputToShell(r *syntax.Redirect, st *syntax.Stmt) {
+// outputToShell judges a command whose output goes to code through a
+// process substitution (… > >(bash)): echo or printf is judged as code,
+// anything else is only known at run time. A download fed to it is
+// download-exec's: it returns the downloader and the reader, and judges
+// nothing further.
+func (j *judge) outputToShell(r *syntax.Redirect, st *syntax.Stmt) (producer, reader *layer) {
 	ps := procSubst(r.Word)
 	if ps == nil || ps.Op != syntax.CmdOut {
-		return
+		return nil, nil
 	}
 	for _, inner := range ps.Stmts {
 		call, ok := inner.Cmd.(*syntax.CallExpr)
 		if !ok || len(call.Args) == 0 {
 			continue
 		}
-		reader := j.finalLayer(call)
-		if runsUnseenCode(reader) != shellStdin && runsUnseenCode(reader) != otherStdin {
+		rd := j.finalLayer(call)
+		kind := runsUnseenCode(rd)
+		if kind != shellStdin && kind != otherStdin {
 			continue
 		}
-		if producer, ok := st.Cmd.(*syntax.CallExpr); ok && len(producer.Args) > 0 && isDownloader(j.finalLayer(producer).name) {
-			j.rule(ruleDownloadExec, "a download is fed into "+reader.name+", which runs it", j.finalLayer(producer).text()+" > >("+reader.text()+")")
-			return
+		if prod, ok := st.Cmd.(*syntax.CallExpr); ok && len(prod.Args) > 0 && isDownloader(j.finalLayer(prod).name) {
+			p := j.finalLayer(prod)
+			return &p, &rd
 		}
-		lang := family(reader.name)
-		if runsUnseenCode(reader) == shellStdin {
+		lang := family(rd.name)
+		if kind == shellStdin {
 			lang = "sh"
 		}
-		j.printedCode([]*syntax.Stmt{st}, reader, lang)
+		j.printedCode([]*syntax.Stmt{st}, rd, lang)
 	}
+	return nil, nil
 }

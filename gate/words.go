@@ -289,22 +289,9 @@ func digits(s string, max, base int) int {
 // "$(which git) push" is judged as git push. Unquoted, the value must be
 // one field that is not a glob.
 func staticSubst(part syntax.WordPart, quoted bool) (string, bool) {
-	cs, ok := part.(*syntax.CmdSubst)
-	if !ok || len(cs.Stmts) != 1 {
+	vals, ok := plainSubst(part)
+	if !ok {
 		return "", false
-	}
-	st := cs.Stmts[0]
-	call, ok := st.Cmd.(*syntax.CallExpr)
-	if !ok || st.Negated || st.Background || len(st.Redirs) > 0 || len(call.Assigns) > 0 || len(call.Args) < 2 {
-		return "", false
-	}
-	var vals []string
-	for _, w := range call.Args {
-		lit, ok := plainLiteral(w)
-		if !ok {
-			return "", false
-		}
-		vals = append(vals, lit)
 	}
 	var value string
 	switch {
@@ -321,6 +308,29 @@ func staticSubst(part syntax.WordPart, quoted bool) (string, bool) {
 		return "", false
 	}
 	return value, true
+}
+
+// plainSubst is the words of a command substitution that is one plain
+// simple command of literal words, at least two.
+func plainSubst(part syntax.WordPart) ([]string, bool) {
+	cs, ok := part.(*syntax.CmdSubst)
+	if !ok || len(cs.Stmts) != 1 {
+		return nil, false
+	}
+	st := cs.Stmts[0]
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || st.Negated || st.Background || len(st.Redirs) > 0 || len(call.Assigns) > 0 || len(call.Args) < 2 {
+		return nil, false
+	}
+	vals := make([]string, 0, len(call.Args))
+	for _, w := range call.Args {
+		lit, ok := plainLiteral(w)
+		if !ok {
+			return nil, false
+		}
+		vals = append(vals, lit)
+	}
+	return vals, true
 }
 
 // plainLiteral is the value of a word made of literal text and quotes only.

@@ -114,7 +114,6 @@ func Parse(file string, data []byte) ([]Entry, error) {
 
 // header parses `[section]`, `[section "sub"]` or the old `[section.sub]`.
 func header(t string) (section, sub, err string) {
-	end := -1
 	name := t[1:]
 	j := 0
 	for j < len(name) && (isAlnum(name[j]) || name[j] == '-' || name[j] == '.') {
@@ -124,6 +123,7 @@ func header(t string) (section, sub, err string) {
 	if section == "" {
 		return "", "", "a section header without a name"
 	}
+	var end int
 	switch {
 	case strings.HasPrefix(rest, "]"):
 		end = 1
@@ -136,21 +136,9 @@ func header(t string) (section, sub, err string) {
 		if !strings.HasPrefix(rest, `"`) || strings.Contains(section, ".") {
 			return "", "", "a section header that is neither [section] nor [section \"subsection\"]"
 		}
-		var b strings.Builder
-		k := 1
-		for ; k < len(rest) && rest[k] != '"'; k++ {
-			if rest[k] == '\\' {
-				k++
-				if k == len(rest) {
-					break
-				}
-			}
-			b.WriteByte(rest[k])
+		if sub, end, err = quotedSub(rest); err != "" {
+			return "", "", err
 		}
-		if k >= len(rest) || !strings.HasPrefix(rest[k+1:], "]") {
-			return "", "", "a subsection name without its closing \"]"
-		}
-		sub, end = b.String(), k+2
 	default:
 		return "", "", "a section header that is neither [section] nor [section \"subsection\"]"
 	}
@@ -159,6 +147,26 @@ func header(t string) (section, sub, err string) {
 		return "", "", "a variable on the section header's line (put it on a line of its own)"
 	}
 	return strings.ToLower(section), sub, ""
+}
+
+// quotedSub reads `"sub"]` at the start of rest (a backslash escapes the
+// next byte) and returns the subsection and where the header ends.
+func quotedSub(rest string) (sub string, end int, err string) {
+	var b strings.Builder
+	k := 1
+	for ; k < len(rest) && rest[k] != '"'; k++ {
+		if rest[k] == '\\' {
+			k++
+			if k == len(rest) {
+				break
+			}
+		}
+		b.WriteByte(rest[k])
+	}
+	if k >= len(rest) || !strings.HasPrefix(rest[k+1:], "]") {
+		return "", 0, "a subsection name without its closing \"]"
+	}
+	return b.String(), k + 2, ""
 }
 
 // varName splits a variable's name (a letter, then letters, digits, '-')

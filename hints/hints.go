@@ -189,30 +189,8 @@ func From(p *policy.Policy, run Run, h Host) []string {
 	if named := pathHints(p, run, h, add); !named[eROFS] && patterns().readOnlyAnyRe.MatchString(run.Output) {
 		add(readOnlyHint)
 	}
-	local, other := failedLookups(run.Output)
-	if local {
-		add(localhostHint)
-	}
-	// A lookup of localhost that failed is not the network's: the
-	// network hint only when something else failed too (or nothing
-	// named says what).
-	if p.Network.LoopbackOnly() && (!local || other) {
-		add(networkHintFor(run))
-	}
-	// With an allow-list a failed lookup or unreachable network is a tool
-	// that went around the proxy (the sandbox has no DNS and no route).
-	if p.Network.Mode == policy.NetworkProxy && (other || patterns().networkRe.MatchString(run.Output)) {
-		add(fmt.Sprintf(proxyBypassHint, p.Network.Key))
-	}
-	for _, re := range patterns().missingRe {
-		for _, m := range re.FindAllStringSubmatch(run.Output, 8) {
-			// Only where the sandbox's identity could see the host's copy
-			// (PATH may hold root's own directories): no oracle either.
-			if where, err := h.lookPath(m[1]); err == nil && h.seenBy(p.User, where) {
-				add(fmt.Sprintf("%s is missing in the sandbox but the host has it (%s): add it to the image (images/Dockerfile, or [sandbox] image)", output.Line(m[1]), where))
-			}
-		}
-	}
+	networkHints(p, run, add)
+	missingHints(p, run, h, add)
 	if patterns().chromiumRe.MatchString(run.Output) {
 		add(chromiumHint)
 	}
@@ -221,6 +199,38 @@ func From(p *policy.Policy, run Run, h Host) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// networkHints: a failed lookup of localhost is /etc/hosts', not the
+// network's; other failures are the loopback-only network's, or with an
+// allow-list a tool that went around the proxy (the sandbox has no DNS
+// and no route).
+func networkHints(p *policy.Policy, run Run, add func(string)) {
+	local, other := failedLookups(run.Output)
+	if local {
+		add(localhostHint)
+	}
+	// The network hint only when something else failed too (or nothing
+	// named says what).
+	if p.Network.LoopbackOnly() && (!local || other) {
+		add(networkHintFor(run))
+	}
+	if p.Network.Mode == policy.NetworkProxy && (other || patterns().networkRe.MatchString(run.Output)) {
+		add(fmt.Sprintf(proxyBypassHint, p.Network.Key))
+	}
+}
+
+// missingHints names the programs the output says are missing that the
+// host has, only where the sandbox's identity could see the host's copy
+// (PATH may hold root's own directories): no oracle either.
+func missingHints(p *policy.Policy, run Run, h Host, add func(string)) {
+	for _, re := range patterns().missingRe {
+		for _, m := range re.FindAllStringSubmatch(run.Output, 8) {
+			if where, err := h.lookPath(m[1]); err == nil && h.seenBy(p.User, where) {
+				add(fmt.Sprintf("%s is missing in the sandbox but the host has it (%s): add it to the image (images/Dockerfile, or [sandbox] image)", output.Line(m[1]), where))
+			}
+		}
+	}
 }
 
 // pathHints hints at each path a refused or failed file operation names;

@@ -32,7 +32,7 @@ func Entries(ctx context.Context, stdio sandboxinit.Stdio) map[protocol.Entry]fu
 		protocol.EntryHold: func(args []string) int {
 			spec, err := protocol.DecodeHold(args)
 			if err != nil {
-				return Refused(err)
+				return refusedHolder(stdio, err)
 			}
 			return sandboxinit.RunHold(ctx, spec, stdio)
 		},
@@ -60,7 +60,7 @@ func Entries(ctx context.Context, stdio sandboxinit.Stdio) map[protocol.Entry]fu
 		protocol.EntryLocal: func(args []string) int {
 			spec, err := protocol.DecodeLocal(args)
 			if err != nil {
-				return Refused(err)
+				return refusedHolder(stdio, err)
 			}
 			return localhelper.RunHelper(ctx, spec, stdio)
 		},
@@ -126,15 +126,20 @@ func Run(entries map[protocol.Entry]func(args []string) int, args []string) (cod
 
 // runProbe runs a selftest probe's plan; its children are this binary.
 func runProbe(spec protocol.Probe, stdio sandboxinit.Stdio) int {
-	p, err := probe.DecodePlan(spec.Plan)
-	if err != nil {
-		return Refused(err)
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return Refused(err)
 	}
-	return probe.Execute(p, self, stdio.Out, stdio.Err)
+	return probe.Execute(spec.Plan, self, stdio.Out, stdio.Err)
+}
+
+// refusedHolder is Refused for a holder (or the local helper), which the
+// host awaits by its status lines: it says why also as a status, carrying
+// this binary's protocol version, so a host of another build names the
+// mismatch instead of waiting for the holder's end.
+func refusedHolder(stdio sandboxinit.Stdio, err error) int {
+	_ = protocol.WriteStatus(stdio.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: err.Error()})
+	return Refused(err)
 }
 
 // Refused reports an entry's failure before it ran: one line, exit 125.

@@ -38,12 +38,46 @@ type Options struct {
 	Capabilities []Capability
 }
 
-// Build compiles cfg for role on host. It only reads the filesystem; creating
-// missing writable paths is Prepare's job.
+// Build compiles cfg for role on host. It only reads the filesystem;
+// what a run must create on the host is HostPreparation's list, which the
+// layer that starts the run prepares.
 func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Policy, error) {
 	if err := role.Validate(); err != nil {
 		return nil, err
 	}
+	b, err := newBuilder(cfg, role, host, opts)
+	if err != nil {
+		return nil, err
+	}
+	// The order matters: each step reads what the ones before decided.
+	steps := []func() error{b.readable, b.network, b.resources, b.toolchain, b.confine, b.choices, b.reach, b.environment}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	b.p.Inputs = b.written.list()
+	return b.p, nil
+}
+
+// builder carries one Build through its steps.
+type builder struct {
+	cfg  *config.File
+	role profiles.Role
+	host Host
+	opts Options
+	sb   config.Sandbox
+	root string
+	p    *Policy
+	// written is what any sandbox could have written: every policy input
+	// is checked against it (sources.go).
+	written   sandboxWritten
+	pythonEnv string
+	deps      goDeps
+	gitReplay []gitconfig.Entry
+}
+
+func newBuilder(cfg *config.File, role profiles.Role, host Host, opts Options) (*builder, error) {
 	sb := cfg.Resolve(role)
 	root, err := canonicalDir(cfg.Root)
 	if err != nil {
@@ -56,88 +90,124 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 	if p.AllowAll {
 		p.Warnings = append(p.Warnings, "allow_all = true: NO isolation, the full environment (secrets included) passes and the guard is off")
 	}
+	return &builder{cfg: cfg, role: role, host: host, opts: opts, sb: sb, root: root, p: p,
+		written: writtenBySandboxes(cfg, root)}, nil
+}
 
-	// Before the mounts: a mount inside an unreadable path is refused.
-	p.Unreadable = unreadableList(sb, host)
-	// Every policy input is checked against what any sandbox could have
-	// written (sources.go).
-	written := writtenBySandboxes(cfg, root)
-	pythonEnv, err := mounts(p, cfg, sb, role, host, written)
-	if err != nil {
-		return nil, err
+// readable decides the unreadable paths, then the mounts (a mount inside
+// an unreadable path is refused) and the Go dependencies they need.
+func (b *builder) readable() error {
+	p := b.p
+	p.Unreadable = unreadableList(b.sb, b.host)
+	var err error
+	if b.pythonEnv, err = mounts(p, b.cfg, b.sb, b.role, b.host, b.written); err != nil {
+		return err
 	}
-	var deps goDeps
 	// With the network on, go fetches what it lacks into the sandbox's
 	// own module cache, as on the host: nothing to mount or switch off.
-	if n, _ := network(false, sb); !p.AllowAll && n.LoopbackOnly() {
-		if deps, err = goDependencies(p, projectDir(p), host, written); err != nil {
-			return nil, err
+	if n, _ := network(false, b.sb); !p.AllowAll && n.LoopbackOnly() {
+		if b.deps, err = goDependencies(p, projectDir(p), b.host, b.written); err != nil {
+			return err
 		}
-		p.Mounts = dedupeMounts(append(p.Mounts, deps.mounts...))
-		p.Warnings = append(p.Warnings, deps.warnings...)
+		p.Mounts = dedupeMounts(append(p.Mounts, b.deps.mounts...))
+		p.Warnings = append(p.Warnings, b.deps.warnings...)
 	}
-	if p.Network, err = network(p.AllowAll, sb); err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", configName(cfg), cfg.NetworkKey(role), err)
-	}
-	p.Network.Key = cfg.NetworkKey(role)
-	if p.Network.Brokers, err = brokers(cfg, sb, role, host, p.Network); err != nil {
-		return nil, fmt.Errorf("%s: %w", configName(cfg), err)
-	}
+	return nil
+}
 
-	p.Limits = limits(cfg, sb, role)
-	key, set := cfg.TimeoutKey(role)
+// network decides the network mode, its config key and the brokers.
+func (b *builder) network() error {
+	p, cfg := b.p, b.cfg
+	var err error
+	if p.Network, err = network(p.AllowAll, b.sb); err != nil {
+		return fmt.Errorf("%s: %s: %w", configName(cfg), cfg.NetworkKey(b.role), err)
+	}
+	p.Network.Key = cfg.NetworkKey(b.role)
+	if p.Network.Brokers, err = brokers(cfg, b.sb, b.role, b.host, p.Network); err != nil {
+		return fmt.Errorf("%s: %w", configName(cfg), err)
+	}
+	return nil
+}
+
+// resources decides the limits, scratch, lifetime, identity and base.
+func (b *builder) resources() error {
+	p := b.p
+	p.Limits = limits(b.cfg, b.sb, b.role)
+	key, set := b.cfg.TimeoutKey(b.role)
 	p.TimeoutKey, p.TimeoutDefault = key, !set
 	p.Scratch = Scratch{Size: p.Limits.TmpfsSize, HomeMode: 0o700, TmpMode: 0o1777, Exec: true, NoSuid: true, NoDev: true}
 	p.Lifetime = Lifetime{Lifeline: true, TTLMargin: profiles.TTLMargin, KillGrace: profiles.KillGrace}
-	p.User, err = identity(sb, host, root, discardedCheckout(p.Mounts))
-	if err != nil {
-		return nil, err
+	var err error
+	if p.User, err = identity(b.sb, b.host, b.root, discardedCheckout(p.Mounts)); err != nil {
+		return err
 	}
-	p.Base = base(sb, opts.Capabilities)
+	p.Base = base(b.sb, b.opts.Capabilities)
 	joinSystemMounts(p)
-	if p.Base.Kind == BaseImage && !p.AllowAll && hostToolchain(sb, opts.Capabilities) {
-		if opts.Capabilities != nil && !slices.Contains(opts.Capabilities, profiles.CapHostToolchain) {
-			return nil, fmt.Errorf("%s: toolchain = \"host\": the %s backend cannot give its sandboxes the host's programs and libraries (%s: its sandboxes run on other machines); set toolchain = \"image\" (the default there), or use the docker or oci backend",
-				configName(cfg), p.Backend, profiles.CapHostToolchain)
-		}
-		tc := toolchainMounts()
-		p.Mounts = dedupeMounts(append(p.Mounts, tc...))
-		// Added after maskUnderMounts: an unreadable path inside them
-		// (a tool config holding a token) is masked here.
-		p.Masked = dedupe(append(p.Masked, maskedUnder(p.Unreadable, tc)...))
+	return nil
+}
+
+// toolchain mounts the host's toolchain over an image where the config
+// asks for it and the backend can give it.
+func (b *builder) toolchain() error {
+	p, caps := b.p, b.opts.Capabilities
+	if p.Base.Kind != BaseImage || p.AllowAll || !hostToolchain(b.sb, caps) {
+		return nil
 	}
-	if err := mountsOutOfUnreadable(cfg, p); err != nil {
-		return nil, err
+	if caps != nil && !slices.Contains(caps, profiles.CapHostToolchain) {
+		return fmt.Errorf("%s: toolchain = \"host\": the %s backend cannot give its sandboxes the host's programs and libraries (%s: its sandboxes run on other machines); set toolchain = \"image\" (the default there), or use the docker or oci backend",
+			configName(b.cfg), p.Backend, profiles.CapHostToolchain)
 	}
-	var gitReplay []gitconfig.Entry
+	tc := toolchainMounts()
+	p.Mounts = dedupeMounts(append(p.Mounts, tc...))
+	// Added after maskUnderMounts: an unreadable path inside them
+	// (a tool config holding a token) is masked here.
+	p.Masked = dedupe(append(p.Masked, maskedUnder(p.Unreadable, tc)...))
+	return nil
+}
+
+// confine checks the mounts against the unreadable paths, then decides
+// the git views, masks, staging and traversable directories.
+func (b *builder) confine() error {
+	p := b.p
+	if err := mountsOutOfUnreadable(b.cfg, p); err != nil {
+		return err
+	}
 	if !p.AllowAll {
-		if gitReplay, err = gitViews(p); err != nil {
-			return nil, err
+		var err error
+		if b.gitReplay, err = gitViews(p); err != nil {
+			return err
 		}
-	}
-	// After the base and the host toolchain: both expose tool configs.
-	if !p.AllowAll {
+		// After the base and the host toolchain: both expose tool configs.
 		toolPrefixCredentials(p)
 	}
-	maskUnderMounts(p, host)
+	maskUnderMounts(p, b.host)
 	if !p.AllowAll {
 		if err := stageWritable(p); err != nil {
-			return nil, fmt.Errorf("%s: %w", configName(cfg), err)
+			return fmt.Errorf("%s: %w", configName(b.cfg), err)
 		}
 	}
 	if p.Base.Kind == BaseImage {
 		p.Traversable = traversable(p.Mounts)
 	}
+	return nil
+}
+
+// choices takes the weaker modes accepted, warm reuse, tool configs
+// allowed, the runtime, namespace, output limits and the gate, and
+// checks the policy against the backend's capabilities when known.
+func (b *builder) choices() error {
+	p, sb := b.p, b.sb
 	p.Accepted = append(p.Accepted, sb.AcceptWeaker...)
-	if p.Warm, err = warm(sb, role, opts.Session, p.AllowAll); err != nil {
-		return nil, err // a flag's error (--session), not the config's
+	var err error
+	if p.Warm, err = warm(sb, b.role, b.opts.Session, p.AllowAll); err != nil {
+		return err // a flag's error (--session), not the config's
 	}
-	if p.AllowToolConfig, err = allowedToolConfig(cfg, sb, root, p.Mounts); err != nil {
-		return nil, err
+	if p.AllowToolConfig, err = allowedToolConfig(b.cfg, sb, b.root, p.Mounts); err != nil {
+		return err
 	}
-	if opts.Capabilities != nil {
-		if _, err := Enforce(p, p.Backend, opts.Capabilities); err != nil {
-			return nil, fmt.Errorf("%s: %w", configName(cfg), err)
+	if b.opts.Capabilities != nil {
+		if _, err := Enforce(p, p.Backend, b.opts.Capabilities); err != nil {
+			return fmt.Errorf("%s: %w", configName(b.cfg), err)
 		}
 	}
 	if sb.Runtime != nil {
@@ -147,34 +217,42 @@ func Build(cfg *config.File, role profiles.Role, host Host, opts Options) (*Poli
 		p.Namespace = *sb.Namespace
 	}
 	p.Output = outputLimits(sb)
-	if err := buildGate(cfg, sb, p, host); err != nil {
-		return nil, err
+	if err := buildGate(b.cfg, sb, p, b.host); err != nil {
+		return err
 	}
-	p.AuditLog = auditLog(sb, host, root)
-	if err := outOfReach(cfg, root, p); err != nil {
-		return nil, err
+	p.AuditLog = auditLog(sb, b.host, b.root)
+	return nil
+}
+
+// reach checks that no sandbox can write what the policy is computed
+// from: this role's inputs (outOfReach), the config against every role's
+// writable paths, and the state directory (the prepared Go build caches,
+// the guard's cache and the default audit log).
+func (b *builder) reach() error {
+	if err := outOfReach(b.cfg, b.root, b.p); err != nil {
+		return err
 	}
-	// The config too, against every role's writable paths (outOfReach
-	// has said it for this role's), and the state directory: the prepared
-	// Go build caches, the guard's cache and the default audit log.
-	if cfg.Path != "" {
-		if err := written.check("the config "+cfg.Path, cfg.Path); err != nil {
-			return nil, err
+	if b.cfg.Path != "" {
+		if err := b.written.check("the config "+b.cfg.Path, b.cfg.Path); err != nil {
+			return err
 		}
 	}
-	if err := written.check("triage-sandbox's state directory "+stateDir(host)+" (XDG_STATE_HOME)", stateDir(host)); err != nil {
-		return nil, err
+	return b.written.check("triage-sandbox's state directory "+stateDir(b.host)+" (XDG_STATE_HOME)", stateDir(b.host))
+}
+
+// environment decides the workdir and the command's environment.
+func (b *builder) environment() error {
+	p := b.p
+	var err error
+	if p.Workdir, err = workdir(b.opts.Workdir, b.host.Cwd, p); err != nil {
+		return err
 	}
-	if p.Workdir, err = workdir(opts.Workdir, host.Cwd, p); err != nil {
-		return nil, err
-	}
-	environment(p, role, sb, host, pythonEnv, gitReplay)
+	environment(p, b.role, b.sb, b.host, b.pythonEnv, b.gitReplay)
 	if !p.AllowAll {
-		dependencyEnv(p, sb, role, host, deps, written)
+		dependencyEnv(p, b.sb, b.role, b.host, b.deps, b.written)
 	}
 	brokerEnv(p)
-	p.Inputs = written.list()
-	return p, nil
+	return nil
 }
 
 // dependencyEnv adds the project's prepared Go build cache when it is

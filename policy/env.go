@@ -19,28 +19,69 @@ import (
 // [sandbox] env names it exactly (with a warning). HOME and TMPDIR point at
 // the fresh scratch; TRIAGE_SANDBOX_BACKEND and set_env are added.
 func filterEnv(role profiles.Role, sb config.Sandbox, host Host, p *Policy) ([]EnvVar, []EnvDecision, []string) {
-	var env []EnvVar
-	var dropped []EnvDecision
-	var warnings []string
-	set := map[string]int{}
-	put := func(name, value, why string) {
-		if i, ok := set[name]; ok {
-			env[i] = EnvVar{name, value, why}
-			return
-		}
-		set[name] = len(env)
-		env = append(env, EnvVar{name, value, why})
-	}
-
+	var f envFilter
 	if p.AllowAll {
 		for _, kv := range host.Env {
 			if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
-				put(k, v, "allow_all passes everything")
+				f.put(k, v, "allow_all passes everything")
 			}
 		}
-		return sortEnv(env), nil, nil
+		return sortEnv(f.env), nil, nil
 	}
+	f.callers(role, sb, host)
+	f.put("TRIAGE_SANDBOX_BACKEND", p.Backend, "set by triage-sandbox, as ai-triager does")
+	keys := make([]string, 0, len(sb.SetEnv))
+	for k := range sb.SetEnv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f.put(k, sb.SetEnv[k], "[sandbox] set_env")
+	}
+	// Last, over set_env: the proxy is the only way out, so a setting
+	// naming anything else could only make the tools fail.
+	if p.Network.Mode == NetworkProxy {
+		for _, v := range ProxyEnv() {
+			f.put(v.Name, v.Value, v.Why)
+		}
+	}
+	// HOME and TMPDIR always point at the sandbox's own scratch, which the
+	// backend allocates (EnvList adds them); no caller value survives.
+	kept := f.env[:0]
+	for _, e := range f.env {
+		if e.Name == "HOME" || e.Name == "TMPDIR" {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	sort.Slice(f.dropped, func(i, j int) bool { return f.dropped[i].Name < f.dropped[j].Name })
+	return sortEnv(kept), f.dropped, f.warnings
+}
 
+// envFilter collects filterEnv's decisions: a later put of a name
+// replaces its value in place.
+type envFilter struct {
+	env      []EnvVar
+	dropped  []EnvDecision
+	warnings []string
+	set      map[string]int
+}
+
+func (f *envFilter) put(name, value, why string) {
+	if i, ok := f.set[name]; ok {
+		f.env[i] = EnvVar{name, value, why}
+		return
+	}
+	if f.set == nil {
+		f.set = map[string]int{}
+	}
+	f.set[name] = len(f.env)
+	f.env = append(f.env, EnvVar{name, value, why})
+}
+
+// callers judges each of the caller's variables: passed, passed with a
+// warning (a credential [sandbox] env names exactly) or dropped, and why.
+func (f *envFilter) callers(role profiles.Role, sb config.Sandbox, host Host) {
 	allow := profiles.EnvAllow(role)
 	exact := map[string]bool{}
 	for _, pat := range sb.Env {
@@ -61,44 +102,17 @@ func filterEnv(role profiles.Role, sb config.Sandbox, host Host, p *Policy) ([]E
 			if cred {
 				why += " (and " + reason + ")"
 			}
-			dropped = append(dropped, EnvDecision{Name: name, Why: why, Credential: cred})
+			f.dropped = append(f.dropped, EnvDecision{Name: name, Why: why, Credential: cred})
 		case cred && exact[name]:
-			put(name, value, "[sandbox] env names it exactly, though "+reason+" (passed with a warning)")
-			warnings = append(warnings, "passing credential-looking variable "+name+" ("+reason+") because [sandbox] env names it exactly")
+			f.put(name, value, "[sandbox] env names it exactly, though "+reason+" (passed with a warning)")
+			f.warnings = append(f.warnings, "passing credential-looking variable "+name+" ("+reason+") because [sandbox] env names it exactly")
 		case cred:
-			dropped = append(dropped, EnvDecision{Name: name, Why: reason + "; matched " + source +
+			f.dropped = append(f.dropped, EnvDecision{Name: name, Why: reason + "; matched " + source +
 				" but a pattern never passes a credential (name it exactly in [sandbox] env to pass it)", Credential: true})
 		default:
-			put(name, value, source)
+			f.put(name, value, source)
 		}
 	}
-	put("TRIAGE_SANDBOX_BACKEND", p.Backend, "set by triage-sandbox, as ai-triager does")
-	keys := make([]string, 0, len(sb.SetEnv))
-	for k := range sb.SetEnv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		put(k, sb.SetEnv[k], "[sandbox] set_env")
-	}
-	// Last, over set_env: the proxy is the only way out, so a setting
-	// naming anything else could only make the tools fail.
-	if p.Network.Mode == NetworkProxy {
-		for _, v := range ProxyEnv() {
-			put(v.Name, v.Value, v.Why)
-		}
-	}
-	// HOME and TMPDIR always point at the sandbox's own scratch, which the
-	// backend allocates (EnvList adds them); no caller value survives.
-	kept := env[:0]
-	for _, e := range env {
-		if e.Name == "HOME" || e.Name == "TMPDIR" {
-			continue
-		}
-		kept = append(kept, e)
-	}
-	sort.Slice(dropped, func(i, j int) bool { return dropped[i].Name < dropped[j].Name })
-	return sortEnv(kept), dropped, warnings
 }
 
 func sortEnv(env []EnvVar) []EnvVar {

@@ -168,61 +168,96 @@ func (g *gitViewer) file(path string, replay bool, depth int) error {
 	if g.writable(path) {
 		return nil // the sandbox's own, never read as a policy input
 	}
-	fi, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		return fmt.Errorf("git config %s: %w: it would be shown to the sandbox unchecked; make it readable to triage-sandbox", path, err)
-	case fi.Mode()&os.ModeSymlink != 0 || !fi.Mode().IsRegular():
-		return fmt.Errorf("git config %s: not a regular file (%s): it cannot be checked for credentials; replace it with the file itself", path, fi.Mode().Type())
-	}
-	b, err := readBounded(path, gitconfig.MaxBytes+1)
+	entries, err := readGitConfig(path)
 	if err != nil {
-		return fmt.Errorf("git config %s: %w", path, err)
-	}
-	entries, err := gitconfig.Parse(path, b)
-	if err != nil {
-		return fmt.Errorf("git config %w: it cannot be checked for credentials, so the sandbox may not see it; fix the file (git config --file %s --list shows what git reads)", err, path)
+		return err
 	}
 	g.stores(path, entries)
 	kept, removed := gitconfig.Sanitise(entries)
 	if len(removed) > 0 {
-		view := GitConfigView{Path: path, Replayed: replay}
-		for _, r := range removed {
-			view.Removed = append(view.Removed, r.String())
+		if err := g.mask(path, replay, kept, removed); err != nil {
+			return err
 		}
-		if replay {
-			if ext := slices.IndexFunc(kept, func(e gitconfig.Entry) bool { return e.Section == "extensions" }); ext >= 0 {
-				return fmt.Errorf("git config %s: holds a credential (%s) and declares %s, which git reads only from that file, so it cannot be shown without the credential; "+
-					"remove the credential (actions/checkout: persist-credentials: false)", path, removed[0].Key, kept[ext].Key())
-			}
-			for _, e := range kept {
-				// git refuses a relative include from the command line,
-				// and what it includes is checked here on its own.
-				if e.Section != "include" && e.Section != "includeif" {
-					g.replay = append(g.replay, e)
-				}
-			}
-			if len(g.replay) > maxReplay {
-				return fmt.Errorf("git config %s: holds a credential (%s) and more than %d other entries, too many to give back through the environment; remove the credential (actions/checkout: persist-credentials: false)", path, removed[0].Key, maxReplay)
-			}
-		} else {
-			g.p.Warnings = append(g.p.Warnings, fmt.Sprintf("git config %s holds a credential (%s): it is masked whole, and git runs without it inside", path, removed[0].Key))
-		}
-		g.p.Unreadable = appendNew(g.p.Unreadable, path)
-		g.p.GitConfigs = append(g.p.GitConfigs, view)
 	}
 	if depth >= maxIncludeDepth {
 		return nil
 	}
+	return g.includes(path, kept, depth)
+}
+
+// readGitConfig reads and parses one git config; none where there is
+// no file. One it cannot check is refused: the sandbox would see it unchecked.
+func readGitConfig(path string) ([]gitconfig.Entry, error) {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("git config %s: %w: it would be shown to the sandbox unchecked; make it readable to triage-sandbox", path, err)
+	case fi.Mode()&os.ModeSymlink != 0 || !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("git config %s: not a regular file (%s): it cannot be checked for credentials; replace it with the file itself", path, fi.Mode().Type())
+	}
+	b, err := readBounded(path, gitconfig.MaxBytes+1)
+	if err != nil {
+		return nil, fmt.Errorf("git config %s: %w", path, err)
+	}
+	entries, err := gitconfig.Parse(path, b)
+	if err != nil {
+		return nil, fmt.Errorf("git config %w: it cannot be checked for credentials, so the sandbox may not see it; fix the file (git config --file %s --list shows what git reads)", err, path)
+	}
+	return entries, nil
+}
+
+// mask makes a config that held a credential unreadable, and either gives
+// the rest back through the environment (replay: the project's own) or
+// warns that git runs without it.
+func (g *gitViewer) mask(path string, replay bool, kept []gitconfig.Entry, removed []gitconfig.Removed) error {
+	view := GitConfigView{Path: path, Replayed: replay}
+	for _, r := range removed {
+		view.Removed = append(view.Removed, r.String())
+	}
+	if replay {
+		if err := g.replayKept(path, kept, removed); err != nil {
+			return err
+		}
+	} else {
+		g.p.Warnings = append(g.p.Warnings, fmt.Sprintf("git config %s holds a credential (%s): it is masked whole, and git runs without it inside", path, removed[0].Key))
+	}
+	g.p.Unreadable = appendNew(g.p.Unreadable, path)
+	g.p.GitConfigs = append(g.p.GitConfigs, view)
+	return nil
+}
+
+// replayKept queues what a sanitised config kept, to be given back
+// through GIT_CONFIG_*.
+func (g *gitViewer) replayKept(path string, kept []gitconfig.Entry, removed []gitconfig.Removed) error {
+	if ext := slices.IndexFunc(kept, func(e gitconfig.Entry) bool { return e.Section == "extensions" }); ext >= 0 {
+		return fmt.Errorf("git config %s: holds a credential (%s) and declares %s, which git reads only from that file, so it cannot be shown without the credential; "+
+			"remove the credential (actions/checkout: persist-credentials: false)", path, removed[0].Key, kept[ext].Key())
+	}
+	for _, e := range kept {
+		// git refuses a relative include from the command line,
+		// and what it includes is checked here on its own.
+		if e.Section != "include" && e.Section != "includeif" {
+			g.replay = append(g.replay, e)
+		}
+	}
+	if len(g.replay) > maxReplay {
+		return fmt.Errorf("git config %s: holds a credential (%s) and more than %d other entries, too many to give back through the environment; remove the credential (actions/checkout: persist-credentials: false)", path, removed[0].Key, maxReplay)
+	}
+	return nil
+}
+
+// includes follows the files a config includes (not the home's: not
+// mounted, or masked with its stores).
+func (g *gitViewer) includes(path string, kept []gitconfig.Entry, depth int) error {
 	for _, e := range kept {
 		if !(e.Section == "include" || e.Section == "includeif") || e.Name != "path" || e.NoValue {
 			continue
 		}
 		inc := e.Value
 		if strings.HasPrefix(inc, "~") {
-			continue // the home's: not mounted, or masked with its stores
+			continue
 		}
 		if !filepath.IsAbs(inc) {
 			inc = filepath.Join(filepath.Dir(path), inc)

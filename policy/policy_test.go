@@ -157,20 +157,30 @@ func TestMissingCheckoutIsAnError(t *testing.T) {
 	}
 }
 
-func TestPrepareCreatesWritablePaths(t *testing.T) {
+// TestHostPreparation: the policy says what the run must prepare on the
+// host (package hostprep does it): each writable path, walked from the
+// workspace root, granted to the sandbox identity only where it writes
+// the host's path itself.
+func TestHostPreparation(t *testing.T) {
 	cfg := workspace(t, "")
 	p, err := Build(cfg, "agent", Host{Home: "/h", OS: "linux", UID: os.Getuid(), GID: os.Getgid()}, Options{})
 	must(t, err)
-	must(t, Prepare(p))
-	for _, rel := range []string{"issues", "repros", ".triage"} {
-		if fi, err := os.Stat(filepath.Join(cfg.Root, rel)); err != nil || !fi.IsDir() {
-			t.Errorf("%s not created as a directory: %v", rel, err)
+	got := map[string]HostPath{}
+	for _, w := range p.HostPreparation() {
+		got[w.Rel] = w
+	}
+	for rel, file := range map[string]bool{"issues": false, "repros": false, ".triage": false, "NOTES.md": true, "INDEX.md": true} {
+		w, ok := got[rel]
+		if !ok || w.Base != cfg.Root || w.Path != filepath.Join(cfg.Root, rel) || w.File != file || w.Grant == p.Staged() {
+			t.Errorf("%s: %+v (listed %v), want a %s walked from %s, granted %v", rel, w, ok, map[bool]string{true: "file", false: "directory"}[file], cfg.Root, !p.Staged())
 		}
 	}
-	for _, rel := range []string{"NOTES.md", "INDEX.md"} {
-		if fi, err := os.Stat(filepath.Join(cfg.Root, rel)); err != nil || !fi.Mode().IsRegular() {
-			t.Errorf("%s not created as a file: %v", rel, err)
-		}
+	if len(got) != 5 {
+		t.Errorf("preparation %+v, want the five writable paths", got)
+	}
+	p.AllowAll = true
+	if w := p.HostPreparation(); len(w) != 0 {
+		t.Errorf("allow_all prepares %+v", w)
 	}
 }
 

@@ -85,10 +85,8 @@ func TestNoConfigCreatesNothing(t *testing.T) {
 	if got := p.Writable(); len(got) != 1 || got[0] != filepath.Join(root, "repros") {
 		t.Errorf("writable = %v, want only the existing repros", got)
 	}
-	must(t, Prepare(p))
-	entries, _ := os.ReadDir(root)
-	if len(entries) != 1 {
-		t.Errorf("the workspace holds %v; nothing may be created", entries)
+	if w := p.HostPreparation(); len(w) != 1 || w[0].Path != filepath.Join(root, "repros") {
+		t.Errorf("host preparation %+v, want only the existing repros: nothing may be created", w)
 	}
 	if len(p.Warnings) == 0 || !strings.Contains(p.Warnings[len(p.Warnings)-1], "no triage.toml found: built-in defaults with "+root) ||
 		!strings.Contains(p.Warnings[len(p.Warnings)-1], "NOTES.md") {

@@ -64,16 +64,31 @@ func stageWritable(p *Policy) error {
 		})
 	})
 	writable := map[string]bool{}
-	var dirs []string
 	for _, m := range p.Mounts {
 		if !m.ReadOnly {
 			writable[m.Path] = true
-			if m.Kind != "file" {
-				dirs = append(dirs, m.Path)
-			}
 		}
 	}
-	for _, m := range p.Mounts {
+	p.Staging.Skeletons = skeletons(p.Mounts)
+	for _, s := range p.Staging.Skeletons {
+		if err := listSkeleton(p, s, writable); err != nil {
+			return err
+		}
+	}
+	sort.SliceStable(p.Mounts, func(i, j int) bool { return p.Mounts[i].Path < p.Mounts[j].Path })
+	return nil
+}
+
+// skeletons are the directories of writable files that no writable
+// directory holds, sorted.
+func skeletons(mounts []Mount) []string {
+	var dirs, out []string
+	for _, m := range mounts {
+		if !m.ReadOnly && m.Kind != "file" {
+			dirs = append(dirs, m.Path)
+		}
+	}
+	for _, m := range mounts {
 		if m.ReadOnly || m.Kind != "file" {
 			continue
 		}
@@ -81,41 +96,45 @@ func stageWritable(p *Policy) error {
 		if slices.ContainsFunc(dirs, func(d string) bool { return within(d, parent) }) {
 			continue
 		}
-		if !slices.Contains(p.Staging.Skeletons, parent) {
-			p.Staging.Skeletons = append(p.Staging.Skeletons, parent)
+		if !slices.Contains(out, parent) {
+			out = append(out, parent)
 		}
 	}
-	sort.Strings(p.Staging.Skeletons)
-	for _, s := range p.Staging.Skeletons {
-		entries, err := os.ReadDir(s)
-		if err != nil {
-			return fmt.Errorf("staging the writable files in %s: %w", s, err)
-		}
-		if len(entries) > maxSkeletonEntries {
-			return fmt.Errorf("%s holds %d entries, more than the %d a directory with writable files may have; make a subdirectory writable instead of files in it",
-				s, len(entries), maxSkeletonEntries)
-		}
-		p.Mounts = slices.DeleteFunc(p.Mounts, func(m Mount) bool { return m.ReadOnly && m.Path == s })
-		for _, e := range entries {
-			full := filepath.Join(s, e.Name())
-			if writable[full] || slices.Contains(p.Staging.Skeletons, full) || slices.Contains(p.Unreadable, full) {
-				continue
-			}
-			if slices.ContainsFunc(p.Mounts, func(m Mount) bool { return m.Path == full }) {
-				continue
-			}
-			switch t := e.Type(); {
-			case t.IsDir():
-				p.Mounts = append(p.Mounts, Mount{Path: full, ReadOnly: true, Kind: "dir", Listed: true, Why: "read-only entry of " + s})
-			case t.IsRegular():
-				p.Mounts = append(p.Mounts, Mount{Path: full, ReadOnly: true, Kind: "file", Listed: true, Why: "read-only entry of " + s})
-			case t&os.ModeSymlink != 0:
-				p.Staging.Links = append(p.Staging.Links, full)
-			}
-			// FIFOs, sockets and devices are not visible: a host daemon's
-			// socket here stays unreachable.
-		}
+	sort.Strings(out)
+	return out
+}
+
+// listSkeleton replaces skeleton s's read-only mount by its entries: each
+// directory and file a read-only mount of its own, each symlink a staged
+// link, the writable ones and the unreadable ones left out.
+func listSkeleton(p *Policy, s string, writable map[string]bool) error {
+	entries, err := os.ReadDir(s)
+	if err != nil {
+		return fmt.Errorf("staging the writable files in %s: %w", s, err)
 	}
-	sort.SliceStable(p.Mounts, func(i, j int) bool { return p.Mounts[i].Path < p.Mounts[j].Path })
+	if len(entries) > maxSkeletonEntries {
+		return fmt.Errorf("%s holds %d entries, more than the %d a directory with writable files may have; make a subdirectory writable instead of files in it",
+			s, len(entries), maxSkeletonEntries)
+	}
+	p.Mounts = slices.DeleteFunc(p.Mounts, func(m Mount) bool { return m.ReadOnly && m.Path == s })
+	for _, e := range entries {
+		full := filepath.Join(s, e.Name())
+		if writable[full] || slices.Contains(p.Staging.Skeletons, full) || slices.Contains(p.Unreadable, full) {
+			continue
+		}
+		if slices.ContainsFunc(p.Mounts, func(m Mount) bool { return m.Path == full }) {
+			continue
+		}
+		switch t := e.Type(); {
+		case t.IsDir():
+			p.Mounts = append(p.Mounts, Mount{Path: full, ReadOnly: true, Kind: "dir", Listed: true, Why: "read-only entry of " + s})
+		case t.IsRegular():
+			p.Mounts = append(p.Mounts, Mount{Path: full, ReadOnly: true, Kind: "file", Listed: true, Why: "read-only entry of " + s})
+		case t&os.ModeSymlink != 0:
+			p.Staging.Links = append(p.Staging.Links, full)
+		}
+		// FIFOs, sockets and devices are not visible: a host daemon's
+		// socket here stays unreachable.
+	}
 	return nil
 }

@@ -27,7 +27,7 @@ func TestWarmHashIgnoresListedEntries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		must(t, Prepare(p))
+		makeWritable(t, p)
 		return p
 	}
 	before := build(cfg)
@@ -103,5 +103,21 @@ func TestConfigWarningsReachThePolicy(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("warnings %q lack the typo", p.Warnings)
+	}
+}
+
+// makeWritable makes p's writable paths exist, as the run's host
+// preparation (package hostprep, which imports this one) would.
+func makeWritable(t *testing.T, p *Policy) {
+	t.Helper()
+	for _, w := range p.HostPreparation() {
+		if w.File {
+			must(t, os.MkdirAll(filepath.Dir(w.Path), 0o755))
+			f, err := os.OpenFile(w.Path, os.O_CREATE|os.O_WRONLY, 0o644)
+			must(t, err)
+			must(t, f.Close())
+			continue
+		}
+		must(t, os.MkdirAll(w.Path, 0o755))
 	}
 }

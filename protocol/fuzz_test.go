@@ -13,7 +13,7 @@ import (
 
 func fuzzSpec[T any](f *testing.F, e Entry, decode func([]string) (T, error), seeds ...string) {
 	for _, s := range seeds {
-		f.Add(s)
+		f.Add(env(s))
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		v, err := decode([]string{s})
@@ -65,7 +65,7 @@ func FuzzDecodeWatch(f *testing.F) {
 }
 
 func FuzzDecodeProbe(f *testing.F) {
-	fuzzSpec(f, EntryProbe, DecodeProbe, `{"tag":"a","plan":"b"}`)
+	fuzzSpec(f, EntryProbe, DecodeProbe, `{"tag":"a","plan":"eyJzdGVwcyI6W3siaWQiOiJhIiwib3AiOiJiIiwiYXJncyI6eyJrIjoidiJ9LCJsaXN0IjpbIngiXX1dLCJleGl0X2NvZGUiOjJ9"}`, `{"tag":"a"}`)
 }
 
 // FuzzStatuses reads a holder's output as the host does: whatever it
@@ -93,6 +93,23 @@ func FuzzStatuses(f *testing.F) {
 		_ = Human(out)
 		if _, err := json.Marshal(Statuses(out)); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzParseProbeObservations reads what a probe inside the sandbox printed
+// (the sandbox controls it): never a panic, and only observations with an
+// id, each under its own.
+func FuzzParseProbeObservations(f *testing.F) {
+	for _, s := range []string{`{"id":"FS-01","errno":"ENOENT"}`, "noise\n{\"id\":\"x\"}", `{"id":`, `[]`, `{"id":"a"}{"id":"a","errno":"EPERM"}`, `{"id":"a","new":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		obs, _ := ParseProbeObservations(bytes.NewReader(b))
+		for id, o := range obs {
+			if id == "" || o.ID != id {
+				t.Fatalf("observation %+v under id %q", o, id)
+			}
 		}
 	})
 }

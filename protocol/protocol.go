@@ -6,10 +6,14 @@
 // side imports the other; both import this.
 //
 // The wire is plain: an entry point is started as `BINARY ENTRY SPEC`, where
-// SPEC is one argv element holding the spec as JSON. Decoding is strict
-// (unknown fields, trailing data, bad paths and descriptors are errors),
-// because on the host side some of what is decoded was written by the
-// sandbox, and on the sandbox side a bad spec must refuse, not guess.
+// SPEC is one argv element holding {"protocol":Version,"spec":…} as JSON.
+// The version is read first: a message of another build is a
+// MismatchError, never read further. Decoding is strict (Strict: unknown
+// fields, trailing data, over a bound; then bad paths and descriptors are
+// errors), because on the host side some of what is decoded was written by
+// the sandbox, and on the sandbox side a bad spec must refuse, not guess.
+// The keeper's messages are in keeper/, the local helper's plan in
+// localplan/, the control channel in control/.
 package protocol
 
 import (
@@ -17,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -70,9 +75,20 @@ func IsEntry(arg string) bool {
 // paths): well under the kernel's argument limits.
 const maxSpec = 1 << 20
 
-// Argv is the argv that starts entry e of the binary at bin with spec.
+// envelope carries every spec with the version it is written in.
+type envelope struct {
+	Protocol int             `json:"protocol"`
+	Spec     json.RawMessage `json:"spec"`
+}
+
+// Argv is the argv that starts entry e of the binary at bin with spec,
+// in its envelope (this build's Version).
 func Argv(bin string, e Entry, spec any) ([]string, error) {
-	b, err := json.Marshal(spec)
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the %s spec: %w", e, err)
+	}
+	b, err := json.Marshal(envelope{Protocol: Version, Spec: raw})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the %s spec: %w", e, err)
 	}
@@ -92,7 +108,9 @@ func MustArgv(bin string, e Entry, spec any) []string {
 	return argv
 }
 
-// decode reads one spec argument strictly into v.
+// decode reads one spec argument strictly into v: its envelope's version
+// first (another is a MismatchError, the spec not read further), then the
+// spec, then v's own checks.
 func decode(e Entry, args []string, v interface{ validate() error }) error {
 	if len(args) != 1 {
 		return fmt.Errorf("%s takes one argument, its spec as JSON; got %d", e, len(args))
@@ -100,16 +118,68 @@ func decode(e Entry, args []string, v interface{ validate() error }) error {
 	if len(args[0]) > maxSpec {
 		return fmt.Errorf("%s: spec of %d bytes is over the %d-byte bound", e, len(args[0]), maxSpec)
 	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(args[0])))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	b := []byte(args[0])
+	n, err := peekVersion(b)
+	if err != nil {
 		return fmt.Errorf("%s: bad spec: %w", e, err)
 	}
-	if dec.More() {
-		return fmt.Errorf("%s: bad spec: data after the JSON object", e)
+	if n != Version {
+		return &MismatchError{Peer: fmt.Sprintf("the triage-sandbox that started %s", e), Theirs: n, Inside: true}
+	}
+	var env envelope
+	if err := Strict(b, maxSpec, &env); err != nil {
+		return fmt.Errorf("%s: bad spec: %w", e, err)
+	}
+	if env.Spec == nil {
+		return fmt.Errorf("%s: bad spec: no \"spec\" in the envelope", e)
+	}
+	if err := Strict(env.Spec, maxSpec, v); err != nil {
+		return fmt.Errorf("%s: bad spec: %w", e, err)
 	}
 	if err := v.validate(); err != nil {
 		return fmt.Errorf("%s: %w", e, err)
+	}
+	return nil
+}
+
+// Strict decodes b, one JSON value of at most max bytes, into v: a field v
+// does not have, data after the value, or more than max bytes is an error.
+// Every message between our processes is decoded by it (here and in the
+// sub-packages), since the other side may be the sandbox's.
+func Strict(b []byte, max int, v any) error {
+	if len(b) > max {
+		return fmt.Errorf("%d bytes, over the %d-byte bound", len(b), max)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the JSON value")
+	}
+	return nil
+}
+
+// Versioned decodes b, a message of peer that carries VersionKey among its
+// fields, strictly into v: another version is a MismatchError (read no
+// further), then v.Validate checks what JSON cannot say.
+func Versioned(peer string, b []byte, max int, v interface{ Validate() error }) error {
+	if len(b) > max {
+		return fmt.Errorf("%s: a message of %d bytes, over the %d-byte bound", peer, len(b), max)
+	}
+	n, err := peekVersion(b)
+	if err != nil {
+		return fmt.Errorf("%s: unreadable message: %w", peer, err)
+	}
+	if err := CheckVersion(peer, n); err != nil {
+		return err
+	}
+	if err := Strict(b, max, v); err != nil {
+		return fmt.Errorf("%s: bad message: %w", peer, err)
+	}
+	if err := v.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", peer, err)
 	}
 	return nil
 }

@@ -79,6 +79,9 @@ type Identity struct {
 	GID int `json:"gid"`
 }
 
+// Validate is nil for an identity a helper takes (not root, in range).
+func (id *Identity) Validate() error { return id.validate() }
+
 func (id *Identity) validate() error {
 	if id == nil {
 		return nil
@@ -340,19 +343,14 @@ func DecodeKeeper(args []string) (Keeper, error) {
 	return k, err
 }
 
-// Probe is a selftest probe's spec: its marker for the host and its
-// encoded plan (package probe decodes the plan).
+// Probe is a selftest probe's spec: its marker for the host (a tag only
+// in argv, so the host can find the process) and its plan.
 type Probe struct {
-	Tag  string `json:"tag"`
-	Plan string `json:"plan"`
+	Tag  string    `json:"tag"`
+	Plan ProbePlan `json:"plan"`
 }
 
-func (p *Probe) validate() error {
-	if p.Plan == "" {
-		return fmt.Errorf("plan is required")
-	}
-	return nil
-}
+func (p *Probe) validate() error { return p.Plan.validate() }
 
 // DecodeProbe reads a probe's spec from its arguments.
 func DecodeProbe(args []string) (Probe, error) {
@@ -375,20 +373,6 @@ func checkPaths(paths []stage.Path) error {
 		}
 	}
 	return nil
-}
-
-// EditHold changes the holder's spec in a holder argv (BINARY ENTRY SPEC):
-// a renderer builds the argv before the backend knows its control channel.
-func EditHold(argv []string, edit func(*Hold)) ([]string, error) {
-	if len(argv) != 3 || argv[1] != string(EntryHold) {
-		return nil, fmt.Errorf("not a holder argv: %q", argv)
-	}
-	h, err := DecodeHold(argv[2:])
-	if err != nil {
-		return nil, err
-	}
-	edit(&h)
-	return Argv(argv[0], EntryHold, h)
 }
 
 // Watch is a container watcher's spec: the container, and its owner (a

@@ -41,8 +41,12 @@ var knownStates = map[State]bool{StateAwaitingStage: true, StateReady: true, Sta
 
 // Status is one status line.
 type Status struct {
-	State  State  `json:"state"`
-	Detail string `json:"detail,omitempty"`
+	// Protocol is the writer's Version (WriteStatus sets it): the host
+	// checks it on the holder's first status, so an inside binary of
+	// another build (a kubernetes image's) is refused at start.
+	Protocol int    `json:"protocol"`
+	State    State  `json:"state"`
+	Detail   string `json:"detail,omitempty"`
 }
 
 // statusPrefix starts every status line: a status is recognised only as a
@@ -59,6 +63,7 @@ func WriteStatus(w io.Writer, s Status) error {
 	}
 	// One line whatever the detail holds; JSON escapes newlines.
 	s.Detail = truncate(s.Detail, maxStatusLine/2)
+	s.Protocol = Version
 	b, err := json.Marshal(s)
 	if err != nil {
 		return err
@@ -67,21 +72,33 @@ func WriteStatus(w io.Writer, s Status) error {
 	return err
 }
 
-// ParseStatus decodes one line (without its newline) as a status line.
+// ParseStatus decodes one line (without its newline) as a status line. A
+// line of another protocol version reads as StateHolderFailed with that
+// Protocol, whatever it says (its states may mean something else here):
+// the writer cannot serve this build, and Status.Mismatch says why.
 func ParseStatus(line string) (Status, bool) {
 	line = strings.TrimSuffix(line, "\r")
 	rest, ok := strings.CutPrefix(line, statusPrefix)
 	if !ok || len(line) > maxStatusLine {
 		return Status{}, false
 	}
-	dec := json.NewDecoder(strings.NewReader(rest))
-	dec.DisallowUnknownFields()
+	n, err := peekVersion([]byte(rest))
+	if err != nil {
+		return Status{}, false
+	}
+	if n != Version {
+		return Status{Protocol: n, State: StateHolderFailed}, true
+	}
 	var s Status
-	if err := dec.Decode(&s); err != nil || dec.More() || !knownStates[s.State] {
+	if err := Strict([]byte(rest), maxStatusLine, &s); err != nil || !knownStates[s.State] {
 		return Status{}, false
 	}
 	return s, true
 }
+
+// Mismatch is nil for a status of this build's version, else the one line
+// that says what to rebuild; peer names the writer ("the sandbox's holder").
+func (s Status) Mismatch(peer string) error { return CheckVersion(peer, s.Protocol) }
 
 // Statuses are the status lines found in out, in order; a line cut short
 // (no newline yet) is not read, so a status is never seen half-written.
@@ -132,6 +149,9 @@ func Human(out []byte) string {
 
 // String is the status as a person reads it.
 func (s Status) String() string {
+	if err := s.Mismatch("the holder"); err != nil {
+		return err.Error()
+	}
 	what := map[State]string{
 		StateAwaitingStage:      "awaiting the staged copy",
 		StateReady:              "ready",

@@ -26,6 +26,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/hints"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
+	"github.com/triage-sandbox/triage-sandbox/hostprep"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -167,7 +168,7 @@ func start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 	endPrepare := phase.Begin(ctx, "start.prepare")
 	weakened, err := policy.Enforce(p, backend.Name(), backend.Capabilities())
 	if err == nil {
-		err = policy.Prepare(p)
+		err = hostprep.Writable(p)
 	}
 	endPrepare()
 	if err != nil {

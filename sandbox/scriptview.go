@@ -50,34 +50,13 @@ func scriptView(p *policy.Policy, kept bool, scripts, written map[string]bool) g
 	return func(path string) (guard.Origin, string) {
 		path = filepath.Clean(path)
 		if kept && scripts[path] && isPattern(path) {
-			// The shell expands it in the sandbox: refused when it may
-			// reach below a path the session holds its own version of.
-			lit, _ := coveringMount(p, literalPrefix(path))
-			for _, m := range ownedRoots(p) {
-				// What the literal part names lies under a read-only mount
-				// deeper than m: the host's, wherever the pattern leads.
-				if lit.ReadOnly && !lit.Discard && len(lit.Path) > len(m.Path) {
-					continue
-				}
-				if patternReaches(path, m) {
-					return guard.FromSandbox, "in this session the pattern may match the session's own files under " + m.Path +
-						", not the host's copies the guard reads; name the file, and run it outside the session, where a fresh sandbox starts from the host's copy"
-				}
+			if o, why, ok := patternView(p, path); ok {
+				return o, why
 			}
 		}
-		for _, u := range p.Unreadable {
-			if under(u, path) {
-				return guard.Hidden, ""
-			}
-		}
-		cover, ok := coveringMount(p, path)
+		cover, ok := visibleCover(p, path)
 		if !ok {
 			return guard.Hidden, ""
-		}
-		for _, h := range cover.Hidden {
-			if under(h, path) {
-				return guard.Hidden, ""
-			}
 		}
 		owned := cover.Discard || cover.staged
 		switch {
@@ -86,25 +65,71 @@ func scriptView(p *policy.Policy, kept bool, scripts, written map[string]bool) g
 		case !kept:
 			return guard.FromHost, ""
 		}
-		var why string
-		switch {
-		case cover.Discard:
-			why = "in this session the writes of earlier commands under " + cover.Path + " live in the session's overlay, not in the host's copy the guard reads"
-		case cover.staged:
-			why = "in this session " + cover.Path + " is the session's own copy (what its earlier commands wrote there, not the host's later changes), not the host's copy the guard reads"
-		default:
-			return guard.FromHost, ""
-		}
-		if path == cover.Path && cover.Kind != "file" || hostDir(cover.Path, path) {
-			return guard.FromHost, ""
-		}
-		if !scripts[path] {
-			// Named, not run (cat, git log, printf >): the host's copy is
-			// not shown, since it may not be the session's; nothing to refuse.
-			return guard.Hidden, ""
-		}
-		return guard.FromSandbox, why + "; run it outside the session, where a fresh sandbox starts from the host's copy"
+		return keptView(cover, path, scripts[path])
 	}
+}
+
+// patternView judges a pattern the shell expands in a kept sandbox:
+// refused (ok) when it may reach below a path the session holds its own
+// version of.
+func patternView(p *policy.Policy, path string) (guard.Origin, string, bool) {
+	lit, _ := coveringMount(p, literalPrefix(path))
+	for _, m := range ownedRoots(p) {
+		// What the literal part names lies under a read-only mount deeper
+		// than m: the host's, wherever the pattern leads.
+		if lit.ReadOnly && !lit.Discard && len(lit.Path) > len(m.Path) {
+			continue
+		}
+		if patternReaches(path, m) {
+			return guard.FromSandbox, "in this session the pattern may match the session's own files under " + m.Path +
+				", not the host's copies the guard reads; name the file, and run it outside the session, where a fresh sandbox starts from the host's copy", true
+		}
+	}
+	return guard.FromHost, "", false
+}
+
+// visibleCover is the mount that shows path to the sandbox; none where
+// path is unreadable, hidden or not mounted.
+func visibleCover(p *policy.Policy, path string) (cover, bool) {
+	for _, u := range p.Unreadable {
+		if under(u, path) {
+			return cover{}, false
+		}
+	}
+	c, ok := coveringMount(p, path)
+	if !ok {
+		return cover{}, false
+	}
+	for _, h := range c.Hidden {
+		if under(h, path) {
+			return cover{}, false
+		}
+	}
+	return c, true
+}
+
+// keptView judges a path in a kept sandbox: the host's copy where the
+// session holds no copy of its own (or path is a directory of the host),
+// hidden where it is only named, refused where it is run.
+func keptView(cover cover, path string, script bool) (guard.Origin, string) {
+	var why string
+	switch {
+	case cover.Discard:
+		why = "in this session the writes of earlier commands under " + cover.Path + " live in the session's overlay, not in the host's copy the guard reads"
+	case cover.staged:
+		why = "in this session " + cover.Path + " is the session's own copy (what its earlier commands wrote there, not the host's later changes), not the host's copy the guard reads"
+	default:
+		return guard.FromHost, ""
+	}
+	if path == cover.Path && cover.Kind != "file" || hostDir(cover.Path, path) {
+		return guard.FromHost, ""
+	}
+	if !script {
+		// Named, not run (cat, git log, printf >): the host's copy is not
+		// shown, since it may not be the session's; nothing to refuse.
+		return guard.Hidden, ""
+	}
+	return guard.FromSandbox, why + "; run it outside the session, where a fresh sandbox starts from the host's copy"
 }
 
 // cover is the mount that decides what the sandbox sees at a path.

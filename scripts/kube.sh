@@ -12,6 +12,9 @@
 #     (scripts/gvisor.sh, cached the same way; jq from Debian edits each
 #     container's spec for it). A build that fails does not stop the rest:
 #     gvisor.sh keeps its reason, and the gvisor tests fail with it.
+#   - builds kube-router, the node's NetworkPolicy controller
+#     (scripts/kuberouter.sh, cached the same way; iptables and ipset from
+#     Debian).
 # Prints the directory holding the binaries on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,5 +48,10 @@ done
 # cores), cached afterwards.
 if ! scripts/gvisor.sh >/dev/null; then
   ts_log "runsc was not built (see above); the cluster's other tests still run, the gvisor RuntimeClass's fail saying why"
+fi
+# The NetworkPolicy controller: built once (about 8 min on 2 cores),
+# cached afterwards.
+if ! scripts/kuberouter.sh >/dev/null; then
+  ts_log "kube-router was not built (see above); the network policy tests fail saying so"
 fi
 echo "$dir"

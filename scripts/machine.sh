@@ -45,13 +45,17 @@ ts_main_packages() {
 
 # ts_kube_packages: the kubernetes backend's test cluster takes etcd,
 # containerd, runc and the CNI plugins from Debian (jq edits each
-# container's spec for the node's gvisor RuntimeClass).
+# container's spec for the node's gvisor RuntimeClass; iptables and ipset
+# are what its NetworkPolicy controller, kube-router, writes its rules
+# with).
 ts_kube_packages() {
   command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || echo etcd-server
   command -v containerd >/dev/null 2>&1 || echo containerd
   command -v runc >/dev/null 2>&1 || echo runc
   ts_have_package containernetworking-plugins || echo containernetworking-plugins
   command -v jq >/dev/null 2>&1 || echo jq
+  ts_have_package iptables || echo iptables
+  ts_have_package ipset || echo ipset
   return 0
 }
 

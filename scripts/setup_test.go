@@ -123,7 +123,8 @@ func (m *fakeMachine) run(t *testing.T, script string, env ...string) (string, e
 	cmd.Env = append([]string{"PATH=" + m.bin, "HOME=" + m.tmp, "TMPDIR=" + m.tmp,
 		"FAKE_LOG=" + m.log, "FAKE_STATE=" + m.state, "FAKE_BIN=" + m.bin,
 		"TRIAGE_SANDBOX_KUBE_DIR=" + filepath.Join(m.tmp, "kube"),
-		"TRIAGE_SANDBOX_GVISOR_DIR=" + filepath.Join(m.tmp, "gvisor")}, env...)
+		"TRIAGE_SANDBOX_GVISOR_DIR=" + filepath.Join(m.tmp, "gvisor"),
+		"TRIAGE_SANDBOX_KUBE_ROUTER_DIR=" + filepath.Join(m.tmp, "kube-router")}, env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -219,7 +220,7 @@ func TestSetupMainJobOnly(t *testing.T) {
 // TestSetupTestsOneAptCall: the tests' set-up installs every package the
 // main job and the tests need in one apt-get call (each call pays an
 // apt-get update), builds the kubernetes binary, the cluster's binaries and
-// runsc with a progress line saying how long each takes, loads Podman's
+// runsc and kube-router with a progress line saying how long each takes, loads Podman's
 // store and installs the MCP client; a second run finds it all cached.
 func TestSetupTestsOneAptCall(t *testing.T) {
 	m := newFakeMachine(t)
@@ -234,14 +235,15 @@ func TestSetupTestsOneAptCall(t *testing.T) {
 	if n := len(m.calls(t, "apt-get")); n != 2 {
 		t.Errorf("apt-get called %d times, want an update and an install: %q", n, m.calls(t, "apt-get"))
 	}
-	for _, p := range []string{"docker.io", "debootstrap", "chromium", "runc", "podman", "containerd", "jq", "nodejs", "npm"} {
+	for _, p := range []string{"docker.io", "debootstrap", "chromium", "runc", "podman", "containerd", "jq", "ipset", "nodejs", "npm"} {
 		if !slices.Contains(installs[0], p) {
 			t.Errorf("the one apt-get call lacks %s: %q", p, installs[0])
 		}
 	}
 	b := m.goBuilds(t)
 	for _, pkg := range []string{"./cmd/triage-sandbox", "./cmd/triage-sandbox-inside",
-		"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kubelet", "gvisor.dev/gvisor/runsc"} {
+		"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kubelet", "gvisor.dev/gvisor/runsc",
+		"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"} {
 		if !builds(b, pkg) {
 			t.Errorf("no go build of %s: %q", pkg, b)
 		}
@@ -249,7 +251,7 @@ func TestSetupTestsOneAptCall(t *testing.T) {
 	if !slices.ContainsFunc(b, func(s string) bool { return strings.Contains(s, "-tags kubernetes") }) {
 		t.Errorf("bin/triage-sandbox-kube not built: %q", b)
 	}
-	for _, step := range []string{"building kube-apiserver", "building kubelet", "building runsc", "loading triage-sandbox:latest into Podman"} {
+	for _, step := range []string{"building kube-apiserver", "building kubelet", "building runsc", "building kube-router", "loading triage-sandbox:latest into Podman"} {
 		if !regexp.MustCompile(regexp.QuoteMeta(step) + `.*\(about \d+[^)]* min`).MatchString(out) {
 			t.Errorf("no progress line with the expected time for %q:\n%s", step, out)
 		}

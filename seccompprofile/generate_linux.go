@@ -28,6 +28,30 @@ func Generate() (profile, dockerDefault []byte, err error) {
 		return nil, nil, err
 	}
 	p := seccomp.DefaultProfile()
+	if err := dropX86(p); err != nil {
+		return nil, nil, err
+	}
+	kept, socketRules, err := splitRules(p.Syscalls)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(socketRules) == 0 {
+		return nil, nil, errors.New("default profile has no per-family socket(2) rules; it would allow every family")
+	}
+	for _, f := range AllowedFamilies {
+		if !slices.ContainsFunc(socketRules, func(r *seccomp.Syscall) bool { return matches(r.Args, [6]uint64{f}) }) {
+			return nil, nil, fmt.Errorf("family %d is allowed here but refused by Docker's default profile", f)
+		}
+	}
+	p.Syscalls = append(append(kept, familyRules()...), fcntlRules()...)
+	if profile, err = json.MarshalIndent(p, "", "\t"); err != nil {
+		return nil, nil, err
+	}
+	return profile, dockerDefault, nil
+}
+
+// dropX86 takes x86 out of the sub-architectures of x86_64.
+func dropX86(p *seccomp.Seccomp) error {
 	dropped := false
 	for i, a := range p.ArchMap {
 		if a.Arch == specs.ArchX86_64 && slices.Contains(a.SubArches, specs.ArchX86) {
@@ -36,10 +60,16 @@ func Generate() (profile, dockerDefault []byte, err error) {
 		}
 	}
 	if !dropped {
-		return nil, nil, errors.New("default profile's archMap no longer lists x86 under x86_64")
+		return errors.New("default profile's archMap no longer lists x86 under x86_64")
 	}
-	var kept, socketRules []*seccomp.Syscall
-	for _, sc := range p.Syscalls {
+	return nil
+}
+
+// splitRules takes Refused and fcntl out of the default's rules and sets
+// its per-family socket(2) rules apart from the rules kept as they are;
+// a rule of a shape it does not know is an error.
+func splitRules(rules []*seccomp.Syscall) (kept, socketRules []*seccomp.Syscall, err error) {
+	for _, sc := range rules {
 		if sc.Name != "" {
 			return nil, nil, fmt.Errorf("default profile rule %q uses the old name field", sc.Name)
 		}
@@ -74,19 +104,7 @@ func Generate() (profile, dockerDefault []byte, err error) {
 			return nil, nil, fmt.Errorf("default profile has a socket rule of an unknown shape: %+v", sc.LinuxSyscall)
 		}
 	}
-	if len(socketRules) == 0 {
-		return nil, nil, errors.New("default profile has no per-family socket(2) rules; it would allow every family")
-	}
-	for _, f := range AllowedFamilies {
-		if !slices.ContainsFunc(socketRules, func(r *seccomp.Syscall) bool { return matches(r.Args, [6]uint64{f}) }) {
-			return nil, nil, fmt.Errorf("family %d is allowed here but refused by Docker's default profile", f)
-		}
-	}
-	p.Syscalls = append(append(kept, familyRules()...), fcntlRules()...)
-	if profile, err = json.MarshalIndent(p, "", "\t"); err != nil {
-		return nil, nil, err
-	}
-	return profile, dockerDefault, nil
+	return kept, socketRules, nil
 }
 
 // familyRules allow socket(2) and socketpair(2) for AllowedFamilies and,

@@ -186,10 +186,6 @@ func Resolve(p *seccomp.Seccomp, t Target) (*specs.LinuxSeccomp, error) {
 			}
 		}
 	}
-	atLeast := func(v *seccomp.KernelVersion) bool {
-		k := t.Kernel
-		return k == nil || k.Kernel > v.Kernel || (k.Kernel == v.Kernel && k.Major >= v.Major)
-	}
 	for _, call := range p.Syscalls {
 		c := call.LinuxSyscall
 		if call.Name != "" {
@@ -198,23 +194,35 @@ func Resolve(p *seccomp.Seccomp, t Target) (*specs.LinuxSeccomp, error) {
 			}
 			c.Names = []string{call.Name}
 		}
-		if ex := call.Excludes; ex != nil {
-			if slices.Contains(ex.Arches, t.Arch) ||
-				slices.ContainsFunc(ex.Caps, func(c string) bool { return slices.Contains(t.Caps, c) }) ||
-				(ex.MinKernel != nil && atLeast(ex.MinKernel)) {
-				continue
-			}
+		if t.applies(call) {
+			out.Syscalls = append(out.Syscalls, c)
 		}
-		if in := call.Includes; in != nil {
-			if (len(in.Arches) > 0 && !slices.Contains(in.Arches, t.Arch)) ||
-				slices.ContainsFunc(in.Caps, func(c string) bool { return !slices.Contains(t.Caps, c) }) ||
-				(in.MinKernel != nil && !atLeast(in.MinKernel)) {
-				continue
-			}
-		}
-		out.Syscalls = append(out.Syscalls, c)
 	}
 	return &out, nil
+}
+
+// applies: call's Excludes leave t out of none of its terms and its
+// Includes take t in on all of them.
+func (t Target) applies(call *seccomp.Syscall) bool {
+	atLeast := func(v *seccomp.KernelVersion) bool {
+		k := t.Kernel
+		return k == nil || k.Kernel > v.Kernel || (k.Kernel == v.Kernel && k.Major >= v.Major)
+	}
+	if ex := call.Excludes; ex != nil {
+		if slices.Contains(ex.Arches, t.Arch) ||
+			slices.ContainsFunc(ex.Caps, func(c string) bool { return slices.Contains(t.Caps, c) }) ||
+			(ex.MinKernel != nil && atLeast(ex.MinKernel)) {
+			return false
+		}
+	}
+	if in := call.Includes; in != nil {
+		if (len(in.Arches) > 0 && !slices.Contains(in.Arches, t.Arch)) ||
+			slices.ContainsFunc(in.Caps, func(c string) bool { return !slices.Contains(t.Caps, c) }) ||
+			(in.MinKernel != nil && !atLeast(in.MinKernel)) {
+			return false
+		}
+	}
+	return true
 }
 
 // Decision is what a filter does with one call.
@@ -329,30 +337,8 @@ func Narrows(p, base *seccomp.Seccomp, t Target) error {
 	}
 	samples := arg0Samples(ours, theirs)
 	for _, r := range ours.Syscalls {
-		if r.Action != specs.ActAllow || slices.ContainsFunc(theirs.Syscalls, func(b specs.LinuxSyscall) bool {
-			return b.Action == r.Action && sameArgs(b.Args, r.Args) && containsAll(b.Names, r.Names)
-		}) {
-			continue
-		}
-		if allowsOutright(theirs, r.Names) {
-			continue // any condition of ours only narrows it
-		}
-		if slices.ContainsFunc(r.Args, func(a specs.LinuxSeccompArg) bool { return a.Index != 0 }) {
-			return fmt.Errorf("%v: an allow rule on arguments other than the first that Docker's profile lacks", r.Names)
-		}
-		for _, name := range r.Names {
-			for _, v := range samples {
-				if !matches(r.Args, [6]uint64{v}) {
-					continue
-				}
-				d, err := Decide(theirs, name, v)
-				if err != nil {
-					return err
-				}
-				if d.Action != specs.ActAllow {
-					return fmt.Errorf("%s(%d) is allowed, Docker's profile says %s", name, v, d)
-				}
-			}
+		if err := allowedByBase(r, theirs, samples); err != nil {
+			return err
 		}
 	}
 	for _, r := range ours.Syscalls {
@@ -361,6 +347,38 @@ func Narrows(p, base *seccomp.Seccomp, t Target) error {
 				if _, err := Decide(ours, name, v); err != nil {
 					return err
 				}
+			}
+		}
+	}
+	return nil
+}
+
+// allowedByBase checks that what allow rule r matches, theirs allows: r
+// is one of theirs, or theirs allows its calls outright, or r conditions
+// only argument 0 and theirs allows each sample value r matches.
+func allowedByBase(r specs.LinuxSyscall, theirs *specs.LinuxSeccomp, samples []uint64) error {
+	if r.Action != specs.ActAllow || slices.ContainsFunc(theirs.Syscalls, func(b specs.LinuxSyscall) bool {
+		return b.Action == r.Action && sameArgs(b.Args, r.Args) && containsAll(b.Names, r.Names)
+	}) {
+		return nil
+	}
+	if allowsOutright(theirs, r.Names) {
+		return nil // any condition of ours only narrows it
+	}
+	if slices.ContainsFunc(r.Args, func(a specs.LinuxSeccompArg) bool { return a.Index != 0 }) {
+		return fmt.Errorf("%v: an allow rule on arguments other than the first that Docker's profile lacks", r.Names)
+	}
+	for _, name := range r.Names {
+		for _, v := range samples {
+			if !matches(r.Args, [6]uint64{v}) {
+				continue
+			}
+			d, err := Decide(theirs, name, v)
+			if err != nil {
+				return err
+			}
+			if d.Action != specs.ActAllow {
+				return fmt.Errorf("%s(%d) is allowed, Docker's profile says %s", name, v, d)
 			}
 		}
 	}

@@ -270,8 +270,10 @@ func secondPhaseControl(ctx context.Context, o Options, e *Env, ch Check) *Evide
 	case "PROC-03":
 		// The spinning probe survives SIGTERM on the host.
 		tag := "control-spin-" + e.C.Token
-		enc, _ := probe.Plan{Steps: one(step("spin", "spin_ignore_term", nil))}.Encode()
-		argv := probe.Argv(o.SelfHost, tag, enc)
+		argv, err := probe.Argv(o.SelfHost, tag, probe.Plan{Steps: one(step("spin", "spin_ignore_term", nil))})
+		if err != nil {
+			return ev
+		}
 		cmd := exec.Command(argv[0], argv[1:]...)
 		if cmd.Start() == nil {
 			// Signalled once it ignores the signal, not after a guess.
@@ -299,13 +301,12 @@ func outputControl(ctx context.Context, o Options, e *Env) *Evidence {
 
 // runHostPlan runs the probe unsandboxed with the canary environment.
 func runHostPlan(ctx context.Context, self string, e *Env, plan probe.Plan) (map[string]probe.Observation, error) {
-	enc, err := plan.Encode()
+	argv, err := probe.Argv(self, "control-"+e.C.Token, plan)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	argv := probe.Argv(self, "control-"+e.C.Token, enc)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = e.C.Root
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.C.Home}

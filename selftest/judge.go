@@ -38,64 +38,91 @@ func (runs *phaseRuns) slowest() []string {
 // judge turns evidence into a result.
 func judge(e *Env, ch Check, ev *Evidence, runErr error, control *controlResult) Result {
 	r := Result{ID: ch.ID, Name: ch.Name, Category: ch.Category, Expected: ch.Expect, Fix: ch.Fix}
-	var ended *endedUnderCommand
-	if ch.EndedRunEscapes && errors.As(runErr, &ended) {
-		// The check's own act ended the run: its verdict, not a missing one.
-		r.Status, r.Observed, r.Evidence = StatusFail, "allowed", "the run ended under the command: "+ended.Error()
-		return r
-	}
-	if runErr != nil || ev == nil {
-		r.Status, r.Observed = StatusInconclusive, "not run"
-		if runErr != nil {
-			r.Evidence = runErr.Error()
-		}
-		return r
-	}
-	if ch.Steps != nil && !(ch.SandboxOOMBlocks && ev.Result.WholeSandboxOOM) {
-		for _, s := range ch.Steps(e) {
-			o, ok := ev.Obs[s.ID]
-			if !ok {
-				r.Status, r.Observed = StatusInconclusive, "no observation"
-				r.Evidence = fmt.Sprintf("the probe reported nothing for %s (exit %d)", s.ID, ev.Result.ExitCode)
-				return r
-			}
-			// Only a check missing its Requires gets here: never ok.
-			if o.Unsupported() {
-				r.Status, r.Observed = StatusInconclusive, "not run"
-				r.Evidence = o.Detail + ": the check must require a capability this OS's backends lack"
-				return r
-			}
-		}
-	}
-	if ch.Inconclusive != nil {
-		if inc, why := ch.Inconclusive(e, ev); inc {
-			r.Status, r.Observed, r.Evidence = StatusInconclusive, "not decided", why
-			return r
-		}
-	}
-	if control != nil && control.notHere != "" {
-		r.Status, r.Observed, r.Evidence = StatusNotApplicable, "not applicable", control.notHere
+	if undecided(e, ch, ev, runErr, control, &r) {
 		return r
 	}
 	succeeded, evidence := ch.Judge(e, ev)
 	r.Evidence = evidence
-	if ch.Expect == Allowed {
-		r.Observed = map[bool]string{true: "allowed", false: "blocked"}[succeeded]
-		r.OK = succeeded
-		r.Status = map[bool]string{true: StatusOK, false: StatusFail}[succeeded]
-		if control != nil {
-			r.Control = control.summary
-			if !succeeded && !control.saw {
-				r.Status = StatusInconclusive
-				r.Evidence += "; the control outside the sandbox could not do it either: the host lacks it, not the sandbox"
-			}
-		}
-		return r
-	}
 	r.Observed = map[bool]string{true: "allowed", false: "blocked"}[succeeded]
 	if control != nil {
 		r.Control = control.summary
 	}
+	if ch.Expect == Allowed {
+		judgeAllowed(&r, succeeded, control)
+	} else {
+		judgeBlocked(&r, succeeded, control)
+	}
+	return r
+}
+
+// undecided fills r and says so where the check's own verdict cannot be
+// taken: the run failed or ended under the command, the probe did not
+// observe a step, the check says its evidence decides nothing, or its
+// control found it does not apply here.
+func undecided(e *Env, ch Check, ev *Evidence, runErr error, control *controlResult, r *Result) bool {
+	var ended *endedUnderCommand
+	switch {
+	case ch.EndedRunEscapes && errors.As(runErr, &ended):
+		// The check's own act ended the run: its verdict, not a missing one.
+		r.Status, r.Observed, r.Evidence = StatusFail, "allowed", "the run ended under the command: "+ended.Error()
+		return true
+	case runErr != nil || ev == nil:
+		r.Status, r.Observed = StatusInconclusive, "not run"
+		if runErr != nil {
+			r.Evidence = runErr.Error()
+		}
+		return true
+	}
+	if ch.Steps != nil && !(ch.SandboxOOMBlocks && ev.Result.WholeSandboxOOM) && unobserved(e, ch, ev, r) {
+		return true
+	}
+	if ch.Inconclusive != nil {
+		if inc, why := ch.Inconclusive(e, ev); inc {
+			r.Status, r.Observed, r.Evidence = StatusInconclusive, "not decided", why
+			return true
+		}
+	}
+	if control != nil && control.notHere != "" {
+		r.Status, r.Observed, r.Evidence = StatusNotApplicable, "not applicable", control.notHere
+		return true
+	}
+	return false
+}
+
+// unobserved fills r when a step of the check has no observation, or
+// one its OS cannot make.
+func unobserved(e *Env, ch Check, ev *Evidence, r *Result) bool {
+	for _, s := range ch.Steps(e) {
+		o, ok := ev.Obs[s.ID]
+		if !ok {
+			r.Status, r.Observed = StatusInconclusive, "no observation"
+			r.Evidence = fmt.Sprintf("the probe reported nothing for %s (exit %d)", s.ID, ev.Result.ExitCode)
+			return true
+		}
+		// Only a check missing its Requires gets here: never ok.
+		if o.Unsupported() {
+			r.Status, r.Observed = StatusInconclusive, "not run"
+			r.Evidence = o.Detail + ": the check must require a capability this OS's backends lack"
+			return true
+		}
+	}
+	return false
+}
+
+// judgeAllowed: what the sandbox must allow succeeded; where it did not
+// and the control outside could not either, the host lacks it.
+func judgeAllowed(r *Result, succeeded bool, control *controlResult) {
+	r.OK = succeeded
+	r.Status = map[bool]string{true: StatusOK, false: StatusFail}[succeeded]
+	if control != nil && !succeeded && !control.saw {
+		r.Status = StatusInconclusive
+		r.Evidence += "; the control outside the sandbox could not do it either: the host lacks it, not the sandbox"
+	}
+}
+
+// judgeBlocked: what the sandbox must block failed, and the control
+// outside it did it (else the check proves nothing).
+func judgeBlocked(r *Result, succeeded bool, control *controlResult) {
 	switch {
 	case succeeded:
 		r.Status = StatusFail
@@ -105,7 +132,6 @@ func judge(e *Env, ch Check, ev *Evidence, runErr error, control *controlResult)
 	default:
 		r.Status, r.OK = StatusOK, true
 	}
-	return r
 }
 
 // slowestSteps names the n probe steps that took longest, with their time.

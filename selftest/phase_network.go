@@ -77,7 +77,7 @@ func runNetworkPhase(ctx context.Context, o Options, e *Env, checks []Check) (*E
 	tcp, udp := rig.directAddrs()
 	pe := *e
 	pe.Net = &netEnv{Proxy: egress.ForwardAddr, HostHdrProxy: egress.ForwardAddr, TunnelProxy: egress.ForwardAddr, DirectTCP: tcp, DirectUDP: udp}
-	enc, err := probe.Plan{Steps: phaseSteps(&pe, checks, PhaseNetwork, false)}.Encode()
+	argv, err := probe.Argv(o.Backend.SelfPath(), "phase-network-"+e.C.Token, probe.Plan{Steps: phaseSteps(&pe, checks, PhaseNetwork, false)})
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func runNetworkPhase(ctx context.Context, o Options, e *Env, checks []Check) (*E
 	stderr := &syncWriter{w: &bytes.Buffer{}}
 	res, err := sandbox.Run(ctx, o.Backend, sandbox.Request{
 		Policy: p, Timeout: 2 * time.Minute, NoAudit: true, NoGate: true,
-		Command: backends.Command{Argv: probe.Argv(o.Backend.SelfPath(), "phase-network-"+e.C.Token, enc)},
+		Command: backends.Command{Argv: argv},
 		Streams: backends.Streams{Stdout: stdout, Stderr: stderr},
 	})
 	if err != nil {

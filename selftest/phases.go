@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/hostprep"
 	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -52,7 +53,7 @@ func (c *phaseClock) record(name string, since time.Time) {
 // report gets each part's duration and the kernel the sandbox presents.
 func runPhases(ctx context.Context, o Options, plan *rolePlan, rr *RoleReport) (*phaseRuns, error) {
 	e := plan.env
-	if err := policy.Prepare(e.P); err != nil {
+	if err := hostprep.Writable(e.P); err != nil {
 		return nil, err
 	}
 	clock := &phaseClock{took: map[string]time.Duration{}}
@@ -188,8 +189,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 			// (gVisor's is its own).
 			steps = append(steps, step(kernelInfo, "uname", nil))
 		}
-		enc, err := probe.Plan{Steps: steps, ExitCode: statusExitCode, StderrMarker: statusMarker}.Encode()
-		return probe.Argv(o.Backend.SelfPath(), tag, enc), err
+		return probe.Argv(o.Backend.SelfPath(), tag, probe.Plan{Steps: steps, ExitCode: statusExitCode, StderrMarker: statusMarker})
 	}
 	var before map[string]string
 	var err error

@@ -1,8 +1,8 @@
 package warm
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,10 +18,12 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
+	"github.com/triage-sandbox/triage-sandbox/hostprep"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/internal/progress"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	kmsg "github.com/triage-sandbox/triage-sandbox/protocol/keeper"
 )
 
 // keeperStart bounds how long a new keeper may take to start its sandbox.
@@ -82,6 +84,11 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		endDial := phase.Begin(ctx, "start.dial")
 		conn, h, err := dial(pp)
 		endDial()
+		if mismatch := (*protocol.MismatchError)(nil); errors.As(err, &mismatch) {
+			// A keeper of another build holds the socket: it is told, not
+			// replaced, as its sandbox may still run a command of its own.
+			return nil, fmt.Errorf("warm: %w", err)
+		}
 		if err != nil {
 			if conn, h, err = b.startKeeper(ctx, p, pp); err != nil {
 				return nil, err
@@ -166,7 +173,7 @@ func dial(pp paths) (net.Conn, hello, error) {
 		err = fmt.Errorf("warm: the keeper sent frame %d before its hello", t)
 	}
 	if err == nil {
-		err = json.Unmarshal(b, &h)
+		h, err = kmsg.DecodeHello("the keeper at "+pp.socket(), b)
 	}
 	if err != nil {
 		conn.Close()
@@ -179,8 +186,8 @@ func dial(pp paths) (net.Conn, hello, error) {
 // the end of this run does not reach it), and waits for its socket.
 func (b *Backend) spawn(ctx context.Context, p *policy.Policy, pp paths) error {
 	_ = os.Remove(pp.socket())
-	raw, err := json.Marshal(p)
-	if err != nil {
+	var raw bytes.Buffer
+	if err := kmsg.WritePolicy(&raw, p); err != nil {
 		return err
 	}
 	logf, err := hostfs.OpenNoFollow(pp.log(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
@@ -197,7 +204,7 @@ func (b *Backend) spawn(ctx context.Context, p *policy.Policy, pp paths) error {
 		return err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin = strings.NewReader(string(raw))
+	cmd.Stdin = &raw
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -294,7 +301,7 @@ func (r *remote) Exec(ctx context.Context, cmd backends.Command, out backends.St
 	send := func(t byte, b []byte) error { return writeFrame(r.conn, t, b) }
 	var sendMu sync.Mutex
 	locked := func(t byte, b []byte) error { sendMu.Lock(); defer sendMu.Unlock(); return send(t, b) }
-	b, err := json.Marshal(request{Argv: cmd.Argv, Workdir: cmd.Workdir, Timeout: cmd.Timeout, HasStdin: cmd.Stdin != nil})
+	b, err := kmsg.Encode(&request{Argv: cmd.Argv, Workdir: cmd.Workdir, Timeout: cmd.Timeout, HasStdin: cmd.Stdin != nil})
 	if err != nil {
 		return backends.Result{}, err
 	}
@@ -329,8 +336,8 @@ func (r *remote) Exec(ctx context.Context, cmd backends.Command, out backends.St
 				_, _ = out.Stderr.Write(b)
 			}
 		case fResult:
-			var res result
-			if err := json.Unmarshal(b, &res); err != nil {
+			res, err := kmsg.DecodeResult(b)
+			if err != nil {
 				return backends.Result{Sandbox: r.h.ID}, fmt.Errorf("warm: unreadable result: %w", err)
 			}
 			r.network = res.Network
@@ -393,7 +400,7 @@ func (b *Backend) KeepHere(ctx context.Context, p *policy.Policy) (stop func(), 
 	}
 	// As a run does before it spawns a keeper: the writable paths exist
 	// before the sandbox copies them.
-	if err := policy.Prepare(p); err != nil {
+	if err := hostprep.Writable(p); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)

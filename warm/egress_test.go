@@ -198,9 +198,9 @@ func TestResultBoundsItsDecisions(t *testing.T) {
 			for range tc.n {
 				r.Network = append(r.Network, egress.Decision{Host: tc.host, Port: 443, Reason: "not on the network allow-list: " + tc.host})
 			}
-			got := r.bounded()
+			got := r.Bounded()
 			var buf bytes.Buffer
-			if err := writeJSON(&buf, fResult, got); err != nil {
+			if err := writeJSON(&buf, fResult, &got); err != nil {
 				t.Fatalf("the bounded result does not fit a frame: %v", err)
 			}
 			if cut := got.NetworkDropped > 0; cut != tc.wantCut || len(got.Network)+got.NetworkDropped != tc.n {

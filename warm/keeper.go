@@ -2,7 +2,6 @@ package warm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	kmsg "github.com/triage-sandbox/triage-sandbox/protocol/keeper"
 	"github.com/triage-sandbox/triage-sandbox/runproxy"
 )
 
@@ -87,59 +87,18 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 	k := newKeeper(o, cancel)
 	defer k.awaitSweeps()
 	k.sweepBeside(ctx)
-	if p.Warm.Session != "" {
-		sb, err := k.startSandbox(ctx, backends.StartOptions{TTL: sessionLifetime})
-		if err != nil {
-			return fmt.Errorf("starting the session's sandbox: %w", err)
-		}
-		k.session = sb
-		defer func() { _ = k.closeSandbox(context.WithoutCancel(ctx), sb) }()
-	} else {
-		// The pool is drained once fill has stopped: a start still under
-		// way when the keeper ends puts its sandbox in the pool first.
-		var filling sync.WaitGroup
-		defer func() {
-			cancel()
-			filling.Wait()
-			k.drainPool(context.WithoutCancel(ctx))
-		}()
-		filling.Add(1)
-		go func() {
-			defer filling.Done()
-			k.fill(ctx)
-		}()
-	}
-	_ = os.Remove(k.paths.socket()) // a dead keeper's
-	ln, err := net.Listen("unix", k.paths.socket())
-	if err != nil {
-		return fmt.Errorf("warm: listening: %w", err)
-	}
-	// Remove only what is still this keeper's: a successor may already
-	// have taken the names while this one finished removing its sandboxes.
-	mine, err := os.Stat(k.paths.socket())
+	release, err := k.holdSandboxes(ctx, cancel)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if fi, err := os.Stat(k.paths.socket()); err == nil && os.SameFile(fi, mine) {
-			_ = os.Remove(k.paths.socket())
-		}
-		if r, err := readRecord(k.paths.record()); err == nil && r.PID == os.Getpid() {
-			_ = os.Remove(k.paths.record())
-			_ = os.Remove(k.paths.log()) // a clean end: nothing to read there
-		}
-	}()
-	if err := os.Chmod(k.paths.socket(), 0o600); err != nil {
+	defer release()
+	ln, unlisten, err := k.listen()
+	if err != nil {
 		return err
 	}
-	now := time.Now().UTC()
-	rec := Record{Kind: KindPool, Name: PoolName(p.Role), Workspace: p.WorkspaceRoot, Role: p.Role, Backend: p.Backend,
-		Policy: p.Hash(), PID: os.Getpid(), Start: ownership.ProcessStart(os.Getpid()), Since: now,
-		WarmIdle: p.Warm.Idle.String(), LastUsed: now, Pool: p.Warm.Pool}
-	if p.Warm.Session != "" {
-		rec.Kind, rec.Name = KindSession, p.Warm.Session
-	}
-	if err := writeRecord(k.paths.record(), rec); err != nil {
+	defer unlisten()
+	rec, err := k.writeRecord()
+	if err != nil {
 		return err
 	}
 	// The record's last write comes before its removal above: a late one
@@ -150,6 +109,81 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 	defer func() { endRecord(); <-recorded }()
 	go k.expire(ctx)
 	go func() { <-ctx.Done(); _ = ln.Close() }()
+	return k.accept(ctx, ln)
+}
+
+// holdSandboxes starts the session's sandbox, or the pool's filling; the
+// release it returns removes them (the pool once its filling stopped).
+func (k *keeper) holdSandboxes(ctx context.Context, cancel context.CancelFunc) (release func(), err error) {
+	if k.p.Warm.Session != "" {
+		sb, err := k.startSandbox(ctx, backends.StartOptions{TTL: sessionLifetime})
+		if err != nil {
+			return nil, fmt.Errorf("starting the session's sandbox: %w", err)
+		}
+		k.session = sb
+		return func() { _ = k.closeSandbox(context.WithoutCancel(ctx), sb) }, nil
+	}
+	// The pool is drained once fill has stopped: a start still under way
+	// when the keeper ends puts its sandbox in the pool first.
+	var filling sync.WaitGroup
+	filling.Add(1)
+	go func() {
+		defer filling.Done()
+		k.fill(ctx)
+	}()
+	return func() {
+		cancel()
+		filling.Wait()
+		k.drainPool(context.WithoutCancel(ctx))
+	}, nil
+}
+
+// listen listens on the keeper's socket, its own user's only; unlisten
+// removes the socket, and the record and log of a clean end, only while
+// they are still this keeper's: a successor may already have taken the
+// names while this one finished removing its sandboxes.
+func (k *keeper) listen() (ln net.Listener, unlisten func(), err error) {
+	_ = os.Remove(k.paths.socket()) // a dead keeper's
+	if ln, err = net.Listen("unix", k.paths.socket()); err != nil {
+		return nil, nil, fmt.Errorf("warm: listening: %w", err)
+	}
+	mine, err := os.Stat(k.paths.socket())
+	if err != nil {
+		return nil, nil, err
+	}
+	unlisten = func() {
+		if fi, err := os.Stat(k.paths.socket()); err == nil && os.SameFile(fi, mine) {
+			_ = os.Remove(k.paths.socket())
+		}
+		if r, err := readRecord(k.paths.record()); err == nil && r.PID == os.Getpid() {
+			_ = os.Remove(k.paths.record())
+			_ = os.Remove(k.paths.log()) // a clean end: nothing to read there
+		}
+	}
+	if err := os.Chmod(k.paths.socket(), 0o600); err != nil {
+		unlisten()
+		return nil, nil, err
+	}
+	return ln, unlisten, nil
+}
+
+// writeRecord writes the keeper's record: what it keeps, for whom, since
+// when.
+func (k *keeper) writeRecord() (Record, error) {
+	p := k.p
+	now := time.Now().UTC()
+	rec := Record{Kind: KindPool, Name: PoolName(p.Role), Workspace: p.WorkspaceRoot, Role: p.Role, Backend: p.Backend,
+		Policy: p.Hash(), PID: os.Getpid(), Start: ownership.ProcessStart(os.Getpid()), Since: now,
+		WarmIdle: p.Warm.Idle.String(), LastUsed: now, Pool: p.Warm.Pool}
+	if p.Warm.Session != "" {
+		rec.Kind, rec.Name = KindSession, p.Warm.Session
+	}
+	return rec, writeRecord(k.paths.record(), rec)
+}
+
+// accept serves each connection until the keeper ends, and returns once
+// every one is served.
+func (k *keeper) accept(ctx context.Context, ln net.Listener) error {
 	var conns sync.WaitGroup
 	defer conns.Wait()
 	for {
@@ -414,12 +448,12 @@ func (k *keeper) serve(ctx context.Context, conn net.Conn) {
 	if sb == nil {
 		var err error
 		if sb, err = k.take(ctx); err != nil {
-			_ = c.sendJSON(fHello, hello{Error: err.Error()})
+			_ = c.sendJSON(fHello, &hello{Error: err.Error()})
 			return
 		}
 		defer k.discard(ctx, sb)
 	}
-	if err := c.sendJSON(fHello, hello{ID: sb.ID(), Scratch: sb.Scratch(), PolicyHash: k.p.WarmHash(), Warnings: sb.Warnings(), CheckoutDiscarded: backends.CheckoutDiscarded(sb)}); err != nil {
+	if err := c.sendJSON(fHello, &hello{ID: sb.ID(), Scratch: sb.Scratch(), PolicyHash: k.p.WarmHash(), Warnings: sb.Warnings(), CheckoutDiscarded: backends.CheckoutDiscarded(sb)}); err != nil {
 		return
 	}
 	frames := make(chan frame)
@@ -454,13 +488,13 @@ func (k *keeper) serve(ctx context.Context, conn net.Conn) {
 			k.stop()
 			return
 		case fRequest:
-			var req request
-			if err := json.Unmarshal(f.b, &req); err != nil {
-				_ = c.sendJSON(fResult, result{Error: "unreadable request: " + err.Error()})
+			req, err := kmsg.DecodeRequest(f.b)
+			if err != nil {
+				_ = c.sendJSON(fResult, &result{Error: "unreadable request: " + err.Error()})
 				return
 			}
 			if k.session == nil && ran > 0 {
-				_ = c.sendJSON(fResult, result{Error: "a pooled sandbox runs exactly one command"})
+				_ = c.sendJSON(fResult, &result{Error: "a pooled sandbox runs exactly one command"})
 				return
 			}
 			ran++
@@ -488,8 +522,8 @@ func (c *keeperConn) send(t byte, b []byte) error {
 	return writeFrame(c.conn, t, b)
 }
 
-func (c *keeperConn) sendJSON(t byte, v any) error {
-	b, err := json.Marshal(v)
+func (c *keeperConn) sendJSON(t byte, v interface{ SetProtocol() }) error {
+	b, err := kmsg.Encode(v)
 	if err != nil {
 		return err
 	}
@@ -544,7 +578,7 @@ func (k *keeper) run(ctx context.Context, c *keeperConn, sb backends.Sandbox, re
 	px := k.proxyOf(sb)
 	if err := px.Renew(); err != nil {
 		close(done)
-		_ = c.sendJSON(fResult, result{Error: fmt.Sprintf("the network proxy (%s): %v", k.p.Network.Key, err)})
+		_ = c.sendJSON(fResult, &result{Error: fmt.Sprintf("the network proxy (%s): %v", k.p.Network.Key, err)})
 		return
 	}
 	endExec := phase.Begin(ctx, "keeper.exec")
@@ -556,7 +590,8 @@ func (k *keeper) run(ctx context.Context, c *keeperConn, sb backends.Sandbox, re
 	if err != nil {
 		r.Error = err.Error()
 	}
-	_ = c.sendJSON(fResult, r.bounded())
+	rb := r.Bounded()
+	_ = c.sendJSON(fResult, &rb)
 }
 
 // startSandbox starts a sandbox of this keeper's policy, with its own

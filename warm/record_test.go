@@ -26,15 +26,12 @@ func TestRecordIdleAt(t *testing.T) {
 			"s1", "5s", "10m0s"},
 		{"busy is not idle", Record{Kind: KindPool, Role: "reproducer", Since: now.Add(-time.Hour), LastUsed: now.Add(-time.Minute), Busy: 1, WarmIdle: "10m0s"},
 			"pool:reproducer", "0s", "10m0s"},
-		// A keeper from before names: its "idle" held the setting.
-		{"older keeper's record", Record{Kind: KindPool, Role: "reproducer", Since: now.Add(-2 * time.Minute), Idle: "10m0s"},
-			"pool:reproducer", "2m0s", "10m0s"},
 		{"a clock step back", Record{Kind: KindSession, Name: "s", Since: now.Add(time.Minute)}, "s", "0s", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.in
-			r.idleAt(now)
+			r.IdleAt(now)
 			if r.Name != tc.wantName || r.Idle != tc.wantIdle || r.WarmIdle != tc.wantSetting {
 				t.Fatalf("name %q idle %q warm_idle %q, want %q %q %q", r.Name, r.Idle, r.WarmIdle, tc.wantName, tc.wantIdle, tc.wantSetting)
 			}

@@ -3,7 +3,6 @@ package warm
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,9 +12,10 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
-	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
+	kmsg "github.com/triage-sandbox/triage-sandbox/protocol/keeper"
 )
 
 // DirEnv overrides DefaultDir (tests, several independent installations).
@@ -38,66 +38,16 @@ func DefaultDir() string {
 
 // Kind of a keeper.
 const (
-	KindSession = "session"
-	KindPool    = "pool"
+	KindSession = kmsg.KindSession
+	KindPool    = kmsg.KindPool
 )
 
-// Record describes a running keeper, beside its socket.
-type Record struct {
-	// ID names the keeper's files in the directory (List fills it in).
-	ID   string `json:"id"`
-	Kind string `json:"kind"`
-	// Name is the session's name, or a pool's (PoolName): what `session
-	// end` takes.
-	Name      string        `json:"name"`
-	Workspace string        `json:"workspace"`
-	Role      profiles.Role `json:"role"`
-	Backend   string        `json:"backend"`
-	Policy    string        `json:"policy_hash"`
-	PID       int           `json:"pid"`
-	Start     string        `json:"start"`
-	Since     time.Time     `json:"since"`
-	// Idle is how long nothing has used the keeper, as List computes it
-	// from LastUsed and Busy ("0s" while a command runs).
-	Idle string `json:"idle"`
-	// WarmIdle is the setting: the keeper ends once Idle reaches it.
-	WarmIdle string `json:"warm_idle"`
-	// LastUsed is when the last attached run detached (Since before any);
-	// Busy counts the runs attached now.
-	LastUsed time.Time `json:"last_used"`
-	Busy     int       `json:"busy"`
-	Pool     int       `json:"pool,omitempty"`
-}
+// Record describes a running keeper, beside its socket (protocol/keeper).
+type Record = kmsg.Record
 
 // PoolName is the name `session list` shows for the role's pool and
 // `session end` takes: a pool has no name of its own in the config.
-func PoolName(role profiles.Role) string { return KindPool + ":" + string(role) }
-
-// idleAt fills in Idle as of now, and the name and setting a record
-// written by an older keeper lacks (its "idle" was the setting).
-func (r *Record) idleAt(now time.Time) {
-	if r.WarmIdle == "" {
-		r.WarmIdle = r.Idle
-	}
-	if r.Name == "" && r.Kind == KindPool {
-		r.Name = PoolName(r.Role)
-	}
-	last := r.LastUsed
-	if last.IsZero() {
-		last = r.Since
-	}
-	switch {
-	case r.Busy > 0 || last.IsZero():
-		r.Idle = "0s"
-	default:
-		r.Idle = max(now.Sub(last), 0).Round(time.Second).String()
-	}
-}
-
-// Alive: the recorded keeper process still runs.
-func (r Record) Alive() bool {
-	return r.PID > 0 && r.Start != "" && ownership.ProcessStart(r.PID) == r.Start
-}
+func PoolName(role profiles.Role) string { return kmsg.PoolName(role) }
 
 // key names the keeper a policy needs: a session by its name within its
 // workspace and role; a pool by role, policy, image and backend.
@@ -119,18 +69,25 @@ func (p paths) lock() string   { return filepath.Join(p.dir, p.k+".lock") }
 func (p paths) log() string    { return filepath.Join(p.dir, p.k+".log") }
 
 func writeRecord(path string, r Record) error {
-	b, err := json.Marshal(r)
+	b, err := kmsg.Encode(&r)
 	if err != nil {
 		return err
 	}
 	return hostfs.WriteFileReplace(path, b)
 }
 
+// readRecord reads a keeper's record; one of another protocol version
+// comes back as what tells whether that keeper lives and how to end it
+// (kmsg.DecodeRecord), its Protocol not this build's: listed, ended by
+// signal, never swept while it lives, never attached to.
 func readRecord(path string) (Record, error) {
-	var r Record
 	b, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(b, &r)
+	if err != nil {
+		return Record{}, err
+	}
+	r, err := kmsg.DecodeRecord(b)
+	if mm := (*protocol.MismatchError)(nil); errors.As(err, &mm) {
+		return r, nil
 	}
 	return r, err
 }
@@ -152,7 +109,7 @@ func List(dir string) ([]Record, error) {
 		}
 		if r, err := readRecord(filepath.Join(dir, e.Name())); err == nil {
 			r.ID = strings.TrimSuffix(e.Name(), ".json")
-			r.idleAt(now)
+			r.IdleAt(now)
 			out = append(out, r)
 		}
 	}

@@ -17,7 +17,7 @@ func TestFramesRoundTripAndBound(t *testing.T) {
 	if err := writeFrame(&buf, fStdout, []byte("hello")); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeJSON(&buf, fRequest, request{Argv: []string{"true"}, Timeout: time.Second}); err != nil {
+	if err := writeJSON(&buf, fRequest, &request{Argv: []string{"true"}, Timeout: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	typ, b, err := readFrame(&buf)

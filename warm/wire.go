@@ -9,15 +9,11 @@ package warm
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/egress"
-	"github.com/triage-sandbox/triage-sandbox/policy"
+	kmsg "github.com/triage-sandbox/triage-sandbox/protocol/keeper"
 )
 
 // frame types, one byte before each frame's length and payload.
@@ -33,51 +29,14 @@ const (
 )
 
 // maxFrame bounds one frame's payload.
-const maxFrame = 1 << 20
+const maxFrame = kmsg.MaxMessage
 
-type hello struct {
-	ID      string              `json:"id"`
-	Scratch policy.ScratchPaths `json:"scratch"`
-	// PolicyHash is the keeper's policy's WarmHash: what a client compares.
-	PolicyHash string   `json:"policy_hash"`
-	Warnings   []string `json:"warnings,omitempty"`
-	// CheckoutDiscarded: the sandbox's checkout is writable, its writes
-	// discarded (backends.CheckoutDiscarded).
-	CheckoutDiscarded bool `json:"checkout_discarded,omitempty"`
-	// Error: the keeper could not give this connection a sandbox.
-	Error string `json:"error,omitempty"`
-}
-
-type request struct {
-	Argv     []string      `json:"argv"`
-	Workdir  string        `json:"workdir,omitempty"`
-	Timeout  time.Duration `json:"timeout_ns"`
-	HasStdin bool          `json:"has_stdin"`
-}
-
-type result struct {
-	Result backends.Result `json:"result"`
-	Error  string          `json:"error,omitempty"`
-	// Network are the decisions of the command's network proxy (an
-	// allow-list), which the keeper holds.
-	Network []egress.Decision `json:"network,omitempty"`
-	// NetworkDropped is how many of them did not fit in the frame.
-	NetworkDropped int `json:"network_dropped,omitempty"`
-}
-
-// bounded is r with as many decisions as fit in one frame: the proxy
-// keeps up to 1000 per command, each with a name the sandbox chose.
-func (r result) bounded() result {
-	for {
-		b, err := json.Marshal(r)
-		if err != nil || len(b) <= maxFrame || len(r.Network) == 0 {
-			return r
-		}
-		keep := len(r.Network) / 2
-		r.NetworkDropped += len(r.Network) - keep
-		r.Network = r.Network[:keep]
-	}
-}
+// The messages, typed and decoded in protocol/keeper.
+type (
+	hello   = kmsg.Hello
+	request = kmsg.Request
+	result  = kmsg.Result
+)
 
 func writeFrame(w io.Writer, t byte, payload []byte) error {
 	if len(payload) > maxFrame {
@@ -92,8 +51,8 @@ func writeFrame(w io.Writer, t byte, payload []byte) error {
 	return err
 }
 
-func writeJSON(w io.Writer, t byte, v any) error {
-	b, err := json.Marshal(v)
+func writeJSON(w io.Writer, t byte, v interface{ SetProtocol() }) error {
+	b, err := kmsg.Encode(v)
 	if err != nil {
 		return err
 	}

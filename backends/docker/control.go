@@ -52,14 +52,9 @@ func withControl(rt runtimes.Traits, p *policy.Policy, req *CreateRequest) *cont
 		return nil
 	}
 	sock := path.Join(ControlDirPath, filepath.Base(ln.Path))
-	cmd, err := protocol.EditHold(req.Config.Cmd, func(h *protocol.Hold) { h.ControlSock = sock })
-	if err != nil {
-		_ = ln.Close()
-		return nil
-	}
+	req.setHold(func(h *protocol.Hold) { h.ControlSock = sock })
 	req.HostConfig.Mounts = append(req.HostConfig.Mounts, mount.Mount{
 		Type: mount.TypeBind, Source: filepath.Dir(ln.Path), Target: ControlDirPath, ReadOnly: true})
-	req.Config.Cmd = cmd
 	return ln
 }
 

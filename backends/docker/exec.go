@@ -12,7 +12,6 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
-	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
@@ -106,7 +105,7 @@ func (s *sandbox) byExec(input bool) holderexec.Starter {
 	return func(ctx context.Context, spec protocol.Exec, gate *holderexec.OutputHold, _ *os.File) (*holderexec.Started, error) {
 		setupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
 		defer cancel()
-		opts, err := execOptions(s.p, launch.ExecArgv(spec))
+		opts, err := execOptions(s.p, spec)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,14 @@
 // container holds the sandbox (its lifeline and TTL), and each command runs
 // under the mounted triage-sandbox binary's supervisor, started by the
 // holder over its control socket or, without one, by a `docker exec`.
+//
+// Trace phases (TRIAGE_SANDBOX_TRACE, package internal/phase), in order:
+// start.ask, start.render, start.create, start.watcher, then at once
+// start.attach, start.wait, start.oom-watch and what is left of the runtime
+// question (start.confirm), start.container-start, start.holder-ready;
+// close.remove. For a normal user's checkout, start.overlay (within
+// start.render: the daemon's volumes and keeper; the keeper is removed in
+// the background once the sandbox holds the overlay).
 package docker
 
 import (
@@ -23,6 +31,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/seccompprofile"
 )
 
@@ -44,6 +53,15 @@ type CreateRequest struct {
 	Name       string                `json:"name"`
 	Config     *container.Config     `json:"config"`
 	HostConfig *container.HostConfig `json:"host_config"`
+	// Hold is the holder's spec, typed until the container is created:
+	// Config.Cmd is encoded from it (setHold), never decoded and edited.
+	Hold protocol.Hold `json:"-"`
+}
+
+// setHold changes the holder's spec and encodes Config.Cmd from it.
+func (r *CreateRequest) setHold(edit func(*protocol.Hold)) {
+	edit(&r.Hold)
+	r.Config.Cmd = launch.HoldArgv(r.Hold)
 }
 
 // RunInfo is per-sandbox data that is not policy: who owns the container,
@@ -76,21 +94,28 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 	}
 	holdSpec := launch.HoldSpec(p, ttl)
 	holdSpec.Modes = launch.ScratchModes(p, scratchPaths)
-	holdUser, holdArgs, err := helperStart(p, rt, launch.HoldArgv(holdSpec))
+	holdUser, runAs, err := helperStart(p, rt)
 	if err != nil {
 		return nil, err
 	}
+	holdSpec.RunAs = runAs
 	network, err := networkMode(p.Network.Mode)
 	if err != nil {
 		return nil, err
 	}
-	pids := p.Limits.Pids
-	// The holder is the sandbox's pid 1 (as on oci): no docker-init, which
-	// runs as the sandbox identity, stays dumpable, and a command could
-	// attach to it and keep the container alive past its owner.
-	noInit := false
+	cfg := containerConfig(p, holdUser, launch.HoldArgv(holdSpec), info)
+	host := hostConfig(p, network, selfExe)
+	if err := forRuntime(host, p, rt); err != nil {
+		return nil, err
+	}
+	return &CreateRequest{Name: info.Name, Config: cfg, HostConfig: host, Hold: holdSpec}, nil
+}
+
+// containerConfig is the holder container's configuration: its
+// identity, environment, argv, image and ownership labels.
+func containerConfig(p *policy.Policy, holdUser string, holdArgs []string, info RunInfo) *container.Config {
 	stop := 2
-	cfg := &container.Config{
+	return &container.Config{
 		User:         holdUser,
 		Env:          p.EnvList(scratchPaths),
 		Cmd:          holdArgs,
@@ -114,7 +139,17 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 			profiles.LabelExpiresAt:  info.ExpiresAt.UTC().Format(time.RFC3339),
 		},
 	}
-	host := &container.HostConfig{
+}
+
+// hostConfig is the holder container's confinement: network, no
+// capability, read-only root, mounts, masks and limits.
+func hostConfig(p *policy.Policy, network container.NetworkMode, selfExe string) *container.HostConfig {
+	pids := p.Limits.Pids
+	// The holder is the sandbox's pid 1 (as on oci): no docker-init, which
+	// runs as the sandbox identity, stays dumpable, and a command could
+	// attach to it and keep the container alive past its owner.
+	noInit := false
+	return &container.HostConfig{
 		NetworkMode:    network,
 		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
 		AutoRemove:     true,
@@ -141,10 +176,16 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 			Ulimits:    ulimits(p),
 		},
 	}
+}
+
+// forRuntime adapts host to what runtime rt lacks or needs: masks as
+// mounts where it drops MaskedPaths, the identity capabilities where
+// helpers start as root, gVisor's process limits.
+func forRuntime(host *container.HostConfig, p *policy.Policy, rt runtimes.Traits) error {
 	if rt.IgnoresMaskedPaths {
 		masks, err := maskMounts(p.Masked)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		host.Mounts = append(host.Mounts, masks...)
 	}
@@ -155,7 +196,7 @@ func render(p *policy.Policy, rt runtimes.Traits, selfExe string, info RunInfo) 
 		host.Resources.PidsLimit = &hostPids
 		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: nproc, Hard: nproc})
 	}
-	return &CreateRequest{Name: info.Name, Config: cfg, HostConfig: host}, nil
+	return nil
 }
 
 // ulimits are the policy's rlimits, by docker's names ("nofile").
@@ -175,31 +216,33 @@ func RenderExec(p *policy.Policy, cmd backends.Command) (client.ExecCreateOption
 	}
 	spec := launch.ExecSpec(p, cmd)
 	spec.Seccomp = holderexec.SeccompFor(runtimes.Of(p.Runtime))
-	return execOptions(p, launch.ExecArgv(spec))
+	return execOptions(p, spec)
 }
 
-// execOptions is the exec request of the supervisor argv.
-func execOptions(p *policy.Policy, argv []string) (client.ExecCreateOptions, error) {
-	u, argv, err := helperStart(p, runtimes.Of(p.Runtime), argv)
+// execOptions is the exec request of the supervisor's spec.
+func execOptions(p *policy.Policy, spec protocol.Exec) (client.ExecCreateOptions, error) {
+	u, runAs, err := helperStart(p, runtimes.Of(p.Runtime))
 	if err != nil {
 		return client.ExecCreateOptions{}, err
 	}
+	spec.RunAs = runAs
 	return client.ExecCreateOptions{
-		User: u, Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: argv,
+		User: u, Env: p.EnvList(scratchPaths), WorkingDir: p.Workdir, Cmd: launch.ExecArgv(spec),
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	}, nil
 }
 
 // helperStart is the user a helper's process (holder, supervisor,
-// exporter) starts as under rt, and its argv: the sandbox identity, or
-// root where the runtime needs the helper to take that identity itself
+// exporter) starts as under rt, and the identity its spec says to take
+// itself: the sandbox identity and none, or root and the sandbox identity
+// where the runtime needs the helper to take it itself
 // (runtimes.Traits.HelpersStartAsRoot).
-func helperStart(p *policy.Policy, rt runtimes.Traits, argv []string) (string, []string, error) {
+func helperStart(p *policy.Policy, rt runtimes.Traits) (string, *protocol.Identity, error) {
 	if !rt.HelpersStartAsRoot {
-		return user(p), argv, nil
+		return user(p), nil, nil
 	}
-	argv, err := launch.AsRoot(argv, p)
-	return "0:0", argv, err
+	id, err := launch.RunAs(p, true)
+	return "0:0", id, err
 }
 
 // securityOpt: no new privileges, and the sandbox's own seccomp profile,

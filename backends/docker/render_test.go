@@ -316,12 +316,26 @@ func TestRenderUnderGVisor(t *testing.T) {
 			if (gvisor && !asRoot) || (!gvisor && !asSandbox) {
 				t.Errorf("holder user %q run_as %+v, exec user %q run_as %+v, cap add %v under %q", req.Config.User, h.RunAs, exec.User, x.RunAs, req.HostConfig.CapAdd, runtime)
 			}
+			before := h
 			ln := withControl(runtimes.Of(p.Runtime), p, req)
 			if ln != nil {
 				defer ln.Close()
 			}
 			if (ln != nil) == gvisor {
 				t.Errorf("control socket bound: %v under %q", ln != nil, runtime)
+			}
+			// The control socket lands in the holder's spec, which keeps the
+			// rest of what was rendered (encoded from the typed spec).
+			after, err := protocol.DecodeHold(req.Config.Cmd[2:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ln != nil && after.ControlSock == "" {
+				t.Error("the holder's spec does not name the control socket")
+			}
+			after.ControlSock = ""
+			if !reflect.DeepEqual(after, before) || len(before.Modes) == 0 {
+				t.Errorf("the holder's spec changed past its control socket: %+v -> %+v", before, after)
 			}
 		})
 	}

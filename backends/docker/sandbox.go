@@ -206,12 +206,14 @@ func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 }
 
 func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, error) {
-	u, argv, err := helperStart(s.p, s.rt, launch.ExportArgv(s.p))
+	u, runAs, err := helperStart(s.p, s.rt)
 	if err != nil {
 		return nil, err
 	}
+	spec := launch.ExportSpec(s.p)
+	spec.RunAs = runAs
 	created, err := s.b.cli.ExecCreate(ctx, s.id, client.ExecCreateOptions{
-		User: u, Cmd: argv, AttachStdout: true, AttachStderr: true,
+		User: u, Cmd: launch.ExportSpecArgv(spec), AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {
 		return nil, s.execErr(ctx, "copying the outputs back", err)

@@ -169,7 +169,12 @@ func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artif
 	if err != nil {
 		return nil, err
 	}
-	return &Artifact{Pod: r.Pod, NetworkPolicy: r.NetworkPolicy, Exec: exec}, nil
+	a := &Artifact{Pod: r.Pod, NetworkPolicy: r.NetworkPolicy, Exec: exec}
+	if copies, err := copiedDirs(p); err == nil && len(copies) > 0 {
+		spec := packSpec(p, copies)
+		a.Copy = &spec
+	}
+	return a, nil
 }
 
 // handler is the handler of RuntimeClass class as the API server has it

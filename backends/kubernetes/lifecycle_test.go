@@ -168,8 +168,10 @@ func TestLifecycle(t *testing.T) {
 		!strings.HasPrefix(out, fmt.Sprintf("%d 0\n", p.Limits.NoFile)) || strings.Contains(out, "big=0") || !strings.HasSuffix(out, "\n1048576\n") {
 		t.Errorf("rlimits: %q (%+v), want nofile %d, core 0 and a write past 1 MiB failed at 1048576 bytes", out, res, p.Limits.NoFile)
 	}
-	if res, out := run(backends.Command{Argv: []string{"sh", "-c", "ls /sys/class/net"}}); res.ExitCode != 0 || strings.TrimSpace(out) != "lo" {
-		t.Errorf("interfaces: %q (%+v), want lo only", out, res)
+	// The pod network's eth0 is there: what the pod reaches over it is
+	// the NetworkPolicy's to say (TestDenyAllEnforced).
+	if res, out := run(backends.Command{Argv: []string{"sh", "-c", "ls /sys/class/net"}}); res.ExitCode != 0 || strings.Join(strings.Fields(out), " ") != "eth0 lo" {
+		t.Errorf("interfaces: %q (%+v), want the pod network's eth0 and lo", out, res)
 	}
 	closed := time.Now()
 	if err := sb.Close(ctx); err != nil {

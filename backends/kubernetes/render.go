@@ -20,6 +20,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 // Where this backend puts the policy's scratch inside the pod.
@@ -42,6 +43,10 @@ type Artifact struct {
 	Pod           *corev1.Pod                 `json:"pod"`
 	NetworkPolicy *networkingv1.NetworkPolicy `json:"network_policy,omitempty"`
 	Exec          *corev1.PodExecOptions      `json:"exec,omitempty"`
+	// Copy is what the host packs for the pod's copies of the policy's
+	// read-only directories: a pod mounts no host path, and what the copy
+	// skips (the unreadable paths) is what it hides.
+	Copy *stage.Spec `json:"copy,omitempty"`
 }
 
 // JSON implements backends.Artifact.

@@ -17,6 +17,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/holder"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // sandbox is a started pod whose holder takes commands by exec.
@@ -106,12 +107,26 @@ func podStarted(pod *corev1.Pod) (bool, error) {
 		case c.State.Running != nil:
 			return true, nil
 		case c.State.Terminated != nil:
-			return false, fmt.Errorf("the sandbox's holder ended before it was ready (exit %d): %s", c.State.Terminated.ExitCode, c.State.Terminated.Message)
+			return false, endedBeforeReady(c.State.Terminated)
 		case c.State.Waiting != nil && waitingFailures[c.State.Waiting.Reason]:
 			return false, fmt.Errorf("the sandbox's pod cannot start: %s: %s", c.State.Waiting.Reason, c.State.Waiting.Message)
 		}
 	}
 	return false, nil
+}
+
+// endedBeforeReady is why the holder's container ended before it ran: its
+// status, read from the termination message (its log's tail), when it
+// said one; a holder of another build (an image whose inside binary speaks
+// another protocol version) is named so.
+func endedBeforeReady(t *corev1.ContainerStateTerminated) error {
+	if s, ok := protocol.First([]byte(t.Message+"\n"), protocol.StateHolderFailed, protocol.StateStagingFailed); ok {
+		if err := s.Mismatch("the image's inside binary (the pod's holder)"); err != nil {
+			return err
+		}
+		return fmt.Errorf("the sandbox's holder ended before it was ready (exit %d): %s", t.ExitCode, s)
+	}
+	return fmt.Errorf("the sandbox's holder ended before it was ready (exit %d): %s", t.ExitCode, t.Message)
 }
 
 // watchEnd closes the holder's Gone once its container or pod has ended

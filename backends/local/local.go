@@ -7,6 +7,12 @@
 // filter, and then holds the sandbox as the pid namespace's init. Commands
 // start through the holder's control channel, so each inherits every
 // restriction. Limits come from a cgroup when one can be made here.
+//
+// Trace phases (TRIAGE_SANDBOX_TRACE, package internal/phase): start.render,
+// start.cgroup, start.prepare, start.helper-exec, start.plan,
+// start.holder-ready; close.helper, close.cgroup. The helper, which cannot
+// reach the trace file, relays its own (as proc "helper": forker, plan,
+// enter.*, restrict.*, confine) on a pipe while the run is traced.
 package local
 
 import (
@@ -24,6 +30,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/inside/seccompfilter"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // Name is the backend's registry name.
@@ -98,12 +105,22 @@ func (b *Backend) Ready(ctx context.Context, p *policy.Policy) error {
 // Artifact is what `render --backend local` prints: the confinement plan,
 // the seccomp rules and where the limits come from.
 type Artifact struct {
-	Namespaces []string               `json:"namespaces"`
-	Plan       confine.Plan           `json:"plan"`
-	Seccomp    seccompfilter.Filter   `json:"seccomp"`
-	Limits     map[string]string      `json:"limits"`
-	Command    []string               `json:"command"`
-	Layers     map[string]interface{} `json:"layers_here,omitempty"`
+	Namespaces []string             `json:"namespaces"`
+	Plan       confine.Plan         `json:"plan"`
+	Seccomp    seccompfilter.Filter `json:"seccomp"`
+	Limits     map[string]string    `json:"limits"`
+	Command    []string             `json:"command"`
+	// Env is the helper's environment, which the command inherits.
+	Env    []string               `json:"env"`
+	Layers map[string]interface{} `json:"layers_here,omitempty"`
+	// hold is the holder's spec Start gives the helper (its staged
+	// paths, its forward to the proxy); cgroup the limits Start puts in
+	// a cgroup (nil: none can be made here).
+	hold   protocol.Hold
+	cgroup *profiles.Limits
+	// switched: the helper (root) maps the plan's identity to the same
+	// ids on the host; otherwise they are the caller's own outside.
+	switched bool
 }
 
 // JSON implements backends.Artifact.
@@ -119,11 +136,16 @@ func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artif
 	if err != nil {
 		return nil, err
 	}
-	return Artifact{
+	a := Artifact{
 		Namespaces: []string{"user", "mount", "pid", "network", "ipc", "uts", "cgroup"},
 		Plan:       pl, Seccomp: filter, Limits: limitsPlan(p),
-		Command: launch.ExecArgv(launch.ExecSpec(p, cmd)),
-	}, nil
+		Command: launch.ExecArgv(launch.ExecSpec(p, cmd)), Env: p.EnvList(ScratchPaths),
+		hold: launch.HoldSpec(p, 0), switched: os.Geteuid() == 0,
+	}
+	if os.Geteuid() == 0 && cgroupsUsable() == nil {
+		a.cgroup = &p.Limits
+	}
+	return a, nil
 }
 
 // limitsPlan says where each limit comes from for this caller.

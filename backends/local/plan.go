@@ -54,6 +54,26 @@ func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
 		Landlock:   confine.LandlockPlan{MinABI: MinLandlockABI},
 		Seccomp:    confine.SeccompPlan{Set: seccompfilter.Sets()[0]},
 	}
+	planRoots(&pl, p)
+	planMounts(&pl, p)
+	planMachinery(&pl, p, selfExe)
+	planTmpfs(&pl, p)
+	masks := append(append([]string(nil), p.Masked...), profiles.KernelMaskedPaths()...)
+	for _, m := range masks {
+		pl.Masks = append(pl.Masks, confine.Mask{Path: m, Why: "unreadable"})
+	}
+	pl.Rlimits = rlimits(p)
+	// Mounts go parents first: a staged skeleton before what is bound in it.
+	sort.SliceStable(pl.Binds, func(i, j int) bool { return depth(pl.Binds[i].Dest()) < depth(pl.Binds[j].Dest()) })
+	sort.SliceStable(pl.Tmpfs, func(i, j int) bool { return depth(pl.Tmpfs[i].Target) < depth(pl.Tmpfs[j].Target) })
+	pl.Landlock.ReadOnly = dedupe(pl.Landlock.ReadOnly)
+	pl.Landlock.ReadWrite = dedupe(pl.Landlock.ReadWrite)
+	return pl, confine.Validate(pl)
+}
+
+// planRoots binds the policy's readable host roots at the same paths
+// (a symlink among them stays a symlink).
+func planRoots(pl *confine.Plan, p *policy.Policy) {
 	for _, r := range p.Base.HostRoots {
 		// A merged-/usr host's /bin is a symlink: bound, it would be a
 		// second copy of /usr/bin; as a symlink it is what the host has.
@@ -64,9 +84,14 @@ func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
 		pl.Binds = append(pl.Binds, confine.Bind{Source: r, Why: "readable system root"})
 		pl.Landlock.ReadOnly = append(pl.Landlock.ReadOnly, r)
 	}
+}
+
+// planMounts binds the policy's mounts at the same paths, read-only
+// unless writable; staged writable paths are tmpfs (planTmpfs).
+func planMounts(pl *confine.Plan, p *policy.Policy) {
 	for _, m := range p.Mounts {
 		if !m.ReadOnly && p.Staged() {
-			continue // a staged copy on its own tmpfs, below
+			continue // a staged copy on its own tmpfs
 		}
 		b := confine.Bind{Source: m.Path, Write: !m.ReadOnly, Why: m.Why}
 		if overlay.Discarded(m) {
@@ -84,6 +109,11 @@ func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
 			pl.Landlock.ReadWrite = append(pl.Landlock.ReadWrite, m.Path)
 		}
 	}
+}
+
+// planMachinery binds this binary at launch.InitPath and, with an
+// allow-list, the proxy's socket directory.
+func planMachinery(pl *confine.Plan, p *policy.Policy, selfExe string) {
 	if selfExe != "" {
 		pl.Binds = append(pl.Binds, confine.Bind{Source: selfExe, Target: launch.InitPath, Why: "the sandbox's holder and supervisor"})
 		pl.Landlock.ReadOnly = append(pl.Landlock.ReadOnly, launch.InitPath)
@@ -94,6 +124,11 @@ func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
 		pl.Binds = append(pl.Binds, confine.Bind{Source: src, Target: launch.EgressDir, Why: "the network proxy's socket"})
 		pl.Landlock.ReadOnly = append(pl.Landlock.ReadOnly, launch.EgressDir)
 	}
+}
+
+// planTmpfs makes the scratch and each staged writable path a bounded
+// tmpfs.
+func planTmpfs(pl *confine.Plan, p *policy.Policy) {
 	for _, s := range []struct {
 		path string
 		mode uint32
@@ -102,29 +137,19 @@ func Plan(p *policy.Policy, selfExe string) (confine.Plan, error) {
 			Mode: confine.Mode(s.mode), UID: p.User.UID, GID: p.User.GID, NoExec: !p.Scratch.Exec, Why: "scratch"})
 		pl.Landlock.ReadWrite = append(pl.Landlock.ReadWrite, s.path)
 	}
-	if p.Staged() {
-		var staged []string
-		for dir := range launch.StagedMounts(p) {
-			staged = append(staged, dir)
-		}
-		sort.Strings(staged)
-		for _, dir := range staged {
-			pl.Tmpfs = append(pl.Tmpfs, confine.Tmpfs{Target: dir, Size: p.Staging.Size, Inodes: p.Staging.Inodes,
-				Mode: 0o755, UID: p.User.UID, GID: p.User.GID, Why: "staged writable copy"})
-			pl.Landlock.ReadWrite = append(pl.Landlock.ReadWrite, dir)
-		}
+	if !p.Staged() {
+		return
 	}
-	masks := append(append([]string(nil), p.Masked...), profiles.KernelMaskedPaths()...)
-	for _, m := range masks {
-		pl.Masks = append(pl.Masks, confine.Mask{Path: m, Why: "unreadable"})
+	var staged []string
+	for dir := range launch.StagedMounts(p) {
+		staged = append(staged, dir)
 	}
-	pl.Rlimits = rlimits(p)
-	// Mounts go parents first: a staged skeleton before what is bound in it.
-	sort.SliceStable(pl.Binds, func(i, j int) bool { return depth(pl.Binds[i].Dest()) < depth(pl.Binds[j].Dest()) })
-	sort.SliceStable(pl.Tmpfs, func(i, j int) bool { return depth(pl.Tmpfs[i].Target) < depth(pl.Tmpfs[j].Target) })
-	pl.Landlock.ReadOnly = dedupe(pl.Landlock.ReadOnly)
-	pl.Landlock.ReadWrite = dedupe(pl.Landlock.ReadWrite)
-	return pl, pl.Validate()
+	sort.Strings(staged)
+	for _, dir := range staged {
+		pl.Tmpfs = append(pl.Tmpfs, confine.Tmpfs{Target: dir, Size: p.Staging.Size, Inodes: p.Staging.Inodes,
+			Mode: 0o755, UID: p.User.UID, GID: p.User.GID, Why: "staged writable copy"})
+		pl.Landlock.ReadWrite = append(pl.Landlock.ReadWrite, dir)
+	}
 }
 
 // rlimits are the policy's per-process limits. The process count is a

@@ -37,13 +37,6 @@ const (
 	closeGrace   = 3 * time.Second
 )
 
-// Descriptors the helper inherits.
-const (
-	planFD    = 3
-	controlFD = 4
-	traceFD   = 5
-)
-
 type sandbox struct {
 	*holder.Base
 	b   *Backend
@@ -154,10 +147,11 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 		planW.Close()
 		return err
 	}
+	// The helper's descriptors, each named in its spec.
+	var fds protocol.Donation
 	hold := launch.HoldSpec(s.p, ttl)
-	hold.ControlFD = controlFD
-	spec := protocol.Local{PlanFD: planFD, Hold: hold}
-	files := []*os.File{planR, holder}
+	hold.ControlFD = fds.Add(holder)
+	spec := protocol.Local{PlanFD: fds.Add(planR), Hold: hold}
 	// While this run is traced, the helper sends its own phases back.
 	var traceR, traceW *os.File
 	if phase.From(ctx) != nil {
@@ -167,8 +161,7 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 		}
 		defer traceR.Close()
 		defer traceW.Close()
-		spec.TraceFD = traceFD
-		files = append(files, traceW)
+		spec.TraceFD = fds.Add(traceW)
 	}
 	args, err := protocol.Argv(s.b.selfExe, protocol.EntryLocal, spec)
 	if err != nil {
@@ -177,7 +170,7 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 	}
 	// The holder's environment is the one its commands inherit.
 	s.helper = &exec.Cmd{Path: s.b.selfExe, Args: args, Dir: "/", Env: s.p.EnvList(ScratchPaths),
-		ExtraFiles: files, SysProcAttr: attr}
+		ExtraFiles: fds.Files(), SysProcAttr: attr}
 	s.helper.Stdout, s.helper.Stderr = &s.Out, &s.Out
 	stdin, err := s.helper.StdinPipe()
 	if err != nil {

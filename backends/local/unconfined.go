@@ -46,6 +46,13 @@ type unconfinedArtifact struct {
 
 func (a unconfinedArtifact) JSON() ([]byte, error) { return json.MarshalIndent(a, "", "  ") }
 
+// Summary implements backends.Artifact: the host as it is, the caller's
+// whole environment (Exec passes os.Environ), no limit.
+func (a unconfinedArtifact) Summary() (backends.Rendered, error) {
+	return backends.Rendered{Mounts: []backends.RenderedMount{{Path: "/", Writable: true, Tree: true}},
+		Env: backends.EnvNames(os.Environ()), Network: policy.NetworkHost, UID: os.Getuid(), GID: os.Getgid()}, nil
+}
+
 // Render implements backends.Backend.
 func (Unconfined) Render(p *policy.Policy, cmd backends.Command) (backends.Artifact, error) {
 	return unconfinedArtifact{Isolation: "none", Warning: UnconfinedWarning, Command: cmd.Argv, Dir: p.Workdir}, nil

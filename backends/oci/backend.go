@@ -30,7 +30,6 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
-	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // Name is the backend's registry name.
@@ -556,7 +555,17 @@ func bindHosts(spec *specs.Spec, dir string) {
 func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, traits runtimes.Traits, ttl time.Duration) (*specs.Spec, error) {
 	endSpec := phase.Begin(ctx, "start.spec")
 	defer endSpec()
-	spec, err := Bundle(p, b.selfExe, ttl)
+	hold := HoldSpec(p, ttl)
+	if traits.PassesFDs {
+		// The holder serves commands on the channel the runtime passes as fd 3.
+		hold.ControlFD = 3
+	}
+	runAs, err := launch.RunAs(p, traits.HelpersStartAsRoot)
+	if err != nil {
+		return nil, err
+	}
+	hold.RunAs = runAs
+	spec, err := BundleHold(p, b.selfExe, hold)
 	if err != nil {
 		return nil, err
 	}
@@ -565,17 +574,7 @@ func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, t
 	if v := b.runtimeSpecVersion(ctx, rt); v != "" {
 		spec.Version = v
 	}
-	if traits.PassesFDs {
-		// The holder serves commands on the channel the runtime passes as fd 3.
-		args, err := protocol.EditHold(spec.Process.Args, func(h *protocol.Hold) { h.ControlFD = 3 })
-		if err != nil {
-			return nil, err
-		}
-		spec.Process.Args = args
-	}
-	if err := adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p); err != nil {
-		return nil, err
-	}
+	adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p)
 	// encoding/json builds its encoder for each type on first use, which
 	// for a spec's types costs most of a millisecond: an encode here, beside
 	// the bundle directory's making, leaves the bundle's write a tenth of it.
@@ -586,27 +585,23 @@ func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, t
 // adaptToRuntime changes what a runtime enforces differently (proc may be
 // the holder's or an exec's process; res nil for an exec): under gVisor,
 // the process limits of runtimes.GVisorLimits, and the helper started as
-// root to take the sandbox identity itself (HelpersStartAsRoot).
-func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt runtimes.Traits, p *policy.Policy) error {
+// root with what it needs to take the sandbox identity itself
+// (HelpersStartAsRoot; the identity is in its spec: launch.RunAs).
+func adaptToRuntime(proc *specs.Process, res *specs.LinuxResources, rt runtimes.Traits, p *policy.Policy) {
 	if rt.HelpersStartAsRoot {
-		args, err := launch.AsRoot(proc.Args, p)
-		if err != nil {
-			return err
-		}
-		proc.Args, proc.User = args, specs.User{}
+		proc.User = specs.User{}
 		caps := slices.Clone(launch.IdentityCaps)
 		proc.Capabilities = &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps}
 	}
 	nproc, host, ok := runtimes.GVisorLimits(rt, p)
 	if !ok {
-		return nil
+		return
 	}
 	n := uint64(nproc)
 	proc.Rlimits = append(proc.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: n, Soft: n})
 	if res != nil && res.Pids != nil {
 		res.Pids.Limit = &host
 	}
-	return nil
 }
 
 // netnsFile is where a bundle's network namespace is kept (bound).

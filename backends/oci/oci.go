@@ -3,6 +3,14 @@
 // filesystem unpacked at ./rootfs. The bundle's process is the sandbox's
 // holder; each command is an exec process (`runc exec --process`), given
 // in the annotation ExecProcessAnnotation.
+//
+// Trace phases (TRIAGE_SANDBOX_TRACE, package internal/phase): start.rootfs
+// (the daemon's answer and the lease, beside the rest) or
+// start.rootfs-remembered, start.spec (beside start.bundle-dir,
+// start.overlays and start.netns), start.bundle-write, start.runtime-spawn,
+// start.holder-ready, start.oom-watch, start.rootfs-confirm;
+// close.runtime-exit, close.delete (only when the runtime kept state),
+// close.bundle.
 package oci
 
 import (
@@ -21,6 +29,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // ScratchPaths is where this renderer puts the policy's scratch.
@@ -79,6 +88,20 @@ func Render(p *policy.Policy, cmd backends.Command, selfExe string) (Spec, error
 // ttl when > 0, the staged paths) as its process, the image's root at
 // ./rootfs (the backend points Root.Path at its cache).
 func Bundle(p *policy.Policy, selfExe string, ttl time.Duration) (*specs.Spec, error) {
+	return BundleHold(p, selfExe, HoldSpec(p, ttl))
+}
+
+// HoldSpec is the holder's spec Bundle runs for p: the sandbox's lifeline,
+// its TTL (ttl when > 0), the staged paths and the scratch modes.
+func HoldSpec(p *policy.Policy, ttl time.Duration) protocol.Hold {
+	h := launch.HoldSpec(p, ttl)
+	h.Modes = launch.ScratchModes(p, ScratchPaths)
+	return h
+}
+
+// BundleHold is Bundle with the holder's spec given (typed until here: a
+// backend adds what its runtime needs, then the argv is encoded once).
+func BundleHold(p *policy.Policy, selfExe string, holdSpec protocol.Hold) (*specs.Spec, error) {
 	if err := launch.CheckImageRoot(p, "the oci renderer"); err != nil {
 		return nil, err
 	}
@@ -86,8 +109,6 @@ func Bundle(p *policy.Policy, selfExe string, ttl time.Duration) (*specs.Spec, e
 	if err != nil {
 		return nil, err
 	}
-	holdSpec := launch.HoldSpec(p, ttl)
-	holdSpec.Modes = launch.ScratchModes(p, ScratchPaths)
 	hold := launch.HoldArgv(holdSpec)
 	memory := p.Limits.Memory
 	pids := p.Limits.Pids

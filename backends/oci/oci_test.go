@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -495,25 +496,23 @@ func TestSeccompIsTheSandboxProfile(t *testing.T) {
 // TestAdaptToGVisor: under runsc each helper (holder, supervisor,
 // exporter) starts as root with only the capabilities to switch identity,
 // its spec naming the sandbox identity to take; under runc nothing of it.
+// The processes are the ones the backend writes (renderSpec, the
+// sandbox's process files).
 func TestAdaptToGVisor(t *testing.T) {
 	p := buildPolicy(t, profiles.RoleReproducer, "")
-	hold, err := Bundle(p, selfExe, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	helpers := map[string][]string{
-		"holder":     hold.Process.Args,
-		"supervisor": launch.ExecArgv(launch.ExecSpec(p, backends.Command{Argv: []string{"true"}})),
-		"exporter":   launch.ExportArgv(p),
-	}
 	want := protocol.Identity{UID: p.User.UID, GID: p.User.GID}
 	for _, rt := range []string{"runc", "runsc"} {
-		for name, argv := range helpers {
+		b := &Backend{selfExe: selfExe, stateDir: t.TempDir()}
+		hold, err := b.renderSpec(context.Background(), p, "/nonexistent/"+rt, runtimes.Of(rt), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &sandbox{b: b, p: p, dir: t.TempDir(), traits: runtimes.Of(rt)}
+		helpers := map[string]*specs.Process{"holder": hold.Process,
+			"supervisor": readProcess(t)(s.execProcessFile(launch.ExecSpec(p, backends.Command{Argv: []string{"true"}}))),
+			"exporter":   readProcess(t)(s.exportProcessFile())}
+		for name, proc := range helpers {
 			t.Run(rt+"/"+name, func(t *testing.T) {
-				proc := process(p, slices.Clone(argv))
-				if err := adaptToRuntime(proc, nil, runtimes.Of(rt), p); err != nil {
-					t.Fatal(err)
-				}
 				runAs := helperRunAs(t, proc.Args)
 				if rt == "runc" {
 					if runAs != nil || proc.User.UID != uint32(p.User.UID) || len(proc.Capabilities.Bounding) != 0 {
@@ -538,6 +537,25 @@ func TestAdaptToGVisor(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// readProcess reads a process file the sandbox wrote.
+func readProcess(t *testing.T) func(path string, err error) *specs.Process {
+	return func(path string, err error) *specs.Process {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var proc specs.Process
+		if err := json.Unmarshal(b, &proc); err != nil {
+			t.Fatal(err)
+		}
+		return &proc
 	}
 }
 

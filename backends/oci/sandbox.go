@@ -24,6 +24,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/staging"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/stage"
 )
@@ -220,13 +221,35 @@ func (s *sandbox) endedErr(err error) error {
 	return end.Err()
 }
 
-func (s *sandbox) processFile(name string, argv []string) (string, error) {
-	path := filepath.Join(s.dir, name)
-	proc := process(s.p, argv)
-	if err := adaptToRuntime(proc, nil, s.traits, s.p); err != nil {
+// processFile writes the process of a helper whose argv argv encodes,
+// its spec given runAs: the identity the helper takes itself under this
+// runtime (launch.RunAs), nil when it starts as that identity.
+func (s *sandbox) processFile(name string, argv func(runAs *protocol.Identity) []string) (string, error) {
+	runAs, err := launch.RunAs(s.p, s.traits.HelpersStartAsRoot)
+	if err != nil {
 		return "", err
 	}
+	path := filepath.Join(s.dir, name)
+	proc := process(s.p, argv(runAs))
+	adaptToRuntime(proc, nil, s.traits, s.p)
 	return path, writeJSON(path, proc)
+}
+
+// execProcessFile writes the supervisor's process for spec.
+func (s *sandbox) execProcessFile(spec protocol.Exec) (string, error) {
+	return s.processFile("exec.json", func(runAs *protocol.Identity) []string {
+		spec.RunAs = runAs
+		return launch.ExecArgv(spec)
+	})
+}
+
+// exportProcessFile writes the exporter's process.
+func (s *sandbox) exportProcessFile() (string, error) {
+	return s.processFile("export.json", func(runAs *protocol.Identity) []string {
+		spec := launch.ExportSpec(s.p)
+		spec.RunAs = runAs
+		return launch.ExportSpecArgv(spec)
+	})
 }
 
 func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
@@ -264,7 +287,7 @@ func (s *sandbox) copyBack(ctx context.Context, res *backends.Result) {
 // export runs the export in the sandbox with a runtime exec and applies
 // its stream to the host.
 func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, error) {
-	procPath, err := s.processFile("export.json", launch.ExportArgv(s.p))
+	procPath, err := s.exportProcessFile()
 	if err != nil {
 		return nil, err
 	}

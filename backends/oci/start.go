@@ -6,7 +6,6 @@ import (
 	"syscall"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
-	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
@@ -17,7 +16,7 @@ func (s *sandbox) startByRuntime(_ context.Context, spec protocol.Exec, gate *ho
 	if exportW != nil {
 		rtArgs = append(rtArgs, "--preserve-fds", "1")
 	}
-	procPath, err := s.processFile("exec.json", launch.ExecArgv(spec))
+	procPath, err := s.execProcessFile(spec)
 	if err != nil {
 		return nil, err
 	}

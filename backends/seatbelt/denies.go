@@ -53,6 +53,7 @@ func (r *renderer) denies() error {
 	var above []readable
 	for _, p := range paths {
 		f := pathFilter{kind: "subpath", param: r.ps.name("DENY", p)}
+		r.rendered.Masked = append(r.rendered.Masked, p)
 		files = append(files, f)
 		socks = append(socks, unixFilter{side: "remote", path: f})
 		above = append(above, readable{path: p})

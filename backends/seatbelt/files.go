@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
@@ -54,6 +55,7 @@ func (r *renderer) writes() error {
 			return err
 		}
 		fs = append(fs, pathFilter{kind: kindOf(m), param: r.ps.name("WRITE", c)})
+		r.rendered.Mounts = append(r.rendered.Mounts, backends.RenderedMount{Path: c, Writable: true, Tree: kindOf(m) == "subpath"})
 	}
 	if len(fs) > 0 {
 		r.prof.add(phaseWrite, rule{act: allow, ops: []string{"file-write*"}, filters: fs,
@@ -122,6 +124,7 @@ func (r *renderer) reads() error {
 			kind, prefix = "subpath", "READ"
 		}
 		fs = append(fs, pathFilter{kind: kind, param: r.ps.name(prefix, w.path)})
+		r.rendered.Mounts = append(r.rendered.Mounts, backends.RenderedMount{Path: w.path, Tree: w.tree})
 	}
 	r.prof.add(phaseRead, rule{act: allow, ops: readOps, filters: fs,
 		comment: "Readable: the policy's host roots and mounts; nothing else of the host is."})

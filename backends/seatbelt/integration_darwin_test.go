@@ -18,6 +18,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/testkit/sbpl"
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/egress"
+	"github.com/triage-sandbox/triage-sandbox/hostprep"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -99,7 +100,7 @@ func newRigWith(t *testing.T, role profiles.Role, layout, extra string, run func
 	if r.p, err = policy.Build(cfg, role, host, policy.Options{Backend: Name, Capabilities: Capabilities()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := policy.Prepare(r.p); err != nil {
+	if err := hostprep.Writable(r.p); err != nil {
 		t.Fatal(err)
 	}
 	if r.b, err = NewWithOptions(backends.Env{SelfExe: self}, Options{StateDir: filepath.Join(base, "state")}); err != nil {

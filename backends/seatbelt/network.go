@@ -113,7 +113,16 @@ func (r *renderer) network() error {
 	if err != nil {
 		return err
 	}
+	// The host's own network, its loopback included: a profile makes no
+	// namespace; what the rules below let out decides the mode.
+	r.rendered.Network = policy.NetworkLoopback
 	for _, n := range list {
+		switch {
+		case n.peer == "*" && n.dir != dirBind:
+			r.rendered.Network = policy.NetworkOutbound
+		case n.port != 0 && r.rendered.Network == policy.NetworkLoopback:
+			r.rendered.Network = policy.NetworkProxy
+		}
 		f, err := n.sbplFilter()
 		if err != nil {
 			return fmt.Errorf("the seatbelt renderer refuses the policy's network: %w", err)

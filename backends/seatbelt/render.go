@@ -57,6 +57,14 @@ type Artifact struct {
 	Rlimits []protocol.Rlimit `json:"rlimits"`
 	// Scratch is where HOME and TMPDIR are, canonical.
 	Scratch policy.ScratchPaths `json:"-"`
+	// Env is the supervisor's environment, which the command inherits
+	// (the runner starts it with this).
+	Env []string `json:"-"`
+	// rendered is what the profile's rules allow, recorded by the phase
+	// that wrote each rule (Summary); spelled maps the policy's spelling
+	// of a path to the canonical one the rules name.
+	rendered backends.Rendered
+	spelled  map[string]string
 }
 
 // JSON implements backends.Artifact.
@@ -89,7 +97,7 @@ func Render(p *policy.Policy, cmd backends.Command, in Input) (*Artifact, error)
 	argv := append([]string{SandboxExec, "-f", profilePath}, r.ps.flags()...)
 	argv = append(append(argv, "--"), cmd.Argv...)
 	return &Artifact{SandboxExec: SandboxExec, Profile: r.prof.text(), Params: r.ps.values, Argv: argv,
-		Rlimits: launch.Rlimits(p, 0), Scratch: r.scratchPaths}, nil
+		Rlimits: launch.Rlimits(p, 0), Scratch: r.scratchPaths, Env: p.EnvList(r.scratchPaths), rendered: r.rendered, spelled: r.spelled}, nil
 }
 
 // check refuses policies and inputs this renderer cannot give.
@@ -124,6 +132,10 @@ type renderer struct {
 	prof         *profile
 	scratchPaths policy.ScratchPaths
 	runParam     string
+	// rendered records what the rules written so far allow, at canonical
+	// paths; spelled maps the policy's spelling of each path to it.
+	rendered backends.Rendered
+	spelled  map[string]string
 }
 
 // canon canonicalises one path, naming what it is in the error.
@@ -131,6 +143,12 @@ func (r *renderer) canon(what, p string) (string, error) {
 	c, err := r.in.Canon.Canonical(p)
 	if err != nil {
 		return "", fmt.Errorf("the seatbelt renderer cannot use %s: %w", what, err)
+	}
+	if c != p {
+		if r.spelled == nil {
+			r.spelled = map[string]string{}
+		}
+		r.spelled[p] = c
 	}
 	return c, nil
 }

@@ -185,7 +185,7 @@ func (s *box) start(ctx context.Context, spec protocol.Exec, gate *holderexec.Ou
 		return nil, err
 	}
 	x := exec.Command(argv[0], argv[1:]...)
-	x.Env, x.Dir = s.p.EnvList(s.scratch), s.p.Workdir
+	x.Env, x.Dir = art.Env, s.p.Workdir
 	x.Stdout, x.Stderr = gate.Stdout(), gate.Stderr()
 	// Its own process group: a Ctrl-C at the terminal reaches triage-sandbox,
 	// which then ends the command through the helper.

@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/inside"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
-	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	kmsg "github.com/triage-sandbox/triage-sandbox/protocol/keeper"
 	"github.com/triage-sandbox/triage-sandbox/warm"
 )
 
@@ -45,9 +42,9 @@ func sandboxEntries() map[protocol.Entry]func(args []string) int {
 
 // keep is a keeper's entry point: its policy arrives as JSON on stdin.
 func keep(spec protocol.Keeper) error {
-	var p policy.Policy
-	if err := json.NewDecoder(io.LimitReader(os.Stdin, 16<<20)).Decode(&p); err != nil {
-		return fmt.Errorf("the keeper's policy: %w", err)
+	p, err := kmsg.ReadPolicy(os.Stdin)
+	if err != nil {
+		return err
 	}
 	if p.AllowAll {
 		return errors.New("allow_all has no sandbox to keep")
@@ -71,5 +68,5 @@ func keep(spec protocol.Keeper) error {
 	if err != nil {
 		return err
 	}
-	return warm.Keep(ctx, warm.KeeperOptions{Dir: spec.Dir, Policy: &p, Backend: b, Log: os.Stderr})
+	return warm.Keep(ctx, warm.KeeperOptions{Dir: spec.Dir, Policy: p, Backend: b, Log: os.Stderr})
 }

@@ -1,26 +1,18 @@
 package confine
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/triage-sandbox/triage-sandbox/protocol/localplan"
 )
 
-// maxPlan bounds what ReadPlan reads: a plan is a few kilobytes.
-const maxPlan = 4 << 20
-
-// ReadPlan decodes and validates the plan the backend wrote for the helper.
-// Unknown fields are an error: a helper older than its orchestrator must not
-// drop a restriction it does not know.
+// ReadPlan decodes (localplan.Read) and validates the plan the backend
+// wrote for the helper.
 func ReadPlan(r io.Reader) (Plan, error) {
-	var p Plan
-	dec := json.NewDecoder(io.LimitReader(r, maxPlan))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return Plan{}, fmt.Errorf("confine: reading the plan: %w", err)
+	p, err := localplan.Read(r)
+	if err != nil {
+		return Plan{}, fmt.Errorf("confine: %w", err)
 	}
-	if err := p.Validate(); err != nil {
-		return Plan{}, err
-	}
-	return p, nil
+	return p, Validate(p)
 }

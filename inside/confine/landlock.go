@@ -23,7 +23,7 @@ type LandlockRule struct {
 // LandlockRules are the paths Restrict grants: the plan's own, then the
 // ones for what Enter builds itself (/proc, /sys, /dev). Everything else in
 // the new root, bound or not, is out of reach for reads and writes alike.
-func (p Plan) LandlockRules() []LandlockRule {
+func LandlockRules(p Plan) []LandlockRule {
 	var rs []LandlockRule
 	for _, r := range p.Landlock.ReadOnly {
 		rs = append(rs, LandlockRule{Path: r, Access: "ro"})

@@ -35,7 +35,7 @@ func applyLandlock(p Plan, abi int) error {
 	cfg := landlockConfigs[min(abi, len(landlockConfigs))-1]
 	cfg.HandledAccessNet = 0
 	var rules []landlock.Rule
-	for _, r := range p.LandlockRules() {
+	for _, r := range LandlockRules(p) {
 		st, err := os.Stat(r.Path)
 		if errors.Is(err, os.ErrNotExist) && r.Optional {
 			continue

@@ -5,6 +5,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/triage-sandbox/triage-sandbox/protocol/localplan"
 )
 
 // Cloneflags are the namespaces the helper starts in: its own user, mount,
@@ -53,7 +55,7 @@ func helperCaps(root bool) []uintptr {
 // caller should start it from a goroutine locked to its OS thread that
 // stays alive as long as the sandbox.
 func Namespaces(uid, gid, hostUID, hostGID int) (*syscall.SysProcAttr, error) {
-	if !validID(uid) || !validID(gid) {
+	if !localplan.ValidID(uid) || !localplan.ValidID(gid) {
 		return nil, fmt.Errorf("confine: namespaces: uid %d or gid %d out of range", uid, gid)
 	}
 	root := hostUID == 0

@@ -71,7 +71,7 @@ func TestValidate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := validPlan()
 			c.mutate(&p)
-			err := p.Validate()
+			err := Validate(p)
 			switch {
 			case c.want == "" && err != nil:
 				t.Fatalf("unexpected error: %v", err)
@@ -87,7 +87,7 @@ func TestValidate(t *testing.T) {
 func TestValidateReportsEveryProblem(t *testing.T) {
 	p := validPlan()
 	p.Hostname, p.Workdir, p.Landlock.MinABI = "", "x", 0
-	err := p.Validate()
+	err := Validate(p)
 	for _, want := range []string{"hostname", "workdir", "landlock.min_abi"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %s", err, want)
@@ -165,7 +165,7 @@ func TestLandlockRules(t *testing.T) {
 	p.Landlock.ReadOnly = []string{"/usr"}
 	p.Landlock.ReadWrite = []string{"/work"}
 	p.Sys = true
-	rules := p.LandlockRules()
+	rules := LandlockRules(p)
 	has := func(path, access string) bool {
 		for _, r := range rules {
 			if r.Path == path && r.Access == access {
@@ -181,7 +181,7 @@ func TestLandlockRules(t *testing.T) {
 		}
 	}
 	p.Sys = false
-	for _, r := range p.LandlockRules() {
+	for _, r := range LandlockRules(p) {
 		if r.Path == "/sys" {
 			t.Error("a /sys rule without /sys")
 		}

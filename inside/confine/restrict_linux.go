@@ -32,7 +32,7 @@ import (
 //
 // Each step is a phase of ctx's trace (package phase), when it has one.
 func Restrict(ctx context.Context, p Plan, forker int) error {
-	if err := p.Validate(); err != nil {
+	if err := Validate(p); err != nil {
 		return err
 	}
 	if err := checkHelper(); err != nil {

@@ -3,6 +3,8 @@ package confine
 import (
 	"fmt"
 	"syscall"
+
+	"github.com/triage-sandbox/triage-sandbox/protocol/localplan"
 )
 
 // setRlimits applies the plan's limits to the process. syscall.Setrlimit,
@@ -10,7 +12,7 @@ import (
 // in the children it execs, unless the limit was set through it.
 func setRlimits(rs []Rlimit) error {
 	for _, r := range rs {
-		res, ok := rlimitResources[r.Name]
+		res, ok := localplan.RlimitResource(r.Name)
 		if !ok {
 			return fmt.Errorf("rlimit %s: unknown", r.Name)
 		}

@@ -1,174 +1,21 @@
 package confine
 
 import (
-	"errors"
 	"fmt"
-	"path"
-	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/inside/seccompfilter"
 )
 
-// maxHostname is the kernel's limit (__NEW_UTS_LEN).
-const maxHostname = 64
-
-// builtinRoots are the directories Enter builds itself; a plan may mask or
-// re-bind read-only what is under them, not mount over them.
-var builtinRoots = []string{"/proc", "/dev", "/sys"}
-
 // Validate reports every problem with the plan at once, each naming the
-// field. Enter and Restrict call it; the backend calls it when rendering, so
-// a bad plan fails before any process starts.
-func (p Plan) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-	}
-	check := func(field, p string) {
-		if err := checkInside(p); err != nil {
-			bad(field, "%v", err)
-		}
-	}
-	mountTarget := func(field, p string, seen map[string]string) {
-		check(field, p)
-		for _, r := range builtinRoots {
-			if p == r || strings.HasPrefix(p, r+"/") {
-				bad(field, "%q is under %s, which Enter builds itself", p, r)
-			}
-		}
-		if other, dup := seen[p]; dup {
-			bad(field, "%q is also the target of %s", p, other)
-		}
-		seen[p] = field
-	}
-
-	targets := map[string]string{}
-	for i, b := range p.Binds {
-		f := fmt.Sprintf("binds[%d]", i)
-		if err := checkAbsClean(b.Source); err != nil {
-			bad(f+".source", "%v", err)
-		}
-		mountTarget(f+".target", b.Dest(), targets)
-		if d := b.Discard; d != nil && (b.Write || d.Size <= 0 || d.Inodes <= 0) {
-			bad(f+".discard", "wants a read-only bind and a positive size and inodes (write %v, size %d, inodes %d): an upper layer is always bounded", b.Write, d.Size, d.Inodes)
-		}
-	}
-	for i, t := range p.Tmpfs {
-		f := fmt.Sprintf("tmpfs[%d]", i)
-		mountTarget(f+".target", t.Target, targets)
-		if t.Size <= 0 || t.Inodes <= 0 {
-			bad(f, "size %d and inodes %d must both be positive: a tmpfs is always bounded", t.Size, t.Inodes)
-		}
-		if t.Mode > maxMode {
-			bad(f+".mode", "%o has bits beyond 07777", uint32(t.Mode))
-		}
-		if !validID(t.UID) || !validID(t.GID) {
-			bad(f, "uid %d or gid %d out of range", t.UID, t.GID)
-		}
-	}
-	for i, d := range p.Dirs {
-		f := fmt.Sprintf("dirs[%d]", i)
-		check(f+".path", d.Path)
-		if d.Mode > maxMode {
-			bad(f+".mode", "%o has bits beyond 07777", uint32(d.Mode))
-		}
-	}
-	for i, s := range p.Symlinks {
-		f := fmt.Sprintf("symlinks[%d]", i)
-		check(f+".path", s.Path)
-		if s.Target == "" || strings.ContainsRune(s.Target, 0) {
-			bad(f+".target", "%q is empty or holds a NUL", s.Target)
-		}
-	}
-	for i, r := range p.ReadOnly {
-		check(fmt.Sprintf("read_only[%d]", i), r)
-	}
-	for i, m := range p.Masks {
-		check(fmt.Sprintf("masks[%d].path", i), m.Path)
-	}
-	if p.DevShmSize <= 0 {
-		bad("dev_shm_size", "%d: /dev/shm must be bounded", p.DevShmSize)
-	}
-	if p.Hostname == "" || len(p.Hostname) > maxHostname || strings.ContainsAny(p.Hostname, "/\x00") {
-		bad("hostname", "%q: want 1 to %d bytes (an empty one would keep the host's)", p.Hostname, maxHostname)
-	}
-	if err := checkAbsClean(p.Workdir); err != nil {
-		bad("workdir", "%v", err)
-	}
-	if !validID(p.UID) || !validID(p.GID) {
-		bad("uid/gid", "%d/%d out of range", p.UID, p.GID)
-	}
-	errs = append(errs, p.Landlock.validate()...)
-	if _, err := seccompfilter.RuleSet(p.Seccomp.Set); err != nil {
-		bad("seccomp.set", "%v", err)
-	}
-	errs = append(errs, validateRlimits(p.Rlimits)...)
-	if len(errs) > 0 {
-		return fmt.Errorf("confine: invalid plan: %w", errors.Join(errs...))
-	}
-	return nil
-}
-
-func (l LandlockPlan) validate() []error {
-	var errs []error
-	if l.MinABI < 1 {
-		errs = append(errs, fmt.Errorf("landlock.min_abi: %d: Landlock is required (at least ABI 1)", l.MinABI))
-	}
-	for i, p := range l.ReadOnly {
-		if err := checkAbsClean(p); err != nil {
-			errs = append(errs, fmt.Errorf("landlock.read_only[%d]: %w", i, err))
-		}
-	}
-	for i, p := range l.ReadWrite {
-		if err := checkAbsClean(p); err != nil {
-			errs = append(errs, fmt.Errorf("landlock.read_write[%d]: %w", i, err))
-		}
-	}
-	return errs
-}
-
-func validateRlimits(rs []Rlimit) []error {
-	var errs []error
-	seen := map[string]bool{}
-	for i, r := range rs {
-		f := fmt.Sprintf("rlimits[%d]", i)
-		if _, ok := rlimitResources[r.Name]; !ok {
-			errs = append(errs, fmt.Errorf("%s.name: unknown limit %q (known: %s)", f, r.Name,
-				strings.Join(RlimitNames(), ", ")))
-		}
-		if seen[r.Name] {
-			errs = append(errs, fmt.Errorf("%s.name: %q given twice", f, r.Name))
-		}
-		seen[r.Name] = true
-		if r.Soft > r.Hard {
-			errs = append(errs, fmt.Errorf("%s: soft %d above hard %d", f, r.Soft, r.Hard))
-		}
-	}
-	return errs
-}
-
-// checkInside accepts an absolute, clean path other than "/".
-func checkInside(p string) error {
-	if err := checkAbsClean(p); err != nil {
+// field (localplan.Plan.Validate), and a seccomp set the filter does not
+// have. Enter and Restrict call it; the backend calls it when rendering,
+// so a bad plan fails before any process starts.
+func Validate(p Plan) error {
+	if err := p.Validate(); err != nil {
 		return err
 	}
-	if p == "/" {
-		return errors.New(`"/" is the new root itself`)
+	if _, err := seccompfilter.RuleSet(p.Seccomp.Set); err != nil {
+		return fmt.Errorf("confine: invalid plan: seccomp.set: %w", err)
 	}
 	return nil
 }
-
-func checkAbsClean(p string) error {
-	switch {
-	case p == "" || p[0] != '/':
-		return fmt.Errorf("%q is not an absolute path", p)
-	case path.Clean(p) != p:
-		return fmt.Errorf("%q is not clean (want %q)", p, path.Clean(p))
-	case strings.ContainsRune(p, 0):
-		return fmt.Errorf("%q holds a NUL byte", p)
-	}
-	return nil
-}
-
-// validID is a user or group id the kernel accepts; 2^32-1 is its "no id".
-func validID(id int) bool { return id >= 0 && id < 1<<32-1 }

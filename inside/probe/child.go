@@ -54,10 +54,10 @@ const FloodTailRepeat = 4000
 // ChildSubcommand is the entry point of the probe's helpers.
 const ChildSubcommand = string(protocol.EntryProbeChild)
 
-// Argv is the argv that runs plan (encoded) with the binary at self; tag
-// only sits in argv, so the host can find the process.
-func Argv(self, tag, plan string) []string {
-	return protocol.MustArgv(self, protocol.EntryProbe, protocol.Probe{Tag: tag, Plan: plan})
+// Argv is the argv that runs plan with the binary at self; tag only sits
+// in argv, so the host can find the process.
+func Argv(self, tag string, plan Plan) ([]string, error) {
+	return protocol.Argv(self, protocol.EntryProbe, protocol.Probe{Tag: tag, Plan: plan})
 }
 
 // Child runs a helper: "true"; "sleep TOKEN SECONDS" (the token sits in

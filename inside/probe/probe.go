@@ -8,7 +8,6 @@
 package probe
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,63 +18,18 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
-// Step is one action to try.
-type Step struct {
-	ID   string            `json:"id"`
-	Op   string            `json:"op"`
-	Args map[string]string `json:"args,omitempty"`
-	// List carries multi-valued arguments (paths, addresses).
-	List []string `json:"list,omitempty"`
-}
-
-// Observation is what a step saw.
-type Observation struct {
-	ID string `json:"id"`
-	// OK is true when the action itself succeeded (a read returned data, a
-	// connect was answered, a write landed).
-	OK bool `json:"ok"`
-	// Errno names the error that stopped it ("ENOENT", "EROFS"...), if any.
-	Errno string `json:"errno,omitempty"`
-	// Detail is a short, escaped excerpt: what was seen, never a secret.
-	Detail string `json:"detail,omitempty"`
-	// Values are named measurements (counts, status fields).
-	Values map[string]string `json:"values,omitempty"`
-	// Ms is how long the step took, in milliseconds.
-	Ms int64 `json:"ms"`
-}
-
-// Plan is a list of steps with how to end.
-type Plan struct {
-	Steps []Step `json:"steps"`
-	// ExitCode and StderrMarker let the selftest check that status and
-	// stderr propagate (control C-10).
-	ExitCode     int    `json:"exit_code"`
-	StderrMarker string `json:"stderr_marker,omitempty"`
-}
-
-// Encode renders a plan for the command line.
-func (p Plan) Encode() (string, error) {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
-}
-
-// DecodePlan parses Encode's output.
-func DecodePlan(s string) (Plan, error) {
-	var p Plan
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return p, fmt.Errorf("plan: %w", err)
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		return p, fmt.Errorf("plan: %w", err)
-	}
-	return p, nil
-}
+// The plan and what it sees are messages (package protocol).
+type (
+	// Step is one action to try.
+	Step = protocol.ProbeStep
+	// Observation is what a step saw.
+	Observation = protocol.ProbeObservation
+	// Plan is a list of steps with how to end.
+	Plan = protocol.ProbePlan
+)
 
 // Execute runs every step and writes one JSON observation per line to out.
 // It returns the exit code the process should end with.
@@ -98,24 +52,9 @@ func Execute(p Plan, self string, out, errOut io.Writer) int {
 	return p.ExitCode
 }
 
-// ParseObservations reads Execute's output. Lines that are not observations
-// (a command's own chatter) are ignored.
+// ParseObservations reads Execute's output (protocol.ParseProbeObservations).
 func ParseObservations(r io.Reader) (map[string]Observation, error) {
-	out := map[string]Observation{}
-	dec := json.NewDecoder(r)
-	for {
-		var o Observation
-		err := dec.Decode(&o)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return out, fmt.Errorf("reading probe output: %w", err)
-		}
-		if o.ID != "" {
-			out[o.ID] = o
-		}
-	}
+	return protocol.ParseProbeObservations(r)
 }
 
 // opFunc performs one kind of step; self is this binary, for helpers.

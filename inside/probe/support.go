@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"runtime"
 	"slices"
 )
@@ -11,7 +12,7 @@ import (
 var linuxOnlyOps = []string{"proc_scan", "proc_mem", "proc_status", "unshare", "ptrace_helpers"}
 
 // unsupportedKey marks an observation of an op this OS cannot perform.
-const unsupportedKey = "unsupported"
+const unsupportedKey = protocol.ProbeUnsupportedKey
 
 // RunsOn reports whether op performs its action on goos; false means it
 // observes Unsupported there (or is unknown).
@@ -24,9 +25,6 @@ func RunsOn(op, goos string) bool {
 	}
 	return false
 }
-
-// Unsupported reports whether the step could not be tried on this OS.
-func (o Observation) Unsupported() bool { return o.Values[unsupportedKey] != "" }
 
 // unsupported is what an op that needs another kernel observes here.
 func unsupported(op string) Observation {

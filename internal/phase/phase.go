@@ -13,31 +13,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // EnvVar names the file phases are appended to.
 const EnvVar = "TRIAGE_SANDBOX_TRACE"
 
 // Event is one line of the trace.
-type Event struct {
-	// Proc names the process: "cli", "keeper".
-	Proc string `json:"proc"`
-	PID  int    `json:"pid"`
-	// Phase is the phase's name; Mark's events have no duration.
-	Phase string `json:"phase"`
-	// StartMS is the offset from the tracer's origin (monotonic), DurMS the
-	// phase's length.
-	StartMS float64 `json:"start_ms"`
-	DurMS   float64 `json:"dur_ms"`
-	// OriginUnixNS is the tracer's origin on the wall clock: StartMS
-	// added to it places the event among other processes' events.
-	OriginUnixNS int64 `json:"origin_unix_ns"`
-}
+type Event = protocol.TraceEvent
 
 // Tracer appends events to one file; safe for concurrent use.
 type Tracer struct {
@@ -145,21 +132,8 @@ func Span(ctx context.Context, name string, start, end time.Time) {
 // helper runs in the sandbox), so it is read in bounded lines, each checked.
 const (
 	relayMaxLines = 64
-	relayMaxLine  = 512
+	relayMaxLine  = protocol.MaxTraceLine
 )
-
-// relayName: a phase name of the kind this package's callers use.
-func relayName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && !strings.ContainsRune(".+_-", rune(c)) {
-			return false
-		}
-	}
-	return true
-}
 
 // Relay copies the events another process traced to r (see ToWriter) into
 // ctx's trace, as process proc with pid (its pid as the host sees it), until
@@ -176,8 +150,8 @@ func Relay(ctx context.Context, r io.Reader, proc string, pid int) {
 		if t == nil || n >= relayMaxLines {
 			continue
 		}
-		var e Event
-		if json.Unmarshal(line, &e) != nil || !plausible(e) {
+		e, err := protocol.DecodeTraceEvent(line, time.Now())
+		if err != nil {
 			continue
 		}
 		e.Proc, e.PID = proc, pid
@@ -189,14 +163,4 @@ func Relay(ctx context.Context, r io.Reader, proc string, pid int) {
 		_, _ = t.f.Write(append(b, '\n'))
 		t.mu.Unlock()
 	}
-}
-
-// plausible: a phase name of the kind this package writes, and offsets
-// within a day of an origin within a day of now.
-func plausible(e Event) bool {
-	const day = 24 * time.Hour
-	ok := func(v float64) bool { return !math.IsNaN(v) && v >= 0 && v <= float64(day/time.Millisecond) }
-	origin := time.Unix(0, e.OriginUnixNS)
-	return relayName(e.Phase) && ok(e.StartMS) && ok(e.DurMS) &&
-		time.Since(origin) < day && time.Until(origin) < day
 }

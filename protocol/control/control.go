@@ -9,14 +9,16 @@
 // what a runtime's exec path does not re-apply (gVisor's in-sandbox
 // seccomp). The channel is a SOCK_SEQPACKET socket pair: one message per
 // request or reply, descriptors as SCM_RIGHTS. Only the host holds the
-// other end.
+// other end. Both directions are decoded by protocol.Strict; the version is
+// the holder's, checked on its status before the channel is used.
 package control
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // maxMessage bounds one message (an argv with its arguments).
@@ -71,13 +73,8 @@ func encode(v any) ([]byte, error) {
 // range, since a holder shares its sandbox with whatever ran there.
 func decodeReply(b []byte) (reply, error) {
 	var r reply
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := protocol.Strict(b, maxMessage, &r); err != nil {
 		return reply{}, err
-	}
-	if dec.More() {
-		return reply{}, errors.New("data after the reply")
 	}
 	switch {
 	case r.Code < 0 || r.Code > 255:

@@ -4,7 +4,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // ServeOptions configure the holder's end.
@@ -110,7 +110,7 @@ func (s *server) handle(ctx context.Context, msg []byte, files []*os.File, ferr 
 		}
 	}()
 	var req request
-	if err := json.Unmarshal(msg, &req); err != nil {
+	if err := protocol.Strict(msg, maxMessage, &req); err != nil {
 		s.send(reply{ID: req.ID, Error: "unreadable request: " + err.Error()})
 		return
 	}

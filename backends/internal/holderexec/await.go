@@ -52,7 +52,12 @@ func awaitStatus(ctx context.Context, out *SmallBuffer, exited <-chan struct{}, 
 }
 
 // holderStatusErr is what a holder's first start status means to Start.
+// A status of another protocol version fails whatever it says: the inside
+// binary (a kubernetes image's, a stale copy) is of another build.
 func holderStatusErr(s protocol.Status) error {
+	if err := s.Mismatch("the sandbox's holder (its inside binary)"); err != nil {
+		return err
+	}
 	switch s.State {
 	case protocol.StateReady, protocol.StateAwaitingStage:
 		return nil

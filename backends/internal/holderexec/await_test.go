@@ -3,6 +3,7 @@ package holderexec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -27,5 +28,34 @@ func TestAwaitHolderAwaiting(t *testing.T) {
 	_ = protocol.WriteStatus(&out, protocol.Status{State: protocol.StateStagingFailed, Detail: "too big"})
 	if err := AwaitHolder(context.Background(), &out, exited); err == nil || !strings.Contains(err.Error(), "too big") {
 		t.Fatalf("AwaitHolder after a failed copy: %v", err)
+	}
+}
+
+// TestAwaitHolderOfAnotherVersion: a holder of another build (a kubernetes
+// image's inside binary) that says ready fails the start with one line
+// that says what to rebuild; this build's ready starts.
+func TestAwaitHolderOfAnotherVersion(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want string
+	}{
+		{`triage-sandbox-status {"state":"ready"}`, "speaks protocol 0, this triage-sandbox speaks"},
+		{`triage-sandbox-status {"protocol":7,"state":"awaiting_stage","new":true}`, "speaks protocol 7, this triage-sandbox speaks"},
+		{fmt.Sprintf(`triage-sandbox-status {"protocol":%d,"state":"ready"}`, protocol.Version), ""},
+	} {
+		for _, await := range []func(context.Context, *SmallBuffer, <-chan struct{}) error{AwaitHolder, AwaitHolderAwaiting} {
+			var out SmallBuffer
+			_, _ = out.Write([]byte("tini: started\n" + tt.line + "\n"))
+			err := await(context.Background(), &out, make(chan struct{}))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("%s: %v", tt.line, err)
+				}
+				continue
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "rebuild both") {
+				t.Fatalf("%s: %v, want %q", tt.line, err, tt.want)
+			}
+		}
 	}
 }

@@ -18,7 +18,7 @@ func TestSaidLine(t *testing.T) {
 		"":                       "",
 		"  \n ":                  "",
 		"runc: oops\n  second  ": ": runc: oops second",
-		"triage-sandbox-status {\"state\":\"staging_failed\",\"detail\":\"full\"}\n": ": staging failed: full",
+		"triage-sandbox-status {\"protocol\":1,\"state\":\"staging_failed\",\"detail\":\"full\"}\n": ": staging failed: full",
 	} {
 		if got := SaidLine([]byte(in)); got != want {
 			t.Errorf("SaidLine(%q) = %q, want %q", in, got, want)

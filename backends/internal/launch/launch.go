@@ -107,56 +107,20 @@ func HoldArgv(spec protocol.Hold) []string {
 // switching uid and gid and emptying the bounding set, nothing else.
 var IdentityCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
 
-// AsRoot edits a helper's argv (holder, supervisor, exporter: BINARY
-// ENTRY SPEC) for a start as root: the helper takes p's identity before
-// anything else (protocol.Identity). The edited spec is decoded once more,
-// so an identity the helper would refuse (root) is refused here.
-func AsRoot(argv []string, p *policy.Policy) ([]string, error) {
-	if len(argv) != 3 {
-		return nil, fmt.Errorf("not a helper argv: %q", argv)
+// RunAs is the identity a helper (holder, supervisor, exporter) takes
+// first of all when the runtime starts it as root (asRoot:
+// runtimes.Traits.HelpersStartAsRoot), nil otherwise. It goes into the
+// helper's typed spec before its argv is encoded; an identity the helper
+// would refuse (root) is refused here.
+func RunAs(p *policy.Policy, asRoot bool) (*protocol.Identity, error) {
+	if !asRoot {
+		return nil, nil
 	}
 	id := &protocol.Identity{UID: p.User.UID, GID: p.User.GID}
-	var out []string
-	var err error
-	switch e := protocol.Entry(argv[1]); e {
-	case protocol.EntryHold:
-		out, err = protocol.EditHold(argv, func(h *protocol.Hold) { h.RunAs = id })
-	case protocol.EntryExec:
-		var x protocol.Exec
-		if x, err = protocol.DecodeExec(argv[2:]); err == nil {
-			x.RunAs = id
-			out, err = protocol.Argv(argv[0], e, x)
-		}
-	case protocol.EntryExport:
-		var x protocol.Export
-		if x, err = protocol.DecodeExport(argv[2:]); err == nil {
-			x.RunAs = id
-			out, err = protocol.Argv(argv[0], e, x)
-		}
-	default:
-		return nil, fmt.Errorf("%q takes no identity: only %s, %s and %s do", argv[1], protocol.EntryHold, protocol.EntryExec, protocol.EntryExport)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := checkSpec(out); err != nil {
+	if err := id.Validate(); err != nil {
 		return nil, fmt.Errorf("the sandbox identity %d:%d: %w", id.UID, id.GID, err)
 	}
-	return out, nil
-}
-
-// checkSpec decodes a helper's argv as the helper will.
-func checkSpec(argv []string) error {
-	var err error
-	switch protocol.Entry(argv[1]) {
-	case protocol.EntryHold:
-		_, err = protocol.DecodeHold(argv[2:])
-	case protocol.EntryExec:
-		_, err = protocol.DecodeExec(argv[2:])
-	case protocol.EntryExport:
-		_, err = protocol.DecodeExport(argv[2:])
-	}
-	return err
+	return id, nil
 }
 
 // ScratchMountOptions are the tmpfs options of the policy's scratch, the
@@ -194,8 +158,11 @@ func ExportSpec(p *policy.Policy) protocol.Export {
 }
 
 // ExportArgv is the exporter's argv for p, at InitPath.
-func ExportArgv(p *policy.Policy) []string {
-	return protocol.MustArgv(InitPath, protocol.EntryExport, ExportSpec(p))
+func ExportArgv(p *policy.Policy) []string { return ExportSpecArgv(ExportSpec(p)) }
+
+// ExportSpecArgv is the exporter's argv for spec, at InitPath.
+func ExportSpecArgv(spec protocol.Export) []string {
+	return protocol.MustArgv(InitPath, protocol.EntryExport, spec)
 }
 
 // WithExport is spec for a runtime that can pass the exec an extra

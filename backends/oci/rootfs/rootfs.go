@@ -282,6 +282,26 @@ func (c *Cache) Evict(ctx context.Context, keep []string) ([]string, error) {
 			kept[h] = true
 		}
 	}
+	var removed []string
+	var errs []error
+	for _, h := range cachedIDs(ents) {
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+		gone, err := evictOne(ctx, dir, h, kept[h])
+		if err != nil {
+			errs = append(errs, err...)
+		}
+		if gone {
+			removed = append(removed, "sha256:"+h)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// cachedIDs are the image IDs the cache's entries are of (roots, their
+// locks and debris), sorted.
+func cachedIDs(ents []os.DirEntry) []string {
 	found := map[string]bool{}
 	for _, e := range ents {
 		name := e.Name()
@@ -297,40 +317,41 @@ func (c *Cache) Evict(ctx context.Context, keep []string) ([]string, error) {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	var removed []string
-	var errs []error
-	for _, h := range ids {
-		if err := ctx.Err(); err != nil {
-			return removed, err
-		}
-		lockPath := filepath.Join(dir, h+".lock")
-		f, err := lockFile(ctx, lockPath, unix.LOCK_EX, false)
-		if errors.Is(err, errBusy) {
-			continue // leased, or being unpacked
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		entryDir := filepath.Join(dir, h)
-		_, merr := readMarker(entryDir, h)
-		drop := !kept[h] || merr != nil
-		_, serr := os.Lstat(entryDir)
-		if err := removeDebris(dir, h, drop); err != nil {
-			errs = append(errs, err)
-		} else if drop && serr == nil {
-			removed = append(removed, "sha256:"+h)
-		}
-		if !kept[h] {
-			// Safe while we hold it: lockFile retries when the file it
-			// locked is no longer the one at the path.
-			if err := os.Remove(lockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, err)
-			}
-		}
-		f.Close()
+	return ids
+}
+
+// evictOne removes root h's debris and, unless kept and complete, the
+// root (and its lock, unless kept); a root someone holds a lease on is
+// left alone. It says whether a root was removed.
+func evictOne(ctx context.Context, dir, h string, kept bool) (bool, []error) {
+	lockPath := filepath.Join(dir, h+".lock")
+	f, err := lockFile(ctx, lockPath, unix.LOCK_EX, false)
+	if errors.Is(err, errBusy) {
+		return false, nil // leased, or being unpacked
 	}
-	return removed, errors.Join(errs...)
+	if err != nil {
+		return false, []error{err}
+	}
+	defer f.Close()
+	var errs []error
+	entryDir := filepath.Join(dir, h)
+	_, merr := readMarker(entryDir, h)
+	drop := !kept || merr != nil
+	_, serr := os.Lstat(entryDir)
+	gone := false
+	if err := removeDebris(dir, h, drop); err != nil {
+		errs = append(errs, err)
+	} else if drop && serr == nil {
+		gone = true
+	}
+	if !kept {
+		// Safe while we hold it: lockFile retries when the file it
+		// locked is no longer the one at the path.
+		if err := os.Remove(lockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return gone, errs
 }
 
 // removeDebris deletes hexID's temporary directories and, with entry, the

@@ -30,6 +30,10 @@ func (m *model) JSON() ([]byte, error) {
 	return raw, err
 }
 
+// Summary implements backends.Artifact (RenderSuite does not read it;
+// conformance does).
+func (m *model) Summary() (backends.Rendered, error) { return backends.Rendered{}, nil }
+
 func modelRender(p *policy.Policy, cmd backends.Command) (backends.Artifact, error) {
 	return &model{Argv: cmd.Argv, Mounts: p.Mounts, Unreadable: slices.Concat(p.Unreadable, p.Masked)}, nil
 }

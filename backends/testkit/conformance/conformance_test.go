@@ -107,11 +107,23 @@ cpus = 3
 	}
 }
 
-// build makes the case's workspace and home and builds its policy.
+// build makes the case's workspace and home and builds its policy for
+// docker.
 func build(t *testing.T, c policyCase) *policy.Policy {
 	t.Helper()
+	p, home, err := tryBuild(t, c, policy.Options{Backend: "docker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return checkCase(t, c, p, home)
+}
+
+// tryBuild makes the case's workspace and home and builds its policy
+// with opts; home is the caller's home it made.
+func tryBuild(t *testing.T, c policyCase, opts policy.Options) (p *policy.Policy, home string, err error) {
+	t.Helper()
 	base := t.TempDir()
-	var home, ws string
+	var ws string
 	switch c.layout {
 	case homeApart:
 		home, ws = filepath.Join(base, "home"), filepath.Join(base, "work")
@@ -134,7 +146,6 @@ func build(t *testing.T, c policyCase) *policy.Policy {
 		if err := os.WriteFile(path, []byte(c.toml), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var err error
 		if cfg, err = config.Load(path); err != nil {
 			t.Fatal(err)
 		}
@@ -143,10 +154,13 @@ func build(t *testing.T, c policyCase) *policy.Policy {
 		"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "HOME=" + home, "TMPDIR=/var/tmp",
 		"USER=alice", "CONDA_PREFIX=/opt/conda", "AWS_SECRET_ACCESS_KEY=abcdefghijklmnop",
 	}}
-	p, err := policy.Build(cfg, c.role, host, policy.Options{Backend: "docker"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, err = policy.Build(cfg, c.role, host, opts)
+	return p, home, err
+}
+
+// checkCase checks what the case says of its docker policy.
+func checkCase(t *testing.T, c policyCase, p *policy.Policy, home string) *policy.Policy {
+	t.Helper()
 	ssh := filepath.Join(home, ".ssh")
 	if got := slices.Contains(p.Masked, ssh); got != c.masked {
 		t.Fatalf("policy masks %q; want %s masked: %v", p.Masked, ssh, c.masked)

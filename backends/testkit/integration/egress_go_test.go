@@ -31,7 +31,7 @@ const goproxyName = "goproxy.egress.test"
 func TestGoModDownloadThroughAllowList(t *testing.T) {
 	dir := t.TempDir()
 	publishModule(t, dir, module.Version{Path: "example.com/greet", Version: "v1.0.0"},
-		filepath.Join("..", "..", "cmd", "triage-sandbox", "testdata", "goproxy", "example.com", "greet@v1.0.0"))
+		filepath.Join("..", "..", "..", "cmd", "triage-sandbox", "testdata", "goproxy", "example.com", "greet@v1.0.0"))
 	srv := canaryServer(t, http.FileServer(http.Dir(dir)))
 	defer srv.Close()
 	addr := netip.MustParseAddrPort(strings.TrimPrefix(srv.URL, "http://"))

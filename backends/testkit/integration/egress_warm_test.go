@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/hostprep"
 	"github.com/triage-sandbox/triage-sandbox/internal/egresstest"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/output"
@@ -52,7 +53,7 @@ func newEgressRig(t *testing.T) egressRig {
 func keepInProcess(t *testing.T, ctx context.Context, k *kit, dir string, p *policy.Policy) (stop func()) {
 	t.Helper()
 	// As a run does before it spawns a keeper: the writable paths exist.
-	if err := policy.Prepare(p); err != nil {
+	if err := hostprep.Writable(p); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -4,7 +4,10 @@
 // tests: Debian's etcd and a kube-apiserver built by scripts/kube.sh, with
 // throw-away certificates, Pod Security Admission in force and the
 // NetworkPolicy API served (and, for end-to-end tests, a node: containerd
-// with CRI and runc, the kubelet; node.go). Everything it starts is
+// with CRI and runc, the kubelet; node.go; its pods on a bridge inside a
+// network namespace of the node's own, podnet.go; NetworkPolicy enforced
+// there by kube-router's firewall once StartPolicy runs it, policy.go;
+// netprobe pods for the network tests, probe.go). Everything it starts is
 // stopped by the test's cleanup; a test process killed outright takes its
 // children with it (parent-death signal).
 package kubecluster
@@ -185,7 +188,7 @@ func (c *Cluster) startAPIServer(etcdURL string) error {
 		"--tls-cert-file", crt, "--tls-private-key-file", key, "--client-ca-file", c.pki.CAFile,
 		"--service-account-key-file", sa, "--service-account-signing-key-file", sa,
 		"--service-account-issuer", "https://kubernetes.default.svc",
-		"--service-cluster-ip-range", "10.0.0.0/24", "--authorization-mode", "RBAC",
+		"--service-cluster-ip-range", serviceRange, "--authorization-mode", "RBAC",
 		// PodSecurity is on by default; named so that a change of default
 		// cannot silently drop what the tests judge.
 		"--enable-admission-plugins", "PodSecurity",
@@ -270,6 +273,9 @@ func (c *Cluster) Stop() {
 	}
 }
 
+// serviceRange is the cluster's service addresses (no proxy serves them).
+const serviceRange = "10.0.0.0/24"
+
 // proc is one process of the cluster.
 type proc struct {
 	name string
@@ -281,6 +287,11 @@ type proc struct {
 // run starts name (argv) with its output in DIR/NAME.log, in a process
 // group of its own, killed if the test process dies.
 func (c *Cluster) run(name string, argv ...string) (*proc, error) {
+	return c.runEnv(name, nil, argv...)
+}
+
+// runEnv is run with env added to this process's environment.
+func (c *Cluster) runEnv(name string, env []string, argv ...string) (*proc, error) {
 	logPath := filepath.Join(c.Dir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -289,6 +300,9 @@ func (c *Cluster) run(name string, argv ...string) (*proc, error) {
 	defer f.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)

@@ -140,3 +140,16 @@ func TestStartStop(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestKubeRouterVersionPinned: the policy controller the node looks for is
+// the one scripts/kuberouter/go.mod builds.
+func TestKubeRouterVersionPinned(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	mod, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "scripts", "kuberouter", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mod), "require github.com/cloudnativelabs/kube-router/v2 "+KubeRouterVersion+"\n") {
+		t.Errorf("scripts/kuberouter/go.mod does not require kube-router %s", KubeRouterVersion)
+	}
+}

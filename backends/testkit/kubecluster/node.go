@@ -30,19 +30,13 @@ type Node struct {
 	// handlers besides runc (GVisorClass where scripts/gvisor.sh built
 	// runsc and its shim: GVisorMissing).
 	RuntimeClasses []string
+	// NetNS is the node network namespace's path: the pod bridge and the
+	// policy controller's rules are there (podnet.go).
+	NetNS string
 }
 
-// noNetCNI is a CNI plugin that configures nothing and reports an
-// address on a made-up interface: containerd 1.6 insists on one, and a
-// sandbox pod then has its loopback only. No host interface is touched.
-const noNetCNI = `#!/bin/sh
-case "$CNI_COMMAND" in
-ADD) printf '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"%s"}],"ips":[{"address":"198.51.100.1/32","interface":0}]}' "$CNI_NETNS" ;;
-VERSION) printf '{"cniVersion":"1.0.0","supportedVersions":["0.4.0","1.0.0"]}' ;;
-esac
-`
-
 // StartNode starts containerd and the kubelet on loopback (root only),
+// gives its pods a network of their own (podnet.go),
 // loads images into the node (docker save | ctr import) and waits until
 // the node is Ready. Pods reach it by spec.nodeName, or, naming no node,
 // by a binder standing in for the scheduler (binder.go).
@@ -54,7 +48,11 @@ func (c *Cluster) StartNode(images ...string) (*Node, error) {
 			return nil, err
 		}
 	}
-	if err := writeCNI(dir); err != nil {
+	var err error
+	if n.NetNS, err = podNetNS(dir); err != nil {
+		return nil, err
+	}
+	if err := writeCNI(dir, n.NetNS); err != nil {
 		return nil, err
 	}
 	if err := c.startContainerd(dir, n); err != nil {
@@ -80,17 +78,6 @@ func (c *Cluster) StartNode(images ...string) (*Node, error) {
 	c.stopBinder = cancel
 	go c.bindUnscheduled(ctx, n.Name)
 	return n, nil
-}
-
-func writeCNI(dir string) error {
-	if err := os.Symlink("/usr/lib/cni/loopback", filepath.Join(dir, "cni-bin", "loopback")); err != nil && !os.IsExist(err) {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cni-bin", "nonet"), []byte(noNetCNI), 0o755); err != nil {
-		return err
-	}
-	conf := `{"cniVersion":"1.0.0","name":"nonet","plugins":[{"type":"nonet"}]}`
-	return os.WriteFile(filepath.Join(dir, "cni-conf", "10-nonet.conflist"), []byte(conf), 0o644)
 }
 
 func (c *Cluster) startContainerd(dir string, n *Node) error {

@@ -196,78 +196,25 @@ var nameFilters = map[string]string{
 func (c *compiler) filter(l *List) (Filter, error) {
 	head := symName(l.Items[0])
 	args := l.Items[1:]
-	one := func() (string, error) {
-		if len(args) != 1 {
-			return "", c.errorf(l, "(%s X) takes one argument", head)
-		}
-		return c.str(args[0])
-	}
 	switch head {
 	case "literal", "path", "subpath", "prefix", "regex":
-		v, err := one()
+		v, err := c.oneString(l, head, args)
 		if err != nil {
 			return nil, err
 		}
 		return c.pathFilter(l, head, v)
-	case "require-all", "require-any":
-		var fs []Filter
-		for _, a := range args {
-			al, ok := a.(*List)
-			if !ok || len(al.Items) == 0 {
-				return nil, c.errorf(l, "(%s ...) takes filters", head)
-			}
-			f, err := c.filter(al)
-			if err != nil {
-				return nil, err
-			}
-			fs = append(fs, f)
-		}
-		if len(fs) == 0 {
-			return nil, c.errorf(l, "empty (%s)", head)
-		}
-		if head == "require-all" {
-			return allOf(fs), nil
-		}
-		return anyOf(fs), nil
-	case "require-not":
-		if len(args) != 1 {
-			return nil, c.errorf(l, "(require-not F) takes one filter")
-		}
-		al, ok := args[0].(*List)
-		if !ok || len(al.Items) == 0 {
-			return nil, c.errorf(l, "(require-not F) takes one filter")
-		}
-		f, err := c.filter(al)
-		return notOf{f}, err
-	case "vnode-type", "target", "socket-domain":
-		if len(args) != 1 || symName(args[0]) == "" {
-			return nil, c.errorf(l, "(%s SYMBOL) takes one symbol", head)
-		}
-		v := symName(args[0])
-		switch head {
-		case "vnode-type":
-			return vnode(v), nil
-		case "target":
-			return target(v), nil
-		}
-		return sockDomain(v), nil
-	case "socket-protocol":
-		if len(args) != 1 {
-			return nil, c.errorf(l, "(socket-protocol N) takes one number")
-		}
-		n, err := strconv.Atoi(symName(args[0]))
-		if err != nil {
-			return nil, c.errorf(l, "(socket-protocol N) takes one number")
-		}
-		return sockProto(n), nil
+	case "require-all", "require-any", "require-not":
+		return c.logicFilter(l, head, args)
+	case "vnode-type", "target", "socket-domain", "socket-protocol":
+		return c.symbolFilter(l, head, args)
 	case "extension":
-		v, err := one()
+		v, err := c.oneString(l, head, args)
 		return ext(v), err
 	case "local", "remote":
 		return c.netFilter(l, head == "local", args)
 	}
 	if mode, ok := nameFilters[head]; ok {
-		v, err := one()
+		v, err := c.oneString(l, head, args)
 		if err != nil {
 			return nil, err
 		}
@@ -280,6 +227,75 @@ func (c *compiler) filter(l *List) (Filter, error) {
 		return n, nil
 	}
 	return nil, c.errorf(l, "unknown filter %q", head)
+}
+
+// oneString is the one string argument of (head X).
+func (c *compiler) oneString(l *List, head string, args []Node) (string, error) {
+	if len(args) != 1 {
+		return "", c.errorf(l, "(%s X) takes one argument", head)
+	}
+	return c.str(args[0])
+}
+
+// logicFilter compiles (require-all F...), (require-any F...) and
+// (require-not F).
+func (c *compiler) logicFilter(l *List, head string, args []Node) (Filter, error) {
+	if head == "require-not" {
+		if len(args) != 1 {
+			return nil, c.errorf(l, "(require-not F) takes one filter")
+		}
+		al, ok := args[0].(*List)
+		if !ok || len(al.Items) == 0 {
+			return nil, c.errorf(l, "(require-not F) takes one filter")
+		}
+		f, err := c.filter(al)
+		return notOf{f}, err
+	}
+	var fs []Filter
+	for _, a := range args {
+		al, ok := a.(*List)
+		if !ok || len(al.Items) == 0 {
+			return nil, c.errorf(l, "(%s ...) takes filters", head)
+		}
+		f, err := c.filter(al)
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, f)
+	}
+	if len(fs) == 0 {
+		return nil, c.errorf(l, "empty (%s)", head)
+	}
+	if head == "require-all" {
+		return allOf(fs), nil
+	}
+	return anyOf(fs), nil
+}
+
+// symbolFilter compiles (vnode-type S), (target S), (socket-domain S) and
+// (socket-protocol N).
+func (c *compiler) symbolFilter(l *List, head string, args []Node) (Filter, error) {
+	if head == "socket-protocol" {
+		if len(args) != 1 {
+			return nil, c.errorf(l, "(socket-protocol N) takes one number")
+		}
+		n, err := strconv.Atoi(symName(args[0]))
+		if err != nil {
+			return nil, c.errorf(l, "(socket-protocol N) takes one number")
+		}
+		return sockProto(n), nil
+	}
+	if len(args) != 1 || symName(args[0]) == "" {
+		return nil, c.errorf(l, "(%s SYMBOL) takes one symbol", head)
+	}
+	v := symName(args[0])
+	switch head {
+	case "vnode-type":
+		return vnode(v), nil
+	case "target":
+		return target(v), nil
+	}
+	return sockDomain(v), nil
 }
 
 func (c *compiler) pathFilter(l *List, kind, v string) (*pathMatch, error) {
@@ -319,46 +335,57 @@ func (c *compiler) netFilter(l *List, local bool, args []Node) (Filter, error) {
 		if err != nil {
 			return nil, err
 		}
-		host, port, ok := strings.Cut(s, ":")
-		if !ok || strings.Count(s, ":") != 1 {
-			return nil, c.errorf(l, "address %q: want host:port", s)
-		}
-		if host != "*" && host != "localhost" {
-			return nil, c.errorf(l, "address %q: host must be * or localhost", s)
-		}
-		a := addr{local: local, proto: proto, any: host == "*"}
-		if port != "*" {
-			n, err := strconv.Atoi(port)
-			if err != nil || n < 1 || n > 65535 {
-				return nil, c.errorf(l, "address %q: port must be * or 1-65535", s)
-			}
-			a.port = n
-		}
-		return a, nil
+		return c.addrFilter(l, local, proto, s)
 	case "unix-socket":
-		u := unixSock{local: local}
-		if len(args) == 1 {
-			return u, nil
-		}
-		inner, ok := args[1].(*List)
-		if len(args) != 2 || !ok || len(inner.Items) != 2 {
-			return nil, c.errorf(l, "(unix-socket F) takes one path filter")
-		}
-		kind := symName(inner.Items[0])
-		switch kind {
-		case "path-literal", "literal", "subpath", "path-regex", "regex", "prefix":
-		default:
-			return nil, c.errorf(inner, "unsupported unix-socket filter %q", kind)
-		}
-		v, err := c.str(inner.Items[1])
-		if err != nil {
-			return nil, err
-		}
-		if u.path, err = c.pathFilter(inner, kind, v); err != nil {
-			return nil, err
-		}
-		return u, nil
+		return c.unixFilter(l, local, args)
 	default:
 		return nil, c.errorf(l, "unknown network protocol %q", proto)
 	}
+}
+
+// addrFilter compiles the address "host:port" of an ip, tcp or udp
+// filter: host * or localhost, port * or a number.
+func (c *compiler) addrFilter(l *List, local bool, proto, s string) (Filter, error) {
+	host, port, ok := strings.Cut(s, ":")
+	if !ok || strings.Count(s, ":") != 1 {
+		return nil, c.errorf(l, "address %q: want host:port", s)
+	}
+	if host != "*" && host != "localhost" {
+		return nil, c.errorf(l, "address %q: host must be * or localhost", s)
+	}
+	a := addr{local: local, proto: proto, any: host == "*"}
+	if port != "*" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return nil, c.errorf(l, "address %q: port must be * or 1-65535", s)
+		}
+		a.port = n
+	}
+	return a, nil
+}
+
+// unixFilter compiles (unix-socket [F]), F one path filter.
+func (c *compiler) unixFilter(l *List, local bool, args []Node) (Filter, error) {
+	u := unixSock{local: local}
+	if len(args) == 1 {
+		return u, nil
+	}
+	inner, ok := args[1].(*List)
+	if len(args) != 2 || !ok || len(inner.Items) != 2 {
+		return nil, c.errorf(l, "(unix-socket F) takes one path filter")
+	}
+	kind := symName(inner.Items[0])
+	switch kind {
+	case "path-literal", "literal", "subpath", "path-regex", "regex", "prefix":
+	default:
+		return nil, c.errorf(inner, "unsupported unix-socket filter %q", kind)
+	}
+	v, err := c.str(inner.Items[1])
+	if err != nil {
+		return nil, err
+	}
+	if u.path, err = c.pathFilter(inner, kind, v); err != nil {
+		return nil, err
+	}
+	return u, nil
 }

@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/inside/sandboxinit"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 func main() {

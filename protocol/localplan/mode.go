@@ -1,4 +1,4 @@
-package confine
+package localplan
 
 import (
 	"encoding/json"

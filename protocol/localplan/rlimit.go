@@ -1,4 +1,4 @@
-package confine
+package localplan
 
 import (
 	"maps"
@@ -17,3 +17,9 @@ var rlimitResources = map[string]int{
 
 // RlimitNames lists the names Rlimit.Name accepts, sorted.
 func RlimitNames() []string { return slices.Sorted(maps.Keys(rlimitResources)) }
+
+// RlimitResource is Linux's resource number of the limit named name.
+func RlimitResource(name string) (int, bool) {
+	r, ok := rlimitResources[name]
+	return r, ok
+}
