@@ -45,6 +45,14 @@ type Entry struct {
 	// hierarchy), never by help texts or other backends' runs.
 	Capabilities func() []policy.Capability
 	New          Factory
+	// Binary is the program this backend is compiled into when it is not
+	// this one ("" : this binary has it; New then makes it). A run for it
+	// is handed over to that program (cmd decides, from the compiled
+	// policy), and `gc` has that program sweep it.
+	Binary string
+	// GetBinary says how to build or install Binary, for the line that
+	// refuses when it cannot be found.
+	GetBinary string
 }
 
 // Registry maps backend names to their entries. It is built by the caller
@@ -87,6 +95,13 @@ func (r *Registry) Names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Elsewhere is the program the named backend is compiled into when it is
+// not this one ("" : here, or not registered), and how to get it.
+func (r *Registry) Elsewhere(name string) (binary, howToGet string) {
+	e := r.entries[name]
+	return e.Binary, e.GetBinary
 }
 
 // New makes the named backend.

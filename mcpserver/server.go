@@ -60,8 +60,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	backends map[string]backends.Backend
-	// roleBackends are the backends the roles' policies name.
-	roleBackends []string
+	// rolePolicies are the roles' policies as compiled at the start.
+	rolePolicies []*policy.Policy
 	sessions     *sessions
 	// starting bounds the sandboxes being started at once, by sessions
 	// and by runs without one; runs the runs without a session.
@@ -87,17 +87,16 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("the %s role: %w", role, err)
 		}
-		if !slices.Contains(s.roleBackends, p.Backend) {
-			s.roleBackends = append(s.roleBackends, p.Backend)
-		}
+		s.rolePolicies = append(s.rolePolicies, p)
 	}
 	return s, nil
 }
 
-// Backends are the backends the roles' policies name (the flag, then
-// TRIAGE_SANDBOX, then the config), for the caller to hand the server
-// over to the binary that has them compiled in before it serves.
-func (s *Server) Backends() []string { return slices.Clone(s.roleBackends) }
+// Policies are the roles' policies as compiled at the start (their
+// backend: the flag, then TRIAGE_SANDBOX, then the config), for the
+// caller to hand the server over to the binary that has their backends
+// compiled in before it serves.
+func (s *Server) Policies() []*policy.Policy { return slices.Clone(s.rolePolicies) }
 
 // WorkspaceRoot is the workspace the server serves.
 func (s *Server) WorkspaceRoot() string { return s.cfg.Root }

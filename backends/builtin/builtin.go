@@ -19,7 +19,7 @@ import (
 // oci, seatbelt, local and kubernetes. Without the build tag kubernetes
 // (kubecaps.BuildTag) the kubernetes entry only declares the backend: its
 // capabilities, so policies compile, and a New that refuses; the CLI hands
-// such a run to the second binary that has it (Elsewhere). That keeps
+// such a run to the second binary that has it (the entry's Binary). That keeps
 // client-go out of the default binary's size and start-up.
 func Registry() *backends.Registry {
 	r := backends.NewRegistry()

@@ -30,7 +30,10 @@ func TestRegistry(t *testing.T) {
 			}
 			// Making a backend touches nothing (no daemon, no runtime).
 			b, err := r.New(name, backends.Env{SelfExe: "/usr/local/bin/triage-sandbox"})
-			if bin := builtin.Elsewhere(name); bin != "" {
+			if bin, how := r.Elsewhere(name); bin != "" {
+				if how == "" {
+					t.Errorf("compiled into %s, with no word on how to get it", bin)
+				}
 				// Declared only: making it refuses, naming the binary that has it.
 				if err == nil || !strings.Contains(err.Error(), bin) {
 					t.Fatalf("New(%q) in a binary without it = %v, want a refusal naming %s", name, err, bin)

@@ -18,7 +18,3 @@ func registerKubernetes(r *backends.Registry) {
 		New:          kubernetes.New,
 	})
 }
-
-// Elsewhere names the binary a backend is compiled into when it is not
-// this one: none here, every backend is in this binary.
-func Elsewhere(string) string { return "" }

@@ -17,18 +17,11 @@ func registerKubernetes(r *backends.Registry) {
 		Name:         kubecaps.Name,
 		Summary:      kubecaps.Summary + "; in " + kubecaps.Binary,
 		Capabilities: kubecaps.Capabilities,
+		Binary:       kubecaps.Binary,
+		GetBinary:    kubecaps.HowToBuild,
 		New: func(backends.Env) (backends.Backend, error) {
 			return nil, fmt.Errorf("the %s backend is compiled into %s, not this binary: run %s instead; %s",
 				kubecaps.Name, kubecaps.Binary, kubecaps.Binary, kubecaps.HowToBuild)
 		},
 	})
-}
-
-// Elsewhere names the binary a backend is compiled into when it is not
-// this one ("" when it is here): kubernetes lives in kubecaps.Binary.
-func Elsewhere(name string) string {
-	if name == kubecaps.Name {
-		return kubecaps.Binary
-	}
-	return ""
 }

@@ -71,11 +71,11 @@ func (s *sandbox) awaitControl(ctx context.Context, ln *control.Listener) {
 			select {
 			case <-actx.Done():
 				return
-			case <-s.exited:
+			case <-s.Gone:
 				cancel()
 				return
 			case <-t.C:
-				if _, ok := protocol.First(s.holdOut.Bytes(), protocol.StateControlUnavailable); ok {
+				if _, ok := protocol.First(s.Out.Bytes(), protocol.StateControlUnavailable); ok {
 					cancel()
 					return
 				}

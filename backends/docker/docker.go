@@ -262,7 +262,7 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 		dov.release(context.WithoutCancel(ctx))
 	}
 	if ovWarning != "" {
-		sb.(*sandbox).warn(ovWarning)
+		sb.(*sandbox).Warn(ovWarning)
 	}
 	return sb, nil
 }

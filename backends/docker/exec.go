@@ -38,18 +38,12 @@ const (
 // "timed out" and kills the whole container if the tree does not end soon
 // after.
 func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
-	if s.ended() {
-		return backends.Result{Sandbox: s.id}, s.endedErr()
-	}
-	if err := backends.CheckArgv(cmd.Argv); err != nil {
-		return backends.Result{Sandbox: s.id}, err
-	}
-	if err := s.staging.InPlace(); err != nil {
+	if err := s.Admit(cmd, s.endedErr); err != nil {
 		return backends.Result{Sandbox: s.id}, err
 	}
 	<-s.ctlReady
 	run := holderexec.Run{Policy: s.p, Sandbox: (*holderView)(s), Start: s.byExec(cmd.Stdin != nil),
-		Manifest: &s.manifest, Seccomp: holderexec.SeccompFor(s.rt), OOMKills: s.oomKills(),
+		Manifest: &s.Manifest, Seccomp: holderexec.SeccompFor(s.rt), OOMKills: s.oomKills(),
 		OOMEndsSandbox: s.rt.UserSpaceKernel}
 	tries := execAttempts
 	if s.ctl != nil {
@@ -93,7 +87,7 @@ func (s *sandbox) explain(ctx context.Context, err error) error {
 		return nil
 	}
 	select {
-	case <-s.exited:
+	case <-s.Gone:
 		return s.endedErr()
 	case <-time.After(afterKillWait):
 	}
@@ -156,7 +150,7 @@ func (s *sandbox) streamOutlived(copied <-chan struct{}, cut func()) bool {
 	select {
 	case <-copied:
 		return false
-	case <-s.exited:
+	case <-s.Gone:
 	}
 	select {
 	case <-copied:
@@ -177,7 +171,7 @@ func (s *sandbox) execEnd(ctx context.Context, execID string) error {
 		// under the command (a daemon shutting down): its exit trails. (A
 		// cancel's end, or the host's kill, is not news.)
 		select {
-		case <-s.exited:
+		case <-s.Gone:
 		case <-time.After(2 * time.Second):
 		}
 	}
@@ -229,8 +223,6 @@ func (s *sandbox) oomKills() func(settle time.Duration) uint64 {
 // holderView is the sandbox as holderexec sees it.
 type holderView sandbox
 
-func (h *holderView) ID() string              { return h.id }
-func (h *holderView) Exited() <-chan struct{} { return h.exited }
-func (h *holderView) Kill()                   { (*sandbox)(h).kill() }
-func (h *holderView) Killed() bool            { return h.killed.Load() }
-func (h *holderView) Said() string            { return holderexec.SaidLine(h.holdOut.Bytes()) }
+func (h *holderView) ID() string   { return h.id }
+func (h *holderView) Kill()        { (*sandbox)(h).kill() }
+func (h *holderView) Killed() bool { return h.killed.Load() }

@@ -3,13 +3,15 @@ package docker
 import (
 	"testing"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/holder"
 )
 
 // The daemon's oom event trails the kill: a count asked with a settle
 // waits for news past the count given before, up to oomEventLag, and one
 // asked without waits for nothing.
 func TestOOMKillsWaitsForTrailingNews(t *testing.T) {
-	s := &sandbox{}
+	s := &sandbox{Base: holder.New(nil, holder.Config{})}
 	s.oomEvents.Store(2)
 	kills := s.oomKills()
 	start := time.Now()
@@ -54,9 +56,9 @@ func TestStreamOutlivedContainer(t *testing.T) {
 		{"stream outlives its container", true, false, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &sandbox{exited: make(chan struct{})}
+			s := &sandbox{Base: holder.New(nil, holder.Config{})}
 			if tt.exited {
-				close(s.exited)
+				close(s.Gone)
 			}
 			copied := make(chan struct{})
 			if tt.ended {
@@ -79,10 +81,10 @@ func TestStreamOutlivedContainer(t *testing.T) {
 // limit) waits longer for its oom news: exit and OOM reach the daemon
 // apart.
 func TestOOMKillsWaitsLongerForAnEndedContainer(t *testing.T) {
-	s := &sandbox{exited: make(chan struct{})}
+	s := &sandbox{Base: holder.New(nil, holder.Config{})}
 	kills := s.oomKills()
 	kills(0)
-	close(s.exited)
+	close(s.Gone)
 	time.AfterFunc(oomEventLag+300*time.Millisecond, func() { s.oomEvents.Add(1) })
 	if got := kills(2 * time.Second); got != 1 {
 		t.Fatalf("ended container: %d, want the news that came after %v", got, oomEventLag)

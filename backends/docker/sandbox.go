@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/holder"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/overlay"
@@ -35,16 +35,16 @@ const afterKillWait = holderexec.AfterKillWait
 
 // sandbox is a started holder container that takes commands by exec.
 type sandbox struct {
+	// Base keeps what the holder printed (its lifetime's end) and its
+	// Gone, closed when the container stopped.
+	*holder.Base
 	b  *Backend
 	p  *policy.Policy
 	rt runtimes.Traits
 	id string
 	// att is the holder's attach stream; its stdin is the lifeline.
-	att client.HijackedResponse
-	// holdOut keeps what the holder printed (its lifetime's end).
-	holdOut    holderexec.SmallBuffer
+	att        client.HijackedResponse
 	stopWatch  context.CancelFunc
-	exited     chan struct{} // closed when the container stopped
 	exitStatus int64
 	waitErr    error
 	oomEvents  atomic.Int64
@@ -59,10 +59,6 @@ type sandbox struct {
 	// end); nothing can be copied back from it.
 	killed atomic.Bool
 
-	// manifest is what the host's staged paths held when last copied;
-	// staging says whether the first copy is in yet.
-	manifest stage.Manifest
-	staging  staging.DeferredStage
 	// ctl starts commands through the holder when it dialled the control
 	// socket bound into its container; nil means docker exec. ctlReady is
 	// closed once that is decided.
@@ -72,10 +68,6 @@ type sandbox struct {
 	// container is removed; nil until it started.
 	watcher *watcherLine
 
-	closeOnce sync.Once
-	closeErr  error
-	mu        sync.Mutex
-	warnings  []string
 	// ov is the overlays of the checkout's discarded writes (nil: none).
 	ov *overlay.Set
 	// dov is those overlays when the daemon mounted them (nil: none).
@@ -100,7 +92,14 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		return nil, b.stageErr(ctx, "creating the sandbox container", err)
 	}
 	endCreate()
-	s := &sandbox{b: b, p: p, rt: rt, id: created.ID, exited: make(chan struct{}), ctlReady: make(chan struct{}), ov: ov}
+	s := &sandbox{b: b, p: p, rt: rt, id: created.ID, ctlReady: make(chan struct{}), ov: ov}
+	s.Base = holder.New(p, holder.Config{Setup: setupTimeout, NoReadyWaitUnstaged: true,
+		Ended: func() error {
+			return fmt.Errorf("the sandbox ended before its writable paths were in place (exit %d)", s.exitStatus)
+		},
+		StageErr: func(ctx context.Context, err error) error {
+			return b.stageErr(ctx, "copying the writable paths into the sandbox", err)
+		}})
 	if ln == nil {
 		close(s.ctlReady)
 	}
@@ -154,8 +153,9 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		return fail("attaching to the sandbox", err)
 	}
 	s.att = att.HijackedResponse
+	s.SetLifeline(s.att.Conn)
 	endAttach()
-	go func() { _, _ = stdcopy.StdCopy(&s.holdOut, &s.holdOut, s.att.Reader) }()
+	go func() { _, _ = stdcopy.StdCopy(&s.Out, &s.Out, s.att.Reader) }()
 	wait := <-waiting
 	<-oomWatched
 	endConfirm := phase.Begin(ctx, "start.confirm")
@@ -189,54 +189,12 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		case err := <-wait.Error:
 			s.waitErr = err
 		}
-		close(s.exited)
+		close(s.Gone)
 	}()
-	if s.staging.Defer(p, opts) {
-		if err := s.awaitHolder(setupCtx, holderexec.AwaitHolderAwaiting); err != nil {
-			return fail("starting the sandbox container", err)
-		}
-		return s, nil
-	}
-	if err := s.stageIn(setupCtx); err != nil {
-		return fail("copying the writable paths into the sandbox", err)
+	if err := s.Ready(setupCtx, opts); err != nil {
+		return fail("starting the sandbox container", err)
 	}
 	return s, nil
-}
-
-var _ backends.Stager = (*sandbox)(nil)
-
-// Stage implements backends.Stager: the copy a start with DeferStaging
-// left for later, taken now.
-func (s *sandbox) Stage(ctx context.Context) error {
-	return s.staging.Stage(func() error {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
-		defer cancel()
-		if err := s.stageIn(ctx); err != nil {
-			return s.b.stageErr(context.WithoutCancel(ctx), "copying the writable paths into the sandbox", err)
-		}
-		return nil
-	})
-}
-
-// stageIn sends the staged writable paths to the holder, which unpacks
-// them before its lifeline starts, and waits until it says they are in
-// place.
-func (s *sandbox) stageIn(ctx context.Context) error {
-	m, err := staging.StageIn(ctx, s.att.Conn, s.p)
-	if err != nil || m == nil {
-		return err
-	}
-	s.manifest = m
-	return s.awaitHolder(ctx, holderexec.AwaitHolder)
-}
-
-// awaitHolder waits for the holder's word with await.
-func (s *sandbox) awaitHolder(ctx context.Context, await func(context.Context, *holderexec.SmallBuffer, <-chan struct{}) error) error {
-	err := await(ctx, &s.holdOut, s.exited)
-	if errors.Is(err, holderexec.ErrHolderEnded) {
-		return fmt.Errorf("the sandbox ended before its writable paths were in place (exit %d)", s.exitStatus)
-	}
-	return err
 }
 
 // copyBack exports the staged writable paths from the sandbox and
@@ -271,9 +229,9 @@ func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, 
 		_, err := stdcopy.StdCopy(pw, &stderr, att.Reader)
 		pw.CloseWithError(err)
 	}()
-	m, rep, aerr := stage.Apply(ctx, pr, s.manifest, staging.StageSpec(s.p, staging.ExportPaths(s.p, out)))
+	m, rep, aerr := stage.Apply(ctx, pr, s.Manifest, staging.StageSpec(s.p, staging.ExportPaths(s.p, out)))
 	_, _ = io.Copy(io.Discard, pr)
-	s.manifest = m
+	s.Manifest = m
 	code, ierr := s.execExit(ctx, created.ID)
 	switch {
 	case ierr != nil:
@@ -286,18 +244,6 @@ func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, 
 
 func (s *sandbox) ID() string                   { return s.id }
 func (s *sandbox) Scratch() policy.ScratchPaths { return scratchPaths }
-
-func (s *sandbox) warn(w string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.warnings = append(s.warnings, w)
-}
-
-func (s *sandbox) Warnings() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.warnings...)
-}
 
 // execExit reads the exit code once the daemon has recorded it.
 func (s *sandbox) execExit(ctx context.Context, execID string) (int, error) {
@@ -319,7 +265,7 @@ func (s *sandbox) execExit(ctx context.Context, execID string) (int, error) {
 		select {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("the command still runs after its streams closed")
-		case <-s.exited:
+		case <-s.Gone:
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -333,19 +279,12 @@ func (s *sandbox) kill() {
 	_, _ = s.b.cli.ContainerKill(ctx, s.id, client.ContainerKillOptions{Signal: "KILL"})
 }
 
-func (s *sandbox) ended() bool {
-	select {
-	case <-s.exited:
-		return true
-	default:
-		return false
-	}
-}
+func (s *sandbox) ended() bool { return s.Ended() }
 
 // endedErr explains a sandbox that stopped under its command: "from
 // outside" only on evidence (holderexec.HolderEnd).
 func (s *sandbox) endedErr() error {
-	<-s.exited
+	<-s.Gone
 	if s.waitErr != nil {
 		return daemonLost(s.waitErr)
 	}
@@ -353,7 +292,7 @@ func (s *sandbox) endedErr() error {
 		return fmt.Errorf("the Docker daemon stopped during the run and killed the sandbox (exit %d); the result is unknown, run it again once the daemon is back", s.exitStatus)
 	}
 	end := holderexec.HolderEnd{Code: int(s.exitStatus), KilledByHost: s.killed.Load(), OOMKilled: s.oomEvents.Load() > 0,
-		Said: s.holdOut.Bytes(), Outside: "`docker stop`, `docker kill` or the Docker daemon shutting down"}
+		Said: s.Out.Bytes(), Outside: "`docker stop`, `docker kill` or the Docker daemon shutting down"}
 	if s.outsideKill.Load() && !end.KilledByHost {
 		end.Record = "the Docker daemon recorded a SIGKILL of its container that triage-sandbox did not send: `docker stop`, `docker kill` or the daemon shutting down"
 	}
@@ -371,7 +310,7 @@ func (s *sandbox) execErr(ctx context.Context, stage string, err error) error {
 // Close kills and removes the container and returns once the daemon no
 // longer has it.
 func (s *sandbox) Close(ctx context.Context) error {
-	s.closeOnce.Do(func() {
+	return s.CloseOnce(func() error {
 		ctx := context.WithoutCancel(ctx)
 		endRemove := phase.Begin(ctx, "close.remove")
 		err := s.end(ctx)
@@ -402,13 +341,10 @@ func (s *sandbox) Close(ctx context.Context) error {
 			err = errors.Join(s.ov.Remove(), s.dov.remove(ctx))
 		}
 		if err != nil {
-			s.closeErr = fmt.Errorf("removing container %s: %w (run `triage-sandbox gc`)", shortID(s.id), err)
-			s.mu.Lock()
-			s.warnings = append(s.warnings, s.closeErr.Error())
-			s.mu.Unlock()
+			return fmt.Errorf("removing container %s: %w", shortID(s.id), err)
 		}
+		return nil
 	})
-	return s.closeErr
 }
 
 // lifelineEndWait bounds how long Close waits for a holder told to end

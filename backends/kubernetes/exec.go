@@ -26,21 +26,15 @@ import (
 // every backend. The copy back is a second exec (the exporter): an exec
 // stream has no spare descriptor.
 func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
-	res := backends.Result{Sandbox: s.ID()}
-	if s.Ended() {
-		return res, fmt.Errorf("the sandbox ended%s", s.Said())
+	ended := func() error { return fmt.Errorf("the sandbox ended%s", s.Said()) }
+	if err := s.Admit(cmd, ended); err != nil {
+		return backends.Result{Sandbox: s.ID()}, err
 	}
-	if err := backends.CheckArgv(cmd.Argv); err != nil {
-		return res, err
-	}
-	if err := s.staging.InPlace(); err != nil {
-		return res, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	rt := s.r.Info.Traits()
 	run := holderexec.Run{Policy: s.p, Sandbox: (*holderView)(s), Start: s.byExec(cmd.Stdin != nil),
-		Manifest: &s.manifest, Seccomp: execSeccomp, Rlimits: execRlimits(s.p, rt)}
+		Manifest: &s.Manifest, Seccomp: execSeccomp, Rlimits: execRlimits(s.p, rt)}
 	if rt.UserSpaceKernel {
 		// The memory limit ends the whole pod (gVisor's kernel is charged
 		// in its cgroup): the news is the holder's OOMKilled end.
@@ -185,9 +179,9 @@ func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, 
 		return nil, err
 	}
 	go func() { pw.CloseWithError(<-done) }()
-	m, rep, aerr := stage.Apply(ctx, pr, s.manifest, staging.StageSpec(s.p, staging.ExportPaths(s.p, out)))
+	m, rep, aerr := stage.Apply(ctx, pr, s.Manifest, staging.StageSpec(s.p, staging.ExportPaths(s.p, out)))
 	_, rerr := io.Copy(io.Discard, pr)
-	s.manifest = m
+	s.Manifest = m
 	if rerr != nil {
 		return &rep, fmt.Errorf("copying the outputs back: the export in the sandbox failed: %v: %s", rerr, strings.TrimSpace(stderr.String()))
 	}

@@ -99,14 +99,21 @@ func buildImage(tag, dockerfile, bin string) error {
 // nodePolicy is a role's policy for the test node: its image, and the
 // weaker modes a pod on it has (no NetworkPolicy controller, no pids
 // limit per pod).
-func nodePolicy(t *testing.T, role profiles.Role, ns, image string) *policy.Policy {
+func nodePolicy(t testing.TB, role profiles.Role, ns, image string) *policy.Policy {
 	p := rolePolicy(t, role, nil)
+	onNode(t, p, ns, image)
+	return p
+}
+
+// onNode makes p the test node's: its image, and the weaker modes a pod
+// on it has.
+func onNode(t testing.TB, p *policy.Policy, ns, image string) {
+	t.Helper()
 	p.Base.Image, p.Namespace = image, ns
 	p.Accepted = append(p.Accepted, profiles.CapOwnLoopback, profiles.CapPidsLimit)
 	if _, err := policy.Enforce(p, Name, Capabilities()); err != nil {
 		t.Fatal(err)
 	}
-	return p
 }
 
 // TestLifecycle: Start makes the pod and waits for its holder; Exec runs

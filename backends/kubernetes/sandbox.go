@@ -15,11 +15,9 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
-	"github.com/triage-sandbox/triage-sandbox/backends/internal/staging"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/holder"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
-	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 // sandbox is a started pod whose holder takes commands by exec.
@@ -27,7 +25,7 @@ type sandbox struct {
 	b *Backend
 	p *policy.Policy
 	r *Rendered
-	*holderexec.Holder
+	*holder.Base
 	// lifeline is the holder's stdin over the attach stream: the staged
 	// copy, then nothing until it is closed (Close, or this process's end).
 	lifeline *io.PipeWriter
@@ -36,12 +34,6 @@ type sandbox struct {
 	attachErr error
 	stopPod   context.CancelFunc
 	killed    atomic.Bool
-	manifest  stage.Manifest
-	staging   staging.DeferredStage
-	// mu serialises the staged copy and commands on the one attach stream.
-	mu        sync.Mutex
-	closeOnce sync.Once
-	closeErr  error
 	// copy is the read-only directories' copy for the unpacker (nil:
 	// none); unpackSaid what the unpacker said.
 	copy       io.Reader
@@ -49,7 +41,9 @@ type sandbox struct {
 }
 
 func newSandbox(b *Backend, p *policy.Policy, r *Rendered) *sandbox {
-	return &sandbox{b: b, p: p, r: r, Holder: holderexec.NewHolder(), attached: make(chan struct{})}
+	// Base.Mu serialises the staged copy and commands on the one attach
+	// stream.
+	return &sandbox{b: b, p: p, r: r, Base: holder.New(p, holder.Config{Setup: setupTimeout}), attached: make(chan struct{})}
 }
 
 // start waits for the holder to run, attaches to it (its lifeline), sends
@@ -74,10 +68,7 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 	if logs, err := s.b.cli.podLogs(ctx, s.r.Pod.Namespace, s.r.Pod.Name); err == nil {
 		_, _ = s.Out.Write(logs)
 	}
-	if s.staging.Defer(s.p, opts) {
-		return holderexec.AwaitHolderAwaiting(ctx, &s.Out, s.Gone)
-	}
-	return s.stageIn(ctx)
+	return s.Ready(ctx, opts)
 }
 
 // awaitRunning polls the pod until its holder container runs; a pod that
@@ -190,6 +181,7 @@ func (s *sandbox) attach(ctx context.Context) error {
 	}
 	pr, pw := io.Pipe()
 	s.lifeline = pw
+	s.SetLifeline(pw)
 	// The stream reads its input only once its streams exist at the other
 	// end: from then on the end of this process ends the holder's stdin.
 	in := &firstRead{r: pr, c: make(chan struct{})}
@@ -237,30 +229,6 @@ func (b *Backend) executor(u *url.URL) (remotecommand.Executor, error) {
 	})
 }
 
-var _ backends.Stager = (*sandbox)(nil)
-
-// Stage implements backends.Stager.
-func (s *sandbox) Stage(ctx context.Context) error {
-	return s.staging.StageWithin(context.WithoutCancel(ctx), &s.mu, setupTimeout, s.stageIn)
-}
-
-// stageIn sends the staged copy ahead of the lifeline and waits until the
-// holder says it is in place.
-func (s *sandbox) stageIn(ctx context.Context) error {
-	m, err := staging.StageIn(ctx, s.lifeline, s.p)
-	if err != nil {
-		return err
-	}
-	s.manifest = m
-	if err := holderexec.AwaitHolder(ctx, &s.Out, s.Gone); err != nil {
-		if errors.Is(err, holderexec.ErrHolderEnded) {
-			return fmt.Errorf("the sandbox ended before it was ready%s", s.Said())
-		}
-		return err
-	}
-	return nil
-}
-
 func (s *sandbox) ID() string                   { return s.r.Pod.Namespace + "/" + s.r.Pod.Name }
 func (s *sandbox) Scratch() policy.ScratchPaths { return scratchPaths }
 
@@ -275,7 +243,7 @@ func (s *sandbox) kill() {
 // Close cuts the lifeline and deletes the pod and its NetworkPolicy,
 // returning once the API server has neither.
 func (s *sandbox) Close(ctx context.Context) error {
-	s.closeOnce.Do(func() {
+	return s.CloseOnce(func() error {
 		if s.lifeline != nil {
 			_ = s.lifeline.Close()
 		}
@@ -285,9 +253,8 @@ func (s *sandbox) Close(ctx context.Context) error {
 			<-s.Gone
 		}
 		if err != nil {
-			s.closeErr = fmt.Errorf("removing sandbox %s: %w (run `triage-sandbox gc`)", s.ID(), err)
-			s.Warn(s.closeErr.Error())
+			return fmt.Errorf("removing sandbox %s: %w", s.ID(), err)
 		}
+		return nil
 	})
-	return s.closeErr
 }

@@ -14,16 +14,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/holder"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/oomwatch"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/overlay"
-	"github.com/triage-sandbox/triage-sandbox/backends/internal/staging"
 	"github.com/triage-sandbox/triage-sandbox/hostfs"
 	"github.com/triage-sandbox/triage-sandbox/inside/confine"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
@@ -31,7 +30,6 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/protocol/control"
-	"github.com/triage-sandbox/triage-sandbox/stage"
 )
 
 const (
@@ -40,7 +38,7 @@ const (
 )
 
 type sandbox struct {
-	*holderexec.Holder
+	*holder.Base
 	b   *Backend
 	p   *policy.Policy
 	id  string
@@ -51,16 +49,8 @@ type sandbox struct {
 	ctl      *control.Client
 	cg       *cgroup
 	// oom counts OOM kills in the sandbox's cgroup (nil: none to watch).
-	oom oomwatch.Counter
-	// manifest is what the host's staged paths held when last copied;
-	// staging says whether the first copy is in yet.
-	manifest stage.Manifest
-	staging  staging.DeferredStage
-	killed   atomic.Bool
-
-	execMu    sync.Mutex
-	closeOnce sync.Once
-	closeErr  error
+	oom    oomwatch.Counter
+	killed atomic.Bool
 }
 
 // Start implements backends.Backend.
@@ -85,7 +75,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if err != nil {
 		return nil, err
 	}
-	s := &sandbox{b: b, p: p, id: id, dir: dir, Holder: holderexec.NewHolder()}
+	s := &sandbox{b: b, p: p, id: id, dir: dir, Base: holder.New(p, holder.Config{Noun: "the local sandbox", Setup: startTimeout})}
 	mapOwners(&pl, p, dir)
 	endPlan()
 	if os.Geteuid() == 0 && cgroupsUsable() == nil {
@@ -188,6 +178,7 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 		return err
 	}
 	s.lifeline = stdin
+	s.SetLifeline(stdin)
 	// The plan is in the pipe before the helper starts, so the helper
 	// builds the sandbox while this side records it and sets its cgroup
 	// (a pipe holds 64 KiB; a larger plan is written as it reads).
@@ -278,42 +269,7 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 	}
 	endPlan()
 	defer phase.Begin(ctx, "start.holder-ready")()
-	if s.staging.Defer(s.p, opts) {
-		return s.awaitHolder(ctx, holderexec.AwaitHolderAwaiting)
-	}
-	return s.stageIn(ctx)
-}
-
-var _ backends.Stager = (*sandbox)(nil)
-
-// Stage implements backends.Stager: the copy a start with DeferStaging
-// left for later, taken now.
-func (s *sandbox) Stage(ctx context.Context) error {
-	return s.staging.StageWithin(ctx, &s.execMu, startTimeout, s.stageIn)
-}
-
-// stageIn sends the staged copy to the helper (its stdin, ahead of the
-// lifeline) and waits until it says the copy is in place.
-func (s *sandbox) stageIn(ctx context.Context) error {
-	m, err := staging.StageIn(ctx, s.lifeline, s.p)
-	if err != nil {
-		return fmt.Errorf("%w%s", err, s.Said())
-	}
-	s.manifest = m
-	return s.awaitHolder(ctx, holderexec.AwaitHolder)
-}
-
-// awaitHolder waits for the helper's word with await: it holds the
-// sandbox (and the staged copy is in place, or it awaits it).
-func (s *sandbox) awaitHolder(ctx context.Context, await func(context.Context, *holderexec.SmallBuffer, <-chan struct{}) error) error {
-	switch err := await(ctx, &s.Out, s.Gone); {
-	case errors.Is(err, holderexec.ErrHolderEnded):
-		return fmt.Errorf("the local sandbox ended while starting%s", s.Said())
-	case ctx.Err() != nil:
-		return fmt.Errorf("the local sandbox did not start within %s%s", startTimeout, s.Said())
-	default:
-		return err
-	}
+	return s.Ready(ctx, opts)
 }
 
 // record writes the ownership record a sweep judges by.
@@ -339,19 +295,13 @@ func (s *sandbox) Scratch() policy.ScratchPaths { return ScratchPaths }
 
 // Exec implements backends.Sandbox.
 func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
-	s.execMu.Lock()
-	defer s.execMu.Unlock()
-	if s.Ended() {
-		return backends.Result{Sandbox: s.id}, s.endedErr(errors.New("the sandbox ended before the command" + s.Said()))
-	}
-	if err := backends.CheckArgv(cmd.Argv); err != nil {
-		return backends.Result{Sandbox: s.id}, err
-	}
-	if err := s.staging.InPlace(); err != nil {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	if err := s.Admit(cmd, s.endedBefore); err != nil {
 		return backends.Result{Sandbox: s.id}, err
 	}
 	run := holderexec.Run{Policy: s.p, Sandbox: (*localSandbox)(s), Start: holderexec.ByHolder(s.ctl),
-		ExportOnFD: true, Manifest: &s.manifest}
+		ExportOnFD: true, Manifest: &s.Manifest}
 	if s.oom != nil {
 		run.OOMKills = s.oom.Kills
 	}
@@ -360,6 +310,11 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 		err = s.endedErr(err)
 	}
 	return res, err
+}
+
+// endedBefore explains a helper that ended before a command.
+func (s *sandbox) endedBefore() error {
+	return s.endedErr(errors.New("the sandbox ended before the command" + s.Said()))
 }
 
 // endedErr explains a run that broke off because the helper, the holder,
@@ -399,7 +354,7 @@ func (s *sandbox) kill() {
 
 // Close implements backends.Sandbox.
 func (s *sandbox) Close(ctx context.Context) error {
-	s.closeOnce.Do(func() {
+	return s.CloseOnce(func() error {
 		endHelper := phase.Begin(ctx, "close.helper")
 		if s.lifeline != nil {
 			_ = s.lifeline.Close() // the holder kills everything and exits
@@ -429,12 +384,8 @@ func (s *sandbox) Close(ctx context.Context) error {
 		if err := removeStateDir(s.dir); err != nil {
 			errs = append(errs, err)
 		}
-		if err := errors.Join(errs...); err != nil {
-			s.closeErr = fmt.Errorf("%w (run `triage-sandbox gc`)", err)
-			s.Warn(s.closeErr.Error())
-		}
+		return errors.Join(errs...)
 	})
-	return s.closeErr
 }
 
 // namespaceHint says what to change when the helper cannot start.

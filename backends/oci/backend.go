@@ -20,7 +20,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
-	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/holder"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/overlay"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/runtimes"
@@ -306,7 +306,7 @@ func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl 
 		}
 		return nil, err
 	}
-	s := &sandbox{b: b, p: p, id: filepath.Base(dir), dir: dir, runtime: rt, traits: traitsFor(rt, p), release: r.release, Holder: holderexec.NewHolder()}
+	s := &sandbox{b: b, p: p, id: filepath.Base(dir), dir: dir, runtime: rt, traits: traitsFor(rt, p), release: r.release, Base: holder.New(p, holder.Config{Setup: startTimeout})}
 	if ovWarning != "" {
 		s.Warn(ovWarning)
 	}

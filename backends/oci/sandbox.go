@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/holder"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/oomwatch"
@@ -40,7 +40,7 @@ const (
 // holder, whose stdin (our pipe) is the lifeline; commands are started by
 // the holder over its control channel (runsc: `runtime exec`s).
 type sandbox struct {
-	*holderexec.Holder
+	*holder.Base
 	b       *Backend
 	p       *policy.Policy
 	id, dir string
@@ -54,22 +54,12 @@ type sandbox struct {
 	// ctl starts commands through the holder (runtimes that pass
 	// descriptors); nil means a runtime exec per command.
 	ctl *control.Client
-	// manifest is what the host's staged paths held when last copied;
-	// staging says whether the first copy is in yet.
-	manifest stage.Manifest
-	staging  staging.DeferredStage
 	// oom counts OOM kills in the container's memory cgroup (nil: unknown).
 	oom oomwatch.Counter
 	// killed: the host killed the container; nothing can be copied back.
 	killed atomic.Bool
 	// discarded: the checkout's overlay was made (backends.DiscardReporter).
 	discarded bool
-	// execMu: one command at a time (the supervisor is one per exec, but
-	// the copy back must see a quiet sandbox).
-	execMu sync.Mutex
-
-	closeOnce sync.Once
-	closeErr  error
 }
 
 func (s *sandbox) rt(args ...string) *exec.Cmd {
@@ -112,6 +102,7 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 		return err
 	}
 	s.lifeline = stdin
+	s.SetLifeline(stdin)
 	s.run.Stdout, s.run.Stderr = &s.Out, &s.Out
 	// Its own process group: a Ctrl-C at the terminal reaches triage-sandbox,
 	// which closes the sandbox; the runtime is not killed under it.
@@ -131,11 +122,7 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 	oomc := make(chan oomwatch.Counter, 1)
 	go func() { oomc <- s.watchOOM(ctx) }()
 	endReady := phase.Begin(ctx, "start.holder-ready")
-	if s.staging.Defer(s.p, opts) {
-		err = s.awaitHolder(ctx, holderexec.AwaitHolderAwaiting)
-	} else {
-		err = s.stageIn(ctx)
-	}
+	err = s.Ready(ctx, opts)
 	endReady()
 	if err != nil {
 		go func() {
@@ -149,38 +136,6 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 	s.oom = <-oomc
 	endOOM()
 	return nil
-}
-
-var _ backends.Stager = (*sandbox)(nil)
-
-// Stage implements backends.Stager: the copy a start with DeferStaging
-// left for later, taken now.
-func (s *sandbox) Stage(ctx context.Context) error {
-	return s.staging.StageWithin(ctx, &s.execMu, startTimeout, s.stageIn)
-}
-
-// stageIn sends the staged copy to the holder (its stdin, ahead of the
-// lifeline) and waits until it says the copy is in place.
-func (s *sandbox) stageIn(ctx context.Context) error {
-	m, err := staging.StageIn(ctx, s.lifeline, s.p)
-	if err != nil {
-		return fmt.Errorf("%w%s", err, s.Said())
-	}
-	s.manifest = m
-	return s.awaitHolder(ctx, holderexec.AwaitHolder)
-}
-
-// awaitHolder waits for the holder's word with await: it runs (and the
-// staged copy is in place, or it awaits it).
-func (s *sandbox) awaitHolder(ctx context.Context, await func(context.Context, *holderexec.SmallBuffer, <-chan struct{}) error) error {
-	switch err := await(ctx, &s.Out, s.Gone); {
-	case errors.Is(err, holderexec.ErrHolderEnded):
-		return fmt.Errorf("the sandbox ended while starting%s", s.Said())
-	case ctx.Err() != nil:
-		return fmt.Errorf("the sandbox did not start within %s%s", startTimeout, s.Said())
-	default:
-		return err
-	}
 }
 
 // pidFileWait bounds the wait for the runtime's pid file.
@@ -231,17 +186,10 @@ func (s *sandbox) Scratch() policy.ScratchPaths { return ScratchPaths }
 
 // Exec implements backends.Sandbox.
 func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.Streams) (backends.Result, error) {
-	s.execMu.Lock()
-	defer s.execMu.Unlock()
-	res := backends.Result{Sandbox: s.id}
-	if s.Ended() {
-		return res, s.endedErr(errors.New("the sandbox ended before the command" + s.Said()))
-	}
-	if err := backends.CheckArgv(cmd.Argv); err != nil {
-		return res, err
-	}
-	if err := s.staging.InPlace(); err != nil {
-		return res, err
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	if err := s.Admit(cmd, s.endedBefore); err != nil {
+		return backends.Result{Sandbox: s.id}, err
 	}
 	res, err := s.execOnce(ctx, cmd, out)
 	if err == nil && !s.traits.PassesFDs {
@@ -251,6 +199,11 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 		err = s.endedErr(err)
 	}
 	return res, err
+}
+
+// endedBefore explains a holder that ended before a command.
+func (s *sandbox) endedBefore() error {
+	return s.endedErr(errors.New("the sandbox ended before the command" + s.Said()))
 }
 
 // endedErr explains a run that broke off because the holder ended (err
@@ -303,7 +256,7 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 	// A runtime that passes descriptors gives the holder a control channel
 	// (s.ctl), and the copy back rides on the command's own start.
 	run := holderexec.Run{Policy: s.p, Sandbox: (*ociSandbox)(s), Start: s.startByRuntime,
-		ExportOnFD: s.traits.PassesFDs, Manifest: &s.manifest, Seccomp: holderexec.SeccompFor(s.traits)}
+		ExportOnFD: s.traits.PassesFDs, Manifest: &s.Manifest, Seccomp: holderexec.SeccompFor(s.traits)}
 	if s.oom != nil {
 		run.OOMKills = s.oom.Kills
 	}
@@ -348,10 +301,10 @@ func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, 
 	if err := x.Start(); err != nil {
 		return nil, fmt.Errorf("copying the outputs back: %w", err)
 	}
-	m, rep, aerr := stage.Apply(ctx, stdout, s.manifest, staging.StageSpec(s.p, staging.ExportPaths(s.p, out)))
+	m, rep, aerr := stage.Apply(ctx, stdout, s.Manifest, staging.StageSpec(s.p, staging.ExportPaths(s.p, out)))
 	_, _ = io.Copy(io.Discard, stdout)
 	werr := x.Wait()
-	s.manifest = m
+	s.Manifest = m
 	if werr != nil {
 		return &rep, fmt.Errorf("copying the outputs back: the export in the sandbox failed (%v): %s", werr, strings.TrimSpace(stderr.String()))
 	}
@@ -361,7 +314,7 @@ func (s *sandbox) export(ctx context.Context, out []stage.Path) (*stage.Report, 
 // Close implements backends.Sandbox: kill everything, delete the
 // container and its bundle, and return once they are gone.
 func (s *sandbox) Close(ctx context.Context) error {
-	s.closeOnce.Do(func() {
+	return s.CloseOnce(func() error {
 		if s.lifeline != nil {
 			_ = s.lifeline.Close()
 		}
@@ -404,12 +357,8 @@ func (s *sandbox) Close(ctx context.Context) error {
 			s.release()
 		}
 		endRemove()
-		if err := errors.Join(errs...); err != nil {
-			s.closeErr = fmt.Errorf("%w (run `triage-sandbox gc`)", err)
-			s.Warn(s.closeErr.Error())
-		}
+		return errors.Join(errs...)
 	})
-	return s.closeErr
 }
 
 // awaitExit waits up to d for `runtime run` to end; false if it did not.

@@ -71,7 +71,7 @@ func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 	}
 	p, err := sandbox.Build(reg, cfg, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir, Session: f.session})
 	if err == nil {
-		err = handOff(p.Backend)
+		err = handOff(reg, p)
 	}
 	if err != nil {
 		f.early.Close()

@@ -132,7 +132,7 @@ func doctorConfig(rep *doctorReport, flag string, backendNames []string) bool {
 }
 
 func doctorBackend(cmd *cobra.Command, rep *doctorReport, reg *backends.Registry, name, exe string, ps []*policy.Policy, configOK bool) {
-	if detail, ok := elsewhereDetail(name, exe); ok {
+	if detail, ok := elsewhereDetail(reg, name, exe); ok {
 		// A policy for it would have handed doctor over (handOff) before
 		// this point; here it is only information.
 		rep.info(name, detail)

@@ -8,28 +8,45 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
-	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes/kubecaps"
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
-// handOff replaces this process with the binary that has backend compiled
-// in, when this one does not (the kubernetes backend lives in a second
-// binary so client-go costs the default one nothing): the same argv and
-// environment, so it compiles the same policy and does what was asked. It
-// returns nil when the backend is here, and a refusal naming how to build
-// the other binary when it cannot be found.
-func handOff(backend string) error {
-	bin := builtin.Elsewhere(backend)
+// handOffTarget is the one decision of a hand-over: the program the
+// compiled policies' backends are compiled into when this binary lacks
+// one of them (their registry entries' Binary), "" when this binary has
+// them all. Every command that runs sandboxes (run, exec, selftest, mcp,
+// render, policy, check, doctor) asks it, with the policies it compiled.
+func handOffTarget(reg *backends.Registry, ps ...*policy.Policy) (backend, binary, howToGet string) {
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		if bin, how := reg.Elsewhere(p.Backend); bin != "" {
+			return p.Backend, bin, how
+		}
+	}
+	return "", "", ""
+}
+
+// handOff replaces this process with the program handOffTarget names
+// (the kubernetes backend lives in a second binary so client-go costs the
+// default one nothing): the same argv and environment, so it compiles the
+// same policy and does what was asked. It returns nil when this binary
+// has every backend of ps, and a refusal naming how to get the other
+// binary when it cannot be found.
+func handOff(reg *backends.Registry, ps ...*policy.Policy) error {
+	backend, bin, how := handOffTarget(reg, ps...)
 	if bin == "" {
 		return nil
 	}
 	self, _ := os.Executable()
 	path, err := findSibling(self, bin)
 	if err != nil {
-		return refuse(fmt.Errorf("--backend %s: %v; %s", backend, err, kubecaps.HowToBuild))
+		return refuse(fmt.Errorf("backend %s: %v; %s", backend, err, how))
 	}
 	if err := syscall.Exec(path, append([]string{path}, os.Args[1:]...), os.Environ()); err != nil {
-		return refuse(fmt.Errorf("--backend %s: starting %s: %v", backend, path, err))
+		return refuse(fmt.Errorf("backend %s: starting %s: %v", backend, path, err))
 	}
 	return nil // not reached
 }
@@ -37,14 +54,14 @@ func handOff(backend string) error {
 // elsewhereDetail is doctor's line for a backend compiled into another
 // binary (ok false: name is here): where that binary is and that a run
 // for the backend is handed over to it, or how to build it.
-func elsewhereDetail(name, self string) (detail string, ok bool) {
-	bin := builtin.Elsewhere(name)
+func elsewhereDetail(reg *backends.Registry, name, self string) (detail string, ok bool) {
+	bin, how := reg.Elsewhere(name)
 	if bin == "" {
 		return "", false
 	}
 	path, err := findSibling(self, bin)
 	if err != nil {
-		return fmt.Sprintf("%v; %s", err, kubecaps.HowToBuild), true
+		return fmt.Sprintf("%v; %s", err, how), true
 	}
 	return fmt.Sprintf("compiled into %s: `--backend %s` (or [sandbox] backend = %q) hands the run over to it; `%s doctor` checks the cluster",
 		path, name, name, bin), true

@@ -1,22 +1,25 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/backends/kubernetes/kubecaps"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
 // TestDefaultBinaryHasNoClientGo: the default binary links no k8s.io
 // package (client-go made start-up 1.28x slower and the binary 12 MB
 // bigger); the kubernetes backend is in the second binary only.
 func TestDefaultBinaryHasNoClientGo(t *testing.T) {
-	if builtin.Elsewhere(kubecaps.Name) == "" {
+	if bin, _ := builtin.Registry().Elsewhere(kubecaps.Name); bin == "" {
 		t.Skip("built with the kubernetes tag: this is the second binary")
 	}
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
@@ -43,18 +46,10 @@ func TestDefaultBinaryHasNoClientGo(t *testing.T) {
 // to build it, and never hands off to itself.
 func TestHandOff(t *testing.T) {
 	testenv.SkipShort(t, "builds the binary")
-	if builtin.Elsewhere(kubecaps.Name) == "" {
+	if bin, _ := builtin.Registry().Elsewhere(kubecaps.Name); bin == "" {
 		t.Skip("built with the kubernetes tag: nothing to hand off")
 	}
-	dir := t.TempDir()
-	self := filepath.Join(dir, "triage-sandbox")
-	data, err := os.ReadFile(testenv.Binary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(self, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, self := binaryCopy(t)
 	weaker := "[sandbox]\naccept_weaker = [\"own_loopback\", \"pids_limit\"]\n"
 	root := workspace(t, "[project]\ncheckout = \"../widgets\"\n"+weaker)
 	run := func(env []string, args ...string) cliResult {
@@ -120,7 +115,7 @@ func TestHandOff(t *testing.T) {
 // triage-sandbox-kube instead", as if nothing would); without it, how to
 // build it.
 func TestDoctorOnABackendElsewhere(t *testing.T) {
-	if builtin.Elsewhere(kubecaps.Name) == "" {
+	if bin, _ := builtin.Registry().Elsewhere(kubecaps.Name); bin == "" {
 		t.Skip("built with the kubernetes tag: this is the second binary")
 	}
 	dir := t.TempDir()
@@ -129,7 +124,7 @@ func TestDoctorOnABackendElsewhere(t *testing.T) {
 	if err := os.WriteFile(self, []byte("self"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	detail, ok := elsewhereDetail("kubernetes", self)
+	detail, ok := elsewhereDetail(builtin.Registry(), "kubernetes", self)
 	if !ok || !strings.Contains(detail, "build it with `TRIAGE_SANDBOX_KUBE=1 scripts/setup.sh`") {
 		t.Errorf("no sibling: %q lacks how to build it", detail)
 	}
@@ -137,12 +132,113 @@ func TestDoctorOnABackendElsewhere(t *testing.T) {
 	if err := os.WriteFile(kube, []byte("kube"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	detail, ok = elsewhereDetail("kubernetes", self)
+	detail, ok = elsewhereDetail(builtin.Registry(), "kubernetes", self)
 	want := "compiled into " + kube + ": `--backend kubernetes` (or [sandbox] backend = \"kubernetes\") hands the run over to it; `triage-sandbox-kube doctor` checks the cluster"
 	if !ok || detail != want {
 		t.Errorf("beside it:\n got  %q (%v)\n want %q", detail, ok, want)
 	}
-	if _, ok := elsewhereDetail("docker", self); ok {
+	if _, ok := elsewhereDetail(builtin.Registry(), "docker", self); ok {
 		t.Error("docker is not elsewhere")
 	}
+}
+
+// TestHandOffTarget: the hand-over is decided from the compiled policies
+// and the registry's data alone: the first policy whose backend's entry
+// names another binary, none when this one has every backend.
+func TestHandOffTarget(t *testing.T) {
+	reg := backends.NewRegistry()
+	reg.Register(backends.Entry{Name: "here"})
+	reg.Register(backends.Entry{Name: "far", Binary: "far-bin", GetBinary: "build far-bin"})
+	pol := func(b string) *policy.Policy { return &policy.Policy{Backend: b} }
+	for _, tt := range []struct {
+		name     string
+		policies []*policy.Policy
+		want     string
+	}{
+		{"none", nil, ""},
+		{"all here", []*policy.Policy{pol("here"), pol("here")}, ""},
+		{"one role far", []*policy.Policy{pol("here"), pol("far")}, "far-bin"},
+		{"a role not compiled", []*policy.Policy{nil, pol("far")}, "far-bin"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			backend, bin, how := handOffTarget(reg, tt.policies...)
+			if bin != tt.want || (bin != "" && (backend != "far" || how != "build far-bin")) {
+				t.Errorf("handOffTarget = %q, %q, %q; want binary %q", backend, bin, how, tt.want)
+			}
+		})
+	}
+}
+
+// TestGCDelegatesElsewhere: gc in the default binary has the binary that
+// has the kubernetes backend sweep it (`gc --backend kubernetes`), passing
+// on its removals neutralised and its refusal as one line; without that
+// binary it says so in one line, with how to build it.
+func TestGCDelegatesElsewhere(t *testing.T) {
+	testenv.SkipShort(t, "builds the binary")
+	if bin, _ := builtin.Registry().Elsewhere(kubecaps.Name); bin == "" {
+		t.Skip("built with the kubernetes tag: nothing to delegate")
+	}
+	dir, self := binaryCopy(t)
+	gc := func() cliResult {
+		cmd := exec.Command(self, "gc", "--backend", kubecaps.Name)
+		cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		switch {
+		case errors.As(err, &ee):
+			return cliResult{ee.ExitCode(), string(out), string(ee.Stderr)}
+		case err != nil:
+			t.Fatal(err)
+		}
+		return cliResult{0, string(out), ""}
+	}
+	r := gc()
+	if r.code != 125 || !strings.Contains(r.stderr, "gc: kubernetes: skipped: that backend is compiled into "+kubecaps.Binary) ||
+		!strings.Contains(r.stderr, "-tags "+kubecaps.BuildTag) {
+		t.Fatalf("without %s: %+v, want exit 125 and a line saying how to build it", kubecaps.Binary, r)
+	}
+	kube := filepath.Join(dir, kubecaps.Binary)
+	args := filepath.Join(dir, "args")
+	for _, c := range []struct {
+		name, script string
+		code         int
+		stdout       string
+		stderr       string
+	}{
+		{"sweeps", "echo \"$@\" > " + args + "; echo 'removed kubernetes ns/pod-1'; echo noise; echo 'triage-sandbox: gc removed 1' >&2",
+			0, "removed kubernetes ns/pod-1\n", ""},
+		{"neutralised", "printf 'removed kubernetes \\033]0;owned\\007x\\n'", 0, "removed kubernetes \u241b]0;owned\u2407x\n", ""},
+		{"cannot run there", "echo 'triage-sandbox: no kubeconfig: set KUBECONFIG' >&2; exit 125", 125, "",
+			"gc: kubernetes (by " + kube + "): skipped, it cannot run here: no kubeconfig: set KUBECONFIG"},
+		{"fails", "echo 'triage-sandbox: kubernetes: listing pods: forbidden' >&2; exit 1", 1, "", "listing pods: forbidden"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(kube, []byte("#!/bin/sh\n"+c.script+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			r := gc()
+			if r.code != c.code || r.stdout != c.stdout || !strings.Contains(r.stderr, c.stderr) {
+				t.Fatalf("%+v, want exit %d, stdout %q, stderr with %q", r, c.code, c.stdout, c.stderr)
+			}
+		})
+	}
+	if got, _ := os.ReadFile(args); string(got) != "gc --backend kubernetes\n" {
+		t.Errorf("%s was asked %q", kubecaps.Binary, got)
+	}
+}
+
+// binaryCopy is the CLI's binary copied into a directory of its own (the
+// one its siblings are looked for in).
+func binaryCopy(t *testing.T) (dir, self string) {
+	t.Helper()
+	dir = t.TempDir()
+	self = filepath.Join(dir, "triage-sandbox")
+	data, err := os.ReadFile(testenv.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(self, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, self
 }

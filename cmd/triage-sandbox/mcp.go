@@ -34,20 +34,19 @@ func newMCPCmd() *cobra.Command {
 			if err != nil {
 				return refuse(err)
 			}
+			reg := builtin.Registry()
 			srv, err := mcpserver.New(cmd.Context(), mcpserver.Options{
-				Registry: builtin.Registry(), ConfigFlag: configFlag, Backend: backend, Host: host, Version: version(),
+				Registry: reg, ConfigFlag: configFlag, Backend: backend, Host: host, Version: version(),
 				NewBackend: func(p *policy.Policy) (backends.Backend, error) { return directBackend(cmd.Context(), p, self) },
 			})
 			if err != nil {
 				return refuse(err)
 			}
-			// The roles' backends, as the config decides them too (not
-			// only the flag): one compiled into the other binary hands
-			// the whole server over before it serves.
-			for _, b := range srv.Backends() {
-				if err := handOff(b); err != nil {
-					return err
-				}
+			// The roles' compiled policies, whose backends the config
+			// decides too (not only the flag): one compiled into the
+			// other binary hands the whole server over before it serves.
+			if err := handOff(reg, srv.Policies()...); err != nil {
+				return err
 			}
 			fmt.Fprintf(os.Stderr, "triage-sandbox: mcp: serving %s on stdio\n", srv.WorkspaceRoot())
 			return srv.Run(cmd.Context(), &mcp.StdioTransport{})

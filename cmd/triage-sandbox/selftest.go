@@ -83,7 +83,7 @@ func (f *selftestFlags) options(cmd *cobra.Command) (selftest.Options, error) {
 	if err != nil {
 		return selftest.Options{}, &exitError{code: exitcode.SelftestUnavailable, err: err}
 	}
-	if err := handOff(p.Backend); err != nil {
+	if err := handOff(reg, p); err != nil {
 		return selftest.Options{}, &exitError{code: exitcode.SelftestUnavailable, err: err}
 	}
 	self, err := sandbox.SelfExe()

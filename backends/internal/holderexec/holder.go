@@ -6,9 +6,10 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
-// Holder is the host's side of a sandbox's holder process, the same for
-// every backend that has one: what it printed, whether it ended, and the
-// warnings for the caller.
+// Holder is what holderexec reads of a sandbox's holder process, the same
+// for every backend that has one: what it printed, whether it ended, and
+// the warnings for the caller. Backends get it through holder.Base, which
+// makes its Gone.
 type Holder struct {
 	// Out is what the holder (or the runtime that ran it) printed.
 	Out SmallBuffer
@@ -18,9 +19,6 @@ type Holder struct {
 	mu       sync.Mutex
 	warnings []string
 }
-
-// NewHolder returns a Holder whose holder has not ended.
-func NewHolder() *Holder { return &Holder{Gone: make(chan struct{})} }
 
 // Exited implements Sandbox.
 func (h *Holder) Exited() <-chan struct{} { return h.Gone }

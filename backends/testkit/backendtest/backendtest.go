@@ -1,4 +1,7 @@
-// Package backendtest is a fake backend for the unit tests of what drives
+// Package backendtest is what backends are tested with. Suite is the
+// lifecycle every backend runs (docker, oci, local and kubernetes live,
+// seatbelt's renderer with RenderSuite), as Nomad's DriverHarness is for
+// its drivers. Backend is a fake backend for the unit tests of what drives
 // backends (sandbox, warm, selftest): it runs nothing, hands out scripted
 // sandboxes, and counts what it was asked to do (Start, Exec, Close), so a
 // test can check that every sandbox started was closed.
@@ -37,6 +40,9 @@ type Backend struct {
 	// is nil; by default a Sandbox with the ID "fake-<n>" and an exit 0.
 	// It must not call the Backend.
 	NewSandbox func(n int) *Sandbox
+	// RenderFunc, when set, is what Render does (the fake renders nothing
+	// otherwise).
+	RenderFunc func(p *policy.Policy, cmd backends.Command) (backends.Artifact, error)
 	// StartGate, when set, holds every Start until it can receive from
 	// the channel or ctx ends (Start then fails with ctx's error).
 	StartGate chan struct{}
@@ -115,8 +121,11 @@ func (b *Backend) Describe(context.Context, *policy.Policy) map[string]string {
 	return map[string]string{"backend": b.Name()}
 }
 
-// Render implements backends.Backend: the fake renders nothing.
-func (b *Backend) Render(*policy.Policy, backends.Command) (backends.Artifact, error) {
+// Render implements backends.Backend: RenderFunc, or nothing.
+func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artifact, error) {
+	if b.RenderFunc != nil {
+		return b.RenderFunc(p, cmd)
+	}
 	return nil, errors.New("the fake backend renders nothing")
 }
 
@@ -198,6 +207,9 @@ type Sandbox struct {
 	Result         backends.Result
 	ExecErr        error
 	CloseErr       error
+	// CloseFunc, when set, is what the n-th Close (from 1) returns instead
+	// of CloseErr.
+	CloseFunc func(n int) error
 	// Warns is what Warnings returns.
 	Warns []string
 	// Flood: Exec prints 64 KiB lines until ctx is done, then reports
@@ -289,7 +301,7 @@ func (s *Sandbox) Close(context.Context) error {
 	s.mu.Lock()
 	s.events = append(s.events, "close")
 	s.closes++
-	first := s.closes == 1
+	n, first := s.closes, s.closes == 1
 	entered, release := s.CloseEntered, s.CloseRelease
 	s.mu.Unlock()
 	if entered != nil && first {
@@ -297,6 +309,9 @@ func (s *Sandbox) Close(context.Context) error {
 	}
 	if release != nil {
 		<-release
+	}
+	if s.CloseFunc != nil {
+		return s.CloseFunc(n)
 	}
 	return s.CloseErr
 }

@@ -39,12 +39,12 @@ import (
 // (seatbelt on Linux, oci without root) is skipped with the reason. A
 // backend compiled only into another binary (kubernetes) is tested
 // through that binary in its own package.
-var backendNames = compiledHere(builtin.Registry().Names())
+var backendNames = compiledHere(builtin.Registry())
 
-func compiledHere(names []string) []string {
+func compiledHere(reg *backends.Registry) []string {
 	var here []string
-	for _, n := range names {
-		if builtin.Elsewhere(n) == "" {
+	for _, n := range reg.Names() {
+		if bin, _ := reg.Elsewhere(n); bin == "" {
 			here = append(here, n)
 		}
 	}
@@ -373,67 +373,94 @@ func (k *kit) assertGone(t *testing.T, id string, w *watcher) {
 	if id == "" {
 		t.Fatalf("the result names no sandbox")
 	}
+	for _, l := range k.left(id, w) {
+		t.Error(l)
+	}
+}
+
+// left lists what of the sandbox id is left on this machine, as each
+// backend keeps it (nil: nothing).
+func (k *kit) left(id string, w *watcher) []string {
+	var out []string
 	switch k.name {
 	case docker.Name:
 		// The container is removed (AutoRemove or removal).
-		assertContainerGone(t, k.b.(*docker.Backend).Client(), id)
+		if err := containerGone(k.b.(*docker.Backend).Client(), id); err != nil {
+			out = append(out, err.Error())
+		}
 	case oci.Name:
 		root := stateRoot(oci.Name)
 		for _, dir := range []string{filepath.Join(root, "bundles", id), filepath.Join(root, "runtime", id)} {
 			if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("%s still exists after the run (err=%v)", dir, err)
+				out = append(out, fmt.Sprintf("%s still exists after the run (err=%v)", dir, err))
 			}
-		}
-		for _, pid := range processesNaming(id) {
-			t.Errorf("process %d still runs for sandbox %s: %s", pid, id, cmdline(pid))
 		}
 		for _, m := range mountsNaming(id) {
-			t.Errorf("mount still there for sandbox %s: %s", id, m)
+			out = append(out, fmt.Sprintf("mount still there for sandbox %s: %s", id, m))
 		}
 	case local.Name:
-		if w.err != nil {
-			t.Error(w.err)
-		}
-		rec, ok := w.found[id]
-		if !ok {
-			t.Errorf("the result names sandbox %q, but the one seen running was %v", id, keys(w.found))
-		}
-		dir := filepath.Join(stateRoot(local.Name), id)
-		if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s still exists after the run (err=%v)", dir, err)
-		}
-		if ok {
-			if rec.Helper <= 0 || rec.HelperAt == "" {
-				t.Errorf("the record of %s names no helper: %+v", id, rec)
-			} else if ownership.ProcessStart(rec.Helper) == rec.HelperAt {
-				t.Errorf("the helper of %s (pid %d) still runs: %s", id, rec.Helper, cmdline(rec.Helper))
-			}
-			for _, cg := range rec.Cgroups {
-				if _, err := os.Lstat(cg); !errors.Is(err, os.ErrNotExist) {
-					t.Errorf("cgroup %s of %s still exists (err=%v)", cg, id, err)
-				}
-			}
-		}
-		for _, pid := range processesNaming(id) {
-			t.Errorf("process %d still runs for sandbox %s: %s", pid, id, cmdline(pid))
-		}
+		out = append(out, w.localLeft(id)...)
 	default:
-		t.Fatalf("no gone check for backend %q", k.name)
+		return append(out, fmt.Sprintf("no gone check for backend %q", k.name))
+	}
+	if k.name != docker.Name {
+		for _, pid := range processesNaming(id) {
+			out = append(out, fmt.Sprintf("process %d still runs for sandbox %s: %s", pid, id, cmdline(pid)))
+		}
+	}
+	return out
+}
+
+// localLeft is left for the local backend: its state directory, its
+// helper and its cgroups, by the record seen while it ran.
+func (w *watcher) localLeft(id string) []string {
+	var out []string
+	if w.err != nil {
+		out = append(out, w.err.Error())
+	}
+	rec, ok := w.found[id]
+	if !ok {
+		out = append(out, fmt.Sprintf("the result names sandbox %q, but the one seen running was %v", id, keys(w.found)))
+	}
+	dir := filepath.Join(stateRoot(local.Name), id)
+	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+		out = append(out, fmt.Sprintf("%s still exists after the run (err=%v)", dir, err))
+	}
+	if !ok {
+		return out
+	}
+	if rec.Helper <= 0 || rec.HelperAt == "" {
+		out = append(out, fmt.Sprintf("the record of %s names no helper: %+v", id, rec))
+	} else if ownership.ProcessStart(rec.Helper) == rec.HelperAt {
+		out = append(out, fmt.Sprintf("the helper of %s (pid %d) still runs: %s", id, rec.Helper, cmdline(rec.Helper)))
+	}
+	for _, cg := range rec.Cgroups {
+		if _, err := os.Lstat(cg); !errors.Is(err, os.ErrNotExist) {
+			out = append(out, fmt.Sprintf("cgroup %s of %s still exists (err=%v)", cg, id, err))
+		}
+	}
+	return out
+}
+
+// assertContainerGone checks the container no longer exists.
+func assertContainerGone(t *testing.T, cli *client.Client, id string) {
+	t.Helper()
+	if err := containerGone(cli, id); err != nil {
+		t.Fatal(err)
 	}
 }
 
-// assertContainerGone checks the container no longer exists; the daemon
+// containerGone says whether the container no longer exists; the daemon
 // may still be removing it, so it waits (generously: the machine is busy).
-func assertContainerGone(t *testing.T, cli *client.Client, id string) {
-	t.Helper()
+func containerGone(cli *client.Client, id string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		_, err := cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
 		if cerrdefs.IsNotFound(err) {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("container %s still exists after the run (err=%v)", id, err)
+			return fmt.Errorf("container %s still exists after the run (err=%v)", id, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

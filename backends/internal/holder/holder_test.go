@@ -1,0 +1,81 @@
+package holder
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+)
+
+// TestCloseOnce: release runs once; every call returns its error, which
+// says `gc` finishes the work and is one warning.
+func TestCloseOnce(t *testing.T) {
+	b := New(&policy.Policy{}, Config{})
+	calls := 0
+	release := func() error { calls++; return errors.New("removing container x: busy") }
+	first, second := b.CloseOnce(release), b.CloseOnce(release)
+	if calls != 1 || first == nil || first != second || !strings.Contains(first.Error(), "(run `triage-sandbox gc`)") {
+		t.Fatalf("%d releases, errors %v and %v", calls, first, second)
+	}
+	if w := b.Warnings(); len(w) != 1 || w[0] != first.Error() {
+		t.Errorf("warnings %q", w)
+	}
+	clean := New(&policy.Policy{}, Config{})
+	if err := clean.CloseOnce(func() error { return nil }); err != nil || len(clean.Warnings()) != 0 {
+		t.Errorf("a clean close: %v, warnings %q", err, clean.Warnings())
+	}
+}
+
+// TestAwait: a holder that ended before its word is explained by the
+// backend (or by the base with what it said); one that did not answer in
+// time names the bound; its own failure passes as it is.
+func TestAwait(t *testing.T) {
+	ended := New(&policy.Policy{}, Config{Noun: "the local sandbox"})
+	_, _ = ended.Out.Write([]byte("cannot mount /x\n"))
+	close(ended.Gone)
+	if err := ended.Await(context.Background(), holderexec.AwaitHolder); err == nil ||
+		!strings.HasPrefix(err.Error(), "the local sandbox ended while starting") {
+		t.Errorf("ended: %v", err)
+	}
+	custom := New(&policy.Policy{}, Config{Ended: func() error { return errors.New("exit 3") }})
+	close(custom.Gone)
+	if err := custom.Await(context.Background(), holderexec.AwaitHolder); err == nil || err.Error() != "exit 3" {
+		t.Errorf("the backend's explanation: %v", err)
+	}
+	slow := New(&policy.Policy{}, Config{Setup: 50 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := slow.Await(ctx, holderexec.AwaitHolder); err == nil || !strings.Contains(err.Error(), "did not start within 50ms") {
+		t.Errorf("slow: %v", err)
+	}
+}
+
+// TestAdmit: no command before the staged copy is in place, none without
+// a program, none once the holder ended.
+func TestAdmit(t *testing.T) {
+	staged := &policy.Policy{Staging: policy.Staging{Size: 1 << 20}, Mounts: []policy.Mount{{Path: t.TempDir(), Kind: "dir"}}}
+	b := New(staged, Config{})
+	if !b.staging.Defer(staged, backends.StartOptions{DeferStaging: true}) {
+		t.Fatal("a staged policy's start was not deferred")
+	}
+	ok := backends.Command{Argv: []string{"true"}}
+	if err := b.Admit(ok, nil); err == nil || !strings.Contains(err.Error(), "not copied in yet") {
+		t.Errorf("before the copy: %v", err)
+	}
+	plain := New(&policy.Policy{}, Config{})
+	if err := plain.Admit(ok, nil); err != nil {
+		t.Errorf("a ready sandbox: %v", err)
+	}
+	if err := plain.Admit(backends.Command{}, nil); err == nil {
+		t.Error("a command with no program was admitted")
+	}
+	close(plain.Gone)
+	if err := plain.Admit(ok, func() error { return errors.New("gone") }); err == nil || err.Error() != "gone" {
+		t.Errorf("after the end: %v", err)
+	}
+}
