@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -78,7 +77,7 @@ func (r *Request) Validate() error {
 // Result is how a command ended.
 type Result struct {
 	Protocol int             `json:"protocol"`
-	Result   backends.Result `json:"result"`
+	Result   protocol.Result `json:"result"`
 	Error    string          `json:"error,omitempty"`
 	// Network are the decisions of the command's network proxy (an
 	// allow-list), which the keeper holds.
