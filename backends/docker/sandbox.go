@@ -81,6 +81,34 @@ type sandbox struct {
 func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, opts backends.StartOptions, ov *overlay.Set, confirm func(id string) error) (backends.Sandbox, error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
+	s, err := b.create(ctx, setupCtx, p, rt, req, ln, ov)
+	if err != nil {
+		return nil, err
+	}
+	w := s.watch(ctx, confirm)
+	if err := s.attach(ctx, setupCtx, w); err != nil {
+		return nil, err
+	}
+	wait := <-w.waiting
+	<-w.oomWatched
+	if err := s.confirmAndStart(ctx, setupCtx, w.confirmed, ln); err != nil {
+		return nil, err
+	}
+	s.started = true
+	defer phase.Begin(ctx, "start.holder-ready")()
+	if ln != nil {
+		go s.awaitControl(ctx, ln)
+	}
+	go s.awaitExit(wait)
+	if err := s.Ready(setupCtx, opts); err != nil {
+		return nil, s.fail(ctx, "starting the sandbox container", err)
+	}
+	return s, nil
+}
+
+// create makes the holder's container and its sandbox, and starts the
+// watcher that removes it when its owner dies; nothing runs in it yet.
+func (b *Backend) create(ctx, setupCtx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, ov *overlay.Set) (*sandbox, error) {
 	endCreate := phase.Begin(ctx, "start.create")
 	created, err := b.cli.ContainerCreate(setupCtx, client.ContainerCreateOptions{
 		Name: req.Name, Config: req.Config, HostConfig: req.HostConfig,
@@ -92,14 +120,7 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 		return nil, b.stageErr(ctx, "creating the sandbox container", err)
 	}
 	endCreate()
-	s := &sandbox{b: b, p: p, rt: rt, id: created.ID, ctlReady: make(chan struct{}), ov: ov}
-	s.Base = holder.New(p, holder.Config{Setup: setupTimeout, NoReadyWaitUnstaged: true,
-		Ended: func() error {
-			return fmt.Errorf("the sandbox ended before its writable paths were in place (exit %d)", s.exitStatus)
-		},
-		StageErr: func(ctx context.Context, err error) error {
-			return b.stageErr(ctx, "copying the writable paths into the sandbox", err)
-		}})
+	s := b.newSandbox(p, rt, created.ID, ov)
 	if ln == nil {
 		close(s.ctlReady)
 	}
@@ -107,94 +128,121 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 	line, err := b.startWatcher(s.id)
 	endWatcher()
 	if err != nil {
-		if ln != nil {
-			_ = ln.Close()
-			close(s.ctlReady)
-		}
+		s.closeListener(ln)
 		_ = b.remove(ctx, s.id)
 		return nil, err
 	}
 	s.watcher = &line
-	// Before the start, each a round trip of its own and none waiting for
-	// another, so they go at once: which runtime the container got, the
-	// wait for its exit (with AutoRemove the container may be gone before a
-	// later wait could see it), the subscription to its OOM events, and the
-	// attach.
-	confirmed := make(chan error, 1)
-	go func() { confirmed <- confirm(s.id) }()
+	return s, nil
+}
+
+// newSandbox is the sandbox of container id, its holder base set up.
+func (b *Backend) newSandbox(p *policy.Policy, rt runtimes.Traits, id string, ov *overlay.Set) *sandbox {
+	s := &sandbox{b: b, p: p, rt: rt, id: id, ctlReady: make(chan struct{}), ov: ov}
+	s.Base = holder.New(p, holder.Config{Setup: setupTimeout, NoReadyWaitUnstaged: true,
+		Ended: func() error {
+			return fmt.Errorf("the sandbox ended before its writable paths were in place (exit %d)", s.exitStatus)
+		},
+		StageErr: func(ctx context.Context, err error) error {
+			return b.stageErr(ctx, "copying the writable paths into the sandbox", err)
+		}})
+	return s
+}
+
+// startWatches are the answers of the round trips that go before the
+// start, at once.
+type startWatches struct {
+	confirmed  chan error
+	waiting    chan client.ContainerWaitResult
+	oomWatched chan struct{}
+}
+
+// watch asks, each a round trip of its own and none waiting for another,
+// which runtime the container got, waits for its exit (with AutoRemove the
+// container may be gone before a later wait could see it) and subscribes
+// to its OOM events.
+func (s *sandbox) watch(ctx context.Context, confirm func(id string) error) startWatches {
+	w := startWatches{confirmed: make(chan error, 1), waiting: make(chan client.ContainerWaitResult, 1), oomWatched: make(chan struct{})}
+	go func() { w.confirmed <- confirm(s.id) }()
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	s.stopWatch = stopWatch
-	waiting := make(chan client.ContainerWaitResult, 1)
 	go func() {
 		defer phase.Begin(ctx, "start.wait")()
-		waiting <- b.cli.ContainerWait(watchCtx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+		w.waiting <- s.b.cli.ContainerWait(watchCtx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	}()
-	oomWatched := make(chan struct{})
 	go func() {
-		defer close(oomWatched)
+		defer close(w.oomWatched)
 		defer phase.Begin(ctx, "start.oom-watch")()
 		s.watchOOM(watchCtx)
 	}()
-	fail := func(stage string, err error) (backends.Sandbox, error) {
-		err = b.stageErr(ctx, stage, err)
-		_ = s.Close(ctx)
-		return nil, err
-	}
+	return w
+}
+
+// attach joins the container's streams (its lifeline and its output),
+// beside the watches.
+func (s *sandbox) attach(ctx, setupCtx context.Context, w startWatches) error {
 	endAttach := phase.Begin(ctx, "start.attach")
-	att, err := b.cli.ContainerAttach(setupCtx, s.id, client.ContainerAttachOptions{
+	att, err := s.b.cli.ContainerAttach(setupCtx, s.id, client.ContainerAttachOptions{
 		Stream: true, Stdin: true, Stdout: true, Stderr: true,
 	})
 	if err != nil {
 		// They write this start's answers (the caller reads them) and its
 		// watches (Close ends them).
-		<-confirmed
-		<-waiting
-		<-oomWatched
-		return fail("attaching to the sandbox", err)
+		<-w.confirmed
+		<-w.waiting
+		<-w.oomWatched
+		return s.fail(ctx, "attaching to the sandbox", err)
 	}
 	s.att = att.HijackedResponse
 	s.SetLifeline(s.att.Conn)
 	endAttach()
 	go func() { _, _ = stdcopy.StdCopy(&s.Out, &s.Out, s.att.Reader) }()
-	wait := <-waiting
-	<-oomWatched
+	return nil
+}
+
+// confirmAndStart takes the runtime's answer and starts the container.
+func (s *sandbox) confirmAndStart(ctx, setupCtx context.Context, confirmed <-chan error, ln *control.Listener) error {
 	endConfirm := phase.Begin(ctx, "start.confirm")
 	if err := <-confirmed; err != nil {
-		if ln != nil {
-			_ = ln.Close()
-			close(s.ctlReady)
-		}
+		s.closeListener(ln)
 		_ = s.Close(ctx)
-		return nil, err
+		return err
 	}
 	endConfirm()
 	endContainerStart := phase.Begin(ctx, "start.container-start")
-	if _, err := b.cli.ContainerStart(setupCtx, s.id, client.ContainerStartOptions{}); err != nil {
-		if ln != nil {
-			_ = ln.Close()
-			close(s.ctlReady)
-		}
-		return fail("starting the sandbox container", err)
+	if _, err := s.b.cli.ContainerStart(setupCtx, s.id, client.ContainerStartOptions{}); err != nil {
+		s.closeListener(ln)
+		return s.fail(ctx, "starting the sandbox container", err)
 	}
 	endContainerStart()
-	s.started = true
-	defer phase.Begin(ctx, "start.holder-ready")()
+	return nil
+}
+
+// awaitExit records how the container ended, then marks the holder gone.
+func (s *sandbox) awaitExit(wait client.ContainerWaitResult) {
+	select {
+	case st := <-wait.Result:
+		s.exitStatus = st.StatusCode
+	case err := <-wait.Error:
+		s.waitErr = err
+	}
+	close(s.Gone)
+}
+
+// closeListener gives up the control channel's listener of a start that
+// failed before the holder could connect.
+func (s *sandbox) closeListener(ln *control.Listener) {
 	if ln != nil {
-		go s.awaitControl(ctx, ln)
+		_ = ln.Close()
+		close(s.ctlReady)
 	}
-	go func() {
-		select {
-		case st := <-wait.Result:
-			s.exitStatus = st.StatusCode
-		case err := <-wait.Error:
-			s.waitErr = err
-		}
-		close(s.Gone)
-	}()
-	if err := s.Ready(setupCtx, opts); err != nil {
-		return fail("starting the sandbox container", err)
-	}
-	return s, nil
+}
+
+// fail closes the sandbox of a start that failed at stage.
+func (s *sandbox) fail(ctx context.Context, stage string, err error) error {
+	err = s.b.stageErr(ctx, stage, err)
+	_ = s.Close(ctx)
+	return err
 }
 
 // copyBack exports the staged writable paths from the sandbox and

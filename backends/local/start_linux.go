@@ -128,141 +128,33 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	endPrepare := phase.Begin(ctx, "start.prepare")
-	attr, err := confine.Namespaces(s.p.User.UID, s.p.User.GID, os.Geteuid(), os.Getegid())
+	files, err := s.prepareHelper(ctx, ttl)
 	if err != nil {
 		return err
 	}
-	planR, planW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	defer planR.Close()
-	host, holder, err := control.Pair()
-	if err != nil {
-		planW.Close()
-		return err
-	}
-	defer holder.Close()
-	if s.ctl, err = control.NewClient(host); err != nil {
-		planW.Close()
-		return err
-	}
-	// The helper's descriptors, each named in its spec.
-	var fds protocol.Donation
-	hold := launch.HoldSpec(s.p, ttl)
-	hold.ControlFD = fds.Add(holder)
-	spec := protocol.Local{PlanFD: fds.Add(planR), Hold: hold}
-	// While this run is traced, the helper sends its own phases back.
-	var traceR, traceW *os.File
-	if phase.From(ctx) != nil {
-		if traceR, traceW, err = os.Pipe(); err != nil {
-			planW.Close()
-			return err
-		}
-		defer traceR.Close()
-		defer traceW.Close()
-		spec.TraceFD = fds.Add(traceW)
-	}
-	args, err := protocol.Argv(s.b.selfExe, protocol.EntryLocal, spec)
-	if err != nil {
-		planW.Close()
-		return err
-	}
-	// The holder's environment is the one its commands inherit.
-	s.helper = &exec.Cmd{Path: s.b.selfExe, Args: args, Dir: "/", Env: s.p.EnvList(ScratchPaths),
-		ExtraFiles: fds.Files(), SysProcAttr: attr}
-	s.helper.Stdout, s.helper.Stderr = &s.Out, &s.Out
-	stdin, err := s.helper.StdinPipe()
-	if err != nil {
-		planW.Close()
-		return err
-	}
-	s.lifeline = stdin
-	s.SetLifeline(stdin)
+	defer files.close()
 	// The plan is in the pipe before the helper starts, so the helper
 	// builds the sandbox while this side records it and sets its cgroup
 	// (a pipe holds 64 KiB; a larger plan is written as it reads).
 	sent := make(chan error, 1)
 	go func() {
-		err := json.NewEncoder(planW).Encode(pl)
-		planW.Close()
+		err := json.NewEncoder(files.planW).Encode(pl)
+		files.planW.Close()
 		sent <- err
 	}()
 	endPrepare()
-	// Pdeathsig follows the thread that forked the helper: fork it from a
-	// locked thread that lives as long as the sandbox.
 	endFork := phase.Begin(ctx, "start.helper-exec")
-	type forked struct {
-		err            error
-		began, inGroup bool
-	}
-	started := make(chan forked, 1)
-	go func() {
-		runtime.LockOSThread()
-		var f forked
-		if s.cg != nil {
-			f.inGroup, f.err = s.cg.startInside(s.helper.Start)
-		}
-		if !f.inGroup {
-			f.err = s.helper.Start()
-		}
-		if !errors.Is(f.err, errStranded) {
-			// A thread left in the sandbox's groups ends with this
-			// goroutine instead.
-			defer runtime.UnlockOSThread()
-		}
-		f.began = s.helper.Process != nil
-		started <- f
-		if !f.began {
-			return
-		}
-		_ = s.helper.Wait()
-		close(s.Gone)
-	}()
-	f := <-started
-	if f.err != nil {
-		if !f.began {
-			close(s.Gone)
-		}
-		if errors.Is(f.err, errStranded) {
-			return f.err
-		}
-		return fmt.Errorf("starting the local sandbox's helper: %w (%s)", f.err, namespaceHint())
-	}
-	endFork()
-	if traceR != nil {
-		_ = traceW.Close()
-		relayed := make(chan struct{})
-		go func() {
-			defer close(relayed)
-			phase.Relay(ctx, traceR, "helper", s.helper.Process.Pid)
-		}()
-		// The helper closes its end before it holds; one that failed
-		// earlier is gone, which closes it too.
-		defer func() {
-			select {
-			case <-relayed:
-			case <-time.After(time.Second):
-			}
-		}()
-	}
-	endPlan := phase.Begin(ctx, "start.plan")
-	if err := s.record(ttl); err != nil {
+	f, err := s.forkHelper()
+	if err != nil {
 		return err
 	}
-	if s.cg != nil {
-		// Born in its cgroup (see startInside), or moved in here before
-		// it forks or fills a tmpfs: it forks nothing before a command is
-		// asked of it and unpacks nothing before the staged copy comes,
-		// both sent after this.
-		if !f.inGroup {
-			if err := s.cg.add(s.helper.Process.Pid); err != nil {
-				return err
-			}
-		}
-		if c, err := oomwatch.ForPID(s.helper.Process.Pid); err == nil {
-			s.oom = c
-		}
+	endFork()
+	if files.traceR != nil {
+		defer s.relayTrace(ctx, files)()
+	}
+	endPlan := phase.Begin(ctx, "start.plan")
+	if err := s.settle(ttl, f.inGroup); err != nil {
+		return err
 	}
 	if err := <-sent; err != nil {
 		return fmt.Errorf("sending the plan to the helper: %w%s", err, s.Said())
@@ -270,6 +162,167 @@ func (s *sandbox) start(ctx context.Context, pl confine.Plan, ttl time.Duration,
 	endPlan()
 	defer phase.Begin(ctx, "start.holder-ready")()
 	return s.Ready(ctx, opts)
+}
+
+// helperFiles are this side's ends of the helper's descriptors, and the
+// copies it hands the helper; the start closes them when it returns (the
+// plan's writer is closed once the plan is written).
+type helperFiles struct {
+	planR, planW, holder, traceR, traceW *os.File
+}
+
+func (f *helperFiles) close() {
+	for _, x := range []*os.File{f.planR, f.holder, f.traceR, f.traceW} {
+		if x != nil {
+			_ = x.Close()
+		}
+	}
+}
+
+// prepareHelper lays out the helper's command: its descriptors, each named
+// in its spec (the plan's pipe, the control channel, and the trace's pipe
+// while the run is traced), its environment, identity and lifeline.
+func (s *sandbox) prepareHelper(ctx context.Context, ttl time.Duration) (*helperFiles, error) {
+	attr, err := confine.Namespaces(s.p.User.UID, s.p.User.GID, os.Geteuid(), os.Getegid())
+	if err != nil {
+		return nil, err
+	}
+	f := &helperFiles{}
+	fail := func(err error) (*helperFiles, error) {
+		f.close()
+		f.planW.Close()
+		return nil, err
+	}
+	if f.planR, f.planW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	host, holderEnd, err := control.Pair()
+	if err != nil {
+		return fail(err)
+	}
+	f.holder = holderEnd
+	if s.ctl, err = control.NewClient(host); err != nil {
+		return fail(err)
+	}
+	var fds protocol.Donation
+	hold := launch.HoldSpec(s.p, ttl)
+	hold.ControlFD = fds.Add(f.holder)
+	spec := protocol.Local{PlanFD: fds.Add(f.planR), Hold: hold}
+	// While this run is traced, the helper sends its own phases back.
+	if phase.From(ctx) != nil {
+		if f.traceR, f.traceW, err = os.Pipe(); err != nil {
+			return fail(err)
+		}
+		spec.TraceFD = fds.Add(f.traceW)
+	}
+	args, err := protocol.Argv(s.b.selfExe, protocol.EntryLocal, spec)
+	if err != nil {
+		return fail(err)
+	}
+	// The holder's environment is the one its commands inherit.
+	s.helper = &exec.Cmd{Path: s.b.selfExe, Args: args, Dir: "/", Env: s.p.EnvList(ScratchPaths),
+		ExtraFiles: fds.Files(), SysProcAttr: attr}
+	s.helper.Stdout, s.helper.Stderr = &s.Out, &s.Out
+	stdin, err := s.helper.StdinPipe()
+	if err != nil {
+		return fail(err)
+	}
+	s.lifeline = stdin
+	s.SetLifeline(stdin)
+	return f, nil
+}
+
+// forked is how the helper's start went: began (a process exists) and
+// inGroup (born in the sandbox's cgroup).
+type forked struct {
+	began, inGroup bool
+}
+
+// forkHelper starts the helper. Pdeathsig follows the thread that forked
+// the helper: it is forked from a locked thread that lives as long as the
+// sandbox, which then waits for it and marks the holder gone.
+func (s *sandbox) forkHelper() (forked, error) {
+	type result struct {
+		forked
+		err error
+	}
+	started := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		var r result
+		if s.cg != nil {
+			r.inGroup, r.err = s.cg.startInside(s.helper.Start)
+		}
+		if !r.inGroup {
+			r.err = s.helper.Start()
+		}
+		if !errors.Is(r.err, errStranded) {
+			// A thread left in the sandbox's groups ends with this
+			// goroutine instead.
+			defer runtime.UnlockOSThread()
+		}
+		r.began = s.helper.Process != nil
+		started <- r
+		if !r.began {
+			return
+		}
+		_ = s.helper.Wait()
+		close(s.Gone)
+	}()
+	r := <-started
+	if r.err == nil {
+		return r.forked, nil
+	}
+	if !r.began {
+		close(s.Gone)
+	}
+	if errors.Is(r.err, errStranded) {
+		return r.forked, r.err
+	}
+	return r.forked, fmt.Errorf("starting the local sandbox's helper: %w (%s)", r.err, namespaceHint())
+}
+
+// relayTrace passes the helper's phases on to this run's trace; what it
+// returns waits (a second at most) for the relay to end. The helper closes
+// its end before it holds; one that failed earlier is gone, which closes
+// it too.
+func (s *sandbox) relayTrace(ctx context.Context, files *helperFiles) func() {
+	_ = files.traceW.Close()
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		phase.Relay(ctx, files.traceR, "helper", s.helper.Process.Pid)
+	}()
+	return func() {
+		select {
+		case <-relayed:
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// settle records the started helper for the sweep and puts it in the
+// sandbox's cgroup and OOM watch.
+func (s *sandbox) settle(ttl time.Duration, inGroup bool) error {
+	if err := s.record(ttl); err != nil {
+		return err
+	}
+	if s.cg == nil {
+		return nil
+	}
+	// Born in its cgroup (see startInside), or moved in here before it
+	// forks or fills a tmpfs: it forks nothing before a command is asked
+	// of it and unpacks nothing before the staged copy comes, both sent
+	// after this.
+	if !inGroup {
+		if err := s.cg.add(s.helper.Process.Pid); err != nil {
+			return err
+		}
+	}
+	if c, err := oomwatch.ForPID(s.helper.Process.Pid); err == nil {
+		s.oom = c
+	}
+	return nil
 }
 
 // record writes the ownership record a sweep judges by.
