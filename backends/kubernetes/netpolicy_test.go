@@ -78,7 +78,7 @@ func TestDenyAllEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodePeers := acceptTokens(t, bl, "node-token")
+	nodePeers := kubecluster.ServeToken(t, bl, "node-token")
 	bridge := bl.Addr().String()
 
 	canaryPeers := func() []string {
@@ -175,33 +175,4 @@ func waitPolicy(n *kubecluster.Node, ip string) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("the policy controller made no firewall chain for the pod at %s within a minute", ip)
-}
-
-// acceptTokens answers each connection to l with token; the returned
-// function drains the peers seen so far.
-func acceptTokens(t *testing.T, l net.Listener, token string) func() []string {
-	peers := make(chan string, 100)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			peers <- c.RemoteAddr().String()
-			fmt.Fprintln(c, token)
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() { l.Close() })
-	return func() []string {
-		var got []string
-		for {
-			select {
-			case p := <-peers:
-				got = append(got, p)
-			default:
-				return got
-			}
-		}
-	}
 }

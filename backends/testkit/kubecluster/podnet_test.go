@@ -52,36 +52,6 @@ func probeNode(t *testing.T, ns string) (*Cluster, *Node, string) {
 	return c, n, image
 }
 
-// serveToken accepts on l and answers each connection with token; the
-// returned function says from which addresses connections came.
-func serveToken(t *testing.T, l net.Listener, token string) func() []string {
-	t.Helper()
-	peers := make(chan string, 100)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			peers <- c.RemoteAddr().String()
-			fmt.Fprintln(c, token)
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() { l.Close() })
-	return func() []string {
-		var got []string
-		for {
-			select {
-			case p := <-peers:
-				got = append(got, p)
-			default:
-				return got
-			}
-		}
-	}
-}
-
 // TestPodNetwork: pods get addresses in PodCIDR on a bridge inside the
 // node network namespace; a pod's one route is PodCIDR's, so it reaches
 // another pod and the node's bridge address, and a listener on this
@@ -131,7 +101,7 @@ func TestPodNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bridgePeers := serveToken(t, bl, "bridge-token")
+	bridgePeers := ServeToken(t, bl, "bridge-token")
 	if v, err := c.Connect(ctx, "podnet", "client", bl.Addr().String(), 5*time.Second); err != nil || !v.Reached("bridge-token") {
 		t.Errorf("pod to the bridge address %s: %q, %v", bl.Addr(), v, err)
 	}
@@ -149,7 +119,7 @@ func TestPodNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostPeers := serveToken(t, hl, "host-token")
+	hostPeers := ServeToken(t, hl, "host-token")
 	if conn, err := net.DialTimeout("tcp", hl.Addr().String(), 2*time.Second); err != nil {
 		t.Fatalf("the control: this process cannot reach its own listener %s: %v", hl.Addr(), err)
 	} else {

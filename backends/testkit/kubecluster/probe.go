@@ -8,11 +8,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -129,4 +131,34 @@ func (v Verdict) Reached(token string) bool { return string(v) == "reached "+tok
 func (c *Cluster) Connect(ctx context.Context, ns, pod, addr string, d time.Duration) (Verdict, error) {
 	out, err := c.Exec(ctx, ns, pod, "/netprobe", "connect", addr, d.String())
 	return Verdict(strings.TrimSpace(out)), err
+}
+
+// ServeToken accepts on l and answers each connection with token; the
+// returned function says from which addresses connections came.
+func ServeToken(t *testing.T, l net.Listener, token string) func() []string {
+	t.Helper()
+	peers := make(chan string, 100)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			peers <- c.RemoteAddr().String()
+			fmt.Fprintln(c, token)
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return func() []string {
+		var got []string
+		for {
+			select {
+			case p := <-peers:
+				got = append(got, p)
+			default:
+				return got
+			}
+		}
+	}
 }
