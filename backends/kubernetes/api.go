@@ -134,3 +134,8 @@ func (a *api) runtimeClassHandler(ctx context.Context, name string) (string, err
 	}
 	return rc.Handler, nil
 }
+
+func (a *api) getService(ctx context.Context, ns, name string) (*corev1.Service, error) {
+	out := &corev1.Service{}
+	return out, a.core.Get().Namespace(ns).Resource("services").Name(name).Do(ctx).Into(out)
+}

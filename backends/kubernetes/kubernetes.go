@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -62,13 +63,18 @@ type Backend struct {
 	err    error
 	// NodeName binds every pod to this node (tests without a scheduler).
 	NodeName string
+	// Notices takes the backend's one-line notices (nil: stderr).
+	Notices io.Writer
+	// proofs are the passed start-time network checks (proof.go).
+	proofs *proofs
 }
 
 // New makes the backend; the kubeconfig is read on first use.
 func New(backends.Env) (backends.Backend, error) {
 	host, _ := os.Hostname()
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	return &Backend{host: host, loader: clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})}, nil
+	return &Backend{host: host, loader: clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}),
+		proofs: newProofs(time.Now)}, nil
 }
 
 // NewForConfig makes the backend for a given client configuration.
@@ -78,7 +84,7 @@ func NewForConfig(cfg *rest.Config, namespace string) (*Backend, error) {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	b := &Backend{host: host, cfg: cfg, cli: cli, defNS: namespace}
+	b := &Backend{host: host, cfg: cfg, cli: cli, defNS: namespace, proofs: newProofs(time.Now)}
 	b.once.Do(func() {})
 	return b, nil
 }
@@ -211,6 +217,10 @@ func (b *Backend) runInfo(p *policy.Policy, ttl time.Duration) RunInfo {
 // ready.
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
 	if _, err := b.client(); err != nil {
+		return nil, err
+	}
+	// Before anything of the sandbox's exists, and still cancellable.
+	if err := b.proveDenyAll(ctx, p); err != nil {
 		return nil, err
 	}
 	ttl := opts.TTL

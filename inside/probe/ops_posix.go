@@ -41,6 +41,7 @@ var ops = map[string]opFunc{
 	"signal":           opSignal,
 	"udp_route":        opUDPRoute,
 	"tcp_connect":      opTCPConnect,
+	"tcp_serve":        opTCPServe,
 	"proxy_get":        opProxyGet,
 	"proxy_connect":    opProxyConnect,
 	"udp_send":         opUDPSend,

@@ -1,0 +1,355 @@
+package kubernetes
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
+)
+
+// The start-time proof that the cluster enforces the deny-all policy
+// (own_loopback): before the first loopback-only sandbox of a namespace,
+// a prober pod under a deny-all NetworkPolicy of its own (rendered as a
+// sandbox's, from the same policy) tries TCP connects to a listener pod
+// it starts beside it, to the API server's service address and to the
+// cluster DNS service; a control pod no policy selects must reach the
+// listener, or the check cannot tell and refuses. Every pod runs the
+// sandbox image's own binary (its probe ops tcp_serve and tcp_connect).
+//
+// The listener is a target only: no policy of ours selects it (the
+// deny-all covers the prober's egress, and its ingress), so the control
+// reaches it on a cluster that enforces, and a namespace whose own
+// policies block it fails closed.
+const (
+	// proofTTL is how long a passed proof stands for a namespace and API
+	// server in this process (a keeper is a process too). A cluster's
+	// network plugin is changed by its administrators, rarely; ten minutes
+	// bounds how long a start trusts a plugin that was removed meanwhile,
+	// and costs one proof (a few seconds, three pods) per ten minutes of
+	// starts.
+	proofTTL = 10 * time.Minute
+	// proofBound bounds the whole proof: pods started, probes run.
+	proofBound = 2 * time.Minute
+	// proofSettle is how long the prober keeps trying while a target is
+	// reached: the policy controller programs a new pod's rules after the
+	// pod runs.
+	proofSettle = 10 * time.Second
+	proofPort   = "8080"
+)
+
+// proofs caches passed proofs per API server and namespace.
+type proofs struct {
+	mu  sync.Mutex
+	now func() time.Time
+	by  map[string]*proofEntry
+}
+
+// proofEntry serialises the proofs of one key: concurrent first starts
+// of a namespace run one proof.
+type proofEntry struct {
+	mu     sync.Mutex
+	passed time.Time
+	said   bool // the accept_weaker line was printed
+}
+
+func newProofs(now func() time.Time) *proofs {
+	return &proofs{now: now, by: map[string]*proofEntry{}}
+}
+
+func (c *proofs) entry(key string) *proofEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.by[key]
+	if e == nil {
+		e = &proofEntry{}
+		c.by[key] = e
+	}
+	return e
+}
+
+// run calls prove unless a proof of key passed within proofTTL, and
+// records a pass.
+func (c *proofs) run(key string, prove func() error) error {
+	e := c.entry(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.passed.IsZero() && c.now().Sub(e.passed) < proofTTL {
+		return nil
+	}
+	if err := prove(); err != nil {
+		return err
+	}
+	e.passed = c.now()
+	return nil
+}
+
+// once reports whether key's accept_weaker line is yet to be said.
+func (c *proofs) once(key string) bool {
+	e := c.entry(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	first := !e.said
+	e.said = true
+	return first
+}
+
+// proveDenyAll is Start's network check for p (nothing for a sandbox
+// with a route out: it has no deny-all policy to prove).
+func (b *Backend) proveDenyAll(ctx context.Context, p *policy.Policy) error {
+	if p.Network.Mode != policy.NetworkLoopback || p.AllowAll {
+		return nil
+	}
+	ns := b.namespace(p)
+	key := b.cfg.Host + "\x00" + ns
+	if slices.Contains(p.Accepted, profiles.CapOwnLoopback) {
+		if b.proofs.once(key) {
+			fmt.Fprintf(b.notices(), "triage-sandbox: kubernetes: own_loopback accepted ([sandbox] accept_weaker): not checking that the cluster enforces the sandbox's NetworkPolicy in namespace %s\n", ns)
+		}
+		return nil
+	}
+	return b.proofs.run(key, func() error {
+		ctx, cancel := context.WithTimeout(ctx, proofBound)
+		defer cancel()
+		return b.prove(ctx, p, ns)
+	})
+}
+
+func (b *Backend) notices() io.Writer {
+	if b.Notices != nil {
+		return b.Notices
+	}
+	return os.Stderr
+}
+
+// target is one address the prober must not reach.
+type target struct{ id, what, addr string }
+
+// prove runs the canary pods once.
+func (b *Backend) prove(ctx context.Context, p *policy.Policy, ns string) (err error) {
+	targets, err := b.serviceTargets(ctx)
+	if err != nil {
+		return err
+	}
+	var id [4]byte
+	_, _ = rand.Read(id[:])
+	token := "triage-proof-" + hex.EncodeToString(id[:])
+	suffix := hex.EncodeToString(id[:])
+	listener, err := b.proofPod(p, "proof-listener-"+suffix, token, false)
+	if err != nil {
+		return err
+	}
+	control, err := b.proofPod(p, "proof-control-"+suffix, token, false)
+	if err != nil {
+		return err
+	}
+	prober, err := b.proofPod(p, "proof-prober-"+suffix, token, true)
+	if err != nil {
+		return err
+	}
+	// The pods go whatever happens, ctx cancelled too.
+	defer func() {
+		for _, r := range []*Rendered{prober, control, listener} {
+			err = errors.Join(err, b.remove(context.WithoutCancel(ctx), r))
+		}
+	}()
+	for _, r := range []*Rendered{listener, control, prober} {
+		if err := b.create(ctx, r); err != nil {
+			return fmt.Errorf("the network check's pod: %w", err)
+		}
+	}
+	ip, err := b.awaitProofPod(ctx, listener)
+	if err != nil {
+		return err
+	}
+	for _, r := range []*Rendered{control, prober} {
+		if _, err := b.awaitProofPod(ctx, r); err != nil {
+			return err
+		}
+	}
+	canary := target{id: "listener", what: "the check's listener pod " + net.JoinHostPort(ip, proofPort), addr: net.JoinHostPort(ip, proofPort)}
+	// The control: without a policy the listener is reached (it may not
+	// listen yet at the first try).
+	for try := 0; ; try++ {
+		reached, err := b.probeFrom(ctx, control, []target{canary})
+		if err != nil {
+			return err
+		}
+		if reached["listener"] {
+			break
+		}
+		if try == 10 {
+			return fmt.Errorf("kubernetes: the network check cannot tell whether the cluster enforces NetworkPolicy in namespace %s: a pod with no policy did not reach the check's listener pod %s; fix the pod network (or a policy of the namespace's that blocks it), or accept it with [sandbox] accept_weaker = [\"own_loopback\"]", ns, canary.addr)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+	all := append([]target{canary}, targets...)
+	settle := time.Now().Add(proofSettle)
+	for {
+		reached, err := b.probeFrom(ctx, prober, all)
+		if err != nil {
+			return err
+		}
+		var first *target
+		for i := range all {
+			if reached[all[i].id] {
+				first = &all[i]
+				break
+			}
+		}
+		if first == nil {
+			return nil
+		}
+		if time.Now().After(settle) {
+			return fmt.Errorf("kubernetes: a pod under the sandbox's deny-all NetworkPolicy reached %s in namespace %s: the cluster's network plugin does not enforce NetworkPolicy; use a plugin that does, or accept it explicitly with [sandbox] accept_weaker = [\"own_loopback\"]", first.what, ns)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("the network check: %w", ctx.Err())
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// serviceTargets are the API server's service address (default/kubernetes)
+// and cluster DNS (kube-system/kube-dns), each where it exists. One the
+// API will not show refuses: the check would not know what it left out.
+func (b *Backend) serviceTargets(ctx context.Context) ([]target, error) {
+	var out []target
+	for _, s := range []struct{ ns, name, what string }{{"default", "kubernetes", "the API server's service address"}, {"kube-system", "kube-dns", "the cluster DNS service"}} {
+		svc, err := b.cli.getService(ctx, s.ns, s.name)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes: the network check cannot read the Service %s/%s: %v; let the user read it, or accept it with [sandbox] accept_weaker = [\"own_loopback\"]", s.ns, s.name, err)
+		}
+		ip := svc.Spec.ClusterIP
+		if ip == "" || ip == corev1.ClusterIPNone {
+			continue
+		}
+		for _, port := range svc.Spec.Ports {
+			if port.Protocol != "" && port.Protocol != corev1.ProtocolTCP {
+				continue
+			}
+			addr := net.JoinHostPort(ip, strconv.Itoa(int(port.Port)))
+			out = append(out, target{id: s.name + "-" + strconv.Itoa(int(port.Port)), what: s.what + " " + addr, addr: addr})
+		}
+	}
+	return out, nil
+}
+
+// proofPod renders one of the check's pods from p: a sandbox's pod (its
+// labels, ownership annotations and deadline, so a sweep reaps it after
+// a kill -9) whose one container serves token on proofPort for the
+// proof's bound; denied keeps the sandbox's deny-all policy.
+func (b *Backend) proofPod(p *policy.Policy, name, token string, denied bool) (*Rendered, error) {
+	info := b.runInfo(p, proofBound)
+	info.Name = "triage-sandbox-" + name
+	r, err := Render(p, info)
+	if err != nil {
+		return nil, err
+	}
+	plan := protocol.ProbePlan{Steps: []protocol.ProbeStep{{ID: "serve", Op: "tcp_serve",
+		Args: map[string]string{"addr": ":" + proofPort, "token": token, "seconds": strconv.Itoa(int(proofBound / time.Second))}}}}
+	argv, err := protocol.Argv(launch.InitPath, protocol.EntryProbe, protocol.Probe{Tag: "proof", Plan: plan})
+	if err != nil {
+		return nil, err
+	}
+	spec := &r.Pod.Spec
+	spec.InitContainers, spec.Volumes = nil, nil
+	c := &spec.Containers[0]
+	c.Command, c.Env, c.VolumeMounts = argv, nil, nil
+	c.Stdin, c.StdinOnce = false, false
+	if !denied {
+		r.NetworkPolicy = nil
+	} else if r.NetworkPolicy == nil {
+		return nil, errors.New("kubernetes: the network check's prober rendered no deny-all policy")
+	}
+	return r, nil
+}
+
+// awaitProofPod waits until r's container runs and returns its address.
+func (b *Backend) awaitProofPod(ctx context.Context, r *Rendered) (string, error) {
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		pod, err := b.cli.getPod(ctx, r.Pod.Namespace, r.Pod.Name)
+		if err != nil {
+			return "", fmt.Errorf("the network check's pod %s: %w", r.Pod.Name, err)
+		}
+		done, err := podStarted(pod)
+		if err != nil {
+			return "", fmt.Errorf("the network check's pod %s: %w", r.Pod.Name, err)
+		}
+		if done && pod.Status.PodIP != "" {
+			return pod.Status.PodIP, nil
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return "", fmt.Errorf("the network check's pod %s did not start: %w", r.Pod.Name, err)
+		}
+	}
+}
+
+// probeFrom runs one tcp_connect per target in r's container (an exec of
+// the image's binary) and says which connected. A refusal or a timeout
+// is blocked here (unlike the selftest's reading): every target listens,
+// so a refusal is the policy controller's reject.
+func (b *Backend) probeFrom(ctx context.Context, r *Rendered, targets []target) (map[string]bool, error) {
+	plan := protocol.ProbePlan{}
+	for _, t := range targets {
+		plan.Steps = append(plan.Steps, protocol.ProbeStep{ID: t.id, Op: "tcp_connect", List: []string{t.addr}})
+	}
+	argv, err := protocol.Argv(launch.InitPath, protocol.EntryProbe, protocol.Probe{Tag: "proof", Plan: plan})
+	if err != nil {
+		return nil, err
+	}
+	u := b.cli.podStreamURL(r.Pod.Namespace, r.Pod.Name, "exec",
+		&corev1.PodExecOptions{Container: holderContainer, Command: argv, Stdout: true, Stderr: true})
+	ex, err := b.executor(u)
+	if err != nil {
+		return nil, err
+	}
+	var out, errOut bytes.Buffer
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut}); err != nil {
+		return nil, fmt.Errorf("the network check's probe in pod %s: %v: %s", r.Pod.Name, err, strings.TrimSpace(errOut.String()))
+	}
+	obs, err := protocol.ParseProbeObservations(&out)
+	if err != nil {
+		return nil, fmt.Errorf("the network check's probe in pod %s: %w", r.Pod.Name, err)
+	}
+	reached := map[string]bool{}
+	for _, t := range targets {
+		o, ok := obs[t.id]
+		if !ok {
+			return nil, fmt.Errorf("the network check's probe in pod %s said nothing of %s", r.Pod.Name, t.what)
+		}
+		reached[t.id] = o.OK && strings.HasPrefix(o.Detail, "connected to ")
+	}
+	return reached, nil
+}
