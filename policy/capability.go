@@ -68,6 +68,11 @@ func Enforce(p *Policy, backend string, caps []Capability) ([]Capability, error)
 	var weakened, missing []Capability
 	for _, r := range p.Requirements() {
 		if slices.Contains(caps, r) {
+			// Accepting a capability the backend proves at start skips
+			// the proof: weaker, and reported so.
+			if slices.Contains(p.Accepted, r) && profiles.ProvenAtStart(backend, r) {
+				weakened = append(weakened, r)
+			}
 			continue
 		}
 		if slices.Contains(p.Accepted, r) {

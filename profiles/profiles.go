@@ -249,6 +249,25 @@ func Capabilities() []Capability {
 		CapCPULimit, CapUIDSwitch, CapMaskUnderMount, CapImageRoot, CapHostRoot, CapBoundedWrites}
 }
 
+// provenAtStart are the capabilities a backend declares only because it
+// proves them when it starts a sandbox (kubernetes: own_loopback, by its
+// network check), keyed by backend name. Accepting one as weaker skips the
+// proof, so it is then reported as weakened like a missing one.
+var provenAtStart = map[string][]Capability{
+	"kubernetes": {CapOwnLoopback},
+}
+
+// ProvenAtStart reports whether backend proves c at each start rather than
+// guaranteeing it by construction.
+func ProvenAtStart(backend string, c Capability) bool {
+	for _, p := range provenAtStart[backend] {
+		if p == c {
+			return true
+		}
+	}
+	return false
+}
+
 // CapabilityMeaning says what a capability guarantees, for errors and reports.
 func CapabilityMeaning(c Capability) string { return capabilityMeanings[c] }
 

@@ -13,7 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/testkit/kubecluster"
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
+	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -175,4 +178,123 @@ func waitPolicy(n *kubecluster.Node, ip string) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("the policy controller made no firewall chain for the pod at %s within a minute", ip)
+}
+
+// TestProofAtStart: Start's network check (proof.go) on the test node.
+// With the policy controller running it passes and the sandbox runs; with
+// it stopped, Start refuses with one line naming what was reached and the
+// way out, and leaves no pod or NetworkPolicy; accepting own_loopback
+// skips the check and says so once.
+func TestProofAtStart(t *testing.T) {
+	kubecluster.RequirePolicy(t)
+	c, n, image := node(t)
+	ns := restrictedNamespace(t, c)
+	ctx := context.Background()
+	unproven := func() *policy.Policy {
+		p := rolePolicy(t, profiles.RoleReproducer, nil)
+		p.Base.Image, p.Namespace, p.Workdir = image, ns, "/"
+		// Not own_loopback: the backend declares it, proven at start.
+		p.Accepted = append(p.Accepted, profiles.CapPidsLimit)
+		if _, err := policy.Enforce(p, Name, Capabilities()); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	fresh := func() (*Backend, *testenv.Buffer) {
+		b := backendFor(t, c, ns)
+		b.NodeName = n.Name
+		var notes testenv.Buffer
+		b.Notices = &notes
+		return b, &notes
+	}
+
+	if err := c.StartPolicy(n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.StopPolicy(n) })
+	b, _ := fresh()
+	start := time.Now()
+	sb, err := b.Start(ctx, unproven(), backends.StartOptions{})
+	if err != nil {
+		t.Fatalf("with the policy controller running: %v", err)
+	}
+	t.Logf("started with the proof in %s", time.Since(start).Round(time.Millisecond))
+	var out testenv.Buffer
+	if res, err := sb.Exec(ctx, backends.Command{Argv: []string{"echo", "ran"}}, backends.Streams{Stdout: &out, Stderr: &out}); err != nil || res.ExitCode != 0 || out.String() != "ran\n" {
+		t.Errorf("the proven sandbox's command: %+v %v %q", res, err, out.String())
+	}
+	if err := sb.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The pass is cached: the next start makes no canary pod.
+	start = time.Now()
+	sb, err = b.Start(ctx, unproven(), backends.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("started with the cached proof in %s", time.Since(start).Round(time.Millisecond))
+	if err := sb.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.StopPolicy(n); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = fresh()
+	_, err = b.Start(ctx, unproven(), backends.StartOptions{})
+	t.Logf("with the controller stopped: %v", err)
+	if err == nil {
+		t.Fatal("Start ran a loopback-only sandbox on a cluster that does not enforce NetworkPolicy")
+	}
+	msg := err.Error()
+	for _, want := range []string{"reached the check's listener pod", "does not enforce NetworkPolicy", `accept_weaker = ["own_loopback"]`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the refusal %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("the refusal is more than one line: %q", msg)
+	}
+	if left := ours(t, c, ns); len(left) != 0 {
+		t.Errorf("the refused check left %v", left)
+	}
+
+	b, notes := fresh()
+	p := unproven()
+	p.Accepted = append(p.Accepted, profiles.CapOwnLoopback)
+	for range 2 {
+		sb, err := b.Start(ctx, p, backends.StartOptions{})
+		if err != nil {
+			t.Fatalf("with own_loopback accepted: %v", err)
+		}
+		if err := sb.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := notes.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "own_loopback accepted") {
+		t.Errorf("accepting own_loopback said %q, want one line saying the check is skipped", got)
+	}
+}
+
+// ours names the pods and NetworkPolicies of ours in ns.
+func ours(t *testing.T, c *kubecluster.Cluster, ns string) []string {
+	t.Helper()
+	ctx := context.Background()
+	opts := metav1.ListOptions{LabelSelector: ownerSelector}
+	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nps, err := c.Client.NetworkingV1().NetworkPolicies(ns).List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		out = append(out, "pod "+p.Name)
+	}
+	for _, np := range nps.Items {
+		out = append(out, "NetworkPolicy "+np.Name)
+	}
+	return out
 }

@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
@@ -287,6 +288,11 @@ func (b *Backend) proofPod(p *policy.Policy, name, token string, denied bool) (*
 	spec.InitContainers, spec.Volumes = nil, nil
 	c := &spec.Containers[0]
 	c.Command, c.Env, c.VolumeMounts = argv, nil, nil
+	// Small and fixed (room for gVisor's kernel too): three pods of the
+	// sandbox's own limits could pass a node's or a quota's room that one
+	// sandbox fits in.
+	small := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi"), corev1.ResourceCPU: resource.MustParse("100m")}
+	c.Resources = corev1.ResourceRequirements{Limits: small, Requests: small}
 	c.Stdin, c.StdinOnce = false, false
 	if !denied {
 		r.NetworkPolicy = nil

@@ -32,10 +32,14 @@ const HowToBuild = "build it with `TRIAGE_SANDBOX_KUBE=1 scripts/setup.sh` or `C
 // guarantees. Its own pid namespace, cgroup limits, a uid of the
 // policy's, the image as root, RuntimeDefault seccomp narrowed by the
 // supervisor's own filter, staged paths on memory emptyDirs whose
-// sizeLimit is the tmpfs size. Not guaranteed: own_loopback (a pod has
-// the cluster's network; only a NetworkPolicy controller, which the API
-// cannot reveal, makes the deny-all policy hold), pids_limit (set per node
-// by the kubelet, not per pod). mask_under_mount holds trivially: no host
+// sizeLimit is the tmpfs size; own_loopback proven at start: a pod has the
+// cluster's network, and only a NetworkPolicy controller, which the API
+// cannot reveal, makes the deny-all policy hold, so before the first
+// loopback-only sandbox of a namespace (again after ten minutes) the
+// backend starts canary pods under that policy and refuses the start when
+// one reaches a target (accept_weaker = ["own_loopback"] skips the check,
+// saying so). Not guaranteed: pids_limit (set per node by the kubelet, not
+// per pod). mask_under_mount holds trivially: no host
 // path is mounted (the node is another machine).
 //
 // Under a RuntimeClass whose handler runs gVisor (read from the API; the
@@ -53,7 +57,7 @@ const HowToBuild = "build it with `TRIAGE_SANDBOX_KUBE=1 scripts/setup.sh` or `C
 // lets a process open another's descriptors of the same uid through
 // /proc/PID/fd, so run the node's gVisor from 20251215 on (docs/fleet.md).
 var capabilities = []policy.Capability{
-	profiles.CapOutboundNAT, profiles.CapPidNamespace, profiles.CapMemoryLimit, profiles.CapCPULimit,
+	profiles.CapOwnLoopback, profiles.CapOutboundNAT, profiles.CapPidNamespace, profiles.CapMemoryLimit, profiles.CapCPULimit,
 	profiles.CapUIDSwitch, profiles.CapMaskUnderMount, profiles.CapImageRoot,
 	profiles.CapSyscallFilter, profiles.CapBoundedWrites,
 }
