@@ -4,6 +4,8 @@ package kubernetes
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -166,4 +168,32 @@ func TestGVisorMemoryLimitReported(t *testing.T) {
 		t.Errorf("exit %d, oom_killed %v: not the memory limit's end (128: the runtime's lost exec)\n%s\nstderr: %s", res.ExitCode, res.OOMKilled, stdout, stderr)
 	}
 	e.awaitEmpty(t, time.Minute)
+}
+
+// TestSelftestOnNodeProven: with the node's policy controller running,
+// the selftest passes both roles with own_loopback proven at start (the
+// network check, proof.go), not accepted: the config accepts pids_limit
+// alone, and the loopback checks (NET-11, NET-12) run instead of being
+// not applicable.
+func TestSelftestOnNodeProven(t *testing.T) {
+	kubecluster.RequirePolicy(t)
+	e := cliWorkspace(t, "", "")
+	path := filepath.Join(e.root, "triage.toml")
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proven := strings.Replace(string(text), `accept_weaker = ["own_loopback", "pids_limit"]`, `accept_weaker = ["pids_limit"]`, 1)
+	if proven == string(text) {
+		t.Fatal("the workspace's triage.toml accepts own_loopback no longer where this test expects it")
+	}
+	if err := os.WriteFile(path, []byte(proven), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, n, _ := node(t)
+	if err := c.StartPolicy(n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.StopPolicy(n) })
+	selftestOnNode(t, e)
 }
