@@ -241,9 +241,10 @@ func TestProofAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ = fresh()
-	_, err = b.Start(ctx, unproven(), backends.StartOptions{})
+	sb, err = b.Start(ctx, unproven(), backends.StartOptions{})
 	t.Logf("with the controller stopped: %v", err)
 	if err == nil {
+		_ = sb.Close(ctx)
 		t.Fatal("Start ran a loopback-only sandbox on a cluster that does not enforce NetworkPolicy")
 	}
 	msg := err.Error()
