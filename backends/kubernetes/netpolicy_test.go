@@ -184,7 +184,8 @@ func waitPolicy(n *kubecluster.Node, ip string) error {
 // With the policy controller running it passes and the sandbox runs; with
 // it stopped, Start refuses with one line naming what was reached and the
 // way out, and leaves no pod or NetworkPolicy; accepting own_loopback
-// skips the check and says so once.
+// skips the check and says so once; a start cancelled during the check
+// leaves nothing.
 func TestProofAtStart(t *testing.T) {
 	kubecluster.RequirePolicy(t)
 	c, n, image := node(t)
@@ -212,7 +213,17 @@ func TestProofAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.StopPolicy(n) })
+	// A start cancelled during the check: refused, its pods gone.
 	b, _ := fresh()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err := b.Start(cctx, unproven(), backends.StartOptions{})
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "context deadline exceeded") {
+		t.Fatalf("a start cancelled during the network check: %v, want the cancellation", err)
+	}
+	if left := ours(t, c, ns); len(left) != 0 {
+		t.Errorf("the cancelled check left %v", left)
+	}
 	start := time.Now()
 	sb, err := b.Start(ctx, unproven(), backends.StartOptions{})
 	if err != nil {
