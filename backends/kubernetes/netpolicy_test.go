@@ -215,9 +215,13 @@ func TestProofAtStart(t *testing.T) {
 	t.Cleanup(func() { _ = c.StopPolicy(n) })
 	// A start cancelled during the check: refused, its pods gone.
 	b, _ := fresh()
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	_, err := b.Start(cctx, unproven(), backends.StartOptions{})
+	// (The whole check takes about 2 s here: its pods run by then.)
+	cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	sb, err := b.Start(cctx, unproven(), backends.StartOptions{})
 	cancel()
+	if err == nil {
+		_ = sb.Close(ctx)
+	}
 	if err == nil || !strings.Contains(err.Error(), "context deadline exceeded") {
 		t.Fatalf("a start cancelled during the network check: %v, want the cancellation", err)
 	}
@@ -225,7 +229,7 @@ func TestProofAtStart(t *testing.T) {
 		t.Errorf("the cancelled check left %v", left)
 	}
 	start := time.Now()
-	sb, err := b.Start(ctx, unproven(), backends.StartOptions{})
+	sb, err = b.Start(ctx, unproven(), backends.StartOptions{})
 	if err != nil {
 		t.Fatalf("with the policy controller running: %v", err)
 	}
