@@ -187,15 +187,22 @@ func (b *Backend) prove(ctx context.Context, p *policy.Policy, ns string) (err e
 		}
 	}
 	canary := target{id: "listener", what: "the check's listener pod " + net.JoinHostPort(ip, proofPort), addr: net.JoinHostPort(ip, proofPort)}
-	// The control: without a policy the listener is reached (it may not
-	// listen yet at the first try).
+	if err := b.controlReaches(ctx, control, canary, ns); err != nil {
+		return err
+	}
+	return b.proberBlocked(ctx, prober, append([]target{canary}, targets...), ns)
+}
+
+// controlReaches: without a policy the listener is reached (it may not
+// listen yet at the first tries), or the check cannot tell.
+func (b *Backend) controlReaches(ctx context.Context, control *Rendered, canary target, ns string) error {
 	for try := 0; ; try++ {
 		reached, err := b.probeFrom(ctx, control, []target{canary})
 		if err != nil {
 			return err
 		}
-		if reached["listener"] {
-			break
+		if reached[canary.id] {
+			return nil
 		}
 		if try == 10 {
 			return fmt.Errorf("kubernetes: the network check cannot tell whether the cluster enforces NetworkPolicy in namespace %s: a pod with no policy did not reach the check's listener pod %s; fix the pod network (or a policy of the namespace's that blocks it), or accept it with [sandbox] accept_weaker = [\"own_loopback\"]", ns, canary.addr)
@@ -204,25 +211,24 @@ func (b *Backend) prove(ctx context.Context, p *policy.Policy, ns string) (err e
 			return err
 		}
 	}
-	all := append([]target{canary}, targets...)
+}
+
+// proberBlocked: the prober under the deny-all policy reaches no target.
+// While one is reached it tries again for proofSettle (the controller
+// programs a new pod's rules after it runs); reached then refuses.
+func (b *Backend) proberBlocked(ctx context.Context, prober *Rendered, all []target, ns string) error {
 	settle := time.Now().Add(proofSettle)
 	for {
 		reached, err := b.probeFrom(ctx, prober, all)
 		if err != nil {
 			return err
 		}
-		var first *target
-		for i := range all {
-			if reached[all[i].id] {
-				first = &all[i]
-				break
-			}
-		}
-		if first == nil {
+		i := slices.IndexFunc(all, func(t target) bool { return reached[t.id] })
+		if i < 0 {
 			return nil
 		}
 		if time.Now().After(settle) {
-			return fmt.Errorf("kubernetes: a pod under the sandbox's deny-all NetworkPolicy reached %s in namespace %s: the cluster's network plugin does not enforce NetworkPolicy; use a plugin that does, or accept it explicitly with [sandbox] accept_weaker = [\"own_loopback\"]", first.what, ns)
+			return fmt.Errorf("kubernetes: a pod under the sandbox's deny-all NetworkPolicy reached %s in namespace %s: the cluster's network plugin does not enforce NetworkPolicy; use a plugin that does, or accept it explicitly with [sandbox] accept_weaker = [\"own_loopback\"]", all[i].what, ns)
 		}
 		if err := sleep(ctx, time.Second); err != nil {
 			return err
