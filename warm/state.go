@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,25 +15,15 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	kmsg "github.com/triage-sandbox/triage-sandbox/protocol/keeper"
+	"github.com/triage-sandbox/triage-sandbox/warm/fastpath"
 )
 
 // DirEnv overrides DefaultDir (tests, several independent installations).
-const DirEnv = "TRIAGE_SANDBOX_WARM_DIR"
+const DirEnv = fastpath.DirEnv
 
 // DefaultDir is where keepers keep their sockets and records: only this
-// user can reach them.
-func DefaultDir() string {
-	if d := os.Getenv(DirEnv); d != "" {
-		return d
-	}
-	if os.Geteuid() == 0 {
-		return "/run/triage-sandbox/warm"
-	}
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "triage-sandbox", "warm")
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("triage-sandbox-%d", os.Geteuid()), "warm")
-}
+// user can reach them. The front finds them there too (fastpath).
+func DefaultDir() string { return fastpath.DefaultDir() }
 
 // Kind of a keeper.
 const (
@@ -184,4 +173,25 @@ func Sweep(dir string) ([]string, error) {
 		removed = append(removed, "warm "+r.Kind+" "+name)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// NoteRoute records in dir which keeper holds p's session for runs
+// started in cwd, for the front's fast path (package warm/fastpath): only
+// a hint, as the keeper compiles each such run's policy and runs it only
+// when it is its own.
+func NoteRoute(dir, cwd string, p *policy.Policy) error {
+	if p.Warm.Session == "" {
+		return nil
+	}
+	if err := hostfs.PrivateDir(dir); err != nil {
+		return err
+	}
+	return hostfs.WriteFileReplace(fastpath.RoutePath(dir, cwd, p.Warm.Session), []byte(key(p)+"\n"))
+}
+
+// Mine reports whether a run's compiled policy p is kept by the keeper of
+// kp, exactly: the same session, workspace and role, and the same warm
+// hash, so attaching to that keeper neither ends nor starts one.
+func Mine(kp, p *policy.Policy) bool {
+	return p.Warm.Session != "" && kp.Warm.Session == p.Warm.Session && key(kp) == key(p) && kp.WarmHash() == p.WarmHash()
 }

@@ -24,6 +24,8 @@ func main() {
 		}
 		return
 	}
+	// `run --session NAME` runs in the session's keeper when it can.
+	tryFast(args)
 	err := handOver(args)
 	// Reached only when the CLI could not be started.
 	_, _ = os.Stderr.WriteString("triage-sandbox: " + err.Error() + "\n")
