@@ -561,6 +561,7 @@ func (k *keeper) fast(ctx context.Context, c *keeperConn, b []byte, frames <-cha
 	code, reason := k.o.Fast(ctx, req, out(fastpath.FStdout), out(fastpath.FStderr))
 	endFast()
 	if reason != "" {
+		phase.Mark(ctx, "keeper.fast.fallback")
 		if wrote.Load() {
 			k.logger.Printf("a front's run fell back after output (%s)", reason)
 		}
