@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
@@ -166,4 +169,45 @@ func jsonShape(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// TestFastPathFrontKilled: a front killed with SIGKILL while the keeper
+// runs its command leaves nothing: the keeper sees the connection go and
+// kills the command's tree, as for an attached CLI; the session stays.
+func TestFastPathFrontKilled(t *testing.T) {
+	s := newFastSetup(t)
+	off := s.traceLen(t)
+	cmd := exec.Command(s.front, "run", "--session", "s1", "--", "sleep", "31.25")
+	cmd.Dir = s.ws
+	cmd.Env = append(os.Environ(), s.env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	running := func() bool {
+		out, _ := exec.Command("pgrep", "-f", "^sleep 31.25$").Output()
+		return len(bytes.TrimSpace(out)) > 0
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !running() {
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	for deadline = time.Now().Add(10 * time.Second); running(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the command outlived its front's SIGKILL by 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if procs, fast, _ := s.procsSince(t, off); procs["cli"] {
+		t.Fatalf("the CLI ran it (processes %v, fast %v): this test is of the keeper's path", procs, fast)
+	}
+	if r := runBin(t, s.ws, s.env, s.front, "run", "--session", "s1", "--", "true"); r.code != 0 {
+		t.Fatalf("the session after the kill: %+v", r)
+	}
 }
