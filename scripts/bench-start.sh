@@ -40,17 +40,20 @@ ms() {
   echo $(( (e - s) / 1000 ))
 }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-# pair NAME A... -- B...: A against B.
+# pair NAME A... @@ B...: A against B (@@, as a command holds --).
 pair() {
   local name=$1; shift
   local a=() b=()
-  while [ "$1" != -- ]; do a+=("$1"); shift; done; shift
+  while [ "$1" != @@ ]; do a+=("$1"); shift; done; shift
   b=("$@")
   if command -v farm-bench >/dev/null; then
     local r
     r=$(cd "$ws" && farm-bench -n "$n" --warmup 3 --vs "${b[*]}" -- "${a[@]}" 2>&1) ||
       { echo "bench-start: farm-bench failed:" >&2; echo "$r" | tail -5 >&2; exit 1; }
-    echo "$name: A/B wall median $(echo "$r" | awk '/^A\/B wall/ {print $4}') (A ${a[*]##*/}: $(echo "$r" | awk '/^A wall s/ {print $4}') s; B: $(echo "$r" | awk '/^B wall s/ {print $4}') s; $n pairs, farm-bench)"
+    if ! echo "$r" | grep -q "^A exit 0 ($n of $n)" || ! echo "$r" | grep -q "^B exit 0 ($n of $n)"; then
+      echo "bench-start: $name: a run failed:" >&2; echo "$r" | grep -E "^(A|B) exit" >&2; exit 1
+    fi
+    echo "$name: A/B wall median $(echo "$r" | awk '/^A\/B wall/ {print $4}') (medians: A $(echo "$r" | awk '/^A wall s/ {print $5}') s, B $(echo "$r" | awk '/^B wall s/ {print $5}') s; $n pairs, farm-bench)"
   else
     local ta=() tb=()
     for _ in $(seq 1 "$n"); do
@@ -61,6 +64,6 @@ pair() {
     echo "$name: ratio $(awk -v a="$am" -v b="$bm" 'BEGIN {printf "%.2f", a/b}') (A ${am} µs, B ${bm} µs; medians of $n, interleaved)"
   fi
 }
-pair "version vs an empty static Go program" "$bin" version -- "$tmp/empty-go"
-pair "session run true ($backend) vs version" "${session[@]}" -- "$bin" version
-pair "session run true ($backend): fast path vs the CLI's" "${session[@]}" -- env TRIAGE_SANDBOX_FAST=0 "${session[@]}"
+pair "version vs an empty static Go program" "$bin" version @@ "$tmp/empty-go"
+pair "session run true ($backend) vs version" "${session[@]}" @@ "$bin" version
+pair "session run true ($backend): fast path vs the CLI's" "${session[@]}" @@ env TRIAGE_SANDBOX_FAST=0 "${session[@]}"
