@@ -144,6 +144,14 @@ func Sweep(dir string) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "route-") {
+			// A route to a keeper with no record, a minute old: the
+			// session ended (a route names its keeper's record).
+			if routeStale(dir, e) {
+				_ = os.Remove(filepath.Join(dir, e.Name()))
+			}
+			continue
+		}
 		name, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok {
 			// A lock or log whose keeper left no record: gone a while.
@@ -173,6 +181,21 @@ func Sweep(dir string) ([]string, error) {
 		removed = append(removed, "warm "+r.Kind+" "+name)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// routeStale: the route file e in dir names a keeper that has no record,
+// and is over a minute old (a run that just wrote it may still start one).
+func routeStale(dir string, e os.DirEntry) bool {
+	b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+	if err != nil {
+		return false
+	}
+	fi, err := e.Info()
+	if err != nil || time.Since(fi.ModTime()) < time.Minute {
+		return false
+	}
+	_, err = os.Stat(paths{dir, strings.TrimSpace(string(b))}.record())
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // NoteRoute records in dir which keeper holds p's session for runs
