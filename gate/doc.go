@@ -62,8 +62,8 @@
 //
 // The default rules (see DefaultRules; each is one entry of ruleTable with
 // the sites it judges, one map of its tools and their checks, a
-// description that says why, and match / not-match examples that New
-// checks before it compiles a configuration) deny GitHub writes (gh, gh
+// description that says why, and match / not-match examples that
+// TestRuleExamples proves for every build) deny GitHub writes (gh, gh
 // api, and curl/wget/httpie to api.github.com), credential handling in gh,
 // pushing (and its plumbing, send-pack and http-push) and rewriting git
 // history, discarding uncommitted work, asking credential stores for

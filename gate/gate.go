@@ -77,9 +77,6 @@ type Gate struct {
 // New compiles a configuration. Its errors are one line and name the
 // triage.toml key at fault.
 func New(cfg Config) (*Gate, error) {
-	if err := loadRules(); err != nil {
-		return nil, err
-	}
 	g := &Gate{verdicts: map[string]Verdict{}, scratch: cfg.Scratch}
 	switch cfg.Role {
 	case "", profiles.RoleAgent:

@@ -39,9 +39,11 @@ install() {
   bin=$dir/triage-sandbox
   if [ -z "${TS_VERSION:-}" ]; then
     ts_log "building triage-sandbox from $ts_repo (static)"
-    # The small in-sandbox binary beside it, used when both carry the same
-    # clean git revision (package insidebin).
-    (cd "$ts_repo" && CGO_ENABLED=0 go build -buildvcs=auto -o "$bin" ./cmd/triage-sandbox &&
+    # $bin is the small front; it hands every command but version to the
+    # full CLI beside it. The small in-sandbox binary beside them, used when
+    # it carries the CLI's clean git revision (package insidebin).
+    (cd "$ts_repo" && CGO_ENABLED=0 go build -buildvcs=auto -o "$bin" ./cmd/triage-sandbox-front &&
+      CGO_ENABLED=0 go build -buildvcs=auto -o "$dir/triage-sandbox-cli" ./cmd/triage-sandbox &&
       CGO_ENABLED=0 go build -buildvcs=auto -o "$dir/triage-sandbox-inside" ./cmd/triage-sandbox-inside)
   else
     ts_log "installing triage-sandbox $TS_VERSION (static)"

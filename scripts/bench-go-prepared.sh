@@ -21,7 +21,8 @@ backend=${2:-docker}
 pool=${3:-0}
 repo=$(pwd)
 bin=$repo/bin/triage-sandbox
-[ -x "$bin" ] || { CGO_ENABLED=0 go build -buildvcs=auto -o bin/triage-sandbox ./cmd/triage-sandbox &&
+[ -x "$bin" ] || { CGO_ENABLED=0 go build -buildvcs=auto -o bin/triage-sandbox ./cmd/triage-sandbox-front &&
+  CGO_ENABLED=0 go build -buildvcs=auto -o bin/triage-sandbox-cli ./cmd/triage-sandbox &&
   CGO_ENABLED=0 go build -buildvcs=auto -o bin/triage-sandbox-inside ./cmd/triage-sandbox-inside; }
 dir=$(mktemp -d)
 cleanup() {

@@ -5,7 +5,10 @@
 #     against `docker exec` into a running container with the same hardening;
 #   - a pooled reproducer (`[sandbox.reproducer] pool = 2`) against a cold
 #     reproducer run on the same backend;
-# on docker and, where it can run (root, runc), on oci.
+# on docker and, where it can run (root, runc), on oci; and the session
+# command alone on local (root). `run --session` goes through the front's
+# fast path (the session's keeper runs it); TRIAGE_SANDBOX_FAST=0 in the
+# environment measures the CLI's path instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10}
@@ -17,6 +20,7 @@ cid=""
 cleanup() {
   (cd "$ws" && "$bin" session end "$name" >/dev/null 2>&1) || true
   (cd "$ws" && "$bin" session end "$name-oci" >/dev/null 2>&1) || true
+  (cd "$ws" && "$bin" session end "$name-local" >/dev/null 2>&1) || true
   # The pools of this run's workspace: their keepers end (and remove their
   # sandboxes) on SIGTERM.
   "$bin" session list --json | python3 -c 'import json,sys
@@ -61,3 +65,14 @@ for b in "${backends[@]}"; do
   sm=$(median "${s[@]}"); em=$(median "${e[@]}"); pm=$(median "${p[@]}"); cm=$(median "${c[@]}")
   echo "$b: session command ${sm} ms vs docker exec ${em} ms (ratio $(ratio "$sm" "$em")); pooled reproducer ${pm} ms vs cold ${cm} ms (ratio $(ratio "$pm" "$cm")); median of $n"
 done
+if [ "$(id -u)" = 0 ]; then
+  sess="$name-local"
+  (cd "$ws" && "$bin" run --backend local --session "$sess" -- true >/dev/null 2>&1)   # start the session
+  s=(); e=()
+  for _ in $(seq 1 "$n"); do
+    s+=("$(cd "$ws" && ms "$bin" run --backend local --session "$sess" -- true)")
+    e+=("$(ms docker exec "$cid" true)")
+  done
+  sm=$(median "${s[@]}"); em=$(median "${e[@]}")
+  echo "local: session command ${sm} ms vs docker exec ${em} ms (ratio $(ratio "$sm" "$em")); median of $n"
+fi

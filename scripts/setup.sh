@@ -30,9 +30,11 @@ as_root() { ts_as_root "$@"; }
 # build_binaries: -buildvcs=auto (over a GOFLAGS that turns it off): the CLI
 # runs the small in-sandbox binary only when both carry the same clean git
 # revision; otherwise it runs itself inside sandboxes (slower to start,
-# still right).
+# still right). bin/triage-sandbox is the small front (version, and every
+# other command handed to the full CLI, bin/triage-sandbox-cli, beside it).
 build_binaries() {
-  CGO_ENABLED=0 go build -buildvcs=auto -o bin/triage-sandbox ./cmd/triage-sandbox
+  CGO_ENABLED=0 go build -buildvcs=auto -o bin/triage-sandbox ./cmd/triage-sandbox-front
+  CGO_ENABLED=0 go build -buildvcs=auto -o bin/triage-sandbox-cli ./cmd/triage-sandbox
   CGO_ENABLED=0 go build -buildvcs=auto -o bin/triage-sandbox-inside ./cmd/triage-sandbox-inside
   if [ "${TRIAGE_SANDBOX_KUBE:-0}" = 1 ]; then
     CGO_ENABLED=0 go build -tags kubernetes -o bin/triage-sandbox-kube ./cmd/triage-sandbox
@@ -45,7 +47,7 @@ build_pid=
 # An early exit (a failed apt-get) waits for the build beside it, so it
 # leaves no go process behind (killing the subshell would not end its go).
 trap '[ -z "$build_pid" ] || wait "$build_pid" 2>/dev/null || true; rm -f "$build_log"' EXIT
-built="bin/triage-sandbox, bin/triage-sandbox-inside"
+built="bin/triage-sandbox, bin/triage-sandbox-cli, bin/triage-sandbox-inside"
 about="about 1 min 15 s on 2 cores the first time"
 if [ "${TRIAGE_SANDBOX_KUBE:-0}" = 1 ]; then
   built="$built, bin/triage-sandbox-kube"

@@ -183,7 +183,7 @@ func builds(list []string, pkg string) bool {
 
 // TestSetupMainJobOnly: on a fresh machine, the main job's set-up installs
 // only what the selftest on docker needs, in one apt-get call, builds only
-// the two binaries it runs and the image, and none of the tests' cluster
+// the three binaries it runs (the front, the CLI, the inside one) and the image, and none of the tests' cluster
 // binaries, runsc, the kubernetes binary or Podman's store (issue 34: these
 // took the main job from 5 to 45 minutes).
 func TestSetupMainJobOnly(t *testing.T) {
@@ -198,8 +198,8 @@ func TestSetupMainJobOnly(t *testing.T) {
 		t.Errorf("apt-get installs %q, want one call with %q\n%s", installs, want, out)
 	}
 	b := m.goBuilds(t)
-	if len(b) != 2 || !builds(b, "./cmd/triage-sandbox") || !builds(b, "./cmd/triage-sandbox-inside") {
-		t.Errorf("go builds %q, want ./cmd/triage-sandbox and ./cmd/triage-sandbox-inside only", b)
+	if len(b) != 3 || !builds(b, "./cmd/triage-sandbox-front") || !builds(b, "./cmd/triage-sandbox") || !builds(b, "./cmd/triage-sandbox-inside") {
+		t.Errorf("go builds %q, want ./cmd/triage-sandbox-front, ./cmd/triage-sandbox and ./cmd/triage-sandbox-inside only", b)
 	}
 	if n := len(m.calls(t, "podman")); n != 0 {
 		t.Errorf("the main job's set-up called podman %d times", n)
@@ -241,7 +241,7 @@ func TestSetupTestsOneAptCall(t *testing.T) {
 		}
 	}
 	b := m.goBuilds(t)
-	for _, pkg := range []string{"./cmd/triage-sandbox", "./cmd/triage-sandbox-inside",
+	for _, pkg := range []string{"./cmd/triage-sandbox-front", "./cmd/triage-sandbox", "./cmd/triage-sandbox-inside",
 		"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kubelet", "gvisor.dev/gvisor/runsc",
 		"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"} {
 		if !builds(b, pkg) {

@@ -21,6 +21,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	kmsg "github.com/triage-sandbox/triage-sandbox/protocol/keeper"
 	"github.com/triage-sandbox/triage-sandbox/runproxy"
+	"github.com/triage-sandbox/triage-sandbox/warm/fastpath"
 )
 
 // sessionLifetime bounds a session's sandbox whatever else happens (its
@@ -33,6 +34,11 @@ type KeeperOptions struct {
 	Policy  *policy.Policy
 	Backend backends.Backend
 	Log     io.Writer
+	// Fast, when set, runs a front's `run` in this process (package
+	// warm/fastpath): writing what `run` writes on stdout and stderr, it
+	// returns `run`'s exit code, or a reason to fall back when nothing ran.
+	// Only a session's keeper serves it.
+	Fast func(ctx context.Context, req fastpath.Request, stdout, stderr io.Writer) (code int, fallback string)
 }
 
 type keeper struct {
@@ -487,6 +493,13 @@ func (k *keeper) serve(ctx context.Context, conn net.Conn) {
 			k.logger.Printf("told to end")
 			k.stop()
 			return
+		case fastpath.FRequest:
+			if ran > 0 {
+				return
+			}
+			ran++
+			k.fast(ctx, c, f.b, frames, gone)
+			return
 		case fRequest:
 			req, err := kmsg.DecodeRequest(f.b)
 			if err != nil {
@@ -508,6 +521,54 @@ func (k *keeper) serve(ctx context.Context, conn net.Conn) {
 type frame struct {
 	t byte
 	b []byte
+}
+
+// fast serves a front's request (fastpath): a Fallback when this keeper
+// cannot run it as the CLI would, else `run` in this process, its streams
+// sent as they come and its exit code last. A Cancel, or the front going
+// away, cancels the run as a SIGINT cancels the CLI's.
+func (k *keeper) fast(ctx context.Context, c *keeperConn, b []byte, frames <-chan frame, gone <-chan struct{}) {
+	fallback := func(reason string) {
+		_ = c.sendJSON(fastpath.FFallback, &fastpath.Fallback{Reason: reason})
+	}
+	req, err := fastpath.DecodeRequest(b)
+	switch {
+	case err != nil:
+		fallback("unreadable request: " + err.Error())
+		return
+	case k.o.Fast == nil || k.session == nil:
+		fallback("this keeper runs no front's command")
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-frames: // FCancel, or anything else: the front is done
+			cancel()
+		case <-gone:
+			cancel()
+		case <-done:
+		}
+	}()
+	var wrote atomic.Bool
+	out := func(t byte) io.Writer {
+		return frameWriter{func(t byte, b []byte) error { wrote.Store(true); return c.send(t, b) }, t}
+	}
+	endFast := phase.Begin(ctx, "keeper.fast")
+	code, reason := k.o.Fast(ctx, req, out(fastpath.FStdout), out(fastpath.FStderr))
+	endFast()
+	if reason != "" {
+		phase.Mark(ctx, "keeper.fast.fallback")
+		if wrote.Load() {
+			k.logger.Printf("a front's run fell back after output (%s)", reason)
+		}
+		fallback(reason)
+		return
+	}
+	_ = c.sendJSON(fastpath.FExit, &fastpath.Exit{Code: code})
 }
 
 // keeperConn serialises what the keeper sends on one connection.

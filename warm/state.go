@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,25 +15,15 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	kmsg "github.com/triage-sandbox/triage-sandbox/protocol/keeper"
+	"github.com/triage-sandbox/triage-sandbox/warm/fastpath"
 )
 
 // DirEnv overrides DefaultDir (tests, several independent installations).
-const DirEnv = "TRIAGE_SANDBOX_WARM_DIR"
+const DirEnv = fastpath.DirEnv
 
 // DefaultDir is where keepers keep their sockets and records: only this
-// user can reach them.
-func DefaultDir() string {
-	if d := os.Getenv(DirEnv); d != "" {
-		return d
-	}
-	if os.Geteuid() == 0 {
-		return "/run/triage-sandbox/warm"
-	}
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "triage-sandbox", "warm")
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("triage-sandbox-%d", os.Geteuid()), "warm")
-}
+// user can reach them. The front finds them there too (fastpath).
+func DefaultDir() string { return fastpath.DefaultDir() }
 
 // Kind of a keeper.
 const (
@@ -155,6 +144,14 @@ func Sweep(dir string) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "route-") {
+			// A route to a keeper with no record, a minute old: the
+			// session ended (a route names its keeper's record).
+			if routeStale(dir, e) {
+				_ = os.Remove(filepath.Join(dir, e.Name()))
+			}
+			continue
+		}
 		name, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok {
 			// A lock or log whose keeper left no record: gone a while.
@@ -184,4 +181,40 @@ func Sweep(dir string) ([]string, error) {
 		removed = append(removed, "warm "+r.Kind+" "+name)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// routeStale: the route file e in dir names a keeper that has no record,
+// and is over a minute old (a run that just wrote it may still start one).
+func routeStale(dir string, e os.DirEntry) bool {
+	b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+	if err != nil {
+		return false
+	}
+	fi, err := e.Info()
+	if err != nil || time.Since(fi.ModTime()) < time.Minute {
+		return false
+	}
+	_, err = os.Stat(paths{dir, strings.TrimSpace(string(b))}.record())
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// NoteRoute records in dir which keeper holds p's session for runs
+// started in cwd, for the front's fast path (package warm/fastpath): only
+// a hint, as the keeper compiles each such run's policy and runs it only
+// when it is its own.
+func NoteRoute(dir, cwd string, p *policy.Policy) error {
+	if p.Warm.Session == "" {
+		return nil
+	}
+	if err := hostfs.PrivateDir(dir); err != nil {
+		return err
+	}
+	return hostfs.WriteFileReplace(fastpath.RoutePath(dir, cwd, p.Warm.Session), []byte(key(p)+"\n"))
+}
+
+// Mine reports whether a run's compiled policy p is kept by the keeper of
+// kp, exactly: the same session, workspace and role, and the same warm
+// hash, so attaching to that keeper neither ends nor starts one.
+func Mine(kp, p *policy.Policy) bool {
+	return p.Warm.Session != "" && kp.Warm.Session == p.Warm.Session && key(kp) == key(p) && kp.WarmHash() == p.WarmHash()
 }

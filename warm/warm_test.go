@@ -117,3 +117,44 @@ func startOf(t *testing.T, pid int) string {
 	}
 	return s
 }
+
+// TestSweepRemovesStaleRoutes: a front's route to a keeper with no
+// record goes once it is a minute old; a fresh one, and one to a live
+// keeper, stay.
+func TestSweepRemovesStaleRoutes(t *testing.T) {
+	dir := t.TempDir()
+	live := paths{dir, "0123456789abcdef"}
+	if err := writeRecord(live.record(), Record{Kind: KindSession, Name: "a", PID: os.Getpid(), Start: startOf(t, os.Getpid())}); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Minute)
+	routes := map[string]struct {
+		key  string
+		old  bool
+		stay bool
+	}{
+		"route-live": {live.k, true, true},
+		"route-gone": {"fedcba9876543210", true, false},
+		"route-new":  {"fedcba9876543210", false, true},
+	}
+	for name, r := range routes {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(r.key+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if r.old {
+			if err := os.Chtimes(f, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := Sweep(dir); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range routes {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if stays := err == nil; stays != r.stay {
+			t.Errorf("%s: still there %v, want %v", name, stays, r.stay)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -34,6 +35,12 @@ type policyFlags struct {
 	// Start takes it.
 	dialEarly bool
 	early     *warm.Early
+	// host, when set, gives the host facts (a front's working directory);
+	// CurrentHost otherwise.
+	host func() (policy.Host, error)
+	// fast: compiled in a keeper for a front, which must never be
+	// replaced by another binary (a hand-off falls back instead).
+	fast bool
 }
 
 func (f *policyFlags) register(cmd *cobra.Command, defaultRole profiles.Role) {
@@ -53,7 +60,11 @@ func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 	if f.role.Validate() != nil {
 		return nil, policy.Host{}, fmt.Errorf("--role %q: use %s or %s", string(f.role), profiles.RoleAgent, profiles.RoleReproducer)
 	}
-	host, err := policy.CurrentHost()
+	hostOf := f.host
+	if hostOf == nil {
+		hostOf = policy.CurrentHost
+	}
+	host, err := hostOf()
 	if err != nil {
 		return nil, host, err
 	}
@@ -70,6 +81,11 @@ func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 		}
 	}
 	p, err := sandbox.Build(reg, cfg, f.role, host, policy.Options{Backend: f.backend, Workdir: f.workdir, Session: f.session})
+	if err == nil && f.fast {
+		if backend, _, _ := handOffTarget(reg, p); backend != "" {
+			err = &fallbackError{"the " + backend + " backend is another binary's"}
+		}
+	}
 	if err == nil {
 		err = handOff(reg, p)
 	}
@@ -105,9 +121,12 @@ func canonical(path string) (string, error) {
 
 // printWarnings shows what the library returned for the user, each on one
 // line and neutralised (a warning may name a file the sandbox chose).
-func printWarnings(ws []string) {
+func printWarnings(ws []string) { printWarningsTo(os.Stderr, ws) }
+
+// printWarningsTo is printWarnings on out.
+func printWarningsTo(out io.Writer, ws []string) {
 	for _, w := range ws {
-		fmt.Fprintln(os.Stderr, "triage-sandbox: warning: "+output.Line(w))
+		fmt.Fprintln(out, "triage-sandbox: warning: "+output.Line(w))
 	}
 }
 

@@ -3,15 +3,18 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/inside"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
+	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	kmsg "github.com/triage-sandbox/triage-sandbox/protocol/keeper"
 	"github.com/triage-sandbox/triage-sandbox/warm"
+	"github.com/triage-sandbox/triage-sandbox/warm/fastpath"
 )
 
 // sandboxEntries are the entry points the binary runs inside a sandbox
@@ -68,5 +71,11 @@ func keep(spec protocol.Keeper) error {
 	if err != nil {
 		return err
 	}
-	return warm.Keep(ctx, warm.KeeperOptions{Dir: spec.Dir, Policy: p, Backend: b, Log: os.Stderr})
+	// A front's `run --session` of this keeper's session runs here, as
+	// this binary's `run` would (fast.go).
+	selfID, _ := fastpath.FileID("/proc/self/exe")
+	fast := func(ctx context.Context, req fastpath.Request, stdout, stderr io.Writer) (int, string) {
+		return runFast(ctx, selfID, func(rp *policy.Policy) bool { return warm.Mine(p, rp) }, req, stdout, stderr)
+	}
+	return warm.Keep(ctx, warm.KeeperOptions{Dir: spec.Dir, Policy: p, Backend: b, Log: os.Stderr, Fast: fast})
 }

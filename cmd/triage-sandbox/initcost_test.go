@@ -43,6 +43,9 @@ func TestInitCost(t *testing.T) {
 			"github.com/triage-sandbox/triage-sandbox/backends/docker": 8,
 		}},
 		{"inside", testenv.InsideBinary(t), nil, 250, nil},
+		// The front (what users run as triage-sandbox): 103, most of them
+		// net's and net/netip's, which the session fast path dials with.
+		{"front version", testenv.FrontBinary(t), []string{"version"}, 150, nil},
 	}
 	// One package's initialisers above this are a table or expressions to
 	// make lazy (sync.OnceValue); the largest not named in most is

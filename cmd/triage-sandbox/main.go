@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -63,7 +64,10 @@ func main() {
 }
 
 // report prints err (one line per problem) and returns the exit code.
-func report(err error) int {
+func report(err error) int { return reportTo(os.Stderr, err) }
+
+// reportTo is report on w.
+func reportTo(w io.Writer, err error) int {
 	if err == nil {
 		return 0
 	}
@@ -76,7 +80,7 @@ func report(err error) int {
 	if err != nil {
 		// Neutralised: an error may quote a name the sandbox chose.
 		for _, line := range strings.Split(strings.TrimSpace(err.Error()), "\n") {
-			fmt.Fprintln(os.Stderr, "triage-sandbox: "+output.Line(line))
+			fmt.Fprintln(w, "triage-sandbox: "+output.Line(line))
 		}
 	}
 	return code

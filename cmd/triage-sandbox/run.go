@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -31,10 +33,17 @@ type runFlags struct {
 	timeout            time.Duration
 	asJSON, stdin, raw bool
 	task               string
+	// out is where run writes and what it runs for: this process's
+	// streams and host, or a front's (fast.go).
+	out runIO
 }
 
-func newRunCmd() *cobra.Command {
-	var f runFlags
+func newRunCmd() *cobra.Command { return newRunCmdFor(runIO{}) }
+
+// newRunCmdFor is `run` writing to, and running for, out.
+func newRunCmdFor(out runIO) *cobra.Command {
+	f := runFlags{out: out.orDefault()}
+	f.pf.host, f.pf.fast = f.out.host, f.out.fast != nil
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG...]",
 		Short: "Run one command (an argv, no shell) in the sandbox",
@@ -60,20 +69,32 @@ func newRunCmd() *cobra.Command {
 // with --json as one object on stdout.
 func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	out := runreport.New(nil)
+	stdout, stderr := f.out.stdout, f.out.stderr
 	fail := func(err error) error {
 		if f.asJSON {
 			out.Refused(err)
-			_ = json.NewEncoder(os.Stdout).Encode(out)
+			_ = json.NewEncoder(stdout).Encode(out)
 		}
 		return refuse(err)
 	}
 	if err := checkRunArgs(cmd, args, f.timeout); err != nil {
 		return fail(err)
 	}
+	if err := f.out.fast.before(f); err != nil {
+		return err
+	}
 	f.pf.dialEarly = true
 	endPolicy := phase.Begin(cmd.Context(), "config+policy")
 	p, host, err := f.pf.compileWithHost()
 	endPolicy()
+	if err == nil {
+		err = f.out.fast.after(p, args)
+	}
+	if fb := (*fallbackError)(nil); errors.As(err, &fb) {
+		// Nothing ran and nothing was recorded: the full CLI runs it.
+		f.pf.early.Close()
+		return err
+	}
 	if err != nil {
 		if host.Cwd != "" {
 			// Refused before a policy existed: recorded all the same.
@@ -101,7 +122,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fail(sandbox.RecordRefusal(req, err))
 	}
-	req.Started = func() { printWarnings(p.Warnings) }
+	req.Started = func() { printWarningsTo(stderr, p.Warnings) }
 	if f.stdin {
 		req.Command.Stdin = os.Stdin
 	}
@@ -109,21 +130,28 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	if f.asJSON {
 		req.Streams = backends.Streams{Stdout: &stdoutBuf, Stderr: &stderrBuf}
 	} else {
-		req.Streams = backends.Streams{Stdout: os.Stdout, Stderr: os.Stderr}
+		req.Streams = backends.Streams{Stdout: stdout, Stderr: stderr}
 	}
 	// Long steps (an image root's first unpack, a pool's start) show a
-	// progress line on a terminal; nothing on a pipe or with --json.
-	ctx := progress.With(cmd.Context(), progress.ForTerminal(os.Stderr, !f.asJSON))
+	// progress line on a terminal; nothing on a pipe or with --json (nor
+	// in a keeper, which has no long step left: its sandbox is up).
+	ctx := cmd.Context()
+	if f.out.fast == nil {
+		ctx = progress.With(ctx, progress.ForTerminal(os.Stderr, !f.asJSON))
+	}
 	res, err := sandbox.Run(ctx, b, req)
-	printWarnings(res.Warnings)
+	printWarningsTo(stderr, res.Warnings)
 	out.SetOutcome(res, err, stdoutBuf.String(), stderrBuf.String())
 	if err != nil {
 		return fail(err)
 	}
-	reportRun(p, res, f.timeout)
+	if f.out.fast == nil && p.Warm.Session != "" {
+		noteRoute(host.Cwd, p)
+	}
+	reportRun(stderr, p, res, f.timeout)
 	code := sandbox.ExitCode(res.Result)
 	if f.asJSON {
-		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+		if err := json.NewEncoder(stdout).Encode(out); err != nil {
 			return refuse(err)
 		}
 	}
@@ -148,24 +176,24 @@ func checkRunArgs(cmd *cobra.Command, args []string, timeout time.Duration) erro
 // reportRun tells the operator on stderr what the run left to know: the
 // hints, special files left in the outputs, weaker modes accepted and why
 // the command was stopped.
-func reportRun(p *policy.Policy, res sandbox.Outcome, timeout time.Duration) {
+func reportRun(w io.Writer, p *policy.Policy, res sandbox.Outcome, timeout time.Duration) {
 	for _, h := range res.Hints {
-		fmt.Fprintln(os.Stderr, "triage-sandbox: hint: "+output.Line(h))
+		fmt.Fprintln(w, "triage-sandbox: hint: "+output.Line(h))
 	}
 	if n := len(res.Outputs.Leftovers); n > 0 {
-		fmt.Fprintf(os.Stderr, "triage-sandbox: warning: the command left %d special file(s) in its outputs (%s); never follow or run them (see --json special_files)\n",
+		fmt.Fprintf(w, "triage-sandbox: warning: the command left %d special file(s) in its outputs (%s); never follow or run them (see --json special_files)\n",
 			n, leftoverSummary(res.Outputs.Leftovers))
 	}
-	for _, w := range res.Weakened {
-		fmt.Fprintf(os.Stderr, "triage-sandbox: warning: weaker mode accepted: the %s backend does not enforce %s\n", p.Backend, w)
+	for _, c := range res.Weakened {
+		fmt.Fprintf(w, "triage-sandbox: warning: weaker mode accepted: the %s backend does not enforce %s\n", p.Backend, c)
 	}
 	switch {
 	case res.TimedOut:
-		fmt.Fprintln(os.Stderr, "triage-sandbox: "+output.Line(timeoutLine(p, timeout)))
+		fmt.Fprintln(w, "triage-sandbox: "+output.Line(timeoutLine(p, timeout)))
 	case res.OutputCeiling:
-		fmt.Fprintf(os.Stderr, "triage-sandbox: stopped: the command printed more than %d bytes (raise [sandbox] output_ceiling if this is expected)\n", p.Output.Ceiling)
+		fmt.Fprintf(w, "triage-sandbox: stopped: the command printed more than %d bytes (raise [sandbox] output_ceiling if this is expected)\n", p.Output.Ceiling)
 	case res.OOMKilled:
-		fmt.Fprintln(os.Stderr, "triage-sandbox: killed: out of memory (raise [sandbox] memory if this is expected)")
+		fmt.Fprintln(w, "triage-sandbox: killed: out of memory (raise [sandbox] memory if this is expected)")
 	}
 }
 

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"runtime/debug"
+	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/buildversion"
 )
 
 func newVersionCmd() *cobra.Command {
@@ -12,21 +13,10 @@ func newVersionCmd() *cobra.Command {
 		Use:   "version",
 		Short: "Print the version",
 		Run: func(cmd *cobra.Command, args []string) {
-			fmt.Println("triage-sandbox", version())
+			_, _ = os.Stdout.WriteString(buildversion.Line())
 		},
 	}
 }
 
 // version is the module version and, when known, the commit.
-func version() string {
-	v := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		v = bi.Main.Version
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += " " + s.Value[:12]
-			}
-		}
-	}
-	return v
-}
+func version() string { return buildversion.String() }

@@ -45,7 +45,7 @@ func (b *builtOnce) get(t testing.TB, name string, build func() (string, []byte,
 	return b.path
 }
 
-var cli, kube, inside builtOnce
+var cli, kube, inside, front builtOnce
 
 // Binary builds ./cmd/triage-sandbox with CGO_ENABLED=0 (once per test
 // process) and returns its path. Every test process links it afresh (go
@@ -75,6 +75,40 @@ func InsideBinary(t testing.TB) string {
 	return inside.get(t, "triage-sandbox-inside", func() (string, []byte, error) {
 		return buildPackage(BinaryCache(), "triage-sandbox-inside", "", "./cmd/triage-sandbox-inside")
 	})
+}
+
+// FrontBinary builds the small front binary (cmd/triage-sandbox-front,
+// what users run as triage-sandbox) once per test process, beside
+// Binary's, as triage-sandbox-front, and returns its path. It hands
+// commands to a triage-sandbox-cli beside it: FrontPair puts the two
+// together.
+func FrontBinary(t testing.TB) string {
+	t.Helper()
+	return front.get(t, "triage-sandbox-front", func() (string, []byte, error) {
+		return buildPackage(BinaryCache(), "triage-sandbox-front", "", "./cmd/triage-sandbox-front")
+	})
+}
+
+// FrontPair lays out an install in a new test directory: the front as
+// triage-sandbox and the CLI (Binary) as triage-sandbox-cli beside it,
+// both hard links to the built binaries (copies when the directory is on
+// another file system). It returns the front's path.
+func FrontPair(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for src, name := range map[string]string{FrontBinary(t): "triage-sandbox", Binary(t): "triage-sandbox-cli"} {
+		dst := filepath.Join(dir, name)
+		if err := os.Link(src, dst); err != nil {
+			b, err := os.ReadFile(src)
+			if err == nil {
+				err = os.WriteFile(dst, b, 0o755)
+			}
+			if err != nil {
+				t.Fatalf("placing %s: %v", dst, err)
+			}
+		}
+	}
+	return filepath.Join(dir, "triage-sandbox")
 }
 
 // BinaryCache is the directory where Binary keeps the static binary: a
