@@ -110,7 +110,8 @@ func Plant(base, self string) (*Canaries, error) {
 	if base == "" {
 		base = "/var/tmp"
 	}
-	dir, err := os.MkdirTemp(base, "triage-selftest-")
+	sweepLeftovers(base, KillByToken)
+	dir, err := os.MkdirTemp(base, canaryPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("creating the canary directory: %w", err)
 	}
@@ -138,6 +139,11 @@ func Plant(base, self string) (*Canaries, error) {
 		"TRIAGE_DATABASE_URL":   "postgres://triage:pw-" + c.Token + "@127.0.0.1/triage",
 		"AWS_SECRET_ACCESS_KEY": "aws-" + c.Token,
 		"GITHUB_ENV":            filepath.Join(c.Runner, "github_env"),
+	}
+	// First: a kill from here on leaves what the next Plant sweeps.
+	if err := c.writeOwner(); err != nil {
+		c.Close()
+		return nil, err
 	}
 	if err := c.plantFiles(); err != nil {
 		c.Close()
@@ -406,6 +412,11 @@ func Changed(before, after map[string]string) []string {
 
 // KillByToken kills every process whose argv holds token, until none is left (bounded).
 func KillByToken(token string) {
+	// A token is a canary's, 31 characters and more: a short one would
+	// match unrelated processes' argv, and nothing is killed for it.
+	if len(token) < len("canary-")+24 {
+		return
+	}
 	// Each pass kills what it finds, so a process that appeared after the
 	// first scan (a spawn still on its way) is killed too, not left to be
 	// taken for the next phase's survivor.

@@ -46,23 +46,17 @@ var sideControlPhases = []Phase{PhaseMemory, PhaseProcesses, PhaseFill}
 // the same canaries; it returns once the sandbox runs may start (the main
 // and fill controls are done and judged: their judges read the host as
 // the control left it). wait gives every control's verdict.
+// The others start only then: beside the main control, on 2 cores, they
+// took CPU from the control every sandbox start waits for (the memory
+// control's allocation past the limit most), and beside the sandbox runs
+// they have time to spare.
 func startControls(ctx context.Context, o Options, e *Env, checks []Check, clock *phaseClock) *hostControls {
 	hc := &hostControls{results: map[string]*controlResult{}}
 	var now sync.WaitGroup
-	hc.background.Add(1)
-	go func() {
-		defer hc.background.Done()
-		defer clock.record("control-own", time.Now())
-		hc.ownControls(ctx, o, e, checks)
-	}()
-	for _, ph := range sideControlPhases {
+	side := func(wg *sync.WaitGroup, ph Phase) {
 		steps := controlSteps(e, checks, ph)
 		if len(steps) == 0 {
-			continue
-		}
-		wg := &now
-		if ph != PhaseFill {
-			wg = &hc.background
+			return
 		}
 		wg.Add(1)
 		go func() {
@@ -72,11 +66,23 @@ func startControls(ctx context.Context, o Options, e *Env, checks []Check, clock
 			hc.judge(e, checks, ph, &Evidence{Host: true, Obs: obs}, err)
 		}()
 	}
+	side(&now, PhaseFill)
 	t0 := time.Now()
 	ev, err := mainControl(ctx, o, e, controlSteps(e, checks, PhaseMain))
 	clock.record("control-main", t0)
 	hc.judge(e, checks, PhaseMain, ev, err)
 	now.Wait()
+	hc.background.Add(1)
+	go func() {
+		defer hc.background.Done()
+		defer clock.record("control-own", time.Now())
+		hc.ownControls(ctx, o, e, checks)
+	}()
+	for _, ph := range sideControlPhases {
+		if ph != PhaseFill {
+			side(&hc.background, ph)
+		}
+	}
 	return hc
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,11 +76,28 @@ func runPhases(ctx context.Context, o Options, plan *rolePlan, rr *RoleReport) (
 	return runs, nil
 }
 
+// longPoles are the phases whose runs take longest (the timeout's fixed
+// limit and grace, Chromium, the memory past its limit) and main, which
+// the second run follows: their sandboxes start first.
+var longPoles = []Phase{PhaseMain, PhaseTimeout, PhaseBrowser, PhaseMemory}
+
+// phaseHooks are what runPhase calls around its run: first in the started
+// sandbox before the phase's command, started once its Start returned
+// (whether or not the sandbox started).
+type phaseHooks struct {
+	first   func(*sandbox.Session)
+	started func()
+}
+
 // runSandboxPhases runs the main phase, then the second; the others run
 // beside them, as they do not touch the host-side evidence (snapshots,
 // listener counts) those two own. The output flood is the first command of
 // the timeout phase's sandbox (a sandbox start less; the flood has ended,
 // its output judged apart, before the timeout's command starts).
+// Long poles first: the other phases start their sandboxes once the long
+// poles' starts returned. On 2 cores the starts contend (docker's 13
+// containers at once took 1.7 s each), and a short phase's start only
+// delays a long one, which the whole selftest waits for.
 func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, clock *phaseClock) map[Phase]phaseResult {
 	results := map[Phase]phaseResult{}
 	var mu sync.Mutex
@@ -90,11 +108,25 @@ func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, cl
 	}
 	// A pooled sandbox runs exactly one command.
 	shareOutput := o.Warm != "pool" && hasPhase(checks, PhaseTimeout) && hasPhase(checks, PhaseOutput)
-	var side sync.WaitGroup
-	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser, PhaseOutput, PhaseMemory, PhaseProcesses, PhaseFill, PhaseNetwork} {
-		if !hasPhase(checks, ph) || (ph == PhaseOutput && shareOutput) {
+	var side, longStarted sync.WaitGroup
+	run := func(ph Phase) bool {
+		return ph == PhaseMain || (hasPhase(checks, ph) && !(ph == PhaseOutput && shareOutput))
+	}
+	startedHook := func(ph Phase) func() {
+		if !slices.Contains(longPoles, ph) || !run(ph) {
+			return nil
+		}
+		longStarted.Add(1)
+		return sync.OnceFunc(longStarted.Done)
+	}
+	// Every long pole is counted before a short phase may wait: main here,
+	// the others come first in the list below.
+	mainHooks := phaseHooks{started: startedHook(PhaseMain)}
+	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser, PhaseMemory, PhaseOutput, PhaseProcesses, PhaseFill, PhaseNetwork} {
+		if !run(ph) {
 			continue
 		}
+		hooks := phaseHooks{started: startedHook(ph)}
 		var first func(*sandbox.Session)
 		flooded := false
 		if ph == PhaseTimeout && shareOutput {
@@ -106,11 +138,15 @@ func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, cl
 				flooded = true
 			}
 		}
+		hooks.first = first
 		side.Add(1)
 		go func() {
 			defer side.Done()
+			if hooks.started == nil {
+				longStarted.Wait()
+			}
 			defer clock.record(phaseName(ph), time.Now())
-			ev, err := runPhase(ctx, o, e, checks, ph, clock, first)
+			ev, err := runPhase(ctx, o, e, checks, ph, clock, hooks)
 			set(ph, ev, err)
 			if first != nil && !flooded {
 				// The sandbox did not start: the flood shares its error.
@@ -119,10 +155,10 @@ func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, cl
 		}()
 	}
 	t0 := time.Now()
-	mainEv, mainErr := runPhase(ctx, o, e, checks, PhaseMain, clock, nil)
+	mainEv, mainErr := runPhase(ctx, o, e, checks, PhaseMain, clock, mainHooks)
 	clock.record("main", t0)
 	t0 = time.Now()
-	secondEv, secondErr := runPhase(ctx, o, e, checks, PhaseSecond, clock, nil)
+	secondEv, secondErr := runPhase(ctx, o, e, checks, PhaseSecond, clock, phaseHooks{})
 	clock.record("second", t0)
 	side.Wait()
 	if o.Warm == "pool" && o.EndWarm != nil {
@@ -157,8 +193,12 @@ const kernelInfo = "INFO-kernel"
 
 // runPhase runs one sandbox run with the phase's steps and collects the
 // evidence inside and on the host.
-// first, when set, runs in the started sandbox before the phase's command.
-func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phase, clock *phaseClock, first func(*sandbox.Session)) (*Evidence, error) {
+func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phase, clock *phaseClock, hooks phaseHooks) (*Evidence, error) {
+	if hooks.started != nil {
+		// Called here too: a phase that fails before its Start must not
+		// hold the short phases back.
+		defer hooks.started()
+	}
 	switch phase {
 	case PhaseOutput:
 		return runOutputPhase(ctx, o, e)
@@ -203,7 +243,7 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 	var stderr bytes.Buffer
 	var survivors, inside []int
 	var insideErr error
-	res, err := runPlan(ctx, o, e, phaseName(phase), clock, tag, first, sandbox.Request{
+	res, err := runPlan(ctx, o, e, phaseName(phase), clock, tag, hooks, sandbox.Request{
 		Timeout: timeout,
 		Streams: backends.Streams{Stdout: stdout, Stderr: &syncWriter{w: &stderr}},
 		// The probe's JSON must arrive raw, and probe runs are not user runs.
@@ -232,12 +272,15 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 // with argv built once the sandbox has placed its scratch.
 // afterExec runs while the sandbox still exists: a command's tree must be
 // gone when its Exec returns, not only when the sandbox closes.
-func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseClock, tag string, first func(*sandbox.Session), req sandbox.Request, argv func(*Env) ([]string, error), afterExec func(*sandbox.Session)) (sandbox.Outcome, error) {
+func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseClock, tag string, hooks phaseHooks, req sandbox.Request, argv func(*Env) ([]string, error), afterExec func(*sandbox.Session)) (sandbox.Outcome, error) {
 	timeout := req.Timeout
 	p := o.warmPolicy(e.P, tag)
 	t0 := time.Now()
 	sess, err := sandbox.Start(ctx, o.Backend, p, backends.StartOptions{TTL: backends.TTL(p, timeout)})
 	clock.record(name+"/start", t0)
+	if hooks.started != nil {
+		hooks.started()
+	}
 	if err != nil {
 		return sandbox.Outcome{}, err
 	}
@@ -247,8 +290,8 @@ func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseCl
 		_ = sess.Close(ctx)
 		clock.record(name+"/close", t0)
 	}()
-	if first != nil {
-		first(sess)
+	if hooks.first != nil {
+		hooks.first(sess)
 	}
 	phaseEnv := *e
 	phaseEnv.Scratch = sess.Sandbox().Scratch()
