@@ -1,0 +1,178 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
+)
+
+// The start-time proof of pids_limit: a pod spec has no process limit;
+// the kubelet's podPidsLimit (KubeletConfiguration) caps the pids cgroup
+// of every pod on its node. Once the sandbox's pod is scheduled, the
+// backend reads the node's effective kubelet configuration through the API
+// server (GET /api/v1/nodes/NODE/proxy/configz: the user needs get on
+// nodes/proxy) and lets the start on only when podPidsLimit is set and at
+// most the policy's pids; a lower limit is said once (the sandbox's
+// processes stop there). Unset, larger or unreadable refuses, naming the
+// node, what it found and accept_weaker = ["pids_limit"] as the way out.
+// Accepting pids_limit skips the read, said once
+// (profiles.ProvenAtStart reports it weakened).
+
+// nodePidsTTL is how long a node's podPidsLimit, once read, stands in
+// this process: a kubelet's configuration changes with a restart of it,
+// rarely; as proofTTL, ten minutes bounds how long a start trusts a limit
+// since removed, and costs one read per node per ten minutes.
+const nodePidsTTL = 10 * time.Minute
+
+// nodePids caches the podPidsLimit read per API server and node, and
+// which one-line notices were said.
+type nodePids struct {
+	mu   sync.Mutex
+	now  func() time.Time
+	by   map[string]nodePidsEntry
+	said map[string]bool
+}
+
+type nodePidsEntry struct {
+	limit int64
+	read  time.Time
+}
+
+func newNodePids(now func() time.Time) *nodePids {
+	return &nodePids{now: now, by: map[string]nodePidsEntry{}, said: map[string]bool{}}
+}
+
+// get returns key's limit, read by read unless read within nodePidsTTL; a
+// failed read is not kept.
+func (c *nodePids) get(key string, read func() (int64, error)) (int64, error) {
+	c.mu.Lock()
+	e, ok := c.by[key]
+	c.mu.Unlock()
+	if ok && c.now().Sub(e.read) < nodePidsTTL {
+		return e.limit, nil
+	}
+	limit, err := read()
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	c.by[key] = nodePidsEntry{limit: limit, read: c.now()}
+	c.mu.Unlock()
+	return limit, nil
+}
+
+// once reports whether the notice key is yet to be said.
+func (c *nodePids) once(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	first := !c.said[key]
+	c.said[key] = true
+	return first
+}
+
+// provePids is Start's pids check for p's pod, scheduled on node.
+func (b *Backend) provePids(ctx context.Context, p *policy.Policy, node string) error {
+	if p.AllowAll || p.Limits.Pids <= 0 {
+		return nil
+	}
+	key := b.cfg.Host + "\x00" + node
+	if slices.Contains(p.Accepted, profiles.CapPidsLimit) {
+		if b.nodePids.once("accepted\x00" + key) {
+			fmt.Fprintf(b.notices(), "triage-sandbox: kubernetes: pids_limit accepted ([sandbox] accept_weaker): not checking the podPidsLimit of node %s\n", node)
+		}
+		return nil
+	}
+	limit, err := b.nodePids.get(key, func() (int64, error) {
+		ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+		defer cancel()
+		return b.cli.podPidsLimit(ctx, node)
+	})
+	if err != nil {
+		return err
+	}
+	lower, err := judgePids(node, limit, p.Limits.Pids)
+	if err != nil {
+		return err
+	}
+	if lower && b.nodePids.once(fmt.Sprintf("lower\x00%s\x00%d\x00%d", key, limit, p.Limits.Pids)) {
+		fmt.Fprintf(b.notices(), "triage-sandbox: kubernetes: node %s's podPidsLimit is %d, below the policy's pids %d: the sandbox's processes stop at %d\n", node, limit, p.Limits.Pids, limit)
+	}
+	return nil
+}
+
+// judgePids: node's podPidsLimit (<= 0: none) holds the policy's pids
+// (lower: it stops the sandbox sooner), or why not.
+func judgePids(node string, limit, pids int64) (lower bool, err error) {
+	const out = `or accept the weaker mode with [sandbox] accept_weaker = ["pids_limit"]`
+	switch {
+	case limit <= 0:
+		return false, fmt.Errorf("kubernetes: node %s sets no podPidsLimit (its kubelet's configuration): a pod there has no process-count limit; set the kubelet's podPidsLimit to at most %d (the policy's pids), %s", node, pids, out)
+	case limit > pids:
+		return false, fmt.Errorf("kubernetes: node %s's podPidsLimit is %d, above the policy's pids %d; lower the kubelet's podPidsLimit to at most %d, raise [sandbox] pids to %d, %s", node, limit, pids, pids, limit, out)
+	}
+	return limit < pids, nil
+}
+
+// podPidsLimit reads node's effective podPidsLimit from its kubelet's
+// configz through the API server's node proxy (-1 or absent: none).
+func (a *api) podPidsLimit(ctx context.Context, node string) (int64, error) {
+	raw, err := a.core.Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
+	if apierrors.IsForbidden(err) {
+		return 0, fmt.Errorf(`kubernetes: cannot read node %s's kubelet configuration (its podPidsLimit): forbidden: the user needs get on nodes/proxy (a ClusterRole); grant it, or accept the weaker mode with [sandbox] accept_weaker = ["pids_limit"]`, node)
+	}
+	if err != nil {
+		return 0, fmt.Errorf(`kubernetes: cannot read node %s's kubelet configuration (GET /api/v1/nodes/%s/proxy/configz): %v; accept the weaker mode with [sandbox] accept_weaker = ["pids_limit"] if the node's podPidsLimit cannot be read`, node, node, err)
+	}
+	return parsePodPidsLimit(node, raw)
+}
+
+// parsePodPidsLimit reads podPidsLimit from a configz answer; an answer
+// that is not one refuses (it would say nothing of the limit).
+func parsePodPidsLimit(node string, raw []byte) (int64, error) {
+	var cz struct {
+		Kubelet *struct {
+			PodPidsLimit *int64 `json:"podPidsLimit"`
+		} `json:"kubeletconfig"`
+	}
+	if err := json.Unmarshal(raw, &cz); err != nil || cz.Kubelet == nil {
+		return 0, fmt.Errorf(`kubernetes: node %s's configz is not a kubelet configuration (%.80q); accept the weaker mode with [sandbox] accept_weaker = ["pids_limit"] if the node's podPidsLimit cannot be read`, node, raw)
+	}
+	if cz.Kubelet.PodPidsLimit == nil {
+		return -1, nil
+	}
+	return *cz.Kubelet.PodPidsLimit, nil
+}
+
+// awaitScheduled waits until the sandbox's pod has a node, or says why it
+// never will.
+func (s *sandbox) awaitScheduled(ctx context.Context) (string, error) {
+	if s.r.Pod.Spec.NodeName != "" {
+		return s.r.Pod.Spec.NodeName, nil
+	}
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		pod, err := s.b.cli.getPod(ctx, s.r.Pod.Namespace, s.r.Pod.Name)
+		if err != nil {
+			return "", fmt.Errorf("waiting for the sandbox's pod: %w", err)
+		}
+		if pod.Spec.NodeName != "" {
+			return pod.Spec.NodeName, nil
+		}
+		if pod.Status.Phase == corev1.PodFailed {
+			return "", fmt.Errorf("the sandbox's pod ended before it was scheduled: %s %s", pod.Status.Reason, pod.Status.Message)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("the sandbox's pod %s was not scheduled: %w (is a node there to run it?)", s.r.Pod.Name, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
