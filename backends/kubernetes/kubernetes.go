@@ -177,7 +177,7 @@ func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artif
 	if err != nil {
 		return nil, err
 	}
-	a := &Artifact{Pod: r.Pod, NetworkPolicy: r.NetworkPolicy, Exec: exec}
+	a := &Artifact{Pod: r.Pod, NetworkPolicy: r.NetworkPolicy, Exec: exec, NodePidsAtMost: pidsDemanded(p)}
 	if copies, err := copiedDirs(p); err == nil && len(copies) > 0 {
 		spec := packSpec(p, copies)
 		a.Copy = &spec

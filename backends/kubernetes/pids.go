@@ -79,13 +79,22 @@ func (c *nodePids) once(key string) bool {
 	return first
 }
 
+// pidsDemanded is the podPidsLimit a node must have at most for p's
+// pod (0: none is checked).
+func pidsDemanded(p *policy.Policy) int64 {
+	if p.AllowAll || p.Limits.Pids <= 0 || slices.Contains(p.Accepted, profiles.CapPidsLimit) {
+		return 0
+	}
+	return p.Limits.Pids
+}
+
 // provePids is Start's pids check for p's pod, scheduled on node.
 func (b *Backend) provePids(ctx context.Context, p *policy.Policy, node string) error {
 	if p.AllowAll || p.Limits.Pids <= 0 {
 		return nil
 	}
 	key := b.cfg.Host + "\x00" + node
-	if slices.Contains(p.Accepted, profiles.CapPidsLimit) {
+	if pidsDemanded(p) == 0 {
 		if b.nodePids.once("accepted\x00" + key) {
 			fmt.Fprintf(b.notices(), "triage-sandbox: kubernetes: pids_limit accepted ([sandbox] accept_weaker): not checking the podPidsLimit of node %s\n", node)
 		}

@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
 // TestJudgePids: the node's podPidsLimit holds the policy's pids when set
@@ -95,6 +99,32 @@ func TestNodePidsCache(t *testing.T) {
 		got, err := c.get(s.key, s.read)
 		if (err != nil) != s.wantErr || reads != s.wantReads || err == nil && got != s.want {
 			t.Fatalf("%s: %d, %v, reads %d; want %d, error %v, reads %d", s.name, got, err, reads, s.want, s.wantErr, s.wantReads)
+		}
+	}
+}
+
+// TestRenderSaysPidsDemanded: the rendering says the podPidsLimit the
+// start demands of the node (the summary's pids), none once pids_limit is
+// accepted (the check skipped).
+func TestRenderSaysPidsDemanded(t *testing.T) {
+	p := rolePolicy(t, profiles.RoleReproducer, nil)
+	p.Base.Image = "img"
+	b := &Backend{}
+	for _, tt := range []struct {
+		accepted []policy.Capability
+		want     int64
+	}{{nil, p.Limits.Pids}, {[]policy.Capability{profiles.CapPidsLimit}, 0}} {
+		p.Accepted = tt.accepted
+		art, err := b.Render(p, backends.Command{Argv: []string{"true"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := art.Summary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Pids != tt.want || p.Limits.Pids == 0 {
+			t.Errorf("accepted %v: rendered pids %d, want %d", tt.accepted, sum.Pids, tt.want)
 		}
 	}
 }

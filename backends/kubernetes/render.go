@@ -47,6 +47,11 @@ type Artifact struct {
 	// read-only directories: a pod mounts no host path, and what the copy
 	// skips (the unreadable paths) is what it hides.
 	Copy *stage.Spec `json:"copy,omitempty"`
+	// NodePidsAtMost is the process limit a pod spec cannot hold: the
+	// start refuses unless the node the pod lands on has a kubelet
+	// podPidsLimit of at most this (pids.go); 0 where none is demanded
+	// (no pids limit, or pids_limit accepted as weaker).
+	NodePidsAtMost int64 `json:"node_pids_limit_at_most,omitempty"`
 }
 
 // JSON implements backends.Artifact.
