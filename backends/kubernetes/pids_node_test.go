@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/launch"
@@ -120,4 +122,48 @@ func forkPast(t *testing.T, sb backends.Sandbox, limit int64) (int, string) {
 	}
 	forked, _ := strconv.Atoi(o.Values["forked"])
 	return forked, o.Errno
+}
+
+// TestPidsReadNeedsNodesProxy: a user the API server denies get on
+// nodes/proxy is refused in one line naming that permission; granted it
+// (a ClusterRole of that alone), the same user reads the node's limit.
+func TestPidsReadNeedsNodesProxy(t *testing.T) {
+	c, n, _ := node(t)
+	ctx := context.Background()
+	user := "ts-pids-reader"
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	b, err := NewForConfig(cfg, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.cli.podPidsLimit(ctx, n.Name)
+	if err == nil || !strings.Contains(err.Error(), "the user needs get on nodes/proxy") || !strings.Contains(err.Error(), `accept_weaker = ["pids_limit"]`) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("read without nodes/proxy = %v; want one line naming get on nodes/proxy and accept_weaker", err)
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}}}}
+	bind := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}}}
+	if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.RbacV1().ClusterRoles().Delete(context.Background(), user, metav1.DeleteOptions{})
+	})
+	if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, bind, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{})
+	})
+	var limit int64
+	ok := testenv.Eventually(30*time.Second, func() bool {
+		limit, err = b.cli.podPidsLimit(ctx, n.Name)
+		return err == nil
+	})
+	if !ok || limit != kubecluster.PodPidsLimit {
+		t.Fatalf("read with get on nodes/proxy = %d, %v; want %d", limit, err, kubecluster.PodPidsLimit)
+	}
 }
