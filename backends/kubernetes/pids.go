@@ -22,7 +22,8 @@ import (
 // server (GET /api/v1/nodes/NODE/proxy/configz: the user needs get on
 // nodes/proxy) and lets the start on only when podPidsLimit is set and at
 // most the policy's pids; a lower limit is said once (the sandbox's
-// processes stop there). Unset, larger or unreadable refuses, naming the
+// processes stop there). Unset, larger, unapplied (cgroupsPerQOS off) or
+// unreadable refuses, naming the
 // node, what it found and accept_weaker = ["pids_limit"] as the way out.
 // Accepting pids_limit skips the read, said once
 // (profiles.ProvenAtStart reports it weakened).
@@ -145,18 +146,25 @@ func (a *api) podPidsLimit(ctx context.Context, node string) (int64, error) {
 }
 
 // parsePodPidsLimit reads podPidsLimit from a configz answer; an answer
-// that is not one refuses (it would say nothing of the limit).
+// that is not one refuses (it would say nothing of the limit). A kubelet
+// with cgroupsPerQOS off makes no pod cgroup, the only place it sets
+// podPidsLimit (its pod container manager is then a no-op): the limit it
+// reports reaches no pod, so that refuses too.
 func parsePodPidsLimit(node string, raw []byte) (int64, error) {
 	var cz struct {
 		Kubelet *struct {
-			PodPidsLimit *int64 `json:"podPidsLimit"`
+			PodPidsLimit  *int64 `json:"podPidsLimit"`
+			CgroupsPerQOS *bool  `json:"cgroupsPerQOS"`
 		} `json:"kubeletconfig"`
 	}
 	if err := json.Unmarshal(raw, &cz); err != nil || cz.Kubelet == nil {
 		return 0, fmt.Errorf(`kubernetes: node %s's configz is not a kubelet configuration (%.80q); accept the weaker mode with [sandbox] accept_weaker = ["pids_limit"] if the node's podPidsLimit cannot be read`, node, raw)
 	}
-	if cz.Kubelet.PodPidsLimit == nil {
+	if cz.Kubelet.PodPidsLimit == nil || *cz.Kubelet.PodPidsLimit <= 0 {
 		return -1, nil
+	}
+	if q := cz.Kubelet.CgroupsPerQOS; q != nil && !*q {
+		return 0, fmt.Errorf(`kubernetes: node %s's kubelet runs with cgroupsPerQOS: false, so its podPidsLimit (%d) reaches no pod (it is set on pod cgroups only); turn cgroupsPerQOS on, or accept the weaker mode with [sandbox] accept_weaker = ["pids_limit"]`, node, *cz.Kubelet.PodPidsLimit)
 	}
 	return *cz.Kubelet.PodPidsLimit, nil
 }

@@ -49,8 +49,9 @@ func TestJudgePids(t *testing.T) {
 	}
 }
 
-// TestParsePodPidsLimit: a configz answer's podPidsLimit, absent is none,
-// and an answer that is no kubelet configuration refuses.
+// TestParsePodPidsLimit: a configz answer's podPidsLimit, absent is none;
+// an answer that is no kubelet configuration refuses, and so does a limit
+// under cgroupsPerQOS: false (it reaches no pod).
 func TestParsePodPidsLimit(t *testing.T) {
 	for _, tt := range []struct {
 		raw     string
@@ -60,6 +61,10 @@ func TestParsePodPidsLimit(t *testing.T) {
 		{`{"kubeletconfig":{"podPidsLimit":512,"address":"10.0.0.1"}}`, 512, false},
 		{`{"kubeletconfig":{"podPidsLimit":-1}}`, -1, false},
 		{`{"kubeletconfig":{"address":"10.0.0.1"}}`, -1, false},
+		{`{"kubeletconfig":{"podPidsLimit":512,"cgroupsPerQOS":true}}`, 512, false},
+		// No pod cgroup: the limit is set nowhere.
+		{`{"kubeletconfig":{"podPidsLimit":512,"cgroupsPerQOS":false}}`, 0, true},
+		{`{"kubeletconfig":{"podPidsLimit":-1,"cgroupsPerQOS":false}}`, -1, false},
 		{`{"other":{}}`, 0, true},
 		{`<html>proxy error</html>`, 0, true},
 	} {
