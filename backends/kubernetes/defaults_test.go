@@ -3,16 +3,21 @@
 package kubernetes
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/testkit/kubecluster"
+	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -104,4 +109,61 @@ func ranChecks(t *testing.T, stdout string) map[string]string {
 		}
 	}
 	return out
+}
+
+// TestRenderDefaultConfig: `render --backend kubernetes` of the default
+// config plus a namespace and an image renders both roles (exit 0, a pod,
+// no accept_weaker), and each default a pod's remoteness chose is said in
+// one warning line on stderr: the checkout's copy, and, where no image is
+// named, the image's toolchain.
+func TestRenderDefaultConfig(t *testing.T) {
+	testenv.SkipShort(t, "builds the second binary")
+	bin := testenv.KubeBinary(t)
+	dir := t.TempDir()
+	root := filepath.Join(dir, "ws")
+	for _, d := range []string{root, filepath.Join(dir, "widgets")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name, toml string
+		said       []string
+	}{
+		{"namespace and image", "[project]\n[sandbox]\nnamespace = \"x\"\nimage = \"triage-sandbox:latest\"\n", nil},
+		{"with a checkout", "[project]\ncheckout = \"../widgets\"\n[sandbox]\nnamespace = \"x\"\nimage = \"triage-sandbox:latest\"\n", []string{"checkout_writes"}},
+		{"no image named", "[project]\ncheckout = \"../widgets\"\n[sandbox]\nnamespace = \"x\"\n", []string{"toolchain", "checkout_writes"}},
+	} {
+		if err := os.WriteFile(filepath.Join(root, "triage.toml"), []byte(tt.toml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, role := range profiles.Roles() {
+			cmd := exec.Command(bin, "render", "--backend", Name, "--role", string(role))
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%s, %s: %v\n%s", tt.name, role, err, stderr.String())
+			}
+			var art struct {
+				Pod struct {
+					Kind string `json:"kind"`
+				} `json:"pod"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &art); err != nil || art.Pod.Kind != "Pod" {
+				t.Errorf("%s, %s: no pod rendered (%v): %.200s", tt.name, role, err, stdout.String())
+			}
+			var said []string
+			for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+				if k, ok := strings.CutPrefix(line, "triage-sandbox: warning: "); ok && strings.Contains(line, "run on other machines") {
+					k, _, _ = strings.Cut(k, ":")
+					said = append(said, k)
+				}
+			}
+			if !slices.Equal(said, tt.said) {
+				t.Errorf("%s, %s: said %v, want %v:\n%s", tt.name, role, said, tt.said, stderr.String())
+			}
+		}
+	}
 }

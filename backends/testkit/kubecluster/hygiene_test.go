@@ -102,12 +102,12 @@ func TestNodeLeavesHostUnchanged(t *testing.T) {
 	// The kubelet makes its chains at start; give it time to.
 	time.Sleep(2 * time.Second)
 	if during := hostKubeRules(t); !slices.Equal(during, before) {
-		t.Errorf("with the node running, the host's iptables have KUBE- rules %q, before %q", during, before)
+		t.Errorf("with the node running, the host's iptables have KUBE- rules %q, before %q%s", during, before, otherKubelets(dir))
 	}
 	c.Stop()
 	stopped = true
 	if after := hostKubeRules(t); !slices.Equal(after, before) {
-		t.Errorf("after Stop, the host's iptables have KUBE- rules %q, before %q", after, before)
+		t.Errorf("after Stop, the host's iptables have KUBE- rules %q, before %q%s", after, before, otherKubelets(dir))
 	}
 	for _, d := range cgroupDirs(dir) {
 		if _, err := os.Stat(d); err == nil {
@@ -132,4 +132,26 @@ func podPidsMax(t *testing.T, dir string) []string {
 		})
 	}
 	return out
+}
+
+// otherKubelets names the kubelets running on this machine that are not
+// this cluster's (another test process's, which may make those chains),
+// for a failure's message.
+func otherKubelets(dir string) string {
+	procs, _ := os.ReadDir("/proc")
+	var out []string
+	for _, p := range procs {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(string(cmdline), "\x00")
+		if filepath.Base(argv[0]) == "kubelet" && !strings.Contains(string(cmdline), dir+"/") {
+			out = append(out, p.Name())
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; other kubelets run here (pids " + strings.Join(out, ", ") + "): one made before makeIPTablesUtilChains: false makes them"
 }
