@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -89,47 +90,73 @@ func pidsDemanded(p *policy.Policy) int64 {
 	return p.Limits.Pids
 }
 
-// provePids is Start's pids check for p's pod, scheduled on node.
-func (b *Backend) provePids(ctx context.Context, p *policy.Policy, node string) error {
+// provePids is Start's pids check for p's pod, scheduled on node under
+// runtime rt; it returns the node's podPidsLimit as read (0: not read).
+//
+// Under gVisor (rt.PidsCountThreads) the sandbox's process limit is
+// gVisor's RLIMIT_NPROC, which its kernel enforces (execRlimits), and the
+// node's podPidsLimit counts gVisor's host tasks, about two per sandbox
+// task: the limit must be set (the host's bound), may be above pids, and
+// the RLIMIT_NPROC is lowered to fit it (runtimes.GVisorFit), said once
+// when that is below the policy's pids. It is read then even where
+// pids_limit is accepted (best effort): without the fit a fork past the
+// node's limit would end the whole sandbox.
+func (b *Backend) provePids(ctx context.Context, p *policy.Policy, node string, rt runtimes.Traits) (int64, error) {
 	if p.AllowAll || p.Limits.Pids <= 0 {
-		return nil
+		return 0, nil
 	}
 	key := b.cfg.Host + "\x00" + node
+	read := func() (int64, error) {
+		return b.nodePids.get(key, func() (int64, error) {
+			ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+			defer cancel()
+			return b.cli.podPidsLimit(ctx, node)
+		})
+	}
 	if pidsDemanded(p) == 0 {
 		if b.nodePids.once("accepted\x00" + key) {
 			fmt.Fprintf(b.notices(), "triage-sandbox: kubernetes: pids_limit accepted ([sandbox] accept_weaker): not checking the podPidsLimit of node %s\n", node)
 		}
-		return nil
+		if rt.PidsCountThreads {
+			limit, _ := read()
+			return limit, nil
+		}
+		return 0, nil
 	}
-	limit, err := b.nodePids.get(key, func() (int64, error) {
-		ctx, cancel := context.WithTimeout(ctx, pingTimeout)
-		defer cancel()
-		return b.cli.podPidsLimit(ctx, node)
-	})
+	limit, err := read()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	lower, err := judgePids(node, limit, p.Limits.Pids)
+	stop, err := judgePids(node, limit, p.Limits.Pids, rt.PidsCountThreads)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if lower && b.nodePids.once(fmt.Sprintf("lower\x00%s\x00%d\x00%d", key, limit, p.Limits.Pids)) {
-		fmt.Fprintf(b.notices(), "triage-sandbox: kubernetes: node %s's podPidsLimit is %d, below the policy's pids %d: the sandbox's processes stop at %d\n", node, limit, p.Limits.Pids, limit)
+	if rt.PidsCountThreads {
+		if nproc, _, ok := runtimes.GVisorLimits(rt, p); ok {
+			stop = min(p.Limits.Pids, runtimes.GVisorFit(nproc, limit))
+		}
 	}
-	return nil
+	if stop < p.Limits.Pids && b.nodePids.once(fmt.Sprintf("lower\x00%s\x00%d\x00%d", key, stop, p.Limits.Pids)) {
+		fmt.Fprintf(b.notices(), "triage-sandbox: kubernetes: node %s's podPidsLimit is %d, below the policy's pids %d: the sandbox's processes stop at %d\n", node, limit, p.Limits.Pids, stop)
+	}
+	return limit, nil
 }
 
-// judgePids: node's podPidsLimit (<= 0: none) holds the policy's pids
-// (lower: it stops the sandbox sooner), or why not.
-func judgePids(node string, limit, pids int64) (lower bool, err error) {
+// judgePids: node's podPidsLimit (<= 0: none) holds the policy's pids,
+// and where the sandbox's processes stop (the limit, or pids: under
+// gVisor the limit bounds gVisor's host tasks and may be larger), or why
+// not.
+func judgePids(node string, limit, pids int64, userSpaceKernel bool) (stop int64, err error) {
 	const out = `or accept the weaker mode with [sandbox] accept_weaker = ["pids_limit"]`
 	switch {
 	case limit <= 0:
-		return false, fmt.Errorf("kubernetes: node %s sets no podPidsLimit (its kubelet's configuration): a pod there has no process-count limit; set the kubelet's podPidsLimit to at most %d (the policy's pids), %s", node, pids, out)
+		return 0, fmt.Errorf("kubernetes: node %s sets no podPidsLimit (its kubelet's configuration): a pod there has no process-count limit; set the kubelet's podPidsLimit to at most %d (the policy's pids), %s", node, pids, out)
+	case userSpaceKernel:
+		return pids, nil
 	case limit > pids:
-		return false, fmt.Errorf("kubernetes: node %s's podPidsLimit is %d, above the policy's pids %d; lower the kubelet's podPidsLimit to at most %d, raise [sandbox] pids to %d, %s", node, limit, pids, pids, limit, out)
+		return 0, fmt.Errorf("kubernetes: node %s's podPidsLimit is %d, above the policy's pids %d; lower the kubelet's podPidsLimit to at most %d, raise [sandbox] pids to %d, %s", node, limit, pids, pids, limit, out)
 	}
-	return limit < pids, nil
+	return limit, nil
 }
 
 // podPidsLimit reads node's effective podPidsLimit from its kubelet's

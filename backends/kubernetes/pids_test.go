@@ -2,35 +2,43 @@ package kubernetes
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/backends/internal/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // TestJudgePids: the node's podPidsLimit holds the policy's pids when set
-// and at most it (lower said), and refuses otherwise with one line naming
-// the node, what it found and the way out.
+// and at most it (the sandbox then stops at it), under gVisor whenever set
+// (it bounds gVisor's host tasks; the sandbox stops at its own limit),
+// and refuses otherwise with one line naming the node, what it found and
+// the way out.
 func TestJudgePids(t *testing.T) {
 	for _, tt := range []struct {
 		name        string
 		limit, pids int64
-		lower       bool
+		gvisor      bool
+		stop        int64
 		want        []string // in the refusal; none: holds
 	}{
-		{"equal holds", 512, 512, false, nil},
-		{"lower holds, said", 256, 512, true, nil},
-		{"unset refuses", -1, 512, false, []string{"node n1 sets no podPidsLimit", "at most 512", `accept_weaker = ["pids_limit"]`}},
-		{"zero is unset", 0, 512, false, []string{"sets no podPidsLimit"}},
-		{"larger refuses", 4096, 1024, false, []string{"node n1's podPidsLimit is 4096, above the policy's pids 1024", "raise [sandbox] pids to 4096", `accept_weaker = ["pids_limit"]`}},
+		{"equal holds", 512, 512, false, 512, nil},
+		{"lower holds, stops there", 256, 512, false, 256, nil},
+		{"unset refuses", -1, 512, false, 0, []string{"node n1 sets no podPidsLimit", "at most 512", `accept_weaker = ["pids_limit"]`}},
+		{"zero is unset", 0, 512, false, 0, []string{"sets no podPidsLimit"}},
+		{"larger refuses", 4096, 1024, false, 0, []string{"node n1's podPidsLimit is 4096, above the policy's pids 1024", "raise [sandbox] pids to 4096", `accept_weaker = ["pids_limit"]`}},
+		{"gVisor: larger holds", 4096, 1024, true, 1024, nil},
+		{"gVisor: unset refuses", -1, 1024, true, 0, []string{"sets no podPidsLimit"}},
 	} {
-		lower, err := judgePids("n1", tt.limit, tt.pids)
+		stop, err := judgePids("n1", tt.limit, tt.pids, tt.gvisor)
 		if len(tt.want) == 0 {
-			if err != nil || lower != tt.lower {
-				t.Errorf("%s: lower %v, %v; want lower %v, no error", tt.name, lower, err, tt.lower)
+			if err != nil || stop != tt.stop {
+				t.Errorf("%s: stop %d, %v; want stop %d, no error", tt.name, stop, err, tt.stop)
 			}
 			continue
 		}
@@ -46,6 +54,31 @@ func TestJudgePids(t *testing.T) {
 		if strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: more than one line: %q", tt.name, err)
 		}
+	}
+}
+
+// TestGVisorFitsTheNode: under gVisor the supervisor's RLIMIT_NPROC is
+// lowered to what the node's podPidsLimit holds of gVisor's host tasks
+// (about two a task: a reproducer's 296 past 512 ended the whole pod), and
+// left as it is where the node's limit is not known or is wide.
+func TestGVisorFitsTheNode(t *testing.T) {
+	p := rolePolicy(t, profiles.RoleReproducer, nil)
+	rt := runtimes.Of("runsc")
+	nprocOf := func(nodePids int64) uint64 {
+		for _, r := range execRlimits(p, rt, nodePids) {
+			if r.Name == "NPROC" {
+				return r.Value
+			}
+		}
+		t.Fatalf("no RLIMIT_NPROC under gVisor: %+v", execRlimits(p, rt, nodePids))
+		return 0
+	}
+	unknown, wide, node := nprocOf(0), nprocOf(1<<20), nprocOf(512)
+	if unknown != wide || node >= unknown || node > (512-128)/2 || node < 100 {
+		t.Errorf("RLIMIT_NPROC: %d with the node's limit unknown, %d under 1M, %d under 512; want the last lowered to at most %d", unknown, wide, node, (512-128)/2)
+	}
+	if rl := execRlimits(p, runtimes.Of(""), 512); slices.ContainsFunc(rl, func(r protocol.Rlimit) bool { return r.Name == "NPROC" }) {
+		t.Errorf("RLIMIT_NPROC outside gVisor: %+v", rl)
 	}
 }
 

@@ -55,7 +55,7 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := s.b.provePids(ctx, s.p, node); err != nil {
+	if s.r.Info.NodePids, err = s.b.provePids(ctx, s.p, node, s.r.Info.Traits()); err != nil {
 		return err
 	}
 	if s.copy != nil {
