@@ -54,7 +54,8 @@ const HowToBuild = "build it with `TRIAGE_SANDBOX_KUBE=1 scripts/setup.sh` or `C
 // OOMKilled status), and each task costs gVisor host memory, so the
 // supervisor sets gVisor's RLIMIT_NPROC before each command
 // (runtimes.GVisorLimits: a small memory limit is a small process limit;
-// the node's podPidsLimit caps gVisor's host threads), beside the policy's
+// lowered to fit the node's podPidsLimit, which counts gVisor's host tasks,
+// about two per sandbox task: runtimes.GVisorFit), beside the policy's
 // rlimits, which it sets on every pod (a pod's spec has none).
 // And the helpers start as the sandbox's uid, as the restricted profile
 // asks, not as root taking it themselves as on docker and oci
