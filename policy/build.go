@@ -150,6 +150,7 @@ func (b *builder) resources() error {
 // asks for it and the backend can give it.
 func (b *builder) toolchain() error {
 	p, caps := b.p, b.opts.Capabilities
+	b.remoteDefaults()
 	if p.Base.Kind != BaseImage || p.AllowAll || !hostToolchain(b.sb, caps) {
 		return nil
 	}
@@ -789,6 +790,29 @@ func pythonNotFound(cfg *config.File, root string, host Host, tried string, err 
 		}
 	}
 	return msg + "; reproducers will not find it"
+}
+
+// remoteDefaults says, one line each, which defaults a backend whose
+// sandboxes run on other machines (capabilities known, without
+// host_toolchain: a cluster's pods) chose for that reason: the image's
+// toolchain where the host's would be the default, and the checkout as a
+// copy sent at each start. Setting the key says it instead.
+func (b *builder) remoteDefaults() {
+	p, caps := b.p, b.opts.Capabilities
+	if p.Base.Kind != BaseImage || p.AllowAll || caps == nil || slices.Contains(caps, profiles.CapHostToolchain) {
+		return
+	}
+	if b.sb.Toolchain == nil && b.sb.Image == nil {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("toolchain: the %s backend's sandboxes run on other machines, so they use the image's own programs (toolchain = \"image\", the default there); set it to say so", p.Backend))
+	}
+	if b.sb.CheckoutWrites != nil {
+		return
+	}
+	for _, m := range p.Mounts {
+		if m.Why == "project checkout" && m.Discard {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("checkout_writes: the %s backend's sandboxes run on other machines, so each gets a copy of the checkout %s, sent at its start, and what it writes there goes with it (checkout_writes = \"discard\", the default); set it to say so", p.Backend, m.Path))
+		}
+	}
 }
 
 // hostToolchain: the toolchain key, or by default the host's, unless the

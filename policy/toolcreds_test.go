@@ -70,10 +70,14 @@ func TestToolPrefixCredentialConfigsMasked(t *testing.T) {
 // TestToolchainDefaultFollowsTheBackend: the default toolchain is the
 // host's where the backend can mount it, the image's where it cannot (a
 // cluster: the default config once failed there), and an explicit
-// toolchain = "host" on such a backend is refused naming the key.
+// toolchain = "host" on such a backend is refused naming the key. Where
+// the backend's sandboxes run elsewhere, each default chosen for that
+// reason (the image's toolchain, the checkout's copy) is said in one line
+// unless its key is set.
 func TestToolchainDefaultFollowsTheBackend(t *testing.T) {
 	cluster := profiles.Capabilities() // every capability but host_toolchain
 	withHost := append(slices.Clone(cluster), profiles.CapHostToolchain)
+	co := "[project]\ncheckout = \"../widgets\"\n"
 	hasHostUsr := func(p *Policy) bool {
 		return slices.ContainsFunc(p.Mounts, func(m Mount) bool { return m.Path == "/usr" && strings.HasPrefix(m.Why, "host toolchain") })
 	}
@@ -82,11 +86,15 @@ func TestToolchainDefaultFollowsTheBackend(t *testing.T) {
 		caps         []Capability
 		want         bool
 		refused      string
+		said         []string // the warnings' keys, in order
 	}{
-		{"docker-like, default", "", withHost, true, ""},
-		{"cluster, default", "", cluster, false, ""},
-		{"cluster, image", "[sandbox]\ntoolchain = \"image\"\n", cluster, false, ""},
-		{"cluster, host asked", "[sandbox]\ntoolchain = \"host\"\n", cluster, false, `toolchain = "host"`},
+		{"docker-like, default", co, withHost, true, "", nil},
+		{"cluster, default", co, cluster, false, "", []string{"toolchain", "checkout_writes"}},
+		{"cluster, no checkout", "", cluster, false, "", []string{"toolchain"}},
+		{"cluster, image", co + "[sandbox]\ntoolchain = \"image\"\n", cluster, false, "", []string{"checkout_writes"}},
+		{"cluster, both set", co + "[sandbox]\ntoolchain = \"image\"\ncheckout_writes = \"discard\"\n", cluster, false, "", nil},
+		{"cluster, checkout refused", co + "[sandbox]\ncheckout_writes = \"refuse\"\n", cluster, false, "", []string{"toolchain"}},
+		{"cluster, host asked", "[sandbox]\ntoolchain = \"host\"\n", cluster, false, `toolchain = "host"`, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := Build(workspace(t, tt.config), "reproducer", fakeHost(t), Options{Backend: "kubernetes", Capabilities: tt.caps})
@@ -99,6 +107,15 @@ func TestToolchainDefaultFollowsTheBackend(t *testing.T) {
 			must(t, err)
 			if got := hasHostUsr(p); got != tt.want {
 				t.Errorf("host /usr mounted %v, want %v", got, tt.want)
+			}
+			var said []string
+			for _, w := range p.Warnings {
+				if k, _, _ := strings.Cut(w, ":"); strings.Contains(w, "run on other machines") {
+					said = append(said, k)
+				}
+			}
+			if !slices.Equal(said, tt.said) {
+				t.Errorf("said %v (%q), want %v", said, p.Warnings, tt.said)
 			}
 		})
 	}

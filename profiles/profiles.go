@@ -251,10 +251,11 @@ func Capabilities() []Capability {
 
 // provenAtStart are the capabilities a backend declares only because it
 // proves them when it starts a sandbox (kubernetes: own_loopback, by its
-// network check), keyed by backend name. Accepting one as weaker skips the
+// network check; pids_limit, by reading its node's podPidsLimit), keyed
+// by backend name. Accepting one as weaker skips the
 // proof, so it is then reported as weakened like a missing one.
 var provenAtStart = map[string][]Capability{
-	"kubernetes": {CapOwnLoopback},
+	"kubernetes": {CapOwnLoopback, CapPidsLimit},
 }
 
 // ProvenAtStart reports whether backend proves c at each start rather than

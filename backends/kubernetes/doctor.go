@@ -63,7 +63,7 @@ func (b *Backend) LayersFor(p *policy.Policy) []backends.Layer {
 			Detail: "the API cannot tell whether the cluster's network plugin enforces NetworkPolicy; not checked here: a namespace's first loopback-only start proves it with canary pods under the deny-all policy (again after 10 min) and refuses where a target is reached",
 			Cost:   "a loopback-only sandbox's deny-all NetworkPolicy holds only where the network plugin enforces it"},
 		{Name: "per-pod process limit", Available: false,
-			Detail: "a pod spec has no process limit (the kubelet's podPidsLimit is per node); pids_limit is not declared",
+			Detail: "a pod spec has no process limit (the kubelet's podPidsLimit is per node); not checked here: each start reads its node's (configz, again after 10 min) and refuses where it is unset, above the policy's pids or unreadable",
 			Cost:   "a fork bomb is bounded by the node's podPidsLimit only"},
 	}
 }

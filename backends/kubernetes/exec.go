@@ -34,7 +34,7 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	defer s.Mu.Unlock()
 	rt := s.r.Info.Traits()
 	run := holderexec.Run{Policy: s.p, Sandbox: (*holderView)(s), Start: s.byExec(cmd.Stdin != nil),
-		Manifest: &s.Manifest, Seccomp: execSeccomp, Rlimits: execRlimits(s.p, rt)}
+		Manifest: &s.Manifest, Seccomp: execSeccomp, Rlimits: execRlimits(s.p, rt, s.r.Info.NodePids)}
 	if rt.UserSpaceKernel {
 		// The memory limit ends the whole pod (gVisor's kernel is charged
 		// in its cgroup): the news is the holder's OOMKilled end.

@@ -67,6 +67,8 @@ type Backend struct {
 	Notices io.Writer
 	// proofs are the passed start-time network checks (proof.go).
 	proofs *proofs
+	// nodePids are the nodes' podPidsLimit as read (pids.go).
+	nodePids *nodePids
 }
 
 // New makes the backend; the kubeconfig is read on first use.
@@ -74,7 +76,7 @@ func New(backends.Env) (backends.Backend, error) {
 	host, _ := os.Hostname()
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	return &Backend{host: host, loader: clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}),
-		proofs: newProofs(time.Now)}, nil
+		proofs: newProofs(time.Now), nodePids: newNodePids(time.Now)}, nil
 }
 
 // NewForConfig makes the backend for a given client configuration.
@@ -84,7 +86,7 @@ func NewForConfig(cfg *rest.Config, namespace string) (*Backend, error) {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	b := &Backend{host: host, cfg: cfg, cli: cli, defNS: namespace, proofs: newProofs(time.Now)}
+	b := &Backend{host: host, cfg: cfg, cli: cli, defNS: namespace, proofs: newProofs(time.Now), nodePids: newNodePids(time.Now)}
 	b.once.Do(func() {})
 	return b, nil
 }
@@ -175,7 +177,7 @@ func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artif
 	if err != nil {
 		return nil, err
 	}
-	a := &Artifact{Pod: r.Pod, NetworkPolicy: r.NetworkPolicy, Exec: exec}
+	a := &Artifact{Pod: r.Pod, NetworkPolicy: r.NetworkPolicy, Exec: exec, NodePidsAtMost: pidsDemanded(p)}
 	if copies, err := copiedDirs(p); err == nil && len(copies) > 0 {
 		spec := packSpec(p, copies)
 		a.Copy = &spec

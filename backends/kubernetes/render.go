@@ -47,6 +47,11 @@ type Artifact struct {
 	// read-only directories: a pod mounts no host path, and what the copy
 	// skips (the unreadable paths) is what it hides.
 	Copy *stage.Spec `json:"copy,omitempty"`
+	// NodePidsAtMost is the process limit a pod spec cannot hold: the
+	// start refuses unless the node the pod lands on has a kubelet
+	// podPidsLimit of at most this (pids.go); 0 where none is demanded
+	// (no pids limit, or pids_limit accepted as weaker).
+	NodePidsAtMost int64 `json:"node_pids_limit_at_most,omitempty"`
 }
 
 // JSON implements backends.Artifact.
@@ -74,6 +79,9 @@ type RunInfo struct {
 	// CopyBytes is the size of the copy of the read-only directories the
 	// pod gets (copy.go); 0 when not known (render).
 	CopyBytes int64
+	// NodePids is the podPidsLimit of the node the pod runs on, as read
+	// at its start (pids.go); 0 when not known (render, or not read).
+	NodePids int64
 }
 
 // Traits is what the pod's runtime is (runtimes.Of its handler): under
@@ -319,7 +327,7 @@ func RenderExec(p *policy.Policy, cmd backends.Command, rt runtimes.Traits) (*co
 		return nil, err
 	}
 	spec := launch.ExecSpec(p, cmd)
-	spec.Seccomp, spec.Rlimits = execSeccomp, execRlimits(p, rt)
+	spec.Seccomp, spec.Rlimits = execSeccomp, execRlimits(p, rt, 0)
 	return execOptions(launch.ExecArgv(spec)), nil
 }
 
@@ -330,12 +338,16 @@ func RenderExec(p *policy.Policy, cmd backends.Command, rt runtimes.Traits) (*co
 // memory charged to the pod's limit, so a command that forks up to the
 // policy's pids (a pod has no pids limit of its own) would end the whole
 // sandbox by OOM instead of failing a fork. gVisor's kernel enforces the
-// rlimit (runtimes.GVisorLimits, as on docker and oci). Outside gVisor
-// RLIMIT_NPROC would count every process of the uid on the node: none.
-func execRlimits(p *policy.Policy, rt runtimes.Traits) []protocol.Rlimit {
+// rlimit (runtimes.GVisorLimits, as on docker and oci), lowered to what
+// the node's podPidsLimit (nodePids, 0: not known) holds of gVisor's host
+// tasks (runtimes.GVisorFit). Outside gVisor RLIMIT_NPROC would count
+// every process of the uid on the node: none.
+func execRlimits(p *policy.Policy, rt runtimes.Traits, nodePids int64) []protocol.Rlimit {
 	nproc, _, ok := runtimes.GVisorLimits(rt, p)
 	if !ok {
 		nproc = 0
+	} else {
+		nproc = runtimes.GVisorFit(nproc, nodePids)
 	}
 	return launch.Rlimits(p, nproc)
 }

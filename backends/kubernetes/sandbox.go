@@ -49,6 +49,15 @@ func newSandbox(b *Backend, p *policy.Policy, r *Rendered) *sandbox {
 // start waits for the holder to run, attaches to it (its lifeline), sends
 // the staged copy and waits for the holder's word.
 func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
+	// Before the holder takes anything: the node it landed on must cap
+	// its processes (pids.go).
+	node, err := s.awaitScheduled(ctx)
+	if err != nil {
+		return err
+	}
+	if s.r.Info.NodePids, err = s.b.provePids(ctx, s.p, node, s.r.Info.Traits()); err != nil {
+		return err
+	}
 	if s.copy != nil {
 		if err := s.unpack(ctx, s.copy); err != nil {
 			return err

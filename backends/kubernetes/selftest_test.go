@@ -18,9 +18,8 @@ import (
 // TestSelftestOnNode: `triage-sandbox-kube selftest --backend kubernetes`
 // passes both roles on the local node (containerd, runc, the kubelet),
 // the workspace given to each pod by copy, with not applicable only where
-// the backend declares a capability missing (own_loopback: no
-// NetworkPolicy controller on the node; pids_limit: per node, not per
-// pod). Its pods and NetworkPolicies are all gone afterwards
+// the backend declares a capability missing. Its pods and NetworkPolicies
+// are all gone afterwards
 // (restrictedNamespace's cleanup).
 func TestSelftestOnNode(t *testing.T) {
 	selftestOnNode(t, cliWorkspace(t, "", ""))

@@ -46,6 +46,8 @@ func (a *Artifact) Summary() (backends.Rendered, error) {
 	if c, ok := holder.Resources.Limits[corev1.ResourceCPU]; ok {
 		r.CPUs = float64(c.MilliValue()) / 1000
 	}
+	// The node's podPidsLimit, which the start demands at most this.
+	r.Pids = a.NodePidsAtMost
 	copies, err := a.copies()
 	if err != nil {
 		return backends.Rendered{}, err

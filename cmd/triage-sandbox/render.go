@@ -26,6 +26,8 @@ func newRenderCmd() *cobra.Command {
 			if err != nil {
 				return refuse(err)
 			}
+			// As run says them: what a default chose, what is weaker.
+			printWarnings(p.Warnings)
 			b, err := newBackend(cmd.Context(), p, false)
 			if err != nil {
 				return refuse(err)

@@ -38,9 +38,14 @@ const HowToBuild = "build it with `TRIAGE_SANDBOX_KUBE=1 scripts/setup.sh` or `C
 // loopback-only sandbox of a namespace (again after ten minutes) the
 // backend starts canary pods under that policy and refuses the start when
 // one reaches a target (accept_weaker = ["own_loopback"] skips the check,
-// saying so). Not guaranteed: pids_limit (set per node by the kubelet, not
-// per pod). mask_under_mount holds trivially: no host
-// path is mounted (the node is another machine).
+// saying so). pids_limit proven at start too: a pod spec has no process
+// limit, the kubelet's podPidsLimit caps every pod of its node, so once
+// the pod is scheduled the backend reads that node's kubelet
+// configuration (configz, cached ten minutes) and refuses the start when
+// the limit is unset, above the policy's pids or unreadable
+// (accept_weaker = ["pids_limit"] skips the read, saying so).
+// mask_under_mount holds trivially: no host path is mounted (the node is
+// another machine).
 //
 // Under a RuntimeClass whose handler runs gVisor (read from the API; the
 // backend takes the runtime's traits from it) the same hold, with two
@@ -49,7 +54,8 @@ const HowToBuild = "build it with `TRIAGE_SANDBOX_KUBE=1 scripts/setup.sh` or `C
 // OOMKilled status), and each task costs gVisor host memory, so the
 // supervisor sets gVisor's RLIMIT_NPROC before each command
 // (runtimes.GVisorLimits: a small memory limit is a small process limit;
-// still no pids_limit, as the holder's is not set), beside the policy's
+// lowered to fit the node's podPidsLimit, which counts gVisor's host tasks,
+// about two per sandbox task: runtimes.GVisorFit), beside the policy's
 // rlimits, which it sets on every pod (a pod's spec has none).
 // And the helpers start as the sandbox's uid, as the restricted profile
 // asks, not as root taking it themselves as on docker and oci
@@ -57,7 +63,7 @@ const HowToBuild = "build it with `TRIAGE_SANDBOX_KUBE=1 scripts/setup.sh` or `C
 // lets a process open another's descriptors of the same uid through
 // /proc/PID/fd, so run the node's gVisor from 20251215 on (docs/fleet.md).
 var capabilities = []policy.Capability{
-	profiles.CapOwnLoopback, profiles.CapOutboundNAT, profiles.CapPidNamespace, profiles.CapMemoryLimit, profiles.CapCPULimit,
+	profiles.CapOwnLoopback, profiles.CapOutboundNAT, profiles.CapPidNamespace, profiles.CapMemoryLimit, profiles.CapPidsLimit, profiles.CapCPULimit,
 	profiles.CapUIDSwitch, profiles.CapMaskUnderMount, profiles.CapImageRoot,
 	profiles.CapSyscallFilter, profiles.CapBoundedWrites,
 }

@@ -266,6 +266,7 @@ func (c *Cluster) Stop() {
 	}
 	if len(c.procs) > 0 {
 		unmountUnder(c.Dir)
+		_ = removeCgroupRoot(c.Dir)
 	}
 	c.procs = nil
 	if c.entry != "" {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,10 @@ type Node struct {
 	// NetNS is the node network namespace's path: the pod bridge and the
 	// policy controller's rules are there (podnet.go).
 	NetNS string
+	// The kubelet's process and what runKubelet writes its config from.
+	kubelet                         *proc
+	dir, kubeconfig, ip, cgroupRoot string
+	port                            int
 }
 
 // StartNode starts containerd and the kubelet on loopback (root only),
@@ -151,11 +156,33 @@ func (c *Cluster) startKubelet(dir string, n *Node) error {
 		return err
 	}
 	port := freePort()
-	// No in-place resize: its path in the kubelet dereferences the pod
-	// cgroup config that cgroupsPerQOS: false leaves nil and panics
-	// (kubernetes/kubernetes#137999), which ended the node mid-test once
-	// (a gVisor selftest pod's "Missing actuated resource record" made the
-	// kubelet think it must resize it). These pods are never resized.
+	cgroupRoot, err := makeCgroupRoot(c.Dir)
+	if err != nil {
+		return err
+	}
+	n.dir, n.kubeconfig, n.ip, n.port, n.cgroupRoot = dir, kubeconfig, ip, port, cgroupRoot
+	return c.runKubelet(n, PodPidsLimit)
+}
+
+// PodPidsLimit is the test kubelet's podPidsLimit: the agent's default
+// pids (profiles.Limits), so both roles' defaults are proven (the
+// reproducer's 1024 is above it: its processes stop at 512, said in a
+// notice).
+const PodPidsLimit = 512
+
+// runKubelet writes the kubelet's configuration, with podPidsLimit
+// (<= 0: none), and starts it.
+//
+// cgroupsPerQOS: pods get a pod cgroup, where alone the kubelet sets
+// podPidsLimit (cgroup.go). makeIPTablesUtilChains: false: the kubelet
+// runs in the host's network namespace and would leave its KUBE-FIREWALL
+// and KUBE-KUBELET-CANARY chains in the host's iptables; the pods'
+// network is the node's own namespace (podnet.go), which needs none of
+// them. No in-place resize: the node's pods are never resized, and its
+// path once ended the node mid-test (kubernetes/kubernetes#137999, with
+// cgroupsPerQOS off).
+func (c *Cluster) runKubelet(n *Node, podPidsLimit int64) error {
+	var err error
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %s
@@ -173,19 +200,54 @@ evictionHard: {"memory.available": "1Mi", "nodefs.available": "1%%", "imagefs.av
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 enforceNodeAllocatable: []
-cgroupsPerQOS: false
+cgroupsPerQOS: true
+cgroupRoot: %s
+podPidsLimit: %d
+makeIPTablesUtilChains: false
 serializeImagePulls: false
 localStorageCapacityIsolation: true
 featureGates: {InPlacePodVerticalScaling: false}
-`, ip, port, n.Socket, filepath.Join(dir, "pod-logs"))
-	path := filepath.Join(dir, "kubelet.yaml")
+`, n.ip, n.port, n.Socket, filepath.Join(n.dir, "pod-logs"), n.cgroupRoot, max(podPidsLimit, -1))
+	path := filepath.Join(n.dir, "kubelet.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return err
 	}
-	_, err = c.run("kubelet", filepath.Join(BinDir(), "kubelet"), "--config", path, "--kubeconfig", kubeconfig,
-		"--hostname-override", n.Name, "--node-ip", ip, "--root-dir", filepath.Join(dir, "kubelet"),
-		"--cert-dir", filepath.Join(dir, "kubelet", "pki"), "--v=1")
+	n.kubelet, err = c.run("kubelet", filepath.Join(BinDir(), "kubelet"), "--config", path, "--kubeconfig", n.kubeconfig,
+		"--hostname-override", n.Name, "--node-ip", n.ip, "--root-dir", filepath.Join(n.dir, "kubelet"),
+		"--cert-dir", filepath.Join(n.dir, "kubelet", "pki"), "--v=1")
 	return err
+}
+
+// SetPodPidsLimit restarts the node's kubelet with podPidsLimit limit
+// (<= 0: none) and returns once the node is Ready again and its configz
+// says so; the pods it runs stay (containerd runs them).
+func (c *Cluster) SetPodPidsLimit(n *Node, limit int64) error {
+	if n.kubelet == nil {
+		return fmt.Errorf("node %s has no kubelet of this cluster's", n.Name)
+	}
+	n.kubelet.stop()
+	c.procs = slices.DeleteFunc(c.procs, func(p *proc) bool { return p == n.kubelet })
+	n.kubelet = nil
+	if err := c.runKubelet(n, limit); err != nil {
+		return err
+	}
+	if err := c.awaitNodeReady(n.Name); err != nil {
+		return err
+	}
+	want := fmt.Sprintf(`"podPidsLimit":%d`, max(limit, -1))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", "configz").DoRaw(ctx)
+		if err == nil && strings.Contains(string(raw), want) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s's configz does not say %s: %v: %.300s", n.Name, want, err, raw)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // awaitNodeReady waits until the node says it is Ready.

@@ -26,6 +26,15 @@ func probeNode(t *testing.T, ns string) (*Cluster, *Node, string) {
 	t.Helper()
 	Require(t, "kubelet")
 	RequireNode(t)
+	c := Start(t)
+	n, _, image := startProbeNode(t, c, ns)
+	return c, n, image
+}
+
+// startProbeNode starts c's node with the netprobe image, and namespace
+// ns with its default service account.
+func startProbeNode(t *testing.T, c *Cluster, ns string) (*Node, string, string) {
+	t.Helper()
 	image, err := ProbeImage()
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +44,6 @@ func probeNode(t *testing.T, ns string) (*Cluster, *Node, string) {
 			t.Fatalf("docker tag: %v: %s", err, out)
 		}
 	}
-	c := Start(t)
 	n, err := c.StartNode(image)
 	if err != nil {
 		t.Fatalf("starting the node: %v", err)
@@ -49,7 +57,7 @@ func probeNode(t *testing.T, ns string) (*Cluster, *Node, string) {
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return c, n, image
+	return n, ns, image
 }
 
 // TestPodNetwork: pods get addresses in PodCIDR on a bridge inside the

@@ -84,6 +84,7 @@ func reap(dir string) {
 	}
 	killNaming(dir)
 	unmountUnder(dir)
+	_ = removeCgroupRoot(dir)
 	_ = os.RemoveAll(dir)
 }
 
