@@ -65,7 +65,8 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 		}
 		removed = append(removed, "networkpolicy/"+np.Namespace+"/"+np.Name)
 	}
-	return removed, errors.Join(errs...)
+	more, err := b.sweepClaimed(ctx, ns, now)
+	return append(removed, more...), errors.Join(append(errs, err)...)
 }
 
 // stale decides from an object's owner annotations whether its owner is
