@@ -311,19 +311,15 @@ func (b *Backend) removeClaimed(ctx context.Context, r *Rendered) error {
 	err := deleteAndWait(ctx, "SandboxClaim", c.Claim.Name,
 		func(ctx context.Context) error { return b.cli.asDelete(ctx, claimPath) },
 		func(ctx context.Context) error { return b.cli.asGet(ctx, claimPath, &asClaim{}) })
-	// A claim that never got its pod may still get one made (cold: named
-	// as the claim) until the controller sees the claim gone.
+	// Its Sandbox and pod are deleted here, not left to the garbage
+	// collector (a cluster may run none; it takes its time). A claim that
+	// never got its pod may still get one made (cold: named as the claim)
+	// until the controller sees the claim gone.
 	sbName := c.sandbox
 	if sbName == "" {
 		sbName = c.Claim.Name
 	}
-	sbPath := asPath(agentsGroupVersion, ns, resSandboxes, sbName)
-	err = errors.Join(err, deleteAndWait(ctx, "Sandbox", sbName,
-		func(ctx context.Context) error { return b.cli.asDelete(ctx, sbPath) },
-		func(ctx context.Context) error { return b.cli.asGet(ctx, sbPath, &asSandbox{}) }))
-	err = errors.Join(err, deleteAndWait(ctx, "pod", r.Pod.Name,
-		func(ctx context.Context) error { return b.cli.deletePod(ctx, ns, r.Pod.Name) },
-		func(ctx context.Context) error { _, err := b.cli.getPod(ctx, ns, r.Pod.Name); return err }))
+	err = errors.Join(err, b.deleteSandbox(ctx, ns, sbName, r.Pod.Name))
 	if c.ownPool {
 		poolPath := asPath(extensionsGroupVersion, ns, resWarmPools, c.Pool.Name)
 		err = errors.Join(err, deleteAndWait(ctx, "SandboxWarmPool", c.Pool.Name,
@@ -336,6 +332,89 @@ func (b *Backend) removeClaimed(ctx context.Context, r *Rendered) error {
 			func(ctx context.Context) error { return b.cli.getNetworkPolicy(ctx, np.Namespace, np.Name) }))
 	}
 	return err
+}
+
+// deleteSandbox deletes a Sandbox and its pod and waits until neither is
+// there.
+func (b *Backend) deleteSandbox(ctx context.Context, ns, sandbox, pod string) error {
+	sbPath := asPath(agentsGroupVersion, ns, resSandboxes, sandbox)
+	err := deleteAndWait(ctx, "Sandbox", sandbox,
+		func(ctx context.Context) error { return b.cli.asDelete(ctx, sbPath) },
+		func(ctx context.Context) error { return b.cli.asGet(ctx, sbPath, &asSandbox{}) })
+	// The Sandbox controller may make the pod once more from a cache that
+	// still had the Sandbox: a pod back within settle is deleted again.
+	for try := 0; ; try++ {
+		err = errors.Join(err, deleteAndWait(ctx, "pod", pod,
+			func(ctx context.Context) error { return b.cli.deletePod(ctx, ns, pod) },
+			func(ctx context.Context) error { _, err := b.cli.getPod(ctx, ns, pod); return err }))
+		if err != nil || try == 2 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(settle):
+		}
+		if _, gerr := b.cli.getPod(ctx, ns, pod); apierrors.IsNotFound(gerr) {
+			return nil
+		}
+	}
+}
+
+// settle is how long a deleted claimed pod must stay gone.
+const settle = 300 * time.Millisecond
+
+// deleteOrphans deletes the pods of ours in ns (selector) that a Sandbox
+// that is no longer there controls: what a cluster's garbage collector
+// would remove (one without it keeps them).
+func (b *Backend) deleteOrphans(ctx context.Context, ns, selector string) ([]string, error) {
+	pods, err := b.cli.listPods(ctx, ns, selector)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, p := range pods.Items {
+		for _, r := range p.OwnerReferences {
+			if r.Controller == nil || !*r.Controller || r.Kind != "Sandbox" {
+				continue
+			}
+			var sb asSandbox
+			gerr := b.cli.asGet(ctx, asPath(agentsGroupVersion, p.Namespace, resSandboxes, r.Name), &sb)
+			if gerr == nil && sb.UID == r.UID || gerr != nil && !apierrors.IsNotFound(gerr) {
+				continue
+			}
+			if err := b.cli.deletePod(ctx, p.Namespace, p.Name); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err))
+				continue
+			}
+			removed = append(removed, "pod/"+p.Namespace+"/"+p.Name)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// deleteOwnedSandboxes deletes the Sandboxes in ns that the kind's object
+// of uid controls (a claim's, a warm pool's), and their pods.
+func (b *Backend) deleteOwnedSandboxes(ctx context.Context, ns, kind, uid string) error {
+	var l struct {
+		Items []asSandbox `json:"items"`
+	}
+	if err := b.cli.asGet(ctx, asPath(agentsGroupVersion, ns, resSandboxes, ""), &l); err != nil {
+		return fmt.Errorf("listing Sandboxes in %s: %w", ns, err)
+	}
+	var errs []error
+	for _, sb := range l.Items {
+		if uid == "" || !controlledBy(sb.OwnerReferences, kind, uid) {
+			continue
+		}
+		pod := sb.Name
+		if n := sb.Annotations[asPodNameAnnotation]; n != "" {
+			pod = n
+		}
+		errs = append(errs, b.deleteSandbox(ctx, ns, sb.Name, pod))
+	}
+	return errors.Join(errs...)
 }
 
 // KeepPool implements backends.ClusterPool: with the agent-sandbox API, a
@@ -382,22 +461,15 @@ func (b *Backend) KeepPool(ctx context.Context, p *policy.Policy, ttl time.Durat
 	release := func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, goneTimeout)
 		defer cancel()
+		var pool asWarmPool
+		if err := b.cli.asGet(ctx, poolPath, &pool); err != nil {
+			return fmt.Errorf("reading the SandboxWarmPool %s/%s: %w", ns, c.Pool.Name, err)
+		}
 		err := deleteAndWait(ctx, "SandboxWarmPool", c.Pool.Name,
 			func(ctx context.Context) error { return b.cli.asDelete(ctx, poolPath) },
 			func(ctx context.Context) error { return b.cli.asGet(ctx, poolPath, &asWarmPool{}) })
 		// Its warm sandboxes, and their pods, go with it.
-		sel := labelTemplate + "=" + c.Template.Name
-		return errors.Join(err, deleteAndWait(ctx, "pods of", c.Template.Name, func(context.Context) error { return nil },
-			func(ctx context.Context) error {
-				pods, err := b.cli.listPods(ctx, ns, sel)
-				if err == nil && len(pods.Items) > 0 {
-					return errors.New("still there")
-				}
-				if err == nil {
-					return apierrors.NewNotFound(corev1.Resource("pods"), sel)
-				}
-				return err
-			}))
+		return errors.Join(err, b.deleteOwnedSandboxes(ctx, ns, "SandboxWarmPool", string(pool.UID)))
 	}
 	return release, true, nil
 }
@@ -428,7 +500,16 @@ func (b *Backend) sweepClaimed(ctx context.Context, ns string, now time.Time) ([
 				continue
 			}
 			removed = append(removed, res+"/"+o.Namespace+"/"+o.Name)
+			kind := map[string]string{resClaims: "SandboxClaim", resWarmPools: "SandboxWarmPool"}[res]
+			if err := b.deleteOwnedSandboxes(ctx, o.Namespace, kind, string(o.UID)); err != nil {
+				errs = append(errs, err)
+			}
 		}
+	}
+	orphans, err := b.deleteOrphans(ctx, ns, ownerSelector)
+	removed = append(removed, orphans...)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	pools, err := b.cli.asList(ctx, asPath(extensionsGroupVersion, ns, resWarmPools, ""), "")
 	if err != nil {
