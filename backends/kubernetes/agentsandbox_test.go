@@ -46,6 +46,7 @@ type asObjects struct {
 	sandboxOwners            map[string]string // sandbox -> its controller's kind/name
 	podOwners                map[string]string // pod of ours -> its controller's kind/name
 	claimSandbox             map[string]string // claim -> its sandbox
+	claimPool                map[string]string // claim -> the warm pool it names
 }
 
 // watchAgentSandbox records, every 100 ms until stop, the templates,
@@ -53,7 +54,7 @@ type asObjects struct {
 // pod of ours.
 func watchAgentSandbox(t *testing.T, e *cliEnv) (seen *asObjects, stop func()) {
 	seen = &asObjects{templates: map[string]bool{}, claims: map[string]bool{}, pools: map[string]bool{},
-		sandboxOwners: map[string]string{}, podOwners: map[string]string{}, claimSandbox: map[string]string{}}
+		sandboxOwners: map[string]string{}, podOwners: map[string]string{}, claimSandbox: map[string]string{}, claimPool: map[string]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	list := func(gv, res string) []map[string]any {
@@ -88,6 +89,11 @@ func watchAgentSandbox(t *testing.T, e *cliEnv) (seen *asObjects, stop func()) {
 			}
 			for _, o := range claims {
 				seen.claims[name(o)] = true
+				if sp, ok := o["spec"].(map[string]any); ok {
+					if ref, ok := sp["warmPoolRef"].(map[string]any); ok && ref["name"] != nil {
+						seen.claimPool[name(o)] = ref["name"].(string)
+					}
+				}
 				if st, ok := o["status"].(map[string]any); ok {
 					if sb, ok := st["sandbox"].(map[string]any); ok && sb["name"] != nil {
 						seen.claimSandbox[name(o)] = sb["name"].(string)
@@ -237,14 +243,18 @@ func TestPoolThroughAgentSandboxWarmPool(t *testing.T) {
 		t.Errorf("pooled run printed %q", out)
 	}
 	seen.mu.Lock()
+	// The claims that took a warm Sandbox named the keeper's pool (one
+	// not the claim's own).
 	var claimed []string
-	for _, sb := range seen.claimSandbox {
-		claimed = append(claimed, sb)
+	for claim, sb := range seen.claimSandbox {
+		if pool := seen.claimPool[claim]; pool != "" && pool != claim {
+			claimed = append(claimed, sb)
+		}
 	}
 	pools := keys(seen.pools)
 	seen.mu.Unlock()
 	if !slices.ContainsFunc(claimed, func(sb string) bool { return slices.Contains(warm, sb) }) {
-		t.Errorf("no claim took a warm Sandbox of %v (claims' Sandboxes %v)", warm, claimed)
+		t.Errorf("no claim of the keeper's pool took a warm Sandbox of %v (their Sandboxes %v; all claims' pools %v)", warm, claimed, seen.claimPool)
 	}
 	if len(pools) == 0 {
 		t.Errorf("no SandboxWarmPool was made")
