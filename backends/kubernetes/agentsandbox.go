@@ -483,9 +483,14 @@ func (b *Backend) KeepPool(ctx context.Context, p *policy.Policy, ttl time.Durat
 func (b *Backend) sweepClaimed(ctx context.Context, ns string, now time.Time) ([]string, error) {
 	var removed []string
 	var errs []error
+	if _, err := b.cli.asList(ctx, asPath(extensionsGroupVersion, ns, resClaims, ""), ownerSelector); ns == "" && apierrors.IsForbidden(err) {
+		ns = b.namespace(nil)
+	}
 	for _, res := range []string{resClaims, resWarmPools} {
 		l, err := b.cli.asList(ctx, asPath(extensionsGroupVersion, ns, res, ""), ownerSelector)
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			// No agent-sandbox API here, or none this user may use: nothing
+			// of it can be ours.
 			return nil, nil
 		}
 		if err != nil {

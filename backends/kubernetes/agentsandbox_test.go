@@ -180,6 +180,18 @@ func TestSelftestThroughAgentSandbox(t *testing.T) {
 	if len(seen.claims) == 0 {
 		t.Fatal("no SandboxClaim was made")
 	}
+	// What the controller made of the templates' networkPolicy (Managed,
+	// no rules): a deny-all of both directions over the template's pods.
+	for _, tpl := range keys(seen.templates) {
+		np, err := e.c.Client.NetworkingV1().NetworkPolicies(e.ns).Get(context.Background(), tpl+"-network-policy", metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("the controller's NetworkPolicy of %s: %v", tpl, err)
+			continue
+		}
+		if len(np.Spec.Ingress)+len(np.Spec.Egress) != 0 || len(np.Spec.PolicyTypes) != 2 || len(np.Spec.PodSelector.MatchLabels) == 0 {
+			t.Errorf("the controller's NetworkPolicy of %s is not a deny-all of its pods: %+v", tpl, np.Spec)
+		}
+	}
 	for pod, owner := range seen.podOwners {
 		sb, ok := strings.CutPrefix(owner, "Sandbox/")
 		if !ok {

@@ -43,8 +43,10 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("listing triage-sandbox NetworkPolicies: %w", err)
 	}
 	now := time.Now()
-	var removed []string
-	var errs []error
+	// The agent-sandbox claims first: their pods go before the
+	// NetworkPolicies beside them.
+	removed, err := b.sweepClaimed(ctx, ns, now)
+	errs := []error{err}
 	for _, p := range pods.Items {
 		if !stale(p.Annotations, b.host, now) {
 			continue
@@ -65,8 +67,7 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 		}
 		removed = append(removed, "networkpolicy/"+np.Namespace+"/"+np.Name)
 	}
-	more, err := b.sweepClaimed(ctx, ns, now)
-	return append(removed, more...), errors.Join(append(errs, err)...)
+	return removed, errors.Join(errs...)
 }
 
 // stale decides from an object's owner annotations whether its owner is
