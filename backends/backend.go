@@ -126,6 +126,17 @@ type StartOptions struct {
 	DeferStaging bool
 }
 
+// ClusterPool is a backend whose cluster can keep a pool of started
+// sandboxes itself (the kubernetes backend's agent-sandbox
+// SandboxWarmPool). KeepPool asks it to keep p.Warm.Pool sandboxes of p
+// started, each to live ttl once taken; ok false: not for this policy
+// (the keeper then fills a pool of its own). Where it does, the keeper
+// holds no ready sandbox: each take is a Start, which the backend serves
+// from the cluster's pool, and release removes the pool.
+type ClusterPool interface {
+	KeepPool(ctx context.Context, p *policy.Policy, ttl time.Duration) (release func(context.Context) error, ok bool, err error)
+}
+
 // Stager is a sandbox that can take its staged copy after Start: one
 // started with StartOptions.DeferStaging gets the writable paths as they
 // are when Stage is called, with the same bounds and the same copy back

@@ -87,7 +87,7 @@ func TestFixtureInSync(t *testing.T) {
 }
 
 const allSandboxKeys = "valid keys: backend, network, image, env, secrets, writable, allow_all, set_env, " +
-	"timeout, memory, cpus, pids, tmpfs_size, shm_size, file_size, writable_size, writable_inodes, runtime, namespace, user, output_limit, output_ceiling, deny, confirm, gate_disable, gate_confirm, allow_dynamic, audit_log, accept_weaker, allow_tool_config, read_only, toolchain, checkout_writes, pool, warm_idle, broker"
+	"timeout, memory, cpus, pids, tmpfs_size, shm_size, file_size, writable_size, writable_inodes, runtime, namespace, kubernetes_api, user, output_limit, output_ceiling, deny, confirm, gate_disable, gate_confirm, allow_dynamic, audit_log, accept_weaker, allow_tool_config, read_only, toolchain, checkout_writes, pool, warm_idle, broker"
 
 // problemTests are documents with problems and the lines of their error, in order.
 var problemTests = []struct {
@@ -255,6 +255,11 @@ var problemTests = []struct {
 		name: "strings and arrays that look like keys do not move lines",
 		toml: "[labels]\nnote = \"\"\"\n[sandbox]\nnetwrk = 1\n\"\"\"\nlist = [\n  \"[sandbox]\", # netwrk = 2\n]\n[sandbox]\nnetwrk = 3\n",
 		want: []string{`triage.toml:10: sandbox.netwrk: unknown key; did you mean "network"?`},
+	},
+	{
+		name: "kubernetes_api that is neither pods nor agent-sandbox",
+		toml: "[sandbox]\nnamespace = \"triage\"\nkubernetes_api = \"sandboxes\"\n",
+		want: []string{`triage.toml:3: sandbox.kubernetes_api: "sandboxes" is not one of "pods", "agent-sandbox"; write one of "pods", "agent-sandbox"`},
 	},
 	{
 		name: "sandbox that is not a table",

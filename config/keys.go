@@ -123,6 +123,8 @@ var sandboxKeys = []keySpec[Sandbox]{
 		func(s *Sandbox) **string { return &s.Runtime }, stringWhere(anyString)),
 	scalar("namespace", "kubernetes: the namespace sandboxes run in", `"triage"`,
 		func(s *Sandbox) **string { return &s.Namespace }, stringWhere(checkNamespace)),
+	scalar("kubernetes_api", "kubernetes: `\"pods\"` makes each sandbox a pod of its own; `\"agent-sandbox\"` makes the policy a `SandboxTemplate` and each sandbox a `SandboxClaim` that the cluster's agent-sandbox controller fills (a reproducer `pool` becomes its `SandboxWarmPool`)", `"agent-sandbox"`,
+		func(s *Sandbox) **string { return &s.KubernetesAPI }, stringWhere(oneOf(profiles.KubernetesAPIs...))),
 	scalar("user", "`uid:gid` inside when triage-sandbox runs as root (never 0)", `"1000:1000"`,
 		func(s *Sandbox) **string { return &s.User }, stringWhere(checkUserKey)),
 	scalar("output_limit", "bytes of each stream shown (head + tail)", `"64k"`,

@@ -68,6 +68,9 @@ type Sandbox struct {
 	WritableInodes *int64
 	Runtime        *string // docker runtime, e.g. "runsc"
 	Namespace      *string // kubernetes namespace
+	// KubernetesAPI is how the kubernetes backend makes sandboxes: "pods"
+	// or "agent-sandbox".
+	KubernetesAPI *string
 	// Pool keeps this many started sandboxes ready, each for one command.
 	Pool *int64
 	// WarmIdle ends a session or pool unused this long (seconds).

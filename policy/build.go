@@ -217,6 +217,9 @@ func (b *builder) choices() error {
 	if sb.Namespace != nil {
 		p.Namespace = *sb.Namespace
 	}
+	if sb.KubernetesAPI != nil && *sb.KubernetesAPI != profiles.KubernetesPods {
+		p.KubernetesAPI = *sb.KubernetesAPI
+	}
 	p.Output = outputLimits(sb)
 	if err := buildGate(b.cfg, sb, p, b.host); err != nil {
 		return err

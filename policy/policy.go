@@ -68,6 +68,10 @@ type Policy struct {
 	// Namespace is where a cluster backend places the sandbox ("" the
 	// client configuration's own).
 	Namespace string `json:"namespace,omitempty"`
+	// KubernetesAPI is how a cluster backend makes the sandbox: ""
+	// (profiles.KubernetesPods) its own pods, or
+	// profiles.KubernetesAgentSandbox the agent-sandbox controller's claims.
+	KubernetesAPI string `json:"kubernetes_api,omitempty"`
 	// Accepted are the weaker modes the config accepts ([sandbox]
 	// accept_weaker): requirements a backend may lack without refusal.
 	Accepted []Capability `json:"accepted_weaker,omitempty"`

@@ -353,3 +353,16 @@ func ClosedImageDirs() []string { return []string{"/root"} }
 func ToolConfigNames() []string {
 	return []string{".git", ".hg", ".envrc", ".vscode", ".idea", ".devcontainer", ".npmrc", ".yarnrc.yml"}
 }
+
+// How the kubernetes backend makes sandboxes ([sandbox] kubernetes_api).
+const (
+	// KubernetesPods: each sandbox a pod the backend creates (the default).
+	KubernetesPods = "pods"
+	// KubernetesAgentSandbox: the policy a SandboxTemplate, each sandbox a
+	// SandboxClaim that the agent-sandbox controller (sigs.k8s.io/agent-sandbox)
+	// turns into a Sandbox and its pod.
+	KubernetesAgentSandbox = "agent-sandbox"
+)
+
+// KubernetesAPIs are the values of [sandbox] kubernetes_api.
+var KubernetesAPIs = []string{KubernetesPods, KubernetesAgentSandbox}

@@ -11,6 +11,8 @@
 #   - the kubernetes test cluster's kube-apiserver and kubelet, and gVisor's
 #     runsc for its node (scripts/kube.sh, scripts/gvisor.sh: built once,
 #     cached in /var/cache/triage-sandbox/),
+#   - the agent-sandbox controller and its CRDs (scripts/agentsandbox.sh,
+#     cached in /var/cache/triage-sandbox/agent-sandbox/),
 #   - the sandbox image loaded into Podman's own store (Podman keeps its
 #     storage in /var/lib/containers and, for the sandboxes' network "none",
 #     touches no iptables rule or bridge of dockerd's),
@@ -28,6 +30,9 @@ ts_log_prefix=setup-tests
 ts_install_packages $(ts_main_packages) $(ts_kube_packages) $(ts_test_packages)
 TRIAGE_SANDBOX_KUBE=1 scripts/setup.sh
 scripts/kube.sh >/dev/null
+# The agent-sandbox controller for the kubernetes backend's kubernetes_api
+# = "agent-sandbox" tests (built once, cached).
+scripts/agentsandbox.sh >/dev/null
 ts_podman_image
 
 mcp_sdk="@modelcontextprotocol/sdk@1.32.2"

@@ -42,6 +42,10 @@ case $name in
   sudo) exec "$@" ;;
   go)
     [ "${FAKE_GO_FAIL:-0}" = 1 ] && { echo "fake compile error" >&2; exit 1; }
+    if [ "$1 $2" = "mod download" ]; then
+      mkdir -p "$FAKE_STATE/mod/k8s/crds" && touch "$FAKE_STATE/mod/k8s/crds/crd.yaml"
+      echo "{\"Dir\": \"$FAKE_STATE/mod\"}"; exit 0
+    fi
     out=
     while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
     if [ -n "$out" ]; then
@@ -124,7 +128,8 @@ func (m *fakeMachine) run(t *testing.T, script string, env ...string) (string, e
 		"FAKE_LOG=" + m.log, "FAKE_STATE=" + m.state, "FAKE_BIN=" + m.bin,
 		"TRIAGE_SANDBOX_KUBE_DIR=" + filepath.Join(m.tmp, "kube"),
 		"TRIAGE_SANDBOX_GVISOR_DIR=" + filepath.Join(m.tmp, "gvisor"),
-		"TRIAGE_SANDBOX_KUBE_ROUTER_DIR=" + filepath.Join(m.tmp, "kube-router")}, env...)
+		"TRIAGE_SANDBOX_KUBE_ROUTER_DIR=" + filepath.Join(m.tmp, "kube-router"),
+		"TRIAGE_SANDBOX_AGENT_SANDBOX_DIR=" + filepath.Join(m.tmp, "agent-sandbox")}, env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -243,7 +248,7 @@ func TestSetupTestsOneAptCall(t *testing.T) {
 	b := m.goBuilds(t)
 	for _, pkg := range []string{"./cmd/triage-sandbox-front", "./cmd/triage-sandbox", "./cmd/triage-sandbox-inside",
 		"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kubelet", "gvisor.dev/gvisor/runsc",
-		"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"} {
+		"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router", "./cmd/agent-sandbox-controller"} {
 		if !builds(b, pkg) {
 			t.Errorf("no go build of %s: %q", pkg, b)
 		}
@@ -251,7 +256,7 @@ func TestSetupTestsOneAptCall(t *testing.T) {
 	if !slices.ContainsFunc(b, func(s string) bool { return strings.Contains(s, "-tags kubernetes") }) {
 		t.Errorf("bin/triage-sandbox-kube not built: %q", b)
 	}
-	for _, step := range []string{"building kube-apiserver", "building kubelet", "building runsc", "building kube-router", "loading triage-sandbox:latest into Podman"} {
+	for _, step := range []string{"building kube-apiserver", "building kubelet", "building runsc", "building kube-router", "building agent-sandbox-controller", "loading triage-sandbox:latest into Podman"} {
 		if !regexp.MustCompile(regexp.QuoteMeta(step) + `.*\(about \d+[^)]* min`).MatchString(out) {
 			t.Errorf("no progress line with the expected time for %q:\n%s", step, out)
 		}

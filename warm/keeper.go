@@ -129,6 +129,24 @@ func (k *keeper) holdSandboxes(ctx context.Context, cancel context.CancelFunc) (
 		k.session = sb
 		return func() { _ = k.closeSandbox(context.WithoutCancel(ctx), sb) }, nil
 	}
+	if cp, ok := k.o.Backend.(backends.ClusterPool); ok {
+		releasePool, kept, err := cp.KeepPool(ctx, k.p, k.pooledTTL())
+		if err != nil {
+			return nil, fmt.Errorf("starting the pool: %w", err)
+		}
+		if kept {
+			// The cluster keeps the pool started: each take is a Start
+			// (a claim of one of its sandboxes), staged, run, discarded.
+			k.ready = make(chan backends.Sandbox)
+			return func() {
+				cancel()
+				k.closing.Wait()
+				if err := releasePool(context.WithoutCancel(ctx)); err != nil {
+					k.logger.Printf("removing the pool: %v", err)
+				}
+			}, nil
+		}
+	}
 	// The pool is drained once fill has stopped: a start still under way
 	// when the keeper ends puts its sandbox in the pool first.
 	var filling sync.WaitGroup

@@ -178,6 +178,14 @@ func (b *Backend) Render(p *policy.Policy, cmd backends.Command) (backends.Artif
 		return nil, err
 	}
 	a := &Artifact{Pod: r.Pod, NetworkPolicy: r.NetworkPolicy, Exec: exec, NodePidsAtMost: pidsDemanded(p)}
+	if agentSandbox(p) {
+		c, err := RenderClaim(p, r.Info, 0)
+		if err != nil {
+			return nil, err
+		}
+		a.Pod, a.NetworkPolicy = nil, c.NetworkPolicy
+		a.SandboxTemplate, a.SandboxWarmPool, a.SandboxClaim = c.Template, c.Pool, c.Claim
+	}
 	if copies, err := copiedDirs(p); err == nil && len(copies) > 0 {
 		spec := packSpec(p, copies)
 		a.Copy = &spec
@@ -224,6 +232,9 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	// Before anything of the sandbox's exists, and still cancellable.
 	if err := b.proveDenyAll(ctx, p); err != nil {
 		return nil, err
+	}
+	if agentSandbox(p) {
+		return b.startClaimed(ctx, p, opts)
 	}
 	ttl := opts.TTL
 	if ttl <= 0 {

@@ -36,6 +36,9 @@ func refusal(err error) error {
 // and a node that never runs it must not keep it), then its
 // NetworkPolicy, each waited for until the API server no longer has it.
 func (b *Backend) remove(ctx context.Context, r *Rendered) error {
+	if r.claim != nil {
+		return b.removeClaimed(ctx, r)
+	}
 	ctx, cancel := context.WithTimeout(ctx, goneTimeout)
 	defer cancel()
 	ns := r.Pod.Namespace

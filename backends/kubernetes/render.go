@@ -40,9 +40,14 @@ const (
 // (nil when the policy lets the sandbox out) and the exec each command
 // becomes.
 type Artifact struct {
-	Pod           *corev1.Pod                 `json:"pod"`
+	Pod           *corev1.Pod                 `json:"pod,omitempty"`
 	NetworkPolicy *networkingv1.NetworkPolicy `json:"network_policy,omitempty"`
-	Exec          *corev1.PodExecOptions      `json:"exec,omitempty"`
+	// With kubernetes_api = "agent-sandbox": the template holding the
+	// pod, the warm pool and the claim of a run (Pod is then nil).
+	SandboxTemplate *asTemplate            `json:"sandbox_template,omitempty"`
+	SandboxWarmPool *asWarmPool            `json:"sandbox_warm_pool,omitempty"`
+	SandboxClaim    *asClaim               `json:"sandbox_claim,omitempty"`
+	Exec            *corev1.PodExecOptions `json:"exec,omitempty"`
 	// Copy is what the host packs for the pod's copies of the policy's
 	// read-only directories: a pod mounts no host path, and what the copy
 	// skips (the unreadable paths) is what it hides.
@@ -100,6 +105,9 @@ type Rendered struct {
 	NetworkPolicy *networkingv1.NetworkPolicy
 	// Info is what it was rendered for.
 	Info RunInfo
+	// claim: the pod is the agent-sandbox controller's, for this claim
+	// (agentsandbox.go); nil: the pod and NetworkPolicy are ours.
+	claim *claimed
 }
 
 // Render turns the policy into the sandbox's pod (its one container is

@@ -246,6 +246,10 @@ func (s *sandbox) kill() {
 	s.killed.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if c := s.r.claim; c != nil {
+		// Else the Sandbox controller would make the pod again.
+		_ = s.b.cli.asDelete(ctx, asPath(extensionsGroupVersion, c.Claim.Namespace, resClaims, c.Claim.Name))
+	}
 	_ = s.b.cli.deletePod(ctx, s.r.Pod.Namespace, s.r.Pod.Name)
 }
 

@@ -43,8 +43,10 @@ func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("listing triage-sandbox NetworkPolicies: %w", err)
 	}
 	now := time.Now()
-	var removed []string
-	var errs []error
+	// The agent-sandbox claims first: their pods go before the
+	// NetworkPolicies beside them.
+	removed, err := b.sweepClaimed(ctx, ns, now)
+	errs := []error{err}
 	for _, p := range pods.Items {
 		if !stale(p.Annotations, b.host, now) {
 			continue
