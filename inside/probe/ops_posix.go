@@ -42,6 +42,7 @@ var ops = map[string]opFunc{
 	"udp_route":        opUDPRoute,
 	"tcp_connect":      opTCPConnect,
 	"tcp_serve":        opTCPServe,
+	"tcp_token":        opTCPToken,
 	"proxy_get":        opProxyGet,
 	"proxy_connect":    opProxyConnect,
 	"udp_send":         opUDPSend,
