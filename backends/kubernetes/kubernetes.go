@@ -259,5 +259,10 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		_ = s.Close(ctx)
 		return nil, err
 	}
+	// Before the first command: the pod is under its policy (firstmoments.go).
+	if err := b.awaitDenied(setupCtx, p, r); err != nil {
+		_ = s.Close(ctx)
+		return nil, err
+	}
 	return s, nil
 }
