@@ -34,10 +34,30 @@ type NetTarget struct {
 	ID, Kind string
 	// What names it for the report.
 	What string
-	// Addr is host:port (TCP).
-	Addr string
+	// Addr is host:port; Proto is "tcp" ("" too) or "udp".
+	Addr, Proto string
 	// Send is written after the connect ("" nothing); Expect is what the
 	// target's own answer contains: the target was reached only if it
 	// arrived.
 	Send, Expect string
+	// DNS, for udp, asks for this name as a DNS query instead of Send
+	// (the answer then reads "dns answer rcode N").
+	DNS string
+}
+
+// Op is the probe op that connects to t and reads its answer.
+func (t NetTarget) Op() string {
+	if t.Proto == "udp" {
+		return "udp_token"
+	}
+	return "tcp_token"
+}
+
+// Args are the op's arguments.
+func (t NetTarget) Args() map[string]string {
+	args := map[string]string{"send": t.Send}
+	if t.DNS != "" {
+		args["dns"] = t.DNS
+	}
+	return args
 }

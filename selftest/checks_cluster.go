@@ -11,14 +11,15 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/policy"
 )
 
-// The cluster network checks (NET-40, NET-41) run where the backend's
+// The cluster network checks (NET-40 … NET-42) run where the backend's
 // sandboxes share a network with other workloads (backends.NetProber: a
 // cluster's pod network), where "loopback only" is a NetworkPolicy the
 // network plugin may or may not enforce. NET-01/03/10 are route lookups
 // and pass in any pod with a route; these connect, in the main phase's
 // sandbox, to targets that exist and answer: a listener pod the backend
-// starts for the selftest (no policy of ours selects it) and the API
-// server's endpoint addresses.
+// starts for the selftest (no policy of ours selects it), the API
+// server's endpoint addresses and the cluster's DNS (a DNS query over
+// UDP; the listener pod's UDP side where the cluster has no DNS service).
 //
 // The rule, for these checks only: a target was reached when its own
 // answer (NetTarget.Expect: the listener's token, the API server's reply)
@@ -37,6 +38,10 @@ func clusterChecks() []Check {
 			"use a network plugin that enforces NetworkPolicy (the sandbox's deny-all), or a namespace whose policies do not let a selected pod out"),
 		clusterCheck("NET-41", "reach the API server's endpoint address", "apiserver",
 			"use a network plugin that enforces NetworkPolicy egress rules, also to the API server's endpoint addresses"),
+		// Where the cluster has no DNS service the backend's target is a
+		// stand-in, the listener pod's UDP side, and its What says so.
+		clusterCheck("NET-42", "query a DNS server of the cluster", "dns",
+			"use a network plugin that enforces NetworkPolicy egress rules for UDP too (cluster DNS)"),
 	}
 }
 
@@ -50,7 +55,9 @@ func clusterCheck(id, name, kind, fix string) Check {
 		Steps: func(e *Env) []probe.Step {
 			var steps []probe.Step
 			for _, t := range e.Cluster.of(kind) {
-				steps = append(steps, step(id+"-"+t.ID, "tcp_token", map[string]string{"send": t.Send, clusterStepArg: "true"}, t.Addr))
+				args := t.Args()
+				args[clusterStepArg] = "true"
+				steps = append(steps, step(id+"-"+t.ID, t.Op(), args, t.Addr))
 			}
 			return steps
 		},

@@ -64,16 +64,20 @@ func TestClusterCheckJudge(t *testing.T) {
 // TestClusterStepsNotOnHost: the host control runs no connect of a
 // cluster check (the host may route a pod address off this machine).
 func TestClusterStepsNotOnHost(t *testing.T) {
-	e := &Env{Cluster: &clusterNet{targets: []backends.NetTarget{{ID: "api-0", Kind: "apiserver", Addr: "10.0.0.1:6443", Expect: "HTTP/1."}}}}
+	e := &Env{Cluster: &clusterNet{targets: []backends.NetTarget{{ID: "api-0", Kind: "apiserver", Addr: "10.0.0.1:6443", Expect: "HTTP/1."},
+		{ID: "dns-0", Kind: "dns", Proto: "udp", Addr: "10.0.0.10:53", DNS: "kubernetes.default", Expect: "dns answer"}}}}
 	for _, ch := range clusterChecks() {
 		for _, s := range ch.Steps(e) {
-			if h := hostStep(s); h.Op == "tcp_token" || len(h.List) != 0 {
+			if h := hostStep(s); h.Op != "uname" || len(h.List) != 0 {
 				t.Errorf("%s: the host control runs %+v", ch.ID, h)
 			}
 		}
 	}
 	if steps := clusterChecks()[1].Steps(e); len(steps) != 1 || steps[0].Op != "tcp_token" {
 		t.Errorf("NET-41's steps in the sandbox: %+v", steps)
+	}
+	if steps := clusterChecks()[2].Steps(e); len(steps) != 1 || steps[0].Op != "udp_token" || steps[0].Args["dns"] != "kubernetes.default" {
+		t.Errorf("NET-42's steps in the sandbox: %+v", steps)
 	}
 }
 

@@ -41,7 +41,7 @@ const (
 // proven targets, or refuses.
 func (b *Backend) awaitDenied(ctx context.Context, p *policy.Policy, r *Rendered) error {
 	if p.Network.Mode != policy.NetworkLoopback || p.AllowAll || r.NetworkPolicy == nil ||
-		slices.Contains(p.Accepted, profiles.CapOwnLoopback) {
+		slices.Contains(p.Accepted, profiles.CapOwnLoopback) || b.skipFirstMoments {
 		return nil
 	}
 	ns := r.Pod.Namespace

@@ -67,6 +67,9 @@ type Backend struct {
 	Notices io.Writer
 	// proofs are the passed start-time network checks (proof.go).
 	proofs *proofs
+	// skipFirstMoments leaves out the first moments' wait (firstmoments.go):
+	// tests only, to show the window it closes.
+	skipFirstMoments bool
 }
 
 // New makes the backend; the kubeconfig is read on first use.

@@ -19,7 +19,9 @@ import (
 )
 
 // The selftest's targets on the pod network (backends.NetProber): a
-// listener pod and the API server's endpoint addresses, and a control pod
+// listener pod (TCP, and UDP standing in for a DNS server where the
+// cluster has none), the API server's and the cluster DNS's endpoint
+// addresses, and a control pod
 // that connects to them with no policy of ours selecting it. The pods are
 // the start-time proof's (proof.go), living for the selftest's length: a
 // CLI killed meanwhile leaves them to a sweep by their deadline.
@@ -76,7 +78,44 @@ func (b *Backend) NetTargets(ctx context.Context, p *policy.Policy) (_ backends.
 		return nil, err
 	}
 	np.targets = append(np.targets, api...)
+	dns, err := b.dnsEndpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(dns) == 0 {
+		// No cluster DNS to query: the listener's UDP side stands in, so
+		// the check still sends a datagram across the pod network.
+		dns = []backends.NetTarget{{ID: "dns-standin", Kind: "dns", Proto: "udp", Addr: addr, Expect: token,
+			What: "the selftest's listener pod over UDP " + addr + " (standing in: no DNS service kube-system/kube-dns here)"}}
+	}
+	np.targets = append(np.targets, dns...)
 	return np, nil
+}
+
+// dnsEndpoints are the cluster DNS's addresses (the Endpoints
+// kube-system/kube-dns, UDP), each asked for the API server's name.
+func (b *Backend) dnsEndpoints(ctx context.Context) ([]backends.NetTarget, error) {
+	eps, err := b.cli.getEndpoints(ctx, "kube-system", "kube-dns")
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: reading the Endpoints kube-system/kube-dns (the cluster DNS's addresses): %w", err)
+	}
+	var out []backends.NetTarget
+	for _, s := range eps.Subsets {
+		for _, port := range s.Ports {
+			if port.Protocol != corev1.ProtocolUDP {
+				continue
+			}
+			for _, a := range s.Addresses {
+				addr := net.JoinHostPort(a.IP, strconv.Itoa(int(port.Port)))
+				out = append(out, backends.NetTarget{ID: "dns-" + strconv.Itoa(len(out)), Kind: "dns", Proto: "udp",
+					What: "the cluster DNS's endpoint " + addr, Addr: addr, DNS: "kubernetes.default.svc.cluster.local", Expect: "dns answer"})
+			}
+		}
+	}
+	return out, nil
 }
 
 // apiEndpoints are the addresses the API server answers on (the
@@ -134,7 +173,7 @@ func (np *netProbe) Control(ctx context.Context) (map[string]string, error) {
 func tokenPlan(targets []backends.NetTarget) protocol.ProbePlan {
 	var plan protocol.ProbePlan
 	for _, t := range targets {
-		plan.Steps = append(plan.Steps, protocol.ProbeStep{ID: t.ID, Op: "tcp_token", Args: map[string]string{"send": t.Send}, List: []string{t.Addr}})
+		plan.Steps = append(plan.Steps, protocol.ProbeStep{ID: t.ID, Op: t.Op(), Args: t.Args(), List: []string{t.Addr}})
 	}
 	return plan
 }

@@ -362,7 +362,7 @@ func (b *Backend) servePod(p *policy.Policy, name, token string, denied bool, li
 		return nil, err
 	}
 	plan := protocol.ProbePlan{Steps: []protocol.ProbeStep{{ID: "serve", Op: "tcp_serve",
-		Args: map[string]string{"addr": ":" + proofPort, "token": token, "seconds": strconv.Itoa(int(life / time.Second))}}}}
+		Args: map[string]string{"addr": ":" + proofPort, "token": token, "udp": "true", "seconds": strconv.Itoa(int(life / time.Second))}}}}
 	argv, err := protocol.Argv(launch.InitPath, protocol.EntryProbe, protocol.Probe{Tag: "proof", Plan: plan})
 	if err != nil {
 		return nil, err

@@ -22,14 +22,16 @@ import (
 // refuses such a cluster; the refusal: TestSelftestUnenforcedRefused):
 // every check of both roles passes, not applicable only where the backend
 // declares a capability missing (pids_limit: per node, not per pod),
-// except the cluster network checks NET-40 and NET-41, which connect to a
-// pod and to the API server's endpoint from the sandbox's pod and FAIL,
+// except the cluster network checks NET-40 … NET-42, which connect to a
+// pod, to the API server's endpoint and (over UDP) to the listener pod
+// standing in for a DNS server (the test cluster has none) from the
+// sandbox's pod and FAIL,
 // as they must where nothing enforces the deny-all policy. Its pods and
 // NetworkPolicies are all gone afterwards (restrictedNamespace's cleanup).
 func TestSelftestOnNode(t *testing.T) {
 	e := cliWorkspace(t, "", "")
 	stopPolicy(t)
-	selftestOnNode(t, e, "NET-40", "NET-41")
+	selftestOnNode(t, e, "NET-40", "NET-41", "NET-42")
 }
 
 // TestSelftestOnNodeGVisor: the same with runtime = "gvisor", the node's
@@ -112,7 +114,7 @@ func onlyInconclusive(stdout string) bool {
 
 // judgeSelftest fails on any check neither ok nor not applicable for a
 // capability the backend declares missing, but for wantFail, which must
-// be there and FAIL; the cluster network checks (NET-40, NET-41) must be
+// be there and FAIL; the cluster network checks (NET-40 … NET-42) must be
 // there in every role.
 func judgeSelftest(t *testing.T, stdout, stderr string, runErr error, wantFail ...string) {
 	t.Helper()
@@ -160,7 +162,7 @@ func judgeSelftest(t *testing.T, stdout, stderr string, runErr error, wantFail .
 				t.Errorf("%s %s %s: %s", r.Role, ch.ID, ch.Status, ch.Evidence)
 			}
 		}
-		for _, id := range []string{"NET-40", "NET-41"} {
+		for _, id := range []string{"NET-40", "NET-41", "NET-42"} {
 			if _, ok := seen[id]; !ok {
 				t.Errorf("%s: no %s in the report: the cluster network checks did not run", r.Role, id)
 			}

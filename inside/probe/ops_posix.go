@@ -43,6 +43,7 @@ var ops = map[string]opFunc{
 	"tcp_connect":      opTCPConnect,
 	"tcp_serve":        opTCPServe,
 	"tcp_token":        opTCPToken,
+	"udp_token":        opUDPToken,
 	"proxy_get":        opProxyGet,
 	"proxy_connect":    opProxyConnect,
 	"udp_send":         opUDPSend,
