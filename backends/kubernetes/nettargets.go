@@ -86,7 +86,7 @@ func (b *Backend) NetTargets(ctx context.Context, p *policy.Policy) (_ backends.
 		// No cluster DNS to query: the listener's UDP side stands in, so
 		// the check still sends a datagram across the pod network.
 		dns = []backends.NetTarget{{ID: "dns-standin", Kind: "dns", Proto: "udp", Addr: addr, Expect: token,
-			What: "the selftest's listener pod over UDP " + addr + " (standing in: no DNS service kube-system/kube-dns here)"}}
+			What: "the selftest's listener pod over UDP " + addr + " (standing in: no UDP endpoint of a DNS service kube-system/kube-dns here)"}}
 	}
 	np.targets = append(np.targets, dns...)
 	return np, nil
