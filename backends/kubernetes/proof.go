@@ -378,7 +378,12 @@ func (b *Backend) servePod(p *policy.Policy, name, token string, denied bool, li
 	c.Resources = corev1.ResourceRequirements{Limits: small, Requests: small}
 	c.Stdin, c.StdinOnce = false, false
 	if !denied {
+		// The listener and the control stand for the pod network itself:
+		// the cluster's default runtime, not the sandbox's (gVisor with
+		// its own network stack, --network=none, has no pod network at
+		// all, and a control there would reach nothing).
 		r.NetworkPolicy = nil
+		r.Pod.Spec.RuntimeClassName = nil
 	} else if r.NetworkPolicy == nil {
 		return nil, errors.New("kubernetes: the network check's prober rendered no deny-all policy")
 	}
