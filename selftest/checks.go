@@ -72,6 +72,9 @@ type Env struct {
 	// Net is where the network phase's steps go (nil: the sandbox's
 	// forwarder, with no host canaries).
 	Net *netEnv
+	// Cluster is the targets on the backend's shared network and their
+	// control (nil: the backend shares none; checks_cluster.go).
+	Cluster *clusterNet
 }
 
 // Evidence is everything observed after one phase, inside and on the host.
@@ -141,6 +144,10 @@ type Check struct {
 	// name localhost): where the host cannot do it either, a failure
 	// inside is inconclusive, not the sandbox's.
 	ControlOnHost bool
+	// ClusterKind: a cluster network check (checks_cluster.go) of the
+	// backend's targets of this kind; it runs only where the backend has
+	// a shared network (backends.NetProber), its control in a pod.
+	ClusterKind string
 }
 
 // HasControl reports whether the check runs once outside the sandbox too:
@@ -228,6 +235,7 @@ func Catalogue() []Check {
 		ipcSessionChecks(),
 		writesChecks(),
 		networkChecks(),
+		clusterChecks(),
 		allowListChecks(),
 		ipcHostChecks(),
 		privilegeChecks(),

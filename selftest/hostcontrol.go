@@ -171,6 +171,11 @@ func hostStep(s probe.Step) probe.Step {
 		s.Args = args
 		return s
 	}
+	if s.Args[clusterStepArg] != "" {
+		// A cluster target: its control is a pod's (clusterNet), never
+		// a connect from the host, which may route it off this machine.
+		return step(s.ID, "uname", nil)
+	}
 	if s.Op == "signal_holder" {
 		// The host's pid 1 is its init: the control signals a naive
 		// holder of its own instead.

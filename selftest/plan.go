@@ -47,7 +47,15 @@ func planRole(ctx context.Context, o Options, role profiles.Role, rr *RoleReport
 	describeRole(ctx, o, role, p, rr)
 	checks, notApplicable := applicable(Catalogue(), role, o.Backend)
 	rr.Weakened, _ = policy.Enforce(p, o.Backend.Name(), o.Backend.Capabilities())
-	return &rolePlan{env: &Env{C: c, P: p, Writable: writable}, checks: checks, notApplicable: notApplicable}, nil
+	cluster, err := startClusterNet(ctx, o.Backend, p)
+	if err != nil {
+		return nil, err
+	}
+	if cluster == nil {
+		// No network shared with other workloads: nothing of theirs to reach.
+		checks = slices.DeleteFunc(checks, func(ch Check) bool { return ch.ClusterKind != "" })
+	}
+	return &rolePlan{env: &Env{C: c, P: p, Writable: writable, Cluster: cluster}, checks: checks, notApplicable: notApplicable}, nil
 }
 
 // describeRole fills the report's header: the policy's hash and the one the

@@ -101,6 +101,7 @@ func runRole(ctx context.Context, o Options, role profiles.Role) *RoleReport {
 		return rr
 	}
 	defer plan.env.C.Close()
+	defer plan.env.Cluster.close()
 	if plan.env.P.AllowAll {
 		rr.Results = unconfinedResults(plan.checks)
 		return rr

@@ -139,3 +139,8 @@ func (a *api) getService(ctx context.Context, ns, name string) (*corev1.Service,
 	out := &corev1.Service{}
 	return out, a.core.Get().Namespace(ns).Resource("services").Name(name).Do(ctx).Into(out)
 }
+
+func (a *api) getEndpoints(ctx context.Context, ns, name string) (*corev1.Endpoints, error) {
+	out := &corev1.Endpoints{}
+	return out, a.core.Get().Namespace(ns).Resource("endpoints").Name(name).Do(ctx).Into(out)
+}

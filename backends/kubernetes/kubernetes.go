@@ -69,6 +69,9 @@ type Backend struct {
 	proofs *proofs
 	// nodePids are the nodes' podPidsLimit as read (pids.go).
 	nodePids *nodePids
+	// skipFirstMoments leaves out the first moments' wait (firstmoments.go):
+	// tests only, to show the window it closes.
+	skipFirstMoments bool
 }
 
 // New makes the backend; the kubeconfig is read on first use.
@@ -269,6 +272,11 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		s.copy = spool
 	}
 	if err := s.start(setupCtx, opts); err != nil {
+		_ = s.Close(ctx)
+		return nil, err
+	}
+	// Before the first command: the pod is under its policy (firstmoments.go).
+	if err := b.awaitDenied(setupCtx, p, r); err != nil {
 		_ = s.Close(ctx)
 		return nil, err
 	}

@@ -70,6 +70,10 @@ type proofEntry struct {
 	mu     sync.Mutex
 	passed time.Time
 	said   bool // the accept_weaker line was printed
+	// answering are the API server's endpoints the passed proof's control
+	// pod read an answer from: the targets of a new sandbox's first
+	// moments (firstmoments.go).
+	answering []target
 }
 
 func newProofs(now func() time.Time) *proofs {
@@ -103,6 +107,20 @@ func (c *proofs) run(key string, prove func() error) error {
 	return nil
 }
 
+// answered records what the control read, during key's proof (run holds
+// the entry's lock).
+func (c *proofs) answered(key string, ts []target) {
+	c.entry(key).answering = ts
+}
+
+// answers are the targets key's last passed proof found answering.
+func (c *proofs) answers(key string) []target {
+	e := c.entry(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.answering)
+}
+
 // once reports whether key's accept_weaker line is yet to be said.
 func (c *proofs) once(key string) bool {
 	e := c.entry(key)
@@ -130,7 +148,11 @@ func (b *Backend) proveDenyAll(ctx context.Context, p *policy.Policy) error {
 	return b.proofs.run(key, func() error {
 		ctx, cancel := context.WithTimeout(ctx, proofBound)
 		defer cancel()
-		return b.prove(ctx, p, ns)
+		answering, err := b.prove(ctx, p, ns)
+		if err == nil {
+			b.proofs.answered(key, answering)
+		}
+		return err
 	})
 }
 
@@ -141,14 +163,23 @@ func (b *Backend) notices() io.Writer {
 	return os.Stderr
 }
 
-// target is one address the prober must not reach.
-type target struct{ id, what, addr string }
+// target is one address the prober must not reach; send and expect
+// (the API server's endpoints) are for a connect that reads an answer.
+type target struct{ id, what, addr, send, expect string }
 
-// prove runs the canary pods once.
-func (b *Backend) prove(ctx context.Context, p *policy.Policy, ns string) (err error) {
+// prove runs the canary pods once, and returns the API server's
+// endpoints that answered the control.
+func (b *Backend) prove(ctx context.Context, p *policy.Policy, ns string) (_ []target, err error) {
 	targets, err := b.serviceTargets(ctx)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	api, err := b.apiEndpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range api {
+		targets = append(targets, target{id: t.ID, what: t.What, addr: t.Addr, send: t.Send, expect: t.Expect})
 	}
 	var id [4]byte
 	_, _ = rand.Read(id[:])
@@ -156,15 +187,15 @@ func (b *Backend) prove(ctx context.Context, p *policy.Policy, ns string) (err e
 	suffix := hex.EncodeToString(id[:])
 	listener, err := b.proofPod(p, "proof-listener-"+suffix, token, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	control, err := b.proofPod(p, "proof-control-"+suffix, token, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	prober, err := b.proofPod(p, "proof-prober-"+suffix, token, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The pods go whatever happens, ctx cancelled too.
 	defer func() {
@@ -174,23 +205,63 @@ func (b *Backend) prove(ctx context.Context, p *policy.Policy, ns string) (err e
 	}()
 	for _, r := range []*Rendered{listener, control, prober} {
 		if err := b.create(ctx, r); err != nil {
-			return fmt.Errorf("the network check's pod: %w", err)
+			return nil, fmt.Errorf("the network check's pod: %w", err)
 		}
 	}
 	ip, err := b.awaitProofPod(ctx, listener)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, r := range []*Rendered{control, prober} {
 		if _, err := b.awaitProofPod(ctx, r); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	canary := target{id: "listener", what: "the check's listener pod " + net.JoinHostPort(ip, proofPort), addr: net.JoinHostPort(ip, proofPort)}
 	if err := b.controlReaches(ctx, control, canary, ns); err != nil {
-		return err
+		return nil, err
 	}
-	return b.proberBlocked(ctx, prober, append([]target{canary}, targets...), ns)
+	answering, err := b.answeringAPI(ctx, control, targets, ns)
+	if err != nil {
+		return nil, err
+	}
+	return answering, b.proberBlocked(ctx, prober, append([]target{canary}, targets...), ns)
+}
+
+// answeringAPI are the API server's endpoints among targets that answer
+// the control: one at least, or a new sandbox's first moments
+// (firstmoments.go) would have nothing to judge its policy by.
+func (b *Backend) answeringAPI(ctx context.Context, control *Rendered, targets []target, ns string) ([]target, error) {
+	plan := protocol.ProbePlan{}
+	var api []target
+	for _, t := range targets {
+		if t.expect != "" {
+			api = append(api, t)
+			plan.Steps = append(plan.Steps, tokenStep(t))
+		}
+	}
+	if len(api) == 0 {
+		return nil, fmt.Errorf("kubernetes: the network check cannot tell whether a new sandbox's pod is under its NetworkPolicy before its first command: the API shows no endpoint address of the API server (Endpoints default/kubernetes) to try; accept it with [sandbox] accept_weaker = [\"own_loopback\"]")
+	}
+	obs, err := b.execProbe(ctx, control.Pod.Namespace, control.Pod.Name, plan)
+	if err != nil {
+		return nil, err
+	}
+	var out []target
+	for _, t := range api {
+		if strings.Contains(obs[t.id].Values["read"], t.expect) {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("kubernetes: the network check cannot tell whether a new sandbox's pod is under its NetworkPolicy before its first command: a pod with no policy got no answer from the API server's endpoint %s in namespace %s; fix the pod network (or a policy of the namespace's that blocks it), or accept it with [sandbox] accept_weaker = [\"own_loopback\"]", api[0].addr, ns)
+	}
+	return out, nil
+}
+
+// tokenStep is a tcp_token step to t.
+func tokenStep(t target) protocol.ProbeStep {
+	return protocol.ProbeStep{ID: t.id, Op: "tcp_token", Args: map[string]string{"send": t.send}, List: []string{t.addr}}
 }
 
 // controlReaches: without a policy the listener is reached (it may not
@@ -278,14 +349,20 @@ func (b *Backend) serviceTargets(ctx context.Context) ([]target, error) {
 // a kill -9) whose one container serves token on proofPort for the
 // proof's bound; denied keeps the sandbox's deny-all policy.
 func (b *Backend) proofPod(p *policy.Policy, name, token string, denied bool) (*Rendered, error) {
-	info := b.runInfo(p, proofBound)
+	return b.servePod(p, name, token, denied, proofBound)
+}
+
+// servePod is proofPod for life: the pod's deadline and how long it
+// serves.
+func (b *Backend) servePod(p *policy.Policy, name, token string, denied bool, life time.Duration) (*Rendered, error) {
+	info := b.runInfo(p, life)
 	info.Name = "triage-sandbox-" + name
 	r, err := Render(p, info)
 	if err != nil {
 		return nil, err
 	}
 	plan := protocol.ProbePlan{Steps: []protocol.ProbeStep{{ID: "serve", Op: "tcp_serve",
-		Args: map[string]string{"addr": ":" + proofPort, "token": token, "seconds": strconv.Itoa(int(proofBound / time.Second))}}}}
+		Args: map[string]string{"addr": ":" + proofPort, "token": token, "udp": "true", "seconds": strconv.Itoa(int(life / time.Second))}}}}
 	argv, err := protocol.Argv(launch.InitPath, protocol.EntryProbe, protocol.Probe{Tag: "proof", Plan: plan})
 	if err != nil {
 		return nil, err
@@ -301,7 +378,12 @@ func (b *Backend) proofPod(p *policy.Policy, name, token string, denied bool) (*
 	c.Resources = corev1.ResourceRequirements{Limits: small, Requests: small}
 	c.Stdin, c.StdinOnce = false, false
 	if !denied {
+		// The listener and the control stand for the pod network itself:
+		// the cluster's default runtime, not the sandbox's (gVisor with
+		// its own network stack, --network=none, has no pod network at
+		// all, and a control there would reach nothing).
 		r.NetworkPolicy = nil
+		r.Pod.Spec.RuntimeClassName = nil
 	} else if r.NetworkPolicy == nil {
 		return nil, errors.New("kubernetes: the network check's prober rendered no deny-all policy")
 	}
@@ -337,23 +419,9 @@ func (b *Backend) probeFrom(ctx context.Context, r *Rendered, targets []target) 
 	for _, t := range targets {
 		plan.Steps = append(plan.Steps, protocol.ProbeStep{ID: t.id, Op: "tcp_connect", List: []string{t.addr}})
 	}
-	argv, err := protocol.Argv(launch.InitPath, protocol.EntryProbe, protocol.Probe{Tag: "proof", Plan: plan})
+	obs, err := b.execProbe(ctx, r.Pod.Namespace, r.Pod.Name, plan)
 	if err != nil {
 		return nil, err
-	}
-	u := b.cli.podStreamURL(r.Pod.Namespace, r.Pod.Name, "exec",
-		&corev1.PodExecOptions{Container: holderContainer, Command: argv, Stdout: true, Stderr: true})
-	ex, err := b.executor(u)
-	if err != nil {
-		return nil, err
-	}
-	var out, errOut bytes.Buffer
-	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut}); err != nil {
-		return nil, fmt.Errorf("the network check's probe in pod %s: %v: %s", r.Pod.Name, err, strings.TrimSpace(errOut.String()))
-	}
-	obs, err := protocol.ParseProbeObservations(&out)
-	if err != nil {
-		return nil, fmt.Errorf("the network check's probe in pod %s: %w", r.Pod.Name, err)
 	}
 	reached := map[string]bool{}
 	for _, t := range targets {
@@ -364,4 +432,28 @@ func (b *Backend) probeFrom(ctx context.Context, r *Rendered, targets []target) 
 		reached[t.id] = o.OK && strings.HasPrefix(o.Detail, "connected to ")
 	}
 	return reached, nil
+}
+
+// execProbe runs plan in the pod's holder container (an exec of the
+// image's binary) and returns its observations.
+func (b *Backend) execProbe(ctx context.Context, ns, pod string, plan protocol.ProbePlan) (map[string]protocol.ProbeObservation, error) {
+	argv, err := protocol.Argv(launch.InitPath, protocol.EntryProbe, protocol.Probe{Tag: "proof", Plan: plan})
+	if err != nil {
+		return nil, err
+	}
+	u := b.cli.podStreamURL(ns, pod, "exec",
+		&corev1.PodExecOptions{Container: holderContainer, Command: argv, Stdout: true, Stderr: true})
+	ex, err := b.executor(u)
+	if err != nil {
+		return nil, err
+	}
+	var out, errOut bytes.Buffer
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut}); err != nil {
+		return nil, fmt.Errorf("the network check's probe in pod %s: %v: %s", pod, err, strings.TrimSpace(errOut.String()))
+	}
+	obs, err := protocol.ParseProbeObservations(&out)
+	if err != nil {
+		return nil, fmt.Errorf("the network check's probe in pod %s: %w", pod, err)
+	}
+	return obs, nil
 }

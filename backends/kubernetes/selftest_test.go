@@ -16,13 +16,22 @@ import (
 )
 
 // TestSelftestOnNode: `triage-sandbox-kube selftest --backend kubernetes`
-// passes both roles on the local node (containerd, runc, the kubelet),
-// the workspace given to each pod by copy, with not applicable only where
-// the backend declares a capability missing. Its pods and NetworkPolicies
-// are all gone afterwards
-// (restrictedNamespace's cleanup).
+// on the local node (containerd, runc, the kubelet), the workspace given
+// to each pod by copy, with the node's policy controller stopped and
+// own_loopback accepted (the user's honest way past the start check that
+// refuses such a cluster; the refusal: TestSelftestUnenforcedRefused):
+// every check of both roles passes, not applicable only where the backend
+// declares a capability missing,
+// except the cluster network checks NET-40 … NET-42, which connect to a
+// pod, to the API server's endpoint and (over UDP) to the listener pod
+// standing in for a DNS server (the test cluster has none) from the
+// sandbox's pod and FAIL,
+// as they must where nothing enforces the deny-all policy. Its pods and
+// NetworkPolicies are all gone afterwards (restrictedNamespace's cleanup).
 func TestSelftestOnNode(t *testing.T) {
-	selftestOnNode(t, cliWorkspace(t, "", ""))
+	e := cliWorkspace(t, "", "")
+	stopPolicy(t)
+	selftestOnNode(t, e, "NET-40", "NET-41", "NET-42")
 }
 
 // TestSelftestOnNodeGVisor: the same with runtime = "gvisor", the node's
@@ -38,7 +47,14 @@ func TestSelftestOnNodeGVisor(t *testing.T) {
 	if !slices.Contains(n.RuntimeClasses, kubecluster.GVisorClass) {
 		t.Fatalf("the test node offers no %s RuntimeClass (%v) though %s is there", kubecluster.GVisorClass, n.RuntimeClasses, kubecluster.GVisorDir())
 	}
-	selftestOnNode(t, cliWorkspace(t, "runtime = \""+kubecluster.GVisorClass+"\"\n", ""))
+	e := cliWorkspace(t, "runtime = \""+kubecluster.GVisorClass+"\"\n", "")
+	// The cluster network checks pass only where the policy is enforced.
+	c, n, _ := node(t)
+	if err := c.StartPolicy(n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.StopPolicy(n) })
+	selftestOnNode(t, e)
 }
 
 // selftestOnNode runs the selftest of each role in e and judges it: one
@@ -51,17 +67,20 @@ func TestSelftestOnNodeGVisor(t *testing.T) {
 // memory check's exhausted cgroup before the probe could report (RES-02,
 // exit 137, seen once in four CI runs). An inconclusive check twice, or a
 // single FAIL, still fails the test.
-func selftestOnNode(t *testing.T, e *cliEnv) {
+//
+// wantFail are the checks that must FAIL in every role (and then the
+// selftest's exit fails too).
+func selftestOnNode(t *testing.T, e *cliEnv, wantFail ...string) {
 	for _, role := range profiles.Roles() {
 		for try := 1; ; try++ {
 			start := time.Now()
 			stdout, stderr, runErr := e.run("selftest", "--json", "--role", string(role))
 			t.Logf("%s: selftest in %s (try %d)", role, time.Since(start).Round(time.Second), try)
-			if try == 1 && onlyInconclusive(stdout) {
+			if try == 1 && len(wantFail) == 0 && onlyInconclusive(stdout) {
 				t.Logf("%s: only inconclusive results, once more:\n%s", role, stdout)
 				continue
 			}
-			judgeSelftest(t, stdout, stderr, runErr)
+			judgeSelftest(t, stdout, stderr, runErr, wantFail...)
 			break
 		}
 	}
@@ -94,8 +113,10 @@ func onlyInconclusive(stdout string) bool {
 }
 
 // judgeSelftest fails on any check neither ok nor not applicable for a
-// capability the backend declares missing.
-func judgeSelftest(t *testing.T, stdout, stderr string, runErr error) {
+// capability the backend declares missing, but for wantFail, which must
+// be there and FAIL; the cluster network checks (NET-40 … NET-42) must be
+// there in every role.
+func judgeSelftest(t *testing.T, stdout, stderr string, runErr error, wantFail ...string) {
 	t.Helper()
 	var rep struct {
 		Roles []struct {
@@ -122,8 +143,17 @@ func judgeSelftest(t *testing.T, stdout, stderr string, runErr error) {
 		if r.Error != "" {
 			t.Errorf("%s: %s", r.Role, r.Error)
 		}
+		seen := map[string]string{}
 		for _, ch := range r.Checks {
+			seen[ch.ID] = ch.Status
+			if strings.HasPrefix(ch.ID, "NET-4") {
+				t.Logf("%s %s %s: %s", r.Role, ch.ID, ch.Status, ch.Evidence)
+			}
 			switch {
+			case slices.Contains(wantFail, ch.ID):
+				if ch.Status != "FAIL" {
+					t.Errorf("%s %s %s, want FAIL: %s", r.Role, ch.ID, ch.Status, ch.Evidence)
+				}
 			case ch.Status == "n/a":
 				if cap, ok := declared[ch.ID]; !ok || !strings.Contains(ch.Evidence, cap) {
 					t.Errorf("%s %s not applicable, not for a declared missing capability: %s", r.Role, ch.ID, ch.Evidence)
@@ -132,9 +162,27 @@ func judgeSelftest(t *testing.T, stdout, stderr string, runErr error) {
 				t.Errorf("%s %s %s: %s", r.Role, ch.ID, ch.Status, ch.Evidence)
 			}
 		}
+		for _, id := range []string{"NET-40", "NET-41", "NET-42"} {
+			if _, ok := seen[id]; !ok {
+				t.Errorf("%s: no %s in the report: the cluster network checks did not run", r.Role, id)
+			}
+		}
 	}
-	if runErr != nil {
+	switch {
+	case len(wantFail) > 0 && runErr == nil:
+		t.Errorf("the selftest passed with %v failing", wantFail)
+	case len(wantFail) == 0 && runErr != nil:
 		t.Errorf("selftest exit: %v\n%s", runErr, stderr)
+	}
+}
+
+// stopPolicy stops the shared node's policy controller (a test before
+// may have left it running) and checks nothing of its is left.
+func stopPolicy(t *testing.T) {
+	t.Helper()
+	c, n, _ := node(t)
+	if err := c.StopPolicy(n); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -42,6 +42,8 @@ var ops = map[string]opFunc{
 	"udp_route":        opUDPRoute,
 	"tcp_connect":      opTCPConnect,
 	"tcp_serve":        opTCPServe,
+	"tcp_token":        opTCPToken,
+	"udp_token":        opUDPToken,
 	"proxy_get":        opProxyGet,
 	"proxy_connect":    opProxyConnect,
 	"udp_send":         opUDPSend,

@@ -183,7 +183,7 @@ func (c *Cluster) startAPIServer(etcdURL string) error {
 	}
 	c.APIPort = freePort()
 	p, err := c.run("kube-apiserver", filepath.Join(BinDir(), "kube-apiserver"),
-		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", BridgeAddress, // apiforward.go
 		"--secure-port", strconv.Itoa(c.APIPort), "--cert-dir", filepath.Join(c.Dir, "apiserver-certs"),
 		"--tls-cert-file", crt, "--tls-private-key-file", key, "--client-ca-file", c.pki.CAFile,
 		"--service-account-key-file", sa, "--service-account-signing-key-file", sa,

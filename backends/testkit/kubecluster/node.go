@@ -82,6 +82,9 @@ func (c *Cluster) StartNode(images ...string) (*Node, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopBinder = cancel
 	go c.bindUnscheduled(ctx, n.Name)
+	if err := c.forwardAPI(ctx, n); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 

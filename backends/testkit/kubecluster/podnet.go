@@ -3,6 +3,7 @@
 package kubecluster
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -117,7 +119,16 @@ func (n *Node) ListenTCP(addr string) (net.Listener, error) {
 		runtime.UnlockOSThread()
 		return nil, fmt.Errorf("entering the node network namespace: %w", err)
 	}
-	l, lerr := net.Listen("tcp4", addr)
+	// IP_FREEBIND: the bridge and its address come with the first pod,
+	// after the API server's forwarder (apiforward.go) listens.
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_FREEBIND, 1) }); err != nil {
+			return err
+		}
+		return serr
+	}}
+	l, lerr := lc.Listen(context.Background(), "tcp4", addr)
 	if err := unix.Setns(int(host.Fd()), unix.CLONE_NEWNET); err != nil {
 		// The thread stays locked, and ends with its goroutine: it must
 		// not run anything else in the wrong namespace.
