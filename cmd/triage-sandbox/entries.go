@@ -74,8 +74,8 @@ func keep(spec protocol.Keeper) error {
 	// A front's `run --session` of this keeper's session runs here, as
 	// this binary's `run` would (fast.go).
 	selfID, _ := fastpath.FileID("/proc/self/exe")
-	fast := func(ctx context.Context, req fastpath.Request, stdout, stderr io.Writer) (int, string) {
-		return runFast(ctx, selfID, func(rp *policy.Policy) bool { return warm.Mine(p, rp) }, req, stdout, stderr)
+	fast := func(ctx context.Context, req fastpath.Request, here *warm.Here, stdout, stderr io.Writer) (int, string) {
+		return runFast(ctx, selfID, func(rp *policy.Policy) bool { return warm.Mine(p, rp) }, here, req, stdout, stderr)
 	}
 	return warm.Keep(ctx, warm.KeeperOptions{Dir: spec.Dir, Policy: p, Backend: b, Log: os.Stderr, Fast: fast})
 }
