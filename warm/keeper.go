@@ -451,6 +451,9 @@ func (k *keeper) drainPool(ctx context.Context) {
 // serve is one attached `run`: a hello naming its sandbox, then commands.
 func (k *keeper) serve(ctx context.Context, conn net.Conn) {
 	defer conn.Close()
+	// A front's run traced end to end: its connection's accept, then
+	// keeper.fast.
+	phase.Mark(ctx, "keeper.accepted")
 	c := &keeperConn{conn: conn}
 	sb := k.session
 	if sb == nil {
