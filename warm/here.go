@@ -32,7 +32,7 @@ func (h *Here) Attaches(*policy.Policy) bool { return true }
 // served (the fast path checked warm.Mine already; a second check costs
 // nothing and keeps another policy from this sandbox whatever the caller).
 func (h *Here) Start(_ context.Context, p *policy.Policy, _ backends.StartOptions) (backends.Sandbox, error) {
-	if h.k.session == nil || !Mine(h.k.p, p) {
+	if h.k.session == nil || !h.k.mine(p) {
 		return nil, errors.New("warm: the run's policy is not this keeper's session's")
 	}
 	return &here{k: h.k}, nil

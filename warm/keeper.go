@@ -55,6 +55,11 @@ type keeper struct {
 	// touched asks keepRecord to write Busy and LastUsed to the record.
 	touched chan struct{}
 
+	// warmHash is p's, and mine Keeping(p): computed once, as p never
+	// changes.
+	warmHash string
+	mine     func(*policy.Policy) bool
+
 	// session: its one sandbox, one command at a time.
 	session backends.Sandbox
 	execMu  sync.Mutex
@@ -220,6 +225,7 @@ func newKeeper(o KeeperOptions, stop context.CancelFunc) *keeper {
 	k := &keeper{o: o, p: p, paths: paths{o.Dir, key(p)}, logger: log.New(o.Log, "", log.LstdFlags), stop: stop,
 		touched: make(chan struct{}, 1), proxies: map[string]*runproxy.Proxy{}}
 	k.lastUsed.Store(time.Now().UnixNano())
+	k.warmHash, k.mine = p.WarmHash(), Keeping(p)
 	if p.Warm.Session == "" {
 		k.ready = make(chan backends.Sandbox, p.Warm.Pool)
 		k.slots = make(chan struct{}, 2*p.Warm.Pool)
@@ -464,7 +470,7 @@ func (k *keeper) serve(ctx context.Context, conn net.Conn) {
 		}
 		defer k.discard(ctx, sb)
 	}
-	if err := c.sendJSON(fHello, &hello{ID: sb.ID(), Scratch: sb.Scratch(), PolicyHash: k.p.WarmHash(), Warnings: sb.Warnings(), CheckoutDiscarded: backends.CheckoutDiscarded(sb)}); err != nil {
+	if err := c.sendJSON(fHello, &hello{ID: sb.ID(), Scratch: sb.Scratch(), PolicyHash: k.warmHash, Warnings: sb.Warnings(), CheckoutDiscarded: backends.CheckoutDiscarded(sb)}); err != nil {
 		return
 	}
 	frames := make(chan frame)
