@@ -3,6 +3,7 @@ package gate
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Default rule names. Each is tied to its checks in ruleTable, the one
@@ -103,10 +104,25 @@ func (r ruleDef) sites() []site {
 	return out
 }
 
-// ruleTable is every default rule, in documented order. Adding a rule is
-// one entry here, its check and its table-test cases. It is a function,
-// not a variable, because checks judge nested code and so lead back here.
+// ruleTable is every default rule, in documented order, built once: a
+// gate is compiled several times a command (the policy's check, the
+// run's gatekeeper, a keeper's fast-path check), and the table is the same
+// each time. Nothing changes it after it is built: indexRules and
+// DefaultRules only read it.
 func ruleTable() []ruleDef {
+	ruleTableOnce.Do(func() { builtRuleTable = buildRuleTable() })
+	return builtRuleTable
+}
+
+var (
+	ruleTableOnce  sync.Once
+	builtRuleTable []ruleDef
+)
+
+// buildRuleTable is every default rule, in documented order. Adding a rule
+// is one entry here, its check and its table-test cases. It is a function,
+// not a variable, because checks judge nested code and so lead back here.
+func buildRuleTable() []ruleDef {
 	return []ruleDef{
 		{RuleInfo: RuleInfo{ruleGhWrite, Deny, "gh commands that change GitHub (comments, closes, edits, merges, reviews, releases, labels, workflow runs, gh alias set…) " +
 			"and gh api or curl/wget/httpie calls to GitHub's API with a method other than GET, because the agent reports; it does not act on GitHub",

@@ -96,9 +96,8 @@ func LooksLikeCredential(name string) (bool, string) {
 		return !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
 	})
 	for _, ph := range credentialPhrases {
-		runTogether := strings.Join(ph, "")
 		for i := range parts {
-			if parts[i] == runTogether || i+len(ph) <= len(parts) && slices.Equal(parts[i:i+len(ph)], ph) {
+			if runTogether(parts[i], ph) || i+len(ph) <= len(parts) && slices.Equal(parts[i:i+len(ph)], ph) {
 				return true, "name contains " + strings.Join(ph, "_")
 			}
 		}
@@ -109,6 +108,19 @@ func LooksLikeCredential(name string) (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// runTogether: s is the words of ph run together (SECRETKEY for SECRET
+// KEY), compared without joining them: every name of an environment is
+// screened on every policy build.
+func runTogether(s string, ph []string) bool {
+	for _, w := range ph {
+		var ok bool
+		if s, ok = strings.CutPrefix(s, w); !ok {
+			return false
+		}
+	}
+	return s == ""
 }
 
 // partReason says why one upper-case name part is a credential, or "".

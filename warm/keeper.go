@@ -17,6 +17,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
+	"github.com/triage-sandbox/triage-sandbox/egress"
 	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	kmsg "github.com/triage-sandbox/triage-sandbox/protocol/keeper"
@@ -37,8 +38,9 @@ type KeeperOptions struct {
 	// Fast, when set, runs a front's `run` in this process (package
 	// warm/fastpath): writing what `run` writes on stdout and stderr, it
 	// returns `run`'s exit code, or a reason to fall back when nothing ran.
-	// Only a session's keeper serves it.
-	Fast func(ctx context.Context, req fastpath.Request, stdout, stderr io.Writer) (code int, fallback string)
+	// Only a session's keeper serves it; here is the backend its `run`
+	// attaches through, to this keeper's sandbox in this process.
+	Fast func(ctx context.Context, req fastpath.Request, here *Here, stdout, stderr io.Writer) (code int, fallback string)
 }
 
 type keeper struct {
@@ -52,6 +54,11 @@ type keeper struct {
 	stop     context.CancelFunc
 	// touched asks keepRecord to write Busy and LastUsed to the record.
 	touched chan struct{}
+
+	// warmHash is p's, and mine Keeping(p): computed once, as p never
+	// changes.
+	warmHash string
+	mine     func(*policy.Policy) bool
 
 	// session: its one sandbox, one command at a time.
 	session backends.Sandbox
@@ -236,6 +243,7 @@ func newKeeper(o KeeperOptions, stop context.CancelFunc) *keeper {
 	k := &keeper{o: o, p: p, paths: paths{o.Dir, key(p)}, logger: log.New(o.Log, "", log.LstdFlags), stop: stop,
 		touched: make(chan struct{}, 1), proxies: map[string]*runproxy.Proxy{}}
 	k.lastUsed.Store(time.Now().UnixNano())
+	k.warmHash, k.mine = p.WarmHash(), Keeping(p)
 	if p.Warm.Session == "" {
 		k.ready = make(chan backends.Sandbox, p.Warm.Pool)
 		k.slots = make(chan struct{}, 2*p.Warm.Pool)
@@ -467,6 +475,9 @@ func (k *keeper) drainPool(ctx context.Context) {
 // serve is one attached `run`: a hello naming its sandbox, then commands.
 func (k *keeper) serve(ctx context.Context, conn net.Conn) {
 	defer conn.Close()
+	// A front's run traced end to end: its connection's accept, then
+	// keeper.fast.
+	phase.Mark(ctx, "keeper.accepted")
 	c := &keeperConn{conn: conn}
 	sb := k.session
 	if sb == nil {
@@ -477,7 +488,7 @@ func (k *keeper) serve(ctx context.Context, conn net.Conn) {
 		}
 		defer k.discard(ctx, sb)
 	}
-	if err := c.sendJSON(fHello, &hello{ID: sb.ID(), Scratch: sb.Scratch(), PolicyHash: k.p.WarmHash(), Warnings: sb.Warnings(), CheckoutDiscarded: backends.CheckoutDiscarded(sb)}); err != nil {
+	if err := c.sendJSON(fHello, &hello{ID: sb.ID(), Scratch: sb.Scratch(), PolicyHash: k.warmHash, Warnings: sb.Warnings(), CheckoutDiscarded: backends.CheckoutDiscarded(sb)}); err != nil {
 		return
 	}
 	frames := make(chan frame)
@@ -576,7 +587,7 @@ func (k *keeper) fast(ctx context.Context, c *keeperConn, b []byte, frames <-cha
 		return frameWriter{func(t byte, b []byte) error { wrote.Store(true); return c.send(t, b) }, t}
 	}
 	endFast := phase.Begin(ctx, "keeper.fast")
-	code, reason := k.o.Fast(ctx, req, out(fastpath.FStdout), out(fastpath.FStderr))
+	code, reason := k.o.Fast(ctx, req, &Here{Backend: k.o.Backend, k: k}, out(fastpath.FStdout), out(fastpath.FStderr))
 	endFast()
 	if reason != "" {
 		phase.Mark(ctx, "keeper.fast.fallback")
@@ -654,23 +665,29 @@ func (k *keeper) run(ctx context.Context, c *keeperConn, sb backends.Sandbox, re
 			}
 		}
 	}()
-	px := k.proxyOf(sb)
-	if err := px.Renew(); err != nil {
-		close(done)
-		_ = c.sendJSON(fResult, &result{Error: fmt.Sprintf("the network proxy (%s): %v", k.p.Network.Key, err)})
-		return
-	}
-	endExec := phase.Begin(ctx, "keeper.exec")
-	res, err := sb.Exec(ctx, cmd, backends.Streams{
+	res, network, err := k.exec(ctx, sb, cmd, backends.Streams{
 		Stdout: frameWriter{c.send, fStdout}, Stderr: frameWriter{c.send, fStderr}})
-	endExec()
 	close(done)
-	r := result{Result: res, Network: px.End()}
+	r := result{Result: res, Network: network}
 	if err != nil {
 		r.Error = err.Error()
 	}
 	rb := r.Bounded()
 	_ = c.sendJSON(fResult, &rb)
+}
+
+// exec runs one command in sb with its network proxy (an allow-list)
+// serving for that command only, and returns the proxy's decisions. The
+// caller holds execMu: one command at a time in a session's sandbox.
+func (k *keeper) exec(ctx context.Context, sb backends.Sandbox, cmd backends.Command, out backends.Streams) (backends.Result, []egress.Decision, error) {
+	px := k.proxyOf(sb)
+	if err := px.Renew(); err != nil {
+		return backends.Result{}, nil, fmt.Errorf("the network proxy (%s): %v", k.p.Network.Key, err)
+	}
+	endExec := phase.Begin(ctx, "keeper.exec")
+	res, err := sb.Exec(ctx, cmd, out)
+	endExec()
+	return res, px.End(), err
 }
 
 // startSandbox starts a sandbox of this keeper's policy, with its own

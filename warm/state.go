@@ -215,6 +215,14 @@ func NoteRoute(dir, cwd string, p *policy.Policy) error {
 // Mine reports whether a run's compiled policy p is kept by the keeper of
 // kp, exactly: the same session, workspace and role, and the same warm
 // hash, so attaching to that keeper neither ends nor starts one.
-func Mine(kp, p *policy.Policy) bool {
-	return p.Warm.Session != "" && kp.Warm.Session == p.Warm.Session && key(kp) == key(p) && kp.WarmHash() == p.WarmHash()
+func Mine(kp, p *policy.Policy) bool { return Keeping(kp)(p) }
+
+// Keeping is Mine for the keeper of kp, whose warm hash (the policy as
+// JSON, hashed: tens of microseconds) is computed once: a keeper's policy
+// never changes, and a front's run asks more than once.
+func Keeping(kp *policy.Policy) func(p *policy.Policy) bool {
+	kh, kk := kp.WarmHash(), key(kp)
+	return func(p *policy.Policy) bool {
+		return p.Warm.Session != "" && kp.Warm.Session == p.Warm.Session && kk == key(p) && kh == p.WarmHash()
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/gate"
 	"github.com/triage-sandbox/triage-sandbox/internal/insidebin"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -21,6 +22,10 @@ type runIO struct {
 	host           func() (policy.Host, error)
 	// fast is set when a keeper runs `run` for a front (runFast).
 	fast *fastCheck
+	// here, when set (with fast), is the keeper's backend for its own
+	// sandbox (warm.Here): `run` attaches through it instead of dialling
+	// the keeper it runs in.
+	here backends.Backend
 }
 
 func (o runIO) orDefault() runIO {
@@ -106,7 +111,7 @@ func noteRoute(cwd string, p *policy.Policy) {
 // reason to fall back (nothing ran). Only the keeper's own environment
 // and binary are served: the front's must be the same (self is the
 // keeper's fastpath.FileID).
-func runFast(ctx context.Context, self string, mine func(*policy.Policy) bool, req fastpath.Request, stdout, stderr io.Writer) (int, string) {
+func runFast(ctx context.Context, self string, mine func(*policy.Policy) bool, here backends.Backend, req fastpath.Request, stdout, stderr io.Writer) (int, string) {
 	if !fastpath.SameEnv(os.Environ(), req.Env) {
 		return 0, "the environment is not the session keeper's"
 	}
@@ -119,7 +124,7 @@ func runFast(ctx context.Context, self string, mine func(*policy.Policy) bool, r
 		return h, err
 	}
 	root := newBareRootCmd()
-	root.AddCommand(newRunCmdFor(runIO{stdout: stdout, stderr: stderr, host: host, fast: &fastCheck{mine: mine}}))
+	root.AddCommand(newRunCmdFor(runIO{stdout: stdout, stderr: stderr, host: host, fast: &fastCheck{mine: mine}, here: here}))
 	root.SetArgs(req.Args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -83,7 +83,8 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	if err := f.out.fast.before(f); err != nil {
 		return err
 	}
-	f.pf.dialEarly = true
+	// In a keeper (here) the attach is to this process: nothing to dial.
+	f.pf.dialEarly = f.out.here == nil
 	endPolicy := phase.Begin(cmd.Context(), "config+policy")
 	p, host, err := f.pf.compileWithHost()
 	endPolicy()
@@ -112,7 +113,12 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	}
 	endRedactor()
 	endBackend := phase.Begin(cmd.Context(), "backend")
-	b, err := newBackend(cmd.Context(), p, true)
+	var b backends.Backend
+	if f.out.here != nil {
+		b = f.out.here
+	} else {
+		b, err = newBackend(cmd.Context(), p, true)
+	}
 	endBackend()
 	if wb, ok := b.(*warm.Backend); ok {
 		wb.Early = f.pf.early

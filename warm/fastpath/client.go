@@ -37,6 +37,20 @@ func Run(ctx context.Context, socket string, req Request, cancel <-chan struct{}
 		return 0, fallback("no keeper at %s: %v", socket, err)
 	}
 	defer conn.Close()
+	req.SetProtocol()
+	rb, err := json.Marshal(&req)
+	if err != nil {
+		return 0, fallback("%v", err)
+	}
+	// The request goes before the keeper's hello is read: the keeper reads
+	// it after sending its hello, so the exchange costs one round trip, not
+	// two. A hello that then fails the check still means nothing ran: a
+	// keeper runs a request only of its own protocol version (Versioned)
+	// and from its own binary (Request.CLI), and a keeper without the fast
+	// path ends the connection at a frame it does not know.
+	if err := WriteFrame(conn, FRequest, rb); err != nil {
+		return 0, fallback("sending the request: %v", err)
+	}
 	_ = conn.SetReadDeadline(time.Now().Add(helloWait))
 	t, b, err := ReadFrame(conn)
 	if err != nil || t != FHello {
@@ -46,14 +60,6 @@ func Run(ctx context.Context, socket string, req Request, cancel <-chan struct{}
 		return 0, fallback("%v", err)
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	req.SetProtocol()
-	rb, err := json.Marshal(&req)
-	if err != nil {
-		return 0, fallback("%v", err)
-	}
-	if err := WriteFrame(conn, FRequest, rb); err != nil {
-		return 0, fallback("sending the request: %v", err)
-	}
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
