@@ -116,6 +116,12 @@ func (b *Backend) startClaimed(ctx context.Context, p *policy.Policy, opts backe
 		_ = s.Close(ctx)
 		return nil, err
 	}
+	// The controller's pod, as our own, is under its policy before the
+	// first command (firstmoments.go).
+	if err := b.awaitDenied(setupCtx, p, r); err != nil {
+		_ = s.Close(ctx)
+		return nil, err
+	}
 	return s, nil
 }
 

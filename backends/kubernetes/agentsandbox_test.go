@@ -162,7 +162,7 @@ func assertNoAgentSandboxLeft(t *testing.T, e *cliEnv, d time.Duration) {
 // it, no claim, pool, Sandbox, pod or NetworkPolicy is left.
 func TestSelftestThroughAgentSandbox(t *testing.T) {
 	agentSandboxCluster(t)
-	e := cliWorkspace(t, agentSandboxTOML, "")
+	e := provenWorkspace(t, agentSandboxTOML)
 	seen, stop := watchAgentSandbox(t, e)
 	selftestOnNode(t, e)
 	stop()

@@ -223,8 +223,16 @@ func TestGVisorMemoryLimitReported(t *testing.T) {
 // alone, and the loopback checks (NET-11, NET-12) run instead of being
 // not applicable.
 func TestSelftestOnNodeProven(t *testing.T) {
+	selftestOnNode(t, provenWorkspace(t, ""))
+}
+
+// provenWorkspace is cliWorkspace(t, extra, "") with own_loopback no
+// longer accepted (proven at start instead) and the node's policy
+// controller running until t ends.
+func provenWorkspace(t *testing.T, extra string) *cliEnv {
+	t.Helper()
 	kubecluster.RequirePolicy(t)
-	e := cliWorkspace(t, "", "")
+	e := cliWorkspace(t, extra, "")
 	path := filepath.Join(e.root, "triage.toml")
 	text, err := os.ReadFile(path)
 	if err != nil {
@@ -242,5 +250,5 @@ func TestSelftestOnNodeProven(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.StopPolicy(n) })
-	selftestOnNode(t, e)
+	return e
 }
