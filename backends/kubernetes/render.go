@@ -244,17 +244,31 @@ func env(p *policy.Policy) []corev1.EnvVar {
 	return out
 }
 
-// resources: limits equal to requests (Guaranteed QoS: the last evicted),
-// memory without swap as the node allows it.
+// resources: the limits are the policy's; the requests are what the
+// scheduler reserves. Memory is requested whole (it cannot be taken back
+// from a running pod without killing it). CPU is requested at a quarter of
+// the limit: the limit alone caps the pod (CFS quota), a sandbox mostly
+// waits on its agent, and a pod requesting a whole small node (the
+// reproducer's 2 CPUs on a 2-CPU node) would wait behind every other pod
+// there, our own network check's among them, until its start times out.
 func resources(p *policy.Policy) corev1.ResourceRequirements {
-	l := corev1.ResourceList{}
+	l, r := corev1.ResourceList{}, corev1.ResourceList{}
 	if p.Limits.Memory > 0 {
 		l[corev1.ResourceMemory] = *resource.NewQuantity(p.Limits.Memory, resource.BinarySI)
+		r[corev1.ResourceMemory] = l[corev1.ResourceMemory]
 	}
 	if p.Limits.CPUs > 0 {
-		l[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(p.Limits.CPUs*1000), resource.DecimalSI)
+		milli := int64(p.Limits.CPUs * 1000)
+		l[corev1.ResourceCPU] = *resource.NewMilliQuantity(milli, resource.DecimalSI)
+		r[corev1.ResourceCPU] = *resource.NewMilliQuantity(cpuRequest(milli), resource.DecimalSI)
 	}
-	return corev1.ResourceRequirements{Limits: l, Requests: l}
+	return corev1.ResourceRequirements{Limits: l, Requests: r}
+}
+
+// cpuRequest is the CPU a pod limited to milli millicores requests: a
+// quarter of it, at least 10m (and never more than the limit).
+func cpuRequest(milli int64) int64 {
+	return min(milli, max(milli/4, 10))
 }
 
 // volume is one emptyDir of the pod and where the holder mounts it.
