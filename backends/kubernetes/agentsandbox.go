@@ -272,21 +272,10 @@ func samePod(want, got *corev1.Pod) error {
 	if len(w.Containers) != len(g.Containers) || len(w.InitContainers) != len(g.InitContainers) {
 		return errors.New("other containers")
 	}
-	same := func(a, b []corev1.Container) error {
-		for i := range a {
-			x, y := a[i], b[i]
-			if x.Name != y.Name || x.Image != y.Image || !equality.Semantic.DeepEqual(x.Command, y.Command) || !equality.Semantic.DeepEqual(x.Args, y.Args) ||
-				!equality.Semantic.DeepEqual(x.SecurityContext, y.SecurityContext) || !equality.Semantic.DeepEqual(x.VolumeMounts, y.VolumeMounts) ||
-				!equality.Semantic.DeepEqual(x.Env, y.Env) || !equality.Semantic.DeepEqual(x.Resources, y.Resources) || x.Stdin != y.Stdin || x.StdinOnce != y.StdinOnce {
-				return fmt.Errorf("container %s differs", y.Name)
-			}
-		}
-		return nil
-	}
-	if err := same(w.InitContainers, g.InitContainers); err != nil {
+	if err := sameContainers(w.InitContainers, g.InitContainers); err != nil {
 		return err
 	}
-	if err := same(w.Containers, g.Containers); err != nil {
+	if err := sameContainers(w.Containers, g.Containers); err != nil {
 		return err
 	}
 	switch {
@@ -302,6 +291,24 @@ func samePod(want, got *corev1.Pod) error {
 		return errors.New("its deadline differs")
 	}
 	return nil
+}
+
+// sameContainers: each of got is want's at its index (samePod).
+func sameContainers(want, got []corev1.Container) error {
+	for i := range want {
+		if !sameContainer(want[i], got[i]) {
+			return fmt.Errorf("container %s differs", got[i].Name)
+		}
+	}
+	return nil
+}
+
+// sameContainer compares what a container's isolation is made of.
+func sameContainer(x, y corev1.Container) bool {
+	eq := equality.Semantic.DeepEqual
+	return x.Name == y.Name && x.Image == y.Image && x.Stdin == y.Stdin && x.StdinOnce == y.StdinOnce &&
+		eq(x.Command, y.Command) && eq(x.Args, y.Args) && eq(x.SecurityContext, y.SecurityContext) &&
+		eq(x.VolumeMounts, y.VolumeMounts) && eq(x.Env, y.Env) && eq(x.Resources, y.Resources)
 }
 
 // removeClaimed deletes the claim (the garbage collector takes its
@@ -502,19 +509,10 @@ func (b *Backend) sweepClaimed(ctx context.Context, ns string, now time.Time) ([
 		if err != nil {
 			return removed, fmt.Errorf("listing triage-sandbox %s: %w", res, err)
 		}
-		for _, o := range l.Items {
-			if !stale(o.Annotations, b.host, now) || o.DeletionTimestamp != nil {
-				continue
-			}
-			if err := b.cli.asDelete(ctx, asPath(extensionsGroupVersion, o.Namespace, res, o.Name)); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", res, o.Namespace, o.Name, err))
-				continue
-			}
-			removed = append(removed, res+"/"+o.Namespace+"/"+o.Name)
-			kind := map[string]string{resClaims: "SandboxClaim", resWarmPools: "SandboxWarmPool"}[res]
-			if err := b.deleteOwnedSandboxes(ctx, o.Namespace, kind, string(o.UID)); err != nil {
-				errs = append(errs, err)
-			}
+		gone, err := b.sweepStale(ctx, res, l, now)
+		removed = append(removed, gone...)
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	orphans, err := b.deleteOrphans(ctx, ns, ownerSelector)
@@ -522,9 +520,39 @@ func (b *Backend) sweepClaimed(ctx context.Context, ns string, now time.Time) ([
 	if err != nil {
 		errs = append(errs, err)
 	}
+	unused, err := b.sweepUnusedTemplates(ctx, ns, now)
+	removed = append(removed, unused...)
+	return removed, errors.Join(append(errs, err)...)
+}
+
+// sweepStale deletes the stale claims or pools (res) of l, with the
+// Sandboxes each controls.
+func (b *Backend) sweepStale(ctx context.Context, res string, l *asList, now time.Time) ([]string, error) {
+	var removed []string
+	var errs []error
+	kind := map[string]string{resClaims: "SandboxClaim", resWarmPools: "SandboxWarmPool"}[res]
+	for _, o := range l.Items {
+		if !stale(o.Annotations, b.host, now) || o.DeletionTimestamp != nil {
+			continue
+		}
+		if err := b.cli.asDelete(ctx, asPath(extensionsGroupVersion, o.Namespace, res, o.Name)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", res, o.Namespace, o.Name, err))
+			continue
+		}
+		removed = append(removed, res+"/"+o.Namespace+"/"+o.Name)
+		if err := b.deleteOwnedSandboxes(ctx, o.Namespace, kind, string(o.UID)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// sweepUnusedTemplates deletes our templates that no pool names, once
+// older than templateGrace (a start may be about to make its pool).
+func (b *Backend) sweepUnusedTemplates(ctx context.Context, ns string, now time.Time) ([]string, error) {
 	pools, err := b.cli.asList(ctx, asPath(extensionsGroupVersion, ns, resWarmPools, ""), "")
 	if err != nil {
-		return removed, errors.Join(append(errs, fmt.Errorf("listing SandboxWarmPools: %w", err))...)
+		return nil, fmt.Errorf("listing SandboxWarmPools: %w", err)
 	}
 	named := map[string]bool{}
 	for _, o := range pools.Items {
@@ -534,8 +562,10 @@ func (b *Backend) sweepClaimed(ctx context.Context, ns string, now time.Time) ([
 	}
 	tpls, err := b.cli.asList(ctx, asPath(extensionsGroupVersion, ns, resTemplates, ""), ownerSelector)
 	if err != nil {
-		return removed, errors.Join(append(errs, fmt.Errorf("listing triage-sandbox SandboxTemplates: %w", err))...)
+		return nil, fmt.Errorf("listing triage-sandbox SandboxTemplates: %w", err)
 	}
+	var removed []string
+	var errs []error
 	for _, o := range tpls.Items {
 		if named[o.Namespace+"/"+o.Name] || now.Sub(o.CreationTimestamp.Time) < templateGrace || o.DeletionTimestamp != nil {
 			continue

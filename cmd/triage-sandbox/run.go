@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,32 +113,12 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 		Task: f.task, Confirm: operatorConfirm(&confirm.Memory{}),
 	}
 	endRedactor()
-	endBackend := phase.Begin(cmd.Context(), "backend")
-	var b backends.Backend
-	if f.out.here != nil {
-		b = f.out.here
-	} else {
-		b, err = newBackend(cmd.Context(), p, true)
-	}
-	endBackend()
-	if wb, ok := b.(*warm.Backend); ok {
-		wb.Early = f.pf.early
-	} else {
-		f.pf.early.Close()
-	}
+	b, err := f.backend(cmd.Context(), p)
 	if err != nil {
 		return fail(sandbox.RecordRefusal(req, err))
 	}
 	req.Started = func() { printWarningsTo(stderr, p.Warnings) }
-	if f.stdin {
-		req.Command.Stdin = os.Stdin
-	}
-	var stdoutBuf, stderrBuf bytes.Buffer
-	if f.asJSON {
-		req.Streams = backends.Streams{Stdout: &stdoutBuf, Stderr: &stderrBuf}
-	} else {
-		req.Streams = backends.Streams{Stdout: stdout, Stderr: stderr}
-	}
+	stdoutBuf, stderrBuf := f.wire(&req)
 	// Long steps (an image root's first unpack, a pool's start) show a
 	// progress line on a terminal; nothing on a pipe or with --json (nor
 	// in a keeper, which has no long step left: its sandbox is up).
@@ -165,6 +146,39 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 		return nil
 	}
 	return &exitError{code: code}
+}
+
+// backend is the backend p runs on: in a keeper (here) the keeper's own
+// sandbox; else a new one, handed the keeper connection dialled early
+// (closed when the backend is not a keeper's).
+func (f *runFlags) backend(ctx context.Context, p *policy.Policy) (backends.Backend, error) {
+	defer phase.Begin(ctx, "backend")()
+	if f.out.here != nil {
+		f.pf.early.Close()
+		return f.out.here, nil
+	}
+	b, err := newBackend(ctx, p, true)
+	if wb, ok := b.(*warm.Backend); ok {
+		wb.Early = f.pf.early
+	} else {
+		f.pf.early.Close()
+	}
+	return b, err
+}
+
+// wire gives req its streams: the command's stdin when --stdin, and
+// buffers for --json (returned) or the run's own writers.
+func (f *runFlags) wire(req *sandbox.Request) (stdoutBuf, stderrBuf *bytes.Buffer) {
+	if f.stdin {
+		req.Command.Stdin = os.Stdin
+	}
+	stdoutBuf, stderrBuf = &bytes.Buffer{}, &bytes.Buffer{}
+	if f.asJSON {
+		req.Streams = backends.Streams{Stdout: stdoutBuf, Stderr: stderrBuf}
+	} else {
+		req.Streams = backends.Streams{Stdout: f.out.stdout, Stderr: f.out.stderr}
+	}
+	return stdoutBuf, stderrBuf
 }
 
 // checkRunArgs refuses a command line with no command, or one not after
