@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
@@ -68,33 +67,13 @@ func (a *api) asDelete(ctx context.Context, path string) error {
 	return a.core.Delete().AbsPath(path).Body(&metav1.DeleteOptions{PropagationPolicy: &bg}).Do(ctx).Error()
 }
 
-// startClaimed is Start through the agent-sandbox controller: our
+// createClaimedPod is Start's pod through the agent-sandbox controller: our
 // deny-all, the template (made once per policy, checked when it is
 // there), the run's warm pool of none (or the keeper's pool), the claim;
 // then the pod the controller made for it, checked to be the claim's and
-// the template's, is held, staged and run in exactly as a pod of our own.
-func (b *Backend) startClaimed(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
-	ttl := opts.TTL
-	if ttl <= 0 {
-		ttl = backends.TTL(p, 0)
-	}
-	copies, err := copiedDirs(p)
-	if err != nil {
-		return nil, err
-	}
-	spool, size, err := spoolCopy(ctx, p, copies)
-	if err != nil {
-		return nil, err
-	}
-	if spool != nil {
-		defer spool.Close()
-	}
-	ctx = context.WithoutCancel(ctx)
-	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
-	defer cancel()
-	info := b.runInfo(p, ttl)
-	info.CopyBytes = size
-	info.Handler = b.handler(setupCtx, p.Runtime)
+// the template's, which Start holds, stages and runs in exactly as a pod
+// of our own.
+func (b *Backend) createClaimedPod(setupCtx, ctx context.Context, p *policy.Policy, info RunInfo) (*Rendered, error) {
 	c, err := RenderClaim(p, info, 0)
 	if err != nil {
 		return nil, err
@@ -108,21 +87,7 @@ func (b *Backend) startClaimed(ctx context.Context, p *policy.Policy, opts backe
 		return nil, errors.Join(err, b.remove(ctx, r))
 	}
 	r.Pod = pod
-	s := newSandbox(b, p, r)
-	if spool != nil {
-		s.copy = spool
-	}
-	if err := s.start(setupCtx, opts); err != nil {
-		_ = s.Close(ctx)
-		return nil, err
-	}
-	// The controller's pod, as our own, is under its policy before the
-	// first command (firstmoments.go).
-	if err := b.awaitDenied(setupCtx, p, r); err != nil {
-		_ = s.Close(ctx)
-		return nil, err
-	}
-	return s, nil
+	return r, nil
 }
 
 // createClaimed makes the run's objects: our deny-all first (the pod is

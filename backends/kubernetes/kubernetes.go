@@ -236,9 +236,6 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if err := b.proveDenyAll(ctx, p); err != nil {
 		return nil, err
 	}
-	if agentSandbox(p) {
-		return b.startClaimed(ctx, p, opts)
-	}
 	ttl := opts.TTL
 	if ttl <= 0 {
 		ttl = backends.TTL(p, 0)
@@ -260,12 +257,13 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	info := b.runInfo(p, ttl)
 	info.CopyBytes = size
 	info.Handler = b.handler(setupCtx, p.Runtime)
-	r, err := Render(p, info)
+	makePod := b.createPod
+	if agentSandbox(p) {
+		makePod = b.createClaimedPod
+	}
+	r, err := makePod(setupCtx, ctx, p, info)
 	if err != nil {
 		return nil, err
-	}
-	if err := b.create(setupCtx, r); err != nil {
-		return nil, errors.Join(err, b.remove(ctx, r))
 	}
 	s := newSandbox(b, p, r)
 	if spool != nil {
@@ -275,10 +273,24 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		_ = s.Close(ctx)
 		return nil, err
 	}
-	// Before the first command: the pod is under its policy (firstmoments.go).
+	// Before the first command: the pod (ours, or the controller's for a
+	// claim) is under its policy (firstmoments.go).
 	if err := b.awaitDenied(setupCtx, p, r); err != nil {
 		_ = s.Close(ctx)
 		return nil, err
 	}
 	return s, nil
+}
+
+// createPod renders p's pod and makes it, its NetworkPolicy first; what
+// was made is removed (under ctx, which outlives setupCtx) if it fails.
+func (b *Backend) createPod(setupCtx, ctx context.Context, p *policy.Policy, info RunInfo) (*Rendered, error) {
+	r, err := Render(p, info)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.create(setupCtx, r); err != nil {
+		return nil, errors.Join(err, b.remove(ctx, r))
+	}
+	return r, nil
 }
