@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"reflect"
 	"testing"
@@ -102,16 +103,13 @@ func TestHereIsWhatARemoteAttachSees(t *testing.T) {
 				kept <- Keep(ctx, KeeperOptions{Dir: dir, Policy: p, Backend: b, Log: io.Discard, Fast: fast})
 			}()
 			defer func() { cancel(); <-kept }()
+			// The keeper in this process first listens: until then an
+			// attach would try to spawn one (there is no binary to).
+			awaitListening(t, paths{dir, key(p)}.socket(), kept)
 			rb := &Backend{Backend: b, Dir: dir}
-			var remote attached
-			for deadline := time.Now().Add(10 * time.Second); ; {
-				var err error
-				if remote, err = attachAndRun(ctx, rb, p, tc.cancelAfter); err == nil {
-					break
-				} else if time.Now().After(deadline) {
-					t.Fatalf("attaching over the socket: %v", err)
-				}
-				time.Sleep(10 * time.Millisecond)
+			remote, err := attachAndRun(ctx, rb, p, tc.cancelAfter)
+			if err != nil {
+				t.Fatalf("attaching over the socket: %v", err)
 			}
 			cwd, _ := os.Getwd()
 			req := fastpath.Request{Args: []string{"run", "--session", "s", "--", "true"}, Cwd: cwd, CLI: "x"}
@@ -129,5 +127,25 @@ func TestHereIsWhatARemoteAttachSees(t *testing.T) {
 				t.Error("Here started a sandbox for another session's policy")
 			}
 		})
+	}
+}
+
+// awaitListening returns once sock accepts a connection, or fails t when
+// the keeper (kept) ended first or a minute passed (a loaded machine).
+func awaitListening(t *testing.T, sock string, kept chan error) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the keeper never listened on %s: %v", sock, err)
+		}
+		select {
+		case err := <-kept:
+			kept <- err // for the deferred wait on it
+			t.Fatalf("the keeper ended before it listened: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
