@@ -61,3 +61,26 @@ func (t NetTarget) Args() map[string]string {
 	}
 	return args
 }
+
+// Unwrapper is a backend that runs its sandboxes on another (a keeper's
+// wrapper): Unwrap returns that backend, so an optional interface of it
+// is not hidden by the wrapper.
+type Unwrapper interface {
+	Unwrap() Backend
+}
+
+// NetProberOf is b's NetProber: b itself, or one a wrapper of b runs on.
+// A wrapper that hid it would drop the cluster network checks silently.
+func NetProberOf(b Backend) (NetProber, bool) {
+	for b != nil {
+		if np, ok := b.(NetProber); ok {
+			return np, true
+		}
+		u, ok := b.(Unwrapper)
+		if !ok {
+			return nil, false
+		}
+		b = u.Unwrap()
+	}
+	return nil, false
+}

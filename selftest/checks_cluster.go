@@ -100,7 +100,7 @@ const clusterControlTries = 15
 // once every target answers (or the tries run out): nil where the backend
 // shares no network with other workloads.
 func startClusterNet(ctx context.Context, b backends.Backend, p *policy.Policy) (*clusterNet, error) {
-	np, ok := b.(backends.NetProber)
+	np, ok := backends.NetProberOf(b)
 	if !ok {
 		return nil, nil
 	}

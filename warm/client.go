@@ -42,6 +42,11 @@ type Backend struct {
 	Early *Early
 }
 
+var _ backends.Unwrapper = (*Backend)(nil)
+
+// Unwrap implements backends.Unwrapper: the backend the keepers run.
+func (b *Backend) Unwrap() backends.Backend { return b.Backend }
+
 // Sweep implements backends.Backend: the wrapped backend's leftovers and
 // dead keepers' records.
 func (b *Backend) Sweep(ctx context.Context) ([]string, error) {

@@ -349,3 +349,34 @@ func checkPod(pod string) bool {
 	}
 	return false
 }
+
+// TestSelftestPoolThroughAgentSandbox: `selftest --role reproducer --warm
+// pool` passes through the agent-sandbox controller with own_loopback
+// proven: the reproducer's sandboxes are claims of the keeper's
+// SandboxWarmPool (a claim naming a pool other than its own), and nothing
+// of the API is left after it.
+func TestSelftestPoolThroughAgentSandbox(t *testing.T) {
+	agentSandboxCluster(t)
+	e := provenWorkspace(t, agentSandboxTOML)
+	seen, stop := watchAgentSandbox(t, e)
+	start := time.Now()
+	stdout, stderr, runErr := e.run("selftest", "--json", "--role", "reproducer", "--warm", "pool")
+	t.Logf("selftest --warm pool in %s", time.Since(start).Round(time.Second))
+	stop()
+	judgeSelftest(t, stdout, stderr, runErr)
+	seen.mu.Lock()
+	var fromPool []string
+	for claim, pool := range seen.claimPool {
+		if pool != "" && pool != claim {
+			fromPool = append(fromPool, claim+" of "+pool)
+		}
+	}
+	pools := keys(seen.pools)
+	seen.mu.Unlock()
+	t.Logf("claims of a kept pool: %d; pools %v", len(fromPool), pools)
+	if len(fromPool) == 0 {
+		t.Errorf("no claim named a SandboxWarmPool other than its own: the pool was not the controller's (claims' pools %v)", seen.claimPool)
+	}
+	e.awaitEmpty(t, 90*time.Second)
+	assertNoAgentSandboxLeft(t, e, time.Minute)
+}
