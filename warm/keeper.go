@@ -122,7 +122,16 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 	defer func() { endRecord(); <-recorded }()
 	go k.expire(ctx)
 	go func() { <-ctx.Done(); _ = ln.Close() }()
-	return k.accept(ctx, ln)
+	// A pool's fronts have a socket of their own (poolfast.go).
+	if front, err := k.listenFront(); err != nil {
+		return err
+	} else if front != nil {
+		served := make(chan struct{})
+		defer func() { cancel(); <-served; front.unlisten() }()
+		go func() { <-ctx.Done(); _ = front.ln.Close() }()
+		go func() { defer close(served); _ = k.accept(ctx, front.ln, k.serveFront) }()
+	}
+	return k.accept(ctx, ln, k.serve)
 }
 
 // holdSandboxes starts the session's sandbox, or the pool's filling; the
@@ -214,7 +223,7 @@ func (k *keeper) writeRecord() (Record, error) {
 
 // accept serves each connection until the keeper ends, and returns once
 // every one is served.
-func (k *keeper) accept(ctx context.Context, ln net.Listener) error {
+func (k *keeper) accept(ctx context.Context, ln net.Listener, serve func(context.Context, net.Conn)) error {
 	var conns sync.WaitGroup
 	defer conns.Wait()
 	for {
@@ -231,7 +240,7 @@ func (k *keeper) accept(ctx context.Context, ln net.Listener) error {
 		go func() {
 			defer conns.Done()
 			defer func() { k.active.Add(-1); k.lastUsed.Store(time.Now().UnixNano()); k.touch() }()
-			k.serve(ctx, conn)
+			serve(ctx, conn)
 		}()
 	}
 }
@@ -491,22 +500,7 @@ func (k *keeper) serve(ctx context.Context, conn net.Conn) {
 	if err := c.sendJSON(fHello, &hello{ID: sb.ID(), Scratch: sb.Scratch(), PolicyHash: k.warmHash, Warnings: sb.Warnings(), CheckoutDiscarded: backends.CheckoutDiscarded(sb)}); err != nil {
 		return
 	}
-	frames := make(chan frame)
-	gone := make(chan struct{})
-	go func() {
-		defer close(gone)
-		for {
-			t, b, err := readFrame(conn)
-			if err != nil {
-				return
-			}
-			select {
-			case frames <- frame{t, b}:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	frames, gone := readFrames(ctx, conn)
 	ran := 0
 	for {
 		var f frame
@@ -527,7 +521,7 @@ func (k *keeper) serve(ctx context.Context, conn net.Conn) {
 				return
 			}
 			ran++
-			k.fast(ctx, c, f.b, frames, gone)
+			k.fast(ctx, c, f.b, frames, gone, false)
 			return
 		case fRequest:
 			req, err := kmsg.DecodeRequest(f.b)
@@ -552,11 +546,34 @@ type frame struct {
 	b []byte
 }
 
+// readFrames reads conn's frames until it ends (gone closes) or ctx does.
+func readFrames(ctx context.Context, conn net.Conn) (<-chan frame, <-chan struct{}) {
+	frames := make(chan frame)
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		for {
+			t, b, err := readFrame(conn)
+			if err != nil {
+				return
+			}
+			select {
+			case frames <- frame{t, b}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return frames, gone
+}
+
 // fast serves a front's request (fastpath): a Fallback when this keeper
 // cannot run it as the CLI would, else `run` in this process, its streams
 // sent as they come and its exit code last. A Cancel, or the front going
-// away, cancels the run as a SIGINT cancels the CLI's.
-func (k *keeper) fast(ctx context.Context, c *keeperConn, b []byte, frames <-chan frame, gone <-chan struct{}) {
+// away, cancels the run as a SIGINT cancels the CLI's. A pool serves
+// fronts only on its front socket (front): there the run takes its
+// sandbox, once its policy is compiled and found to be the pool's.
+func (k *keeper) fast(ctx context.Context, c *keeperConn, b []byte, frames <-chan frame, gone <-chan struct{}, front bool) {
 	fallback := func(reason string) {
 		_ = c.sendJSON(fastpath.FFallback, &fastpath.Fallback{Reason: reason})
 	}
@@ -565,8 +582,8 @@ func (k *keeper) fast(ctx context.Context, c *keeperConn, b []byte, frames <-cha
 	case err != nil:
 		fallback("unreadable request: " + err.Error())
 		return
-	case k.o.Fast == nil || k.session == nil:
-		fallback("this keeper runs no front's command")
+	case k.o.Fast == nil || k.session == nil && !front:
+		fallback("this keeper runs no front's command here")
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)

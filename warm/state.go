@@ -154,8 +154,9 @@ func Sweep(dir string) ([]string, error) {
 		}
 		name, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok {
-			// A lock or log whose keeper left no record: gone a while.
-			base := strings.TrimSuffix(strings.TrimSuffix(e.Name(), ".lock"), ".log")
+			// A lock, log or front socket whose keeper left no record:
+			// gone a while.
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(e.Name(), ".lock"), ".log"), ".front.sock")
 			if _, err := os.Stat(filepath.Join(dir, base+".json")); errors.Is(err, os.ErrNotExist) && base != e.Name() {
 				if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {
 					_ = os.Remove(filepath.Join(dir, e.Name()))
@@ -173,7 +174,7 @@ func Sweep(dir string) ([]string, error) {
 				continue
 			}
 		}
-		for _, f := range []string{p.socket(), p.record(), p.log(), p.lock()} {
+		for _, f := range []string{p.socket(), fastpath.FrontSocket(dir, name), p.record(), p.log(), p.lock()} {
 			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
@@ -198,23 +199,29 @@ func routeStale(dir string, e os.DirEntry) bool {
 	return errors.Is(err, os.ErrNotExist)
 }
 
-// NoteRoute records in dir which keeper holds p's session for runs
-// started in cwd, for the front's fast path (package warm/fastpath): only
-// a hint, as the keeper compiles each such run's policy and runs it only
-// when it is its own.
-func NoteRoute(dir, cwd string, p *policy.Policy) error {
-	if p.Warm.Session == "" {
+// NoteRoute records in dir which keeper holds p's session or pool for
+// runs started in cwd with the flags r (fastpath.ParseRun of the run's
+// own argv), for the front's fast path (package warm/fastpath): only a
+// hint, as the keeper compiles each such run's policy and runs it only
+// when it is its own. Flags that do not name p's kind of keeper note
+// nothing.
+func NoteRoute(dir, cwd string, r fastpath.RunFlags, p *policy.Policy) error {
+	switch {
+	case p.Warm.Session != "" && r.Session == p.Warm.Session:
+	case p.Warm.Session == "" && p.Warm.Pool > 0 && r.Session == "":
+	default:
 		return nil
 	}
 	if err := hostfs.PrivateDir(dir); err != nil {
 		return err
 	}
-	return hostfs.WriteFileReplace(fastpath.RoutePath(dir, cwd, p.Warm.Session), []byte(key(p)+"\n"))
+	return hostfs.WriteFileReplace(fastpath.RoutePath(dir, cwd, r), []byte(key(p)+"\n"))
 }
 
 // Mine reports whether a run's compiled policy p is kept by the keeper of
-// kp, exactly: the same session, workspace and role, and the same warm
-// hash, so attaching to that keeper neither ends nor starts one.
+// kp, exactly: the same session, workspace and role, or the same pool,
+// and the same warm hash, so attaching to that keeper neither ends nor
+// starts one.
 func Mine(kp, p *policy.Policy) bool { return Keeping(kp)(p) }
 
 // Keeping is Mine for the keeper of kp, whose warm hash (the policy as
@@ -223,6 +230,8 @@ func Mine(kp, p *policy.Policy) bool { return Keeping(kp)(p) }
 func Keeping(kp *policy.Policy) func(p *policy.Policy) bool {
 	kh, kk := kp.WarmHash(), key(kp)
 	return func(p *policy.Policy) bool {
-		return p.Warm.Session != "" && kp.Warm.Session == p.Warm.Session && kk == key(p) && kh == p.WarmHash()
+		sameKind := p.Warm.Session != "" && kp.Warm.Session == p.Warm.Session ||
+			p.Warm.Session == "" && kp.Warm.Session == "" && p.Warm.Pool > 0 && kp.Warm.Pool == p.Warm.Pool
+		return sameKind && kk == key(p) && kh == p.WarmHash()
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
@@ -15,13 +14,14 @@ import (
 // FastEnv set to 0 turns the fast path off: every run is the CLI's.
 const FastEnv = "TRIAGE_SANDBOX_FAST"
 
-// tryFast runs `run --session NAME ...` through the session's keeper
-// (package warm/fastpath) and exits with its code. It returns only when
+// tryFast runs `run --session NAME ...` through the session's keeper, or
+// a `run` without a session through the pool's keeper its route names
+// (package warm/fastpath), and exits with its code. It returns only when
 // nothing ran: the caller then hands the command to the CLI, which does
 // what it always does. After the request went out the command may have
 // run, so an error then is reported (exit 125), never retried.
 func tryFast(args []string) {
-	session, ok := sessionOf(args)
+	flags, ok := fastpath.ParseRun(args)
 	if !ok || os.Getenv(FastEnv) == "0" {
 		return
 	}
@@ -33,7 +33,7 @@ func tryFast(args []string) {
 	if !private(dir) {
 		return
 	}
-	socket, err := fastpath.ReadRoute(dir, cwd, session)
+	socket, err := fastpath.ReadRoute(dir, cwd, flags)
 	if err != nil {
 		return
 	}
@@ -65,28 +65,6 @@ func tryFast(args []string) {
 		os.Exit(exitcode.Refused)
 	}
 	os.Exit(code)
-}
-
-// sessionOf is the --session flag's value among run's flags (before --);
-// false for anything else, or anything the front would have to guess at.
-func sessionOf(args []string) (string, bool) {
-	if len(args) < 3 || args[0] != "run" {
-		return "", false
-	}
-	session := ""
-	for i := 1; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			return session, session != ""
-		case a == "--session" && i+1 < len(args):
-			session = args[i+1]
-			i++
-		case strings.HasPrefix(a, "--session="):
-			session = strings.TrimPrefix(a, "--session=")
-		}
-	}
-	return "", false
 }
 
 // private: dir is a directory of this user's that no one else can enter

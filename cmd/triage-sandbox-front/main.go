@@ -24,7 +24,8 @@ func main() {
 		}
 		return
 	}
-	// `run --session NAME` runs in the session's keeper when it can.
+	// `run --session NAME` runs in the session's keeper when it can, a
+	// `run` of a pool in the pool's keeper.
 	tryFast(args)
 	err := handOver(args)
 	// Reached only when the CLI could not be started.

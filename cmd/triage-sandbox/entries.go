@@ -70,12 +70,13 @@ func keep(spec protocol.Keeper) error {
 	if err != nil {
 		return err
 	}
-	// A front's `run --session` of this keeper's session runs here, as
-	// this binary's `run` would (fast.go).
+	// A front's `run --session` of this keeper's session, or its `run`
+	// of this keeper's pool, runs here, as this binary's `run` would
+	// (fast.go).
 	selfID, _ := fastpath.FileID("/proc/self/exe")
-	mine := warm.Keeping(p)
+	check := fastCheck{mine: warm.Keeping(p), pool: p.Warm.Session == ""}
 	fast := func(ctx context.Context, req fastpath.Request, here *warm.Here, stdout, stderr io.Writer) (int, string) {
-		return runFast(ctx, selfID, mine, here, req, stdout, stderr)
+		return runFast(ctx, selfID, check, here, req, stdout, stderr)
 	}
 	return warm.Keep(ctx, warm.KeeperOptions{Dir: spec.Dir, Policy: p, Backend: b, Log: os.Stderr, Fast: fast})
 }

@@ -50,10 +50,12 @@ func (e *fallbackError) Error() string { return "fast path not taken: " + e.reas
 // command as the CLI would: everything the keeper's process cannot do as
 // the front's CLI would falls back.
 type fastCheck struct {
-	// mine: the compiled policy is the keeper's own (its session, its
-	// warm hash), so the attach that follows never ends or starts a
-	// keeper.
+	// mine: the compiled policy is the keeper's own (its session or its
+	// pool, its warm hash), so the attach that follows never ends or
+	// starts a keeper.
 	mine func(*policy.Policy) bool
+	// pool: the keeper is a pool's, whose runs name no session.
+	pool bool
 }
 
 // before: what the flags ask that only the front's own process can give.
@@ -67,8 +69,10 @@ func (c *fastCheck) before(f *runFlags) error {
 		return &fallbackError{"--config is relative to the front's directory"}
 	case f.pf.workdir != "" && !filepath.IsAbs(f.pf.workdir):
 		return &fallbackError{"--workdir is relative to the front's directory"}
-	case f.pf.session == "":
+	case !c.pool && f.pf.session == "":
 		return &fallbackError{"not a session's run"}
+	case c.pool && f.pf.session != "":
+		return &fallbackError{"a session's run, not a pool's"}
 	case os.Getenv(insidebin.EnvVar) != "":
 		return &fallbackError{insidebin.EnvVar + " is set: its check speaks to the front's terminal"}
 	}
@@ -82,7 +86,7 @@ func (c *fastCheck) after(p *policy.Policy, argv []string) error {
 		return nil
 	}
 	if !c.mine(p) {
-		return &fallbackError{"the policy is not the session keeper's"}
+		return &fallbackError{"the policy is not the keeper's"}
 	}
 	gk, err := sandbox.NewGatekeeper(p)
 	if err != nil {
@@ -97,26 +101,30 @@ func (c *fastCheck) after(p *policy.Policy, argv []string) error {
 	return nil
 }
 
-// noteRoute records, for a front in cwd, which keeper holds p's session:
-// a hint (the keeper decides), so a failure only costs the fast path.
+// noteRoute records, for a front in cwd running this process's argv,
+// which keeper holds p's session or pool: a hint (the keeper decides), so
+// a failure only costs the fast path. The route is named by the front's
+// own reading of the argv (fastpath.ParseRun), so both sides agree on it.
 func noteRoute(cwd string, p *policy.Policy) {
-	_ = warm.NoteRoute(warm.DefaultDir(), cwd, p)
+	if r, ok := fastpath.ParseRun(os.Args[1:]); ok {
+		_ = warm.NoteRoute(warm.DefaultDir(), cwd, r, p)
+	}
 }
 
-// runFast is a keeper's `run` for a front (package warm/fastpath): the
-// very `run` of this binary, parsing the front's argv, compiling the
+// runFast is a keeper's `run` for a front (package warm/fastpath), a
+// session's or a pool's: the very `run` of this binary, parsing the front's argv, compiling the
 // policy for the front's directory, gating, running through this keeper's
-// sandbox, redacting and recording, writing on stdout and stderr what the
+// sandbox (a pool's: one taken for this run, discarded after it), redacting and recording, writing on stdout and stderr what the
 // CLI would write on its own. It returns the CLI's exit code, or a
 // reason to fall back (nothing ran). Only the keeper's own environment
 // and binary are served: the front's must be the same (self is the
 // keeper's fastpath.FileID).
-func runFast(ctx context.Context, self string, mine func(*policy.Policy) bool, here backends.Backend, req fastpath.Request, stdout, stderr io.Writer) (int, string) {
+func runFast(ctx context.Context, self string, check fastCheck, here backends.Backend, req fastpath.Request, stdout, stderr io.Writer) (int, string) {
 	if !fastpath.SameEnv(os.Environ(), req.Env) {
-		return 0, "the environment is not the session keeper's"
+		return 0, "the environment is not the keeper's"
 	}
 	if self == "" || self != req.CLI {
-		return 0, "the CLI is not the session keeper's binary"
+		return 0, "the CLI is not the keeper's binary"
 	}
 	host := func() (policy.Host, error) {
 		h, err := policy.CurrentHost()
@@ -124,7 +132,7 @@ func runFast(ctx context.Context, self string, mine func(*policy.Policy) bool, h
 		return h, err
 	}
 	root := newBareRootCmd()
-	root.AddCommand(newRunCmdFor(runIO{stdout: stdout, stderr: stderr, host: host, fast: &fastCheck{mine: mine}, here: here}))
+	root.AddCommand(newRunCmdFor(runIO{stdout: stdout, stderr: stderr, host: host, fast: &check, here: here}))
 	root.SetArgs(req.Args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -132,7 +132,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fail(err)
 	}
-	if f.out.fast == nil && p.Warm.Session != "" {
+	if f.out.fast == nil && (p.Warm.Session != "" || p.Warm.Pool > 0) {
 		noteRoute(host.Cwd, p)
 	}
 	reportRun(stderr, p, res, f.timeout)

@@ -190,32 +190,6 @@ func FileID(path string) (string, error) {
 	return fmt.Sprintf("%d:%d:%d:%d", st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano()), nil
 }
 
-// routeName is the file in the keepers' directory that names the keeper
-// of session for runs started in cwd.
-func routeName(cwd, session string) string {
-	sum := sha256.Sum256([]byte("route\x00" + cwd + "\x00" + session))
-	return "route-" + hex.EncodeToString(sum[:8])
-}
-
-// RoutePath is the route file of session for runs in cwd, in dir.
-func RoutePath(dir, cwd, session string) string { return filepath.Join(dir, routeName(cwd, session)) }
-
-// ReadRoute is the socket of the keeper a run of session in cwd last
-// attached to, from its route file in dir ("" and an error when there is
-// none). It is a hint, never a decision: the keeper compiles the run's
-// policy and falls back unless it is its own.
-func ReadRoute(dir, cwd, session string) (string, error) {
-	b, err := os.ReadFile(RoutePath(dir, cwd, session))
-	if err != nil {
-		return "", err
-	}
-	k := strings.TrimSpace(string(b))
-	if len(k) != 16 || strings.Trim(k, "0123456789abcdef") != "" {
-		return "", fmt.Errorf("%s: not a keeper's key", RoutePath(dir, cwd, session))
-	}
-	return filepath.Join(dir, k+".sock"), nil
-}
-
 // WriteFrame writes one frame in one write.
 func WriteFrame(w io.Writer, t byte, payload []byte) error {
 	if len(payload) > MaxMessage {
