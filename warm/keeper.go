@@ -38,8 +38,10 @@ type KeeperOptions struct {
 	// Fast, when set, runs a front's `run` in this process (package
 	// warm/fastpath): writing what `run` writes on stdout and stderr, it
 	// returns `run`'s exit code, or a reason to fall back when nothing ran.
-	// Only a session's keeper serves it; here is the backend its `run`
-	// attaches through, to this keeper's sandbox in this process.
+	// A session's keeper serves it on its socket, a pool's on its front
+	// socket (poolfast.go); here is the backend its `run` attaches
+	// through, to this keeper's sandbox (a pool's: one taken for it) in
+	// this process.
 	Fast func(ctx context.Context, req fastpath.Request, here *Here, stdout, stderr io.Writer) (code int, fallback string)
 }
 

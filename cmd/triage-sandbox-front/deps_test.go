@@ -19,7 +19,7 @@ var allowedOwn = []string{
 	"cmd/triage-sandbox-front",
 	"exitcode",              // 125 when the CLI cannot be started
 	"internal/buildversion", // `version`, the very line the CLI prints
-	"warm/fastpath",         // `run --session` through the session's keeper
+	"warm/fastpath",         // `run --session` and a pooled `run` through their keeper
 	"protocol",              // its messages' version and strict decoding
 	"hostfs",                // protocol's (descriptor-relative file access), as in the inside binary
 	"stage",                 // protocol's (the staged copy's format), as in the inside binary

@@ -1,6 +1,6 @@
 // Package fastpath is what the front (cmd/triage-sandbox-front) and a
-// session's keeper (package warm) share for `run --session NAME` without
-// a CLI start: where the session's keeper is, the messages of the
+// keeper (package warm) share for `run --session NAME`, or a pooled
+// `run`, without a CLI start: where the session's keeper is, the messages of the
 // exchange, and the client the front runs. It links no policy compiler,
 // backend or CLI, so the front stays as light as an empty Go program.
 //
