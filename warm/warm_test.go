@@ -10,6 +10,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/warm/fastpath"
 )
 
 func TestFramesRoundTripAndBound(t *testing.T) {
@@ -84,7 +85,8 @@ func TestSweepRemovesOnlyDeadKeepers(t *testing.T) {
 	if err := writeRecord(dead.record(), Record{Kind: KindPool, PID: 1 << 30, Start: "1"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{live.socket(), dead.socket(), dead.log(), dead.lock()} {
+	deadFront, liveFront := fastpath.FrontSocket(dir, dead.k), fastpath.FrontSocket(dir, live.k)
+	for _, f := range []string{live.socket(), liveFront, dead.socket(), deadFront, dead.log(), dead.lock()} {
 		if err := os.WriteFile(f, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -93,12 +95,12 @@ func TestSweepRemovesOnlyDeadKeepers(t *testing.T) {
 	if err != nil || len(removed) != 1 {
 		t.Fatalf("Sweep: %v %v", removed, err)
 	}
-	for _, f := range []string{dead.record(), dead.socket(), dead.log(), dead.lock()} {
+	for _, f := range []string{dead.record(), dead.socket(), deadFront, dead.log(), dead.lock()} {
 		if _, err := os.Stat(f); !os.IsNotExist(err) {
 			t.Errorf("%s is still there", filepath.Base(f))
 		}
 	}
-	for _, f := range []string{live.record(), live.socket()} {
+	for _, f := range []string{live.record(), live.socket(), liveFront} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("%s of a live keeper was removed", filepath.Base(f))
 		}
