@@ -160,3 +160,39 @@ func TestSweepRemovesStaleRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestMineTellsPoolsApart: a pool's keeper keeps exactly the runs of its
+// own policy: no session's, no other pool size's, no other policy's, no
+// other role's; a session's keeper no pool's.
+func TestMineTellsPoolsApart(t *testing.T) {
+	base := policy.Policy{Role: "agent", WorkspaceRoot: "/w", Backend: "local", Base: policy.Base{Image: "i"}}
+	pool := base
+	pool.Warm = policy.Warm{Pool: 2}
+	session := base
+	session.Warm = policy.Warm{Session: "s"}
+	bigger, other, repro := pool, pool, pool
+	bigger.Warm.Pool = 3
+	other.Limits.Pids = 7
+	repro.Role = "reproducer"
+	same := pool
+	for _, tt := range []struct {
+		name   string
+		keeper policy.Policy
+		run    policy.Policy
+		want   bool
+	}{
+		{"the pool's own policy", pool, same, true},
+		{"a session's run", pool, session, false},
+		{"a run with no pool", pool, base, false},
+		{"another pool size", pool, bigger, false},
+		{"another policy", pool, other, false},
+		{"another role", pool, repro, false},
+		{"a pool's run at a session", session, pool, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Mine(&tt.keeper, &tt.run); got != tt.want {
+				t.Fatalf("Mine = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
