@@ -239,6 +239,17 @@ func TestPooledFastPathRefills(t *testing.T) {
 		t.Fatalf("%d takes for %d runs", n, 2*poolSize+1)
 	}
 	awaitSandboxes(t, pid, poolSize, "after the runs")
+	// Its end leaves nothing: no sandbox, no socket of the keeper's.
+	if r := runBin(t, s.ws, s.env, s.cli, "session", "end", "pool:agent"); r.code != 0 {
+		t.Fatalf("session end: %+v", r)
+	}
+	if n := sandboxes(t, pid); n != 0 {
+		t.Fatalf("%d sandboxes after the pool's end", n)
+	}
+	warmDir := strings.TrimPrefix(s.env[1], "TRIAGE_SANDBOX_WARM_DIR=")
+	if socks, _ := filepath.Glob(filepath.Join(warmDir, "*.sock")); len(socks) != 0 {
+		t.Fatalf("left after the pool's end: %v", socks)
+	}
 }
 
 // TestPooledFastPathFrontKilled: a front killed with SIGKILL while the
