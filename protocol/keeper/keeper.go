@@ -211,6 +211,10 @@ type Record struct {
 	LastUsed time.Time `json:"last_used"`
 	Busy     int       `json:"busy"`
 	Pool     int       `json:"pool,omitempty"`
+	// Host is the key of the keeper host (package warm) this keeper runs
+	// in: PID is that host's, shared by its other keepers, so the keeper
+	// is ended through the host, never by a signal to PID.
+	Host string `json:"host,omitempty"`
 }
 
 // Validate implements what protocol.Versioned checks.
@@ -223,6 +227,9 @@ func (r *Record) Validate() error {
 	}
 	if r.Busy < 0 || r.Pool < 0 {
 		return fmt.Errorf("busy %d, pool %d: negative", r.Busy, r.Pool)
+	}
+	if r.Host != "" && !ValidKey(r.Host) {
+		return fmt.Errorf("host %q: not a host's key", r.Host)
 	}
 	return nil
 }
@@ -248,14 +255,17 @@ func DecodeRecord(b []byte) (Record, error) {
 		return r, err
 	}
 	var other struct {
-		Kind, Name, Start, Workspace string
-		PID                          int
+		Kind, Name, Start, Workspace, Host string
+		PID                                int
 	}
 	_ = json.Unmarshal(b, &other) // what does not read stays empty
 	r = Record{Protocol: mm.Theirs, Kind: "?", Name: "?", Backend: "?", Policy: fmt.Sprintf("protocol %d", mm.Theirs),
 		PID: other.PID, Start: other.Start, Workspace: other.Workspace}
 	if other.Kind == KindSession || other.Kind == KindPool {
 		r.Kind = other.Kind
+	}
+	if ValidKey(other.Host) {
+		r.Host = other.Host // hosted: never ended by a signal to its host
 	}
 	if other.Name != "" && len(other.Name) < 256 && !strings.ContainsFunc(other.Name, func(c rune) bool { return c < ' ' }) {
 		r.Name = other.Name
