@@ -111,8 +111,13 @@ func TestHostHoldsTwoSessions(t *testing.T) {
 		ran <- err
 	}()
 	<-running
+	began := time.Now()
 	if ended, err := End(dir, session("two")); err != nil || !ended {
 		t.Fatalf("ending session two: %v %v", ended, err)
+	}
+	// Its host lives on: End asks it, not waits for its pid to go.
+	if took := time.Since(began); took > 10*time.Second {
+		t.Fatalf("ending a hosted session took %s", took)
 	}
 	if n := fb.Started()[1].Closes(); n != 1 {
 		t.Fatalf("session two's sandbox closed %d times when it ended", n)
