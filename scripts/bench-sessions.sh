@@ -31,7 +31,11 @@ mkdir -p "$tmp/bin" "$ws"
 # mktemp -d makes 0700 directories the sandbox's identity cannot enter.
 chmod 755 "$tmp" "$ws"
 : > "$ws/triage.toml"
-CGO_ENABLED=0 go build -o "$tmp/bin/" ./cmd/...
+# As installed: the front as triage-sandbox, the CLI beside it, and the
+# small inside binary the holders run.
+CGO_ENABLED=0 go build -buildvcs=auto -o "$bin" ./cmd/triage-sandbox-front
+CGO_ENABLED=0 go build -buildvcs=auto -o "$tmp/bin/triage-sandbox-cli" ./cmd/triage-sandbox
+CGO_ENABLED=0 go build -buildvcs=auto -o "$tmp/bin/triage-sandbox-inside" ./cmd/triage-sandbox-inside
 TRIAGE_SANDBOX_FAST=0 "$bin" version >/dev/null
 
 hosts() { "$bin" session list --json 2>/dev/null | python3 -c 'import json,sys
