@@ -285,27 +285,21 @@ func checkPeer(conn net.Conn, uid int) error {
 	if err != nil {
 		return err
 	}
-	var cred *syscall.Ucred
+	got := -1
 	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
+	if err := raw.Control(func(fd uintptr) { got, cerr = peerUID(int(fd)) }); err != nil {
 		return err
 	}
 	if cerr != nil {
 		return fmt.Errorf("the peer's credentials: %w", cerr)
 	}
-	return samePeer(cred, uid)
+	return samePeer(got, uid)
 }
 
-// samePeer: the peer runs as uid.
-func samePeer(cred *syscall.Ucred, uid int) error {
-	if cred == nil || int(cred.Uid) != uid {
-		var got any = "unknown"
-		if cred != nil {
-			got = cred.Uid
-		}
-		return fmt.Errorf("a peer of uid %v, this host's is %d", got, uid)
+// samePeer: the peer runs as uid (got is -1 when unknown).
+func samePeer(got, uid int) error {
+	if got < 0 || got != uid {
+		return fmt.Errorf("a peer of uid %d, this host's is %d", got, uid)
 	}
 	return nil
 }
