@@ -1,7 +1,8 @@
 // Package keeper is what crosses between `run` and a warm keeper (package
-// warm): the keeper's policy on its stdin, the messages on its socket
-// (the hello a client reads first, a command's request, its result) and
-// the record the keeper keeps beside its socket. Each carries the
+// warm): the requests to the keeper host and its replies (host.go), the
+// messages on a keeper's socket (the hello a client reads first, a
+// command's request, its result), and the records a keeper and its host
+// keep beside their sockets. Each carries the
 // protocol's version (protocol.Version) and is decoded strictly, as
 // package protocol decodes a spec: a keeper outlives the build that
 // started it (up to a day), so a client of another build must be told,
@@ -12,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -26,7 +26,8 @@ import (
 // MaxMessage bounds one message (a frame's payload).
 const MaxMessage = 1 << 20
 
-// MaxPolicy bounds the policy a keeper reads on its stdin.
+// MaxPolicy bounds a host's request (the policy of the keeper it asks
+// for).
 const MaxPolicy = 16 << 20
 
 // Hello is the keeper's first message on a connection: the sandbox this
@@ -138,45 +139,6 @@ func DecodeRequest(b []byte) (Request, error) {
 func DecodeResult(b []byte) (Result, error) {
 	var r Result
 	return r, protocol.Versioned("the keeper", b, MaxMessage, &r)
-}
-
-// policyMessage is the policy on a keeper's stdin, with its version.
-type policyMessage struct {
-	Protocol int            `json:"protocol"`
-	Policy   *policy.Policy `json:"policy"`
-}
-
-func (m *policyMessage) Validate() error {
-	if m.Policy == nil {
-		return errors.New("no policy")
-	}
-	return nil
-}
-
-// WritePolicy writes p for a keeper's stdin.
-func WritePolicy(w io.Writer, p *policy.Policy) error {
-	b, err := json.Marshal(policyMessage{Protocol: protocol.Version, Policy: p})
-	if err != nil {
-		return err
-	}
-	if len(b) > MaxPolicy {
-		return fmt.Errorf("the keeper's policy is %d bytes, over the %d-byte bound", len(b), MaxPolicy)
-	}
-	_, err = w.Write(b)
-	return err
-}
-
-// ReadPolicy reads what WritePolicy wrote (to its end).
-func ReadPolicy(r io.Reader) (*policy.Policy, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxPolicy+1))
-	if err != nil {
-		return nil, fmt.Errorf("the keeper's policy: %w", err)
-	}
-	var m policyMessage
-	if err := protocol.Versioned("the triage-sandbox that started this keeper", b, MaxPolicy, &m); err != nil {
-		return nil, fmt.Errorf("the keeper's policy: %w", err)
-	}
-	return m.Policy, nil
 }
 
 // Kind of a keeper.
