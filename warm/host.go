@@ -412,7 +412,10 @@ func (h *host) endOne(k string) kmsg.HostReply {
 }
 
 // appendLog is a keeper's log in its host: opened for each line (a
-// keeper logs rarely), so an idle keeper holds no descriptor for it.
+// keeper logs rarely), so an idle keeper holds no descriptor for it. The
+// client that asked for the keeper made the file; once a clean end has
+// removed it, later lines (a pool's filling cancelled while its sandboxes
+// go) are dropped, as a keeper process's went to an unlinked file.
 type appendLog struct {
 	mu   sync.Mutex
 	path string
@@ -421,7 +424,10 @@ type appendLog struct {
 func (l *appendLog) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f, err := hostfs.OpenNoFollow(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := hostfs.OpenNoFollow(l.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		return len(b), nil
+	}
 	if err != nil {
 		return 0, err
 	}

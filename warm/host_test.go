@@ -358,3 +358,28 @@ func TestSweepHostsRemovesOnlyDeadHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestKeeperLogAfterItsEnd: a hosted keeper's line after its clean end
+// removed its log (a pool's filling cancelled while its sandboxes go) is
+// dropped, never a log file made again for the sweep to find.
+func TestKeeperLogAfterItsEnd(t *testing.T) {
+	dir := t.TempDir()
+	l := &appendLog{path: filepath.Join(dir, "k.log")}
+	if _, err := io.WriteString(l, "late\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(l.path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a late line made the removed log again: %v", err)
+	}
+	if err := os.WriteFile(l.path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"one\n", "two\n"} {
+		if _, err := io.WriteString(l, line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, _ := os.ReadFile(l.path); string(b) != "one\ntwo\n" {
+		t.Fatalf("the log holds %q", b)
+	}
+}
