@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -97,6 +98,9 @@ type host struct {
 	changed time.Time // when the last keeper ended, or the host started
 	served  sync.WaitGroup
 	running sync.WaitGroup
+	// sweeping: one sweep beside its keepers' starts at a time
+	// (KeeperOptions.Sweeping).
+	sweeping atomic.Bool
 }
 
 // hosted is one keeper in its host.
@@ -385,7 +389,7 @@ func (h *host) run(ctx context.Context, k string, hk *hosted, p *policy.Policy, 
 		return
 	}
 	var once sync.Once
-	o.Dir, o.Policy, o.Log, o.Host = h.o.Dir, p, logw, h.o.Key
+	o.Dir, o.Policy, o.Log, o.Host, o.Sweeping = h.o.Dir, p, logw, h.o.Key, &h.sweeping
 	o.Ready = func() { once.Do(func() { close(ready) }) }
 	hk.err = keep(ctx, o)
 	if hk.err != nil {

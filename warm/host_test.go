@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -381,5 +382,44 @@ func TestKeeperLogAfterItsEnd(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(l.path); string(b) != "one\ntwo\n" {
 		t.Fatalf("the log holds %q", b)
+	}
+}
+
+// blockingSweep is a fake backend whose Sweep waits for release, and
+// counts its calls.
+type blockingSweep struct {
+	*backendtest.Backend
+	release chan struct{}
+	calls   atomic.Int32
+}
+
+func (b *blockingSweep) Sweep(ctx context.Context) ([]string, error) {
+	b.calls.Add(1)
+	<-b.release
+	return nil, nil
+}
+
+// TestHostSweepsOnceAtATime: a host's keepers share one sweep at a time:
+// a keeper that starts while another's sweep is under way starts none of
+// its own (that sweep covers every dead owner), so a thousand starts do
+// not queue a thousand sweeps of the daemon.
+func TestHostSweepsOnceAtATime(t *testing.T) {
+	dir := shortDir(t)
+	fb := &blockingSweep{Backend: backendtest.New(), release: make(chan struct{})}
+	wb, _ := hostInProcess(t, dir, fb)
+	ctx := context.Background()
+	for _, name := range []string{"one", "two", "three"} {
+		sb, err := wb.Start(ctx, session(name), backends.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb.Close(ctx)
+	}
+	if n := fb.calls.Load(); n != 1 {
+		t.Fatalf("three keepers started during one sweep ran %d sweeps", n)
+	}
+	close(fb.release)
+	if _, err := EndAll(dir); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -48,6 +48,11 @@ type KeeperOptions struct {
 	// Ready, when set, is called once the keeper listens and its record
 	// is written: its host then answers the client that asked for it.
 	Ready func()
+	// Sweeping, when set, is shared by a host's keepers: one sweep at a
+	// time for all of them (each sweeps every dead owner's leftovers, so
+	// a sweep under way covers the starts of the others too); otherwise
+	// the keeper's own.
+	Sweeping *atomic.Bool
 }
 
 type keeper struct {
@@ -83,7 +88,7 @@ type keeper struct {
 
 	// The sweep beside this keeper's starts (the runs that attach here
 	// sweep nothing): one at a time.
-	sweeping atomic.Bool
+	sweeping *atomic.Bool
 	sweeps   sync.WaitGroup
 
 	// proxies are the network proxies of the sandboxes this keeper holds
@@ -276,6 +281,9 @@ func newKeeper(o KeeperOptions, stop context.CancelFunc) *keeper {
 		touched: make(chan struct{}, 1), proxies: map[string]*runproxy.Proxy{}}
 	k.lastUsed.Store(time.Now().UnixNano())
 	k.warmHash, k.mine = p.WarmHash(), Keeping(p)
+	if k.sweeping = o.Sweeping; k.sweeping == nil {
+		k.sweeping = new(atomic.Bool)
+	}
 	if p.Warm.Session == "" {
 		k.ready = make(chan backends.Sandbox, p.Warm.Pool)
 		k.slots = make(chan struct{}, 2*p.Warm.Pool)
