@@ -57,7 +57,7 @@ func FuzzDecodeLocal(f *testing.F) {
 }
 
 func FuzzDecodeKeeper(f *testing.F) {
-	fuzzSpec(f, EntryKeeper, DecodeKeeper, `{"dir":"/run/x"}`)
+	fuzzSpec(f, EntryKeeper, DecodeKeeper, `{"dir":"/run/x","host":"0123456789abcdef"}`)
 }
 
 func FuzzDecodeWatch(f *testing.F) {

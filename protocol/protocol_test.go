@@ -72,7 +72,7 @@ func TestRoundTrip(t *testing.T) {
 		roundTrip(t, EntryLocal, Local{PlanFD: 3, TraceFD: 5, Hold: Hold{ControlFD: 4}}, DecodeLocal)
 	})
 	t.Run("keeper", func(t *testing.T) {
-		roundTrip(t, EntryKeeper, Keeper{Dir: "/run/user/0/triage-sandbox/warm"}, DecodeKeeper)
+		roundTrip(t, EntryKeeper, Keeper{Dir: "/run/user/0/triage-sandbox/warm", Host: "0123456789abcdef"}, DecodeKeeper)
 	})
 	t.Run("watch", func(t *testing.T) {
 		roundTrip(t, EntryWatch, Watch{Container: "0123abcd", Owner: 42, OwnerStart: "314099", Remover: "/usr/bin/triage-sandbox"}, DecodeWatch)
@@ -122,7 +122,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"local same fds", decodeErr(DecodeLocal), []string{env(`{"plan_fd":4,"hold":{"control_fd":4}}`)}, "both 4"},
 		{"local trace fd on the plan's", decodeErr(DecodeLocal), []string{env(`{"plan_fd":3,"trace_fd":3,"hold":{"control_fd":4}}`)}, "also plan_fd"},
 		{"local trace fd stderr", decodeErr(DecodeLocal), []string{env(`{"plan_fd":3,"trace_fd":2,"hold":{"control_fd":4}}`)}, "above stderr"},
-		{"keeper relative", decodeErr(DecodeKeeper), []string{env(`{"dir":"warm"}`)}, "absolute"},
+		{"keeper relative", decodeErr(DecodeKeeper), []string{env(`{"dir":"warm","host":"0123456789abcdef"}`)}, "absolute"},
+		{"keeper host not a key", decodeErr(DecodeKeeper), []string{env(`{"dir":"/w","host":"../x"}`)}, "16 hex"},
 		{"probe plan not base64", decodeErr(DecodeProbe), []string{env(`{"tag":"x","plan":"{}"}`)}, "plan"},
 		{"probe plan as an object", decodeErr(DecodeProbe), []string{env(`{"tag":"x","plan":{"steps":[]}}`)}, "base64"},
 		{"probe plan unknown field", decodeErr(DecodeProbe), []string{env(`{"tag":"x","plan":"eyJzdGVwcyI6W10sIngiOjF9"}`)}, "unknown field"},

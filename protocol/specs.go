@@ -323,15 +323,21 @@ func DecodeLocal(args []string) (Local, error) {
 	return l, err
 }
 
-// Keeper is a warm keeper's spec: the directory of its socket and record.
-// The policy it keeps sandboxes for comes on its stdin.
+// Keeper is a keeper host's spec (package warm): the directory of its
+// socket and record, and its key (16 hex digits: the user's binary and
+// environment it serves), which names its files there. The policies of
+// the keepers it hosts come over its control socket.
 type Keeper struct {
-	Dir string `json:"dir"`
+	Dir  string `json:"dir"`
+	Host string `json:"host"`
 }
 
 func (k *Keeper) validate() error {
 	if !strings.HasPrefix(k.Dir, "/") {
 		return fmt.Errorf("dir %q: must be absolute", k.Dir)
+	}
+	if len(k.Host) != 16 || strings.Trim(k.Host, "0123456789abcdef") != "" {
+		return fmt.Errorf("host %q: want 16 hex digits", k.Host)
 	}
 	return nil
 }

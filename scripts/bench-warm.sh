@@ -21,11 +21,9 @@ cleanup() {
   (cd "$ws" && "$bin" session end "$name" >/dev/null 2>&1) || true
   (cd "$ws" && "$bin" session end "$name-oci" >/dev/null 2>&1) || true
   (cd "$ws" && "$bin" session end "$name-local" >/dev/null 2>&1) || true
-  # The pools of this run's workspace: their keepers end (and remove their
-  # sandboxes) on SIGTERM.
-  "$bin" session list --json | python3 -c 'import json,sys
-for r in json.load(sys.stdin) or []:
-    if r["workspace"] == sys.argv[1]: print(r["pid"])' "$pw" | xargs -r kill -TERM || true
+  # The pools of this run's workspace (never by a signal: their pid is the
+  # keeper host's, which holds the user's other keepers too).
+  (cd "$pw" && "$bin" session end pool:reproducer >/dev/null 2>&1) || true
   [ -n "$cid" ] && docker rm -f "$cid" >/dev/null 2>&1 || true
   rm -rf "$ws" "$pw"
 }

@@ -1,8 +1,8 @@
 package warm
 
 import (
-	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -159,6 +160,12 @@ func endKeeper(pp paths, conn net.Conn) {
 	if recErr != nil {
 		return
 	}
+	if rec.Host != "" {
+		// Its process is its host's, which outlives it: the host says
+		// when it has ended.
+		_ = endHosted(pp.dir, rec.Host, pp.k)
+		return
+	}
 	for deadline := time.Now().Add(keeperStart); rec.Alive() && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -187,53 +194,164 @@ func dial(pp paths) (net.Conn, hello, error) {
 	return conn, h, nil
 }
 
-// spawn starts a keeper for p, detached (its own session, so a Ctrl-C or
-// the end of this run does not reach it), and waits for its socket.
+// spawn has p's keeper started in this user's keeper host (host.go) of
+// this binary and environment, starting that host first when none runs,
+// and waits until the keeper listens. The caller holds the keeper's lock.
 func (b *Backend) spawn(ctx context.Context, p *policy.Policy, pp paths) error {
 	_ = os.Remove(pp.socket())
-	var raw bytes.Buffer
-	if err := kmsg.WritePolicy(&raw, p); err != nil {
-		return err
-	}
+	// The keeper's log, fresh: the host appends to it, and a failure's
+	// last line is shown from it (logTail).
 	logf, err := hostfs.OpenNoFollow(pp.log(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("warm: %w", err)
 	}
-	defer logf.Close()
-	dir, err := filepath.Abs(b.Dir)
-	if err != nil {
-		return fmt.Errorf("warm: %w", err)
-	}
-	argv, err := protocol.Argv(b.SelfExe, protocol.EntryKeeper, protocol.Keeper{Dir: dir})
+	logf.Close()
+	hp, err := b.hostPaths()
 	if err != nil {
 		return err
 	}
+	for attempt := 0; ; attempt++ {
+		rep, err := b.askHost(ctx, hp, &kmsg.HostRequest{Op: kmsg.HostKeep, Policy: p})
+		if err != nil {
+			return err
+		}
+		if rep.Retry && attempt < 5 {
+			continue // that host was ending: the next attempt starts another
+		}
+		if rep.Error != "" {
+			return fmt.Errorf("warm: the keeper ended while starting: %s%s", rep.Error, logTail(pp.log()))
+		}
+		return nil
+	}
+}
+
+// hostPaths are the files of this client's keeper host.
+func (b *Backend) hostPaths() (hostPaths, error) {
+	dir, err := filepath.Abs(b.Dir)
+	if err != nil {
+		return hostPaths{}, fmt.Errorf("warm: %w", err)
+	}
+	k, err := HostKey(b.SelfExe, os.Environ())
+	if err != nil {
+		return hostPaths{}, err
+	}
+	return hostPaths{dir, k}, nil
+}
+
+// askHost sends req to the host at hp, starting one when none answers,
+// and reads its reply. A host that went away before its reply (it was
+// ending) is a reply to retry.
+func (b *Backend) askHost(ctx context.Context, hp hostPaths, req *kmsg.HostRequest) (kmsg.HostReply, error) {
+	conn, err := dialHost(hp)
+	if errors.Is(err, errNoHost) {
+		conn, err = b.startHost(ctx, hp)
+	}
+	if err != nil {
+		return kmsg.HostReply{}, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	rb, err := kmsg.Encode(req)
+	if err != nil {
+		return kmsg.HostReply{}, err
+	}
+	if err := writeHostFrame(conn, fHost, rb); err != nil {
+		return kmsg.HostReply{Error: "the keeper host went away", Retry: true}, nil
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(keeperStart + 10*time.Second))
+	t, b2, err := readFrame(conn)
+	if ctx.Err() != nil {
+		return kmsg.HostReply{}, ctx.Err()
+	}
+	if err != nil {
+		return kmsg.HostReply{Error: "the keeper host went away", Retry: true}, nil
+	}
+	if t != fHost {
+		return kmsg.HostReply{}, fmt.Errorf("warm: the keeper host sent frame %d", t)
+	}
+	rep, err := kmsg.DecodeHostReply(b2)
+	if err != nil {
+		return kmsg.HostReply{}, fmt.Errorf("warm: %w", err)
+	}
+	return rep, nil
+}
+
+// writeHostFrame is writeFrame for a host request, whose policy may be over
+// a keeper frame's bound (up to kmsg.MaxPolicy, as readHostRequest reads).
+func writeHostFrame(w io.Writer, t byte, payload []byte) error {
+	if len(payload) > kmsg.MaxPolicy {
+		return fmt.Errorf("warm: a request of %d bytes is over the %d-byte bound", len(payload), kmsg.MaxPolicy)
+	}
+	b := make([]byte, 5, 5+len(payload))
+	b[0] = t
+	binary.BigEndian.PutUint32(b[1:], uint32(len(payload)))
+	_, err := w.Write(append(b, payload...))
+	return err
+}
+
+// errNoHost: no host listens on the socket (none, or a dead one's file).
+var errNoHost = errors.New("no keeper host")
+
+func dialHost(hp hostPaths) (net.Conn, error) {
+	conn, err := net.Dial("unix", hp.socket())
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		return nil, errNoHost
+	}
+	if err != nil {
+		return nil, fmt.Errorf("warm: the keeper host: %w", err)
+	}
+	return conn, nil
+}
+
+// startHost starts this client's keeper host, detached (its own session,
+// so a Ctrl-C or the end of this run does not reach it), under the host's
+// lock (a client that waited for it finds the host another started), and
+// connects to it.
+func (b *Backend) startHost(ctx context.Context, hp hostPaths) (net.Conn, error) {
+	unlock, err := lockFile(hp.lock())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if conn, err := dialHost(hp); !errors.Is(err, errNoHost) {
+		return conn, err
+	}
+	logf, err := hostfs.OpenNoFollow(hp.log(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("warm: %w", err)
+	}
+	defer logf.Close()
+	argv, err := protocol.Argv(b.SelfExe, protocol.EntryKeeper, protocol.Keeper{Dir: hp.dir, Host: hp.k})
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin = &raw
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("warm: starting the keeper: %w", err)
+		return nil, fmt.Errorf("warm: starting the keeper host: %w", err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.NewTimer(keeperStart)
 	defer deadline.Stop()
 	for {
-		if _, err := os.Stat(pp.record()); err == nil {
-			return nil
+		conn, err := dialHost(hp)
+		if !errors.Is(err, errNoHost) {
+			return conn, err
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("warm: the keeper ended while starting%s", logTail(pp.log()))
+			return nil, fmt.Errorf("warm: the keeper host ended while starting%s", logTail(hp.log()))
 		case <-deadline.C:
 			_ = cmd.Process.Kill()
-			return fmt.Errorf("warm: the keeper did not start within %s%s", keeperStart, logTail(pp.log()))
+			return nil, fmt.Errorf("warm: the keeper host did not start within %s%s", keeperStart, logTail(hp.log()))
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
 		}
 	}
 }
@@ -368,14 +486,19 @@ func End(dir string, p *policy.Policy) (bool, error) {
 	return true, nil
 }
 
-// EndKeeper ends the keeper r describes with SIGTERM (it then removes its
+// EndKeeper ends the keeper r (of dir, as List read it) describes: through
+// its host, or, a keeper of its own process, with SIGTERM (it then removes its
 // sandboxes, as at its idle end) and waits until its process is gone. It
 // needs no connection: a pool hands every connection a sandbox, and one
 // removed from the config has no policy left to reach it by. The record's
 // process start time guards against a reused pid.
-func EndKeeper(r Record) error {
+func EndKeeper(dir string, r Record) error {
 	if !r.Alive() {
 		return nil
+	}
+	if r.Host != "" {
+		// A signal to PID would end its host's every keeper.
+		return endHosted(dir, r.Host, r.ID)
 	}
 	if err := syscall.Kill(r.PID, syscall.SIGTERM); err != nil {
 		if errors.Is(err, syscall.ESRCH) {
@@ -388,6 +511,44 @@ func EndKeeper(r Record) error {
 			return fmt.Errorf("warm: the %s keeper (pid %d) did not end within %s", r.Kind, r.PID, keeperStart)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// endHosted asks the host of key hk in dir to end the keeper of key k, and
+// waits until its sandboxes are removed. A host that is gone took it
+// along.
+func endHosted(dir, hk, k string) error {
+	if !kmsg.ValidKey(k) {
+		return fmt.Errorf("warm: %q is not a keeper's key", k)
+	}
+	hp := hostPaths{dir, hk}
+	conn, err := dialHost(hp)
+	if errors.Is(err, errNoHost) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	b, err := kmsg.Encode(&kmsg.HostRequest{Op: kmsg.HostEnd, Key: k})
+	if err != nil {
+		return err
+	}
+	if err := writeHostFrame(conn, fHost, b); err != nil {
+		return fmt.Errorf("warm: asking the keeper host to end %s: %w", k, err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(keeperStart + 10*time.Second))
+	t, rb, err := readFrame(conn)
+	if err != nil || t != fHost {
+		return fmt.Errorf("warm: the keeper host did not say it ended %s (%v)", k, err)
+	}
+	rep, err := kmsg.DecodeHostReply(rb)
+	if err != nil {
+		return fmt.Errorf("warm: %w", err)
+	}
+	if rep.Error != "" {
+		return fmt.Errorf("warm: ending keeper %s: %s", k, rep.Error)
 	}
 	return nil
 }
@@ -435,4 +596,47 @@ func (b *Backend) KeepHere(ctx context.Context, p *policy.Policy) (stop func(), 
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// endAllAtOnce bounds how many keepers EndAll ends at once: each end
+// removes its sandboxes, which the backend (the daemon, runc) does a few
+// at a time anyway.
+const endAllAtOnce = 8
+
+// EndAll ends every live keeper recorded in dir, a few at once, and waits
+// until each has; it returns those it ended.
+func EndAll(dir string) ([]Record, error) {
+	recs, err := List(dir)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mu    sync.Mutex
+		ended []Record
+		errs  []error
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, endAllAtOnce)
+	)
+	for _, r := range recs {
+		if !r.Alive() {
+			continue
+		}
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			err := EndKeeper(dir, r)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			ended = append(ended, r)
+		}()
+	}
+	wg.Wait()
+	sort.Slice(ended, func(i, j int) bool { return ended[i].ID < ended[j].ID })
+	return ended, errors.Join(errs...)
 }

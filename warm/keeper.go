@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -43,6 +44,17 @@ type KeeperOptions struct {
 	// through, to this keeper's sandbox (a pool's: one taken for it) in
 	// this process.
 	Fast func(ctx context.Context, req fastpath.Request, here *Here, stdout, stderr io.Writer) (code int, fallback string)
+	// Host is the key of the keeper host this keeper runs in (host.go),
+	// written in its record; empty for a keeper of its own process.
+	Host string
+	// Ready, when set, is called once the keeper listens and its record
+	// is written: its host then answers the client that asked for it.
+	Ready func()
+	// Sweeping, when set, is shared by a host's keepers: one sweep at a
+	// time for all of them (each sweeps every dead owner's leftovers, so
+	// a sweep under way covers the starts of the others too); otherwise
+	// the keeper's own.
+	Sweeping *atomic.Bool
 }
 
 type keeper struct {
@@ -56,6 +68,9 @@ type keeper struct {
 	stop     context.CancelFunc
 	// touched asks keepRecord to write Busy and LastUsed to the record.
 	touched chan struct{}
+	// since is its record's, which tells it from a successor's of the
+	// same key in the same process (a host's keepers share its pid).
+	since time.Time
 
 	// warmHash is p's, and mine Keeping(p): computed once, as p never
 	// changes.
@@ -75,13 +90,24 @@ type keeper struct {
 
 	// The sweep beside this keeper's starts (the runs that attach here
 	// sweep nothing): one at a time.
-	sweeping atomic.Bool
+	sweeping *atomic.Bool
 	sweeps   sync.WaitGroup
 
 	// proxies are the network proxies of the sandboxes this keeper holds
 	// (an allow-list), by sandbox id: see startSandbox.
 	proxyMu sync.Mutex
 	proxies map[string]*runproxy.Proxy
+}
+
+// recoverPanic, deferred first in each goroutine of a keeper, turns a
+// panic into this keeper's clean end (its sandboxes removed, its record
+// and socket too), logged with its stack: in a host, one keeper's fault
+// must not end the others' sessions with it.
+func (k *keeper) recoverPanic(what string) {
+	if r := recover(); r != nil {
+		k.logger.Printf("panic in %s: %v; ending this keeper\n%s", what, r, debug.Stack())
+		k.stop()
+	}
 }
 
 // sweepWait bounds how long a keeper's end waits for its last sweep.
@@ -91,12 +117,17 @@ const sweepWait = 10 * time.Second
 // to end, or signalled. It removes every sandbox it started before it
 // returns, and its socket and record.
 func Keep(ctx context.Context, o KeeperOptions) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	return keep(ctx, o)
+}
+
+// keep is Keep without the signals: a host's keepers end by its context.
+func keep(ctx context.Context, o KeeperOptions) error {
 	p := o.Policy
 	if p.Warm.Session == "" && p.Warm.Pool == 0 {
 		return errors.New("warm: the policy asks for neither a session nor a pool")
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	k := newKeeper(o, cancel)
@@ -120,11 +151,10 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 	// could land on a successor's record.
 	rctx, endRecord := context.WithCancel(ctx)
 	recorded := make(chan struct{})
-	go func() { defer close(recorded); k.keepRecord(rctx, rec) }()
+	go func() { defer close(recorded); defer k.recoverPanic("keeping the record"); k.keepRecord(rctx, rec) }()
 	defer func() { endRecord(); <-recorded }()
-	go k.expire(ctx)
-	go func() { <-ctx.Done(); _ = ln.Close() }()
-	// A pool's fronts have a socket of their own (poolfast.go).
+	// A pool's fronts have a socket of their own (poolfast.go), listening
+	// before the host answers the client that asked for this keeper.
 	if front, err := k.listenFront(); err != nil {
 		return err
 	} else if front != nil {
@@ -133,6 +163,11 @@ func Keep(ctx context.Context, o KeeperOptions) error {
 		go func() { <-ctx.Done(); _ = front.ln.Close() }()
 		go func() { defer close(served); _ = k.accept(ctx, front.ln, k.serveFront) }()
 	}
+	if o.Ready != nil {
+		o.Ready()
+	}
+	go func() { defer k.recoverPanic("the idle expiry"); k.expire(ctx) }()
+	go func() { <-ctx.Done(); _ = ln.Close() }()
 	return k.accept(ctx, ln, k.serve)
 }
 
@@ -171,6 +206,7 @@ func (k *keeper) holdSandboxes(ctx context.Context, cancel context.CancelFunc) (
 	filling.Add(1)
 	go func() {
 		defer filling.Done()
+		defer k.recoverPanic("filling the pool")
 		k.fill(ctx)
 	}()
 	return func() {
@@ -197,7 +233,7 @@ func (k *keeper) listen() (ln net.Listener, unlisten func(), err error) {
 		if fi, err := os.Stat(k.paths.socket()); err == nil && os.SameFile(fi, mine) {
 			_ = os.Remove(k.paths.socket())
 		}
-		if r, err := readRecord(k.paths.record()); err == nil && r.PID == os.Getpid() {
+		if r, err := readRecord(k.paths.record()); err == nil && r.PID == os.Getpid() && r.Since.Equal(k.since) {
 			_ = os.Remove(k.paths.record())
 			_ = os.Remove(k.paths.log()) // a clean end: nothing to read there
 		}
@@ -216,7 +252,8 @@ func (k *keeper) writeRecord() (Record, error) {
 	now := time.Now().UTC()
 	rec := Record{Kind: KindPool, Name: PoolName(p.Role), Workspace: p.WorkspaceRoot, Role: p.Role, Backend: p.Backend,
 		Policy: p.Hash(), PID: os.Getpid(), Start: ownership.ProcessStart(os.Getpid()), Since: now,
-		WarmIdle: p.Warm.Idle.String(), LastUsed: now, Pool: p.Warm.Pool}
+		WarmIdle: p.Warm.Idle.String(), LastUsed: now, Pool: p.Warm.Pool, Host: k.o.Host}
+	k.since = now
 	if p.Warm.Session != "" {
 		rec.Kind, rec.Name = KindSession, p.Warm.Session
 	}
@@ -242,6 +279,7 @@ func (k *keeper) accept(ctx context.Context, ln net.Listener, serve func(context
 		go func() {
 			defer conns.Done()
 			defer func() { k.active.Add(-1); k.lastUsed.Store(time.Now().UnixNano()); k.touch() }()
+			defer k.recoverPanic("serving a connection")
 			serve(ctx, conn)
 		}()
 	}
@@ -255,6 +293,9 @@ func newKeeper(o KeeperOptions, stop context.CancelFunc) *keeper {
 		touched: make(chan struct{}, 1), proxies: map[string]*runproxy.Proxy{}}
 	k.lastUsed.Store(time.Now().UnixNano())
 	k.warmHash, k.mine = p.WarmHash(), Keeping(p)
+	if k.sweeping = o.Sweeping; k.sweeping == nil {
+		k.sweeping = new(atomic.Bool)
+	}
 	if p.Warm.Session == "" {
 		k.ready = make(chan backends.Sandbox, p.Warm.Pool)
 		k.slots = make(chan struct{}, 2*p.Warm.Pool)
@@ -276,6 +317,7 @@ func (k *keeper) sweepBeside(ctx context.Context) {
 	go func() {
 		defer k.sweeps.Done()
 		defer k.sweeping.Store(false)
+		defer k.recoverPanic("the sweep")
 		ctx := context.WithoutCancel(ctx)
 		if _, err := k.o.Backend.Sweep(ctx); err != nil {
 			k.logger.Printf("sweeping dead owners' sandboxes: %v", err)
@@ -463,6 +505,7 @@ func (k *keeper) discard(ctx context.Context, sb backends.Sandbox) {
 	k.closing.Add(1)
 	go func() {
 		defer k.closing.Done()
+		defer k.recoverPanic("removing a used sandbox")
 		if err := k.closeSandbox(context.WithoutCancel(ctx), sb); err != nil {
 			k.logger.Printf("removing %s: %v", sb.ID(), err)
 		}

@@ -76,7 +76,8 @@ func TestEndKeeperSignalsTheRecordedProcess(t *testing.T) {
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	start := startOf(t, cmd.Process.Pid)
-	if err := EndKeeper(Record{Kind: KindPool, PID: cmd.Process.Pid, Start: start + "0"}); err != nil {
+	dir := t.TempDir()
+	if err := EndKeeper(dir, Record{Kind: KindPool, PID: cmd.Process.Pid, Start: start + "0"}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -84,7 +85,17 @@ func TestEndKeeperSignalsTheRecordedProcess(t *testing.T) {
 		t.Fatal("a record with another start time ended the process")
 	case <-time.After(50 * time.Millisecond):
 	}
-	if err := EndKeeper(Record{Kind: KindPool, PID: cmd.Process.Pid, Start: start}); err != nil {
+	// A hosted keeper's pid is its host's, shared with other keepers: it
+	// is ended through the host (gone here), never by a signal.
+	if err := EndKeeper(dir, Record{ID: "0123456789abcdef", Kind: KindPool, PID: cmd.Process.Pid, Start: start, Host: "fedcba9876543210"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		t.Fatal("a hosted keeper's record signalled its host's process")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := EndKeeper(dir, Record{Kind: KindPool, PID: cmd.Process.Pid, Start: start}); err != nil {
 		t.Fatal(err)
 	}
 	select {

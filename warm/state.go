@@ -93,7 +93,7 @@ func List(dir string) ([]Record, error) {
 	now := time.Now()
 	var out []Record
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".json") {
+		if !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), hostPrefix) {
 			continue
 		}
 		if r, err := readRecord(filepath.Join(dir, e.Name())); err == nil {
@@ -141,9 +141,12 @@ func Sweep(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var removed []string
+	removed := sweepHosts(dir, entries)
 	var errs []error
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), hostPrefix) {
+			continue // sweepHosts'
+		}
 		if strings.HasPrefix(e.Name(), "route-") {
 			// A route to a keeper with no record, a minute old: the
 			// session ended (a route names its keeper's record).

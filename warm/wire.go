@@ -1,8 +1,10 @@
 // Package warm keeps started sandboxes for later commands: an agent's named
 // session (one sandbox for all its commands) and a pool of started
-// reproducer sandboxes (each used for exactly one command). A small keeper
-// process owns them, so they outlive the one-shot `run` that started them;
-// `run` attaches to it over a unix socket that only its user can reach.
+// reproducer sandboxes (each used for exactly one command). A keeper owns
+// them, so they outlive the one-shot `run` that started them; `run`
+// attaches to it over a unix socket that only its user can reach. Every
+// keeper of a user (of one binary and environment) runs in one keeper host
+// process (host.go).
 // The gate, the output pipeline and the audit record stay in `run`: the
 // keeper only starts sandboxes and runs commands in them.
 package warm

@@ -38,11 +38,20 @@ func newSessionCmd() *cobra.Command {
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	var pf policyFlags
+	var all bool
 	end := &cobra.Command{
-		Use:   "end NAME",
-		Short: "End the named agent session or pool (pool:ROLE, as session list shows it) of this workspace; its sandboxes are removed",
-		Args:  cobra.ExactArgs(1),
+		Use:   "end NAME | --all",
+		Short: "End the named agent session or pool (pool:ROLE, as session list shows it) of this workspace, or with --all every one session list shows; their sandboxes are removed",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if all {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if all {
+				return endAll()
+			}
 			if strings.HasPrefix(args[0], warm.KindPool+":") {
 				return endPools(&pf, args[0])
 			}
@@ -62,9 +71,25 @@ func newSessionCmd() *cobra.Command {
 			return nil
 		},
 	}
+	end.Flags().BoolVar(&all, "all", false, "end every session and pool of this user, in every workspace (as session list shows them)")
 	end.Flags().StringVar(&pf.config, "config", "", "triage.toml to read (default: nearest triage.toml from the current directory up)")
 	root.AddCommand(list, end)
 	return root
+}
+
+// endAll ends every live session and pool this user has (warm.EndAll).
+func endAll() error {
+	ended, err := warm.EndAll(warm.DefaultDir())
+	for _, r := range ended {
+		fmt.Fprintf(os.Stderr, "triage-sandbox: %s %s ended (%s)\n", r.Kind, output.Line(r.Name), output.Line(r.Workspace))
+	}
+	if err != nil {
+		return err
+	}
+	if len(ended) == 0 {
+		fmt.Fprintln(os.Stderr, "triage-sandbox: no session or pool was running")
+	}
+	return nil
 }
 
 // endPools ends every pool called name in this workspace: found by its
@@ -83,7 +108,7 @@ func endPools(pf *policyFlags, name string) error {
 		return &exitError{code: exitcode.Failed, err: fmt.Errorf("no %s is running for %s (session list shows what is)", name, p.WorkspaceRoot)}
 	}
 	for _, r := range recs {
-		if err := warm.EndKeeper(r); err != nil {
+		if err := warm.EndKeeper(warm.DefaultDir(), r); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "triage-sandbox: %s ended (%s, %d sandboxes)\n", name, r.Backend, r.Pool)

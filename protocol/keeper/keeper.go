@@ -1,7 +1,8 @@
 // Package keeper is what crosses between `run` and a warm keeper (package
-// warm): the keeper's policy on its stdin, the messages on its socket
-// (the hello a client reads first, a command's request, its result) and
-// the record the keeper keeps beside its socket. Each carries the
+// warm): the requests to the keeper host and its replies (host.go), the
+// messages on a keeper's socket (the hello a client reads first, a
+// command's request, its result), and the records a keeper and its host
+// keep beside their sockets. Each carries the
 // protocol's version (protocol.Version) and is decoded strictly, as
 // package protocol decodes a spec: a keeper outlives the build that
 // started it (up to a day), so a client of another build must be told,
@@ -12,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -26,7 +26,8 @@ import (
 // MaxMessage bounds one message (a frame's payload).
 const MaxMessage = 1 << 20
 
-// MaxPolicy bounds the policy a keeper reads on its stdin.
+// MaxPolicy bounds a host's request (the policy of the keeper it asks
+// for).
 const MaxPolicy = 16 << 20
 
 // Hello is the keeper's first message on a connection: the sandbox this
@@ -140,45 +141,6 @@ func DecodeResult(b []byte) (Result, error) {
 	return r, protocol.Versioned("the keeper", b, MaxMessage, &r)
 }
 
-// policyMessage is the policy on a keeper's stdin, with its version.
-type policyMessage struct {
-	Protocol int            `json:"protocol"`
-	Policy   *policy.Policy `json:"policy"`
-}
-
-func (m *policyMessage) Validate() error {
-	if m.Policy == nil {
-		return errors.New("no policy")
-	}
-	return nil
-}
-
-// WritePolicy writes p for a keeper's stdin.
-func WritePolicy(w io.Writer, p *policy.Policy) error {
-	b, err := json.Marshal(policyMessage{Protocol: protocol.Version, Policy: p})
-	if err != nil {
-		return err
-	}
-	if len(b) > MaxPolicy {
-		return fmt.Errorf("the keeper's policy is %d bytes, over the %d-byte bound", len(b), MaxPolicy)
-	}
-	_, err = w.Write(b)
-	return err
-}
-
-// ReadPolicy reads what WritePolicy wrote (to its end).
-func ReadPolicy(r io.Reader) (*policy.Policy, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxPolicy+1))
-	if err != nil {
-		return nil, fmt.Errorf("the keeper's policy: %w", err)
-	}
-	var m policyMessage
-	if err := protocol.Versioned("the triage-sandbox that started this keeper", b, MaxPolicy, &m); err != nil {
-		return nil, fmt.Errorf("the keeper's policy: %w", err)
-	}
-	return m.Policy, nil
-}
-
 // Kind of a keeper.
 const (
 	KindSession = "session"
@@ -211,6 +173,10 @@ type Record struct {
 	LastUsed time.Time `json:"last_used"`
 	Busy     int       `json:"busy"`
 	Pool     int       `json:"pool,omitempty"`
+	// Host is the key of the keeper host (package warm) this keeper runs
+	// in: PID is that host's, shared by its other keepers, so the keeper
+	// is ended through the host, never by a signal to PID.
+	Host string `json:"host,omitempty"`
 }
 
 // Validate implements what protocol.Versioned checks.
@@ -223,6 +189,9 @@ func (r *Record) Validate() error {
 	}
 	if r.Busy < 0 || r.Pool < 0 {
 		return fmt.Errorf("busy %d, pool %d: negative", r.Busy, r.Pool)
+	}
+	if r.Host != "" && !ValidKey(r.Host) {
+		return fmt.Errorf("host %q: not a host's key", r.Host)
 	}
 	return nil
 }
@@ -248,14 +217,17 @@ func DecodeRecord(b []byte) (Record, error) {
 		return r, err
 	}
 	var other struct {
-		Kind, Name, Start, Workspace string
-		PID                          int
+		Kind, Name, Start, Workspace, Host string
+		PID                                int
 	}
 	_ = json.Unmarshal(b, &other) // what does not read stays empty
 	r = Record{Protocol: mm.Theirs, Kind: "?", Name: "?", Backend: "?", Policy: fmt.Sprintf("protocol %d", mm.Theirs),
 		PID: other.PID, Start: other.Start, Workspace: other.Workspace}
 	if other.Kind == KindSession || other.Kind == KindPool {
 		r.Kind = other.Kind
+	}
+	if ValidKey(other.Host) {
+		r.Host = other.Host // hosted: never ended by a signal to its host
 	}
 	if other.Name != "" && len(other.Name) < 256 && !strings.ContainsFunc(other.Name, func(c rune) bool { return c < ' ' }) {
 		r.Name = other.Name

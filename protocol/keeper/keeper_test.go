@@ -29,20 +29,21 @@ func built(t *testing.T, role profiles.Role) *policy.Policy {
 	return p
 }
 
-// TestPolicyRoundTrip: every role's built policy survives the keeper's
-// stdin strictly (no field the decoder does not know, nothing changed).
+// TestPolicyRoundTrip: every role's built policy survives a host request
+// strictly (no field the decoder does not know, nothing changed).
 func TestPolicyRoundTrip(t *testing.T) {
 	for _, role := range []profiles.Role{profiles.RoleAgent, profiles.RoleReproducer} {
 		p := built(t, role)
-		var b bytes.Buffer
-		if err := WritePolicy(&b, p); err != nil {
+		p.Warm.Session = "s"
+		b, err := Encode(&HostRequest{Op: HostKeep, Policy: p})
+		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := ReadPolicy(&b)
+		got, err := DecodeHostRequest(b)
 		if err != nil {
 			t.Fatalf("%s: %v", role, err)
 		}
-		if got.WarmHash() != p.WarmHash() || got.Hash() != p.Hash() {
+		if got.Policy.WarmHash() != p.WarmHash() || got.Policy.Hash() != p.Hash() {
 			t.Fatalf("%s: the policy changed on the way", role)
 		}
 	}
@@ -88,7 +89,7 @@ func TestAnotherVersion(t *testing.T) {
 			`{"protocol":9,"sandbox":{"id":"c1"}}`},
 		{"request", func(b []byte) error { _, err := DecodeRequest(b); return err }, `{"argv":["true"],"timeout_ns":0,"has_stdin":false}`},
 		{"result", func(b []byte) error { _, err := DecodeResult(b); return err }, `{"protocol":2,"result":{}}`},
-		{"policy", func(b []byte) error { _, err := ReadPolicy(bytes.NewReader(b)); return err }, `{"role":"agent"}`},
+		{"host request", func(b []byte) error { _, err := DecodeHostRequest(b); return err }, `{"op":"keep","policy":{"role":"agent"}}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.dec([]byte(tt.msg))
@@ -120,8 +121,11 @@ func TestRefuses(t *testing.T) {
 		{"over the bound", fmt.Sprintf(`{"protocol":%d,"argv":["%s"]}`, v, strings.Repeat("x", MaxMessage)), "bound", decReq},
 		{"record without pid", fmt.Sprintf(`{"protocol":%d,"kind":"pool","start":"1"}`, v), "pid is required", decRec},
 		{"record of no kind", fmt.Sprintf(`{"protocol":%d,"kind":"x","pid":1,"start":"1"}`, v), "kind", decRec},
-		{"policy absent", fmt.Sprintf(`{"protocol":%d}`, v), "no policy", decPolicy},
-		{"policy unknown field", fmt.Sprintf(`{"protocol":%d,"policy":{"rolez":"agent"}}`, v), "unknown field", decPolicy},
+		{"policy absent", fmt.Sprintf(`{"protocol":%d,"op":"keep"}`, v), "a policy", decPolicy},
+		{"policy unknown field", fmt.Sprintf(`{"protocol":%d,"op":"keep","policy":{"rolez":"agent"}}`, v), "unknown field", decPolicy},
+		{"end of no key", fmt.Sprintf(`{"protocol":%d,"op":"end","key":"../x"}`, v), "16 hex", decPolicy},
+		{"record of a host not a key", fmt.Sprintf(`{"protocol":%d,"kind":"pool","pid":1,"start":"1","host":"/x"}`, v), "host", decRec},
+		{"host record without start", fmt.Sprintf(`{"protocol":%d,"pid":1}`, v), "required", func(b []byte) error { _, err := DecodeHostRecord(b); return err }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := tt.dec([]byte(tt.msg)); err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -134,7 +138,7 @@ func TestRefuses(t *testing.T) {
 func decReq(b []byte) error    { _, err := DecodeRequest(b); return err }
 func decHello(b []byte) error  { _, err := DecodeHello("k", b); return err }
 func decRec(b []byte) error    { _, err := DecodeRecord(b); return err }
-func decPolicy(b []byte) error { _, err := ReadPolicy(bytes.NewReader(b)); return err }
+func decPolicy(b []byte) error { _, err := DecodeHostRequest(b); return err }
 
 // fuzzMessage: whatever b holds, the decoder refuses or accepts without
 // panicking, and what it accepts encodes to a message it accepts again
@@ -184,19 +188,15 @@ func FuzzDecodeRecord(f *testing.F) {
 	fuzzMessage[Record](f, DecodeRecord, `{"protocol":1,"kind":"pool","name":"pool:agent","pid":3,"start":"4","since":"2026-01-01T00:00:00Z"}`)
 }
 
-func FuzzReadPolicy(f *testing.F) {
-	f.Add([]byte(`{"protocol":1,"policy":{"role":"agent"}}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		p, err := ReadPolicy(bytes.NewReader(b))
-		if err != nil {
-			return
-		}
-		var w bytes.Buffer
-		if err := WritePolicy(&w, p); err != nil {
-			t.Fatalf("accepted %q, cannot write it: %v", b, err)
-		}
-		if _, err := ReadPolicy(&w); err != nil {
-			t.Fatalf("accepted %q, wrote %q, refused that: %v", b, w.String(), err)
-		}
-	})
+func FuzzDecodeHostRequest(f *testing.F) {
+	fuzzMessage[HostRequest](f, DecodeHostRequest, `{"protocol":1,"op":"keep","policy":{"role":"agent","warm":{"session":"s"}}}`,
+		`{"protocol":1,"op":"end","key":"0123456789abcdef"}`)
+}
+
+func FuzzDecodeHostReply(f *testing.F) {
+	fuzzMessage[HostReply](f, DecodeHostReply, `{"protocol":1}`, `{"protocol":1,"error":"x","retry":true}`)
+}
+
+func FuzzDecodeHostRecord(f *testing.F) {
+	fuzzMessage[HostRecord](f, DecodeHostRecord, `{"protocol":1,"pid":3,"start":"4","since":"2026-01-01T00:00:00Z"}`)
 }

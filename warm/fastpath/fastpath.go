@@ -157,6 +157,10 @@ var placeVars = []string{"PWD=", "OLDPWD=", "_="}
 // SameEnv: the two environments are the same but for placeVars.
 func SameEnv(a, b []string) bool { return envDigest(a) == envDigest(b) }
 
+// EnvDigest is envDigest: a keeper host serves the clients of one
+// environment (package warm), as a keeper serves a front of its own.
+func EnvDigest(env []string) string { return envDigest(env) }
+
 // envDigest is a digest of an environment (NAME=VALUE entries) but for
 // placeVars, the same whatever their order.
 func envDigest(env []string) string {
