@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"fmt"
+	"io/fs"
 	"math"
 	"net/url"
 	"os"
@@ -190,15 +191,21 @@ const (
 // ("octo-org/widgets-frontend", "ISSUE-20240101-crash") out; hex digests
 // are caught (a 40-character hex string may be a commit or a token).
 func LooksLikeSecretValue(value string) (bool, string) {
+	return LooksLikeSecretValueOn(value, os.Stat)
+}
+
+// LooksLikeSecretValueOn is LooksLikeSecretValue looking paths up with
+// stat (a recorder of what a compile read, package hostread).
+func LooksLikeSecretValueOn(value string, stat func(string) (fs.FileInfo, error)) (bool, string) {
 	if strings.Contains(value, "://") {
-		return secretURL(value)
+		return secretURL(value, stat)
 	}
 	if len(value) < SecretValueMinLen || strings.ContainsFunc(value, func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
 	}) {
 		return false, ""
 	}
-	if isPathList(value) || existingPath(value) {
+	if isPathList(value) || existingPath(value, stat) {
 		return false, ""
 	}
 	h, floor := entropy(value), SecretValueMinEntropy
@@ -212,7 +219,7 @@ func LooksLikeSecretValue(value string) (bool, string) {
 }
 
 // secretURL applies the URL rule to a value containing "://".
-func secretURL(value string) (bool, string) {
+func secretURL(value string, stat func(string) (fs.FileInfo, error)) (bool, string) {
 	u, err := url.Parse(value)
 	if err != nil || u.Scheme == "" {
 		// Not a URL after all; look for userinfo by hand.
@@ -227,7 +234,7 @@ func secretURL(value string) (bool, string) {
 		if pw, ok := u.User.Password(); ok && pw != "" {
 			return true, "value is a URL with a password in it (scheme://user:password@host)"
 		}
-		if ok, _ := LooksLikeSecretValue(u.User.Username()); ok {
+		if ok, _ := LooksLikeSecretValueOn(u.User.Username(), stat); ok {
 			return true, "value is a URL with a token as its user (scheme://token@host)"
 		}
 	}
@@ -252,11 +259,11 @@ func isPathList(v string) bool {
 	return true
 }
 
-func existingPath(v string) bool {
+func existingPath(v string, stat func(string) (fs.FileInfo, error)) bool {
 	if !filepath.IsAbs(v) {
 		return false
 	}
-	_, err := os.Stat(v)
+	_, err := stat(v)
 	return err == nil
 }
 

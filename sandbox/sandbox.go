@@ -38,7 +38,7 @@ import (
 // names, with that backend's capabilities (a backend the registry does not
 // have is refused when it is made).
 func Compile(reg *backends.Registry, configFlag string, role profiles.Role, host policy.Host, opts policy.Options) (*policy.Policy, error) {
-	cfg, err := LoadConfig(configFlag, host.Cwd, reg.Names())
+	cfg, err := LoadConfigReading(host.Reads, configFlag, host.Cwd, reg.Names())
 	if err != nil {
 		return nil, err
 	}

@@ -74,8 +74,11 @@ func keep(spec protocol.Keeper) error {
 	// this binary's `run` would (fast.go).
 	selfID, _ := fastpath.FileID("/proc/self/exe")
 	mine := warm.Keeping(p)
+	// One per keeper: compiles for its fronts, kept while their inputs
+	// are unchanged (compilecache.go).
+	cache := &compileCache{cli: selfID}
 	fast := func(ctx context.Context, req fastpath.Request, here *warm.Here, stdout, stderr io.Writer) (int, string) {
-		return runFast(ctx, selfID, mine, here, req, stdout, stderr)
+		return runFast(ctx, selfID, mine, here, cache, req, stdout, stderr)
 	}
 	return warm.Keep(ctx, warm.KeeperOptions{Dir: spec.Dir, Policy: p, Backend: b, Log: os.Stderr, Fast: fast})
 }

@@ -26,6 +26,8 @@ type runIO struct {
 	// sandbox (warm.Here): `run` attaches through it instead of dialling
 	// the keeper it runs in.
 	here backends.Backend
+	// cache, when set (with fast), is the keeper's kept compiles.
+	cache *compileCache
 }
 
 func (o runIO) orDefault() runIO {
@@ -111,7 +113,7 @@ func noteRoute(cwd string, p *policy.Policy) {
 // reason to fall back (nothing ran). Only the keeper's own environment
 // and binary are served: the front's must be the same (self is the
 // keeper's fastpath.FileID).
-func runFast(ctx context.Context, self string, mine func(*policy.Policy) bool, here backends.Backend, req fastpath.Request, stdout, stderr io.Writer) (int, string) {
+func runFast(ctx context.Context, self string, mine func(*policy.Policy) bool, here backends.Backend, cache *compileCache, req fastpath.Request, stdout, stderr io.Writer) (int, string) {
 	if !fastpath.SameEnv(os.Environ(), req.Env) {
 		return 0, "the environment is not the session keeper's"
 	}
@@ -124,7 +126,7 @@ func runFast(ctx context.Context, self string, mine func(*policy.Policy) bool, h
 		return h, err
 	}
 	root := newBareRootCmd()
-	root.AddCommand(newRunCmdFor(runIO{stdout: stdout, stderr: stderr, host: host, fast: &fastCheck{mine: mine}, here: here}))
+	root.AddCommand(newRunCmdFor(runIO{stdout: stdout, stderr: stderr, host: host, fast: &fastCheck{mine: mine}, here: here, cache: cache}))
 	root.SetArgs(req.Args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

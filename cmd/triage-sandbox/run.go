@@ -44,7 +44,7 @@ func newRunCmd() *cobra.Command { return newRunCmdFor(runIO{}) }
 // newRunCmdFor is `run` writing to, and running for, out.
 func newRunCmdFor(out runIO) *cobra.Command {
 	f := runFlags{out: out.orDefault()}
-	f.pf.host, f.pf.fast = f.out.host, f.out.fast != nil
+	f.pf.host, f.pf.fast, f.pf.cache = f.out.host, f.out.fast != nil, f.out.cache
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG...]",
 		Short: "Run one command (an argv, no shell) in the sandbox",
@@ -109,7 +109,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	endRedactor := phase.Begin(cmd.Context(), "redactor")
 	req := sandbox.Request{
 		Policy: p, Timeout: f.timeout, Command: backends.Command{Argv: args},
-		Redactor: output.NewRedactor(sandbox.Secrets(p, host), output.DefaultRules()), Raw: f.raw,
+		Redactor: f.pf.redactor(p, host), Raw: f.raw,
 		Task: f.task, Confirm: operatorConfirm(&confirm.Memory{}),
 	}
 	endRedactor()

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/output"
+	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/sandbox"
+)
+
+// compileCache is a keeper's record of the policies it compiled for
+// fronts (fast.go): each kept with what `run` derives from it and the
+// host alone (the redactor), and reused while the inputs are exactly
+// those of the compile: the same CLI, flags, working directory and
+// environment (the key), and every path the compile looked at unchanged
+// (package hostread: the compiler lists what it read; a path it reads
+// without the recorder is a defect the strace test finds). A miss, or
+// anything in doubt, compiles afresh as the CLI would.
+type compileCache struct {
+	// cli is the identity of the binary that compiles (fastpath.FileID):
+	// another build may compile another policy.
+	cli   string
+	cache hostread.Cache[compiled]
+}
+
+// compiled is one compile's result.
+type compiled struct {
+	p   *policy.Policy
+	red *output.Redactor
+}
+
+// key is everything a compile reads that is not a file: the CLI, the
+// flags that reach the compiler, and the host facts (working directory,
+// environment in order, home, ids, OS).
+func (c *compileCache) key(f *policyFlags, host policy.Host) string {
+	h := sha256.New()
+	field := func(s string) {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	for _, s := range []string{c.cli, f.config, string(f.role), f.backend, f.workdir, f.session,
+		host.Cwd, host.Home, host.OS} {
+		field(s)
+	}
+	ints(h, int64(host.UID), int64(host.GID), int64(len(host.Env)))
+	for _, kv := range host.Env {
+		field(kv)
+	}
+	return string(h.Sum(nil))
+}
+
+func ints(h hash.Hash, vs ...int64) {
+	for _, v := range vs {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(v))
+		h.Write(n[:])
+	}
+}
+
+// get is the kept compile for f on host, a copy of its policy (so a run
+// never changes what the next one gets).
+func (c *compileCache) get(f *policyFlags, host policy.Host) (*policy.Policy, *output.Redactor, bool) {
+	v, ok := c.cache.Get(c.key(f, host))
+	if !ok {
+		return nil, nil, false
+	}
+	q := *v.p
+	return &q, v.red, true
+}
+
+// compileWithCache is compileWithHost through c: a hit returns the kept
+// policy; a miss compiles with a recorder, builds the redactor through the
+// same recorder (it looks paths up too) and keeps both when every input
+// had settled (hostread.Cache.Put).
+func (f *policyFlags) compileWithCache(c *compileCache, host policy.Host) (*policy.Policy, policy.Host, error) {
+	if p, red, ok := c.get(f, host); ok {
+		f.red, f.cacheHit = red, true
+		return p, host, nil
+	}
+	key := c.key(f, host)
+	began := time.Now()
+	host.Reads = &hostread.Recorder{}
+	p, host, err := f.compileFor(host)
+	if err != nil {
+		host.Reads = nil
+		return p, host, err
+	}
+	red := newRedactor(p, host)
+	reads := host.Reads.Reads()
+	host.Reads = nil
+	f.red = red
+	f.cacheWhy = c.cache.Put(key, began, reads, compiled{p: p, red: red})
+	if f.cacheWhy != "" {
+		return p, host, nil
+	}
+	q := *p
+	return &q, host, nil
+}
+
+// newRedactor is run's redactor for p: the caller's secrets and the
+// default rules.
+func newRedactor(p *policy.Policy, host policy.Host) *output.Redactor {
+	return output.NewRedactor(sandbox.Secrets(p, host), output.DefaultRules())
+}
+
+// redactor is the redactor the compile kept, else a new one.
+func (f *policyFlags) redactor(p *policy.Policy, host policy.Host) *output.Redactor {
+	if f.red != nil {
+		return f.red
+	}
+	return newRedactor(p, host)
+}

@@ -1,0 +1,119 @@
+package hostread
+
+import (
+	"sync"
+	"time"
+)
+
+// DefaultSettle is how old every timestamp read must be before a result
+// is kept. A file's mtime and ctime come from a coarse clock (a jiffy on
+// Linux, up to 2 s on some filesystems): a file changed twice within one
+// tick, keeping its size, keeps its identity. A result computed from a
+// file changed that recently is not kept ("racily clean", as git says of
+// its index); the next compile, once the file has settled, is.
+const DefaultSettle = 2 * time.Second
+
+// maxEntries bounds a Cache: a keeper serves a few directories and
+// environments, not thousands.
+const maxEntries = 32
+
+// Cache keeps values computed from what a Recorder saw, each valid while
+// every Read is unchanged. Safe for concurrent use.
+type Cache[V any] struct {
+	// Settle: zero is DefaultSettle.
+	Settle time.Duration
+
+	mu      sync.Mutex
+	entries map[string]*entry[V]
+	tick    uint64
+}
+
+type entry[V any] struct {
+	reads []Read
+	v     V
+	used  uint64
+}
+
+// Get returns key's value when every path it was computed from is still
+// what it was; an entry that changed is dropped.
+func (c *Cache[V]) Get(key string) (V, bool) {
+	var zero V
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if !ok {
+		return zero, false
+	}
+	for _, r := range e.reads {
+		if !r.Unchanged() {
+			c.mu.Lock()
+			if c.entries[key] == e {
+				delete(c.entries, key)
+			}
+			c.mu.Unlock()
+			return zero, false
+		}
+	}
+	c.mu.Lock()
+	c.tick++
+	e.used = c.tick
+	c.mu.Unlock()
+	return e.v, true
+}
+
+// Put keeps v for key, computed from reads by a compile that began at
+// began. It keeps nothing, and says why, when a read cannot be compared
+// later or a timestamp read is younger than Settle before began.
+func (c *Cache[V]) Put(key string, began time.Time, reads []Read, v V) (why string) {
+	if why := c.unsettled(began, reads); why != "" {
+		return why
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]*entry[V]{}
+	}
+	if _, ok := c.entries[key]; !ok && len(c.entries) >= maxEntries {
+		c.evict()
+	}
+	c.tick++
+	c.entries[key] = &entry[V]{reads: reads, v: v, used: c.tick}
+	return ""
+}
+
+// unsettled names the first read that makes a result unfit to keep.
+func (c *Cache[V]) unsettled(began time.Time, reads []Read) string {
+	settle := c.Settle
+	if settle == 0 {
+		settle = DefaultSettle
+	}
+	limit := began.Add(-settle).UnixNano()
+	for _, r := range reads {
+		switch {
+		case r.Ident.Err == errUnsupported:
+			return r.Path + ": " + errUnsupported
+		case r.Ident.Err == "" && (r.Ident.MtimeNs >= limit || r.Ident.CtimeNs >= limit):
+			return r.Path + " changed less than " + settle.String() + " before the compile"
+		}
+	}
+	return ""
+}
+
+// evict drops the least recently used entry.
+func (c *Cache[V]) evict() {
+	var oldest string
+	var at uint64
+	for k, e := range c.entries {
+		if oldest == "" || e.used < at {
+			oldest, at = k, e.used
+		}
+	}
+	delete(c.entries, oldest)
+}
+
+// Len is how many entries are kept.
+func (c *Cache[V]) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
