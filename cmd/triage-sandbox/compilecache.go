@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
+	"slices"
 	"time"
 
+	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
@@ -25,12 +27,18 @@ type compileCache struct {
 	// another build may compile another policy.
 	cli   string
 	cache hostread.Cache[compiled]
+	// caps is what the compile asked of the backend's capabilities
+	// (the registry's): asked again at every use, since a backend may
+	// probe the host for them (local: the cgroup hierarchy) outside the
+	// compiler's recorder.
+	caps func(backend string) ([]policy.Capability, bool)
 }
 
 // compiled is one compile's result.
 type compiled struct {
-	p   *policy.Policy
-	red *output.Redactor
+	p    *policy.Policy
+	red  *output.Redactor
+	caps []policy.Capability
 }
 
 // key is everything a compile reads that is not a file: the CLI, the
@@ -66,7 +74,10 @@ func ints(h hash.Hash, vs ...int64) {
 // get is the kept compile for f on host, a copy of its policy (so a run
 // never changes what the next one gets).
 func (c *compileCache) get(f *policyFlags, host policy.Host) (*policy.Policy, *output.Redactor, bool) {
-	v, ok := c.cache.Get(c.key(f, host))
+	v, ok := c.cache.Get(c.key(f, host), func(v compiled) bool {
+		caps, _ := c.capsOf(v.p.Backend)
+		return slices.Equal(caps, v.caps)
+	})
 	if !ok {
 		return nil, nil, false
 	}
@@ -75,9 +86,8 @@ func (c *compileCache) get(f *policyFlags, host policy.Host) (*policy.Policy, *o
 }
 
 // compileWithCache is compileWithHost through c: a hit returns the kept
-// policy; a miss compiles with a recorder, builds the redactor through the
-// same recorder (it looks paths up too) and keeps both when every input
-// had settled (hostread.Cache.Put).
+// policy; a miss compiles (compileRecorded) and keeps the result when
+// every input had settled (hostread.Cache.Put).
 func (f *policyFlags) compileWithCache(c *compileCache, host policy.Host) (*policy.Policy, policy.Host, error) {
 	if p, red, ok := c.get(f, host); ok {
 		f.red, f.cacheHit = red, true
@@ -85,22 +95,52 @@ func (f *policyFlags) compileWithCache(c *compileCache, host policy.Host) (*poli
 	}
 	key := c.key(f, host)
 	began := time.Now()
-	host.Reads = &hostread.Recorder{}
-	p, host, err := f.compileFor(host)
+	// The capabilities before and after the compile: one that changed
+	// meanwhile leaves a policy built on either, so it is not kept.
+	before := map[string][]policy.Capability{}
+	for _, name := range builtin.Registry().Names() {
+		before[name], _ = c.capsOf(name)
+	}
+	p, red, reads, host, err := f.compileRecorded(host)
 	if err != nil {
-		host.Reads = nil
 		return p, host, err
 	}
-	red := newRedactor(p, host)
-	reads := host.Reads.Reads()
-	host.Reads = nil
 	f.red = red
-	f.cacheWhy = c.cache.Put(key, began, reads, compiled{p: p, red: red})
-	if f.cacheWhy != "" {
+	caps, _ := c.capsOf(p.Backend)
+	if !slices.Equal(caps, before[p.Backend]) {
+		f.cacheWhy = "the " + p.Backend + " backend's capabilities changed during the compile"
+		return p, host, nil
+	}
+	if f.cacheWhy = c.cache.Put(key, began, reads, compiled{p: p, red: red, caps: caps}); f.cacheWhy != "" {
 		return p, host, nil
 	}
 	q := *p
 	return &q, host, nil
+}
+
+// compileRecorded compiles with a recorder and builds the redactor
+// through it (it looks paths up too): the policy, its redactor and every
+// path both looked at.
+func (f *policyFlags) compileRecorded(host policy.Host) (*policy.Policy, *output.Redactor, []hostread.Read, policy.Host, error) {
+	host.Reads = &hostread.Recorder{}
+	p, host, err := f.compileFor(host)
+	if err != nil {
+		reads := host.Reads.Reads()
+		host.Reads = nil
+		return p, nil, reads, host, err
+	}
+	red := newRedactor(p, host)
+	reads := host.Reads.Reads()
+	host.Reads = nil
+	return p, red, reads, host, nil
+}
+
+// capsOf is the registry's capabilities of backend, as Build asks them.
+func (c *compileCache) capsOf(backend string) ([]policy.Capability, bool) {
+	if c.caps != nil {
+		return c.caps(backend)
+	}
+	return builtin.Registry().Capabilities(backend)
 }
 
 // newRedactor is run's redactor for p: the caller's secrets and the

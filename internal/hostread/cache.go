@@ -35,8 +35,9 @@ type entry[V any] struct {
 }
 
 // Get returns key's value when every path it was computed from is still
-// what it was; an entry that changed is dropped.
-func (c *Cache[V]) Get(key string) (V, bool) {
+// what it was, and still (when set) says the value holds; an entry that
+// fails either is dropped.
+func (c *Cache[V]) Get(key string, still func(V) bool) (V, bool) {
 	var zero V
 	c.mu.Lock()
 	e, ok := c.entries[key]
@@ -46,19 +47,27 @@ func (c *Cache[V]) Get(key string) (V, bool) {
 	}
 	for _, r := range e.reads {
 		if !r.Unchanged() {
-			c.mu.Lock()
-			if c.entries[key] == e {
-				delete(c.entries, key)
-			}
-			c.mu.Unlock()
+			c.drop(key, e)
 			return zero, false
 		}
+	}
+	if still != nil && !still(e.v) {
+		c.drop(key, e)
+		return zero, false
 	}
 	c.mu.Lock()
 	c.tick++
 	e.used = c.tick
 	c.mu.Unlock()
 	return e.v, true
+}
+
+func (c *Cache[V]) drop(key string, e *entry[V]) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries[key] == e {
+		delete(c.entries, key)
+	}
 }
 
 // Put keeps v for key, computed from reads by a compile that began at
