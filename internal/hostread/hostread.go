@@ -1,7 +1,8 @@
 // Package hostread is how the policy compiler reads the host. Every read
 // goes through a *Recorder; a nil one just reads. A non-nil one first
 // notes the path and its identity (device, inode, mode, owner, size,
-// mtime, ctime, a symlink's target; an absent path as absent), so a
+// mtime, ctime, a symlink's target; an absent path as absent; of a
+// directory not listed, only its device, inode, mode and owner), so a
 // compiled policy can be reused for exactly as long as nothing it read
 // has changed (Read.Unchanged). The identity is taken before the read: a
 // change racing the read leaves the old identity, which then differs.

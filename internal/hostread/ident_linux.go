@@ -36,6 +36,13 @@ func identOf(path string, kind Kind) Ident {
 	}
 	id := Ident{Dev: st.Dev, Ino: st.Ino, Nlink: uint64(st.Nlink), Mode: st.Mode, UID: st.Uid, GID: st.Gid,
 		Size: st.Size, MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano()}
+	if kind != List && st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		// A directory looked at, not listed: its type, mode and owner
+		// are what a compile can use. Its times, size and link count
+		// change with every entry made in it (/tmp, a home), and an
+		// entry the compile looks up is a Read of its own.
+		id.Size, id.Nlink, id.MtimeNs, id.CtimeNs = 0, 0, 0, 0
+	}
 	if kind == NoFollow && st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
 		if id.Link, err = os.Readlink(path); err != nil {
 			id.Err = "readlink: " + err.Error()
