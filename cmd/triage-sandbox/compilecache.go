@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
 	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/sandbox"
@@ -155,4 +157,17 @@ func (f *policyFlags) redactor(p *policy.Policy, host policy.Host) *output.Redac
 		return f.red
 	}
 	return newRedactor(p, host)
+}
+
+// markCache says in the trace whether the compile was a kept one.
+func markCache(ctx context.Context, f *policyFlags) {
+	switch {
+	case f.cache == nil:
+	case f.cacheHit:
+		phase.Mark(ctx, "policy.cache.hit")
+	case f.cacheWhy != "":
+		phase.Mark(ctx, "policy.cache.unkept")
+	default:
+		phase.Mark(ctx, "policy.cache.miss")
+	}
 }

@@ -89,6 +89,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	endPolicy := phase.Begin(cmd.Context(), "config+policy")
 	p, host, err := f.pf.compileWithHost()
 	endPolicy()
+	markCache(cmd.Context(), &f.pf)
 	if err == nil {
 		err = f.out.fast.after(p, args)
 	}
