@@ -133,7 +133,7 @@ func screen(rd *hostread.Recorder, name, value string, roleExact bool) (bool, st
 	if roleExact {
 		return false, ""
 	}
-	return profiles.LooksLikeSecretValueOn(value, rd.Stat)
+	return profiles.LooksLikeSecretValueOn(value, rd.Exists)
 }
 
 // matchAllow returns the pattern that passes name and where it comes from,

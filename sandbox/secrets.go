@@ -60,16 +60,12 @@ func isSecret(rd *hostread.Recorder, name, value string, d policy.EnvDecision, d
 	if benignNames[name] || strings.HasPrefix(name, "LC_") {
 		return false
 	}
-	if secret, _ := profiles.LooksLikeSecretValueOn(value, rd.Stat); secret {
+	if secret, _ := profiles.LooksLikeSecretValueOn(value, rd.Exists); secret {
 		return true
 	}
 	return dropped && !isPath(rd, value)
 }
 
 func isPath(rd *hostread.Recorder, v string) bool {
-	if !filepath.IsAbs(v) {
-		return false
-	}
-	_, err := rd.Stat(v)
-	return err == nil
+	return filepath.IsAbs(v) && rd.Exists(v)
 }

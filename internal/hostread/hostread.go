@@ -29,6 +29,10 @@ const (
 	// with every entry added, removed or renamed, so the identity covers
 	// the listing and the types read from it.
 	List
+	// Exists: only whether stat succeeds was used (an environment
+	// value that names a file is not a secret): a file that changes
+	// keeps its identity.
+	Exists
 )
 
 func (k Kind) String() string {
@@ -37,6 +41,8 @@ func (k Kind) String() string {
 		return "follow"
 	case NoFollow:
 		return "nofollow"
+	case Exists:
+		return "exists"
 	}
 	return "list"
 }
@@ -99,6 +105,13 @@ func (r *Recorder) note(path string, kind Kind) {
 func (r *Recorder) Stat(path string) (fs.FileInfo, error) {
 	r.note(path, Follow)
 	return os.Stat(path)
+}
+
+// Exists says whether os.Stat succeeds on path.
+func (r *Recorder) Exists(path string) bool {
+	r.note(path, Exists)
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // Lstat is os.Lstat.

@@ -34,6 +34,9 @@ func identOf(path string, kind Kind) Ident {
 		}
 		return Ident{Err: err.Error()}
 	}
+	if kind == Exists {
+		return Ident{}
+	}
 	id := Ident{Dev: st.Dev, Ino: st.Ino, Nlink: uint64(st.Nlink), Mode: st.Mode, UID: st.Uid, GID: st.Gid,
 		Size: st.Size, MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano()}
 	if kind != List && st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
