@@ -47,6 +47,7 @@ type policyFlags struct {
 	// why a fresh compile was not kept.
 	cache    *compileCache
 	red      *output.Redactor
+	kept     *derived
 	cacheHit bool
 	cacheWhy string
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"hash"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
@@ -41,6 +42,42 @@ type compiled struct {
 	p    *policy.Policy
 	red  *output.Redactor
 	caps []policy.Capability
+	// kept is what later uses derive from p alone, kept with it.
+	kept *derived
+}
+
+// derived is what is computed from a kept policy alone, once: its gate
+// (sandbox.NewGatekeeper; not kept with the guard on, which reads its
+// key file outside the recorder: the fast path falls back then anyway)
+// and whether it is the keeper's own (fastCheck.mine: the keeper's policy
+// does not change while it runs).
+type derived struct {
+	// p is the kept policy itself, never a run's copy.
+	p        *policy.Policy
+	gateOnce sync.Once
+	gk       *sandbox.Gatekeeper
+	gkErr    error
+	mineOnce sync.Once
+	mine     bool
+}
+
+// isMine is mine(p), asked once for a kept compile (d nil: every time).
+func (d *derived) isMine(mine func(*policy.Policy) bool, p *policy.Policy) bool {
+	if d == nil {
+		return mine(p)
+	}
+	d.mineOnce.Do(func() { d.mine = mine(d.p) })
+	return d.mine
+}
+
+// gatekeeper is p's gate: the kept compile's, else a new one.
+func (f *policyFlags) gatekeeper(p *policy.Policy) (*sandbox.Gatekeeper, error) {
+	d := f.kept
+	if d == nil || p.Gate.Guard.Enabled {
+		return sandbox.NewGatekeeper(p)
+	}
+	d.gateOnce.Do(func() { d.gk, d.gkErr = sandbox.NewGatekeeper(d.p) })
+	return d.gk, d.gkErr
 }
 
 // key is everything a compile reads that is not a file: the CLI, the
@@ -75,24 +112,24 @@ func ints(h hash.Hash, vs ...int64) {
 
 // get is the kept compile for f on host, a copy of its policy (so a run
 // never changes what the next one gets).
-func (c *compileCache) get(f *policyFlags, host policy.Host) (*policy.Policy, *output.Redactor, bool) {
+func (c *compileCache) get(f *policyFlags, host policy.Host) (*policy.Policy, *output.Redactor, *derived, bool) {
 	v, ok := c.cache.Get(c.key(f, host), func(v compiled) bool {
 		caps, _ := c.capsOf(v.p.Backend)
 		return slices.Equal(caps, v.caps)
 	})
 	if !ok {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	q := *v.p
-	return &q, v.red, true
+	return &q, v.red, v.kept, true
 }
 
 // compileWithCache is compileWithHost through c: a hit returns the kept
 // policy; a miss compiles (compileRecorded) and keeps the result when
 // every input had settled (hostread.Cache.Put).
 func (f *policyFlags) compileWithCache(c *compileCache, host policy.Host) (*policy.Policy, policy.Host, error) {
-	if p, red, ok := c.get(f, host); ok {
-		f.red, f.cacheHit = red, true
+	if p, red, kept, ok := c.get(f, host); ok {
+		f.red, f.kept, f.cacheHit = red, kept, true
 		return p, host, nil
 	}
 	key := c.key(f, host)
@@ -113,7 +150,9 @@ func (f *policyFlags) compileWithCache(c *compileCache, host policy.Host) (*poli
 		f.cacheWhy = "the " + p.Backend + " backend's capabilities changed during the compile"
 		return p, host, nil
 	}
-	if f.cacheWhy = c.cache.Put(key, began, reads, compiled{p: p, red: red, caps: caps}); f.cacheWhy != "" {
+	f.kept = &derived{p: p}
+	if f.cacheWhy = c.cache.Put(key, began, reads, compiled{p: p, red: red, caps: caps, kept: f.kept}); f.cacheWhy != "" {
+		f.kept = nil
 		return p, host, nil
 	}
 	q := *p

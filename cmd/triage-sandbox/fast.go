@@ -11,7 +11,6 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/gate"
 	"github.com/triage-sandbox/triage-sandbox/internal/insidebin"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/sandbox"
 	"github.com/triage-sandbox/triage-sandbox/warm"
 	"github.com/triage-sandbox/triage-sandbox/warm/fastpath"
 )
@@ -79,14 +78,16 @@ func (c *fastCheck) before(f *runFlags) error {
 
 // after: the policy is the keeper's, and the gate will neither ask the
 // operator (a terminal the keeper has not) nor call the guard.
-func (c *fastCheck) after(p *policy.Policy, argv []string) error {
+// A kept compile (pf.kept) remembers both verdicts' inputs: whether the
+// policy is the keeper's, and its gate.
+func (c *fastCheck) after(p *policy.Policy, argv []string, pf *policyFlags) error {
 	if c == nil {
 		return nil
 	}
-	if !c.mine(p) {
+	if !pf.kept.isMine(c.mine, p) {
 		return &fallbackError{"the policy is not the session keeper's"}
 	}
-	gk, err := sandbox.NewGatekeeper(p)
+	gk, err := pf.gatekeeper(p)
 	if err != nil {
 		return &fallbackError{"the gate: " + err.Error()}
 	}

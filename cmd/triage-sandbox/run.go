@@ -91,7 +91,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	endPolicy()
 	markCache(cmd.Context(), &f.pf)
 	if err == nil {
-		err = f.out.fast.after(p, args)
+		err = f.out.fast.after(p, args, &f.pf)
 	}
 	if fb := (*fallbackError)(nil); errors.As(err, &fb) {
 		// Nothing ran and nothing was recorded: the full CLI runs it.
@@ -112,6 +112,9 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 		Policy: p, Timeout: f.timeout, Command: backends.Command{Argv: args},
 		Redactor: f.pf.redactor(p, host), Raw: f.raw,
 		Task: f.task, Confirm: operatorConfirm(&confirm.Memory{}),
+	}
+	if f.pf.kept != nil {
+		req.Gatekeeper, _ = f.pf.gatekeeper(p)
 	}
 	endRedactor()
 	b, err := f.backend(cmd.Context(), p)
