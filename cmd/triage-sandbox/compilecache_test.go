@@ -162,6 +162,12 @@ func TestCompileCacheMissesOnEveryInputKind(t *testing.T) {
 		{"create a once-absent triage.toml above", func(t *testing.T, w *cacheWorkspace) {
 			write(t, filepath.Join(w.base, "triage.toml"), "[sandbox]\nwritable = [\"ws\"]\n")
 		}, true},
+		{"create a once-absent credential file in the home", func(t *testing.T, w *cacheWorkspace) {
+			// One of the dozens of absent paths in the home the cache
+			// checks as a group (the home's times): the group fails, the
+			// path is checked, and it now exists.
+			write(t, filepath.Join(w.host.Home, ".netrc"), "machine example.com password x\n")
+		}, false},
 		{"change an environment variable", func(t *testing.T, w *cacheWorkspace) {
 			// The same count of variables: only a value differs.
 			w.host.Env = slices.Clone(w.host.Env)

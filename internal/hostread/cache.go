@@ -1,6 +1,7 @@
 package hostread
 
 import (
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -32,6 +33,18 @@ type entry[V any] struct {
 	reads []Read
 	v     V
 	used  uint64
+	// absent groups the reads of absent paths by their directory (a
+	// home's unreadable credential paths are dozens of them): while the
+	// directory is what it was, to its times, no entry was made in it
+	// and each stays absent; one stat instead of dozens.
+	absent []absentGroup
+	// rest are the reads no group covers.
+	rest []int
+}
+
+type absentGroup struct {
+	dir     Read
+	members []int
 }
 
 // Get returns key's value when every path it was computed from is still
@@ -45,11 +58,9 @@ func (c *Cache[V]) Get(key string, still func(V) bool) (V, bool) {
 	if !ok {
 		return zero, false
 	}
-	for _, r := range e.reads {
-		if !r.Unchanged() {
-			c.drop(key, e)
-			return zero, false
-		}
+	if !e.unchanged() {
+		c.drop(key, e)
+		return zero, false
 	}
 	if still != nil && !still(e.v) {
 		c.drop(key, e)
@@ -86,16 +97,79 @@ func (c *Cache[V]) Put(key string, began time.Time, reads []Read, v V) (why stri
 		c.evict()
 	}
 	c.tick++
-	c.entries[key] = &entry[V]{reads: reads, v: v, used: c.tick}
+	e := &entry[V]{reads: reads, v: v, used: c.tick}
+	e.group(began.Add(-c.settle()).UnixNano())
+	c.entries[key] = e
 	return ""
+}
+
+func (c *Cache[V]) settle() time.Duration {
+	if c.Settle == 0 {
+		return DefaultSettle
+	}
+	return c.Settle
+}
+
+// enoent is how identOf says a path is absent.
+var enoent = Ident{Err: "errno " + errNoEnt}
+
+// group makes e's absent groups: directories holding two or more absent
+// paths, each taken now with its times, which must be older than limit.
+// The identity is taken after the compile, so an entry made in the
+// directory since the compile began leaves it younger than limit: no
+// group then, and every path is checked on its own.
+func (e *entry[V]) group(limit int64) {
+	byDir := map[string][]int{}
+	for i, r := range e.reads {
+		if r.Ident == enoent {
+			d := filepath.Dir(r.Path)
+			byDir[d] = append(byDir[d], i)
+		}
+	}
+	grouped := map[int]bool{}
+	for d, members := range byDir {
+		if len(members) < 2 {
+			continue
+		}
+		id := identOf(d, List)
+		if id.Err != "" || id.Mode&modeType != modeDir || id.MtimeNs >= limit || id.CtimeNs >= limit {
+			continue
+		}
+		e.absent = append(e.absent, absentGroup{dir: Read{Path: d, Kind: List, Ident: id}, members: members})
+		for _, i := range members {
+			grouped[i] = true
+		}
+	}
+	for i := range e.reads {
+		if !grouped[i] {
+			e.rest = append(e.rest, i)
+		}
+	}
+}
+
+// unchanged: every read of e is what it was.
+func (e *entry[V]) unchanged() bool {
+	for _, g := range e.absent {
+		if g.dir.Unchanged() {
+			continue
+		}
+		for _, i := range g.members {
+			if !e.reads[i].Unchanged() {
+				return false
+			}
+		}
+	}
+	for _, i := range e.rest {
+		if !e.reads[i].Unchanged() {
+			return false
+		}
+	}
+	return true
 }
 
 // unsettled names the first read that makes a result unfit to keep.
 func (c *Cache[V]) unsettled(began time.Time, reads []Read) string {
-	settle := c.Settle
-	if settle == 0 {
-		settle = DefaultSettle
-	}
+	settle := c.settle()
 	limit := began.Add(-settle).UnixNano()
 	for _, r := range reads {
 		switch {

@@ -20,6 +20,13 @@ type Ident struct {
 
 const errUnsupported = "identity unsupported on this OS"
 
+var errNoEnt = syscall.ENOENT.Error()
+
+const (
+	modeType = syscall.S_IFMT
+	modeDir  = syscall.S_IFDIR
+)
+
 func identOf(path string, kind Kind) Ident {
 	var st syscall.Stat_t
 	var err error

@@ -19,4 +19,11 @@ type Ident struct {
 
 const errUnsupported = "identity unsupported on this OS"
 
+var errNoEnt = syscall.ENOENT.Error()
+
+const (
+	modeType = 0o170000
+	modeDir  = 0o040000
+)
+
 func identOf(string, Kind) Ident { return Ident{Err: errUnsupported} }
