@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -27,12 +27,15 @@ func Find(dir string) (string, error) {
 
 // FindAll returns every triage.toml from dir up to the filesystem root,
 // nearest first: the outer ones decide whether the nearest may be trusted.
-func FindAll(dir string) ([]string, error) {
+func FindAll(dir string) ([]string, error) { return Options{}.FindAll(dir) }
+
+// FindAll is the package's FindAll, reading through o.Reads.
+func (o Options) FindAll(dir string) ([]string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("find %s: %w", FileName, err)
 	}
-	if fi, err := os.Stat(abs); err != nil {
+	if fi, err := o.Reads.Stat(abs); err != nil {
 		return nil, fmt.Errorf("find %s: %w", FileName, err)
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("find %s: %s is not a directory", FileName, abs)
@@ -40,7 +43,7 @@ func FindAll(dir string) ([]string, error) {
 	var found []string
 	for d := abs; ; {
 		p := filepath.Join(d, FileName)
-		fi, err := os.Stat(p)
+		fi, err := o.Reads.Stat(p)
 		switch {
 		case err == nil && !fi.IsDir():
 			found = append(found, p)
@@ -63,6 +66,8 @@ type Options struct {
 	// passes here, and the registry refuses an unknown one when the
 	// backend is made.
 	Backends []string
+	// Reads, when set, notes what is read (package hostread).
+	Reads *hostread.Recorder
 }
 
 // Load reads and validates the file at path without knowing the backend
@@ -82,7 +87,7 @@ func (o Options) Load(path string) (*File, error) {
 	if err != nil {
 		return nil, joinProblems([]*Problem{{File: path, Msg: err.Error(), Err: err}})
 	}
-	data, err := os.ReadFile(path)
+	data, err := o.Reads.ReadFile(path)
 	if err != nil {
 		p := &Problem{File: path, Msg: err.Error(), Err: err}
 		if errors.Is(err, fs.ErrNotExist) {

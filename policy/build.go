@@ -18,6 +18,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/egress/allow"
 	"github.com/triage-sandbox/triage-sandbox/gitconfig"
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -78,8 +79,9 @@ type builder struct {
 }
 
 func newBuilder(cfg *config.File, role profiles.Role, host Host, opts Options) (*builder, error) {
+	rd := host.Reads
 	sb := cfg.Resolve(role)
-	root, err := canonicalDir(cfg.Root)
+	root, err := canonicalDir(rd, cfg.Root)
 	if err != nil {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
@@ -91,7 +93,7 @@ func newBuilder(cfg *config.File, role profiles.Role, host Host, opts Options) (
 		p.Warnings = append(p.Warnings, "allow_all = true: NO isolation, the full environment (secrets included) passes and the guard is off")
 	}
 	return &builder{cfg: cfg, role: role, host: host, opts: opts, sb: sb, root: root, p: p,
-		written: writtenBySandboxes(cfg, root)}, nil
+		written: writtenBySandboxes(host.Reads, cfg, root)}, nil
 }
 
 // readable decides the unreadable paths, then the mounts (a mount inside
@@ -131,6 +133,7 @@ func (b *builder) network() error {
 
 // resources decides the limits, scratch, lifetime, identity and base.
 func (b *builder) resources() error {
+	rd := b.host.Reads
 	p := b.p
 	p.Limits = limits(b.cfg, b.sb, b.role)
 	key, set := b.cfg.TimeoutKey(b.role)
@@ -141,7 +144,7 @@ func (b *builder) resources() error {
 	if p.User, err = identity(b.sb, b.host, b.root, discardedCheckout(p.Mounts)); err != nil {
 		return err
 	}
-	p.Base = base(b.sb, b.opts.Capabilities)
+	p.Base = base(rd, b.sb, b.opts.Capabilities)
 	joinSystemMounts(p)
 	return nil
 }
@@ -149,6 +152,7 @@ func (b *builder) resources() error {
 // toolchain mounts the host's toolchain over an image where the config
 // asks for it and the backend can give it.
 func (b *builder) toolchain() error {
+	rd := b.host.Reads
 	p, caps := b.p, b.opts.Capabilities
 	b.remoteDefaults()
 	if p.Base.Kind != BaseImage || p.AllowAll || !hostToolchain(b.sb, caps) {
@@ -158,7 +162,7 @@ func (b *builder) toolchain() error {
 		return fmt.Errorf("%s: toolchain = \"host\": the %s backend cannot give its sandboxes the host's programs and libraries (%s: its sandboxes run on other machines); set toolchain = \"image\" (the default there), or use the docker or oci backend",
 			configName(b.cfg), p.Backend, profiles.CapHostToolchain)
 	}
-	tc := toolchainMounts()
+	tc := toolchainMounts(rd)
 	p.Mounts = dedupeMounts(append(p.Mounts, tc...))
 	// Added after maskUnderMounts: an unreadable path inside them
 	// (a tool config holding a token) is masked here.
@@ -169,13 +173,14 @@ func (b *builder) toolchain() error {
 // confine checks the mounts against the unreadable paths, then decides
 // the git views, masks, staging and traversable directories.
 func (b *builder) confine() error {
+	rd := b.host.Reads
 	p := b.p
 	if err := mountsOutOfUnreadable(b.cfg, p); err != nil {
 		return err
 	}
 	if !p.AllowAll {
 		var err error
-		if b.gitReplay, err = gitViews(p); err != nil {
+		if b.gitReplay, err = gitViews(rd, p); err != nil {
 			return err
 		}
 		// After the base and the host toolchain: both expose tool configs.
@@ -183,7 +188,7 @@ func (b *builder) confine() error {
 	}
 	maskUnderMounts(p, b.host)
 	if !p.AllowAll {
-		if err := stageWritable(p); err != nil {
+		if err := stageWritable(rd, p); err != nil {
 			return fmt.Errorf("%s: %w", configName(b.cfg), err)
 		}
 	}
@@ -246,9 +251,10 @@ func (b *builder) reach() error {
 
 // environment decides the workdir and the command's environment.
 func (b *builder) environment() error {
+	rd := b.host.Reads
 	p := b.p
 	var err error
-	if p.Workdir, err = workdir(b.opts.Workdir, b.host.Cwd, p); err != nil {
+	if p.Workdir, err = workdir(rd, b.opts.Workdir, b.host.Cwd, p); err != nil {
 		return err
 	}
 	environment(p, b.role, b.sb, b.host, b.pythonEnv, b.gitReplay)
@@ -293,9 +299,10 @@ func projectDir(p *Policy) string {
 // other directories the role needs. It returns the python environment's
 // directory ("" without one).
 func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, host Host, written sandboxWritten) (pythonEnv string, err error) {
+	rd := host.Reads
 	root := p.WorkspaceRoot
 	p.Mounts = append(p.Mounts, Mount{Path: root, ReadOnly: true, Kind: "dir", Why: "workspace root"})
-	writable, notCreated, errs := writableMounts(cfg, sb, role, root)
+	writable, notCreated, errs := writableMounts(rd, cfg, sb, role, root)
 	p.Mounts = append(p.Mounts, writable...)
 	if cfg.Path == "" {
 		p.Warnings = append(p.Warnings, noConfigWarning(root, notCreated))
@@ -309,7 +316,7 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 	if ms, warn, err := pythonMounts(cfg, root, host, written); err != nil {
 		errs = append(errs, err)
 	} else if len(ms) > 0 {
-		markSystem(ms, profiles.SystemTrees())
+		markSystem(rd, ms, profiles.SystemTrees())
 		for i := range ms {
 			if ms[i].System {
 				// Not scanned anyway, and on a host-root base it is the
@@ -324,7 +331,7 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 		p.Warnings = append(p.Warnings, warn)
 	}
 	extra, extraErrs := neededDirs(cfg, sb, role, host, root, p.Unreadable, written)
-	markSystem(extra, profiles.SystemTrees())
+	markSystem(rd, extra, profiles.SystemTrees())
 	p.Mounts = append(p.Mounts, extra...)
 	errs = append(errs, extraErrs...)
 	if err := errors.Join(errs...); err != nil {
@@ -337,16 +344,16 @@ func mounts(p *Policy, cfg *config.File, sb config.Sandbox, role profiles.Role, 
 
 // writableMounts are the role's writable paths, checked. notCreated are
 // the missing ones left out because there is no config.
-func writableMounts(cfg *config.File, sb config.Sandbox, role profiles.Role, root string) (ms []Mount, notCreated []string, errs []error) {
+func writableMounts(rd *hostread.Recorder, cfg *config.File, sb config.Sandbox, role profiles.Role, root string) (ms []Mount, notCreated []string, errs []error) {
 	for _, w := range writableList(sb, role) {
-		m, err := resolveWritable(root, w)
+		m, err := resolveWritable(rd, root, w)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: [sandbox] writable %q: %w", configName(cfg), w, err))
 			continue
 		}
 		// Without a config nobody asked for the outputs: a missing one is
 		// left alone rather than created in whatever directory this is.
-		if _, err := os.Lstat(m.Path); cfg.Path == "" && errors.Is(err, os.ErrNotExist) {
+		if _, err := rd.Lstat(m.Path); cfg.Path == "" && errors.Is(err, os.ErrNotExist) {
 			notCreated = append(notCreated, w)
 			continue
 		}
@@ -491,6 +498,7 @@ func mountsOutOfUnreadable(cfg *config.File, p *Policy) error {
 // path inside an unreadable one is refused; unreadable paths below one are
 // masked like under any mount.
 func neededDirs(cfg *config.File, sb config.Sandbox, role profiles.Role, host Host, root string, unreadable []string, written sandboxWritten) ([]Mount, []error) {
+	rd := host.Reads
 	var out []Mount
 	var errs []error
 	add := func(raw, why string, where string) {
@@ -502,7 +510,7 @@ func neededDirs(cfg *config.File, sb config.Sandbox, role profiles.Role, host Ho
 			errs = append(errs, err)
 			return
 		}
-		dir, err := canonicalDir(path)
+		dir, err := canonicalDir(rd, path)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %s %q: %w", configName(cfg), where, raw, err))
 			return
@@ -522,7 +530,7 @@ func neededDirs(cfg *config.File, sb config.Sandbox, role profiles.Role, host Ho
 	if v, ok := host.Getenv(browsers); ok && v != "" && filepath.IsAbs(v) {
 		patterns := append(append([]string(nil), profiles.EnvAllow(role)...), sb.Env...)
 		if cred, _ := profiles.LooksLikeCredential(browsers); !cred && matchAny(patterns, browsers) != "" {
-			if _, err := os.Stat(v); err == nil {
+			if _, err := rd.Stat(v); err == nil {
 				add(v, "the browsers "+browsers+" names", browsers)
 			}
 		}
@@ -582,7 +590,7 @@ func network(allowAll bool, sb config.Sandbox) (Network, error) {
 // base picks the readable root: the image for backends whose root is an
 // image, else an allow-list of host roots (those that exist here) beside
 // the policy's mounts.
-func base(sb config.Sandbox, caps []Capability) Base {
+func base(rd *hostread.Recorder, sb config.Sandbox, caps []Capability) Base {
 	if caps == nil || slices.Contains(caps, profiles.CapImageRoot) {
 		b := Base{Kind: BaseImage, Image: profiles.DefaultImage}
 		if sb.Image != nil {
@@ -592,7 +600,7 @@ func base(sb config.Sandbox, caps []Capability) Base {
 	}
 	b := Base{Kind: BaseHost}
 	for _, r := range profiles.HostRoots() {
-		if _, err := os.Stat(r); err == nil {
+		if _, err := rd.Stat(r); err == nil {
 			b.HostRoots = append(b.HostRoots, r)
 		}
 	}
@@ -610,7 +618,7 @@ func writableList(sb config.Sandbox, role profiles.Role) []string {
 // no symlink at all. A path that does not exist yet is fine: Prepare creates
 // it. Symlinks are refused outright, wherever they point, because the target
 // could be swapped between the check and the mount.
-func resolveWritable(root, rel string) (Mount, error) {
+func resolveWritable(rd *hostread.Recorder, root, rel string) (Mount, error) {
 	if rel == "" {
 		return Mount{}, errors.New("empty path")
 	}
@@ -631,7 +639,7 @@ func resolveWritable(root, rel string) (Mount, error) {
 			continue
 		}
 		cur = filepath.Join(cur, part)
-		fi, err := os.Lstat(cur)
+		fi, err := rd.Lstat(cur)
 		if errors.Is(err, os.ErrNotExist) {
 			break
 		}
@@ -646,7 +654,7 @@ func resolveWritable(root, rel string) (Mount, error) {
 		}
 	}
 	kind := "dir"
-	if fi, err := os.Stat(full); err == nil {
+	if fi, err := rd.Stat(full); err == nil {
 		if !fi.IsDir() {
 			kind = "file"
 		}
@@ -675,6 +683,7 @@ func projectPath(raw, root string, host Host) string {
 }
 
 func checkoutMount(cfg *config.File, root string, host Host, written sandboxWritten) (Mount, bool, error) {
+	rd := host.Reads
 	if cfg.Project.Checkout == "" {
 		return Mount{}, false, nil
 	}
@@ -682,7 +691,7 @@ func checkoutMount(cfg *config.File, root string, host Host, written sandboxWrit
 	if err := written.check(fmt.Sprintf("[project] checkout %q", cfg.Project.Checkout), path); err != nil {
 		return Mount{}, false, err
 	}
-	dir, err := canonicalDir(path)
+	dir, err := canonicalDir(rd, path)
 	if err != nil {
 		return Mount{}, false, fmt.Errorf("%s: [project] checkout %q: %w; clone the repository there or fix the path",
 			configName(cfg), cfg.Project.Checkout, err)
@@ -698,6 +707,7 @@ func checkoutMount(cfg *config.File, root string, host Host, written sandboxWrit
 // venv) and the prefix of the file the interpreter path resolves to (its
 // shared library included).
 func pythonMounts(cfg *config.File, root string, host Host, written sandboxWritten) ([]Mount, string, error) {
+	rd := host.Reads
 	py := cfg.Project.Python
 	if py == "" || !strings.ContainsRune(py, '/') {
 		return nil, "", nil
@@ -709,11 +719,11 @@ func pythonMounts(cfg *config.File, root string, host Host, written sandboxWritt
 	if err := written.check(key, py); err != nil {
 		return nil, "", err
 	}
-	if _, err := os.Stat(py); err != nil {
+	if _, err := rd.Stat(py); err != nil {
 		return nil, pythonNotFound(cfg, root, host, py, err), nil
 	}
 	prefix := filepath.Dir(filepath.Dir(filepath.Clean(py)))
-	dir, err := canonicalDir(prefix)
+	dir, err := canonicalDir(rd, prefix)
 	if err != nil {
 		return nil, fmt.Sprintf("[project] python environment %s: %v", prefix, err), nil
 	}
@@ -730,7 +740,7 @@ func pythonMounts(cfg *config.File, root string, host Host, written sandboxWritt
 	out := []Mount{{Path: dir, ReadOnly: true, Kind: "dir", Why: "python environment"}}
 	// A venv that does not include its base's site-packages is not given
 	// them (venv.go): not mounted, not scanned.
-	ownPackagesOnly := !venvUsesBaseSitePackages(dir)
+	ownPackagesOnly := !venvUsesBaseSitePackages(rd, dir)
 	var errs []error
 	add := func(base, why string) {
 		// What it names may not be a sandbox's either: checked as named,
@@ -741,7 +751,7 @@ func pythonMounts(cfg *config.File, root string, host Host, written sandboxWritt
 		}
 		// A base inside the environment is already mounted with it; one
 		// that holds it (pyenv-virtualenv's versions/X/envs/NAME) is not.
-		d, err := canonicalDir(base)
+		d, err := canonicalDir(rd, base)
 		if err != nil || d == "/" || within(dir, d) {
 			return
 		}
@@ -751,16 +761,16 @@ func pythonMounts(cfg *config.File, root string, host Host, written sandboxWritt
 		}
 		m := Mount{Path: d, ReadOnly: true, Kind: "dir", Why: why}
 		if ownPackagesOnly {
-			if m.Hidden = baseSitePackages(d, dir); m.Hidden != nil {
+			if m.Hidden = baseSitePackages(rd, d, dir); m.Hidden != nil {
 				m.Why += ", without its site-packages (the venv does not include them: include-system-site-packages = false)"
 			}
 		}
 		out = append(out, m)
 	}
-	if home := venvHome(filepath.Join(dir, "pyvenv.cfg")); home != "" {
+	if home := venvHome(rd, filepath.Join(dir, "pyvenv.cfg")); home != "" {
 		add(filepath.Dir(home), "the python environment's base interpreter (pyvenv.cfg home)")
 	}
-	if real, err := filepath.EvalSymlinks(py); err == nil {
+	if real, err := rd.EvalSymlinks(py); err == nil {
 		add(filepath.Dir(filepath.Dir(real)), "the prefix the configured python resolves to")
 	}
 	if len(errs) > 0 {
@@ -773,6 +783,7 @@ func pythonMounts(cfg *config.File, root string, host Host, written sandboxWritt
 // and, when the checkout has that path (a venv made in the checkout), the
 // value that names it.
 func pythonNotFound(cfg *config.File, root string, host Host, tried string, err error) string {
+	rd := host.Reads
 	raw := cfg.Project.Python
 	msg := fmt.Sprintf("[project] python %q not found at %s", raw, tried)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -785,7 +796,7 @@ func pythonNotFound(cfg *config.File, root string, host Host, tried string, err 
 		msg += fmt.Sprintf("; a relative path resolves against the workspace root %s (the directory holding triage.toml), not the current directory or the checkout", root)
 		if co := cfg.Project.Checkout; co != "" {
 			inCheckout := filepath.Join(projectPath(co, root, host), raw)
-			if _, err := os.Stat(inCheckout); err == nil {
+			if _, err := rd.Stat(inCheckout); err == nil {
 				if r, err := filepath.Rel(root, inCheckout); err == nil {
 					msg += fmt.Sprintf("; the checkout has one: python = %q", filepath.ToSlash(r))
 				}
@@ -837,10 +848,10 @@ func hostToolchain(sb config.Sandbox, caps []Capability) bool {
 // reads instead of the image's (toolchain = "host"): the host's programs
 // and the libraries they link, at the same paths, read-only. /etc stays
 // the image's but for what those programs resolve through it.
-func toolchainMounts() []Mount {
+func toolchainMounts(rd *hostread.Recorder) []Mount {
 	var out []Mount
 	for _, r := range profiles.ToolchainRoots() {
-		fi, err := os.Lstat(r.Path)
+		fi, err := rd.Lstat(r.Path)
 		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
 			continue // a merged /usr's /bin, /lib: the image's own link
 		}
@@ -868,8 +879,8 @@ func traversable(mounts []Mount) []string {
 }
 
 // venvHome reads `home = DIR` from a venv's pyvenv.cfg ("" when absent).
-func venvHome(cfgPath string) string {
-	b, err := os.ReadFile(cfgPath)
+func venvHome(rd *hostread.Recorder, cfgPath string) string {
+	b, err := rd.ReadFile(cfgPath)
 	if err != nil {
 		return ""
 	}
@@ -973,6 +984,7 @@ func limits(cfg *config.File, sb config.Sandbox, role profiles.Role) profiles.Li
 // build output, its coverage), else as the workspace owner, or nobody when
 // root owns both.
 func identity(sb config.Sandbox, host Host, root, checkout string) (Identity, error) {
+	rd := host.Reads
 	if sb.User != nil {
 		var uid, gid int
 		if _, err := fmt.Sscanf(*sb.User, "%d:%d", &uid, &gid); err != nil || uid <= 0 || gid < 0 {
@@ -987,11 +999,11 @@ func identity(sb config.Sandbox, host Host, root, checkout string) (Identity, er
 		return Identity{UID: host.UID, GID: host.GID, Why: "the caller"}, nil
 	}
 	if checkout != "" {
-		if uid, gid, err := owner(checkout); err == nil && uid != 0 {
+		if uid, gid, err := owner(rd, checkout); err == nil && uid != 0 {
 			return Identity{UID: uid, GID: gid, Switch: true, Why: "the checkout's owner (triage-sandbox runs as root; the sandbox writes in its discarded checkout what that owner could)"}, nil
 		}
 	}
-	uid, gid, err := owner(root)
+	uid, gid, err := owner(rd, root)
 	if err != nil {
 		return Identity{}, fmt.Errorf("workspace root: %w", err)
 	}
@@ -1002,8 +1014,8 @@ func identity(sb config.Sandbox, host Host, root, checkout string) (Identity, er
 }
 
 // owner is the uid and gid that own path.
-func owner(path string) (uid, gid int, err error) {
-	fi, err := os.Stat(path)
+func owner(rd *hostread.Recorder, path string) (uid, gid int, err error) {
+	fi, err := rd.Stat(path)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -1027,9 +1039,9 @@ func discardedCheckout(ms []Mount) string {
 
 // workdir: an explicit --workdir must be visible inside or it is an error;
 // the caller's cwd is used when visible, else the workspace root.
-func workdir(flag, cwd string, p *Policy) (string, error) {
+func workdir(rd *hostread.Recorder, flag, cwd string, p *Policy) (string, error) {
 	visible := func(want string) (string, bool) {
-		dir, err := canonicalDir(want)
+		dir, err := canonicalDir(rd, want)
 		if err != nil {
 			return "", false
 		}
@@ -1058,19 +1070,19 @@ func workdir(flag, cwd string, p *Policy) (string, error) {
 }
 
 // canonicalDir returns the absolute, symlink-free path of an existing directory.
-func canonicalDir(p string) (string, error) {
+func canonicalDir(rd *hostread.Recorder, p string) (string, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return "", err
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	real, err := rd.EvalSymlinks(abs)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("%s does not exist", abs)
 		}
 		return "", err
 	}
-	fi, err := os.Stat(real)
+	fi, err := rd.Stat(real)
 	if err != nil {
 		return "", err
 	}

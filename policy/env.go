@@ -8,6 +8,7 @@ import (
 
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/egress"
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -95,7 +96,7 @@ func (f *envFilter) callers(role profiles.Role, sb config.Sandbox, host Host) {
 			continue
 		}
 		pat, source := matchAllow(role, allow, sb.Env, name)
-		cred, reason := screen(name, value, slices.Contains(allow, name))
+		cred, reason := screen(host.Reads, name, value, slices.Contains(allow, name))
 		switch {
 		case pat == "":
 			why := "not in the allow-list"
@@ -125,14 +126,14 @@ func sortEnv(env []EnvVar) []EnvVar {
 // allow-list lists exactly (PATH, HOME, TERM, ...): a wildcard must never
 // pass a secret-looking value under an innocent name (TRIAGE_ID=ghp_...),
 // and a name [sandbox] env lists exactly passes it with a warning.
-func screen(name, value string, roleExact bool) (bool, string) {
+func screen(rd *hostread.Recorder, name, value string, roleExact bool) (bool, string) {
 	if cred, reason := profiles.LooksLikeCredential(name); cred {
 		return true, reason
 	}
 	if roleExact {
 		return false, ""
 	}
-	return profiles.LooksLikeSecretValue(value)
+	return profiles.LooksLikeSecretValueOn(value, rd.Exists)
 }
 
 // matchAllow returns the pattern that passes name and where it comes from,

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/gitconfig"
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 )
 
 // The git configuration of a mounted repository is shown sanitised. A CI
@@ -60,8 +61,8 @@ const maxIncludeDepth = 10
 // configs: it adds the configs that hold a credential (and the stores
 // their helpers name) to p.Unreadable, records p.GitConfigs and returns
 // the project repository's entries to replay.
-func gitViews(p *Policy) ([]gitconfig.Entry, error) {
-	g := gitViewer{p: p, seen: map[string]bool{}}
+func gitViews(rd *hostread.Recorder, p *Policy) ([]gitconfig.Entry, error) {
+	g := gitViewer{p: p, seen: map[string]bool{}, rd: rd}
 	project := filepath.Join(projectDir(p), ".git", "config")
 	for _, m := range p.Mounts {
 		// A writable path is the sandbox's to write: what is in it is no
@@ -69,7 +70,7 @@ func gitViews(p *Policy) ([]gitconfig.Entry, error) {
 		if m.Kind != "dir" || m.System || !m.ReadOnly {
 			continue
 		}
-		dir, ok := gitDirOf(m.Path)
+		dir, ok := gitDirOf(rd, m.Path)
 		if !ok || !g.exposed(dir) || g.writable(dir) {
 			continue
 		}
@@ -85,13 +86,14 @@ type gitViewer struct {
 	p      *Policy
 	seen   map[string]bool
 	replay []gitconfig.Entry
+	rd     *hostread.Recorder
 }
 
 // gitDirOf is the git directory of a repository whose work tree is dir:
 // dir/.git, or where a .git file ("gitdir: …") points.
-func gitDirOf(dir string) (string, bool) {
+func gitDirOf(rd *hostread.Recorder, dir string) (string, bool) {
 	dotgit := filepath.Join(dir, ".git")
-	fi, err := os.Lstat(dotgit)
+	fi, err := rd.Lstat(dotgit)
 	switch {
 	case err != nil:
 		return "", false
@@ -100,7 +102,7 @@ func gitDirOf(dir string) (string, bool) {
 	case !fi.Mode().IsRegular():
 		return "", false
 	}
-	b, err := readBounded(dotgit, 4096)
+	b, err := readBounded(rd, dotgit, 4096)
 	if err != nil {
 		return "", false
 	}
@@ -135,8 +137,9 @@ func (g *gitViewer) writable(path string) bool {
 // gitDir checks the config files of one git directory, its worktrees'
 // and its submodules' (which nest).
 func (g *gitViewer) gitDir(dir, project string, depth int) error {
+	rd := g.rd
 	files := []string{filepath.Join(dir, "config"), filepath.Join(dir, "config.worktree")}
-	wt, _ := filepath.Glob(filepath.Join(dir, "worktrees", "*", "config.worktree"))
+	wt, _ := rd.Glob(filepath.Join(dir, "worktrees", "*", "config.worktree"))
 	files = append(files, wt...)
 	for _, f := range files {
 		if err := g.file(f, f == project, 0); err != nil {
@@ -146,9 +149,9 @@ func (g *gitViewer) gitDir(dir, project string, depth int) error {
 	if depth >= 4 {
 		return nil
 	}
-	modules, _ := filepath.Glob(filepath.Join(dir, "modules", "*"))
+	modules, _ := rd.Glob(filepath.Join(dir, "modules", "*"))
 	for _, m := range modules {
-		if fi, err := os.Lstat(m); err == nil && fi.IsDir() {
+		if fi, err := rd.Lstat(m); err == nil && fi.IsDir() {
 			if err := g.gitDir(m, project, depth+1); err != nil {
 				return err
 			}
@@ -160,6 +163,7 @@ func (g *gitViewer) gitDir(dir, project string, depth int) error {
 // file checks one config file: parse, sanitise, mask what holds a
 // credential, and follow what it includes.
 func (g *gitViewer) file(path string, replay bool, depth int) error {
+	rd := g.rd
 	path = filepath.Clean(path)
 	if g.seen[path] || !g.exposed(path) {
 		return nil
@@ -168,7 +172,7 @@ func (g *gitViewer) file(path string, replay bool, depth int) error {
 	if g.writable(path) {
 		return nil // the sandbox's own, never read as a policy input
 	}
-	entries, err := readGitConfig(path)
+	entries, err := readGitConfig(rd, path)
 	if err != nil {
 		return err
 	}
@@ -187,8 +191,8 @@ func (g *gitViewer) file(path string, replay bool, depth int) error {
 
 // readGitConfig reads and parses one git config; none where there is
 // no file. One it cannot check is refused: the sandbox would see it unchecked.
-func readGitConfig(path string) ([]gitconfig.Entry, error) {
-	fi, err := os.Lstat(path)
+func readGitConfig(rd *hostread.Recorder, path string) ([]gitconfig.Entry, error) {
+	fi, err := rd.Lstat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, nil
@@ -197,7 +201,7 @@ func readGitConfig(path string) ([]gitconfig.Entry, error) {
 	case fi.Mode()&os.ModeSymlink != 0 || !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("git config %s: not a regular file (%s): it cannot be checked for credentials; replace it with the file itself", path, fi.Mode().Type())
 	}
-	b, err := readBounded(path, gitconfig.MaxBytes+1)
+	b, err := readBounded(rd, path, gitconfig.MaxBytes+1)
 	if err != nil {
 		return nil, fmt.Errorf("git config %s: %w", path, err)
 	}
@@ -307,8 +311,8 @@ func (g *gitViewer) stores(path string, entries []gitconfig.Entry) {
 }
 
 // readBounded reads at most limit bytes of path.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+func readBounded(rd *hostread.Recorder, path string, limit int64) ([]byte, error) {
+	f, err := rd.Open(path)
 	if err != nil {
 		return nil, err
 	}

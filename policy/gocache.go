@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 )
 
 // Prepared caches. Every reproducer is a fresh sandbox, so its Go build
@@ -53,6 +55,7 @@ func goCachesDir(host Host) string { return filepath.Join(stateDir(host), "cache
 // preparedGoCache decides the Go build cache of a Go project: its key,
 // and when it is ready a discard mount and GOCACHE.
 func preparedGoCache(p *Policy, host Host, d goDeps, written sandboxWritten) (*GoCache, []EnvVar, string) {
+	rd := host.Reads
 	if d.dir == "" {
 		return nil, nil, ""
 	}
@@ -66,7 +69,7 @@ func preparedGoCache(p *Policy, host Host, d goDeps, written sandboxWritten) (*G
 	field("go.mod", d.goMod)
 	field("go.sum", d.goSum)
 	field("go", []byte(goBin))
-	field("version", goVersionOf(goBin))
+	field("version", goVersionOf(rd, goBin))
 	for _, e := range p.Env {
 		if strings.HasPrefix(e.Name, "GO") || strings.HasPrefix(e.Name, "CGO_") || e.Name == "CC" || e.Name == "CXX" {
 			field(e.Name, []byte(e.Value))
@@ -74,7 +77,7 @@ func preparedGoCache(p *Policy, host Host, d goDeps, written sandboxWritten) (*G
 	}
 	sum := h.Sum(nil)
 	c := &GoCache{Dir: filepath.Join(goCachesDir(host), projectKey(d.dir)+"-"+hex.EncodeToString(sum[:10])), Project: d.dir}
-	fi, err := os.Lstat(filepath.Join(c.Dir, goCacheDone))
+	fi, err := rd.Lstat(filepath.Join(c.Dir, goCacheDone))
 	if err != nil || !fi.Mode().IsRegular() {
 		return c, nil, fmt.Sprintf("no prepared Go build cache for %s (this go.mod, go.sum and go): every reproducer builds it cold; run `triage-sandbox prepare` once (README, Dependencies)", d.dir)
 	}
@@ -97,6 +100,7 @@ func projectKey(dir string) string {
 // mount puts nothing on PATH (systemPath), and a go a sandbox could have
 // written (in, or through, a writable path) keys no cache: skipped.
 func visibleGo(p *Policy, host Host, written sandboxWritten) string {
+	rd := host.Reads
 	hostPath, _ := host.Getenv("PATH")
 	for _, dir := range filepath.SplitList(hostPath) {
 		if !filepath.IsAbs(dir) {
@@ -106,7 +110,7 @@ func visibleGo(p *Policy, host Host, written sandboxWritten) string {
 			continue
 		}
 		bin := filepath.Join(dir, "go")
-		fi, err := os.Stat(bin)
+		fi, err := rd.Stat(bin)
 		if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
 			continue
 		}
@@ -117,7 +121,7 @@ func visibleGo(p *Policy, host Host, written sandboxWritten) string {
 		if !visible {
 			continue // not on the sandbox's PATH (systemPath): the next one is
 		}
-		real, err := filepath.EvalSymlinks(bin)
+		real, err := rd.EvalSymlinks(bin)
 		if err != nil {
 			return ""
 		}
@@ -128,11 +132,11 @@ func visibleGo(p *Policy, host Host, written sandboxWritten) string {
 
 // goVersionOf is what identifies a go toolchain's build: GOROOT's VERSION
 // file, else the binary's size and modification time.
-func goVersionOf(goBin string) []byte {
-	if b, err := readHostFile(filepath.Join(filepath.Dir(filepath.Dir(goBin)), "VERSION")); err == nil {
+func goVersionOf(rd *hostread.Recorder, goBin string) []byte {
+	if b, err := readHostFile(rd, filepath.Join(filepath.Dir(filepath.Dir(goBin)), "VERSION")); err == nil {
 		return b
 	}
-	if fi, err := os.Stat(goBin); err == nil {
+	if fi, err := rd.Stat(goBin); err == nil {
 		return []byte(fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano()))
 	}
 	return nil
@@ -162,6 +166,7 @@ const prepareStagedSize = 4 << 30
 // writable paths gone (the run writes nothing but the cache), no pool, and
 // room for a whole build. host must be the one p was built for.
 func ForGoCachePrepare(p *Policy, host Host) (*GoCachePrepare, error) {
+	rd := host.Reads
 	if p.GoCache == nil {
 		return nil, errors.New("nothing to prepare: no Go module whose go the sandbox runs (a go.mod in the checkout, and the host's go with toolchain = \"host\")")
 	}
@@ -201,7 +206,7 @@ func ForGoCachePrepare(p *Policy, host Host) (*GoCachePrepare, error) {
 			q.Unreadable = append(q.Unreadable, u)
 			continue
 		}
-		q.Unreadable = append(q.Unreadable, siblingsOnTheWay(u, building)...)
+		q.Unreadable = append(q.Unreadable, siblingsOnTheWay(rd, u, building)...)
 	}
 	q.Staging = Staging{Size: max(p.Staging.Size, prepareStagedSize), Inodes: max(p.Staging.Inodes, 1<<20)}
 	q.Limits.Memory += q.Staging.Size
@@ -238,12 +243,12 @@ func stateUncovered(p *Policy, dir string) error {
 
 // siblingsOnTheWay lists, for each directory from top down to target's
 // parent, its entries that are not on the way to target.
-func siblingsOnTheWay(top, target string) []string {
+func siblingsOnTheWay(rd *hostread.Recorder, top, target string) []string {
 	var out []string
 	for dir := top; dir != target && within(dir, target); {
 		rel, _ := filepath.Rel(dir, target)
 		next := strings.Split(rel, string(filepath.Separator))[0]
-		entries, _ := os.ReadDir(dir)
+		entries, _ := rd.ReadDir(dir)
 		for _, e := range entries {
 			if e.Name() != next {
 				out = append(out, filepath.Join(dir, e.Name()))

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 
 	"golang.org/x/mod/module"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 )
 
 // Go dependencies without the network. A reproducer has no route out, so
@@ -61,11 +62,12 @@ type goDeps struct {
 // A go.mod or go.sum, the module cache or the go env file that any
 // sandbox of the workspace could write refuses the policy (sources.go).
 func goDependencies(p *Policy, dir string, host Host, written sandboxWritten) (goDeps, error) {
+	rd := host.Reads
 	var d goDeps
 	if dir == "" {
 		return d, nil
 	}
-	if _, err := os.Lstat(filepath.Join(dir, "go.mod")); err != nil {
+	if _, err := rd.Lstat(filepath.Join(dir, "go.mod")); err != nil {
 		return d, nil // not a Go module (go.work alone: not handled yet)
 	}
 	d.env = goEnv("")
@@ -75,7 +77,7 @@ func goDependencies(p *Policy, dir string, host Host, written sandboxWritten) (g
 			return d, err
 		}
 	}
-	mod, sum, hasSum, warn := readGoFiles(dir)
+	mod, sum, hasSum, warn := readGoFiles(rd, dir)
 	if warn != "" {
 		d.warnings = append(d.warnings, warn)
 		return d, nil
@@ -90,12 +92,12 @@ func goDependencies(p *Policy, dir string, host Host, written sandboxWritten) (g
 // readGoFiles reads dir's go.mod and go.sum as the host has them (checked
 // by the caller: no sandbox could write them); warn says why they are not
 // used.
-func readGoFiles(dir string) (mod, sum []byte, hasSum bool, warn string) {
-	mod, err := readHostFile(filepath.Join(dir, "go.mod"))
+func readGoFiles(rd *hostread.Recorder, dir string) (mod, sum []byte, hasSum bool, warn string) {
+	mod, err := readHostFile(rd, filepath.Join(dir, "go.mod"))
 	if err != nil {
 		return nil, nil, false, fmt.Sprintf("Go module %s: reading go.mod: %v", dir, err)
 	}
-	sum, err = readHostFile(filepath.Join(dir, "go.sum"))
+	sum, err = readHostFile(rd, filepath.Join(dir, "go.sum"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return mod, nil, false, ""
@@ -108,6 +110,7 @@ func readGoFiles(dir string) (mod, sum []byte, hasSum bool, warn string) {
 // mountModules mounts the module versions go.sum names from the host's
 // module cache and points GOMODCACHE there.
 func (d *goDeps) mountModules(p *Policy, host Host, sum []byte, written sandboxWritten) error {
+	rd := host.Reads
 	cache, why, err := goModCache(host, written)
 	if err != nil {
 		return err
@@ -125,7 +128,7 @@ func (d *goDeps) mountModules(p *Policy, host Host, sum []byte, written sandboxW
 	if len(bad) > 0 {
 		d.warnings = append(d.warnings, fmt.Sprintf("%s: %d lines name no valid module version and were skipped (first: %s)", sumPath, len(bad), bad[0]))
 	}
-	ms, missing := moduleMounts(cache, versions)
+	ms, missing := moduleMounts(rd, cache, versions)
 	d.mounts = ms
 	// Nothing mounted: the cache's path does not exist inside, and go
 	// would fail creating it; its default (in HOME) lets it say which
@@ -165,6 +168,7 @@ func goEnv(cache string) []EnvVar {
 // The go env file and the cache, as named, are policy inputs (written):
 // err refuses one a sandbox could write.
 func goModCache(host Host, written sandboxWritten) (dir, why string, err error) {
+	rd := host.Reads
 	fileVars, err := goEnvFile(host, written)
 	if err != nil {
 		return "", "", err
@@ -191,7 +195,7 @@ func goModCache(host Host, written sandboxWritten) (dir, why string, err error) 
 	if err := written.check("the host's Go module cache "+dir, dir); err != nil {
 		return "", "", err
 	}
-	real, err := canonicalDir(dir)
+	real, err := canonicalDir(rd, dir)
 	if err != nil {
 		return "", err.Error(), nil
 	}
@@ -201,6 +205,7 @@ func goModCache(host Host, written sandboxWritten) (dir, why string, err error) 
 // goEnvFile reads the go command's environment file (GOENV, else
 // $XDG_CONFIG_HOME/go/env, else ~/.config/go/env): NAME=VALUE lines.
 func goEnvFile(host Host, written sandboxWritten) (map[string]string, error) {
+	rd := host.Reads
 	path, _ := host.Getenv("GOENV")
 	if path == "off" {
 		return nil, nil
@@ -218,7 +223,7 @@ func goEnvFile(host Host, written sandboxWritten) (map[string]string, error) {
 	if err := written.check("the go env file "+path, path); err != nil {
 		return nil, err
 	}
-	b, err := readHostFile(path)
+	b, err := readHostFile(rd, path)
 	if err != nil {
 		return nil, nil
 	}
@@ -258,8 +263,8 @@ func writableCovers(p *Policy, path string) string {
 
 // readHostFile reads a regular file, never through a symlink at its last
 // element, at most goSumLimit bytes.
-func readHostFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+func readHostFile(rd *hostread.Recorder, path string) ([]byte, error) {
+	f, err := rd.OpenNoFollow(path, syscall.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
@@ -323,8 +328,8 @@ func parseGoSum(data []byte) (versions []goVersion, bad []string) {
 // moduleMounts are the read-only mounts of each version's files in the
 // cache (those present: see the package comment), and the versions
 // missing from it ("path@version").
-func moduleMounts(cache string, versions []goVersion) (ms []Mount, missing []string) {
-	w := cacheWalker{root: cache, dirs: map[string]bool{}}
+func moduleMounts(rd *hostread.Recorder, cache string, versions []goVersion) (ms []Mount, missing []string) {
+	w := cacheWalker{rd: rd, root: cache, dirs: map[string]bool{}}
 	for _, v := range versions {
 		escPath, err1 := module.EscapePath(v.Path)
 		escVer, err2 := module.EscapeVersion(v.Version.Version)
@@ -365,6 +370,7 @@ func moduleMounts(cache string, versions []goVersion) (ms []Mount, missing []str
 // cacheWalker finds paths below root through no symlink and no "..":
 // each directory on the way is a real directory (looked up once).
 type cacheWalker struct {
+	rd   *hostread.Recorder
 	root string
 	dirs map[string]bool
 }
@@ -372,6 +378,7 @@ type cacheWalker struct {
 // lookup returns root/rel when rel is local, every element above it a
 // real directory, and it is a directory (dir) or a regular file.
 func (w cacheWalker) lookup(rel string, dir bool) (string, bool) {
+	rd := w.rd
 	if !filepath.IsLocal(rel) || slices.Contains(strings.Split(rel, string(filepath.Separator)), "..") {
 		return "", false
 	}
@@ -380,7 +387,7 @@ func (w cacheWalker) lookup(rel string, dir bool) (string, bool) {
 		return "", false
 	}
 	full := filepath.Join(w.root, rel)
-	fi, err := os.Lstat(full)
+	fi, err := rd.Lstat(full)
 	if err != nil {
 		return "", false
 	}
@@ -392,6 +399,7 @@ func (w cacheWalker) lookup(rel string, dir bool) (string, bool) {
 
 // isDir: rel and each directory above it are real directories.
 func (w cacheWalker) isDir(rel string) bool {
+	rd := w.rd
 	if ok, seen := w.dirs[rel]; seen {
 		return ok
 	}
@@ -400,7 +408,7 @@ func (w cacheWalker) isDir(rel string) bool {
 		ok = w.isDir(up)
 	}
 	if ok {
-		fi, err := os.Lstat(filepath.Join(w.root, rel))
+		fi, err := rd.Lstat(filepath.Join(w.root, rel))
 		ok = err == nil && fi.IsDir()
 	}
 	w.dirs[rel] = ok

@@ -196,7 +196,7 @@ func FuzzGoSumMounts(f *testing.F) {
 	cache := fakeModCache(f, f.TempDir(), "example.com/ok@v1.0.0", "example.com/!o!k@v1.0.0")
 	f.Fuzz(func(t *testing.T, sum string) {
 		versions, _ := parseGoSum([]byte(sum))
-		ms, _ := moduleMounts(cache, versions)
+		ms, _ := moduleMounts(nil, cache, versions)
 		for _, m := range ms {
 			rel, err := filepath.Rel(cache, m.Path)
 			if err != nil || !filepath.IsLocal(rel) || strings.Contains(m.Path, "/../") || !m.ReadOnly {

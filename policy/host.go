@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 )
 
 // Host is what Build needs to know about the machine and the caller. Tests
@@ -17,6 +19,10 @@ type Host struct {
 	UID  int
 	GID  int
 	Cwd  string
+	// Reads, when set, notes every path the compile looks at and what it
+	// was then (package hostread): a keeper reuses the compiled policy
+	// while none of them changed. Nil reads without noting.
+	Reads *hostread.Recorder `json:"-"`
 }
 
 // CurrentHost reads the facts of this process.

@@ -204,7 +204,7 @@ func TestVisibleGoNotSandboxWritten(t *testing.T) {
 	must(t, os.WriteFile(planted, []byte("#!/bin/sh\n"), 0o755))
 	p := &Policy{WorkspaceRoot: cfg.Root, Base: Base{Kind: BaseHost, HostRoots: []string{filepath.Dir(cfg.Root)}}}
 	host := Host{Env: []string{"PATH=" + filepath.Dir(planted)}}
-	if got := visibleGo(p, host, writtenBySandboxes(cfg, cfg.Root)); got != "" {
+	if got := visibleGo(p, host, writtenBySandboxes(nil, cfg, cfg.Root)); got != "" {
 		t.Errorf("visibleGo = %q, a go in the writable path repros", got)
 	}
 	// The control: the same go outside the writable paths is found.
@@ -212,7 +212,7 @@ func TestVisibleGoNotSandboxWritten(t *testing.T) {
 	must(t, os.MkdirAll(outside, 0o755))
 	must(t, os.WriteFile(filepath.Join(outside, "go"), []byte("#!/bin/sh\n"), 0o755))
 	host = Host{Env: []string{"PATH=" + outside}}
-	if got := visibleGo(p, host, writtenBySandboxes(cfg, cfg.Root)); got != filepath.Join(outside, "go") {
+	if got := visibleGo(p, host, writtenBySandboxes(nil, cfg, cfg.Root)); got != filepath.Join(outside, "go") {
 		t.Errorf("visibleGo = %q, want the control %s", got, filepath.Join(outside, "go"))
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 )
 
 // direntBufSize is the buffer one scan reuses for every directory.
@@ -18,7 +20,8 @@ const direntBufSize = 32 << 10
 // nine system calls a directory (the runtime's poller tries each one, and
 // puts it back), this four, and a scan makes one per directory of every
 // mount on every run (a venv's prefix with its site-packages: 8,000).
-func readDir(dir string, n int, buf []byte) (entries []dirEntry, more bool) {
+func readDir(rd *hostread.Recorder, dir string, n int, buf []byte) (entries []dirEntry, more bool) {
+	rd.NoteList(dir)
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, false

@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 )
 
 // direntBufSize: os.File.ReadDir needs no buffer of ours.
@@ -15,7 +17,8 @@ const direntBufSize = 0
 // readDir reads at most n entries of dir; more says there were others.
 // A directory the caller cannot read is skipped: the sandbox, running as
 // the caller or as the workspace owner, could not list it either.
-func readDir(dir string, n int, _ []byte) (entries []dirEntry, more bool) {
+func readDir(rd *hostread.Recorder, dir string, n int, _ []byte) (entries []dirEntry, more bool) {
+	rd.NoteList(dir)
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, false

@@ -25,7 +25,7 @@ func TestReadDirAgreesWithTheOS(t *testing.T) {
 	listen(t, filepath.Join(dir, "s.sock"))
 
 	buf := make([]byte, direntBufSize)
-	got, more := readDir(dir, 1_000_000, buf)
+	got, more := readDir(nil, dir, 1_000_000, buf)
 	want, err := os.ReadDir(dir)
 	must(t, err)
 	if more || len(got) != len(want) {
@@ -38,10 +38,10 @@ func TestReadDirAgreesWithTheOS(t *testing.T) {
 			t.Errorf("entry %+v, the OS says %s dir %v type %v", g, w.Name(), w.IsDir(), w.Type())
 		}
 	}
-	if part, more := readDir(dir, 10, buf); len(part) != 10 || !more {
+	if part, more := readDir(nil, dir, 10, buf); len(part) != 10 || !more {
 		t.Errorf("bounded read: %d entries, more %v; want 10 and more", len(part), more)
 	}
-	if none, more := readDir(filepath.Join(dir, "missing"), 10, buf); len(none) != 0 || more {
+	if none, more := readDir(nil, filepath.Join(dir, "missing"), 10, buf); len(none) != 0 || more {
 		t.Errorf("a missing directory read %d entries, more %v", len(none), more)
 	}
 }

@@ -36,7 +36,7 @@ func TestResolverIsEvalSymlinks(t *testing.T) {
 		"homelink/.ssh", "home/u/.ssh", "home/u/.aws", "home/u/loop", "home/u/file/x",
 		"homelink/../home/u/.ssh", "missing/deeper/still",
 	}
-	r := resolver{}
+	r := resolver{m: map[string]resolved{}}
 	for _, rel := range paths {
 		p := rel
 		if !filepath.IsAbs(p) {

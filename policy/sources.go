@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -31,12 +32,14 @@ type sandboxWritten struct {
 	cfg      *config.File
 	abs, rel []string
 	inputs   *[]Input
+	// rd notes what the checks read (Host.Reads).
+	rd *hostread.Recorder
 }
 
 // writtenBySandboxes lists the writable paths of every role of cfg under
 // root (the canonical workspace root).
-func writtenBySandboxes(cfg *config.File, root string) sandboxWritten {
-	w := sandboxWritten{cfg: cfg, inputs: new([]Input)}
+func writtenBySandboxes(rd *hostread.Recorder, cfg *config.File, root string) sandboxWritten {
+	w := sandboxWritten{cfg: cfg, inputs: new([]Input), rd: rd}
 	for _, role := range profiles.Roles() {
 		for _, rel := range writableList(cfg.Resolve(role), role) {
 			abs := filepath.Join(root, filepath.Clean(rel))
@@ -61,12 +64,13 @@ func (w sandboxWritten) covering(p string) (string, bool) {
 // link at the root into a writable path counts, however the rest
 // resolves). A walk past maxLinkHops counts as reaching one: fail closed.
 func (w sandboxWritten) via(p string) (string, bool) {
+	rd := w.rd
 	p = filepath.Clean(p)
 	for hop := 0; hop <= maxLinkHops; hop++ {
 		if rel, ok := w.covering(p); ok {
 			return rel, true
 		}
-		next, ok := firstLink(p)
+		next, ok := firstLink(rd, p)
 		if !ok {
 			return "", false
 		}
@@ -78,17 +82,17 @@ func (w sandboxWritten) via(p string) (string, bool) {
 // firstLink replaces the first component of the absolute path p that is
 // a symlink with its target; ok is false when p holds none (or a
 // component does not exist: nothing below it resolves anywhere).
-func firstLink(p string) (string, bool) {
+func firstLink(rd *hostread.Recorder, p string) (string, bool) {
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	cur := "/"
 	for i, part := range parts {
 		next := filepath.Join(cur, part)
-		fi, err := os.Lstat(next)
+		fi, err := rd.Lstat(next)
 		if err != nil {
 			return "", false
 		}
 		if fi.Mode()&os.ModeSymlink != 0 {
-			target, err := os.Readlink(next)
+			target, err := rd.Readlink(next)
 			if err != nil {
 				return "", false
 			}
@@ -107,9 +111,10 @@ func firstLink(p string) (string, bool) {
 // in, or resolves through, a writable path: a sandbox could have written
 // it, or pointed it at any host directory, for the next run.
 func (w sandboxWritten) check(what, path string) error {
+	rd := w.rd
 	path = filepath.Clean(path)
 	rel, ok := w.via(path)
-	*w.inputs = append(*w.inputs, Input{Path: path, What: what, OwnerUID: ownerUID(path), SandboxWritable: ok, Via: rel})
+	*w.inputs = append(*w.inputs, Input{Path: path, What: what, OwnerUID: ownerUID(rd, path), SandboxWritable: ok, Via: rel})
 	if !ok {
 		return nil
 	}
@@ -143,8 +148,8 @@ func (w sandboxWritten) list() []Input {
 }
 
 // ownerUID owns path, not following a symlink at its end (-1: missing).
-func ownerUID(path string) int {
-	fi, err := os.Lstat(path)
+func ownerUID(rd *hostread.Recorder, path string) int {
+	fi, err := rd.Lstat(path)
 	if err != nil {
 		return -1
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 )
 
 // Staging bounds what the sandbox writes and keeps it off the host while
@@ -54,7 +56,7 @@ func (p *Policy) StagesIn() bool {
 // stageWritable stages the policy's writable paths: the sizes come from
 // the limits, and each writable file's directory becomes a skeleton whose
 // other entries are listed as read-only mounts.
-func stageWritable(p *Policy) error {
+func stageWritable(rd *hostread.Recorder, p *Policy) error {
 	p.Staging = Staging{Size: p.Limits.WritableSize, Inodes: p.Limits.WritableInodes}
 	// A writable path inside a writable directory is already in that
 	// directory's copy; staged twice, it would be copied in twice.
@@ -71,7 +73,7 @@ func stageWritable(p *Policy) error {
 	}
 	p.Staging.Skeletons = skeletons(p.Mounts)
 	for _, s := range p.Staging.Skeletons {
-		if err := listSkeleton(p, s, writable); err != nil {
+		if err := listSkeleton(rd, p, s, writable); err != nil {
 			return err
 		}
 	}
@@ -107,8 +109,8 @@ func skeletons(mounts []Mount) []string {
 // listSkeleton replaces skeleton s's read-only mount by its entries: each
 // directory and file a read-only mount of its own, each symlink a staged
 // link, the writable ones and the unreadable ones left out.
-func listSkeleton(p *Policy, s string, writable map[string]bool) error {
-	entries, err := os.ReadDir(s)
+func listSkeleton(rd *hostread.Recorder, p *Policy, s string, writable map[string]bool) error {
+	entries, err := rd.ReadDir(s)
 	if err != nil {
 		return fmt.Errorf("staging the writable files in %s: %w", s, err)
 	}

@@ -1,11 +1,12 @@
 package policy
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 )
 
 // A python environment made from the system's interpreter (python =
@@ -27,9 +28,9 @@ import (
 
 // markSystem marks each read-only mount that is a system directory
 // (systemDir under trees) as System.
-func markSystem(ms []Mount, trees []string) {
+func markSystem(rd *hostread.Recorder, ms []Mount, trees []string) {
 	for i := range ms {
-		if ms[i].ReadOnly && !ms[i].Discard && ms[i].Kind == "dir" && systemDir(ms[i].Path, trees) {
+		if ms[i].ReadOnly && !ms[i].Discard && ms[i].Kind == "dir" && systemDir(rd, ms[i].Path, trees) {
 			ms[i].System = true
 		}
 	}
@@ -53,7 +54,7 @@ func markSystem(ms []Mount, trees []string) {
 // group-writable /usr/local/*). Only root can make it so, and the local
 // backend's host roots and the host toolchain's /usr have always been
 // trusted the same way.
-func systemDir(dir string, trees []string) bool {
+func systemDir(rd *hostread.Recorder, dir string, trees []string) bool {
 	dir = filepath.Clean(dir)
 	top := slices.IndexFunc(trees, func(t string) bool { return within(t, dir) })
 	if top < 0 {
@@ -62,7 +63,7 @@ func systemDir(dir string, trees []string) bool {
 	cur := trees[top]
 	rest := strings.TrimPrefix(strings.TrimPrefix(dir, cur), "/")
 	for {
-		if !rootsAlone(cur) {
+		if !rootsAlone(rd, cur) {
 			return false
 		}
 		if rest == "" {
@@ -75,8 +76,8 @@ func systemDir(dir string, trees []string) bool {
 
 // rootsAlone: path is a directory (not a symlink) that root owns and that
 // no one else may write.
-func rootsAlone(path string) bool {
-	fi, err := os.Lstat(path)
+func rootsAlone(rd *hostread.Recorder, path string) bool {
+	fi, err := rd.Lstat(path)
 	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
 		return false
 	}

@@ -115,7 +115,7 @@ func TestSystemDir(t *testing.T) {
 		{filepath.Join(tree, "missing"), false},
 		{t.TempDir(), false}, // root's, but in no system tree
 	} {
-		if got := systemDir(tc.dir, trees); got != tc.want {
+		if got := systemDir(nil, tc.dir, trees); got != tc.want {
 			t.Errorf("systemDir(%s) = %v, want %v", tc.dir, got, tc.want)
 		}
 	}

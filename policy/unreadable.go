@@ -3,13 +3,13 @@ package policy
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -71,7 +71,7 @@ func unreadableList(sb config.Sandbox, host Host) []string {
 	}
 	// A home reached through a symlink: "~/x" is unreadable under both
 	// names even while x does not exist, since mounts are canonical paths.
-	res := resolver{}
+	res := resolver{rd: host.Reads, m: map[string]resolved{}}
 	realHome := ""
 	if host.Home != "" {
 		if r, err := res.eval(host.Home); err == nil && r != filepath.Clean(host.Home) {
@@ -100,7 +100,10 @@ func unreadableList(sb config.Sandbox, host Host) []string {
 // directory once: the credential list names dozens of paths under the
 // same few directories (~, ~/.config, ~/.local/share), and EvalSymlinks
 // walks each from the root again, an lstat per component, on every run.
-type resolver map[string]resolved
+type resolver struct {
+	rd *hostread.Recorder
+	m  map[string]resolved
+}
 
 type resolved struct {
 	path string
@@ -109,32 +112,33 @@ type resolved struct {
 
 func (r resolver) eval(p string) (string, error) {
 	p = filepath.Clean(p)
-	if v, ok := r[p]; ok {
+	if v, ok := r.m[p]; ok {
 		return v.path, v.err
 	}
 	path, err := r.resolve(p)
-	r[p] = resolved{path, err}
+	r.m[p] = resolved{path, err}
 	return path, err
 }
 
 // resolve canonicalises p's parent (once, through eval), then its last
 // element: a symlink there is resolved whole from the canonical parent.
 func (r resolver) resolve(p string) (string, error) {
+	rd := r.rd
 	dir, base := filepath.Split(p)
 	if base == "" || !filepath.IsAbs(dir) {
-		return filepath.EvalSymlinks(p)
+		return rd.EvalSymlinks(p)
 	}
 	parent, err := r.eval(dir)
 	if err != nil {
 		return "", err
 	}
 	joined := filepath.Join(parent, base)
-	fi, err := os.Lstat(joined)
+	fi, err := rd.Lstat(joined)
 	if err != nil {
 		return "", err
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		return filepath.EvalSymlinks(joined)
+		return rd.EvalSymlinks(joined)
 	}
 	return joined, nil
 }
@@ -160,6 +164,7 @@ func toolPrefixCredentials(p *Policy) {
 // unix socket found under a mount. It warns when a mount covers the
 // caller's home.
 func maskUnderMounts(p *Policy, host Host) {
+	rd := host.Reads
 	masked := maskedUnder(p.Unreadable, p.Mounts)
 	// A host root exposes what is in it like a mount (a system gitconfig
 	// in /etc, an npmrc in /usr/etc).
@@ -176,7 +181,7 @@ func maskUnderMounts(p *Policy, host Host) {
 			continue // only root can make a socket there: see systemDir
 		}
 		masked = append(masked, m.Hidden...)
-		socks, truncated := socketsUnder(m, hidden)
+		socks, truncated := socketsUnder(rd, m, hidden)
 		masked = append(masked, socks...)
 		if truncated {
 			warnings = append(warnings, fmt.Sprintf("the %s %s holds more than %d entries: the scan for host sockets "+
@@ -204,11 +209,12 @@ func maskedUnder(unreadable []string, mounts []Mount) []string {
 // homeCovered warns for each mount that is the caller's home or above it:
 // the known credential stores in it are masked, nothing else is.
 func homeCovered(mounts []Mount, masked []string, host Host) []string {
+	rd := host.Reads
 	if host.Home == "" {
 		return nil
 	}
 	homes := []string{filepath.Clean(host.Home)}
-	if r, err := filepath.EvalSymlinks(host.Home); err == nil && r != homes[0] {
+	if r, err := rd.EvalSymlinks(host.Home); err == nil && r != homes[0] {
 		homes = append(homes, r)
 	}
 	var out []string
@@ -226,7 +232,7 @@ func homeCovered(mounts []Mount, masked []string, host Host) []string {
 				continue
 			}
 			n++
-			if _, err := os.Lstat(u); err == nil {
+			if _, err := rd.Lstat(u); err == nil {
 				present = append(present, strings.TrimPrefix(u, home+"/"))
 			}
 		}
@@ -249,11 +255,11 @@ func homeCovered(mounts []Mount, masked []string, host Host) []string {
 // other. Out of budget, the .git directories of what is left in the queue
 // are still looked at (git's fsmonitor daemon keeps its socket there).
 // A hidden directory (Mount.Hidden, masked whole) is not walked.
-func socketsUnder(m Mount, hidden map[string]bool) (socks []string, truncated bool) {
+func socketsUnder(rd *hostread.Recorder, m Mount, hidden map[string]bool) (socks []string, truncated bool) {
 	if m.NoSockets {
 		return nil, false
 	}
-	fi, err := os.Lstat(m.Path)
+	fi, err := rd.Lstat(m.Path)
 	if err != nil {
 		return nil, false
 	}
@@ -271,10 +277,10 @@ func socketsUnder(m Mount, hidden map[string]bool) (socks []string, truncated bo
 		queue = queue[1:]
 		if budget <= 0 {
 			truncated = true
-			socks = append(socks, gitSockets(filepath.Join(dir, ".git"), 0, buf)...)
+			socks = append(socks, gitSockets(rd, filepath.Join(dir, ".git"), 0, buf)...)
 			continue
 		}
-		entries, more := readDir(dir, budget, buf)
+		entries, more := readDir(rd, dir, budget, buf)
 		budget -= len(entries)
 		truncated = truncated || more
 		for _, e := range entries {
@@ -305,8 +311,8 @@ func joinName(dir, name string) string {
 // gitSockets returns the sockets directly in a git directory and in the
 // git directories of its worktrees and submodules (nested submodules a
 // few levels down).
-func gitSockets(gitDir string, depth int, buf []byte) []string {
-	entries, _ := readDir(gitDir, 1000, buf)
+func gitSockets(rd *hostread.Recorder, gitDir string, depth int, buf []byte) []string {
+	entries, _ := readDir(rd, gitDir, 1000, buf)
 	var out []string
 	for _, e := range entries {
 		p := filepath.Join(gitDir, e.name)
@@ -314,10 +320,10 @@ func gitSockets(gitDir string, depth int, buf []byte) []string {
 		case e.sock:
 			out = append(out, p)
 		case e.dir && (e.name == "worktrees" || e.name == "modules") && depth < 4:
-			subs, _ := readDir(p, 1000, buf)
+			subs, _ := readDir(rd, p, 1000, buf)
 			for _, s := range subs {
 				if s.dir {
-					out = append(out, gitSockets(filepath.Join(p, s.name), depth+1, buf)...)
+					out = append(out, gitSockets(rd, filepath.Join(p, s.name), depth+1, buf)...)
 				}
 			}
 		}

@@ -189,7 +189,7 @@ func TestSocketScanBounds(t *testing.T) {
 	for _, s := range []string{shallow, deep, deepGit, inGit} {
 		listen(t, s)
 	}
-	got, truncated := socketsUnder(Mount{Path: root, Kind: "dir"}, nil)
+	got, truncated := socketsUnder(nil, Mount{Path: root, Kind: "dir"}, nil)
 	slices.Sort(got)
 	want := []string{shallow, deep, deepGit, inGit}
 	slices.Sort(want)
@@ -206,7 +206,7 @@ func TestSocketScanBounds(t *testing.T) {
 		listen(t, filepath.Join(d, ".git", "fsmonitor--daemon.ipc"))
 		listen(t, filepath.Join(d, "late.sock"))
 	}
-	got, truncated = socketsUnder(Mount{Path: root, Kind: "dir"}, nil)
+	got, truncated = socketsUnder(nil, Mount{Path: root, Kind: "dir"}, nil)
 	var git, other int
 	for _, s := range got {
 		if strings.HasSuffix(s, "/.git/fsmonitor--daemon.ipc") {

@@ -1,10 +1,11 @@
 package policy
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 )
 
 // A venv runs on its base interpreter's prefix (pyvenv.cfg `home`): the
@@ -34,10 +35,10 @@ import (
 // used unless its last include-system-site-packages (key compared in
 // lower case) is other than "true" in lower case. No pyvenv.cfg: not a
 // venv, its own site-packages are its environment (true).
-func venvUsesBaseSitePackages(prefix string) bool {
+func venvUsesBaseSitePackages(rd *hostread.Recorder, prefix string) bool {
 	for _, cfg := range []string{filepath.Join(prefix, "bin", "pyvenv.cfg"), filepath.Join(prefix, "pyvenv.cfg")} {
-		if fi, err := os.Stat(cfg); err == nil && fi.Mode().IsRegular() {
-			return includeSystemSite(cfg)
+		if fi, err := rd.Stat(cfg); err == nil && fi.Mode().IsRegular() {
+			return includeSystemSite(rd, cfg)
 		}
 	}
 	return true
@@ -45,8 +46,8 @@ func venvUsesBaseSitePackages(prefix string) bool {
 
 // includeSystemSite reads one pyvenv.cfg as site.py does (universal
 // newlines, key=value, both stripped). Unreadable: true, nothing hidden.
-func includeSystemSite(path string) bool {
-	b, err := os.ReadFile(path)
+func includeSystemSite(rd *hostread.Recorder, path string) bool {
+	b, err := rd.ReadFile(path)
 	if err != nil {
 		return true
 	}
@@ -65,23 +66,23 @@ func includeSystemSite(path string) bool {
 // base prefix, canonical) for the Python versions the venv has a library
 // directory for (venv/lib/pythonX.Y): real directories inside base that
 // neither are nor hold the venv.
-func baseSitePackages(base, venv string) []string {
+func baseSitePackages(rd *hostread.Recorder, base, venv string) []string {
 	var versions []string
-	libs, _ := filepath.Glob(filepath.Join(venv, "lib*", "python*"))
+	libs, _ := rd.Glob(filepath.Join(venv, "lib*", "python*"))
 	for _, l := range libs {
 		if !slices.Contains(versions, filepath.Base(l)) {
 			versions = append(versions, filepath.Base(l))
 		}
 	}
 	var out []string
-	baseLibs, _ := filepath.Glob(filepath.Join(base, "lib*"))
+	baseLibs, _ := rd.Glob(filepath.Join(base, "lib*"))
 	for _, lib := range baseLibs {
 		for _, v := range versions {
-			real, err := filepath.EvalSymlinks(filepath.Join(lib, v, "site-packages"))
+			real, err := rd.EvalSymlinks(filepath.Join(lib, v, "site-packages"))
 			if err != nil || !within(base, real) || real == base || within(real, venv) || slices.Contains(out, real) {
 				continue
 			}
-			if fi, err := os.Lstat(real); err == nil && fi.IsDir() {
+			if fi, err := rd.Lstat(real); err == nil && fi.IsDir() {
 				out = append(out, real)
 			}
 		}

@@ -190,15 +190,21 @@ const (
 // ("octo-org/widgets-frontend", "ISSUE-20240101-crash") out; hex digests
 // are caught (a 40-character hex string may be a commit or a token).
 func LooksLikeSecretValue(value string) (bool, string) {
+	return LooksLikeSecretValueOn(value, func(p string) bool { _, err := os.Stat(p); return err == nil })
+}
+
+// LooksLikeSecretValueOn is LooksLikeSecretValue looking paths up with
+// exists (a recorder of what a compile read, package hostread).
+func LooksLikeSecretValueOn(value string, exists func(string) bool) (bool, string) {
 	if strings.Contains(value, "://") {
-		return secretURL(value)
+		return secretURL(value, exists)
 	}
 	if len(value) < SecretValueMinLen || strings.ContainsFunc(value, func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
 	}) {
 		return false, ""
 	}
-	if isPathList(value) || existingPath(value) {
+	if isPathList(value) || existingPath(value, exists) {
 		return false, ""
 	}
 	h, floor := entropy(value), SecretValueMinEntropy
@@ -212,7 +218,7 @@ func LooksLikeSecretValue(value string) (bool, string) {
 }
 
 // secretURL applies the URL rule to a value containing "://".
-func secretURL(value string) (bool, string) {
+func secretURL(value string, exists func(string) bool) (bool, string) {
 	u, err := url.Parse(value)
 	if err != nil || u.Scheme == "" {
 		// Not a URL after all; look for userinfo by hand.
@@ -227,7 +233,7 @@ func secretURL(value string) (bool, string) {
 		if pw, ok := u.User.Password(); ok && pw != "" {
 			return true, "value is a URL with a password in it (scheme://user:password@host)"
 		}
-		if ok, _ := LooksLikeSecretValue(u.User.Username()); ok {
+		if ok, _ := LooksLikeSecretValueOn(u.User.Username(), exists); ok {
 			return true, "value is a URL with a token as its user (scheme://token@host)"
 		}
 	}
@@ -252,12 +258,8 @@ func isPathList(v string) bool {
 	return true
 }
 
-func existingPath(v string) bool {
-	if !filepath.IsAbs(v) {
-		return false
-	}
-	_, err := os.Stat(v)
-	return err == nil
+func existingPath(v string, exists func(string) bool) bool {
+	return filepath.IsAbs(v) && exists(v)
 }
 
 // entropy is the Shannon entropy of s's bytes, in bits per byte.

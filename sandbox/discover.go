@@ -2,11 +2,11 @@ package sandbox
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
@@ -15,18 +15,25 @@ import (
 // file is refused when a sandbox could have written it (see trusted).
 // backendNames are the names [sandbox] backend accepts (the registry's).
 func LoadConfig(flag, cwd string, backendNames []string) (*config.File, error) {
-	load := config.Options{Backends: backendNames}.Load
+	return LoadConfigReading(nil, flag, cwd, backendNames)
+}
+
+// LoadConfigReading is LoadConfig reading the host through rd (package
+// hostread: a compile's record of what it read).
+func LoadConfigReading(rd *hostread.Recorder, flag, cwd string, backendNames []string) (*config.File, error) {
+	o := config.Options{Backends: backendNames, Reads: rd}
+	load := o.Load
 	if flag != "" {
 		return load(flag)
 	}
-	found, err := config.FindAll(cwd)
+	found, err := o.FindAll(cwd)
 	if err != nil {
 		return nil, fmt.Errorf("looking for triage.toml: %w", err)
 	}
 	if len(found) == 0 {
 		return config.Default(cwd), nil
 	}
-	if err := trusted(found, load); err != nil {
+	if err := trusted(rd, found, load); err != nil {
 		return nil, err
 	}
 	return load(found[0])
@@ -37,7 +44,7 @@ func LoadConfig(flag, cwd string, backendNames []string) (*config.File, error) {
 // workspace above that runs on the built-in defaults. Otherwise a file a
 // sandbox planted in its outputs would become the policy of any later run
 // started below it.
-func trusted(found []string, load func(string) (*config.File, error)) error {
+func trusted(rd *hostread.Recorder, found []string, load func(string) (*config.File, error)) error {
 	nearest := found[0]
 	refuse := func(owner, rel string) error {
 		return fmt.Errorf("%s lies in the writable path %q of %s, so a sandbox could have written it; refusing to use it (pass --config with the file you mean)",
@@ -59,7 +66,7 @@ func trusted(found []string, load func(string) (*config.File, error)) error {
 		return nil
 	}
 	for dir := filepath.Dir(filepath.Dir(nearest)); ; dir = filepath.Dir(dir) {
-		if looksLikeDefaultWorkspace(dir) {
+		if looksLikeDefaultWorkspace(rd, dir) {
 			for _, role := range profiles.Roles() {
 				if rel, ok := writableCovering(dir, profiles.Writable(role), nearest); ok {
 					return refuse("the workspace "+dir+" (built-in defaults)", rel)
@@ -93,11 +100,11 @@ func writableCovering(root string, writable []string, path string) (string, bool
 
 // looksLikeDefaultWorkspace: a directory an earlier run on the built-in
 // defaults prepared (its agent outputs are there).
-func looksLikeDefaultWorkspace(dir string) bool {
+func looksLikeDefaultWorkspace(rd *hostread.Recorder, dir string) bool {
 	isFile := func(name string) bool {
-		fi, err := os.Lstat(filepath.Join(dir, name))
+		fi, err := rd.Lstat(filepath.Join(dir, name))
 		return err == nil && fi.Mode().IsRegular()
 	}
-	fi, err := os.Lstat(filepath.Join(dir, ".triage"))
+	fi, err := rd.Lstat(filepath.Join(dir, ".triage"))
 	return (err == nil && fi.IsDir()) || (isFile("NOTES.md") && isFile("INDEX.md"))
 }

@@ -37,7 +37,7 @@ func RecordConfigRefusal(host policy.Host, configFlag string, role profiles.Role
 	var secrets []output.Secret
 	for _, kv := range host.Env {
 		name, value, ok := strings.Cut(kv, "=")
-		if ok && len(value) >= output.MinSecretLen && isSecret(name, value, policy.EnvDecision{}, false) {
+		if ok && len(value) >= output.MinSecretLen && isSecret(nil, name, value, policy.EnvDecision{}, false) {
 			secrets = append(secrets, output.Secret{Name: name, Value: value})
 		}
 	}

@@ -38,7 +38,7 @@ import (
 // names, with that backend's capabilities (a backend the registry does not
 // have is refused when it is made).
 func Compile(reg *backends.Registry, configFlag string, role profiles.Role, host policy.Host, opts policy.Options) (*policy.Policy, error) {
-	cfg, err := LoadConfig(configFlag, host.Cwd, reg.Names())
+	cfg, err := LoadConfigReading(host.Reads, configFlag, host.Cwd, reg.Names())
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +77,9 @@ type Request struct {
 	// NoGate skips the gate: the selftest's own probe, which is not a
 	// command anybody asked for.
 	NoGate bool
+	// Gatekeeper, when set, is Policy's gate already compiled (a
+	// keeper's kept compile); else Run compiles it.
+	Gatekeeper *Gatekeeper
 	// Started, when set, is called once the sandbox is up, before the
 	// command runs: the CLI prints the policy's warnings then, so a run
 	// refused before that prints only its refusal.
@@ -461,7 +464,10 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (out Outcom
 	}
 	ttl := backends.TTL(req.Policy, timeout)
 	endGate := phase.Begin(ctx, "gate")
-	gk, err := NewGatekeeper(req.Policy)
+	gk, err := req.Gatekeeper, error(nil)
+	if gk == nil {
+		gk, err = NewGatekeeper(req.Policy)
+	}
 	if err != nil {
 		return Outcome{}, RecordRefusal(req, err)
 	}

@@ -1,10 +1,10 @@
 package sandbox
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -43,14 +43,14 @@ func Secrets(p *policy.Policy, host policy.Host) []output.Secret {
 		}
 		d, dropped := withheld[name]
 		// A brokered secret is one whatever its name looks like.
-		if brokered[name] || isSecret(name, value, d, dropped) {
+		if brokered[name] || isSecret(host.Reads, name, value, d, dropped) {
 			out = append(out, output.Secret{Name: name, Value: value})
 		}
 	}
 	return out
 }
 
-func isSecret(name, value string, d policy.EnvDecision, dropped bool) bool {
+func isSecret(rd *hostread.Recorder, name, value string, d policy.EnvDecision, dropped bool) bool {
 	if dropped && d.Credential {
 		return true
 	}
@@ -60,16 +60,12 @@ func isSecret(name, value string, d policy.EnvDecision, dropped bool) bool {
 	if benignNames[name] || strings.HasPrefix(name, "LC_") {
 		return false
 	}
-	if secret, _ := profiles.LooksLikeSecretValue(value); secret {
+	if secret, _ := profiles.LooksLikeSecretValueOn(value, rd.Exists); secret {
 		return true
 	}
-	return dropped && !isPath(value)
+	return dropped && !isPath(rd, value)
 }
 
-func isPath(v string) bool {
-	if !filepath.IsAbs(v) {
-		return false
-	}
-	_, err := os.Stat(v)
-	return err == nil
+func isPath(rd *hostread.Recorder, v string) bool {
+	return filepath.IsAbs(v) && rd.Exists(v)
 }

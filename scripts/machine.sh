@@ -52,6 +52,7 @@ ts_kube_packages() {
   command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || echo etcd-server
   command -v containerd >/dev/null 2>&1 || echo containerd
   command -v runc >/dev/null 2>&1 || echo runc
+  command -v strace >/dev/null 2>&1 || echo strace
   ts_have_package containernetworking-plugins || echo containernetworking-plugins
   command -v jq >/dev/null 2>&1 || echo jq
   ts_have_package iptables || echo iptables
@@ -65,6 +66,7 @@ ts_kube_packages() {
 # (the MCP client the tests use is installed from the npm registry).
 ts_test_packages() {
   command -v runc >/dev/null 2>&1 || echo runc
+  command -v strace >/dev/null 2>&1 || echo strace
   ts_have_package python3-pytest || echo python3-pytest
   command -v podman >/dev/null 2>&1 || echo podman
   command -v npm >/dev/null 2>&1 || printf '%s\n' nodejs npm

@@ -93,6 +93,10 @@ func (s fastSetup) traceLen(t *testing.T) int {
 func TestFastPathSameAsCLI(t *testing.T) {
 	s := newFastSetup(t)
 	run := func(args ...string) []string { return append([]string{"run", "--session", "s1"}, args...) }
+	// Past hostread.DefaultSettle, the keeper keeps its compiles: the
+	// runs below are its kept compile's but the first.
+	time.Sleep(2 * time.Second)
+	kept := s.traceLen(t)
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -136,6 +140,9 @@ func TestFastPathSameAsCLI(t *testing.T) {
 				t.Fatalf("the secret was shown: %+v", got)
 			}
 		})
+	}
+	if trace, err := os.ReadFile(s.trace); err != nil || !strings.Contains(string(trace[kept:]), `"policy.cache.hit"`) {
+		t.Errorf("no fast run used the keeper's kept compile (policy.cache.hit in the trace): %v", err)
 	}
 	// A config changed since the keeper started: its policy is not the
 	// run's, so the CLI runs it (and replaces the session's sandbox).

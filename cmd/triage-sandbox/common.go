@@ -41,6 +41,15 @@ type policyFlags struct {
 	// fast: compiled in a keeper for a front, which must never be
 	// replaced by another binary (a hand-off falls back instead).
 	fast bool
+	// cache, when set (a keeper's, for fronts), keeps compiles while
+	// their inputs are unchanged (compilecache.go); red is the redactor
+	// it kept or built, cacheHit says the policy came from it, cacheWhy
+	// why a fresh compile was not kept.
+	cache    *compileCache
+	red      *output.Redactor
+	kept     *derived
+	cacheHit bool
+	cacheWhy string
 }
 
 func (f *policyFlags) register(cmd *cobra.Command, defaultRole profiles.Role) {
@@ -68,8 +77,16 @@ func (f *policyFlags) compileWithHost() (*policy.Policy, policy.Host, error) {
 	if err != nil {
 		return nil, host, err
 	}
+	if f.cache != nil {
+		return f.compileWithCache(f.cache, host)
+	}
+	return f.compileFor(host)
+}
+
+// compileFor is compileWithHost on host.
+func (f *policyFlags) compileFor(host policy.Host) (*policy.Policy, policy.Host, error) {
 	reg := builtin.Registry()
-	cfg, err := sandbox.LoadConfig(f.config, host.Cwd, reg.Names())
+	cfg, err := sandbox.LoadConfigReading(host.Reads, f.config, host.Cwd, reg.Names())
 	if err != nil {
 		return nil, host, err
 	}

@@ -73,8 +73,11 @@ func keep(spec protocol.Keeper) error {
 		// of this keeper's pool, runs here, as this binary's `run` would
 		// (fast.go).
 		check := fastCheck{mine: warm.Keeping(p), pool: p.Warm.Session == ""}
+		// One per keeper: compiles for its fronts, kept while their
+		// inputs are unchanged (compilecache.go).
+		cache := &compileCache{cli: selfID}
 		fast := func(ctx context.Context, req fastpath.Request, here *warm.Here, stdout, stderr io.Writer) (int, string) {
-			return runFast(ctx, selfID, check, here, req, stdout, stderr)
+			return runFast(ctx, selfID, check, here, cache, req, stdout, stderr)
 		}
 		return warm.KeeperOptions{Backend: b, Fast: fast}, nil
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/gate"
 	"github.com/triage-sandbox/triage-sandbox/internal/insidebin"
 	"github.com/triage-sandbox/triage-sandbox/policy"
-	"github.com/triage-sandbox/triage-sandbox/sandbox"
 	"github.com/triage-sandbox/triage-sandbox/warm"
 	"github.com/triage-sandbox/triage-sandbox/warm/fastpath"
 )
@@ -26,6 +25,8 @@ type runIO struct {
 	// sandbox (warm.Here): `run` attaches through it instead of dialling
 	// the keeper it runs in.
 	here backends.Backend
+	// cache, when set (with fast), is the keeper's kept compiles.
+	cache *compileCache
 }
 
 func (o runIO) orDefault() runIO {
@@ -81,14 +82,16 @@ func (c *fastCheck) before(f *runFlags) error {
 
 // after: the policy is the keeper's, and the gate will neither ask the
 // operator (a terminal the keeper has not) nor call the guard.
-func (c *fastCheck) after(p *policy.Policy, argv []string) error {
+// A kept compile (pf.kept) remembers both verdicts' inputs: whether the
+// policy is the keeper's, and its gate.
+func (c *fastCheck) after(p *policy.Policy, argv []string, pf *policyFlags) error {
 	if c == nil {
 		return nil
 	}
-	if !c.mine(p) {
+	if !pf.kept.isMine(c.mine, p) {
 		return &fallbackError{"the policy is not the keeper's"}
 	}
-	gk, err := sandbox.NewGatekeeper(p)
+	gk, err := pf.gatekeeper(p)
 	if err != nil {
 		return &fallbackError{"the gate: " + err.Error()}
 	}
@@ -119,7 +122,7 @@ func noteRoute(cwd string, p *policy.Policy) {
 // reason to fall back (nothing ran). Only the keeper's own environment
 // and binary are served: the front's must be the same (self is the
 // keeper's fastpath.FileID).
-func runFast(ctx context.Context, self string, check fastCheck, here backends.Backend, req fastpath.Request, stdout, stderr io.Writer) (int, string) {
+func runFast(ctx context.Context, self string, check fastCheck, here backends.Backend, cache *compileCache, req fastpath.Request, stdout, stderr io.Writer) (int, string) {
 	if !fastpath.SameEnv(os.Environ(), req.Env) {
 		return 0, "the environment is not the keeper's"
 	}
@@ -132,7 +135,7 @@ func runFast(ctx context.Context, self string, check fastCheck, here backends.Ba
 		return h, err
 	}
 	root := newBareRootCmd()
-	root.AddCommand(newRunCmdFor(runIO{stdout: stdout, stderr: stderr, host: host, fast: &check, here: here}))
+	root.AddCommand(newRunCmdFor(runIO{stdout: stdout, stderr: stderr, host: host, fast: &check, here: here, cache: cache}))
 	root.SetArgs(req.Args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

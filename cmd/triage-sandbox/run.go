@@ -44,7 +44,7 @@ func newRunCmd() *cobra.Command { return newRunCmdFor(runIO{}) }
 // newRunCmdFor is `run` writing to, and running for, out.
 func newRunCmdFor(out runIO) *cobra.Command {
 	f := runFlags{out: out.orDefault()}
-	f.pf.host, f.pf.fast = f.out.host, f.out.fast != nil
+	f.pf.host, f.pf.fast, f.pf.cache = f.out.host, f.out.fast != nil, f.out.cache
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG...]",
 		Short: "Run one command (an argv, no shell) in the sandbox",
@@ -89,8 +89,9 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	endPolicy := phase.Begin(cmd.Context(), "config+policy")
 	p, host, err := f.pf.compileWithHost()
 	endPolicy()
+	markCache(cmd.Context(), &f.pf)
 	if err == nil {
-		err = f.out.fast.after(p, args)
+		err = f.out.fast.after(p, args, &f.pf)
 	}
 	if fb := (*fallbackError)(nil); errors.As(err, &fb) {
 		// Nothing ran and nothing was recorded: the full CLI runs it.
@@ -109,8 +110,11 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	endRedactor := phase.Begin(cmd.Context(), "redactor")
 	req := sandbox.Request{
 		Policy: p, Timeout: f.timeout, Command: backends.Command{Argv: args},
-		Redactor: output.NewRedactor(sandbox.Secrets(p, host), output.DefaultRules()), Raw: f.raw,
+		Redactor: f.pf.redactor(p, host), Raw: f.raw,
 		Task: f.task, Confirm: operatorConfirm(&confirm.Memory{}),
+	}
+	if f.pf.kept != nil {
+		req.Gatekeeper, _ = f.pf.gatekeeper(p)
 	}
 	endRedactor()
 	b, err := f.backend(cmd.Context(), p)
