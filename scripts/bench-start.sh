@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Start-up, paired in one run on this machine (farm-bench when installed:
-# pairs A B A B ..., the median of the pairs' ratios; otherwise an
-# interleaved loop and the ratio of medians), N pairs each (default 20):
+# Start-up, paired in one run on this machine (scripts/pairtime: pairs
+# A B A B ..., whole processes, the median of the pairs' ratios), N pairs
+# each (default 20):
 #   - `triage-sandbox version` (the front, bin/triage-sandbox) against an
 #     empty static Go program built here;
 #   - a session's `run -- true` (the front's fast path: the session's
@@ -29,6 +29,7 @@ chmod 755 "$tmp" "$ws"
 printf 'package main\n\nfunc main() {}\n' >"$tmp/empty/main.go"
 printf 'module empty\n\ngo 1.22\n' >"$tmp/empty/go.mod"
 (cd "$tmp/empty" && CGO_ENABLED=0 go build -o "$tmp/empty-go" .)
+go build -o "$tmp/pairtime" ./scripts/pairtime
 # A run that fails is no figure: stop with its output.
 if ! out=$(cd "$ws" && "$bin" run --backend "$backend" --session "$sess" -- true 2>&1); then
   echo "bench-start: starting the session failed:" >&2; echo "$out" | tail -3 >&2; exit 1
@@ -37,37 +38,10 @@ session=("$bin" run --backend "$backend" --session "$sess" -- true)
 # A keeper keeps a compile only of inputs at least 2 s old (the workspace
 # here was made just now; a real one was not): hostread.DefaultSettle.
 sleep 2.1
-ms() {
-  local s e
-  s=$(date +%s%N)
-  "$@" >/dev/null 2>&1 || { echo "bench-start: failed: $*" >&2; exit 1; }
-  e=$(date +%s%N)
-  echo $(( (e - s) / 1000 ))
-}
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # pair NAME A... @@ B...: A against B (@@, as a command holds --).
 pair() {
   local name=$1; shift
-  local a=() b=()
-  while [ "$1" != @@ ]; do a+=("$1"); shift; done; shift
-  b=("$@")
-  if command -v farm-bench >/dev/null; then
-    local r
-    r=$(cd "$ws" && farm-bench -n "$n" --warmup 3 --vs "${b[*]}" -- "${a[@]}" 2>&1) ||
-      { echo "bench-start: farm-bench failed:" >&2; echo "$r" | tail -5 >&2; exit 1; }
-    if ! echo "$r" | grep -q "^A exit 0 ($n of $n)" || ! echo "$r" | grep -q "^B exit 0 ($n of $n)"; then
-      echo "bench-start: $name: a run failed:" >&2; echo "$r" | grep -E "^(A|B) exit" >&2; exit 1
-    fi
-    echo "$name: A/B wall median $(echo "$r" | awk '/^A\/B wall/ {print $4}') (medians: A $(echo "$r" | awk '/^A wall s/ {print $5}') s, B $(echo "$r" | awk '/^B wall s/ {print $5}') s; $n pairs, farm-bench)"
-  else
-    local ta=() tb=()
-    for _ in $(seq 1 "$n"); do
-      ta+=("$(cd "$ws" && ms "${a[@]}")"); tb+=("$(cd "$ws" && ms "${b[@]}")")
-    done
-    local am bm
-    am=$(median "${ta[@]}"); bm=$(median "${tb[@]}")
-    echo "$name: ratio $(awk -v a="$am" -v b="$bm" 'BEGIN {printf "%.2f", a/b}') (A ${am} µs, B ${bm} µs; medians of $n, interleaved)"
-  fi
+  (cd "$ws" && "$tmp/pairtime" -n "$n" -name "$name" -- "$@")
 }
 pair "version vs an empty static Go program" "$bin" version @@ "$tmp/empty-go"
 pair "session run true ($backend) vs version" "${session[@]}" @@ "$bin" version
