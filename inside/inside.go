@@ -19,12 +19,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/inside/localhelper"
 	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/inside/sandboxinit"
 	"github.com/triage-sandbox/triage-sandbox/internal/fdclean"
+	"github.com/triage-sandbox/triage-sandbox/internal/idlemem"
 	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
@@ -98,9 +100,14 @@ func watch(spec protocol.Watch, stdio sandboxinit.Stdio) int {
 	// An answer to a dead owner must fail as EPIPE, not end this process
 	// (Go's default for a write to a broken stdout) before its work.
 	signal.Ignore(syscall.SIGPIPE)
-	listed, err := ownership.Follow(stdio.In, stdio.Out)
+	// Idle between its owner's messages: it gives back what its start and
+	// each message left resident.
+	quiet := idlemem.NewQuiet(time.Second)
+	quiet.Busy()
+	listed, err := ownership.Follow(stdio.In, quietWriter{stdio.Out, quiet})
+	quiet.Stop()
 	if err != nil {
-		if c, ok := stdio.Out.(io.Closer); ok {
+		if c, ok := stdio.Out.(io.Closer); ok { // the owner sees its watcher gone
 			_ = c.Close()
 		}
 		fmt.Fprintf(stdio.Err, "triage-sandbox: watcher: %v\n", err)
@@ -114,6 +121,17 @@ func watch(spec protocol.Watch, stdio sandboxinit.Stdio) int {
 		return 1
 	}
 	return 0
+}
+
+// quietWriter tells quiet of each write.
+type quietWriter struct {
+	io.Writer
+	quiet *idlemem.Quiet
+}
+
+func (w quietWriter) Write(b []byte) (int, error) {
+	w.quiet.Busy()
+	return w.Writer.Write(b)
 }
 
 // removeOrphans runs the remover with the containers listed on its stdin.

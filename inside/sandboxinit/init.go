@@ -21,6 +21,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/inside/seccompfilter"
 	"github.com/triage-sandbox/triage-sandbox/inside/supervise"
+	"github.com/triage-sandbox/triage-sandbox/internal/idlemem"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/stage"
@@ -132,13 +133,18 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	// Ready (and the staged copy in place): a runtime that cannot say when
 	// the holder runs learns it from this status.
 	_ = protocol.WriteStatus(o.Stdout, protocol.Status{State: protocol.StateReady})
+	// Idle from here until a command: give back what the start and the
+	// set-up left resident, and again after each command.
+	quiet := idlemem.NewQuiet(idleRelease)
+	quiet.Busy()
+	defer quiet.Stop()
 	// The channel closes before the holder kills everything: what that
 	// kill does to a supervisor is the sandbox's end, not the command's
 	// exit, and the host must learn it as such (not as a plain 137).
 	ctlCtx, endControl := context.WithCancel(ctx)
 	defer endControl()
 	if o.Control != nil || o.ControlConn != nil {
-		go serveControl(ctlCtx, o, w)
+		go serveControl(ctlCtx, o, w, quiet)
 	}
 	stop := func() {
 		endControl()
@@ -259,7 +265,7 @@ func refuseSignals() func() {
 // serveControl starts the host's commands until the channel ends. The
 // holder makes itself undumpable first: a command running as the same
 // identity must not take the channel's descriptor from it.
-func serveControl(ctx context.Context, o HoldOptions, w *warden) {
+func serveControl(ctx context.Context, o HoldOptions, w *warden, quiet *idlemem.Quiet) {
 	if err := undumpable(); err != nil {
 		fmt.Fprintf(o.Stderr, "triage-sandbox: the control channel stays closed: %v\n", err)
 		if o.Control != nil {
@@ -279,8 +285,8 @@ func serveControl(ctx context.Context, o HoldOptions, w *warden) {
 	}
 	so := control.ServeOptions{Allowed: allowed}
 	if w != nil {
-		so.Children = w
-		so.Resident = (&resident{w: w}).take
+		so.Children = quietChildren{w, quiet}
+		so.Resident = (&resident{w: w, quiet: quiet}).take
 	}
 	serve := func() error { return control.Serve(ctx, o.Control, so) }
 	if o.ControlConn != nil {
@@ -289,6 +295,22 @@ func serveControl(ctx context.Context, o HoldOptions, w *warden) {
 	if err := serve(); err != nil {
 		fmt.Fprintf(o.Stderr, "triage-sandbox: %v\n", err)
 	}
+}
+
+// idleRelease is how long the holder waits quiet, after its set-up or a
+// command, before it gives back what that left resident (idlemem): a
+// session's next command often follows at once.
+const idleRelease = time.Second
+
+// quietChildren is the warden, which also tells quiet of each end.
+type quietChildren struct {
+	*warden
+	quiet *idlemem.Quiet
+}
+
+func (c quietChildren) Exited(pid int) {
+	c.warden.Exited(pid)
+	c.quiet.Busy()
 }
 
 // statusOut is where the holder's status lines go.
