@@ -25,13 +25,12 @@ import (
 //     owner's death by the next start's or `gc`'s sweep, which already
 //     deletes the state a dead owner left (Sweep).
 //
-// runsc keeps its foreground run: its pid file names its kernel, not the
-// holder, whose end the host would then not learn.
+// A runtime whose init is not a host process (runsc: its pid file names
+// its kernel, not the holder, whose end the host would then not learn)
+// keeps its foreground run.
 
 // detaches reports whether sandboxes of the runtime start detached.
-func detaches(t runtimes.Traits) bool {
-	return !t.UserSpaceKernel && (t.Name == "runc" || t.Name == "crun")
-}
+func detaches(t runtimes.Traits) bool { return t.InitOnHost }
 
 // subreaper is whether this process is a child subreaper (prctl once).
 var subreaper = sync.OnceValue(func() bool {

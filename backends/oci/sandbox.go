@@ -40,8 +40,8 @@ const (
 // lifeline; commands are started by the holder over its control channel
 // (runsc: `runtime exec`s). runc and crun start it detached (`run
 // --detach`: the runtime ends once the holder runs, and the holder, its
-// orphan, comes to this process, a child subreaper, which reaps it);
-// others (runsc) stay in the foreground, holding the holder.
+// orphan, comes to this process, a child subreaper, which reaps it;
+// detach.go); runsc stays in the foreground, holding the holder.
 type sandbox struct {
 	*holder.Base
 	b       *Backend
