@@ -102,7 +102,7 @@ func watch(spec protocol.Watch, stdio sandboxinit.Stdio) int {
 	signal.Ignore(syscall.SIGPIPE)
 	// Idle between its owner's messages: it gives back what its start and
 	// each message left resident.
-	quiet := idlemem.NewQuiet(time.Second)
+	quiet := idlemem.NewQuiet(time.Second, 0)
 	quiet.Busy()
 	listed, err := ownership.Follow(stdio.In, quietWriter{stdio.Out, quiet})
 	quiet.Stop()

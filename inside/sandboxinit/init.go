@@ -136,7 +136,7 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	_ = protocol.WriteStatus(o.Stdout, protocol.Status{State: protocol.StateReady})
 	// Idle from here until a command: give back what the start and the
 	// set-up left resident, and again after each command.
-	quiet := idlemem.NewQuiet(idleRelease)
+	quiet := idlemem.NewQuiet(idleRelease, idleRerelease)
 	quiet.Busy()
 	// The warden's polls make a little garbage every 250 ms; at Go's
 	// default the heap grows to its 4 MiB minimum goal before a collection
@@ -307,6 +307,12 @@ func serveControl(ctx context.Context, o HoldOptions, w *warden, quiet *idlemem.
 // command, before it gives back what that left resident (idlemem): a
 // session's next command often follows at once.
 const idleRelease = time.Second
+
+// idleRerelease is how often an idle holder gives back again what its
+// warden's polls (every 250 ms) touched meanwhile: a release takes a
+// millisecond or two (TestReleaseLowersRSS), so a thousand idle holders
+// spend a few percent of one core on it.
+const idleRerelease = 30 * time.Second
 
 // idleGCPercent is the holder's GOGC once set up: a heap goal of 1 MiB
 // at least (Go's minimum scales with it) instead of 4.

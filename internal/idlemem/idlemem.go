@@ -23,32 +23,49 @@ func Release() error {
 	return dropText()
 }
 
-// Quiet calls Release once the process has been quiet for a while: each
-// Busy restarts the wait, so a burst of work releases once, after it.
+// Quiet calls Release once the process has been quiet for a while, and
+// again at a longer interval while it stays quiet (what wakes an idle
+// process, a poll, touches some pages again): each Busy restarts the
+// first wait, so a burst of work releases once, after it.
 type Quiet struct {
-	mu    sync.Mutex
-	after time.Duration
-	timer *time.Timer
+	mu           sync.Mutex
+	after, every time.Duration
+	timer        *time.Timer
+	stopped      bool
 }
 
-// NewQuiet is a Quiet that releases after a quiet while of d.
-func NewQuiet(d time.Duration) *Quiet { return &Quiet{after: d} }
+// NewQuiet is a Quiet that releases after a quiet while of after, then
+// every every (0: once).
+func NewQuiet(after, every time.Duration) *Quiet { return &Quiet{after: after, every: every} }
 
 // Busy says the process just worked: it releases once quiet again.
 func (q *Quiet) Busy() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.stopped {
+		return
+	}
 	if q.timer == nil {
-		q.timer = time.AfterFunc(q.after, func() { _ = Release() })
+		q.timer = time.AfterFunc(q.after, q.release)
 		return
 	}
 	q.timer.Reset(q.after)
 }
 
-// Stop cancels a release not yet done.
+func (q *Quiet) release() {
+	_ = Release()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.stopped && q.every > 0 {
+		q.timer.Reset(q.every)
+	}
+}
+
+// Stop cancels the releases not yet done.
 func (q *Quiet) Stop() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.stopped = true
 	if q.timer != nil {
 		q.timer.Stop()
 	}
