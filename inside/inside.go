@@ -26,7 +26,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/inside/sandboxinit"
 	"github.com/triage-sandbox/triage-sandbox/internal/fdclean"
-	"github.com/triage-sandbox/triage-sandbox/internal/idlemem"
+	"github.com/triage-sandbox/triage-sandbox/inside/idlemem"
 	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )

@@ -22,7 +22,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/inside/seccompfilter"
 	"github.com/triage-sandbox/triage-sandbox/inside/supervise"
-	"github.com/triage-sandbox/triage-sandbox/internal/idlemem"
+	"github.com/triage-sandbox/triage-sandbox/inside/idlemem"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 	"github.com/triage-sandbox/triage-sandbox/stage"
