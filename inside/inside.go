@@ -22,11 +22,11 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/inside/idlemem"
 	"github.com/triage-sandbox/triage-sandbox/inside/localhelper"
 	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/inside/sandboxinit"
 	"github.com/triage-sandbox/triage-sandbox/internal/fdclean"
-	"github.com/triage-sandbox/triage-sandbox/inside/idlemem"
 	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )

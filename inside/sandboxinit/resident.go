@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/triage-sandbox/triage-sandbox/inside/supervise"
 	"github.com/triage-sandbox/triage-sandbox/inside/idlemem"
+	"github.com/triage-sandbox/triage-sandbox/inside/supervise"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
