@@ -11,12 +11,18 @@
 package inside
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
+	"github.com/triage-sandbox/triage-sandbox/inside/idlemem"
 	"github.com/triage-sandbox/triage-sandbox/inside/localhelper"
 	"github.com/triage-sandbox/triage-sandbox/inside/probe"
 	"github.com/triage-sandbox/triage-sandbox/inside/sandboxinit"
@@ -82,22 +88,69 @@ func Entries(ctx context.Context, stdio sandboxinit.Stdio) map[protocol.Entry]fu
 	}
 }
 
-// watch is a container's watcher on the host, started beside each
-// container by the docker backend: it waits for the owner's lifeline in
-// this small binary (a start of the CLI's, which links the Docker client,
-// would compete with the container's start for the CPU) and execs the
-// CLI's binary to remove the container only when the owner died without
-// removing it.
+// watch is the docker backend's watcher on the host, one per owner
+// process, carrying each container the owner lists on its lifeline (its
+// stdin): it waits in this small binary (a start of the CLI's, which links
+// the Docker client, would compete with the containers' starts for the
+// CPU) and starts the CLI's binary to remove what is still listed only
+// when the owner died. A bad message ends its answers (the owner sees its
+// watcher gone and starts another, listing everything again) but not its
+// watch: what it listed is removed if the owner dies.
 func watch(spec protocol.Watch, stdio sandboxinit.Stdio) int {
-	if !ownership.OwnerGone(stdio.In, spec.Owner, spec.OwnerStart) {
+	// An answer to a dead owner must fail as EPIPE, not end this process
+	// (Go's default for a write to a broken stdout) before its work.
+	signal.Ignore(syscall.SIGPIPE)
+	// Idle between its owner's messages: it gives back what its start and
+	// each message left resident.
+	quiet := idlemem.NewQuiet(time.Second, 0)
+	quiet.Busy()
+	listed, err := ownership.Follow(stdio.In, quietWriter{stdio.Out, quiet})
+	quiet.Stop()
+	if err != nil {
+		if c, ok := stdio.Out.(io.Closer); ok { // the owner sees its watcher gone
+			_ = c.Close()
+		}
+		fmt.Fprintf(stdio.Err, "triage-sandbox: watcher: %v\n", err)
+		_, _ = io.Copy(io.Discard, stdio.In)
+	}
+	if len(listed) == 0 || !ownership.OwnerDied(spec.Owner, spec.OwnerStart) {
 		return 0
 	}
-	argv, err := protocol.Argv(spec.Remover, protocol.EntryWatchRemove, spec)
-	if err == nil {
-		err = syscall.Exec(argv[0], argv, os.Environ())
+	if err := removeOrphans(spec, listed, stdio.Err); err != nil {
+		fmt.Fprintf(stdio.Err, "triage-sandbox: removing %d container(s) after their owner died: %v (run `triage-sandbox gc`)\n", len(listed), err)
+		return 1
 	}
-	fmt.Fprintf(stdio.Err, "triage-sandbox: removing container %.12s after its owner died: %v (run `triage-sandbox gc`)\n", spec.Container, err)
-	return 1
+	return 0
+}
+
+// quietWriter tells quiet of each write.
+type quietWriter struct {
+	io.Writer
+	quiet *idlemem.Quiet
+}
+
+func (w quietWriter) Write(b []byte) (int, error) {
+	w.quiet.Busy()
+	return w.Writer.Write(b)
+}
+
+// removeOrphans runs the remover with the containers listed on its stdin.
+func removeOrphans(spec protocol.Watch, listed []string, errOut io.Writer) error {
+	argv, err := protocol.Argv(spec.Remover, protocol.EntryWatchRemove, spec)
+	if err != nil {
+		return err
+	}
+	var line []byte
+	for _, id := range listed {
+		if line, err = ownership.AppendMessage(line, ownership.Message{Op: ownership.Listed, ID: id}); err != nil {
+			return err
+		}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin = bytes.NewReader(line)
+	cmd.Stdout, cmd.Stderr = errOut, errOut
+	cmd.Dir = "/"
+	return cmd.Run()
 }
 
 // Stdio is the process's own standard streams.

@@ -61,7 +61,7 @@ func FuzzDecodeKeeper(f *testing.F) {
 }
 
 func FuzzDecodeWatch(f *testing.F) {
-	fuzzSpec(f, EntryWatch, DecodeWatch, `{"container":"abc","owner":1,"owner_start":"9","remover":"/b"}`)
+	fuzzSpec(f, EntryWatch, DecodeWatch, `{"owner":1,"owner_start":"9","remover":"/b"}`)
 }
 
 func FuzzDecodeProbe(f *testing.F) {

@@ -44,11 +44,12 @@ const (
 	EntryLocal Entry = "__local"
 	// EntryKeeper is a session's or pool's keeper on the host.
 	EntryKeeper Entry = "__warm"
-	// EntryWatch is a container sandbox's watcher on the host: it removes
-	// the container when its owner dies.
+	// EntryWatch is the docker backend's watcher on the host, one per
+	// owner process: it removes the owner's containers when it dies.
 	EntryWatch Entry = "__watch"
-	// EntryWatchRemove is what a watcher execs once the owner is gone: it
-	// removes the container (the CLI's binary, with the Docker client).
+	// EntryWatchRemove is what a watcher starts once the owner is gone: it
+	// removes the containers listed on its stdin (the CLI's binary, with
+	// the Docker client).
 	EntryWatchRemove Entry = "__watch-remove"
 	// EntryProbe runs a selftest probe plan.
 	EntryProbe Entry = "__probe"

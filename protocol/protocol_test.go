@@ -75,8 +75,8 @@ func TestRoundTrip(t *testing.T) {
 		roundTrip(t, EntryKeeper, Keeper{Dir: "/run/user/0/triage-sandbox/warm", Host: "0123456789abcdef"}, DecodeKeeper)
 	})
 	t.Run("watch", func(t *testing.T) {
-		roundTrip(t, EntryWatch, Watch{Container: "0123abcd", Owner: 42, OwnerStart: "314099", Remover: "/usr/bin/triage-sandbox"}, DecodeWatch)
-		roundTrip(t, EntryWatchRemove, Watch{Container: "0123abcd", Owner: 42, OwnerStart: "314099", Remover: "/usr/bin/triage-sandbox"}, DecodeWatchRemove)
+		roundTrip(t, EntryWatch, Watch{Owner: 42, OwnerStart: "314099", Remover: "/usr/bin/triage-sandbox"}, DecodeWatch)
+		roundTrip(t, EntryWatchRemove, Watch{Owner: 42, OwnerStart: "314099", Remover: "/usr/bin/triage-sandbox"}, DecodeWatchRemove)
 	})
 	t.Run("probe", func(t *testing.T) {
 		roundTrip(t, EntryProbe, Probe{Tag: "t1", Plan: ProbePlan{Steps: []ProbeStep{{ID: "FS-01", Op: "read_any",
@@ -130,10 +130,11 @@ func TestDecodeRefuses(t *testing.T) {
 		{"probe plan trailing data", decodeErr(DecodeProbe), []string{env(`{"tag":"x","plan":"eyJzdGVwcyI6W119IHt9"}`)}, "data after"},
 		{"probe step without op", decodeErr(DecodeProbe), []string{env(`{"tag":"x","plan":"eyJzdGVwcyI6W3siaWQiOiJhIn1dfQ"}`)}, "op are required"},
 		{"probe exit code", decodeErr(DecodeProbe), []string{env(`{"tag":"x","plan":"eyJleGl0X2NvZGUiOjI1Nn0"}`)}, "0 to 255"},
-		{"watch without owner", decodeErr(DecodeWatch), []string{env(`{"container":"abc"}`)}, "required"},
-		{"watch a path", decodeErr(DecodeWatch), []string{env(`{"container":"../x","owner":1,"owner_start":"1","remover":"/b"}`)}, "container id"},
-		{"watch without a remover", decodeErr(DecodeWatch), []string{env(`{"container":"abc","owner":1,"owner_start":"1"}`)}, "absolute path"},
-		{"watch a relative remover", decodeErr(DecodeWatch), []string{env(`{"container":"abc","owner":1,"owner_start":"1","remover":"bin/triage-sandbox"}`)}, "absolute path"},
+		{"watch without owner", decodeErr(DecodeWatch), []string{env(`{"remover":"/b"}`)}, "required"},
+		// A watcher of the build before one watcher carried many containers.
+		{"watch one container", decodeErr(DecodeWatch), []string{env(`{"container":"abc","owner":1,"owner_start":"1","remover":"/b"}`)}, "unknown field"},
+		{"watch without a remover", decodeErr(DecodeWatch), []string{env(`{"owner":1,"owner_start":"1"}`)}, "absolute path"},
+		{"watch a relative remover", decodeErr(DecodeWatch), []string{env(`{"owner":1,"owner_start":"1","remover":"bin/triage-sandbox"}`)}, "absolute path"},
 		{"not json", decodeErr(DecodeExec), []string{`--lifeline`}, "bad spec"},
 		{"forward off the loopback", decodeErr(DecodeHold), []string{env(`{"forward":{"listen":"0.0.0.0:3128","socket":"/s"}}`)}, "loopback"},
 		{"forward a name", decodeErr(DecodeHold), []string{env(`{"forward":{"listen":"localhost:3128","socket":"/s"}}`)}, "loopback"},

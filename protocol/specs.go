@@ -381,23 +381,22 @@ func checkPaths(paths []stage.Path) error {
 	return nil
 }
 
-// Watch is a container watcher's spec: the container, and its owner (a
-// pid and that process's start time, so pid reuse cannot pass for it).
-// Its stdin is the owner's lifeline: at EOF, if the owner is gone, the
-// watcher execs Remover (an absolute path: the CLI's binary, which links
+// Watch is a container watcher's spec: its owner (a pid and that
+// process's start time, so pid reuse cannot pass for it). One watcher
+// carries every container of its owner. Its stdin is the owner's lifeline
+// (ownership.Follow: each container listed or removed; one ownership.Ack
+// per message on its stdout): at its end, if the owner is gone, the
+// watcher starts Remover (an absolute path: the CLI's binary, which links
 // the Docker client the watcher does not) as EntryWatchRemove with the
-// same spec, and that removes the container.
+// same spec, the containers still listed on its stdin, and that removes
+// them.
 type Watch struct {
-	Container  string `json:"container"`
 	Owner      int    `json:"owner"`
 	OwnerStart string `json:"owner_start"`
 	Remover    string `json:"remover"`
 }
 
 func (w *Watch) validate() error {
-	if w.Container == "" || strings.ContainsAny(w.Container, "/ \x00") {
-		return fmt.Errorf("container %q: want a container id", w.Container)
-	}
 	if w.Owner <= 0 || w.OwnerStart == "" {
 		return fmt.Errorf("owner %d (start %q): both are required", w.Owner, w.OwnerStart)
 	}

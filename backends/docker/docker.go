@@ -44,13 +44,18 @@ var capabilities = []policy.Capability{
 // Backend starts hardened containers as sandboxes.
 type Backend struct {
 	cli *client.Client
-	// selfExe runs the watcher beside the container; insideExe is mounted
-	// as its holder (backends.Env.Inside).
+	// selfExe removes what the watcher beside the containers (watch.go)
+	// lists; insideExe is that watcher, and is mounted as each holder
+	// (backends.Env.Inside).
 	selfExe   string
 	insideExe string
-	host      string
-	engine    engineCache
-	runtime   runtimeCache
+	// watcher is the watcher of this process's containers: given
+	// (WithWatcher), else made on first use (watcherOf).
+	watcher     *Watcher
+	watcherOnce sync.Once
+	host        string
+	engine      engineCache
+	runtime     runtimeCache
 	// guess is the runtime a first start creates its container for while
 	// the daemon says its default (guessedRuntime; tests change it).
 	guess string
@@ -60,13 +65,28 @@ type Backend struct {
 }
 
 // New connects (lazily) to the daemon named by DOCKER_HOST or the default socket.
-func New(env backends.Env) (backends.Backend, error) {
+func New(env backends.Env) (backends.Backend, error) { return NewWith(env) }
+
+// Option sets up a Backend made by NewWith.
+type Option func(*Backend)
+
+// WithWatcher makes the Backend list its containers with w, which a
+// process hosting many Backends makes once (NewWatcher) and shares: one
+// watcher process for all their containers.
+func WithWatcher(w *Watcher) Option { return func(b *Backend) { b.watcher = w } }
+
+// NewWith is New with options.
+func NewWith(env backends.Env, opts ...Option) (backends.Backend, error) {
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
 	host, _ := os.Hostname()
-	return &Backend{cli: cli, selfExe: env.SelfExe, insideExe: env.Inside(), host: host, guess: guessedRuntime}, nil
+	b := &Backend{cli: cli, selfExe: env.SelfExe, insideExe: env.Inside(), host: host, guess: guessedRuntime}
+	for _, o := range opts {
+		o(b)
+	}
+	return b, nil
 }
 
 // Name implements backends.Backend.

@@ -64,9 +64,9 @@ type sandbox struct {
 	// closed once that is decided.
 	ctl      *control.Client
 	ctlReady chan struct{}
-	// watcher is the host's watcher's lifeline (watch.go), ended once the
-	// container is removed; nil until it started.
-	watcher *watcherLine
+	// listed: the container is on the host's watcher's list (watch.go),
+	// taken off once it is removed.
+	listed bool
 
 	// ov is the overlays of the checkout's discarded writes (nil: none).
 	ov *overlay.Set
@@ -106,8 +106,8 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 	return s, nil
 }
 
-// create makes the holder's container and its sandbox, and starts the
-// watcher that removes it when its owner dies; nothing runs in it yet.
+// create makes the holder's container and its sandbox, and lists it with
+// the watcher that removes it when its owner dies; nothing runs in it yet.
 func (b *Backend) create(ctx, setupCtx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, ov *overlay.Set) (*sandbox, error) {
 	endCreate := phase.Begin(ctx, "start.create")
 	created, err := b.cli.ContainerCreate(setupCtx, client.ContainerCreateOptions{
@@ -125,14 +125,14 @@ func (b *Backend) create(ctx, setupCtx context.Context, p *policy.Policy, rt run
 		close(s.ctlReady)
 	}
 	endWatcher := phase.Begin(ctx, "start.watcher")
-	line, err := b.startWatcher(s.id)
+	err = b.watcherOf().List(s.id)
 	endWatcher()
 	if err != nil {
 		s.closeListener(ln)
 		_ = b.remove(ctx, s.id)
 		return nil, err
 	}
-	s.watcher = &line
+	s.listed = true
 	return s, nil
 }
 
@@ -377,12 +377,10 @@ func (s *sandbox) Close(ctx context.Context) error {
 		if s.stopWatch != nil {
 			s.stopWatch()
 		}
-		if s.watcher != nil {
-			if err == nil {
-				_ = s.watcher.removed()
-			} else {
-				_ = s.watcher.Close()
-			}
+		if s.listed && err == nil {
+			// One it could not remove stays listed: the owner's death
+			// removes it then.
+			_ = s.b.watcherOf().Removed(s.id)
 		}
 		if err == nil {
 			// Only once the container is gone: its bind holds the overlay.

@@ -2,14 +2,18 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/moby/moby/client"
 
+	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/ownership"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
@@ -17,69 +21,288 @@ import (
 // A container's lifeline (the holder's stdin, closed by the daemon when
 // its owner dies) ends inside the container. The watcher is the host's
 // own: a process of ours, in a session of its own, whose stdin is a pipe
-// from the owner. When the owner dies (even by kill -9) the pipe closes
-// and the watcher removes the container, whatever runs inside it.
+// from the owner. One watcher carries every container of its owner
+// process: the owner lists each container on the pipe before it starts it
+// (and waits for the watcher's answer), and says when it removed one.
+// When the owner dies (even by kill -9) the pipe closes and the watcher
+// removes every container still listed, whatever runs inside them.
+//
+// The watcher's own death is noticed: its answers' pipe ends. Then the
+// owner starts another at once when it has containers listed (and lived a
+// while: no loop of restarts), and at the latest at its next List, and
+// lists again everything it holds. The watcher ends when nothing is listed
+// (the owner closes its pipe), so a Backend that made its own leaves no
+// process behind between runs.
 
-// watcherLine is the owner's end of its watcher's lifeline.
-type watcherLine struct{ w io.WriteCloser }
+// watchAnswerWait bounds how long the owner waits for its watcher's
+// answer to one message (a process start included, under load).
+const watchAnswerWait = 20 * time.Second
 
-// removed tells the watcher the container is gone and ends it: an owner
-// that exits right after its close would otherwise look dead to it, and
-// it would ask the daemon to remove what is no longer there.
-func (l watcherLine) removed() error {
-	_, _ = l.w.Write([]byte{ownership.RemovedWord})
-	return l.w.Close()
+// Watcher is the owner's side of its watcher. A process hosting many
+// Backends makes one (NewWatcher) and gives it to each (WithWatcher); a
+// Backend without one makes its own on first use.
+type Watcher struct {
+	exe, remover string
+
+	mu     sync.Mutex
+	listed map[string]bool
+	proc   *watcherProc
+	// starts counts the watcher processes started (tests).
+	starts int
 }
 
-// Close ends the watcher without a word: it removes the container if the
-// owner is gone by then.
-func (l watcherLine) Close() error { return l.w.Close() }
+// watcherProc is one watcher process.
+type watcherProc struct {
+	cmd     *exec.Cmd
+	in      *os.File
+	answers chan byte
+	started time.Time
+}
 
-// startWatcher starts the watcher of container id; what it returns ends
-// the watcher.
-func (b *Backend) startWatcher(id string) (watcherLine, error) {
-	pid := os.Getpid()
-	// The small binary waits; the CLI's, with the Docker client, is
-	// started only to remove.
-	exe := b.insideExe
-	if exe == "" {
-		exe = b.selfExe
+// NewWatcher is the watcher of this process's containers: the small
+// inside binary waits (the CLI's, env.SelfExe, when there is none), the
+// CLI's removes.
+func NewWatcher(env backends.Env) *Watcher {
+	return &Watcher{exe: env.Inside(), remover: env.SelfExe, listed: map[string]bool{}}
+}
+
+// List puts container id on the watcher's list and returns once the
+// watcher answered: from then on the owner's death removes it.
+func (w *Watcher) List(id string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.listed[id] {
+		return nil
 	}
-	argv, err := protocol.Argv(exe, protocol.EntryWatch,
-		protocol.Watch{Container: id, Owner: pid, OwnerStart: ownership.ProcessStart(pid), Remover: b.selfExe})
+	w.listed[id] = true
+	if err := w.say(ownership.Message{Op: ownership.Listed, ID: id}); err != nil {
+		delete(w.listed, id)
+		return fmt.Errorf("listing container %s with its watcher: %w", shortID(id), err)
+	}
+	return nil
+}
+
+// Removed takes container id, removed by the owner, off the list; the
+// watcher ends once nothing is listed.
+func (w *Watcher) Removed(id string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.listed[id] {
+		return nil
+	}
+	delete(w.listed, id)
+	err := w.say(ownership.Message{Op: ownership.Removed, ID: id})
+	if len(w.listed) == 0 && w.proc != nil {
+		// Its list is empty: it ends at once without asking after us.
+		w.drop()
+	}
+	return err
+}
+
+// Processes is how many watcher processes this Watcher started (tests).
+func (w *Watcher) Processes() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.starts
+}
+
+// Pid is the running watcher's pid, 0 when none runs (tests).
+func (w *Watcher) Pid() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.proc == nil {
+		return 0
+	}
+	return w.proc.cmd.Process.Pid
+}
+
+// say tells the running watcher m; with none running, or one that does
+// not answer, it starts another, which gets the whole list (m's change
+// included). w.mu is held.
+func (w *Watcher) say(m ownership.Message) error {
+	if w.proc != nil {
+		err := w.proc.say(m)
+		if err == nil {
+			return nil
+		}
+		w.drop()
+	}
+	if len(w.listed) == 0 {
+		return nil
+	}
+	return w.start()
+}
+
+// drop forgets the running watcher: its pipe closed, it ends (having
+// nothing listed, or its owner alive).
+func (w *Watcher) drop() {
+	_ = w.proc.in.Close()
+	w.proc = nil
+}
+
+// start starts a watcher and lists everything on it. w.mu is held.
+func (w *Watcher) start() error {
+	pid := os.Getpid()
+	argv, err := protocol.Argv(w.exe, protocol.EntryWatch,
+		protocol.Watch{Owner: pid, OwnerStart: ownership.ProcessStart(pid), Remover: w.remover})
 	if err != nil {
-		return watcherLine{}, err
+		return err
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("starting the containers' watcher: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		_, _ = inR.Close(), inW.Close()
+		return fmt.Errorf("starting the containers' watcher: %w", err)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = "/"
+	cmd.Stdin, cmd.Stdout = inR, outW
 	// Its own session: a Ctrl-C at the terminal, or a signal to the
 	// owner's process group, does not end it before its work.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	lifeline, err := cmd.StdinPipe()
+	err = cmd.Start()
+	_, _ = inR.Close(), outW.Close()
+	if err != nil {
+		_, _ = inW.Close(), outR.Close()
+		return fmt.Errorf("starting the containers' watcher: %w", err)
+	}
+	w.starts++
+	p := &watcherProc{cmd: cmd, in: inW, answers: make(chan byte, 1), started: time.Now()}
+	go p.readAnswers(outR)
+	go w.await(p)
+	var line []byte
+	for id := range w.listed {
+		if line, err = ownership.AppendMessage(line, ownership.Message{Op: ownership.Listed, ID: id}); err != nil {
+			break
+		}
+	}
 	if err == nil {
-		err = cmd.Start()
+		err = p.send(line, len(w.listed))
 	}
 	if err != nil {
-		return watcherLine{}, fmt.Errorf("starting the container's watcher: %w", err)
+		_ = inW.Close()
+		return fmt.Errorf("listing the containers with their watcher: %w", err)
 	}
-	go func() { _ = cmd.Wait() }()
-	return watcherLine{lifeline}, nil
+	w.proc = p
+	return nil
 }
 
-// RemoveOrphan is the watcher's remover, which the watcher (package
-// inside, in the small binary) execs once the owner died without saying
-// it removed the container: it removes the container.
-func RemoveOrphan(ctx context.Context, spec protocol.Watch, errOut io.Writer) int {
+// await reaps p and, when it died while still the watcher with something
+// listed, starts another at once (one that lived less than a second is
+// left to the next List: no loop of restarts).
+func (w *Watcher) await(p *watcherProc) {
+	_ = p.cmd.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.proc != p {
+		return
+	}
+	w.drop()
+	if len(w.listed) > 0 && time.Since(p.started) > time.Second {
+		_ = w.start()
+	}
+}
+
+// readAnswers passes the watcher's answers on; the channel closes when
+// they end (the watcher died) or one is not an answer.
+func (p *watcherProc) readAnswers(r *os.File) {
+	defer close(p.answers)
+	defer r.Close()
+	var b [1]byte
+	for {
+		if _, err := io.ReadFull(r, b[:]); err != nil || b[0] != ownership.Ack {
+			return
+		}
+		p.answers <- b[0]
+	}
+}
+
+// say sends m and waits for its answer.
+func (p *watcherProc) say(m ownership.Message) error {
+	line, err := ownership.AppendMessage(nil, m)
+	if err != nil {
+		return err
+	}
+	return p.send(line, 1)
+}
+
+// send writes line (n messages) and waits for n answers.
+func (p *watcherProc) send(line []byte, n int) error {
+	if _, err := p.in.Write(line); err != nil {
+		return fmt.Errorf("the watcher is gone: %w", err)
+	}
+	deadline := time.NewTimer(watchAnswerWait)
+	defer deadline.Stop()
+	for ; n > 0; n-- {
+		select {
+		case _, ok := <-p.answers:
+			if !ok {
+				return errors.New("the watcher ended before it answered")
+			}
+		case <-deadline.C:
+			return fmt.Errorf("the watcher did not answer within %v", watchAnswerWait)
+		}
+	}
+	return nil
+}
+
+// watcherOf is the Backend's watcher: the one it was given, else its own.
+func (b *Backend) watcherOf() *Watcher {
+	b.watcherOnce.Do(func() {
+		if b.watcher == nil {
+			b.watcher = NewWatcher(backends.Env{SelfExe: b.selfExe, InsideExe: b.insideExe})
+		}
+	})
+	return b.watcher
+}
+
+// RemoveOrphans is the watcher's remover, which the watcher (package
+// inside, in the small binary) starts once the owner died with containers
+// still listed: it removes the containers listed on in (the watcher's
+// lifeline messages; anything else refuses them all: `gc` is the way then).
+func RemoveOrphans(ctx context.Context, spec protocol.Watch, in io.Reader, errOut io.Writer) int {
+	ids, err := ownership.Follow(in, nil)
+	if err != nil {
+		fmt.Fprintf(errOut, "triage-sandbox: the containers to remove after their owner died: %v (run `triage-sandbox gc`)\n", err)
+		return 1
+	}
 	cli, err := client.New(client.FromEnv)
 	if err == nil {
 		_, err = cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
 	}
-	if err == nil {
-		err = (&Backend{cli: cli}).remove(ctx, spec.Container)
-	}
 	if err != nil {
-		fmt.Fprintf(errOut, "triage-sandbox: removing container %s after its owner died: %v (run `triage-sandbox gc`)\n", shortID(spec.Container), err)
+		fmt.Fprintf(errOut, "triage-sandbox: removing %d container(s) after their owner died: %v (run `triage-sandbox gc`)\n", len(ids), err)
 		return 1
 	}
-	return 0
+	b := &Backend{cli: cli}
+	// A few at once: a keeper host's thousand sessions end in seconds, not
+	// minutes, without a thousand requests at the daemon together.
+	errs := make([]error, len(ids))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(8, len(ids)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = b.remove(ctx, ids[i])
+			}
+		}()
+	}
+	for i := range ids {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	code := 0
+	for i, err := range errs {
+		if err != nil {
+			fmt.Fprintf(errOut, "triage-sandbox: removing container %s after its owner died: %v (run `triage-sandbox gc`)\n", shortID(ids[i]), err)
+			code = 1
+		}
+	}
+	return code
 }

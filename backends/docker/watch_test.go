@@ -1,14 +1,22 @@
 package docker_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/docker"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/ownership"
@@ -16,93 +24,269 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
-// TestWatcherRemovesTheContainerOfADeadOwner: the host's watcher removes a
-// container whose owner died, whatever runs inside (here a plain sleep
-// that no lifeline reaches); with the owner alive it leaves it alone (the
-// control: the owner removes its own containers), and it leaves it alone
-// too when the owner said it removed it before it exited. The watcher is
-// the small inside binary (which waits, then execs the CLI's to remove) or,
-// when that one cannot be used, the CLI's own.
-func TestWatcherRemovesTheContainerOfADeadOwner(t *testing.T) {
+// watchClient is a client of the test daemon.
+func watchClient(t *testing.T) *client.Client {
+	t.Helper()
 	testenv.RequireDocker(t)
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+	if _, err := cli.Ping(context.Background(), client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		t.Fatal(err)
 	}
+	return cli
+}
+
+// sleeper starts a container running a plain sleep that no lifeline
+// reaches; the test's cleanup removes it.
+func sleeper(t *testing.T, cli *client.Client) string {
+	t.Helper()
+	ctx := context.Background()
+	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &container.Config{Image: "triage-sandbox:latest", Cmd: []string{"sleep", "300"}, Entrypoint: []string{},
+			Labels: map[string]string{profiles.LabelOwner: "triage-sandbox-test"}},
+		HostConfig: &container.HostConfig{NetworkMode: "none"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := created.ID
+	t.Cleanup(func() { _, _ = cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true}) })
+	if _, err := cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func exists(cli *client.Client, id string) bool {
+	_, err := cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
+	return err == nil
+}
+
+func message(t *testing.T, op ownership.Op, id string) []byte {
+	t.Helper()
+	b, err := ownership.AppendMessage(nil, ownership.Message{Op: op, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestWatcherRemovesTheContainersOfADeadOwner: one watcher carries many
+// containers; it removes those still listed when its owner died, whatever
+// runs inside (here a plain sleep that no lifeline reaches); with the owner
+// alive it leaves them alone (the control: the owner removes its own), and
+// it leaves alone one the owner said it removed (still there here, so a
+// remove would show). A bad message ends its answers but not its watch.
+// The watcher is the small inside binary (which waits, then starts the
+// CLI's to remove) or, when that one cannot be used, the CLI's own.
+func TestWatcherRemovesTheContainersOfADeadOwner(t *testing.T) {
+	cli := watchClient(t)
 	cliBin, insideBin := testenv.Binary(t), testenv.InsideBinary(t)
 	for _, tc := range []struct {
-		watcher                          string
-		ownerDies, saysRemoved, wantGone bool
+		name                 string
+		watcher              string
+		ownerDies, badAtLast bool
 	}{
-		{watcher: insideBin, ownerDies: false, wantGone: false},
-		{watcher: insideBin, ownerDies: true, wantGone: true},
-		// An owner that said it removed the container and then exited:
-		// the watcher leaves the daemon alone (here the container is still
-		// there, so a remove would show).
-		{watcher: insideBin, ownerDies: true, saysRemoved: true, wantGone: false},
-		{watcher: cliBin, ownerDies: true, wantGone: true},
+		{name: "owner alive", watcher: insideBin},
+		{name: "owner dies", watcher: insideBin, ownerDies: true},
+		{name: "owner dies, the CLI's watcher", watcher: cliBin, ownerDies: true},
+		{name: "owner dies after a bad message", watcher: insideBin, ownerDies: true, badAtLast: true},
 	} {
-		ownerDies := tc.ownerDies
-		created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-			Config: &container.Config{Image: "triage-sandbox:latest", Cmd: []string{"sleep", "300"}, Entrypoint: []string{},
-				Labels: map[string]string{profiles.LabelOwner: "triage-sandbox-test"}},
-			HostConfig: &container.HostConfig{NetworkMode: "none"},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := created.ID
-		t.Cleanup(func() { _, _ = cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true}) })
-		if _, err := cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		owner := exec.Command("sleep", "60")
-		if err := owner.Start(); err != nil {
-			t.Fatal(err)
-		}
-		argv := protocol.MustArgv(tc.watcher, protocol.EntryWatch, protocol.Watch{Container: id,
-			Owner: owner.Process.Pid, OwnerStart: ownership.ProcessStart(owner.Process.Pid), Remover: cliBin})
-		watcher := exec.Command(argv[0], argv[1:]...)
-		lifeline, err := watcher.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := watcher.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if ownerDies {
-			_ = owner.Process.Kill()
-			_ = owner.Wait()
-		}
-		if tc.saysRemoved {
-			if _, err := lifeline.Write([]byte{docker.RemovedWord}); err != nil {
+		t.Run(tc.name, func(t *testing.T) {
+			listed := []string{sleeper(t, cli), sleeper(t, cli)}
+			removed := sleeper(t, cli)
+			owner := exec.Command("sleep", "60")
+			if err := owner.Start(); err != nil {
 				t.Fatal(err)
 			}
-		}
-		_ = lifeline.Close()
-		done := make(chan error, 1)
-		go func() { done <- watcher.Wait() }()
-		select {
-		case err := <-done:
+			defer func() { _ = owner.Process.Kill(); _ = owner.Wait() }()
+			argv := protocol.MustArgv(tc.watcher, protocol.EntryWatch, protocol.Watch{
+				Owner: owner.Process.Pid, OwnerStart: ownership.ProcessStart(owner.Process.Pid), Remover: cliBin})
+			watcher := exec.Command(argv[0], argv[1:]...)
+			lifeline, err := watcher.StdinPipe()
 			if err != nil {
-				t.Fatalf("owner dies %v: the watcher: %v", ownerDies, err)
+				t.Fatal(err)
 			}
-		case <-time.After(60 * time.Second):
-			_ = watcher.Process.Kill()
-			t.Fatalf("owner dies %v: the watcher did not end", ownerDies)
-		}
-		_, err = cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-		gone := err != nil
-		if gone != tc.wantGone {
-			t.Errorf("%+v: container gone %v (%v)", tc, gone, err)
-		}
-		if !ownerDies {
-			_ = owner.Process.Kill()
-			_ = owner.Wait()
+			answers, err := watcher.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := watcher.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var line []byte
+			for _, id := range append(listed, removed) {
+				line = append(line, message(t, ownership.Listed, id)...)
+			}
+			line = append(line, message(t, ownership.Removed, removed)...)
+			if _, err := lifeline.Write(line); err != nil {
+				t.Fatal(err)
+			}
+			var got [4]byte
+			if _, err := io.ReadFull(answers, got[:]); err != nil || string(got[:]) != "kkkk" {
+				t.Fatalf("answers %q (%v), want four", got, err)
+			}
+			if tc.badAtLast {
+				if _, err := lifeline.Write([]byte("W\x01?\x01a")); err != nil {
+					t.Fatal(err)
+				}
+				if n, err := answers.Read(got[:]); err != io.EOF {
+					t.Fatalf("after a bad message the watcher answered %q (%v), want the end of its answers", got[:n], err)
+				}
+			}
+			if tc.ownerDies {
+				_ = owner.Process.Kill()
+				_ = owner.Wait()
+			}
+			_ = lifeline.Close()
+			done := make(chan error, 1)
+			go func() { done <- watcher.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("the watcher: %v", err)
+				}
+			case <-time.After(60 * time.Second):
+				_ = watcher.Process.Kill()
+				t.Fatal("the watcher did not end")
+			}
+			for _, id := range listed {
+				if gone := !exists(cli, id); gone != tc.ownerDies {
+					t.Errorf("listed container gone %v, want %v", gone, tc.ownerDies)
+				}
+			}
+			if !exists(cli, removed) {
+				t.Error("the watcher removed a container its owner said it removed")
+			}
+		})
+	}
+}
+
+// TestWatcherOneProcessForMany: a Watcher lists many containers with one
+// process, which ends once nothing is listed; the next List starts another.
+func TestWatcherOneProcessForMany(t *testing.T) {
+	testenv.SkipShort(t, "starts the watcher binary")
+	w := docker.NewWatcher(backends.Env{SelfExe: testenv.Binary(t), InsideExe: testenv.InsideBinary(t)})
+	ids := []string{"aa", "bb", "cc"}
+	for _, id := range ids {
+		if err := w.List(id); err != nil {
+			t.Fatal(err)
 		}
 	}
+	pid := w.Pid()
+	if n := w.Processes(); n != 1 || pid == 0 {
+		t.Fatalf("%d watcher processes for three containers (pid %d), want one", n, pid)
+	}
+	for _, id := range ids {
+		if err := w.Removed(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.Pid() != 0 {
+		t.Error("a watcher still runs with nothing listed")
+	}
+	waitGone(t, pid)
+	if err := w.List("dd"); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.Processes(); n != 2 || w.Pid() == 0 {
+		t.Errorf("%d watcher processes after a List with none running, want 2", n)
+	}
+	if err := w.Removed("dd"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitGone waits for process pid (not our child) to end.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for i := 0; syscall.Kill(pid, 0) == nil; i++ {
+		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); strings.Contains(string(b), ") Z ") {
+			return
+		}
+		if i > 1000 {
+			t.Fatalf("process %d did not end", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestWatcherOfAKilledOwner: an owner process holding a Watcher (the
+// test binary again, below) lists containers, its watcher is killed (kill
+// -9) and the owner lists one more: the death is noticed and another
+// watcher gets the whole list. Then the owner is killed with kill -9:
+// every container it listed is removed, one it said it removed is not.
+func TestWatcherOfAKilledOwner(t *testing.T) {
+	cli := watchClient(t)
+	cliBin, insideBin := testenv.Binary(t), testenv.InsideBinary(t)
+	a, b, c, removed := sleeper(t, cli), sleeper(t, cli), sleeper(t, cli), sleeper(t, cli)
+	owner := exec.Command(os.Args[0], "-test.run=^TestWatcherOwnerHelper$")
+	owner.Env = append(os.Environ(), "WATCH_OWNER_HELPER=1", "WATCH_SELF="+cliBin, "WATCH_INSIDE="+insideBin,
+		"WATCH_FIRST="+a+","+b+","+removed, "WATCH_REMOVED="+removed, "WATCH_THEN="+c)
+	out, err := owner.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner.Stderr = os.Stderr
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = owner.Process.Kill(); _ = owner.Wait() }()
+	lines := bufio.NewScanner(out)
+	var said []string
+	for lines.Scan() {
+		said = append(said, lines.Text())
+		if lines.Text() == "ready" {
+			break
+		}
+	}
+	if len(said) == 0 || said[len(said)-1] != "ready" {
+		t.Fatalf("the owner said %q", said)
+	}
+	t.Logf("owner: %s", strings.Join(said, "; "))
+	if !strings.Contains(strings.Join(said, ";"), "processes 2") {
+		t.Fatalf("the owner did not start a second watcher after the first was killed: %q", said)
+	}
+	_ = owner.Process.Kill()
+	_ = owner.Wait()
+	deadline := time.Now().Add(60 * time.Second)
+	for _, id := range []string{a, b, c} {
+		for exists(cli, id) {
+			if time.Now().After(deadline) {
+				t.Fatalf("container %.12s of the killed owner still there after 60 s", id)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !exists(cli, removed) {
+		t.Error("the watcher removed a container its owner said it removed")
+	}
+}
+
+// TestWatcherOwnerHelper is TestWatcherOfAKilledOwner's owner.
+func TestWatcherOwnerHelper(t *testing.T) {
+	if os.Getenv("WATCH_OWNER_HELPER") != "1" {
+		t.Skip("the owner process of TestWatcherOfAKilledOwner")
+	}
+	w := docker.NewWatcher(backends.Env{SelfExe: os.Getenv("WATCH_SELF"), InsideExe: os.Getenv("WATCH_INSIDE")})
+	for _, id := range strings.Split(os.Getenv("WATCH_FIRST"), ",") {
+		if err := w.List(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Removed(os.Getenv("WATCH_REMOVED")); err != nil {
+		t.Fatal(err)
+	}
+	first := w.Pid()
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, first)
+	if err := w.List(os.Getenv("WATCH_THEN")); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("first watcher %d killed, now %d, processes %d\nready\n", first, w.Pid(), w.Processes())
+	time.Sleep(time.Minute)
 }

@@ -36,9 +36,12 @@ const (
 	closeGrace = 3 * time.Second
 )
 
-// sandbox is a running bundle: `runtime run` in the foreground holds the
-// holder, whose stdin (our pipe) is the lifeline; commands are started by
-// the holder over its control channel (runsc: `runtime exec`s).
+// sandbox is a running bundle: its holder's stdin (our pipe) is the
+// lifeline; commands are started by the holder over its control channel
+// (runsc: `runtime exec`s). runc and crun start it detached (`run
+// --detach`: the runtime ends once the holder runs, and the holder, its
+// orphan, comes to this process, a child subreaper, which reaps it;
+// detach.go); runsc stays in the foreground, holding the holder.
 type sandbox struct {
 	*holder.Base
 	b       *Backend
@@ -51,6 +54,12 @@ type sandbox struct {
 
 	run      *exec.Cmd
 	lifeline io.WriteCloser
+	// detached: the runtime was started with --detach; heldPidV is then
+	// the holder's pid (our child once the runtime ended), and heldEnd how
+	// it ended, set before Gone closes.
+	detached bool
+	heldPidV atomic.Int64
+	heldEnd  *os.ProcessState
 	// ctl starts commands through the holder (runtimes that pass
 	// descriptors); nil means a runtime exec per command.
 	ctl *control.Client
@@ -93,6 +102,10 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 		defer holderEnd.Close()
 		args = append(args, "--preserve-fds", "1")
 	}
+	s.detached = detaches(s.traits) && becomeSubreaper()
+	if s.detached {
+		args = append(args, "--detach")
+	}
 	s.run = s.rt(append(args, s.id)...)
 	if holderEnd != nil {
 		s.run.ExtraFiles = []*os.File{holderEnd}
@@ -113,10 +126,7 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", filepath.Base(s.runtime), err)
 	}
-	go func() {
-		_ = s.run.Wait()
-		close(s.Gone)
-	}()
+	go s.awaitHolder()
 	// The OOM watch is set up while the holder starts; no command runs
 	// before it is in place.
 	oomc := make(chan oomwatch.Counter, 1)
@@ -213,7 +223,7 @@ func (s *sandbox) endedErr(err error) error {
 	if s.killed.Load() || !s.awaitExit(time.Second) {
 		return err
 	}
-	end := holderexec.HolderEnd{Code: holderexec.CodeOf(s.run.ProcessState), KilledByHost: s.killed.Load(), Said: s.Out.Bytes(),
+	end := holderexec.HolderEnd{Code: holderexec.CodeOf(s.endState()), KilledByHost: s.killed.Load(), Said: s.Out.Bytes(),
 		Outside: "`" + filepath.Base(s.runtime) + " kill`, or a kill from the host"}
 	if s.oom != nil {
 		end.OOMKilled = s.oom.Kills(0) > 0
@@ -331,6 +341,9 @@ func (s *sandbox) Close(ctx context.Context) error {
 			case <-s.Gone:
 			case <-time.After(holderexec.AfterKillWait):
 				_ = s.run.Process.Kill()
+				if held := s.heldPid(); held > 0 {
+					_ = syscall.Kill(held, syscall.SIGKILL)
+				}
 				<-s.Gone
 			}
 		}
@@ -378,6 +391,10 @@ func (s *sandbox) awaitExit(d time.Duration) bool {
 // killed from outside, or `runtime run` itself died), so it must be
 // deleted. runsc keeps its state under the same --root.
 func (s *sandbox) stateLeft() bool {
+	if s.detached {
+		// Nothing waits in the foreground to delete it.
+		return true
+	}
 	if !s.killed.Load() && s.run != nil && s.run.ProcessState != nil && s.run.ProcessState.Exited() {
 		if _, err := os.Lstat(filepath.Join(s.b.runtimeRoot(), s.id)); errors.Is(err, os.ErrNotExist) {
 			return false

@@ -32,7 +32,7 @@ func sandboxEntries() map[protocol.Entry]func(args []string) int {
 		if err != nil {
 			return inside.Refused(err)
 		}
-		return docker.RemoveOrphan(ctx, spec, os.Stderr)
+		return docker.RemoveOrphans(ctx, spec, os.Stdin, os.Stderr)
 	}
 	entries[protocol.EntryKeeper] = func(args []string) int {
 		spec, err := protocol.DecodeKeeper(args)

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/triage-sandbox/triage-sandbox/inside/idlemem"
 	"github.com/triage-sandbox/triage-sandbox/inside/supervise"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
@@ -48,6 +49,8 @@ import (
 type resident struct {
 	w    *warden
 	busy atomic.Bool
+	// quiet is told of each command's end (nil: not told).
+	quiet *idlemem.Quiet
 }
 
 // take is control.ServeOptions.Resident: argv is BINARY __exec SPEC
@@ -76,6 +79,9 @@ func (r *resident) take(argv []string, files []*os.File) (func(context.Context) 
 	return func(ctx context.Context) int {
 		defer r.busy.Store(false)
 		defer r.w.residentEnds()
+		if r.quiet != nil {
+			defer r.quiet.Busy()
+		}
 		defer closeFiles(files)
 		o := ExecOptions{Argv: spec.Argv, Dir: spec.Dir, Timeout: spec.Timeout.D(), Grace: spec.Grace.D(),
 			Lifeline: spec.Lifeline, Stdin: files[0], Stdout: files[1], Stderr: files[2]}

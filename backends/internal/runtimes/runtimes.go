@@ -58,6 +58,10 @@ type Traits struct {
 	// backend covers each socket to mask on the host, in a view of its
 	// mount (oci.coverSockets).
 	IgnoresMaskedPaths bool
+	// InitOnHost: the container's first process (the holder) is a host
+	// process, named by `run --pid-file`; so the oci backend can start it
+	// detached and wait for it itself (gVisor's pid file names its kernel).
+	InitOnHost bool
 	// Flags are the global flags the oci backend gives the runtime.
 	Flags []string
 	// SocketFlags are global flags with which a Unix socket file bound
@@ -69,7 +73,7 @@ type Traits struct {
 
 // native is a runtime whose container is a set of the host kernel's
 // namespaces and cgroups (runc, crun, and any runtime not in the table).
-var native = Traits{PassesFDs: true, BindsSocketFile: true, SeccompOnExec: true}
+var native = Traits{PassesFDs: true, BindsSocketFile: true, SeccompOnExec: true, InitOnHost: true}
 
 // table holds the runtimes that differ from a native one, by the name of
 // the runtime's binary or of a Kubernetes RuntimeClass handler.
