@@ -555,6 +555,9 @@ func bindHosts(spec *specs.Spec, dir string) {
 func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, traits runtimes.Traits, ttl time.Duration) (*specs.Spec, error) {
 	endSpec := phase.Begin(ctx, "start.spec")
 	defer endSpec()
+	// The profile's resolution (a parse of Docker's profile, most of a
+	// millisecond or two) runs beside the rest of the spec.
+	seccomp := seccompAhead(ctx)
 	hold := HoldSpec(p, ttl)
 	if traits.PassesFDs {
 		// The holder serves commands on the channel the runtime passes as fd 3.
@@ -565,7 +568,7 @@ func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, t
 		return nil, err
 	}
 	hold.RunAs = runAs
-	spec, err := BundleHold(p, b.selfExe, hold)
+	spec, err := bundleHold(p, b.selfExe, hold, seccomp)
 	if err != nil {
 		return nil, err
 	}
@@ -580,6 +583,31 @@ func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, t
 	// the bundle directory's making, leaves the bundle's write a tenth of it.
 	_, _ = json.Marshal(spec)
 	return spec, nil
+}
+
+// seccompAhead starts resolving the sandbox's seccomp profile for a
+// process with no capabilities (what every bundle's holder has when its
+// filter is resolved: adaptToRuntime adds gVisor's after, as before) and
+// returns the resolution to hand bundleHold: the result ahead for a spec
+// with no bounding capabilities, defaultSeccomp's own for any other.
+func seccompAhead(ctx context.Context) seccompFunc {
+	type resolved struct {
+		sc  *specs.LinuxSeccomp
+		err error
+	}
+	done := make(chan resolved, 1)
+	go func() {
+		defer phase.Begin(ctx, "start.seccomp")()
+		sc, err := defaultSeccomp(&specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}})
+		done <- resolved{sc, err}
+	}()
+	return func(s *specs.Spec) (*specs.LinuxSeccomp, error) {
+		r := <-done
+		if s.Process != nil && s.Process.Capabilities != nil && len(s.Process.Capabilities.Bounding) > 0 {
+			return defaultSeccomp(s)
+		}
+		return r.sc, r.err
+	}
 }
 
 // adaptToRuntime changes what a runtime enforces differently (proc may be

@@ -102,6 +102,15 @@ func HoldSpec(p *policy.Policy, ttl time.Duration) protocol.Hold {
 // BundleHold is Bundle with the holder's spec given (typed until here: a
 // backend adds what its runtime needs, then the argv is encoded once).
 func BundleHold(p *policy.Policy, selfExe string, holdSpec protocol.Hold) (*specs.Spec, error) {
+	return bundleHold(p, selfExe, holdSpec, defaultSeccomp)
+}
+
+// seccompFunc resolves the sandbox's seccomp profile for a spec (by its
+// process's bounding capabilities): defaultSeccomp, or one resolved ahead.
+type seccompFunc func(*specs.Spec) (*specs.LinuxSeccomp, error)
+
+// bundleHold is BundleHold with the seccomp profile's resolution given.
+func bundleHold(p *policy.Policy, selfExe string, holdSpec protocol.Hold, seccomp seccompFunc) (*specs.Spec, error) {
 	if err := launch.CheckImageRoot(p, "the oci renderer"); err != nil {
 		return nil, err
 	}
@@ -149,7 +158,7 @@ func BundleHold(p *policy.Policy, selfExe string, holdSpec protocol.Hold) (*spec
 	// runc applies no seccomp filter unless told: use the sandbox's own
 	// profile (Docker's default, narrowed), resolved for this spec's (empty)
 	// capabilities.
-	sc, err := defaultSeccomp(s)
+	sc, err := seccomp(s)
 	if err != nil {
 		return nil, fmt.Errorf("building the seccomp profile: %w", err)
 	}

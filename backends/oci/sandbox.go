@@ -117,23 +117,18 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 		_ = s.run.Wait()
 		close(s.Gone)
 	}()
-	// The OOM watch is set up while the holder starts; no command runs
-	// before it is in place.
-	oomc := make(chan oomwatch.Counter, 1)
-	go func() { oomc <- s.watchOOM(ctx) }()
 	endReady := phase.Begin(ctx, "start.holder-ready")
 	err = s.Ready(ctx, opts)
 	endReady()
 	if err != nil {
-		go func() {
-			if c := <-oomc; c != nil {
-				_ = c.Close()
-			}
-		}()
 		return err
 	}
+	// The OOM watch once the holder said it is ready (no command runs
+	// before it is in place): runc writes the pid file as it lets the
+	// holder run, so it is there by then or at once. Polling for it all
+	// through the start took CPU from the runtime's own set-up.
 	endOOM := phase.Begin(ctx, "start.oom-watch")
-	s.oom = <-oomc
+	s.oom = s.watchOOM(ctx)
 	endOOM()
 	return nil
 }
