@@ -558,6 +558,16 @@ func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, t
 	// The profile's resolution (a parse of Docker's profile, most of a
 	// millisecond or two) runs beside the rest of the spec.
 	seccomp := seccompAhead(ctx)
+	// encoding/json builds its encoders for a type and every type under it
+	// on first use, which for a spec's costs most of a millisecond: an
+	// empty spec's encode, beside the rest, leaves the bundle's write a
+	// tenth of it.
+	warm := make(chan struct{})
+	go func() {
+		defer close(warm)
+		_, _ = json.Marshal(&specs.Spec{})
+	}()
+	defer func() { <-warm }()
 	hold := HoldSpec(p, ttl)
 	if traits.PassesFDs {
 		// The holder serves commands on the channel the runtime passes as fd 3.
@@ -578,10 +588,6 @@ func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, t
 		spec.Version = v
 	}
 	adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p)
-	// encoding/json builds its encoder for each type on first use, which
-	// for a spec's types costs most of a millisecond: an encode here, beside
-	// the bundle directory's making, leaves the bundle's write a tenth of it.
-	_, _ = json.Marshal(spec)
 	return spec, nil
 }
 
