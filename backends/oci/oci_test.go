@@ -653,3 +653,40 @@ func TestMaskMounts(t *testing.T) {
 		}
 	}
 }
+
+// TestSeccompResolvedAhead: the filter the backend resolves beside the
+// rest of the spec (seccompAhead) is the one BundleHold resolves in series,
+// for the holder's process (no capabilities); a spec whose process has
+// bounding capabilities (which Docker's profile answers with more
+// syscalls) gets its own, not the one resolved ahead.
+func TestSeccompResolvedAhead(t *testing.T) {
+	ctx := context.Background()
+	p := buildPolicy(t, profiles.RoleAgent, "")
+	b := &Backend{selfExe: selfExe, stateDir: t.TempDir()}
+	spec, err := b.renderSpec(ctx, p, filepath.Join(t.TempDir(), "runc"), traitsFor("runc", p), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, err := Bundle(p, selfExe, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(spec.Linux.Seccomp, serial.Linux.Seccomp) {
+		t.Fatal("the backend's bundle has another seccomp filter than BundleHold resolves")
+	}
+	admin := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{Bounding: []string{"CAP_SYS_ADMIN"}}}}
+	want, err := defaultSeccomp(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.DeepEqual(want, serial.Linux.Seccomp) {
+		t.Fatal("CAP_SYS_ADMIN changes nothing in the profile: this test cannot tell the filters apart")
+	}
+	got, err := seccompAhead(ctx)(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("a spec with bounding capabilities got the filter resolved ahead for none")
+	}
+}
