@@ -7,8 +7,9 @@
 // Trace phases (TRIAGE_SANDBOX_TRACE, package internal/phase): start.rootfs
 // (the daemon's answer and the lease, beside the rest) or
 // start.rootfs-remembered, start.spec (beside start.bundle-dir,
-// start.overlays and start.netns), start.bundle-write, start.runtime-spawn,
-// start.holder-ready, start.oom-watch, start.rootfs-confirm;
+// start.overlays and start.netns; start.seccomp within it, beside the
+// rest of the spec), start.bundle-write, start.runtime-spawn,
+// start.holder-ready, start.oom-watch (after it), start.rootfs-confirm;
 // close.runtime-exit, close.delete (only when the runtime kept state),
 // close.bundle.
 package oci
