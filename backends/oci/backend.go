@@ -555,8 +555,8 @@ func bindHosts(spec *specs.Spec, dir string) {
 func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, traits runtimes.Traits, ttl time.Duration) (*specs.Spec, error) {
 	endSpec := phase.Begin(ctx, "start.spec")
 	defer endSpec()
-	// The profile's resolution (a parse of Docker's profile, most of a
-	// millisecond or two) runs beside the rest of the spec.
+	// The profile's resolution (a parse of Docker's profile: 1 to 2 ms)
+	// runs beside the rest of the spec.
 	seccomp := seccompAhead(ctx)
 	// encoding/json builds its encoders for a type and every type under it
 	// on first use, which for a spec's costs most of a millisecond: an
