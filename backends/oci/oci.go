@@ -9,7 +9,7 @@
 // start.rootfs-remembered, start.spec (beside start.bundle-dir,
 // start.overlays and start.netns; start.seccomp within it, beside the
 // rest of the spec), start.bundle-write, start.runtime-spawn,
-// start.holder-ready, start.oom-watch (after it), start.rootfs-confirm;
+// start.holder-ready, start.oom-watch, start.rootfs-confirm;
 // close.runtime-exit, close.delete (only when the runtime kept state),
 // close.bundle.
 package oci

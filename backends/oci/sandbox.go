@@ -138,32 +138,18 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 	return nil
 }
 
-// pidFileWait bounds the wait for the runtime's pid file; it is looked
-// for every pidFilePoll, or every pidFileBackstop when the bundle
-// directory's changes wake the wait.
-const (
-	pidFileWait     = 5 * time.Second
-	pidFilePoll     = time.Millisecond
-	pidFileBackstop = 50 * time.Millisecond
-)
+// pidFileWait bounds the wait for the runtime's pid file.
+const pidFileWait = 5 * time.Second
 
 // watchOOM starts counting OOM kills in the container's memory cgroup, or
 // returns nil. Without it a run still ends right; it only cannot say why
 // a SIGKILL came. runc writes the pid file once the holder's exec is under
 // way (atomically: a rename), so it is waited for while the runtime runs,
-// within pidFileWait: woken by the bundle directory's changes (inotify;
-// polling every millisecond instead took CPU from the runtime's own
-// set-up, 40 to 50 wake-ups a start), with a tick as the backstop.
+// within pidFileWait.
 func (s *sandbox) watchOOM(ctx context.Context) oomwatch.Counter {
 	path := filepath.Join(s.dir, "pid")
 	deadline := time.NewTimer(pidFileWait)
 	defer deadline.Stop()
-	tick := pidFilePoll
-	changed, stop, err := dirChanges(s.dir)
-	if err == nil {
-		defer stop()
-		tick = pidFileBackstop
-	}
 	var pid int
 	for {
 		b, err := os.ReadFile(path)
@@ -185,8 +171,7 @@ func (s *sandbox) watchOOM(ctx context.Context) oomwatch.Counter {
 			return nil
 		case <-deadline.C:
 			return nil
-		case <-changed:
-		case <-time.After(tick):
+		case <-time.After(time.Millisecond):
 		}
 	}
 	c, err := oomwatch.ForPID(pid)
