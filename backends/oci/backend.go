@@ -555,19 +555,6 @@ func bindHosts(spec *specs.Spec, dir string) {
 func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, traits runtimes.Traits, ttl time.Duration) (*specs.Spec, error) {
 	endSpec := phase.Begin(ctx, "start.spec")
 	defer endSpec()
-	// The profile's resolution (a parse of Docker's profile: 1 to 2 ms)
-	// runs beside the rest of the spec.
-	seccomp := seccompAhead(ctx)
-	// encoding/json builds its encoders for a type and every type under it
-	// on first use, which for a spec's costs most of a millisecond: an
-	// empty spec's encode, beside the rest, leaves the bundle's write a
-	// tenth of it.
-	warm := make(chan struct{})
-	go func() {
-		defer close(warm)
-		_, _ = json.Marshal(&specs.Spec{})
-	}()
-	defer func() { <-warm }()
 	hold := HoldSpec(p, ttl)
 	if traits.PassesFDs {
 		// The holder serves commands on the channel the runtime passes as fd 3.
@@ -578,7 +565,7 @@ func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, t
 		return nil, err
 	}
 	hold.RunAs = runAs
-	spec, err := bundleHold(p, b.selfExe, hold, seccomp)
+	spec, err := BundleHold(p, b.selfExe, hold)
 	if err != nil {
 		return nil, err
 	}
@@ -588,32 +575,11 @@ func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, t
 		spec.Version = v
 	}
 	adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p)
+	// encoding/json builds its encoder for each type on first use, which
+	// for a spec's types costs most of a millisecond: an encode here, beside
+	// the bundle directory's making, leaves the bundle's write a tenth of it.
+	_, _ = json.Marshal(spec)
 	return spec, nil
-}
-
-// seccompAhead starts resolving the sandbox's seccomp profile for a
-// process with no capabilities (what every bundle's holder has when its
-// filter is resolved: adaptToRuntime adds gVisor's after, as before) and
-// returns the resolution to hand bundleHold: the result ahead for a spec
-// with no bounding capabilities, defaultSeccomp's own for any other.
-func seccompAhead(ctx context.Context) seccompFunc {
-	type resolved struct {
-		sc  *specs.LinuxSeccomp
-		err error
-	}
-	done := make(chan resolved, 1)
-	go func() {
-		defer phase.Begin(ctx, "start.seccomp")()
-		sc, err := defaultSeccomp(&specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}})
-		done <- resolved{sc, err}
-	}()
-	return func(s *specs.Spec) (*specs.LinuxSeccomp, error) {
-		r := <-done
-		if s.Process != nil && s.Process.Capabilities != nil && len(s.Process.Capabilities.Bounding) > 0 {
-			return defaultSeccomp(s)
-		}
-		return r.sc, r.err
-	}
 }
 
 // adaptToRuntime changes what a runtime enforces differently (proc may be

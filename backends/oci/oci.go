@@ -7,8 +7,7 @@
 // Trace phases (TRIAGE_SANDBOX_TRACE, package internal/phase): start.rootfs
 // (the daemon's answer and the lease, beside the rest) or
 // start.rootfs-remembered, start.spec (beside start.bundle-dir,
-// start.overlays and start.netns; start.seccomp within it, beside the
-// rest of the spec), start.bundle-write, start.runtime-spawn,
+// start.overlays and start.netns), start.bundle-write, start.runtime-spawn,
 // start.holder-ready, start.oom-watch, start.rootfs-confirm;
 // close.runtime-exit, close.delete (only when the runtime kept state),
 // close.bundle.
@@ -103,15 +102,6 @@ func HoldSpec(p *policy.Policy, ttl time.Duration) protocol.Hold {
 // BundleHold is Bundle with the holder's spec given (typed until here: a
 // backend adds what its runtime needs, then the argv is encoded once).
 func BundleHold(p *policy.Policy, selfExe string, holdSpec protocol.Hold) (*specs.Spec, error) {
-	return bundleHold(p, selfExe, holdSpec, defaultSeccomp)
-}
-
-// seccompFunc resolves the sandbox's seccomp profile for a spec (by its
-// process's bounding capabilities): defaultSeccomp, or one resolved ahead.
-type seccompFunc func(*specs.Spec) (*specs.LinuxSeccomp, error)
-
-// bundleHold is BundleHold with the seccomp profile's resolution given.
-func bundleHold(p *policy.Policy, selfExe string, holdSpec protocol.Hold, seccomp seccompFunc) (*specs.Spec, error) {
 	if err := launch.CheckImageRoot(p, "the oci renderer"); err != nil {
 		return nil, err
 	}
@@ -159,7 +149,7 @@ func bundleHold(p *policy.Policy, selfExe string, holdSpec protocol.Hold, seccom
 	// runc applies no seccomp filter unless told: use the sandbox's own
 	// profile (Docker's default, narrowed), resolved for this spec's (empty)
 	// capabilities.
-	sc, err := seccomp(s)
+	sc, err := defaultSeccomp(s)
 	if err != nil {
 		return nil, fmt.Errorf("building the seccomp profile: %w", err)
 	}
