@@ -5,7 +5,7 @@
 // holder over its control socket or, without one, by a `docker exec`.
 //
 // Trace phases (TRIAGE_SANDBOX_TRACE, package internal/phase), in order:
-// start.ask, start.render, start.create, start.watcher, then at once
+// start.ask, start.render, start.create, then at once start.watcher,
 // start.attach, start.wait, start.oom-watch and what is left of the runtime
 // question (start.confirm), start.container-start, start.holder-ready;
 // close.remove. For a normal user's checkout, start.overlay (within

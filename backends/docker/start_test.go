@@ -248,3 +248,49 @@ func TestStartUnderADefaultOfAnotherName(t *testing.T) {
 		t.Fatalf("created for runtimes %q, want [\"\" %s] (the first lets the daemon choose, the second names its choice)", got, def)
 	}
 }
+
+// The container is listed with its watcher beside the attach, not before,
+// but nothing runs in the container before the watcher does: a watcher
+// that cannot start (here the binary it runs is not executable; the same
+// file is mounted as the holder, which never gets to run) fails the start,
+// and the container is removed without ever starting.
+func TestStartRefusedWithoutItsWatcher(t *testing.T) {
+	testenv.RequireDocker(t)
+	inside := filepath.Join(t.TempDir(), "triage-sandbox-inside")
+	src, err := os.ReadFile(testenv.InsideBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(inside, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(inside), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bk, err := docker.New(backends.Env{SelfExe: testenv.Binary(t), InsideExe: inside})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bk.(*docker.Backend)
+	var seen creates
+	seen.record(b)
+	f := newFixture(t)
+	p := build(t, f, "agent", currentHost(t))
+	since := time.Now()
+	_, err = sandbox.Run(context.Background(), b, sandbox.Request{
+		Policy: p, Command: backends.Command{Argv: []string{"true"}},
+		Streams: backends.Streams{Stdout: io.Discard, Stderr: io.Discard},
+	})
+	if err == nil || !strings.Contains(err.Error(), "starting the containers' watcher") {
+		t.Fatalf("run: %v; want the start refused for want of the container's watcher", err)
+	}
+	reqs := seen.all()
+	if len(reqs) != 1 {
+		t.Fatalf("%d create request(s), want 1", len(reqs))
+	}
+	cli := b.Client()
+	assertNameGone(t, cli, reqs[0].Name)
+	if n := startedSince(t, cli, reqs[0].Name, since); n != 0 {
+		t.Fatalf("the container was started %d time(s) though its watcher never ran", n)
+	}
+}
