@@ -260,7 +260,7 @@ round() {
     kill -9 "$host"
     # The lifelines end the sandboxes' processes; gc sweeps what the dead
     # host left once they are gone.
-    for _ in $(seq 1 30); do left "$host" | grep -q '^process' || break; sleep 1; done
+    for _ in $(seq 1 30); do left "$host" | grep '^process' >/dev/null || break; sleep 1; done # grep -q would end the listing's pipe early
     "$bin" gc >/dev/null 2>&1 || { echo "bench-sessions: gc failed" >&2; exit 1; }
     check "kill -9 of the keeper host, then gc" "$host"
     ;;
