@@ -41,7 +41,7 @@ import (
 // variables), and the fast path runs a front's `run` in the keeper only
 // when the front's environment is the keeper's (fastpath.SameEnv). So a
 // client's keeper is hosted only by a host started with the client's own
-// environment (but for PWD, OLDPWD and _, as SameEnv) from the client's
+// environment (but for PWD, OLDPWD, _ and SHLVL, as SameEnv) from the client's
 // own binary (fastpath.FileID): what a keeper process of its own would
 // have had.
 

@@ -151,8 +151,12 @@ func DecodeFallback(b []byte) (Fallback, error) {
 
 // placeVars are what a shell or a process start sets per directory or
 // command, which no CLI code reads but through os.Getwd (which checks it):
-// the working directory is compared as Request.Cwd instead.
-var placeVars = []string{"PWD=", "OLDPWD=", "_="}
+// the working directory is compared as Request.Cwd instead. SHLVL is the
+// shell's nesting, which bash lowers when it execs a subshell's last
+// command: the same script's runs differ by it (a keeper host per value,
+// and every fast run falling back, before); no code of ours reads it, and
+// the sandbox's environment is compiled from the front's own.
+var placeVars = []string{"PWD=", "OLDPWD=", "_=", "SHLVL="}
 
 // SameEnv: the two environments are the same but for placeVars.
 func SameEnv(a, b []string) bool { return envDigest(a) == envDigest(b) }
