@@ -107,16 +107,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 		return fail(err)
 	}
 	out = runreport.New(p)
-	endRedactor := phase.Begin(cmd.Context(), "redactor")
-	req := sandbox.Request{
-		Policy: p, Timeout: f.timeout, Command: backends.Command{Argv: args},
-		Redactor: f.pf.redactor(p, host), Raw: f.raw,
-		Task: f.task, Confirm: operatorConfirm(&confirm.Memory{}),
-	}
-	if f.pf.kept != nil {
-		req.Gatekeeper, _ = f.pf.gatekeeper(p)
-	}
-	endRedactor()
+	req := f.request(cmd.Context(), p, host, args)
 	b, err := f.backend(cmd.Context(), p)
 	if err != nil {
 		return fail(sandbox.RecordRefusal(req, err))
@@ -140,7 +131,26 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 		noteRoute(host.Cwd, p)
 	}
 	reportRun(stderr, p, res, f.timeout)
-	code := sandbox.ExitCode(res.Result)
+	return f.exit(stdout, out, sandbox.ExitCode(res.Result))
+}
+
+// request is the sandbox request of a compiled policy: its redactor, and
+// the gate a kept compile kept.
+func (f *runFlags) request(ctx context.Context, p *policy.Policy, host policy.Host, args []string) sandbox.Request {
+	defer phase.Begin(ctx, "redactor")()
+	req := sandbox.Request{
+		Policy: p, Timeout: f.timeout, Command: backends.Command{Argv: args},
+		Redactor: f.pf.redactor(p, host), Raw: f.raw,
+		Task: f.task, Confirm: operatorConfirm(&confirm.Memory{}),
+	}
+	if f.pf.kept != nil {
+		req.Gatekeeper, _ = f.pf.gatekeeper(p)
+	}
+	return req
+}
+
+// exit ends a run that ran: its report with --json, and its exit code.
+func (f *runFlags) exit(stdout io.Writer, out *runreport.Report, code int) error {
 	if f.asJSON {
 		if err := json.NewEncoder(stdout).Encode(out); err != nil {
 			return refuse(err)

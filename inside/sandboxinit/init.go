@@ -92,27 +92,13 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	// A command may fill the process table; the holder needing a thread
 	// then would die of it and take the sandbox (a session) with it.
 	supervise.ReserveThreads()
-	var w *warden
-	if o.SweepLeftovers {
-		var err error
-		if w, err = newWarden(o.Thread); err != nil {
-			_ = protocol.WriteStatus(statusOut(o), protocol.Status{State: protocol.StateHolderFailed,
-				Detail: "it cannot collect what commands leave behind: " + err.Error()})
-			return exitcodeRefused
-		}
-		wctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go w.watch(wctx)
-		// From the thread that started every child: under Landlock without
-		// thread sync only that thread's kills reach them (see warden).
-		kill := killAll
-		killAll = func() { w.onThread(kill) }
-		defer func() {
-			if n := w.killedSoFar(); n > 0 {
-				fmt.Fprintf(o.Stderr, "triage-sandbox: killed %d process(es) a command left behind when its supervisor died\n", n)
-			}
-		}()
+	w, killAll, endWarden, err := startWarden(ctx, o, killAll)
+	if err != nil {
+		_ = protocol.WriteStatus(statusOut(o), protocol.Status{State: protocol.StateHolderFailed,
+			Detail: "it cannot collect what commands leave behind: " + err.Error()})
+		return exitcodeRefused
 	}
+	defer endWarden()
 	// The lifetime counts from the holder's start, not from its staged
 	// copy: a pooled sandbox waits for its copy until a run takes it, and
 	// its lifetime bounds that wait too.
@@ -173,6 +159,29 @@ func Hold(ctx context.Context, o HoldOptions) int {
 		stop()
 		return ExitLifelineCut
 	}
+}
+
+// startWarden starts the warden that collects what commands leave behind,
+// when o asks for one (else w is nil), and returns the holder's kill as it
+// must then be called; end stops the warden and says what it killed.
+func startWarden(ctx context.Context, o HoldOptions, killAll func()) (w *warden, kill func(), end func(), err error) {
+	if !o.SweepLeftovers {
+		return nil, killAll, func() {}, nil
+	}
+	if w, err = newWarden(o.Thread); err != nil {
+		return nil, nil, nil, err
+	}
+	wctx, stop := context.WithCancel(ctx)
+	go w.watch(wctx)
+	end = func() {
+		stop()
+		if n := w.killedSoFar(); n > 0 {
+			fmt.Fprintf(o.Stderr, "triage-sandbox: killed %d process(es) a command left behind when its supervisor died\n", n)
+		}
+	}
+	// From the thread that started every child: under Landlock without
+	// thread sync only that thread's kills reach them (see warden).
+	return w, func() { w.onThread(killAll) }, end, nil
 }
 
 // stageIn unpacks the staged copy that comes ahead of the lifeline on
