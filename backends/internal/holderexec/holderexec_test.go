@@ -2,6 +2,7 @@ package holderexec
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"testing"
@@ -18,7 +19,7 @@ func TestSaidLine(t *testing.T) {
 		"":                       "",
 		"  \n ":                  "",
 		"runc: oops\n  second  ": ": runc: oops second",
-		"triage-sandbox-status {\"protocol\":1,\"state\":\"staging_failed\",\"detail\":\"full\"}\n": ": staging failed: full",
+		fmt.Sprintf("triage-sandbox-status {\"protocol\":%d,\"state\":\"staging_failed\",\"detail\":\"full\"}\n", protocol.Version): ": staging failed: full",
 	} {
 		if got := SaidLine([]byte(in)); got != want {
 			t.Errorf("SaidLine(%q) = %q, want %q", in, got, want)
