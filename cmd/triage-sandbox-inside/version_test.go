@@ -31,7 +31,7 @@ func TestVersionMismatch(t *testing.T) {
 		{protocol.EntryExec, `{"argv":["true"]}`, 0, false}, // a build before versions
 		{protocol.EntryExec, `{"protocol":99,"spec":{"argv":["true"],"new_field":1}}`, 99, false},
 		{protocol.EntryHold, `{"protocol":0,"spec":{}}`, 0, true},
-		{protocol.EntryLocal, `{"protocol":2,"spec":{}}`, 2, true},
+		{protocol.EntryLocal, `{"protocol":98,"spec":{}}`, 98, true}, // a later build
 	} {
 		t.Run(fmt.Sprintf("%s/%d", tt.entry, tt.version), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -37,7 +37,9 @@ func TestInitCost(t *testing.T) {
 			// at init (about 1 ms for reference). A patched copy needs a
 			// go.mod replace, which `go install ...@VERSION` (the Action's
 			// install) refuses; upstream's fix is distribution/reference#25.
-			"github.com/distribution/reference":   3600,
+			// 3,600 here; 3,602 once under CI's load (a collection
+			// during its init counts a few more): bounded with room.
+			"github.com/distribution/reference":   3650,
 			"github.com/opencontainers/go-digest": 841,
 			// 4; 15 with its volume-name expression compiled at init.
 			"github.com/triage-sandbox/triage-sandbox/backends/docker": 8,
