@@ -18,7 +18,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/config"
 	"github.com/triage-sandbox/triage-sandbox/egress/allow"
 	"github.com/triage-sandbox/triage-sandbox/gitconfig"
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/gitconfig"
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 )
 
 // The git configuration of a mounted repository is shown sanitised. A CI

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 )
 
 // Prepared caches. Every reproducer is a fresh sandbox, so its Go build

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/mod/module"
 
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 )
 
 // Go dependencies without the network. A reproducer has no route out, so

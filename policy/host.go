@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 )
 
 // Host is what Build needs to know about the machine and the caller. Tests

@@ -10,7 +10,7 @@ import (
 )
 
 // hostReads are the calls that read the host's filesystem around the
-// recorder (internal/hostread): a compile that made one would read a
+// recorder (hostread): a compile that made one would read a
 // path its record lacks, and a keeper would reuse a policy that path no
 // longer gives.
 var hostReads = map[string]map[string]bool{
@@ -60,7 +60,7 @@ func TestCompileReadsGoThroughTheRecorder(t *testing.T) {
 		key := where[:strings.LastIndex(where, ": ")]
 		seen[key] = true
 		if _, ok := readsAllowed[key]; !ok {
-			t.Errorf("%s reads the host around the recorder: read through Host.Reads (internal/hostread) or, if it is no part of a compile, add it to readsAllowed with why", where)
+			t.Errorf("%s reads the host around the recorder: read through Host.Reads (hostread) or, if it is no part of a compile, add it to readsAllowed with why", where)
 		}
 	}
 	for key := range readsAllowed {

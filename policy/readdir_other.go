@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 )
 
 // direntBufSize: os.File.ReadDir needs no buffer of ours.

@@ -8,7 +8,7 @@ import (
 	"syscall"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 

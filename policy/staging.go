@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 )
 
 // Staging bounds what the sandbox writes and keeps it off the host while

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 )
 
 // A python environment made from the system's interpreter (python =

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/triage-sandbox/triage-sandbox/config"
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 )
 
 // A venv runs on its base interpreter's prefix (pyvenv.cfg `home`): the

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"

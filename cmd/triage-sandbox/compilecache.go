@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends/builtin"
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/output"
 	"github.com/triage-sandbox/triage-sandbox/policy"

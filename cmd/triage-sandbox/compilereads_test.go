@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/triage-sandbox/triage-sandbox/internal/hostread"
+	"github.com/triage-sandbox/triage-sandbox/hostread"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
