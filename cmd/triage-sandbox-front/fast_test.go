@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -168,35 +169,7 @@ func TestFastPathFrontKilled(t *testing.T) {
 	s := newFastSetup(t)
 	off := s.traceLen(t)
 	cmd := exec.Command(s.front, "run", "--session", "s1", "--", "sleep", "31.25")
-	cmd.Dir = s.ws
-	cmd.Env = append(os.Environ(), s.env...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	running := func() bool {
-		out, _ := exec.Command("pgrep", "-f", "^sleep 31.25$").Output()
-		return len(bytes.TrimSpace(out)) > 0
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !running() {
-		if time.Now().After(deadline) {
-			t.Fatal("the command did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	for deadline = time.Now().Add(10 * time.Second); running(); {
-		if time.Now().After(deadline) {
-			t.Fatal("the command outlived its front's SIGKILL by 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if procs, fast, _ := s.procsSince(t, off); procs["cli"] {
-		t.Fatalf("the CLI ran it (processes %v, fast %v): this test is of the keeper's path", procs, fast)
-	}
+	killFrontMidCommand(t, s, cmd, "31.25", off)
 	if r := runBin(t, s.ws, s.env, s.front, "run", "--session", "s1", "--", "true"); r.code != 0 {
 		t.Fatalf("the session after the kill: %+v", r)
 	}
@@ -227,5 +200,42 @@ func sameAsCLICases(run func(args ...string) []string) []sameAsCLICase {
 		{"json", run("--json", "--", "true"), true, 0},
 		{"confirm falls back", run("--", "make", "deploy"), false, exitcode.Refused},
 		{"stdin falls back", run("--stdin", "--", "true"), false, 0},
+	}
+}
+
+// killFrontMidCommand starts cmd (a front whose keeper runs `sleep
+// MARKER`), SIGKILLs it once the command runs, and fails unless the
+// command is gone within 10 s and the keeper, not the CLI, ran it (the
+// trace after offset off).
+func killFrontMidCommand(t *testing.T, s fastSetup, cmd *exec.Cmd, marker string, off int) {
+	t.Helper()
+	cmd.Dir = s.ws
+	cmd.Env = append(os.Environ(), s.env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	running := func() bool {
+		out, _ := exec.Command("pgrep", "-f", "^sleep "+regexp.QuoteMeta(marker)+"$").Output()
+		return len(bytes.TrimSpace(out)) > 0
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !running() {
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	for deadline = time.Now().Add(10 * time.Second); running(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the command outlived its front's SIGKILL by 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if procs, fast, _ := s.procsSince(t, off); procs["cli"] {
+		t.Fatalf("the CLI ran it (processes %v, fast %v): this test is of the keeper's path", procs, fast)
 	}
 }

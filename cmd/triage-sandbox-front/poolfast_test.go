@@ -263,35 +263,7 @@ func TestPooledFastPathFrontKilled(t *testing.T) {
 	awaitSandboxes(t, pid, poolSize, "after the first run")
 	off := s.traceLen(t)
 	cmd := exec.Command(s.front, "run", "--", "sh", "-c", "touch $HOME/used-by-the-killed-run; exec sleep 31.75")
-	cmd.Dir = s.ws
-	cmd.Env = append(os.Environ(), s.env...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	running := func() bool {
-		out, _ := exec.Command("pgrep", "-f", "^sleep 31.75$").Output()
-		return len(strings.TrimSpace(string(out))) > 0
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !running() {
-		if time.Now().After(deadline) {
-			t.Fatal("the command did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	for deadline = time.Now().Add(10 * time.Second); running(); {
-		if time.Now().After(deadline) {
-			t.Fatal("the command outlived its front's SIGKILL by 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if procs, fast, _ := s.procsSince(t, off); procs["cli"] {
-		t.Fatalf("the CLI ran it (processes %v, fast %v): this test is of the keeper's path", procs, fast)
-	}
+	killFrontMidCommand(t, s, cmd, "31.75", off)
 	awaitSandboxes(t, pid, poolSize, "after the kill")
 	// Every sandbox the pool holds now, and one started for a run past
 	// them, is fresh.
