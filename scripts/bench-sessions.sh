@@ -5,7 +5,8 @@
 # (docker, oci or local) through the real CLI, and prints the time to start
 # them and the resident memory of every process they added, by pid: the
 # keeper host, the docker watchers, the oci `runc run`s, the holders (the
-# runtime's shim and the daemon excluded), in total and per session. Then
+# runtime's shim and the daemon excluded), in total and per session, and
+# the processor time they take while idle (over IDLE_SECS, default 10). Then
 # `session end --all`, and a check that nothing is left: containers with our
 # label naming the host, oci/local state directories and cgroups owned by it,
 # runc state, processes, sockets and records. Then the same N again, ended by
@@ -155,6 +156,28 @@ for kind in ("keeper host", "watcher", "runc run", "holder"):
     if g:
         print(f"  {kind:12} {len(g['pids']):5} processes  RSS {g['rss']/1024:9.1f} MiB  {g['rss']/1024/n:6.2f} MiB/session  (PSS {g['pss']/1024/n:6.2f})")
 print(f"  {'all we add':12} {sum(len(g['pids']) for g in groups.values()):5} processes  RSS {total/1024:9.1f} MiB  {total/1024/n:6.2f} MiB/session  (PSS {total_pss/1024/n:6.2f}); {total/1024/n/8:.2f}x the 8 MiB target")
+# Idle CPU: what the idle sessions cost the host's processors while
+# nobody uses them (the holders' polls, the keepers' timers), over a while.
+def ticks(pids):
+    t = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            t += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return t
+import time
+idle_secs = float(os.environ.get("IDLE_SECS", "10"))
+everyone = [p for g in groups.values() for p in g["pids"]]
+t0, h0 = ticks(everyone), ticks([host])
+time.sleep(idle_secs)
+t1, h1 = ticks(everyone), ticks([host])
+hz = os.sysconf("SC_CLK_TCK")
+print(f"  idle CPU over {idle_secs:.0f} s: {(t1-t0)*1000/hz/idle_secs/n:.3f} ms a second per session "
+      f"(the keeper host {(h1-h0)*1000/hz/idle_secs:.1f} ms a second); {n} idle sessions keep "
+      f"{(t1-t0)/hz/idle_secs*100:.1f}% of one processor busy")
 fds = len(os.listdir(f"/proc/{host}/fd"))
 threads = status(host, "Threads")
 import resource

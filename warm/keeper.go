@@ -371,21 +371,34 @@ func (k *keeper) idle(now time.Time) bool {
 }
 
 // expire ends the keeper once nothing used it for the policy's idle time.
+// It wakes when that time would be up, not every second: a keeper host
+// holds a thousand idle keepers, and a tick each was a thousand wake-ups a
+// second in it.
 func (k *keeper) expire(ctx context.Context) {
-	t := time.NewTicker(time.Second)
+	t := time.NewTimer(k.untilIdle(time.Now()))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if k.idle(time.Now()) {
+			now := time.Now()
+			if k.idle(now) {
 				k.logger.Printf("idle for %s: ending", k.p.Warm.Idle)
 				k.stop()
 				return
 			}
+			t.Reset(k.untilIdle(now))
 		}
 	}
+}
+
+// untilIdle is how long from now until the keeper is idle if nothing uses
+// it meanwhile; a second at least (a connection attached keeps it busy
+// however long ago it was last used, and is looked at again then).
+func (k *keeper) untilIdle(now time.Time) time.Duration {
+	d := time.Unix(0, k.lastUsed.Load()).Add(k.p.Warm.Idle).Sub(now) + time.Millisecond
+	return max(d, time.Second)
 }
 
 // fill keeps the pool's ready sandboxes started, off the callers' path.

@@ -336,6 +336,31 @@ func TestIdle(t *testing.T) {
 	}
 }
 
+// TestUntilIdle: the expiry wakes when the idle time would be up (a
+// millisecond past it: idle is strictly past), never sooner than a second.
+func TestUntilIdle(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name     string
+		lastUsed time.Duration // before now; the idle time is a minute
+		want     time.Duration
+	}{
+		{"used just now", 0, time.Minute + time.Millisecond},
+		{"used 20 s ago", 20 * time.Second, 40*time.Second + time.Millisecond},
+		{"past the idle time (attached)", 2 * time.Minute, time.Second},
+		{"nearly idle", time.Minute - 10*time.Millisecond, time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k, _, _ := poolKeeper(t, backendtest.New(), 1)
+			k.lastUsed.Store(now.Add(-tc.lastUsed).UnixNano())
+			if got := k.untilIdle(now); got != tc.want {
+				t.Errorf("untilIdle = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestDrainWaitsForEveryClose(t *testing.T) {
 	b := backendtest.New()
 	held := make(chan struct{})

@@ -136,7 +136,15 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	ctlCtx, endControl := context.WithCancel(ctx)
 	defer endControl()
 	if o.Control != nil || o.ControlConn != nil {
-		go serveControl(ctlCtx, o, w, quiet)
+		if w != nil {
+			w.commandsThroughHolder()
+		}
+		go func() {
+			serveControl(ctlCtx, o, w, quiet)
+			if w != nil {
+				w.commandsByRuntime()
+			}
+		}()
 	}
 	stop := func() {
 		endControl()
@@ -318,7 +326,7 @@ func serveControl(ctx context.Context, o HoldOptions, w *warden, quiet *idlemem.
 const idleRelease = time.Second
 
 // idleRerelease is how often an idle holder gives back again what its
-// warden's polls (every 250 ms) touched meanwhile: a release takes a
+// warden's polls (every 250 ms, or 5 s with a control channel) touched meanwhile: a release takes a
 // millisecond or two (TestReleaseLowersRSS), so a thousand idle holders
 // spend a few percent of one core on it.
 const idleRerelease = 30 * time.Second

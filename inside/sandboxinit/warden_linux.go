@@ -28,7 +28,7 @@ func newWarden(th *Thread) (*warden, error) {
 		}
 	}
 	w := &warden{self: os.Getpid(), initAbove: os.Getppid() == 1 && os.Getpid() != 1, started: map[int]bool{},
-		thread: th}
+		thread: th, changed: make(chan struct{}, 1)}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		if w.self != 1 && !w.initAbove {
 			return nil, fmt.Errorf("making the holder a child subreaper: %w", err)
@@ -38,22 +38,27 @@ func newWarden(th *Thread) (*warden, error) {
 	return w, nil
 }
 
-// watch sweeps every wardenPoll until ctx ends. Only in a sandbox with a
+// watch sweeps every interval until ctx ends. Only in a sandbox with a
 // process namespace of its own (the holder is pid 1 or its child): a scan
 // of the host's whole process table is not for polling.
 func (w *warden) watch(ctx context.Context) {
 	if w.self != 1 && !w.initAbove {
 		return
 	}
-	t := time.NewTicker(wardenPoll)
+	t := time.NewTimer(w.interval())
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-w.changed:
+			// A faster poll starts now, not after the slow one's wait;
+			// the sweep covers the change's moment.
+			w.sweep()
 		case <-t.C:
 			w.sweep()
 		}
+		t.Reset(w.interval())
 	}
 }
 

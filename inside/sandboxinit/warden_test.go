@@ -85,3 +85,36 @@ func TestWardenSettled(t *testing.T) {
 		t.Fatal("with subreapers and no supervisor running, the holder's orphans are leftovers")
 	}
 }
+
+// TestWardenPollFollowsTheChannel: the polls slow to the backstop while
+// every command comes through the control channel (each supervisor is the
+// holder's child, whose end starts a sweep), and are fast again once the
+// channel ends; without subreapers they never slow (orphans are told apart
+// only by polls there).
+func TestWardenPollFollowsTheChannel(t *testing.T) {
+	tests := []struct {
+		name        string
+		noSubreaper bool
+		steps       []func(*warden)
+		want        time.Duration
+	}{
+		{"no channel", false, nil, wardenPoll},
+		{"channel up", false, []func(*warden){(*warden).commandsThroughHolder}, wardenBackstop},
+		{"channel ended", false, []func(*warden){(*warden).commandsThroughHolder, (*warden).commandsByRuntime}, wardenPoll},
+		{"channel up, no subreapers", true, []func(*warden){(*warden).commandsThroughHolder}, wardenPoll},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &warden{self: 1, noSubreaper: tt.noSubreaper, started: map[int]bool{}, changed: make(chan struct{}, 1)}
+			for _, step := range tt.steps {
+				step(w)
+			}
+			if got := w.interval(); got != tt.want {
+				t.Fatalf("interval = %v, want %v", got, tt.want)
+			}
+			if len(tt.steps) > 0 && !tt.noSubreaper && len(w.changed) != 1 {
+				t.Fatal("the watch was not told the interval changed")
+			}
+		})
+	}
+}
