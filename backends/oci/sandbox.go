@@ -41,7 +41,8 @@ const (
 // (runsc: `runtime exec`s). runc and crun start it detached (`run
 // --detach`: the runtime ends once the holder runs, and the holder, its
 // orphan, comes to this process, a child subreaper, which reaps it;
-// detach.go); runsc stays in the foreground, holding the holder.
+// detach.go); runsc, and any runtime of a one-shot sandbox, stay in the
+// foreground, holding the holder.
 type sandbox struct {
 	*holder.Base
 	b       *Backend
@@ -102,7 +103,7 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 		defer holderEnd.Close()
 		args = append(args, "--preserve-fds", "1")
 	}
-	s.detached = detaches(s.traits) && becomeSubreaper()
+	s.detached = !opts.OneShot && detaches(s.traits) && becomeSubreaper()
 	if s.detached {
 		args = append(args, "--detach")
 	}
