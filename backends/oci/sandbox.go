@@ -128,17 +128,23 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 		return fmt.Errorf("starting %s: %w", filepath.Base(s.runtime), err)
 	}
 	go s.awaitHolder()
+	// The OOM watch is set up while the holder starts; no command runs
+	// before it is in place.
+	oomc := make(chan oomwatch.Counter, 1)
+	go func() { oomc <- s.watchOOM(ctx) }()
 	endReady := phase.Begin(ctx, "start.holder-ready")
 	err = s.Ready(ctx, opts)
 	endReady()
 	if err != nil {
+		go func() {
+			if c := <-oomc; c != nil {
+				_ = c.Close()
+			}
+		}()
 		return err
 	}
-	// The OOM watch is set up once the holder is up (the runtime wrote
-	// its pid file by then, or a moment later); no command runs before
-	// it is in place.
 	endOOM := phase.Begin(ctx, "start.oom-watch")
-	s.oom = s.watchOOM(ctx)
+	s.oom = <-oomc
 	endOOM()
 	return nil
 }
@@ -148,16 +154,17 @@ const pidFileWait = 5 * time.Second
 
 // watchOOM starts counting OOM kills in the container's memory cgroup, or
 // returns nil. Without it a run still ends right; it only cannot say why
-// a SIGKILL came. runc writes the pid file (atomically: a rename) right
-// after it lets the holder exec, so once the holder is ready the file is
-// there (a Go program's start takes longer than that write); a file not
-// there yet is polled for while the runtime runs, within pidFileWait.
-// Called while the holder starts instead, the poll woke every millisecond
-// for the whole start (CPU the runtime's init wants on a busy machine).
+// a SIGKILL came. runc writes the pid file once the holder's exec is under
+// way (atomically: a rename), so it is waited for while the runtime runs,
+// within pidFileWait: woken by the directory's changes (dirChanges), or
+// by a 1 ms poll where they cannot be watched (a poll through the whole
+// start takes CPU the runtime's init wants on a busy machine).
 func (s *sandbox) watchOOM(ctx context.Context) oomwatch.Counter {
 	path := filepath.Join(s.dir, "pid")
 	deadline := time.NewTimer(pidFileWait)
 	defer deadline.Stop()
+	changed, stop := dirChanges(s.dir)
+	defer stop()
 	var pid int
 	for {
 		b, err := os.ReadFile(path)
@@ -172,6 +179,10 @@ func (s *sandbox) watchOOM(ctx context.Context) oomwatch.Counter {
 			}
 			break
 		}
+		var poll <-chan time.Time
+		if changed == nil {
+			poll = time.After(time.Millisecond)
+		}
 		select {
 		case <-s.Gone:
 			return nil
@@ -179,7 +190,8 @@ func (s *sandbox) watchOOM(ctx context.Context) oomwatch.Counter {
 			return nil
 		case <-deadline.C:
 			return nil
-		case <-time.After(time.Millisecond):
+		case <-changed:
+		case <-poll:
 		}
 	}
 	c, err := oomwatch.ForPID(pid)
