@@ -2,20 +2,17 @@ package main
 
 import "runtime/debug"
 
-// shortLivedHeapLimit is the heap a `run` process may grow to before its
-// garbage collector runs at all (see collectOnlyNearLimit).
-const shortLivedHeapLimit = 32 << 20
+// shortLivedGCPercent is the collector's pacing for a `run` in its own
+// process (Go's default is 100).
+const shortLivedGCPercent = 400
 
-// collectOnlyNearLimit turns the garbage collector's pacing off for a
-// `run` in its own process: everything it allocates before the command
-// (config, policy, the sandbox's spec: a few MiB) is needed to its end,
-// and the one collection the default pacing runs in a cold run costs
-// CPU the runtime's start wants (about 3 ms of a cold oci run's CPU). The
-// memory limit is the backstop: past it the collector runs as usual, so
-// a command that floods output (streamed through fixed buffers, capped)
-// keeps the process near the limit, below the flood's RSS bound (64 MiB,
-// BenchmarkRunOutputFlood). Never in a keeper, which lives long.
-func collectOnlyNearLimit() {
-	debug.SetGCPercent(-1)
-	debug.SetMemoryLimit(shortLivedHeapLimit)
-}
+// paceForShortLife lets a `run` process's heap grow to five times what is
+// live (at least 16 MiB, Go's 4 MiB floor scaled) before the collector
+// runs: a cold run allocates about 3.6 MiB in all, so it never collects,
+// where the default pacing ran one collection in every cold run, CPU the
+// runtime's start wants on a 2-core machine (about 3 ms of a cold oci
+// run's CPU, and its preemption signals). Pacing, not a switch: a process
+// that lives long (a command streaming output through fixed buffers, a
+// large copy back) still collects, at five times its live heap, with no
+// limit to thrash against. Never in a keeper, which lives long.
+func paceForShortLife() { debug.SetGCPercent(shortLivedGCPercent) }

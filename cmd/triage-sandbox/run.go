@@ -82,7 +82,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 		return fail(err)
 	}
 	if f.out.fast == nil {
-		collectOnlyNearLimit()
+		paceForShortLife()
 	}
 	if err := f.out.fast.before(f); err != nil {
 		return err
