@@ -124,6 +124,11 @@ type StartOptions struct {
 	// (a pool's sandbox, when a run takes it, so the run sees the host as
 	// it is then). A backend that stages nothing ignores it.
 	DeferStaging bool
+	// OneShot: the sandbox runs one command and is closed (the cold `run`
+	// path sets it; sessions and pools never do). A backend may then keep
+	// what a long-lived sandbox must not (the oci backend keeps its runtime
+	// in the foreground, which deletes the container itself at the end).
+	OneShot bool
 }
 
 // ClusterPool is a backend whose cluster can keep a pool of started

@@ -487,7 +487,7 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (out Outcom
 		judged, gateWarnings = &v, warns
 	}
 	endStart := phase.Begin(ctx, "start")
-	sess, err := start(ctx, backend, req.Policy, backends.StartOptions{TTL: ttl}, gk)
+	sess, err := start(ctx, backend, req.Policy, backends.StartOptions{TTL: ttl, OneShot: true}, gk)
 	endStart()
 	if err != nil {
 		return Outcome{Gate: gateVerdictOrNone(judged)}, RecordRefusal(req, err)

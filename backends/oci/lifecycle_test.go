@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -159,6 +160,18 @@ func TestKillNineLeavesNothing(t *testing.T) {
 	if n, _ := exec.Command("pgrep", "-f", marker).Output(); len(bytes.TrimSpace(n)) != 0 {
 		t.Errorf("the command outlived triage-sandbox (pid %d): %s", pid, n)
 	}
+	// A cold run is one-shot: its runtime ran in the foreground, and
+	// deleted the container itself once the cut lifeline ended the holder,
+	// before any sweep; no runtime process stays.
+	ids := bundlesOf(t, pid)
+	for _, bundle := range ids {
+		id := filepath.Base(bundle)
+		if !testenv.Eventually(10*time.Second, func() bool {
+			return exec.Command("runc", "--root", "/run/triage-sandbox/oci/runtime", "state", id).Run() != nil && len(runtimeRunsOf(t, id)) == 0
+		}) {
+			t.Errorf("container %s of the killed run still kept by runc before the sweep (runtime processes %v)", id, runtimeRunsOf(t, id))
+		}
+	}
 	if _, err := b.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -278,6 +291,71 @@ func bundlesOf(t *testing.T, pid int) []string {
 	}
 	if len(out) == 0 {
 		t.Errorf("no bundle of %d", pid)
+	}
+	return out
+}
+
+// A one-shot sandbox (the cold `run`) keeps `runc run` in the foreground
+// for its life, and that runtime deletes the container itself once the
+// holder ends: Close needs no `runc delete`. A session's sandbox starts
+// detached: no runtime stays resident beside it (an idle session's host
+// memory). Both end with nothing left.
+func TestOneShotRuntimeInForeground(t *testing.T) {
+	b := newBackend(t)
+	p, _ := workspacePolicy(t, profiles.RoleReproducer)
+	for _, tc := range []struct {
+		name     string
+		opts     backends.StartOptions
+		resident bool
+	}{
+		{"one-shot", backends.StartOptions{OneShot: true}, true},
+		{"session", backends.StartOptions{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb, err := b.Start(context.Background(), p, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := sb.ID()
+			runs := runtimeRunsOf(t, id)
+			if got := len(runs) > 0; got != tc.resident {
+				t.Errorf("a `runc run` of %s resident: %v, want %v (%v)", id, got, tc.resident, runs)
+			}
+			if err := sb.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("runc", "--root", "/run/triage-sandbox/oci/runtime", "state", id).CombinedOutput(); err == nil {
+				t.Errorf("container %s still exists: %s", id, out)
+			}
+			if left := runtimeRunsOf(t, id); len(left) > 0 {
+				t.Errorf("runtime processes of %s left: %v", id, left)
+			}
+		})
+	}
+}
+
+// runtimeRunsOf are the pids of runtime processes (runc run, runc init is
+// not one) whose arguments name container id.
+func runtimeRunsOf(t *testing.T, id string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range entries {
+		pid := 0
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if len(args) > 2 && filepath.Base(args[0]) == "runc" && slices.Contains(args, "run") && args[len(args)-1] == id {
+			out = append(out, pid)
+		}
 	}
 	return out
 }

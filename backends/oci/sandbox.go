@@ -41,7 +41,8 @@ const (
 // (runsc: `runtime exec`s). runc and crun start it detached (`run
 // --detach`: the runtime ends once the holder runs, and the holder, its
 // orphan, comes to this process, a child subreaper, which reaps it;
-// detach.go); runsc stays in the foreground, holding the holder.
+// detach.go); runsc, and any runtime of a one-shot sandbox, stay in the
+// foreground, holding the holder.
 type sandbox struct {
 	*holder.Base
 	b       *Backend
@@ -102,7 +103,7 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 		defer holderEnd.Close()
 		args = append(args, "--preserve-fds", "1")
 	}
-	s.detached = detaches(s.traits) && becomeSubreaper()
+	s.detached = !opts.OneShot && detaches(s.traits) && becomeSubreaper()
 	if s.detached {
 		args = append(args, "--detach")
 	}
@@ -155,11 +156,15 @@ const pidFileWait = 5 * time.Second
 // returns nil. Without it a run still ends right; it only cannot say why
 // a SIGKILL came. runc writes the pid file once the holder's exec is under
 // way (atomically: a rename), so it is waited for while the runtime runs,
-// within pidFileWait.
+// within pidFileWait: woken by the directory's changes (dirChanges), or
+// by a 1 ms poll where they cannot be watched (a poll through the whole
+// start takes CPU the runtime's init wants on a busy machine).
 func (s *sandbox) watchOOM(ctx context.Context) oomwatch.Counter {
 	path := filepath.Join(s.dir, "pid")
 	deadline := time.NewTimer(pidFileWait)
 	defer deadline.Stop()
+	changed, stop := dirChanges(s.dir)
+	defer stop()
 	var pid int
 	for {
 		b, err := os.ReadFile(path)
@@ -174,6 +179,10 @@ func (s *sandbox) watchOOM(ctx context.Context) oomwatch.Counter {
 			}
 			break
 		}
+		var poll <-chan time.Time
+		if changed == nil {
+			poll = time.After(time.Millisecond)
+		}
 		select {
 		case <-s.Gone:
 			return nil
@@ -181,7 +190,8 @@ func (s *sandbox) watchOOM(ctx context.Context) oomwatch.Counter {
 			return nil
 		case <-deadline.C:
 			return nil
-		case <-time.After(time.Millisecond):
+		case <-changed:
+		case <-poll:
 		}
 	}
 	c, err := oomwatch.ForPID(pid)

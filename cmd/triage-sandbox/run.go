@@ -81,6 +81,9 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	if err := checkRunArgs(cmd, args, f.timeout); err != nil {
 		return fail(err)
 	}
+	if f.out.fast == nil {
+		paceForShortLife()
+	}
 	if err := f.out.fast.before(f); err != nil {
 		return err
 	}
