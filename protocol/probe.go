@@ -16,6 +16,11 @@ type ProbeStep struct {
 	Args map[string]string `json:"args,omitempty"`
 	// List carries multi-valued arguments (paths, addresses).
 	List []string `json:"list,omitempty"`
+	// Lane names the sequence the step runs in: the steps of one lane run
+	// in order, and each lane other than the main one ("") runs beside it
+	// (a program that takes seconds and touches nothing the others look
+	// at, so the run's wall time is its longest lane, not their sum).
+	Lane string `json:"lane,omitempty"`
 }
 
 // ProbePlan is a probe's steps with how to end. In a spec it travels as

@@ -160,6 +160,18 @@ func step(id, op string, args map[string]string, list ...string) probe.Step {
 
 func one(s probe.Step) []probe.Step { return []probe.Step{s} }
 
+// beside puts steps in a lane of their own, which runs beside the phase's
+// other steps (probe.Step.Lane): for controls that run programs for
+// seconds and look at nothing the others touch. In one lane the main run
+// took the sum of them (2.5 to 4.5 s of a docker selftest's longest pole
+// on 2 cores), beside one another the longest.
+func beside(lane string, steps ...probe.Step) []probe.Step {
+	for i := range steps {
+		steps[i].Lane = lane
+	}
+	return steps
+}
+
 func (e *Env) home(rel ...string) []string {
 	var out []string
 	for _, r := range rel {

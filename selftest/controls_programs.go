@@ -42,7 +42,7 @@ func programControls() []Check {
 			Judge: okJudge("C-07"), Fix: "the seccomp profile or /dev is too tight"},
 		{ID: "C-08", Name: "enough headroom (memory, processes, scratch, CPU)", Category: "controls",
 			Steps: func(e *Env) []probe.Step {
-				return one(step("C-08", "headroom", map[string]string{
+				return beside("headroom", step("C-08", "headroom", map[string]string{
 					"memory":        strconv.FormatInt(e.P.Limits.Memory/4, 10),
 					"procs":         strconv.FormatInt(min(200, e.P.Limits.Pids/2), 10),
 					"scratch":       e.Scratch.Tmp,
@@ -53,13 +53,13 @@ func programControls() []Check {
 		{ID: "C-09", Name: "use git and venv offline in scratch", Category: "controls",
 			Steps: func(e *Env) []probe.Step {
 				repo := filepath.Join(e.Scratch.Tmp, "selftest-git")
-				return []probe.Step{
+				return beside("git-venv",
 					step("C-09/init", "exec", nil, "git", "init", "-q", repo),
 					step("C-09/commit", "exec", nil, "git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@invalid",
 						"commit", "-q", "--allow-empty", "-m", "selftest"),
 					step("C-09/git", "exec", nil, "git", "-C", repo, "log", "--format=%s"),
 					step("C-09/venv", "exec", nil, "python3", "-m", "venv", "--without-pip", filepath.Join(e.Scratch.Tmp, "selftest-venv")),
-				}
+				)
 			},
 			Judge: func(_ *Env, ev *Evidence) (bool, string) {
 				g, v := ev.Obs["C-09/git"], ev.Obs["C-09/venv"]
