@@ -11,8 +11,8 @@ import (
 // envelope, every status line and a keeper's hello. Both ends ship in one
 // build, so there is no compatibility to keep, only a mismatch to detect:
 // raise it whenever a message of this package changes shape or meaning.
-// Builds before versions spoke 0 (no field); 3 added the probe step's lane.
-const Version = 3
+// Builds before versions spoke 0 (no field).
+const Version = 2
 
 // VersionKey is the one JSON key every version keeps, at the top of every
 // versioned message, so any build reads another's version before anything
