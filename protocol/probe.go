@@ -17,9 +17,10 @@ type ProbeStep struct {
 	// List carries multi-valued arguments (paths, addresses).
 	List []string `json:"list,omitempty"`
 	// Lane names the sequence the step runs in: the steps of one lane run
-	// in order, and each lane other than the main one ("") runs beside it
-	// (a program that takes seconds and touches nothing the others look
-	// at, so the run's wall time is its longest lane, not their sum).
+	// in order; the main lane ("") runs first with nothing beside it, then
+	// the other lanes beside one another (programs that take seconds and
+	// touch nothing the others look at: the run takes the longest of
+	// them, not their sum).
 	Lane string `json:"lane,omitempty"`
 }
 

@@ -42,7 +42,7 @@ func programControls() []Check {
 			Judge: okJudge("C-07"), Fix: "the seccomp profile or /dev is too tight"},
 		{ID: "C-08", Name: "enough headroom (memory, processes, scratch, CPU)", Category: "controls",
 			Steps: func(e *Env) []probe.Step {
-				return beside("headroom", step("C-08", "headroom", map[string]string{
+				return one(step("C-08", "headroom", map[string]string{
 					"memory":        strconv.FormatInt(e.P.Limits.Memory/4, 10),
 					"procs":         strconv.FormatInt(min(200, e.P.Limits.Pids/2), 10),
 					"scratch":       e.Scratch.Tmp,

@@ -32,13 +32,14 @@ type (
 	Plan = protocol.ProbePlan
 )
 
-// Execute runs every step and writes one JSON observation per line to out.
-// The steps of each lane run in order, the lanes beside one another (the
-// main one, "", in this goroutine); it ends once every lane has. It
-// returns the exit code the process should end with.
+// Execute runs every step and writes one JSON observation per line to out:
+// the main lane's ("") in order first, with nothing beside them, then the
+// other lanes beside one another, each in order; it ends once every lane
+// has. It returns the exit code the process should end with.
 func Execute(p Plan, self string, out, errOut io.Writer) int {
 	w := &obsWriter{enc: json.NewEncoder(out)}
 	lanes := splitLanes(p.Steps)
+	runLane(lanes[0], self, w)
 	var wg sync.WaitGroup
 	for _, steps := range lanes[1:] {
 		wg.Add(1)
@@ -47,7 +48,6 @@ func Execute(p Plan, self string, out, errOut io.Writer) int {
 			runLane(steps, self, w)
 		}()
 	}
-	runLane(lanes[0], self, w)
 	wg.Wait()
 	if w.err != nil {
 		fmt.Fprintf(errOut, "probe: writing observation: %v\n", w.err)
