@@ -16,6 +16,12 @@ type ProbeStep struct {
 	Args map[string]string `json:"args,omitempty"`
 	// List carries multi-valued arguments (paths, addresses).
 	List []string `json:"list,omitempty"`
+	// Lane names the sequence the step runs in: the steps of one lane run
+	// in order; the main lane ("") runs first with nothing beside it, then
+	// the other lanes beside one another (programs that take seconds and
+	// touch nothing the others look at: the run takes the longest of
+	// them, not their sum).
+	Lane string `json:"lane,omitempty"`
 }
 
 // ProbePlan is a probe's steps with how to end. In a spec it travels as

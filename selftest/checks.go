@@ -160,6 +160,22 @@ func step(id, op string, args map[string]string, list ...string) probe.Step {
 
 func one(s probe.Step) []probe.Step { return []probe.Step{s} }
 
+// beside puts steps in a lane of their own (probe.Step.Lane), which runs
+// once the phase's other steps have, beside the other lanes: for controls
+// that run programs for seconds and look at nothing the others touch. In
+// one lane the main run took the sum of them (2.5 to 4.5 s of a docker
+// selftest's longest pole on 2 cores), beside one another the longest.
+// Nothing runs beside the hostile steps, and the headroom control (C-08,
+// hundreds of forks: under gVisor each a trap) stays in their lane: beside
+// the others it starved steps with a time bound (C-05's and C-11's fetch
+// timed out under gVisor).
+func beside(lane string, steps ...probe.Step) []probe.Step {
+	for i := range steps {
+		steps[i].Lane = lane
+	}
+	return steps
+}
+
 func (e *Env) home(rel ...string) []string {
 	var out []string
 	for _, r := range rel {

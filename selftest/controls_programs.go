@@ -53,13 +53,13 @@ func programControls() []Check {
 		{ID: "C-09", Name: "use git and venv offline in scratch", Category: "controls",
 			Steps: func(e *Env) []probe.Step {
 				repo := filepath.Join(e.Scratch.Tmp, "selftest-git")
-				return []probe.Step{
+				return beside("git-venv",
 					step("C-09/init", "exec", nil, "git", "init", "-q", repo),
 					step("C-09/commit", "exec", nil, "git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@invalid",
 						"commit", "-q", "--allow-empty", "-m", "selftest"),
 					step("C-09/git", "exec", nil, "git", "-C", repo, "log", "--format=%s"),
 					step("C-09/venv", "exec", nil, "python3", "-m", "venv", "--without-pip", filepath.Join(e.Scratch.Tmp, "selftest-venv")),
-				}
+				)
 			},
 			Judge: func(_ *Env, ev *Evidence) (bool, string) {
 				g, v := ev.Obs["C-09/git"], ev.Obs["C-09/venv"]

@@ -16,7 +16,7 @@ func workspaceControls() []Check {
 	return []Check{
 		{ID: "C-01", Name: "run Python", Category: "controls",
 			Steps: func(e *Env) []probe.Step {
-				return one(step("C-01", "exec", nil, "python3", "-c", "import sys, ssl, sqlite3; print(sys.version_info[0])"))
+				return beside("python", step("C-01", "exec", nil, "python3", "-c", "import sys, ssl, sqlite3; print(sys.version_info[0])"))
 			},
 			Judge: func(_ *Env, ev *Evidence) (bool, string) {
 				o := ev.Obs["C-01"]

@@ -77,16 +77,30 @@ func runPhases(ctx context.Context, o Options, plan *rolePlan, rr *RoleReport) (
 }
 
 // longPoles are the phases whose runs take longest (the timeout's fixed
-// limit and grace, Chromium, the memory past its limit) and main, which
-// the second run follows: their sandboxes start first.
+// limit and grace, Chromium, the memory past its limit, which ends the
+// shared chain) and main, which the second run follows: their sandboxes
+// start first.
 var longPoles = []Phase{PhaseMain, PhaseTimeout, PhaseBrowser, PhaseMemory}
+
+// sharedChain are the phases that run one after another in one sandbox
+// (each sandbox start costs the host about 0.4 s of CPU on docker, and on
+// 2 cores the selftest is bound by CPU): the fork past the process limit,
+// the fill, then the memory past its limit (last: under gVisor it ends
+// the whole sandbox). Each leaves nothing the next could meet (the forks
+// are reaped, the fill removes what it made, the memory is freed with its
+// process), and a phase whose command did not end as planned leaves the
+// sandbox to be replaced by a fresh one, so no phase's verdict depends on
+// another's.
+var sharedChain = []Phase{PhaseProcesses, PhaseFill, PhaseMemory}
 
 // phaseHooks are what runPhase calls around its run: first in the started
 // sandbox before the phase's command, started once its Start returned
-// (whether or not the sandbox started).
+// (whether or not the sandbox started); shared is the sandbox of a chain
+// (nil: the phase starts and closes its own).
 type phaseHooks struct {
 	first   func(*sandbox.Session)
 	started func()
+	shared  *phaseSandbox
 }
 
 // runSandboxPhases runs the main phase, then the second; the others run
@@ -108,9 +122,10 @@ func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, cl
 	}
 	// A pooled sandbox runs exactly one command.
 	shareOutput := o.Warm != "pool" && hasPhase(checks, PhaseTimeout) && hasPhase(checks, PhaseOutput)
+	chain := chainPhases(o, checks)
 	var side, longStarted sync.WaitGroup
 	run := func(ph Phase) bool {
-		return ph == PhaseMain || (hasPhase(checks, ph) && !(ph == PhaseOutput && shareOutput))
+		return ph == PhaseMain || (hasPhase(checks, ph) && !(ph == PhaseOutput && shareOutput) && !slices.Contains(chain, ph))
 	}
 	startedHook := func(ph Phase) func() {
 		if !slices.Contains(longPoles, ph) || !run(ph) {
@@ -120,8 +135,19 @@ func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, cl
 		return sync.OnceFunc(longStarted.Done)
 	}
 	// Every long pole is counted before a short phase may wait: main here,
-	// the others come first in the list below.
+	// the chain (a long pole: it ends with the memory) and the others come
+	// first in the list below.
 	mainHooks := phaseHooks{started: startedHook(PhaseMain)}
+	if len(chain) > 0 {
+		longStarted.Add(1)
+		chainStarted := sync.OnceFunc(longStarted.Done)
+		side.Add(1)
+		go func() {
+			defer side.Done()
+			defer chainStarted() // also when no phase reached its Start
+			runChain(ctx, o, e, checks, chain, clock, chainStarted, set)
+		}()
+	}
 	for _, ph := range []Phase{PhaseTimeout, PhaseBrowser, PhaseMemory, PhaseOutput, PhaseProcesses, PhaseFill, PhaseNetwork} {
 		if !run(ph) {
 			continue
@@ -167,6 +193,38 @@ func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, cl
 	results[PhaseMain] = phaseResult{mainEv, mainErr}
 	results[PhaseSecond] = phaseResult{secondEv, secondErr}
 	return results
+}
+
+// chainPhases are the phases of sharedChain this role runs, when two or
+// more share a sandbox: a pooled sandbox runs exactly one command, so
+// under --warm pool each keeps a sandbox of its own.
+func chainPhases(o Options, checks []Check) []Phase {
+	if o.Warm == "pool" {
+		return nil
+	}
+	var chain []Phase
+	for _, ph := range sharedChain {
+		if hasPhase(checks, ph) {
+			chain = append(chain, ph)
+		}
+	}
+	if len(chain) < 2 {
+		return nil
+	}
+	return chain
+}
+
+// runChain runs the chain's phases one after another in one sandbox
+// (a fresh one after a phase that spoiled it), then closes it.
+func runChain(ctx context.Context, o Options, e *Env, checks []Check, chain []Phase, clock *phaseClock, started func(), set func(Phase, *Evidence, error)) {
+	ps := &phaseSandbox{o: o, e: e, clock: clock, started: started}
+	defer ps.close(ctx)
+	for _, ph := range chain {
+		t0 := time.Now()
+		ev, err := runPhase(ctx, o, e, checks, ph, clock, phaseHooks{shared: ps})
+		clock.record(phaseName(ph), t0)
+		set(ph, ev, err)
+	}
 }
 
 func hasPhase(checks []Check, ph Phase) bool {
@@ -269,43 +327,99 @@ func runPhase(ctx context.Context, o Options, e *Env, checks []Check, phase Phas
 }
 
 // runPlan runs one command through the one path (Start, Exec, Close),
-// with argv built once the sandbox has placed its scratch.
+// with argv built once the sandbox has placed its scratch; in a chain's
+// sandbox (hooks.shared) it starts one only when there is none fit for
+// it, and leaves the Close to the chain.
 // afterExec runs while the sandbox still exists: a command's tree must be
 // gone when its Exec returns, not only when the sandbox closes.
 func runPlan(ctx context.Context, o Options, e *Env, name string, clock *phaseClock, tag string, hooks phaseHooks, req sandbox.Request, argv func(*Env) ([]string, error), afterExec func(*sandbox.Session)) (sandbox.Outcome, error) {
-	timeout := req.Timeout
-	p := o.warmPolicy(e.P, tag)
-	t0 := time.Now()
-	sess, err := sandbox.Start(ctx, o.Backend, p, backends.StartOptions{TTL: backends.TTL(p, timeout)})
-	clock.record(name+"/start", t0)
-	if hooks.started != nil {
-		hooks.started()
+	ps := hooks.shared
+	if ps == nil {
+		ps = &phaseSandbox{o: o, e: e, clock: clock, started: hooks.started}
+		defer ps.close(ctx)
 	}
+	sess, err := ps.session(ctx, name, tag, req.Timeout)
 	if err != nil {
 		return sandbox.Outcome{}, err
 	}
-	defer o.endWarm(p)
-	defer func() {
-		t0 := time.Now()
-		_ = sess.Close(ctx)
-		clock.record(name+"/close", t0)
-	}()
 	if hooks.first != nil {
 		hooks.first(sess)
 	}
 	phaseEnv := *e
 	phaseEnv.Scratch = sess.Sandbox().Scratch()
 	if req.Command.Argv, err = argv(&phaseEnv); err != nil {
+		ps.fit = false
 		return sandbox.Outcome{}, err
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	out, err := sess.Exec(ctx, req)
 	clock.record(name+"/exec", t0)
 	afterExec(sess)
+	ps.fit = err == nil && endedAsPlanned(out)
 	if err != nil {
 		err = &endedUnderCommand{err}
 	}
 	return out, err
+}
+
+// phaseSandbox is the sandbox a phase's command runs in: its own, or a
+// chain's, which the next phase takes over when the command before ended
+// as planned (fit) and otherwise replaces with a fresh one.
+type phaseSandbox struct {
+	o     Options
+	e     *Env
+	clock *phaseClock
+	// started is called once the first Start returned (whether or not
+	// the sandbox started).
+	started func()
+	sess    *sandbox.Session
+	p       *policy.Policy
+	name    string
+	fit     bool
+}
+
+// session is the sandbox for the next command: the one held if it is fit,
+// else a fresh one (the unfit one closed first).
+func (ps *phaseSandbox) session(ctx context.Context, name, tag string, timeout time.Duration) (*sandbox.Session, error) {
+	if ps.sess != nil && ps.fit {
+		return ps.sess, nil
+	}
+	ps.close(ctx)
+	p := ps.o.warmPolicy(ps.e.P, tag)
+	t0 := time.Now()
+	sess, err := sandbox.Start(ctx, ps.o.Backend, p, backends.StartOptions{TTL: backends.TTL(p, timeout)})
+	ps.clock.record(name+"/start", t0)
+	if ps.started != nil {
+		ps.started()
+		ps.started = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ps.sess, ps.p, ps.name, ps.fit = sess, p, name, true
+	return sess, nil
+}
+
+// close closes the held sandbox, if any, and ends its warm session.
+func (ps *phaseSandbox) close(ctx context.Context) {
+	if ps.sess == nil {
+		return
+	}
+	t0 := time.Now()
+	_ = ps.sess.Close(ctx)
+	ps.clock.record(ps.name+"/close", t0)
+	ps.o.endWarm(ps.p)
+	ps.sess = nil
+}
+
+// endedAsPlanned: the probe's command exited with the plan's own status
+// and nothing else happened to it or to the sandbox (no limit, signal,
+// OOM kill, cut output or copy-back trouble), so the sandbox is as fit for
+// the next command as a fresh one.
+func endedAsPlanned(out sandbox.Outcome) bool {
+	r := out.Result
+	return r.ExitCode == statusExitCode && r.Signal == 0 && !r.TimedOut && !r.Canceled && !r.OOMKilled &&
+		!r.WholeSandboxOOM && r.CopyBackError == "" && !out.OutputCeiling && len(out.Conflicts) == 0
 }
 
 // endedUnderCommand is a phase's command that did not end as a command

@@ -386,9 +386,11 @@ func opForkBomb(s Step, _ string) Observation {
 	for _, p := range pids {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
-	for range pids {
+	// Each child by its pid: steps of other lanes have children of their
+	// own, which a wait for any child would take from them.
+	for _, p := range pids {
 		var ws syscall.WaitStatus
-		_, _ = syscall.Wait4(-1, &ws, 0, nil)
+		_, _ = syscall.Wait4(p, &ws, 0, nil)
 	}
 	o := Observation{Values: map[string]string{"forked": strconv.Itoa(len(pids))}}
 	if ferr != nil {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,25 +32,80 @@ type (
 	Plan = protocol.ProbePlan
 )
 
-// Execute runs every step and writes one JSON observation per line to out.
-// It returns the exit code the process should end with.
+// Execute runs every step and writes one JSON observation per line to out:
+// the main lane's ("") in order first, with nothing beside them, then the
+// other lanes beside one another, each in order; it ends once every lane
+// has. It returns the exit code the process should end with.
 func Execute(p Plan, self string, out, errOut io.Writer) int {
-	enc := json.NewEncoder(out)
-	for _, s := range p.Steps {
-		start := time.Now()
-		obs := run(s, self)
-		obs.Ms = time.Since(start).Milliseconds()
-		obs.ID = s.ID
-		obs.Detail = excerpt(obs.Detail)
-		if err := enc.Encode(obs); err != nil {
-			fmt.Fprintf(errOut, "probe: writing observation: %v\n", err)
-			return exitcode.Refused
-		}
+	w := &obsWriter{enc: json.NewEncoder(out)}
+	lanes := splitLanes(p.Steps)
+	runLane(lanes[0], self, w)
+	var wg sync.WaitGroup
+	for _, steps := range lanes[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runLane(steps, self, w)
+		}()
+	}
+	wg.Wait()
+	if w.err != nil {
+		fmt.Fprintf(errOut, "probe: writing observation: %v\n", w.err)
+		return exitcode.Refused
 	}
 	if p.StderrMarker != "" {
 		fmt.Fprintln(errOut, p.StderrMarker)
 	}
 	return p.ExitCode
+}
+
+// splitLanes groups steps by lane, in order: the main lane ("") first,
+// then the others in the order of their first step.
+func splitLanes(steps []Step) [][]Step {
+	lanes := [][]Step{nil}
+	index := map[string]int{"": 0}
+	for _, s := range steps {
+		i, ok := index[s.Lane]
+		if !ok {
+			i = len(lanes)
+			index[s.Lane] = i
+			lanes = append(lanes, nil)
+		}
+		lanes[i] = append(lanes[i], s)
+	}
+	return lanes
+}
+
+// runLane runs steps in order; it stops at the first observation that
+// cannot be written.
+func runLane(steps []Step, self string, w *obsWriter) {
+	for _, s := range steps {
+		start := time.Now()
+		obs := run(s, self)
+		obs.Ms = time.Since(start).Milliseconds()
+		obs.ID = s.ID
+		obs.Detail = excerpt(obs.Detail)
+		if !w.write(obs) {
+			return
+		}
+	}
+}
+
+// obsWriter writes whole observation lines from every lane, one at a time,
+// and keeps the first error.
+type obsWriter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+	err error
+}
+
+func (w *obsWriter) write(obs Observation) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = w.enc.Encode(obs)
+	}
+	return w.err == nil
 }
 
 // ParseObservations reads Execute's output (protocol.ParseProbeObservations).
