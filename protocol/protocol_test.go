@@ -96,10 +96,10 @@ func TestDecodeRefuses(t *testing.T) {
 		{"two specs", decodeErr(DecodeHold), []string{env("{}"), env("{}")}, "one argument"},
 		{"unknown field", decodeErr(DecodeHold), []string{env(`{"lifeline":true,"ttl2":"1s"}`)}, "unknown field"},
 		{"trailing data", decodeErr(DecodeHold), []string{env(`{}`) + ` {}`}, "data after"},
-		{"trailing data in the envelope", decodeErr(DecodeHold), []string{`{"protocol":2,"spec":{},"spec2":{}}`}, "unknown field"},
+		{"trailing data in the envelope", decodeErr(DecodeHold), []string{`{"protocol":3,"spec":{},"spec2":{}}`}, "unknown field"},
 		{"no envelope", decodeErr(DecodeHold), []string{`{"lifeline":true}`}, "speaks protocol 0"},
 		{"another version", decodeErr(DecodeExec), []string{`{"protocol":99,"spec":{"argv":["x"],"new":1}}`}, "speaks protocol 99, this inside binary"},
-		{"no spec in the envelope", decodeErr(DecodeHold), []string{`{"protocol":2}`}, "no \"spec\""},
+		{"no spec in the envelope", decodeErr(DecodeHold), []string{`{"protocol":3}`}, "no \"spec\""},
 		{"negative ttl", decodeErr(DecodeHold), []string{env(`{"ttl":"-1s"}`)}, "negative"},
 		{"numeric ttl", decodeErr(DecodeHold), []string{env(`{"ttl":5}`)}, "duration"},
 		{"stdin as control", decodeErr(DecodeHold), []string{env(`{"control_fd":1}`)}, "above stderr"},
@@ -213,8 +213,8 @@ func TestStatusesAreWholeLinesOnly(t *testing.T) {
 		{"not yet ended", line, 0},
 		{"inside another line", "echo " + line + "\n", 0},
 		{"indented", " " + line + "\n", 0},
-		{"unknown state", `triage-sandbox-status {"protocol":2,"state":"pwned"}` + "\n", 0},
-		{"extra field", `triage-sandbox-status {"protocol":2,"state":"ready","x":1}` + "\n", 0},
+		{"unknown state", `triage-sandbox-status {"protocol":3,"state":"pwned"}` + "\n", 0},
+		{"extra field", `triage-sandbox-status {"protocol":3,"state":"ready","x":1}` + "\n", 0},
 		{"not an object", `triage-sandbox-status "ready"` + "\n", 0},
 		{"old text", "triage-sandbox: staged\n", 0},
 	}
@@ -232,7 +232,7 @@ func TestStatusesAreWholeLinesOnly(t *testing.T) {
 func TestStatusOfAnotherVersion(t *testing.T) {
 	for _, line := range []string{
 		`triage-sandbox-status {"state":"ready"}`,                    // before versions
-		`triage-sandbox-status {"protocol":3,"state":"ready","x":1}`, // a later build, new fields
+		`triage-sandbox-status {"protocol":98,"state":"ready","x":1}`, // a later build, new fields
 	} {
 		got := Statuses([]byte(line + "\n"))
 		if len(got) != 1 || got[0].State != StateHolderFailed {

@@ -12,7 +12,7 @@ import (
 // build, so there is no compatibility to keep, only a mismatch to detect:
 // raise it whenever a message of this package changes shape or meaning.
 // Builds before versions spoke 0 (no field).
-const Version = 2
+const Version = 3
 
 // VersionKey is the one JSON key every version keeps, at the top of every
 // versioned message, so any build reads another's version before anything

@@ -88,7 +88,7 @@ func TestAnotherVersion(t *testing.T) {
 		{"hello of a later build", func(b []byte) error { _, err := DecodeHello("the keeper at /k.sock", b); return err },
 			`{"protocol":9,"sandbox":{"id":"c1"}}`},
 		{"request", func(b []byte) error { _, err := DecodeRequest(b); return err }, `{"argv":["true"],"timeout_ns":0,"has_stdin":false}`},
-		{"result", func(b []byte) error { _, err := DecodeResult(b); return err }, `{"protocol":3,"result":{}}`},
+		{"result", func(b []byte) error { _, err := DecodeResult(b); return err }, `{"protocol":98,"result":{}}`},
 		{"host request", func(b []byte) error { _, err := DecodeHostRequest(b); return err }, `{"op":"keep","policy":{"role":"agent"}}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,30 +173,30 @@ func fuzzMessage[T any, P interface {
 
 func FuzzDecodeHello(f *testing.F) {
 	fuzzMessage[Hello](f, func(b []byte) (Hello, error) { return DecodeHello("k", b) },
-		`{"protocol":2,"id":"c","scratch":{"home":"/h","tmp":"/t"},"policy_hash":"x","warnings":["w"]}`, `{"protocol":2,"error":"no"}`)
+		`{"protocol":3,"id":"c","scratch":{"home":"/h","tmp":"/t"},"policy_hash":"x","warnings":["w"]}`, `{"protocol":3,"error":"no"}`)
 }
 
 func FuzzDecodeRequest(f *testing.F) {
-	fuzzMessage[Request](f, DecodeRequest, `{"protocol":2,"argv":["sh","-c","x"],"workdir":"/w","timeout_ns":5,"has_stdin":true}`)
+	fuzzMessage[Request](f, DecodeRequest, `{"protocol":3,"argv":["sh","-c","x"],"workdir":"/w","timeout_ns":5,"has_stdin":true}`)
 }
 
 func FuzzDecodeResult(f *testing.F) {
-	fuzzMessage[Result](f, DecodeResult, `{"protocol":2,"result":{"exit_code":1,"duration_ns":3},"network":[{"host":"x","port":1,"allowed":true}]}`)
+	fuzzMessage[Result](f, DecodeResult, `{"protocol":3,"result":{"exit_code":1,"duration_ns":3},"network":[{"host":"x","port":1,"allowed":true}]}`)
 }
 
 func FuzzDecodeRecord(f *testing.F) {
-	fuzzMessage[Record](f, DecodeRecord, `{"protocol":2,"kind":"pool","name":"pool:agent","pid":3,"start":"4","since":"2026-01-01T00:00:00Z"}`)
+	fuzzMessage[Record](f, DecodeRecord, `{"protocol":3,"kind":"pool","name":"pool:agent","pid":3,"start":"4","since":"2026-01-01T00:00:00Z"}`)
 }
 
 func FuzzDecodeHostRequest(f *testing.F) {
-	fuzzMessage[HostRequest](f, DecodeHostRequest, `{"protocol":2,"op":"keep","policy":{"role":"agent","warm":{"session":"s"}}}`,
-		`{"protocol":2,"op":"end","key":"0123456789abcdef"}`)
+	fuzzMessage[HostRequest](f, DecodeHostRequest, `{"protocol":3,"op":"keep","policy":{"role":"agent","warm":{"session":"s"}}}`,
+		`{"protocol":3,"op":"end","key":"0123456789abcdef"}`)
 }
 
 func FuzzDecodeHostReply(f *testing.F) {
-	fuzzMessage[HostReply](f, DecodeHostReply, `{"protocol":2}`, `{"protocol":2,"error":"x","retry":true}`)
+	fuzzMessage[HostReply](f, DecodeHostReply, `{"protocol":3}`, `{"protocol":3,"error":"x","retry":true}`)
 }
 
 func FuzzDecodeHostRecord(f *testing.F) {
-	fuzzMessage[HostRecord](f, DecodeHostRecord, `{"protocol":2,"pid":3,"start":"4","since":"2026-01-01T00:00:00Z"}`)
+	fuzzMessage[HostRecord](f, DecodeHostRecord, `{"protocol":3,"pid":3,"start":"4","since":"2026-01-01T00:00:00Z"}`)
 }

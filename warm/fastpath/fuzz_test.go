@@ -14,14 +14,14 @@ import (
 // request it accepts encodes back to one it accepts alike.
 func FuzzDecodeRequest(f *testing.F) {
 	for _, seed := range []string{
-		`{"protocol":2,"args":["run","--session","s","--","true"],"cwd":"/w","env":["A=1"],"cli":"1:2:3:4"}`,
-		`{"protocol":2,"args":["run"],"cwd":"/","env":[],"cli":"x"}`,
-		`{"protocol":2,"args":["version"],"cwd":"/","env":[],"cli":"x"}`,
-		`{"protocol":2,"args":["run"],"cwd":"rel","env":[],"cli":"x"}`,
-		`{"protocol":2,"args":["run"],"cwd":"/","env":["NOEQUALS"],"cli":"x"}`,
-		`{"protocol":2,"args":["run"],"cwd":"/","env":[],"cli":"x","extra":1}`,
-		`{"protocol":2,"args":["run"]}`, `{"args":["run"]}`, `[]`, `{`, ``,
-		`{"protocol":2,"args":["run"],"args":["x"],"cwd":"/","env":[],"cli":"x"}`,
+		`{"protocol":3,"args":["run","--session","s","--","true"],"cwd":"/w","env":["A=1"],"cli":"1:2:3:4"}`,
+		`{"protocol":3,"args":["run"],"cwd":"/","env":[],"cli":"x"}`,
+		`{"protocol":3,"args":["version"],"cwd":"/","env":[],"cli":"x"}`,
+		`{"protocol":3,"args":["run"],"cwd":"rel","env":[],"cli":"x"}`,
+		`{"protocol":3,"args":["run"],"cwd":"/","env":["NOEQUALS"],"cli":"x"}`,
+		`{"protocol":3,"args":["run"],"cwd":"/","env":[],"cli":"x","extra":1}`,
+		`{"protocol":3,"args":["run"]}`, `{"args":["run"]}`, `[]`, `{`, ``,
+		`{"protocol":3,"args":["run"],"args":["x"],"cwd":"/","env":[],"cli":"x"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -46,8 +46,8 @@ func FuzzDecodeRequest(f *testing.F) {
 
 // FuzzDecodeReply: the front's decoders of the keeper's last frame.
 func FuzzDecodeReply(f *testing.F) {
-	for _, seed := range []string{`{"protocol":2,"code":3}`, `{"protocol":2,"code":300}`, `{"protocol":2,"code":-1}`,
-		`{"protocol":2,"reason":"x"}`, `{"protocol":2,"reason":""}`, `{"protocol":0}`, `null`} {
+	for _, seed := range []string{`{"protocol":3,"code":3}`, `{"protocol":3,"code":300}`, `{"protocol":3,"code":-1}`,
+		`{"protocol":3,"reason":"x"}`, `{"protocol":3,"reason":""}`, `{"protocol":0}`, `null`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -66,13 +66,13 @@ func TestDecodeStrict(t *testing.T) {
 		name, msg string
 		mismatch  bool
 	}{
-		{"another version", `{"protocol":3,"args":["run"],"cwd":"/","env":[],"cli":"x"}`, true},
+		{"another version", `{"protocol":98,"args":["run"],"cwd":"/","env":[],"cli":"x"}`, true},
 		{"no version", `{"args":["run"],"cwd":"/","env":[],"cli":"x"}`, true},
-		{"unknown field", `{"protocol":2,"args":["run"],"cwd":"/","env":[],"cli":"x","more":1}`, false},
-		{"not run", `{"protocol":2,"args":["selftest"],"cwd":"/","env":[],"cli":"x"}`, false},
-		{"relative cwd", `{"protocol":2,"args":["run"],"cwd":"w","env":[],"cli":"x"}`, false},
-		{"bad env entry", `{"protocol":2,"args":["run"],"cwd":"/","env":["A"],"cli":"x"}`, false},
-		{"no cli", `{"protocol":2,"args":["run"],"cwd":"/","env":[]}`, false},
+		{"unknown field", `{"protocol":3,"args":["run"],"cwd":"/","env":[],"cli":"x","more":1}`, false},
+		{"not run", `{"protocol":3,"args":["selftest"],"cwd":"/","env":[],"cli":"x"}`, false},
+		{"relative cwd", `{"protocol":3,"args":["run"],"cwd":"w","env":[],"cli":"x"}`, false},
+		{"bad env entry", `{"protocol":3,"args":["run"],"cwd":"/","env":["A"],"cli":"x"}`, false},
+		{"no cli", `{"protocol":3,"args":["run"],"cwd":"/","env":[]}`, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := DecodeRequest([]byte(tt.msg))
@@ -82,7 +82,7 @@ func TestDecodeStrict(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeRequest([]byte(`{"protocol":2,"args":["run","--session","s","--","true"],"cwd":"/w","env":["A=1"],"cli":"1:2:3:4"}`)); err != nil {
+	if _, err := DecodeRequest([]byte(`{"protocol":3,"args":["run","--session","s","--","true"],"cwd":"/w","env":["A=1"],"cli":"1:2:3:4"}`)); err != nil {
 		t.Fatalf("a good request refused: %v", err)
 	}
 }
