@@ -206,6 +206,21 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if _, err := launch.EgressSource(p, true); err != nil {
 		return nil, err
 	}
+	// The watcher's process starts beside the daemon's questions and the
+	// create, not between the create and the start (Watcher.Warm).
+	w := b.watcherOf()
+	warmed := make(chan struct{})
+	go func() { defer close(warmed); w.Warm() }()
+	sb, err := b.startWarmed(ctx, p, opts)
+	if err != nil {
+		<-warmed
+		w.Idle()
+	}
+	return sb, err
+}
+
+// startWarmed is Start once the watcher is on its way.
+func (b *Backend) startWarmed(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
 	known := b.knownRuntime(p)
 	endAsk := phase.Begin(ctx, "start.ask")
 	a, err := b.ask(ctx, p, func(e Engine) bool { return known == nil && !e.IsPodman() && b.guess != "" })
