@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -70,27 +71,42 @@ func systemVolumeMount(m policy.Mount) mount.Mount {
 // ensureNoSuidVolumes makes the shared volumes req uses, and checks that
 // each one it finds is this directory's, read-only, nosuid and nodev: a
 // volume of that name with other options would give the sandbox the
-// directory writable or with its set-id bits.
+// directory writable or with its set-id bits. The volumes are asked about
+// at once, each a round trip of its own before the create.
 func (b *Backend) ensureNoSuidVolumes(ctx context.Context, req *CreateRequest) error {
+	var names, targets []string
 	for _, m := range req.HostConfig.Mounts {
-		if m.Type != mount.TypeVolume || m.Source != NoSuidVolume(m.Target) {
-			continue
+		if m.Type == mount.TypeVolume && m.Source == NoSuidVolume(m.Target) {
+			names, targets = append(names, m.Source), append(targets, m.Target)
 		}
-		want := nosuidOptions(m.Target)
-		v, err := b.cli.VolumeInspect(ctx, m.Source, client.VolumeInspectOptions{})
-		if err != nil {
-			if _, err := b.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: m.Source, Driver: "local",
-				DriverOpts: want, Labels: map[string]string{nosuidVolumeLabel: m.Target}}); err != nil {
-				return fmt.Errorf("the nosuid volume of the system directory %s: %w", m.Target, err)
-			}
-			if v, err = b.cli.VolumeInspect(ctx, m.Source, client.VolumeInspectOptions{}); err != nil {
-				return fmt.Errorf("the nosuid volume of the system directory %s: %w", m.Target, err)
-			}
+	}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i := range names {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = b.ensureNoSuidVolume(ctx, names[i], targets[i]) }()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ensureNoSuidVolume makes or checks the volume name of the system
+// directory dir.
+func (b *Backend) ensureNoSuidVolume(ctx context.Context, name, dir string) error {
+	want := nosuidOptions(dir)
+	v, err := b.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
+	if err != nil {
+		if _, err := b.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Driver: "local",
+			DriverOpts: want, Labels: map[string]string{nosuidVolumeLabel: dir}}); err != nil {
+			return fmt.Errorf("the nosuid volume of the system directory %s: %w", dir, err)
 		}
-		if v.Volume.Driver != "local" || !maps.Equal(v.Volume.Options, want) {
-			return fmt.Errorf("the Docker volume %s is not the read-only, nosuid bind of %s that triage-sandbox makes (driver %q, options %v): "+
-				"remove it (docker volume rm %s) and run again", m.Source, m.Target, v.Volume.Driver, v.Volume.Options, m.Source)
+		if v, err = b.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{}); err != nil {
+			return fmt.Errorf("the nosuid volume of the system directory %s: %w", dir, err)
 		}
+	}
+	if v.Volume.Driver != "local" || !maps.Equal(v.Volume.Options, want) {
+		return fmt.Errorf("the Docker volume %s is not the read-only, nosuid bind of %s that triage-sandbox makes (driver %q, options %v): "+
+			"remove it (docker volume rm %s) and run again", name, dir, v.Volume.Driver, v.Volume.Options, name)
 	}
 	return nil
 }
