@@ -275,7 +275,7 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 	}
 	ov, ovWarning := overlays(req, p)
 	dov, ovWarning := b.daemonFallback(ctx, req, p, ovWarning)
-	if err := b.adapt(ctx, req, p, &ov); err != nil {
+	if err := b.adapt(ctx, req, p, &ov, a.volumes); err != nil {
 		_ = ov.Remove()
 		_ = dov.remove(context.WithoutCancel(ctx))
 		return nil, err
@@ -321,6 +321,9 @@ type answers struct {
 	byInspect bool
 	withRT    *policy.Policy // p with the runtime named
 	err       error          // the first error, image first
+	// volumes are the nosuid volumes' answers (askVolumes), which a
+	// Docker engine's create waits for.
+	volumes volumeAnswers
 }
 
 // wait returns once the daemon answered, with the first error.
@@ -371,7 +374,8 @@ func (b *Backend) confirm(ctx context.Context, a *answers, p *policy.Policy, id 
 // each a round trip of its own: which engine it is (its raw /_ping, no
 // version needed), then, once the API version is negotiated, whether the
 // image exists and, unless byInspect says the created container will
-// tell, which runtime runs the sandbox (/info, slow on a busy daemon). It
+// tell, which runtime runs the sandbox (/info, slow on a busy daemon); and
+// beside the ping, what the policy's nosuid volumes are (askVolumes). It
 // returns once the ping and the engine answered, which a create request
 // needs; the rest comes on the answers. Errors come in that order: the
 // ping, the image, the runtime, the engine.
@@ -380,11 +384,12 @@ func (b *Backend) ask(ctx context.Context, p *policy.Policy, byInspect func(Engi
 	var engErr error
 	engDone := make(chan struct{})
 	go func() { defer close(engDone); eng, engErr = b.Engine(ctx) }()
+	vols := b.askVolumes(ctx, p)
 	if err := b.Available(ctx); err != nil {
 		<-engDone
 		return nil, err
 	}
-	a := &answers{done: make(chan struct{})}
+	a := &answers{done: make(chan struct{}), volumes: vols}
 	var imageErr, rtErr error
 	var rest sync.WaitGroup
 	rest.Add(1)

@@ -432,8 +432,10 @@ func (s *sandbox) end(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, lifelineEndWait)
 	defer cancel()
-	wait := s.b.cli.ContainerWait(wctx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
+	// The lifeline first, the wait's round trip beside the holder's end: a
+	// container removed before the wait reached the daemon is "not found".
 	if err := s.att.CloseWrite(); err == nil {
+		wait := s.b.cli.ContainerWait(wctx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
 		select {
 		case <-wait.Result:
 			return nil
