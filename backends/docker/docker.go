@@ -56,6 +56,7 @@ type Backend struct {
 	host        string
 	engine      engineCache
 	runtime     runtimeCache
+	pings       pings
 	// guess is the runtime a first start creates its container for while
 	// the daemon says its default (guessedRuntime; tests change it).
 	guess string
@@ -133,13 +134,50 @@ func (b *Backend) Describe(ctx context.Context, p *policy.Policy) map[string]str
 func (b *Backend) Client() *client.Client { return b.cli }
 
 // Available checks the daemon answers (negotiating the API version).
+// Callers at the same time (a start's and its sweep's) share one ping:
+// each of their own would wait on the client's negotiation, one round trip
+// behind the other.
 func (b *Backend) Available(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
-	defer cancel()
-	if _, err := b.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+	b.pings.mu.Lock()
+	c := b.pings.cur
+	if c == nil {
+		c = &pingCall{done: make(chan struct{})}
+		b.pings.cur = c
+		go func() {
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pingTimeout)
+			defer cancel()
+			_, err := b.cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true})
+			b.pings.mu.Lock()
+			b.pings.cur = nil
+			b.pings.mu.Unlock()
+			c.err = err
+			close(c.done)
+		}()
+	}
+	b.pings.mu.Unlock()
+	var err error
+	select {
+	case <-c.done:
+		err = c.err
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
 		return unreachable(b.cli.DaemonHost(), err, probeSocket(b.cli.DaemonHost()))
 	}
 	return nil
+}
+
+// pings is the ping in flight that callers of Available share.
+type pings struct {
+	mu  sync.Mutex
+	cur *pingCall
+}
+
+// pingCall is one ping, its err there once done is closed.
+type pingCall struct {
+	done chan struct{}
+	err  error
 }
 
 // Ready implements backends.Backend: the daemon answers and the policy's
@@ -206,24 +244,30 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if _, err := launch.EgressSource(p, true); err != nil {
 		return nil, err
 	}
-	// The watcher's process starts beside the daemon's questions and the
-	// create, not between the create and the start (Watcher.Warm).
+	// The watcher's process starts once the daemon answered its ping,
+	// beside the render and the create, not between the create and the
+	// start (Watcher.Warm); not before the ping, whose connection a fork
+	// in flight holds up (syscall.ForkLock).
 	w := b.watcherOf()
-	warmed := make(chan struct{})
-	go func() { defer close(warmed); w.Warm() }()
-	sb, err := b.startWarmed(ctx, p, opts)
-	if err != nil {
+	var warmed chan struct{}
+	warm := func() {
+		warmed = make(chan struct{})
+		go func() { defer close(warmed); w.Warm() }()
+	}
+	sb, err := b.startWarmed(ctx, p, opts, warm)
+	if err != nil && warmed != nil {
 		<-warmed
 		w.Idle()
 	}
 	return sb, err
 }
 
-// startWarmed is Start once the watcher is on its way.
-func (b *Backend) startWarmed(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
+// startWarmed is Start; warm starts the watcher's process, called once
+// the daemon answered.
+func (b *Backend) startWarmed(ctx context.Context, p *policy.Policy, opts backends.StartOptions, warm func()) (backends.Sandbox, error) {
 	known := b.knownRuntime(p)
 	endAsk := phase.Begin(ctx, "start.ask")
-	a, err := b.ask(ctx, p, func(e Engine) bool { return known == nil && !e.IsPodman() && b.guess != "" })
+	a, err := b.ask(ctx, p, func(e Engine) bool { return known == nil && !e.IsPodman() && b.guess != "" }, warm)
 	if err != nil {
 		return nil, err
 	}
@@ -374,22 +418,25 @@ func (b *Backend) confirm(ctx context.Context, a *answers, p *policy.Policy, id 
 // each a round trip of its own: which engine it is (its raw /_ping, no
 // version needed), then, once the API version is negotiated, whether the
 // image exists and, unless byInspect says the created container will
-// tell, which runtime runs the sandbox (/info, slow on a busy daemon); and
-// beside the ping, what the policy's nosuid volumes are (askVolumes). It
-// returns once the ping and the engine answered, which a create request
-// needs; the rest comes on the answers. Errors come in that order: the
+// tell, which runtime runs the sandbox (/info, slow on a busy daemon), and
+// what the policy's nosuid volumes are (askVolumes); afterPing runs then.
+// It returns once the ping and the engine answered, which a create
+// request needs; the rest comes on the answers. Errors come in that order: the
 // ping, the image, the runtime, the engine.
-func (b *Backend) ask(ctx context.Context, p *policy.Policy, byInspect func(Engine) bool) (*answers, error) {
+func (b *Backend) ask(ctx context.Context, p *policy.Policy, byInspect func(Engine) bool, afterPing func()) (*answers, error) {
 	var eng Engine
 	var engErr error
 	engDone := make(chan struct{})
 	go func() { defer close(engDone); eng, engErr = b.Engine(ctx) }()
-	vols := b.askVolumes(ctx, p)
 	if err := b.Available(ctx); err != nil {
 		<-engDone
 		return nil, err
 	}
-	a := &answers{done: make(chan struct{}), volumes: vols}
+	// Once the API version is negotiated: asked before, their lookups
+	// would each wait on the negotiation and hold up Available's own ping
+	// behind another.
+	a := &answers{done: make(chan struct{}), volumes: b.askVolumes(ctx, p)}
+	afterPing()
 	var imageErr, rtErr error
 	var rest sync.WaitGroup
 	rest.Add(1)

@@ -24,6 +24,11 @@ import (
 func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	// The API version negotiated by the ping a start beside shares, not
+	// by a ping of the list's own ahead of the start's.
+	if err := b.Available(ctx); err != nil {
+		return nil, err
+	}
 	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", profiles.LabelOwner+"=triage-sandbox"),
