@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -57,6 +58,9 @@ type Backend struct {
 	engine      engineCache
 	runtime     runtimeCache
 	pings       pings
+	// raw asks what the SDK would decode whole (containerRuntime).
+	raw     *http.Client
+	rawOnce sync.Once
 	// guess is the runtime a first start creates its container for while
 	// the daemon says its default (guessedRuntime; tests change it).
 	guess string
@@ -394,13 +398,9 @@ func (b *Backend) confirm(ctx context.Context, a *answers, p *policy.Policy, id 
 	const fix = "; set [sandbox] runtime to the runtime the daemon runs containers under"
 	ictx, cancel := context.WithTimeout(ctx, infoTimeout)
 	defer cancel()
-	ins, err := b.cli.ContainerInspect(ictx, id, client.ContainerInspectOptions{})
+	got, err := b.containerRuntime(ictx, id)
 	if err != nil {
 		return fmt.Errorf("asking the Docker daemon which runtime the sandbox's container got: %w%s", err, fix)
-	}
-	got := ""
-	if ins.Container.HostConfig != nil {
-		got = ins.Container.HostConfig.Runtime
 	}
 	if got == "" {
 		return errors.New("the Docker daemon does not say which runtime the sandbox's container got" + fix)
