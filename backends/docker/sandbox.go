@@ -432,10 +432,8 @@ func (s *sandbox) end(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, lifelineEndWait)
 	defer cancel()
-	// The lifeline first, the wait's round trip beside the holder's end: a
-	// container removed before the wait reached the daemon is "not found".
+	wait := s.b.cli.ContainerWait(wctx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
 	if err := s.att.CloseWrite(); err == nil {
-		wait := s.b.cli.ContainerWait(wctx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
 		select {
 		case <-wait.Result:
 			return nil
