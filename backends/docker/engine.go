@@ -235,14 +235,15 @@ func writeProfile(dir string, profile []byte) (string, error) {
 }
 
 // adapt edits a rendered create request for the engine that answers; ov
-// holds the sandbox's host mounts (made here when Podman needs one).
-func (b *Backend) adapt(ctx context.Context, req *CreateRequest, p *policy.Policy, ov **overlay.Set) error {
+// holds the sandbox's host mounts (made here when Podman needs one); vols
+// are the daemon's answers on the nosuid volumes, when asked already.
+func (b *Backend) adapt(ctx context.Context, req *CreateRequest, p *policy.Policy, ov **overlay.Set, vols volumeAnswers) error {
 	eng, err := b.Engine(ctx)
 	if err != nil {
 		return b.stageErr(ctx, "asking the engine which it is", err)
 	}
 	if !eng.IsPodman() {
-		return b.ensureNoSuidVolumes(ctx, req)
+		return b.ensureNoSuidVolumes(ctx, req, vols)
 	}
 	systemBinds(req)
 	if err := boundTmpfs(req, p, ov); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -70,29 +71,89 @@ func systemVolumeMount(m policy.Mount) mount.Mount {
 // ensureNoSuidVolumes makes the shared volumes req uses, and checks that
 // each one it finds is this directory's, read-only, nosuid and nodev: a
 // volume of that name with other options would give the sandbox the
-// directory writable or with its set-id bits.
-func (b *Backend) ensureNoSuidVolumes(ctx context.Context, req *CreateRequest) error {
+// directory writable or with its set-id bits. The volumes are asked about
+// at once, each a round trip of its own before the create; pre holds the
+// answers asked for beside the start's first questions (askVolumes).
+func (b *Backend) ensureNoSuidVolumes(ctx context.Context, req *CreateRequest, pre volumeAnswers) error {
+	var names, targets []string
 	for _, m := range req.HostConfig.Mounts {
-		if m.Type != mount.TypeVolume || m.Source != NoSuidVolume(m.Target) {
-			continue
-		}
-		want := nosuidOptions(m.Target)
-		v, err := b.cli.VolumeInspect(ctx, m.Source, client.VolumeInspectOptions{})
-		if err != nil {
-			if _, err := b.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: m.Source, Driver: "local",
-				DriverOpts: want, Labels: map[string]string{nosuidVolumeLabel: m.Target}}); err != nil {
-				return fmt.Errorf("the nosuid volume of the system directory %s: %w", m.Target, err)
-			}
-			if v, err = b.cli.VolumeInspect(ctx, m.Source, client.VolumeInspectOptions{}); err != nil {
-				return fmt.Errorf("the nosuid volume of the system directory %s: %w", m.Target, err)
-			}
-		}
-		if v.Volume.Driver != "local" || !maps.Equal(v.Volume.Options, want) {
-			return fmt.Errorf("the Docker volume %s is not the read-only, nosuid bind of %s that triage-sandbox makes (driver %q, options %v): "+
-				"remove it (docker volume rm %s) and run again", m.Source, m.Target, v.Volume.Driver, v.Volume.Options, m.Source)
+		if m.Type == mount.TypeVolume && m.Source == NoSuidVolume(m.Target) {
+			names, targets = append(names, m.Source), append(targets, m.Target)
 		}
 	}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i := range names {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = b.ensureNoSuidVolume(ctx, names[i], targets[i], pre[names[i]]) }()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ensureNoSuidVolume makes or checks the volume name of the system
+// directory dir; asked, when not nil, is the daemon's answer on it already.
+func (b *Backend) ensureNoSuidVolume(ctx context.Context, name, dir string, asked *volumeAnswer) error {
+	want := nosuidOptions(dir)
+	var v client.VolumeInspectResult
+	var err error
+	if asked != nil {
+		<-asked.done
+		v, err = asked.v, asked.err
+	} else {
+		v, err = b.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
+	}
+	if err != nil {
+		if _, err := b.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Driver: "local",
+			DriverOpts: want, Labels: map[string]string{nosuidVolumeLabel: dir}}); err != nil {
+			return fmt.Errorf("the nosuid volume of the system directory %s: %w", dir, err)
+		}
+		if v, err = b.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{}); err != nil {
+			return fmt.Errorf("the nosuid volume of the system directory %s: %w", dir, err)
+		}
+	}
+	if v.Volume.Driver != "local" || !maps.Equal(v.Volume.Options, want) {
+		return fmt.Errorf("the Docker volume %s is not the read-only, nosuid bind of %s that triage-sandbox makes (driver %q, options %v): "+
+			"remove it (docker volume rm %s) and run again", name, dir, v.Volume.Driver, v.Volume.Options, name)
+	}
 	return nil
+}
+
+// volumeAnswers are the daemon's answers on the nosuid volumes of a
+// start's policy, by volume name.
+type volumeAnswers map[string]*volumeAnswer
+
+// volumeAnswer is one volume's inspection, there once done is closed.
+type volumeAnswer struct {
+	done chan struct{}
+	v    client.VolumeInspectResult
+	err  error
+}
+
+// askVolumes asks about p's nosuid volumes at once, beside a start's
+// first questions to the daemon: the create then waits for no round trip
+// of theirs. Only a Docker engine's start reads the answers (adapt);
+// asking another engine costs it a lookup and changes nothing.
+func (b *Backend) askVolumes(ctx context.Context, p *policy.Policy) volumeAnswers {
+	out := volumeAnswers{}
+	for _, m := range p.Mounts {
+		if !systemVolume(m) {
+			continue
+		}
+		name := NoSuidVolume(m.Path)
+		if out[name] != nil {
+			continue
+		}
+		a := &volumeAnswer{done: make(chan struct{})}
+		out[name] = a
+		go func() {
+			defer close(a.done)
+			ictx, cancel := context.WithTimeout(ctx, pingTimeout)
+			defer cancel()
+			a.v, a.err = b.cli.VolumeInspect(ictx, name, client.VolumeInspectOptions{})
+		}()
+	}
+	return out
 }
 
 // systemBinds renders the system volumes as Podman's binds: its Binds

@@ -17,6 +17,9 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/profiles"
 )
 
+// sweepDefer bounds how long a sweep lets starts in flight go first.
+const sweepDefer = 5 * time.Second
+
 // Sweep removes triage-sandbox containers left behind: those whose owning
 // process on this host is gone (or its pid was reused) and those whose
 // lifetime has passed. It matches on labels only, never on names, and never
@@ -24,6 +27,15 @@ import (
 func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	// The API version negotiated by the ping a start beside shares, not
+	// by a ping of the list's own ahead of the start's.
+	if err := b.Available(ctx); err != nil {
+		return nil, err
+	}
+	// After the container of a start beside has started (its sweep runs
+	// during its command and its Close waits for it), bounded: a host of
+	// many sandboxes starting one after another still sweeps.
+	b.starts.settled(sweepDefer)
 	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", profiles.LabelOwner+"=triage-sandbox"),

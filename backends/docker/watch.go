@@ -99,6 +99,31 @@ func (w *Watcher) Removed(id string) error {
 	return err
 }
 
+// Warm starts a watcher with nothing listed when none runs, so that a
+// start's List, after its create, only waits for an answer: a cold run
+// otherwise waited for the watcher's process to start between its create
+// and its start (2 to 8 ms, more on a busy machine). The process started
+// here ends like any other: once its pipe closes (Idle, Removed of the
+// last one listed, or the owner's death), having nothing to remove. An
+// error is left to List, which tries again and says why.
+func (w *Watcher) Warm() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.proc == nil {
+		_ = w.start()
+	}
+}
+
+// Idle ends a watcher that has nothing listed (one Warm started for a
+// start that failed before its container was listed).
+func (w *Watcher) Idle() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.listed) == 0 && w.proc != nil {
+		w.drop()
+	}
+}
+
 // Processes is how many watcher processes this Watcher started (tests).
 func (w *Watcher) Processes() int {
 	w.mu.Lock()

@@ -199,6 +199,45 @@ func TestWatcherOneProcessForMany(t *testing.T) {
 	}
 }
 
+// TestWatcherWarm: a warmed watcher (started before anything is listed,
+// as a start does beside its create) is the one the next List uses, and
+// one whose start failed before any listing ends at Idle; Idle leaves a
+// watcher with something listed alone.
+func TestWatcherWarm(t *testing.T) {
+	testenv.SkipShort(t, "starts the watcher binary")
+	w := docker.NewWatcher(backends.Env{SelfExe: testenv.Binary(t), InsideExe: testenv.InsideBinary(t)})
+	w.Warm()
+	pid := w.Pid()
+	if pid == 0 || w.Processes() != 1 {
+		t.Fatalf("no watcher after Warm (pid %d, %d started)", pid, w.Processes())
+	}
+	w.Warm()
+	if err := w.List("aa"); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.Processes(); n != 1 || w.Pid() != pid {
+		t.Fatalf("%d watcher processes after Warm, Warm and List (pid %d, warmed %d), want the warmed one", n, w.Pid(), pid)
+	}
+	w.Idle()
+	if w.Pid() != pid {
+		t.Fatal("Idle ended a watcher with a container listed")
+	}
+	if err := w.Removed("aa"); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	w.Warm()
+	pid = w.Pid()
+	if pid == 0 {
+		t.Fatal("no watcher after the second Warm")
+	}
+	w.Idle()
+	if w.Pid() != 0 {
+		t.Fatal("a warmed watcher with nothing listed still runs after Idle")
+	}
+	waitGone(t, pid)
+}
+
 // waitGone waits for process pid (not our child) to end.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
