@@ -144,7 +144,7 @@ func (t *tree) descendants() []proc {
 // readStat reads state, ppid and process group of pid; the command name may hold any
 // byte, so fields are counted from its last ')'.
 func readStat(pid int) (proc, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readProcFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return proc{}, false
 	}
