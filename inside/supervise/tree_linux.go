@@ -71,9 +71,18 @@ func (t *tree) collect() (syscall.WaitStatus, error) {
 // some programs), reaps zombies re-parented here, and returns how many
 // processes of the tree are left, dead or alive, not counting the
 // command's own zombie.
-func (t *tree) kill(sig syscall.Signal) int {
+func (t *tree) kill(sig syscall.Signal) int { return t.killVia(sig, t.within) }
+
+// killHere is kill on the thread it is called on (already the one that
+// started the command: see termThenKill).
+func (t *tree) killHere(sig syscall.Signal) int {
+	return t.killVia(sig, func(f func()) { f() })
+}
+
+// killVia is kill with its signals sent through within.
+func (t *tree) killVia(sig syscall.Signal, within func(func())) int {
 	if sig != 0 && t.pid > 1 {
-		t.within(func() { _ = syscall.Kill(-t.pid, sig) })
+		within(func() { _ = syscall.Kill(-t.pid, sig) })
 	}
 	left := 0
 	var signal []int
@@ -95,7 +104,7 @@ func (t *tree) kill(sig syscall.Signal) int {
 		left++
 	}
 	if len(signal) > 0 {
-		t.within(func() {
+		within(func() {
 			for _, pid := range signal {
 				_ = syscall.Kill(pid, sig)
 			}
