@@ -311,23 +311,6 @@ type run struct {
 	groupKilled bool
 }
 
-// termThenKill is kill(SIGTERM) and, when its scan finds nothing of the
-// tree left (the usual end: a command that left nothing behind), the
-// group's SIGKILL that starts killAll, in one trip to the thread that
-// started the command (Spec.Within: each trip is a hand-over of the
-// holder's P between threads) instead of two. It returns what
-// kill(SIGTERM) does, and whether the SIGKILL went.
-func (t *tree) termThenKill() (left int, killed bool) {
-	t.within(func() {
-		left = t.killHere(syscall.SIGTERM)
-		if left == 0 && t.pid > 1 {
-			_ = syscall.Kill(-t.pid, syscall.SIGKILL)
-			killed = true
-		}
-	})
-	return left, killed
-}
-
 func (r *run) exited() bool {
 	select {
 	case <-r.mainDone:

@@ -71,19 +71,54 @@ func (t *tree) collect() (syscall.WaitStatus, error) {
 // some programs), reaps zombies re-parented here, and returns how many
 // processes of the tree are left, dead or alive, not counting the
 // command's own zombie.
-func (t *tree) kill(sig syscall.Signal) int { return t.killVia(sig, t.within) }
-
-// killHere is kill on the thread it is called on (already the one that
-// started the command: see termThenKill).
-func (t *tree) killHere(sig syscall.Signal) int {
-	return t.killVia(sig, func(f func()) { f() })
+func (t *tree) kill(sig syscall.Signal) int {
+	if sig != 0 && t.pid > 1 {
+		t.within(func() { _ = syscall.Kill(-t.pid, sig) })
+	}
+	return t.afterGroup(sig)
 }
 
-// killVia is kill with its signals sent through within.
-func (t *tree) killVia(sig syscall.Signal, within func(func())) int {
-	if sig != 0 && t.pid > 1 {
-		within(func() { _ = syscall.Kill(-t.pid, sig) })
+// termThenKill is kill(SIGTERM) and, when nothing but the command's own
+// zombie is left below this process (the usual end: a command that left
+// nothing behind), the group's SIGKILL that starts killAll, in one trip
+// to the thread that started the command (Spec.Within: each trip is a
+// hand-over between threads) instead of two. The look on that thread asks
+// nothing of Spec.Others (whose lock may be held by one waiting for this
+// very thread) and reaps nothing: anything else there (a process started
+// beside the command, an orphan's zombie) and the rest is kill's, off the
+// thread. It returns what kill(SIGTERM) does, and whether the SIGKILL
+// went.
+func (t *tree) termThenKill() (left int, killed bool) {
+	if t.pid <= 1 {
+		return t.kill(syscall.SIGTERM), false
 	}
+	t.within(func() {
+		_ = syscall.Kill(-t.pid, syscall.SIGTERM)
+		if t.nothingButTheCommand() {
+			_ = syscall.Kill(-t.pid, syscall.SIGKILL)
+			killed = true
+		}
+	})
+	if killed {
+		return 0, true
+	}
+	return t.afterGroup(syscall.SIGTERM), false
+}
+
+// nothingButTheCommand: no process below this one but the command's own
+// zombie (a scan of /proc, as descendants', without Spec.Others).
+func (t *tree) nothingButTheCommand() bool {
+	for _, p := range allProcs() {
+		if p.pid != t.self && p.ppid == t.self && (p.pid != t.pid || p.state != 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// afterGroup is kill once the group has had sig: the scan, its reaping,
+// and sig to every live descendant outside the group.
+func (t *tree) afterGroup(sig syscall.Signal) int {
 	left := 0
 	var signal []int
 	for _, p := range t.descendants() {
@@ -104,7 +139,7 @@ func (t *tree) killVia(sig syscall.Signal, within func(func())) int {
 		left++
 	}
 	if len(signal) > 0 {
-		within(func() {
+		t.within(func() {
 			for _, pid := range signal {
 				_ = syscall.Kill(pid, sig)
 			}

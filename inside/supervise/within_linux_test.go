@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -53,5 +54,37 @@ func TestUsualEndIsOneTripToTheThread(t *testing.T) {
 	}
 	if n := trips.Load(); n <= 2 {
 		t.Errorf("%d trips with a process left to signal, want more than 2", n)
+	}
+}
+
+// TestOthersAreNotAskedOnTheThread: Spec.Others is never called on the
+// command's thread (a holder's Others takes the warden's lock, which one
+// waiting for that thread may hold), also when a process started beside
+// the command is there at its end; that process is left alone.
+func TestOthersAreNotAskedOnTheThread(t *testing.T) {
+	beside := exec.Command("sleep", "30")
+	if err := beside.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = beside.Process.Kill(); _ = beside.Wait() }()
+	var onThread, askedOnThread atomic.Bool
+	within := func(f func()) { onThread.Store(true); defer onThread.Store(false); f() }
+	others := func(pid int) bool {
+		if onThread.Load() {
+			askedOnThread.Store(true)
+		}
+		return pid == beside.Process.Pid
+	}
+	for _, argv := range [][]string{{"true"}, sh("exit 5")} {
+		res, _, _, _ := runSpec(t, Spec{Argv: argv, Within: within, Others: others})
+		if res.LifelineCut || res.TimedOut {
+			t.Fatalf("%v: %+v", argv, res)
+		}
+	}
+	if askedOnThread.Load() {
+		t.Error("Spec.Others was called on the command's thread")
+	}
+	if err := beside.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the process started beside the command is gone: %v", err)
 	}
 }
