@@ -12,6 +12,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/inside/idlemem"
 	"github.com/triage-sandbox/triage-sandbox/inside/supervise"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
+	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 )
 
 // resident is the supervisor resident in the holder: a command in a warm
@@ -55,7 +56,7 @@ type resident struct {
 
 // take is control.ServeOptions.Resident: argv is BINARY __exec SPEC
 // (already allowed), files the request's descriptors.
-func (r *resident) take(argv []string, files []*os.File) (func(context.Context) int, bool) {
+func (r *resident) take(argv []string, files []*os.File) (control.ResidentRun, bool) {
 	if r.w == nil || r.w.noSubreaper || len(argv) != 3 || protocol.Entry(argv[1]) != protocol.EntryExec || len(files) < 3 {
 		return nil, false
 	}
@@ -76,27 +77,37 @@ func (r *resident) take(argv []string, files []*os.File) (func(context.Context) 
 		return nil, false
 	}
 	r.w.residentBegins()
-	return func(ctx context.Context) int {
+	return func(ctx context.Context) (int, func()) {
+		// The end is replied once the tree is gone; the warden's sweep for
+		// what a supervisor process that died meanwhile left waits until
+		// after the reply (after), off the command's path. The next
+		// command may be taken before that sweep: the sweep then finds a
+		// resident command running and leaves it to that one's end.
 		defer r.busy.Store(false)
 		defer r.w.residentEnds()
 		if r.quiet != nil {
 			defer r.quiet.Busy()
 		}
-		defer closeFiles(files)
-		o := ExecOptions{Argv: spec.Argv, Dir: spec.Dir, Timeout: spec.Timeout.D(), Grace: spec.Grace.D(),
-			Lifeline: spec.Lifeline, Stdin: files[0], Stdout: files[1], Stderr: files[2]}
-		if export != nil {
-			o.ExportTo = nopCloser{export} // closed with the rest, after the run
-			o.Stage, o.MaxEntries = spec.Export.Stage, spec.Export.MaxEntries
-		}
-		if spec.Lifeline {
-			if lifeline := pollable(files[0]); lifeline != nil {
-				defer lifeline.Close()
-				o.Stdin = lifeline
-			}
-		}
-		return execute(ctx, o, supervise.Spec{Within: r.w.onThread, Others: r.w.isStarted})
+		return r.run(ctx, spec, files, export), r.w.sweep
 	}, true
+}
+
+// run is one resident command: its code once its tree is gone.
+func (r *resident) run(ctx context.Context, spec protocol.Exec, files []*os.File, export *os.File) int {
+	defer closeFiles(files)
+	o := ExecOptions{Argv: spec.Argv, Dir: spec.Dir, Timeout: spec.Timeout.D(), Grace: spec.Grace.D(),
+		Lifeline: spec.Lifeline, Stdin: files[0], Stdout: files[1], Stderr: files[2]}
+	if export != nil {
+		o.ExportTo = nopCloser{export} // closed with the rest, after the run
+		o.Stage, o.MaxEntries = spec.Export.Stage, spec.Export.MaxEntries
+	}
+	if spec.Lifeline {
+		if lifeline := pollable(files[0]); lifeline != nil {
+			defer lifeline.Close()
+			o.Stdin = lifeline
+		}
+	}
+	return execute(ctx, o, supervise.Spec{Within: r.w.onThread, Others: r.w.isStarted})
 }
 
 // pollable is a non-blocking duplicate of a lifeline, read through the

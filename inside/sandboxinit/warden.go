@@ -126,13 +126,13 @@ func (w *warden) residentBegins() {
 	w.resident++
 }
 
-// residentEnds sweeps again, once the resident command's tree is gone:
-// what a supervisor process that died meanwhile left is a leftover now.
+// residentEnds lets the sweeps run again, once the resident command's
+// tree is gone; its caller sweeps then (after its end is replied): what a
+// supervisor process that died meanwhile left is a leftover now.
 func (w *warden) residentEnds() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.resident--
-	w.sweepLocked()
 }
 
 // isStarted: pid is a process the holder started (a supervisor or an

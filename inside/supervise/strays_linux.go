@@ -92,18 +92,9 @@ func allProcs() []proc {
 	return out
 }
 
-func readDirNames(dir string) ([]string, error) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return d.Readdirnames(-1)
-}
-
 // sameComm: pids a and b run programs of the same name.
 func sameComm(a, b int) bool {
-	ca, err1 := os.ReadFile("/proc/" + strconv.Itoa(a) + "/comm")
-	cb, err2 := os.ReadFile("/proc/" + strconv.Itoa(b) + "/comm")
+	ca, err1 := readProcFile("/proc/" + strconv.Itoa(a) + "/comm")
+	cb, err2 := readProcFile("/proc/" + strconv.Itoa(b) + "/comm")
 	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
 }

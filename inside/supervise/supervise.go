@@ -259,7 +259,9 @@ func (r *run) await(timeoutAfter, grace time.Duration) (res Result, emptied bool
 		// SIGTERM-then-SIGKILL as a timed-out command. A scan that found
 		// none left (the usual end) needs no SIGCONT and no grace: killAll's
 		// scan makes the second empty one in a row.
-		if r.t.kill(syscall.SIGTERM) == 0 {
+		left, killed := r.t.termThenKill()
+		r.groupKilled = killed
+		if left == 0 {
 			return res, true
 		}
 		r.t.kill(syscall.SIGCONT)
@@ -305,6 +307,8 @@ type run struct {
 	exitedAt time.Time     // written before mainDone is closed
 	cut      chan struct{} // closed at the lifeline's EOF; nil without one
 	ctxDone  <-chan struct{}
+	// groupKilled: termThenKill sent the process group its SIGKILL.
+	groupKilled bool
 }
 
 func (r *run) exited() bool {
@@ -353,8 +357,19 @@ func (r *run) killAll(emptied bool) {
 	if emptied {
 		empty = 1
 	}
-	for {
-		if r.t.kill(syscall.SIGKILL) == 0 {
+	for first := true; ; first = false {
+		var left int
+		if first && r.groupKilled {
+			// The group's SIGKILL went with the SIGTERM (termThenKill):
+			// this round's scan is the second, signalling only what it
+			// finds left.
+			if left = r.t.kill(0); left > 0 {
+				left = r.t.kill(syscall.SIGKILL)
+			}
+		} else {
+			left = r.t.kill(syscall.SIGKILL)
+		}
+		if left == 0 {
 			empty++
 		} else {
 			empty = 0

@@ -4,13 +4,12 @@ package supervise
 
 import (
 	"bytes"
-	"os"
 	"strconv"
 )
 
 // threadCount is how many threads this process has now (0: unknown).
 func threadCount() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+	b, err := readProcFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}

@@ -75,6 +75,50 @@ func (t *tree) kill(sig syscall.Signal) int {
 	if sig != 0 && t.pid > 1 {
 		t.within(func() { _ = syscall.Kill(-t.pid, sig) })
 	}
+	return t.afterGroup(sig)
+}
+
+// termThenKill is kill(SIGTERM) and, when nothing but the command's own
+// zombie is left below this process (the usual end: a command that left
+// nothing behind), the group's SIGKILL that starts killAll, in one trip
+// to the thread that started the command (Spec.Within: each trip is a
+// hand-over between threads) instead of two. The look on that thread asks
+// nothing of Spec.Others (whose lock may be held by one waiting for this
+// very thread) and reaps nothing: anything else there (a process started
+// beside the command, an orphan's zombie) and the rest is kill's, off the
+// thread. It returns what kill(SIGTERM) does, and whether the SIGKILL
+// went.
+func (t *tree) termThenKill() (left int, killed bool) {
+	if t.pid <= 1 {
+		return t.kill(syscall.SIGTERM), false
+	}
+	t.within(func() {
+		_ = syscall.Kill(-t.pid, syscall.SIGTERM)
+		if t.nothingButTheCommand() {
+			_ = syscall.Kill(-t.pid, syscall.SIGKILL)
+			killed = true
+		}
+	})
+	if killed {
+		return 0, true
+	}
+	return t.afterGroup(syscall.SIGTERM), false
+}
+
+// nothingButTheCommand: no process below this one but the command's own
+// zombie (a scan of /proc, as descendants', without Spec.Others).
+func (t *tree) nothingButTheCommand() bool {
+	for _, p := range allProcs() {
+		if p.pid != t.self && p.ppid == t.self && (p.pid != t.pid || p.state != 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// afterGroup is kill once the group has had sig: the scan, its reaping,
+// and sig to every live descendant outside the group.
+func (t *tree) afterGroup(sig syscall.Signal) int {
 	left := 0
 	var signal []int
 	for _, p := range t.descendants() {
@@ -144,7 +188,7 @@ func (t *tree) descendants() []proc {
 // readStat reads state, ppid and process group of pid; the command name may hold any
 // byte, so fields are counted from its last ')'.
 func readStat(pid int) (proc, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readProcFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return proc{}, false
 	}

@@ -43,3 +43,18 @@ func (t *tree) waitExited() {
 
 // collect returns the status waitExited reaped.
 func (t *tree) collect() (syscall.WaitStatus, error) { return t.ws, t.err }
+
+// termThenKill is kill(SIGTERM) and, when it leaves nothing of the tree
+// (the usual end), the group's SIGKILL that starts killAll, in one trip
+// to the thread that started the command instead of two. It returns what
+// kill(SIGTERM) does, and whether the SIGKILL went.
+func (t *tree) termThenKill() (left int, killed bool) {
+	t.within(func() {
+		left = t.killHere(syscall.SIGTERM)
+		if left == 0 && t.pid > 1 {
+			_ = syscall.Kill(-t.pid, syscall.SIGKILL)
+			killed = true
+		}
+	})
+	return left, killed
+}

@@ -27,12 +27,17 @@ type ServeOptions struct {
 	// told of each one's end.
 	Children Children
 	// Resident, when set, may take a request and run it in the holder
-	// itself: it returns the run (which owns files from then on and
-	// returns the exit code) or false to have the process started as
-	// usual. Its run's end is replied like a process's; a run that ends
-	// because ctx did (the holder ending the sandbox) is not.
-	Resident func(argv []string, files []*os.File) (run func(ctx context.Context) int, ok bool)
+	// itself: it returns the run (which owns files from then on) or false
+	// to have the process started as usual. Its run's end is replied like
+	// a process's; a run that ends because ctx did (the holder ending the
+	// sandbox) is not.
+	Resident func(argv []string, files []*os.File) (run ResidentRun, ok bool)
 }
+
+// ResidentRun runs a request in the holder and returns its exit code and
+// what is left to do once that end is replied (nil: nothing): the host
+// waits for the reply, so work that need not come before it comes after.
+type ResidentRun func(ctx context.Context) (code int, after func())
 
 // Children tracks the processes the holder started.
 type Children interface {
@@ -176,12 +181,15 @@ func (s *server) handle(ctx context.Context, msg []byte, files []*os.File, ferr 
 
 // runResident runs a request the holder took on itself, replying as for
 // a process: started at once, exited with its code.
-func (s *server) runResident(ctx context.Context, id uint64, run func(context.Context) int) {
+func (s *server) runResident(ctx context.Context, id uint64, run ResidentRun) {
 	s.send(reply{ID: id, Started: true})
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		code := run(ctx)
+		code, after := run(ctx)
+		if after != nil {
+			defer after()
+		}
 		if ctx.Err() != nil {
 			return // as for a process: the channel's close tells the end
 		}

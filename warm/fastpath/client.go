@@ -37,11 +37,7 @@ func Run(ctx context.Context, socket string, req Request, cancel <-chan struct{}
 		return 0, fallback("no keeper at %s: %v", socket, err)
 	}
 	defer conn.Close()
-	req.SetProtocol()
-	rb, err := json.Marshal(&req)
-	if err != nil {
-		return 0, fallback("%v", err)
-	}
+	rb := req.Encode()
 	// The request goes before the keeper's hello is read: the keeper reads
 	// it after sending its hello, so the exchange costs one round trip, not
 	// two. A hello that then fails the check still means nothing ran: a

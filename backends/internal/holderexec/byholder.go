@@ -31,16 +31,16 @@ func byHolder(ctx context.Context, ctl *control.Client, argv []string, gate *Out
 			_ = f.Close()
 		}
 	}
-	var ends []*os.File // stdin r,w; stdout r,w; stderr r,w
-	for range 3 {
-		r, w, err := os.Pipe()
+	var ends []*os.File // stdin w,r; stdout r,w; stderr r,w: each pipe's kept end first
+	for i := range 3 {
+		kept, passed, err := holderPipe(i > 0)
 		if err != nil {
 			closeAll(ends)
 			return nil, err
 		}
-		ends = append(ends, r, w)
+		ends = append(ends, kept, passed)
 	}
-	stdinR, stdinW := ends[0], ends[1]
+	stdinW, stdinR := ends[0], ends[1]
 	outR, outW := ends[2], ends[3]
 	errR, errW := ends[4], ends[5]
 	passed := []*os.File{stdinR, outW, errW}
