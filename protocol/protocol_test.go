@@ -231,7 +231,7 @@ func TestStatusesAreWholeLinesOnly(t *testing.T) {
 // failed holder whatever its state, and says what to rebuild.
 func TestStatusOfAnotherVersion(t *testing.T) {
 	for _, line := range []string{
-		`triage-sandbox-status {"state":"ready"}`,                    // before versions
+		`triage-sandbox-status {"state":"ready"}`,                     // before versions
 		`triage-sandbox-status {"protocol":98,"state":"ready","x":1}`, // a later build, new fields
 	} {
 		got := Statuses([]byte(line + "\n"))
