@@ -330,6 +330,13 @@ func (b *Backend) startAs(ctx context.Context, p *policy.Policy, opts backends.S
 		_ = dov.remove(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	if eng, err := b.Engine(ctx); err == nil && ownLoopback(eng, req) {
+		if err := withOwnLoopback(req); err != nil {
+			_ = ov.Remove()
+			_ = dov.remove(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	}
 	ln := withControl(rt, p, req)
 	if b.Adjust != nil {
 		b.Adjust(req)

@@ -48,12 +48,7 @@ const ExecProcessAnnotation = "io.triage-sandbox.exec-process"
 // EAI_AGAIN, and every test server on http://localhost failed.
 const (
 	HostsFile    = "hosts"
-	HostsContent = "127.0.0.1\tlocalhost\n" +
-		"::1\tlocalhost ip6-localhost ip6-loopback\n" +
-		"fe00::0\tip6-localnet\n" +
-		"ff00::0\tip6-mcastprefix\n" +
-		"ff02::1\tip6-allnodes\n" +
-		"ff02::2\tip6-allrouters\n"
+	HostsContent = launch.HostsContent
 )
 
 // MaskFile is the bundle's empty, read-only file (a mount source relative

@@ -102,6 +102,20 @@ func HoldArgv(spec protocol.Hold) []string {
 	return protocol.MustArgv(InitPath, protocol.EntryHold, spec)
 }
 
+// HostsContent is the /etc/hosts of a sandbox whose network is its own
+// loopback (the oci bundle's, and the docker backend's where the daemon
+// makes no network for it): the names it resolves with no DNS, as Docker
+// writes them for --network none. An image's root has an empty
+// /etc/hosts, so without it getaddrinfo("localhost") asked a DNS server
+// the sandbox cannot reach (EAI_AGAIN), and every test server on
+// http://localhost failed.
+const HostsContent = "127.0.0.1\tlocalhost\n" +
+	"::1\tlocalhost ip6-localhost ip6-loopback\n" +
+	"fe00::0\tip6-localnet\n" +
+	"ff00::0\tip6-mcastprefix\n" +
+	"ff02::1\tip6-allnodes\n" +
+	"ff02::2\tip6-allrouters\n"
+
 // IdentityCaps are the capabilities a helper started as root holds until
 // it takes the sandbox identity (runtimes.Traits.HelpersStartAsRoot):
 // switching uid and gid and emptying the bounding set, nothing else.
