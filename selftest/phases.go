@@ -153,18 +153,11 @@ func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, cl
 			continue
 		}
 		hooks := phaseHooks{started: startedHook(ph)}
-		var first func(*sandbox.Session)
 		flooded := false
 		if ph == PhaseTimeout && shareOutput {
-			first = func(sess *sandbox.Session) {
-				t0 := time.Now()
-				ev, err := outputExec(ctx, o, e, sess.Exec)
-				clock.record(phaseName(PhaseOutput), t0)
-				set(PhaseOutput, ev, err)
-				flooded = true
-			}
+			hooks.first = floodFirst(ctx, o, e, clock, set, &flooded)
 		}
-		hooks.first = first
+		first := hooks.first
 		side.Add(1)
 		go func() {
 			defer side.Done()
@@ -193,6 +186,19 @@ func runSandboxPhases(ctx context.Context, o Options, e *Env, checks []Check, cl
 	results[PhaseMain] = phaseResult{mainEv, mainErr}
 	results[PhaseSecond] = phaseResult{secondEv, secondErr}
 	return results
+}
+
+// floodFirst is the timeout phase's first command when the flood shares
+// its sandbox: it runs the flood and records its result; *flooded says it
+// ran.
+func floodFirst(ctx context.Context, o Options, e *Env, clock *phaseClock, set func(Phase, *Evidence, error), flooded *bool) func(*sandbox.Session) {
+	return func(sess *sandbox.Session) {
+		t0 := time.Now()
+		ev, err := outputExec(ctx, o, e, sess.Exec)
+		clock.record(phaseName(PhaseOutput), t0)
+		set(PhaseOutput, ev, err)
+		*flooded = true
+	}
 }
 
 // chainPhases are the phases of sharedChain this role runs, when two or

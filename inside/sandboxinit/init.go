@@ -135,17 +135,7 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	// exit, and the host must learn it as such (not as a plain 137).
 	ctlCtx, endControl := context.WithCancel(ctx)
 	defer endControl()
-	if o.Control != nil || o.ControlConn != nil {
-		if w != nil {
-			w.commandsThroughHolder()
-		}
-		go func() {
-			serveControl(ctlCtx, o, w, quiet)
-			if w != nil {
-				w.commandsByRuntime()
-			}
-		}()
-	}
+	startControl(ctlCtx, o, w, quiet)
 	stop := func() {
 		endControl()
 		killAll()
@@ -283,6 +273,23 @@ func refuseSignals() func() {
 		}
 	}()
 	return func() { signal.Stop(sigs); close(done) }
+}
+
+// startControl serves the control channel, when the holder has one, while
+// the warden polls only as a backstop (every command comes through it).
+func startControl(ctx context.Context, o HoldOptions, w *warden, quiet *idlemem.Quiet) {
+	if o.Control == nil && o.ControlConn == nil {
+		return
+	}
+	if w != nil {
+		w.commandsThroughHolder()
+	}
+	go func() {
+		serveControl(ctx, o, w, quiet)
+		if w != nil {
+			w.commandsByRuntime()
+		}
+	}()
 }
 
 // serveControl starts the host's commands until the channel ends. The
