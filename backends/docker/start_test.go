@@ -188,26 +188,35 @@ func TestStartRefusedWhenTheRuntimeIsNotSaid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := bk.(*docker.Backend)
+	refusedUnstarted(t, bk.(*docker.Backend), direct,
+		"asking the Docker daemon which runtime the sandbox's container got", "the daemon never said its runtime")
+}
+
+// refusedUnstarted runs `true` once on b and fails unless the start was
+// refused with want in its error after exactly one create, whose container
+// is gone and was never started (cli asks the daemon: why says what was
+// missing).
+func refusedUnstarted(t *testing.T, b *docker.Backend, cli *client.Client, want, why string) {
+	t.Helper()
 	var seen creates
 	seen.record(b)
 	f := newFixture(t)
 	p := build(t, f, "agent", currentHost(t))
 	since := time.Now()
-	_, err = sandbox.Run(context.Background(), b, sandbox.Request{
+	_, err := sandbox.Run(context.Background(), b, sandbox.Request{
 		Policy: p, Command: backends.Command{Argv: []string{"true"}},
 		Streams: backends.Streams{Stdout: io.Discard, Stderr: io.Discard},
 	})
-	if err == nil || !strings.Contains(err.Error(), "asking the Docker daemon which runtime the sandbox's container got") {
-		t.Fatalf("run: %v; want the start refused for want of the container's runtime", err)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("run: %v; want the start refused: %s", err, want)
 	}
 	reqs := seen.all()
 	if len(reqs) != 1 {
 		t.Fatalf("%d create request(s), want 1", len(reqs))
 	}
-	assertNameGone(t, direct, reqs[0].Name)
-	if n := startedSince(t, direct, reqs[0].Name, since); n != 0 {
-		t.Fatalf("the container was started %d time(s) though the daemon never said its runtime", n)
+	assertNameGone(t, cli, reqs[0].Name)
+	if n := startedSince(t, cli, reqs[0].Name, since); n != 0 {
+		t.Fatalf("the container was started %d time(s) though %s", n, why)
 	}
 }
 
@@ -272,25 +281,5 @@ func TestStartRefusedWithoutItsWatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := bk.(*docker.Backend)
-	var seen creates
-	seen.record(b)
-	f := newFixture(t)
-	p := build(t, f, "agent", currentHost(t))
-	since := time.Now()
-	_, err = sandbox.Run(context.Background(), b, sandbox.Request{
-		Policy: p, Command: backends.Command{Argv: []string{"true"}},
-		Streams: backends.Streams{Stdout: io.Discard, Stderr: io.Discard},
-	})
-	if err == nil || !strings.Contains(err.Error(), "starting the containers' watcher") {
-		t.Fatalf("run: %v; want the start refused for want of the container's watcher", err)
-	}
-	reqs := seen.all()
-	if len(reqs) != 1 {
-		t.Fatalf("%d create request(s), want 1", len(reqs))
-	}
-	cli := b.Client()
-	assertNameGone(t, cli, reqs[0].Name)
-	if n := startedSince(t, cli, reqs[0].Name, since); n != 0 {
-		t.Fatalf("the container was started %d time(s) though its watcher never ran", n)
-	}
+	refusedUnstarted(t, b, b.Client(), "starting the containers' watcher", "its watcher never ran")
 }
