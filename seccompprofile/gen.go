@@ -1,7 +1,7 @@
 //go:build ignore
 
-// gen writes profile.json and default.json: run `go generate` on Linux
-// after upgrading github.com/moby/profiles/seccomp.
+// gen writes profile.json, default.json and resolved-<arch>.json: run
+// `go generate` on Linux after upgrading github.com/moby/profiles/seccomp.
 package main
 
 import (
@@ -21,5 +21,14 @@ func main() {
 	}
 	if err := os.WriteFile("default.json", append(dockerDefault, '\n'), 0o644); err != nil {
 		log.Fatal(err)
+	}
+	resolved, err := seccompprofile.GenerateResolved(profile)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for arch, b := range resolved {
+		if err := os.WriteFile("resolved-"+arch+".json", b, 0o644); err != nil {
+			log.Fatal(err)
+		}
 	}
 }

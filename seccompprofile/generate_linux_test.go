@@ -2,6 +2,7 @@ package seccompprofile
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -25,6 +26,15 @@ func TestEmbeddedIsGenerated(t *testing.T) {
 	}
 	if !bytes.Equal(append(def, '\n'), defaultJSON) {
 		t.Error("default.json is stale: run go generate ./seccompprofile")
+	}
+	resolved, err := GenerateResolved(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arch := range ResolvedArches {
+		if got, ok := Resolved(arch, "99.0"); !ok || !bytes.Equal(got, resolved[arch]) {
+			t.Errorf("resolved-%s.json is stale: run go generate ./seccompprofile", arch)
+		}
 	}
 }
 
@@ -77,4 +87,31 @@ func kernelMajorMinor(release string) string {
 	var k, m int
 	fmt.Sscanf(release, "%d.%d", &k, &m)
 	return fmt.Sprintf("%d.%d", k, m)
+}
+
+// TestResolvedIsTheLoaders: the profile resolved ahead for this machine is,
+// byte for byte, what moby/profiles' loader gives for a spec without
+// capabilities on this kernel, marshalled as the bundle's config.json
+// would hold it.
+func TestResolvedIsTheLoaders(t *testing.T) {
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := Resolved(runtime.GOARCH, unix.ByteSliceToString(uts.Release[:]))
+	if !ok {
+		t.Skipf("no profile resolved ahead for %s on kernel %s", runtime.GOARCH, unix.ByteSliceToString(uts.Release[:]))
+	}
+	spec := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}}
+	sc, err := seccomp.LoadProfile(JSON(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("resolved-%s.json is not what seccomp.LoadProfile gives here: run go generate ./seccompprofile", runtime.GOARCH)
+	}
 }

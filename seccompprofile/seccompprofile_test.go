@@ -228,3 +228,69 @@ func TestRefusesFSetSig(t *testing.T) {
 		}
 	}
 }
+
+// TestResolvedKernelIsTheProfiles: ResolvedKernel is the newest minKernel
+// of any rule, so a kernel at least that new resolves as any later one.
+func TestResolvedKernelIsTheProfiles(t *testing.T) {
+	var newest seccomp.KernelVersion
+	for _, c := range Profile().Syscalls {
+		for _, f := range []*seccomp.Filter{c.Includes, c.Excludes} {
+			if f == nil || f.MinKernel == nil {
+				continue
+			}
+			if k := *f.MinKernel; k.Kernel > newest.Kernel || (k.Kernel == newest.Kernel && k.Major > newest.Major) {
+				newest = k
+			}
+		}
+	}
+	if newest != ResolvedKernel {
+		t.Errorf("ResolvedKernel is %v, the profile's newest minKernel %v", ResolvedKernel, newest)
+	}
+}
+
+// TestResolvedOnlyWhereAhead: no resolved profile for a kernel older than
+// a rule's minKernel, an unparsed release or an architecture not resolved
+// ahead; the caller resolves those itself.
+func TestResolvedOnlyWhereAhead(t *testing.T) {
+	for _, tc := range []struct {
+		arch, release string
+		ok            bool
+	}{
+		{"amd64", "6.1.0-18-amd64", true},
+		{"arm64", "4.8", true},
+		{"amd64", "4.7.10", false},
+		{"amd64", "3.99", false},
+		{"amd64", "", false},
+		{"amd64", "x.y", false},
+		{"s390x", "6.1", false},
+	} {
+		b, ok := Resolved(tc.arch, tc.release)
+		if ok != tc.ok || (ok && len(b) == 0) {
+			t.Errorf("Resolved(%q, %q): %v, want %v", tc.arch, tc.release, ok, tc.ok)
+		}
+	}
+}
+
+// TestResolvedIsResolve: each resolved profile is Resolve's, for no
+// capabilities and any new kernel, on any OS.
+func TestResolvedIsResolve(t *testing.T) {
+	for _, arch := range ResolvedArches {
+		b, ok := Resolved(arch, "6.1")
+		if !ok {
+			t.Fatalf("%s: none", arch)
+		}
+		var got specs.LinuxSeccomp
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		want := resolve(t, Profile(), Target{Arch: arch})
+		if d := decide(t, &got, "socket", AFVsock); d != refused {
+			t.Errorf("%s: socket(AF_VSOCK) %v, want %v", arch, d, refused)
+		}
+		wb, _ := json.Marshal(want)
+		gb, _ := json.Marshal(&got)
+		if string(wb) != string(gb) {
+			t.Errorf("%s: resolved ahead differs from Resolve", arch)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -298,7 +299,7 @@ func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl 
 	if err == nil {
 		spec.Root.Path = r.path
 		endWrite := phase.Begin(ctx, "start.bundle-write")
-		if err = writeJSON(filepath.Join(dir, "config.json"), spec); err != nil {
+		if err = writeSpec(filepath.Join(dir, "config.json"), spec); err != nil {
 			err = fmt.Errorf("writing the bundle: %w", err)
 		}
 		endWrite()
@@ -432,10 +433,10 @@ func traitsFor(rt string, p *policy.Policy) runtimes.Traits {
 // (without the root's path); the spec is rendered beside the directory's
 // making. A dir it returns, with or without an error, is the caller's to
 // remove.
-func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration) (*specs.Spec, string, string, error) {
+func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration) (*bundleSpec, string, string, error) {
 	traits := traitsFor(rt, p)
 	type rendered struct {
-		spec *specs.Spec
+		spec *bundleSpec
 		err  error
 	}
 	specc := make(chan rendered, 1)
@@ -474,10 +475,10 @@ func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string
 	if err != nil {
 		return nil, dir, "", err
 	}
-	bindOverlays(r.spec, ov)
-	joinNetns(r.spec, netns)
-	bindHosts(r.spec, dir)
-	if err := coverSockets(r.spec, dir, p, traits, ov); err != nil {
+	bindOverlays(r.spec.Spec, ov)
+	joinNetns(r.spec.Spec, netns)
+	bindHosts(r.spec.Spec, dir)
+	if err := coverSockets(r.spec.Spec, dir, p, traits, ov); err != nil {
 		return nil, dir, "", err
 	}
 	return r.spec, dir, ovWarning, nil
@@ -557,8 +558,16 @@ func bindHosts(spec *specs.Spec, dir string) {
 	}
 }
 
+// bundleSpec is a bundle's spec with its seccomp filter as the JSON
+// config.json holds (the spec's own Linux.Seccomp is nil): the profile
+// resolved ahead is written as it is, never decoded (seccompJSON).
+type bundleSpec struct {
+	*specs.Spec
+	filter json.RawMessage
+}
+
 // renderSpec is the bundle's spec for p as runtime rt runs it.
-func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, traits runtimes.Traits, ttl time.Duration) (*specs.Spec, error) {
+func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, traits runtimes.Traits, ttl time.Duration) (*bundleSpec, error) {
 	endSpec := phase.Begin(ctx, "start.spec")
 	defer endSpec()
 	hold := HoldSpec(p, ttl)
@@ -571,7 +580,13 @@ func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, t
 		return nil, err
 	}
 	hold.RunAs = runAs
-	spec, err := BundleHold(p, b.selfExe, hold)
+	spec, err := bundleNoFilter(p, b.selfExe, hold)
+	if err != nil {
+		return nil, err
+	}
+	// Resolved for the spec's capabilities before the runtime's changes
+	// below, as BundleHold resolves it.
+	filter, err := seccompJSON(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -581,13 +596,67 @@ func (b *Backend) renderSpec(ctx context.Context, p *policy.Policy, rt string, t
 		spec.Version = v
 	}
 	adaptToRuntime(spec.Process, spec.Linux.Resources, traits, p)
-	return spec, nil
+	return &bundleSpec{Spec: spec, filter: filter}, nil
 }
 
-// warmSpecEncoder has encoding/json build its encoders of the spec's
+// specFile is what config.json holds of a bundleSpec: the fields this
+// backend sets, the filter as JSON. Marshalling it builds json's encoders
+// of these types only, not those of every platform's types (Windows,
+// Solaris, VM, z/OS, hooks) a specs.Spec reaches: a third of the first
+// marshal's cost.
+type specFile struct {
+	Version     string            `json:"ociVersion"`
+	Process     *specs.Process    `json:"process,omitempty"`
+	Root        *specs.Root       `json:"root,omitempty"`
+	Hostname    string            `json:"hostname,omitempty"`
+	Mounts      []specs.Mount     `json:"mounts,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Linux       *linuxFile        `json:"linux,omitempty"`
+}
+
+// linuxFile is specs.Linux with the filter as JSON: the outer field
+// hides the embedded one of the same name.
+type linuxFile struct {
+	*specs.Linux
+	Seccomp json.RawMessage `json:"seccomp,omitempty"`
+}
+
+// fullSpecFile is config.json of a spec that sets more than specFile has.
+type fullSpecFile struct {
+	*specs.Spec
+	Linux *linuxFile `json:"linux,omitempty"`
+}
+
+// specJSON is config.json's content for s. It refuses a spec without a
+// filter, or with one of its own besides: the filter written is always
+// the one resolved for it.
+func specJSON(s *bundleSpec) ([]byte, error) {
+	if s.Linux == nil || len(s.filter) == 0 || s.Linux.Seccomp != nil {
+		return nil, errors.New("the bundle's spec has no seccomp filter as JSON (or a second one): not written")
+	}
+	lf := &linuxFile{Linux: s.Linux, Seccomp: s.filter}
+	rest := *s.Spec
+	rest.Version, rest.Process, rest.Root, rest.Hostname, rest.Mounts, rest.Annotations, rest.Linux = "", nil, nil, "", nil, nil, nil
+	if !reflect.ValueOf(rest).IsZero() {
+		return json.Marshal(&fullSpecFile{Spec: s.Spec, Linux: lf})
+	}
+	return json.Marshal(&specFile{Version: s.Version, Process: s.Process, Root: s.Root, Hostname: s.Hostname,
+		Mounts: s.Mounts, Annotations: s.Annotations, Linux: lf})
+}
+
+// writeSpec writes s as the bundle's config.json at path.
+func writeSpec(path string, s *bundleSpec) error {
+	b, err := specJSON(s)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
+// warmSpecEncoder has encoding/json build its encoders of config.json's
 // types: building a struct's encoder builds those of every type in it, so
-// an empty spec reaches them all.
-func warmSpecEncoder() { _, _ = json.Marshal(&specs.Spec{}) }
+// an empty specFile reaches them all.
+func warmSpecEncoder() { _, _ = json.Marshal(&specFile{}) }
 
 // adaptToRuntime changes what a runtime enforces differently (proc may be
 // the holder's or an exec's process; res nil for an exec): under gVisor,

@@ -97,6 +97,24 @@ func HoldSpec(p *policy.Policy, ttl time.Duration) protocol.Hold {
 // BundleHold is Bundle with the holder's spec given (typed until here: a
 // backend adds what its runtime needs, then the argv is encoded once).
 func BundleHold(p *policy.Policy, selfExe string, holdSpec protocol.Hold) (*specs.Spec, error) {
+	s, err := bundleNoFilter(p, selfExe, holdSpec)
+	if err != nil {
+		return nil, err
+	}
+	// runc applies no seccomp filter unless told: use the sandbox's own
+	// profile (Docker's default, narrowed), resolved for this spec's (empty)
+	// capabilities.
+	sc, err := defaultSeccomp(s)
+	if err != nil {
+		return nil, fmt.Errorf("building the seccomp profile: %w", err)
+	}
+	s.Linux.Seccomp = sc
+	return s, nil
+}
+
+// bundleNoFilter is BundleHold without the seccomp filter, which the
+// backend's start writes as JSON (seccompJSON) rather than as a struct.
+func bundleNoFilter(p *policy.Policy, selfExe string, holdSpec protocol.Hold) (*specs.Spec, error) {
 	if err := launch.CheckImageRoot(p, "the oci renderer"); err != nil {
 		return nil, err
 	}
@@ -141,14 +159,6 @@ func BundleHold(p *policy.Policy, selfExe string, holdSpec protocol.Hold) (*spec
 		}
 		s.Mounts = append(s.Mounts, masks...)
 	}
-	// runc applies no seccomp filter unless told: use the sandbox's own
-	// profile (Docker's default, narrowed), resolved for this spec's (empty)
-	// capabilities.
-	sc, err := defaultSeccomp(s)
-	if err != nil {
-		return nil, fmt.Errorf("building the seccomp profile: %w", err)
-	}
-	s.Linux.Seccomp = sc
 	return s, nil
 }
 
