@@ -140,8 +140,8 @@ type Session struct {
 const sweepWait = 10 * time.Second
 
 // sweep removes what dead owners left on backend (their sandboxes,
-// bundles, mounts, namespaces, records), after a start, so nothing of
-// ours outlives its owner for longer than until the next run ends.
+// bundles, mounts, namespaces, records), beside a start, so nothing of
+// ours outlives its owner for longer than until the next start.
 func sweep(ctx context.Context, backend backends.Backend) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
@@ -178,13 +178,13 @@ func start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 		return nil, err
 	}
 	// A start that attaches to a keeper's sandbox starts nothing here: the
-	// keeper sweeps beside its own starts, off the command's path. Others
-	// sweep once the sandbox is up (or the start failed): beside the
-	// start, the sweep took CPU from it on a small machine (a
-	// millisecond of a 2-core machine's cold oci run) and what it removes
-	// is no start's business, only that it goes before the run ends.
+	// keeper sweeps beside its own starts, off the command's path.
+	var swept <-chan struct{}
 	a, ok := backend.(backends.Attacher)
 	attaches := ok && a.Attaches(p)
+	if !attaches {
+		swept = sweep(ctx, backend)
+	}
 	// The proxy before the sandbox: the holder refuses to start without
 	// its socket. A keeper's sandbox has its proxy in the keeper, which
 	// holds the sandbox: a proxy here would end with this run.
@@ -195,16 +195,12 @@ func start(ctx context.Context, backend backends.Backend, p *policy.Policy, opts
 	if err == nil {
 		var sb backends.Sandbox
 		if sb, err = backend.Start(ctx, bp, opts); err == nil {
-			var swept <-chan struct{}
-			if !attaches {
-				swept = sweep(ctx, backend)
-			}
 			return &Session{backend: backend, policy: p, sandbox: sb, weakened: weakened, gate: gk, swept: swept, egress: px}, nil
 		}
 		_ = px.Close()
 	}
-	if !attaches {
-		awaitSweep(sweep(ctx, backend))
+	if swept != nil {
+		awaitSweep(swept)
 	}
 	return nil, err
 }

@@ -712,7 +712,7 @@ type attaching struct{ *backendtest.Backend }
 func (attaching) Attaches(*policy.Policy) bool { return true }
 
 // TestSweepBesideOwnStartsOnly: a run that starts its own sandbox sweeps
-// dead owners' leftovers once it started (and waits for it); one that
+// dead owners' leftovers beside the start (and waits for it); one that
 // attaches to a keeper's sandbox sweeps nothing (the keeper does, beside
 // its own starts).
 func TestSweepBesideOwnStartsOnly(t *testing.T) {
@@ -735,51 +735,5 @@ func TestSweepBesideOwnStartsOnly(t *testing.T) {
 				t.Errorf("%d sweeps by the run, want %d", n, tc.want)
 			}
 		})
-	}
-}
-
-// sweepCounting is a backend that notes whether a sweep began while a
-// start ran: each start waits a little for one.
-type sweepCounting struct {
-	*backendtest.Backend
-	began   chan struct{}
-	atStart []bool
-}
-
-func (b *sweepCounting) Sweep(ctx context.Context) ([]string, error) {
-	select {
-	case b.began <- struct{}{}:
-	default:
-	}
-	return b.Backend.Sweep(ctx)
-}
-
-func (b *sweepCounting) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
-	select {
-	case <-b.began:
-		b.atStart = append(b.atStart, true)
-	case <-time.After(100 * time.Millisecond):
-		b.atStart = append(b.atStart, false)
-	}
-	return b.Backend.Start(ctx, p, opts)
-}
-
-// TestSweepAfterTheStart: the sweep takes no CPU from the start: it begins
-// once the sandbox is up, or once the start failed, and the run waits for
-// it either way.
-func TestSweepAfterTheStart(t *testing.T) {
-	for _, fail := range []bool{false, true} {
-		p := newPolicy(t, profiles.RoleAgent)
-		b := &sweepCounting{Backend: newFake(), began: make(chan struct{}, 1)}
-		if fail {
-			b.StartErr = errors.New("no start")
-		}
-		_, err := Run(context.Background(), b, request(p, "true"))
-		if (err != nil) != fail {
-			t.Fatalf("failing start %v: %v", fail, err)
-		}
-		if !slices.Equal(b.atStart, []bool{false}) || b.Sweeps() != 1 {
-			t.Errorf("failing start %v: a sweep began during the start: %v; sweeps after the run %d, want 1", fail, b.atStart, b.Sweeps())
-		}
 	}
 }
