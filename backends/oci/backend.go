@@ -294,16 +294,24 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	}
 	image := p.Base.Image
 	// The remembered ID is read before the daemon's answer can replace it.
-	guess := b.rememberedRoot(ctx, image)
-	lease := b.leaseRoot(ctx, image)
+	guess, remembered := b.rememberedRoot(ctx, image)
+	// The daemon is asked once: beside the bundle's making when no root is
+	// remembered; else once the runtime is spawned (onSpawn), the answer
+	// being needed only after the holder is ready, so its client's work
+	// takes no CPU from the start's before the spawn; at once if the
+	// remembered root cannot be leased.
+	lease := sync.OnceValue(func() func() (leasedRoot, error) { return b.leaseRoot(ctx, image) })
+	if !remembered {
+		lease()
+	}
 	var guessed *leasedRoot
 	s, err := b.startOn(ctx, p, rt, ttl, opts, func() (leasedRoot, error) {
 		if g, ok := guess(); ok {
 			guessed = &g
 			return g, nil
 		}
-		return lease()
-	})
+		return lease()()
+	}, func() { lease() })
 	if guessed == nil {
 		if err != nil {
 			return nil, err
@@ -311,7 +319,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		return s, nil
 	}
 	endConfirm := phase.Begin(ctx, "start.rootfs-confirm")
-	actual, lerr := lease()
+	actual, lerr := lease()()
 	endConfirm()
 	switch {
 	case lerr != nil:
@@ -330,7 +338,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		if s != nil {
 			_ = s.Close(context.WithoutCancel(ctx))
 		}
-		s, err := b.startOn(ctx, p, rt, ttl, opts, func() (leasedRoot, error) { return actual, nil })
+		s, err := b.startOn(ctx, p, rt, ttl, opts, func() (leasedRoot, error) { return actual, nil }, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -345,9 +353,10 @@ type leasedRoot struct {
 }
 
 // startOn makes the bundle and starts it on the root root gives (asked
-// for once the rest of the bundle is made). The root's lease is the
-// sandbox's from then on, or released on an error.
-func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration, opts backends.StartOptions, root func() (leasedRoot, error)) (*sandbox, error) {
+// for once the rest of the bundle is made), calling onSpawn (when not nil)
+// just before the runtime's spawn. The root's lease is the sandbox's from
+// then on, or released on an error.
+func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration, opts backends.StartOptions, root func() (leasedRoot, error), onSpawn func()) (*sandbox, error) {
 	spawning := b.preparing.begin()
 	defer spawning()
 	spec, dir, ovWarning, err := b.prepareBundle(ctx, p, rt, ttl)
@@ -377,8 +386,12 @@ func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl 
 		s.Warn(ovWarning)
 	}
 	s.discarded = ovWarning == "" && overlay.Wanted(p)
-	// The spawn is next: a sweep waiting for it may go.
+	// The spawn is next: a sweep waiting for it may go, and so may what
+	// the caller kept for after it.
 	spawning()
+	if onSpawn != nil {
+		onSpawn()
+	}
 	if err := s.start(ctx, opts); err != nil {
 		_ = s.Close(context.WithoutCancel(ctx))
 		return nil, err
@@ -430,20 +443,21 @@ func (b *Backend) rootIDFile(image string) (string, bool) {
 
 // rememberedRoot reads the ID image's root had at the last start and
 // starts leasing that root from the cache, without the daemon; it returns
-// the wait for it: false when there is none.
-func (b *Backend) rememberedRoot(ctx context.Context, image string) func() (leasedRoot, bool) {
+// the wait for it (false when there is none), and whether an ID was
+// remembered.
+func (b *Backend) rememberedRoot(ctx context.Context, image string) (func() (leasedRoot, bool), bool) {
 	none := func() (leasedRoot, bool) { return leasedRoot{}, false }
 	ir, ok := b.roots.(IDRoots)
 	if !ok {
-		return none
+		return none, false
 	}
 	path, ok := b.rootIDFile(image)
 	if !ok {
-		return none
+		return none, false
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return none
+		return none, false
 	}
 	id := strings.TrimSpace(string(raw))
 	done := make(chan *leasedRoot, 1)
@@ -461,7 +475,7 @@ func (b *Backend) rememberedRoot(ctx context.Context, image string) func() (leas
 			return *r, true
 		}
 		return leasedRoot{}, false
-	}
+	}, true
 }
 
 // rememberRoot keeps id as image's root ID, for the next start; a write

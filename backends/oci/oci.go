@@ -5,7 +5,8 @@
 // in the annotation ExecProcessAnnotation.
 //
 // Trace phases (TRIAGE_SANDBOX_TRACE, package internal/phase): start.rootfs
-// (the daemon's answer and the lease, beside the rest) or
+// (the daemon's answer and the lease: beside the rest, or from the
+// runtime's spawn on when a root is remembered) and
 // start.rootfs-remembered, start.spec (beside start.bundle-dir,
 // start.overlays and start.netns), start.bundle-write, start.runtime-spawn,
 // start.holder-ready, start.oom-watch, start.rootfs-confirm;
