@@ -309,3 +309,140 @@ func TestCreateAndRemove(t *testing.T) {
 		t.Fatalf("a second Remove: %v", err)
 	}
 }
+
+// nsInode is the inode of the network namespace of the calling thread.
+func nsInode(t *testing.T) uint64 {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
+		t.Error(err)
+	}
+	return st.Ino
+}
+
+// threadsIn counts this process's threads in the network namespace ino.
+func threadsIn(t *testing.T, ino uint64) int {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		var st unix.Stat_t
+		if unix.Stat("/proc/self/task/"+task.Name()+"/ns/net", &st) == nil && st.Ino == ino {
+			n++
+		}
+	}
+	return n
+}
+
+// TestBeginBindAndRemove: a namespace begun beside other work and bound
+// onto a path is what Create makes (not ours, lo up, 127.0.0.1 serving,
+// only lo), and no thread of ours stays in it.
+func TestBeginBindAndRemove(t *testing.T) {
+	testenv.RequireRoot(t, "creating a network namespace needs CAP_SYS_ADMIN")
+	var ino uint64
+	n := Begin(func() { ino = nsInode(t) })
+	path := filepath.Join(t.TempDir(), "netns")
+	if err := n.Bind(path); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(ns.Fd()), &st); err != nil || st.Ino != ino {
+		t.Fatalf("the namespace at %s is not the one made (%d, want %d): %v", path, st.Ino, ino, err)
+	}
+	var flags uint16
+	var ifaces []net.Interface
+	var served string
+	err = onThrowawayThread(func() error {
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			return err
+		}
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if flags, err = ifFlags(fd); err != nil {
+			return err
+		}
+		ifaces, err = net.Interfaces()
+		served = probe()
+		return err
+	})
+	ns.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags&unix.IFF_UP == 0 || len(ifaces) != 1 || ifaces[0].Name != "lo" || served != "ok" {
+		t.Errorf("the bound namespace: lo flags %#x, interfaces %v, loopback %s", flags, ifaces, served)
+	}
+	waitNoThreadIn(t, ino)
+	if err := n.Bind(filepath.Join(t.TempDir(), "again")); err == nil {
+		t.Error("a second Bind of one namespace succeeded")
+	}
+	n.Close()
+	if err := Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitNoThreadIn waits (bounded) until no thread of ours is in ino.
+func waitNoThreadIn(t *testing.T, ino uint64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for threadsIn(t, ino) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d threads of ours still in the namespace %d", threadsIn(t, ino), ino)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestBeginCloseLetsGo: a namespace let go before any bind keeps no
+// thread of ours in it (the kernel frees it), and a Bind after Close
+// fails without leaving its path.
+func TestBeginCloseLetsGo(t *testing.T) {
+	testenv.RequireRoot(t, "creating a network namespace needs CAP_SYS_ADMIN")
+	for _, wait := range []bool{false, true} {
+		inoc := make(chan uint64, 1)
+		n := Begin(func() { inoc <- nsInode(t) })
+		if wait {
+			if err := n.wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n.Close()
+		ino := <-inoc
+		if ino == nsInode(t) {
+			t.Fatal("the namespace made is this thread's own")
+		}
+		waitNoThreadIn(t, ino)
+		path := filepath.Join(t.TempDir(), "netns")
+		if err := n.Bind(path); err == nil {
+			t.Error("Bind after Close succeeded")
+		}
+		if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a failed Bind left %s: %v", path, err)
+		}
+		n.Close()
+	}
+}
+
+// TestBindOntoAnExistingPath: the path must be new; the namespace is let go.
+func TestBindOntoAnExistingPath(t *testing.T) {
+	testenv.RequireRoot(t, "creating a network namespace needs CAP_SYS_ADMIN")
+	inoc := make(chan uint64, 1)
+	n := Begin(func() { inoc <- nsInode(t) })
+	path := filepath.Join(t.TempDir(), "netns")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Bind(path); err == nil {
+		t.Fatal("Bind onto an existing file succeeded")
+	}
+	waitNoThreadIn(t, <-inoc)
+}
