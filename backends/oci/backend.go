@@ -269,11 +269,11 @@ func (b *Backend) newBundleDir(id string) (string, error) {
 // root the image moved away from costs a second start; a daemon that does
 // not answer fails the start as before.
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
-	// encoding/json builds its encoder for each type on first use: half a
-	// millisecond for config.json's types (specFile). Built here, beside
-	// the spec's rendering and the bundle directory's making, the bundle's
-	// write finds it ready (a write that comes first waits for it: json
-	// builds each type's encoder once).
+	// encoding/json builds its encoder for each type on first use: for a
+	// spec's types 1-2 ms of a cold start. Built here, beside the spec's
+	// rendering (whose seccomp profile is the other long step), the
+	// bundle's write finds it ready (a write that comes first waits for
+	// it: json builds each type's encoder once).
 	go warmSpecEncoder()
 	if err := b.Available(ctx); err != nil {
 		return nil, err
@@ -288,11 +288,6 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 	if err != nil {
 		return nil, err
 	}
-	// The network namespace is made from here on, beside the rest of the
-	// start (its unshare is the kernel's longest step of the start), and
-	// bound into the bundle once that exists; let go if it never is.
-	ns := beginLoopback(ctx, traitsFor(rt, p))
-	defer ns.Close()
 	ttl := opts.TTL
 	if ttl <= 0 {
 		ttl = backends.TTL(p, p.Timeout())
@@ -310,7 +305,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		lease()
 	}
 	var guessed *leasedRoot
-	s, err := b.startOn(ctx, p, rt, ttl, opts, ns, func() (leasedRoot, error) {
+	s, err := b.startOn(ctx, p, rt, ttl, opts, func() (leasedRoot, error) {
 		if g, ok := guess(); ok {
 			guessed = &g
 			return g, nil
@@ -343,7 +338,7 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		if s != nil {
 			_ = s.Close(context.WithoutCancel(ctx))
 		}
-		s, err := b.startOn(ctx, p, rt, ttl, opts, nil, func() (leasedRoot, error) { return actual, nil }, nil)
+		s, err := b.startOn(ctx, p, rt, ttl, opts, func() (leasedRoot, error) { return actual, nil }, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -359,13 +354,12 @@ type leasedRoot struct {
 
 // startOn makes the bundle and starts it on the root root gives (asked
 // for once the rest of the bundle is made), calling onSpawn (when not nil)
-// just before the runtime's spawn. Its network namespace is ns when not
-// nil (beginLoopback), else made here. The root's lease is the sandbox's
-// from then on, or released on an error.
-func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration, opts backends.StartOptions, ns *netup.Namespace, root func() (leasedRoot, error), onSpawn func()) (*sandbox, error) {
+// just before the runtime's spawn. The root's lease is the sandbox's from
+// then on, or released on an error.
+func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration, opts backends.StartOptions, root func() (leasedRoot, error), onSpawn func()) (*sandbox, error) {
 	spawning := b.preparing.begin()
 	defer spawning()
-	spec, dir, ovWarning, err := b.prepareBundle(ctx, p, rt, ttl, ns)
+	spec, dir, ovWarning, err := b.prepareBundle(ctx, p, rt, ttl)
 	r, lerr := root()
 	if err == nil && lerr != nil {
 		err = lerr
@@ -514,7 +508,7 @@ func traitsFor(rt string, p *policy.Policy) runtimes.Traits {
 // (without the root's path); the spec is rendered beside the directory's
 // making. A dir it returns, with or without an error, is the caller's to
 // remove.
-func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration, ns *netup.Namespace) (*bundleSpec, string, string, error) {
+func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration) (*bundleSpec, string, string, error) {
 	traits := traitsFor(rt, p)
 	type rendered struct {
 		spec *bundleSpec
@@ -546,7 +540,7 @@ func (b *Backend) prepareBundle(ctx context.Context, p *policy.Policy, rt string
 		ov, ovWarning = overlay.For(filepath.Join(dir, overlayDir), p)
 		endOverlay()
 		endNetns := phase.Begin(ctx, "start.netns")
-		netns, err = ownLoopback(traits, dir, ns)
+		netns, err = ownLoopback(traits, dir)
 		endNetns()
 	}
 	r := <-specc
@@ -766,34 +760,17 @@ const netnsFile = "netns"
 
 // ownLoopback makes the container's network namespace beforehand, in the
 // bundle, with lo up (runc leaves a new one's lo down, and the sandbox
-// cannot raise it), and returns its path: ns bound there when not nil
-// (begun by beginLoopback), else one made here. A runtime with its own
-// network stack (gVisor's, with --network=none) needs none: "".
-func ownLoopback(rt runtimes.Traits, dir string, ns *netup.Namespace) (string, error) {
+// cannot raise it), and returns its path. A runtime with its own network
+// stack (gVisor's, with --network=none) needs none: "".
+func ownLoopback(rt runtimes.Traits, dir string) (string, error) {
 	if rt.OwnNetworkStack {
 		return "", nil
 	}
 	path := filepath.Join(dir, netnsFile)
-	err := error(nil)
-	if ns != nil {
-		err = ns.Bind(path)
-	} else {
-		err = netup.Create(path)
-	}
-	if err != nil {
+	if err := netup.Create(path); err != nil {
 		return "", fmt.Errorf("the sandbox's network namespace: %w", err)
 	}
 	return path, nil
-}
-
-// beginLoopback begins making the network namespace ownLoopback binds
-// into the bundle, on a thread of its own (phase start.netns-make): nil
-// for a runtime with its own network stack.
-func beginLoopback(ctx context.Context, rt runtimes.Traits) *netup.Namespace {
-	if rt.OwnNetworkStack {
-		return nil
-	}
-	return netup.Begin(phase.Begin(ctx, "start.netns-make"))
 }
 
 // joinNetns has the container join the network namespace at path ("":

@@ -7,11 +7,8 @@
 // Trace phases (TRIAGE_SANDBOX_TRACE, package internal/phase): start.rootfs
 // (the daemon's answer and the lease: beside the rest, or from the
 // runtime's spawn on when a root is remembered) and
-// start.rootfs-remembered, start.netns-make (the network namespace's
-// making, from the start's beginning on, on a thread of its own),
-// start.spec (beside start.bundle-dir, start.overlays and start.netns: the
-// wait for that namespace and its bind into the bundle),
-// start.bundle-write, start.runtime-spawn,
+// start.rootfs-remembered, start.spec (beside start.bundle-dir,
+// start.overlays and start.netns), start.bundle-write, start.runtime-spawn,
 // start.holder-ready, start.oom-watch, start.rootfs-confirm;
 // close.runtime-exit, close.delete (only when the runtime kept state),
 // close.bundle.

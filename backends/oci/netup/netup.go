@@ -24,7 +24,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -195,97 +194,6 @@ func Create(path string) error {
 		return fmt.Errorf("netup: %w", err)
 	}
 	return nil
-}
-
-// Namespace is a network namespace being made (Begin) whose lo is up,
-// held by an OS thread of its own until Bind keeps it on a path or Close
-// lets it go. Until it is bound, only that thread holds it: a process
-// killed before the bind leaves nothing behind.
-type Namespace struct {
-	made  chan error
-	do    chan func() error
-	done  chan error
-	once  sync.Once
-	err   error
-	ended sync.Once
-}
-
-// Begin starts making a new network namespace with lo up (and 127.0.0.1),
-// on a thread of its own, beside the caller's work; made (when not nil)
-// is called once it is made or failed. Bind or Close must follow.
-func Begin(made func()) *Namespace {
-	n := &Namespace{made: make(chan error, 1), do: make(chan func() error), done: make(chan error)}
-	go func() {
-		_ = onThrowawayThread(func() error {
-			err := unix.Unshare(unix.CLONE_NEWNET)
-			if err != nil {
-				err = fmt.Errorf("unshare: %w", err)
-			} else {
-				err = upHere()
-			}
-			if made != nil {
-				made()
-			}
-			n.made <- err
-			if err != nil {
-				return err
-			}
-			// The thread stays in the namespace, serving the bind, until
-			// Bind or Close ends it (the thread ends with it).
-			for f := range n.do {
-				n.done <- f()
-			}
-			return nil
-		})
-	}()
-	return n
-}
-
-// wait is the making's outcome.
-func (n *Namespace) wait() error {
-	n.once.Do(func() { n.err = <-n.made })
-	return n.err
-}
-
-// Bind waits for the namespace and keeps it alive by binding it onto path
-// (created; it must not exist), as Create does; Remove undoes it. The
-// namespace's thread ends with it: one Bind per Namespace.
-func (n *Namespace) Bind(path string) error {
-	if err := n.wait(); err != nil {
-		n.Close()
-		return fmt.Errorf("netup: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o600)
-	if err != nil {
-		n.Close()
-		return fmt.Errorf("netup: %w", err)
-	}
-	_ = f.Close()
-	err = errors.New("the namespace was let go before its bind")
-	n.ended.Do(func() {
-		n.do <- func() error {
-			if err := unix.Mount("/proc/thread-self/ns/net", path, "", unix.MS_BIND, ""); err != nil {
-				return fmt.Errorf("binding the namespace onto %s: %w", path, err)
-			}
-			return nil
-		}
-		err = <-n.done
-		close(n.do)
-	})
-	if err != nil {
-		_ = os.Remove(path)
-		return fmt.Errorf("netup: %w", err)
-	}
-	return nil
-}
-
-// Close lets an unbound namespace go (its thread ends, and the kernel
-// frees it); after Bind, or a second time, it does nothing. Nil-safe.
-func (n *Namespace) Close() {
-	if n == nil {
-		return
-	}
-	n.ended.Do(func() { close(n.do) })
 }
 
 // Remove releases a namespace Create bound onto path; a path that holds

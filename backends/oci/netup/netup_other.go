@@ -16,20 +16,3 @@ func Remove(path string) error { return errNotLinux }
 
 // Up needs Linux.
 func Up(pid int) error { return errNotLinux }
-
-// Namespace needs Linux.
-type Namespace struct{}
-
-// Begin needs Linux: its Bind fails.
-func Begin(made func()) *Namespace {
-	if made != nil {
-		made()
-	}
-	return &Namespace{}
-}
-
-// Bind needs Linux.
-func (n *Namespace) Bind(path string) error { return errNotLinux }
-
-// Close does nothing.
-func (n *Namespace) Close() {}
