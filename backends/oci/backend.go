@@ -269,11 +269,11 @@ func (b *Backend) newBundleDir(id string) (string, error) {
 // root the image moved away from costs a second start; a daemon that does
 // not answer fails the start as before.
 func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
-	// encoding/json builds its encoder for each type on first use: for a
-	// spec's types 1-2 ms of a cold start. Built here, beside the spec's
-	// rendering (whose seccomp profile is the other long step), the
-	// bundle's write finds it ready (a write that comes first waits for
-	// it: json builds each type's encoder once).
+	// encoding/json builds its encoder for each type on first use: half a
+	// millisecond for config.json's types (specFile). Built here, beside
+	// the spec's rendering and the bundle directory's making, the bundle's
+	// write finds it ready (a write that comes first waits for it: json
+	// builds each type's encoder once).
 	go warmSpecEncoder()
 	if err := b.Available(ctx); err != nil {
 		return nil, err
