@@ -78,7 +78,7 @@ type Backend struct {
 	// per sandbox with its ownership record.
 	stateDir string
 	// preparing counts the starts not yet at their runtime's spawn, which
-	// a sweep waits for (awaitSpawns).
+	// a sweep waits for (spawnWait.await).
 	preparing spawnWait
 }
 
@@ -293,14 +293,14 @@ func (b *Backend) Start(ctx context.Context, p *policy.Policy, opts backends.Sta
 		ttl = backends.TTL(p, p.Timeout())
 	}
 	image := p.Base.Image
-	// The remembered ID is read before the daemon's answer can replace it.
-	guess, remembered := b.rememberedRoot(ctx, image)
 	// The daemon is asked once: beside the bundle's making when no root is
 	// remembered; else once the runtime is spawned (onSpawn), the answer
 	// being needed only after the holder is ready, so its client's work
-	// takes no CPU from the start's before the spawn; at once if the
+	// takes no CPU from the start's before the spawn; at once when the
 	// remembered root cannot be leased.
 	lease := sync.OnceValue(func() func() (leasedRoot, error) { return b.leaseRoot(ctx, image) })
+	// The remembered ID is read before the daemon's answer can replace it.
+	guess, remembered := b.rememberedRoot(ctx, image, func() { lease() })
 	if !remembered {
 		lease()
 	}
@@ -442,10 +442,10 @@ func (b *Backend) rootIDFile(image string) (string, bool) {
 }
 
 // rememberedRoot reads the ID image's root had at the last start and
-// starts leasing that root from the cache, without the daemon; it returns
-// the wait for it (false when there is none), and whether an ID was
-// remembered.
-func (b *Backend) rememberedRoot(ctx context.Context, image string) (func() (leasedRoot, bool), bool) {
+// starts leasing that root from the cache, without the daemon, calling
+// missed if that fails; it returns the wait for it (false when there is
+// none), and whether an ID was remembered.
+func (b *Backend) rememberedRoot(ctx context.Context, image string, missed func()) (func() (leasedRoot, bool), bool) {
 	none := func() (leasedRoot, bool) { return leasedRoot{}, false }
 	ir, ok := b.roots.(IDRoots)
 	if !ok {
@@ -465,6 +465,7 @@ func (b *Backend) rememberedRoot(ctx context.Context, image string) (func() (lea
 		defer phase.Begin(ctx, "start.rootfs-remembered")()
 		root, release, err := ir.RootOfID(ctx, id)
 		if err != nil {
+			missed()
 			done <- nil
 			return
 		}

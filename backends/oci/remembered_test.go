@@ -26,9 +26,15 @@ type trackedRoots struct {
 	stale      string
 	daemonDown bool
 
+	// state is the backend's state directory: asked notes whether the
+	// daemon was first asked before or after a bundle's config.json (the
+	// last thing before the runtime's spawn) was written there.
+	state string
+
 	mu    sync.Mutex
 	open  map[string]int // by ID
 	ofIDs []string
+	asked string // "before" or "after" the bundle's config.json, at the first question
 }
 
 func (r *trackedRoots) track(id string, release func()) func() {
@@ -50,6 +56,12 @@ func (r *trackedRoots) track(id string, release func()) func() {
 }
 
 func (r *trackedRoots) RootWithID(ctx context.Context, image string) (string, string, func(), error) {
+	configs, _ := filepath.Glob(filepath.Join(r.state, "bundles", "*", "config.json"))
+	r.mu.Lock()
+	if r.asked == "" {
+		r.asked = map[bool]string{false: "before", true: "after"}[len(configs) > 0]
+	}
+	r.mu.Unlock()
 	if r.daemonDown {
 		return "", "", nil, errors.New("the daemon is down (test)")
 	}
@@ -92,11 +104,13 @@ func (r *trackedRoots) openLeases() string {
 }
 
 // A start begins on the root the image had last time, asks the daemon
-// beside it, and returns only a sandbox on the root the image names now:
+// beside it (once the bundle is written, just before the runtime's spawn;
+// at once when no root is remembered or the remembered one is gone from
+// the cache), and returns only a sandbox on the root the image names now:
 // a remembered root that is still current, one the image moved away from
-// (started again on the current one), none remembered, and a daemon that
-// does not answer (no sandbox). Every lease ends with the sandbox, and
-// nothing is left in the state directory.
+// (started again on the current one), one no longer in the cache, none
+// remembered, and a daemon that does not answer (no sandbox). Every lease
+// ends with the sandbox, and nothing is left in the state directory.
 func TestStartOnTheRememberedRoot(t *testing.T) {
 	newBackend(t) // skips where the backend cannot run
 	p, _ := workspacePolicy(t, profiles.RoleReproducer)
@@ -108,25 +122,28 @@ func TestStartOnTheRememberedRoot(t *testing.T) {
 	}
 	release()
 	const stale = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+	const gone = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 	for _, tc := range []struct {
 		name       string
 		remembered string
 		daemonDown bool
 		wantOfIDs  []string
+		wantAsked  string
 		wantErr    string
 	}{
-		{name: "current", remembered: current, wantOfIDs: []string{current}},
-		{name: "moved on", remembered: stale, wantOfIDs: []string{stale}},
-		{name: "none"},
-		{name: "daemon down", remembered: current, daemonDown: true, wantOfIDs: []string{current}, wantErr: "the daemon is down"},
+		{name: "current", remembered: current, wantOfIDs: []string{current}, wantAsked: "after"},
+		{name: "moved on", remembered: stale, wantOfIDs: []string{stale}, wantAsked: "after"},
+		{name: "gone from the cache", remembered: gone, wantOfIDs: []string{gone}, wantAsked: "before"},
+		{name: "none", wantAsked: "before"},
+		{name: "daemon down", remembered: current, daemonDown: true, wantOfIDs: []string{current}, wantAsked: "after", wantErr: "the daemon is down"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			roots := &trackedRoots{CachedRoots: cache, stale: stale, daemonDown: tc.daemonDown}
+			state := filepath.Join(t.TempDir(), "oci")
+			roots := &trackedRoots{CachedRoots: cache, stale: stale, daemonDown: tc.daemonDown, state: state}
 			b, err := oci.New(backends.Env{SelfExe: testenv.Binary(t)}, roots)
 			if err != nil {
 				t.Fatal(err)
 			}
-			state := filepath.Join(t.TempDir(), "oci")
 			b.SetStateDir(state)
 			if tc.remembered != "" {
 				if err := os.MkdirAll(filepath.Dir(b.RootIDFile(image)), 0o700); err != nil {
@@ -168,6 +185,9 @@ func TestStartOnTheRememberedRoot(t *testing.T) {
 			}
 			if strings.Join(roots.ofIDs, ",") != strings.Join(tc.wantOfIDs, ",") {
 				t.Errorf("leased by ID %v, want %v", roots.ofIDs, tc.wantOfIDs)
+			}
+			if roots.asked != tc.wantAsked {
+				t.Errorf("the daemon was first asked %q the bundle's config.json, want %q", roots.asked, tc.wantAsked)
 			}
 			for _, d := range []string{"bundles", "runtime"} {
 				if ents, _ := os.ReadDir(filepath.Join(state, d)); len(ents) != 0 {
