@@ -77,62 +77,6 @@ type Backend struct {
 	// stateDir holds the runtime's state (--root) and one bundle directory
 	// per sandbox with its ownership record.
 	stateDir string
-	// preparing counts the starts not yet at their runtime's spawn, which
-	// a sweep waits for (spawnWait.await).
-	preparing spawnWait
-}
-
-// sweepWaitsForSpawns bounds how long a sweep waits for the starts in
-// flight to reach their runtime's spawn.
-const sweepWaitsForSpawns = 2 * time.Second
-
-// spawnWait is a count of starts before their runtime's spawn. A sweep
-// begun beside a start (sandbox.Start) waits for it: on a small machine
-// the sweep's reads took CPU from the start's own work before the spawn,
-// and in the shadow of the runtime's start they take nothing from it.
-type spawnWait struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0; nil while n is 0
-}
-
-// begin counts a start in; the func it returns counts it out (once).
-func (w *spawnWait) begin() func() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.n == 0 {
-		w.idle = make(chan struct{})
-	}
-	w.n++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			if w.n--; w.n == 0 {
-				close(w.idle)
-				w.idle = nil
-			}
-		})
-	}
-}
-
-// await returns once no start is before its spawn, after at most max, or
-// when ctx ends.
-func (w *spawnWait) await(ctx context.Context, max time.Duration) {
-	w.mu.Lock()
-	idle := w.idle
-	w.mu.Unlock()
-	if idle == nil {
-		return
-	}
-	t := time.NewTimer(max)
-	defer t.Stop()
-	select {
-	case <-idle:
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // New makes the backend. roots may be nil until the image cache is wired
@@ -357,8 +301,6 @@ type leasedRoot struct {
 // just before the runtime's spawn. The root's lease is the sandbox's from
 // then on, or released on an error.
 func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl time.Duration, opts backends.StartOptions, root func() (leasedRoot, error), onSpawn func()) (*sandbox, error) {
-	spawning := b.preparing.begin()
-	defer spawning()
 	spec, dir, ovWarning, err := b.prepareBundle(ctx, p, rt, ttl)
 	r, lerr := root()
 	if err == nil && lerr != nil {
@@ -386,9 +328,7 @@ func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl 
 		s.Warn(ovWarning)
 	}
 	s.discarded = ovWarning == "" && overlay.Wanted(p)
-	// The spawn is next: a sweep waiting for it may go, and so may what
-	// the caller kept for after it.
-	spawning()
+	// The spawn is next: what the caller kept for after it may go.
 	if onSpawn != nil {
 		onSpawn()
 	}
@@ -831,10 +771,7 @@ func writeJSON(path string, v any) error {
 
 // Sweep implements backends.Backend: bundles whose owner is gone or whose
 // lifetime passed are killed and deleted, by their ownership record only.
-// It begins once this backend's starts in flight reach their runtime's
-// spawn (at most sweepWaitsForSpawns).
 func (b *Backend) Sweep(ctx context.Context) ([]string, error) {
-	b.preparing.await(ctx, sweepWaitsForSpawns)
 	stale, err := ownership.StaleDirs(b.bundles(), "owner.json", nil, func(rec owner) bool {
 		return ownership.OwnerAlive(rec.PID, rec.Start) && time.Now().Before(rec.ExpiresAt)
 	})
