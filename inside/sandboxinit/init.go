@@ -80,6 +80,9 @@ type HoldOptions struct {
 	// before the holder says it is ready; one that cannot start refuses
 	// the sandbox.
 	Forward *protocol.Forward
+	// armed, when set, is the holder's arming already under way (RunHold
+	// starts it first thing); nil: Hold starts it.
+	armed *armed
 }
 
 // Hold waits until the sandbox must end and kills everything in it. It
@@ -93,7 +96,10 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	// that is before its first request is read (startControl), off the
 	// start's path; without one a runtime exec may start a command as
 	// soon as the holder is ready, so before that.
-	armed := armHolder()
+	armed := o.armed
+	if armed == nil {
+		armed = armHolder()
+	}
 	defer armed.stop()
 	if !hasControl(o) {
 		armed.wait()
