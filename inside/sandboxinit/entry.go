@@ -18,7 +18,8 @@ type Stdio struct {
 }
 
 // RunHold is the holder's entry point: it holds the sandbox as spec says
-// and returns the exit code.
+// and returns the exit code, with which its process exits at once (its
+// signals stay refused to the end: see HoldOptions.armed).
 func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
 	// Armed (see armHolder) from the first moment, beside the rest of the
 	// set-up, unless the holder takes its identity itself: that comes
@@ -28,14 +29,14 @@ func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
 		a = armHolder()
 	}
 	failed := func(detail string) int {
-		if a != nil {
-			a.stop()
-		}
 		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: detail})
 		return exitcodeRefused
 	}
 	if err := guardFromCommand(spec.RunAs); err != nil {
 		return failed(err.Error())
+	}
+	if a == nil {
+		a = armHolder()
 	}
 	setModes(spec.Modes, io.Err)
 	o := HoldOptions{TTL: spec.TTL.D(), Stderr: io.Err, Stdout: io.Out, Stage: spec.Stage, SweepLeftovers: true, Forward: spec.Forward,
