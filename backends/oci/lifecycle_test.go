@@ -359,3 +359,40 @@ func runtimeRunsOf(t *testing.T, id string) []int {
 	}
 	return out
 }
+
+// A one-shot sandbox's holder ends once its command's result is in, before
+// Close (Exec cuts the lifeline: the runtime's teardown overlaps the
+// caller's audit write), with the command's own result; Close then finds
+// the runtime gone and leaves nothing: no container, no network
+// namespace's mount (released while the runtime ends), no bundle.
+func TestOneShotEndsAfterItsCommand(t *testing.T) {
+	b := newBackend(t)
+	p, _ := workspacePolicy(t, profiles.RoleReproducer)
+	sb, err := b.Start(context.Background(), p, backends.StartOptions{OneShot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sb.ID()
+	var out testenv.Buffer
+	res, err := sb.Exec(context.Background(), backends.Command{Argv: []string{"sh", "-c", "echo one; exit 3"}},
+		backends.Streams{Stdout: &out, Stderr: &out})
+	if err != nil || res.ExitCode != 3 || res.OOMKilled || out.String() != "one\n" {
+		t.Errorf("exit %d (oom %v), err %v, output %q; want 3, nil, %q", res.ExitCode, res.OOMKilled, err, out.String(), "one\n")
+	}
+	if !testenv.Eventually(10*time.Second, func() bool { return len(runtimeRunsOf(t, id)) == 0 }) {
+		t.Errorf("the one-shot sandbox %s still runs after its command (runtime processes %v): its lifeline was not cut", id, runtimeRunsOf(t, id))
+	}
+	if err := sb.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("runc", "--root", "/run/triage-sandbox/oci/runtime", "state", id).CombinedOutput(); err == nil {
+		t.Errorf("container %s still exists: %s", id, out)
+	}
+	bundle := filepath.Join("/run/triage-sandbox/oci/bundles", id)
+	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err != nil || bytes.Contains(mounts, []byte(bundle)) {
+		t.Errorf("a mount under %s is left (err %v)", bundle, err)
+	}
+	if _, err := os.Stat(bundle); !os.IsNotExist(err) {
+		t.Errorf("bundle of %s still exists: %v", id, err)
+	}
+}

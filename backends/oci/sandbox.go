@@ -22,6 +22,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/oomwatch"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/staging"
+	"github.com/triage-sandbox/triage-sandbox/backends/oci/netup"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
@@ -59,6 +60,9 @@ type sandbox struct {
 	// the holder's pid (our child once the runtime ended), and heldEnd how
 	// it ended, set before Gone closes.
 	detached bool
+	// oneShot: the sandbox runs one command (backends.StartOptions.OneShot);
+	// its lifeline is cut once that command's result is in (Exec).
+	oneShot  bool
 	heldPidV atomic.Int64
 	heldEnd  *os.ProcessState
 	// ctl starts commands through the holder (runtimes that pass
@@ -103,6 +107,7 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 		defer holderEnd.Close()
 		args = append(args, "--preserve-fds", "1")
 	}
+	s.oneShot = opts.OneShot
 	s.detached = !opts.OneShot && detaches(s.traits) && becomeSubreaper()
 	if s.detached {
 		args = append(args, "--detach")
@@ -217,6 +222,14 @@ func (s *sandbox) Exec(ctx context.Context, cmd backends.Command, out backends.S
 	}
 	if err != nil {
 		err = s.endedErr(err)
+	}
+	if s.oneShot && s.lifeline != nil {
+		// Its one command is done and judged (an end of the holder now is
+		// ours, not the command's): the holder's end and the runtime's
+		// teardown overlap what the caller does before Close (the audit
+		// record), which then mostly finds them done. Closing twice is
+		// harmless (exec.Cmd's stdin pipe closes once).
+		_ = s.lifeline.Close()
 	}
 	return res, err
 }
@@ -338,6 +351,15 @@ func (s *sandbox) Close(ctx context.Context) error {
 		if s.lifeline != nil {
 			_ = s.lifeline.Close()
 		}
+		// The network namespace's mount is released while the runtime
+		// ends: the namespace lives on while a process is in it, and
+		// the bundle (with its ownership record, for a sweep after a kill
+		// -9 of this process) stays until everything below is done.
+		netReleased := make(chan struct{})
+		go func() {
+			defer close(netReleased)
+			_ = netup.Remove(filepath.Join(s.dir, netnsFile))
+		}()
 		// The cut lifeline makes the holder kill everything and exit, and a
 		// foreground `runtime run` then deletes the container itself: the
 		// usual close costs no runtime exec. Only a holder that does not go
@@ -373,6 +395,8 @@ func (s *sandbox) Close(ctx context.Context) error {
 			endDelete()
 		}
 		endRemove := phase.Begin(ctx, "close.bundle")
+		// A release that failed is tried again, and reported, here.
+		<-netReleased
 		if err := removeBundle(s.dir); err != nil {
 			errs = append(errs, err)
 		}

@@ -18,21 +18,35 @@ type Stdio struct {
 }
 
 // RunHold is the holder's entry point: it holds the sandbox as spec says
-// and returns the exit code.
+// and returns the exit code, with which its process exits at once (its
+// signals stay refused to the end: see HoldOptions.armed).
 func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
-	if err := guardFromCommand(spec.RunAs); err != nil {
-		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: err.Error()})
+	// Armed (see armHolder) from the first moment, beside the rest of the
+	// set-up, unless the holder takes its identity itself: that comes
+	// first, on the threads it has then.
+	var a *armed
+	if spec.RunAs == nil {
+		a = armHolder()
+	}
+	failed := func(detail string) int {
+		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: detail})
 		return exitcodeRefused
 	}
+	if err := guardFromCommand(spec.RunAs); err != nil {
+		return failed(err.Error())
+	}
+	if a == nil {
+		a = armHolder()
+	}
 	setModes(spec.Modes, io.Err)
-	o := HoldOptions{TTL: spec.TTL.D(), Stderr: io.Err, Stdout: io.Out, Stage: spec.Stage, SweepLeftovers: true, Forward: spec.Forward}
+	o := HoldOptions{TTL: spec.TTL.D(), Stderr: io.Err, Stdout: io.Out, Stage: spec.Stage, SweepLeftovers: true, Forward: spec.Forward,
+		armed: a}
 	if spec.Lifeline {
 		o.Lifeline = io.In
 	}
 	self, err := os.Executable()
 	if err != nil {
-		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: err.Error()})
-		return exitcodeRefused
+		return failed(err.Error())
 	}
 	helper := func() { o.Helper, o.HelperEntries = self, []protocol.Entry{protocol.EntryExec, protocol.EntryExport} }
 	switch {

@@ -80,6 +80,13 @@ type HoldOptions struct {
 	// before the holder says it is ready; one that cannot start refuses
 	// the sandbox.
 	Forward *protocol.Forward
+	// armed, when set, is the holder's arming already under way: RunHold
+	// starts it first thing, and its process exits once Hold returns, so
+	// Hold leaves its signal refusal in place (undoing it is a round trip
+	// per signal with the runtime's signal thread: 0.3-0.9 ms of the
+	// sandbox's end in a container, which the runtime's teardown waits
+	// for). Nil: Hold arms itself and undoes the refusal when it returns.
+	armed *armed
 }
 
 // Hold waits until the sandbox must end and kills everything in it. It
@@ -89,9 +96,18 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	if killAll == nil {
 		killAll = killEveryone
 	}
-	// A command may fill the process table; the holder needing a thread
-	// then would die of it and take the sandbox (a session) with it.
-	supervise.ReserveThreads()
+	// Armed before any command (see armHolder); with a control channel
+	// that is before its first request is read (startControl), off the
+	// start's path; without one a runtime exec may start a command as
+	// soon as the holder is ready, so before that.
+	armed := o.armed
+	if armed == nil {
+		armed = armHolder()
+		defer armed.stop()
+	}
+	if !hasControl(o) {
+		armed.wait()
+	}
 	w, killAll, endWarden, err := startWarden(ctx, o, killAll)
 	if err != nil {
 		_ = protocol.WriteStatus(statusOut(o), protocol.Status{State: protocol.StateHolderFailed,
@@ -135,7 +151,7 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	// exit, and the host must learn it as such (not as a plain 137).
 	ctlCtx, endControl := context.WithCancel(ctx)
 	defer endControl()
-	startControl(ctlCtx, o, w, quiet)
+	startControl(ctlCtx, o, w, quiet, armed)
 	stop := func() {
 		endControl()
 		killAll()
@@ -220,14 +236,45 @@ type holdEnds struct {
 }
 
 func watchEnds(ttl time.Duration) holdEnds {
-	unrefuse := refuseSignals()
-	e := holdEnds{stop: unrefuse}
+	e := holdEnds{stop: func() {}}
 	if ttl > 0 {
 		timer := time.NewTimer(ttl)
 		e.ttl = timer.C
-		e.stop = func() { unrefuse(); timer.Stop() }
+		e.stop = func() { timer.Stop() }
 	}
 	return e
+}
+
+// armed is what must be in place before the holder's first command, and
+// is made beside the rest of its set-up: the refusal of signals
+// (refuseSignals: a command's kill(1, SIGTERM) must not end the sandbox)
+// and the reserve of threads (supervise.ReserveThreads: a command may fill
+// the process table, and the holder needing a thread then would die of it
+// and take the sandbox with it). Together about a millisecond in a
+// container, most of it new threads, which a cold run's first command
+// need not wait for while the host's request is on its way.
+type armed struct {
+	done     chan struct{}
+	unrefuse func()
+}
+
+func armHolder() *armed {
+	a := &armed{done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		a.unrefuse = refuseSignals()
+		supervise.ReserveThreads()
+	}()
+	return a
+}
+
+// wait returns once the holder is armed.
+func (a *armed) wait() { <-a.done }
+
+// stop ends the refusal of signals.
+func (a *armed) stop() {
+	<-a.done
+	a.unrefuse()
 }
 
 func (holdEnds) lifetimeExceeded(o HoldOptions, stop func()) int {
@@ -277,20 +324,27 @@ func refuseSignals() func() {
 
 // startControl serves the control channel, when the holder has one, while
 // the warden polls only as a backstop (every command comes through it).
-func startControl(ctx context.Context, o HoldOptions, w *warden, quiet *idlemem.Quiet) {
-	if o.Control == nil && o.ControlConn == nil {
+// It reads no request before the holder is armed (armHolder): one sent
+// early waits in the channel until then.
+func startControl(ctx context.Context, o HoldOptions, w *warden, quiet *idlemem.Quiet, armed *armed) {
+	if !hasControl(o) {
 		return
 	}
 	if w != nil {
 		w.commandsThroughHolder()
 	}
 	go func() {
+		armed.wait()
 		serveControl(ctx, o, w, quiet)
 		if w != nil {
 			w.commandsByRuntime()
 		}
 	}()
 }
+
+// hasControl: the holder has a control channel, through which (and only
+// through which) the host starts commands.
+func hasControl(o HoldOptions) bool { return o.Control != nil || o.ControlConn != nil }
 
 // serveControl starts the host's commands until the channel ends. The
 // holder makes itself undumpable first: a command running as the same
