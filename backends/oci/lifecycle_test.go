@@ -318,6 +318,13 @@ func TestOneShotRuntimeInForeground(t *testing.T) {
 			}
 			id := sb.ID()
 			runs := runtimeRunsOf(t, id)
+			// A detached `runc run` may still be finishing its own exit
+			// when the holder says it is ready: wait for it, within a
+			// bound (it must not stay resident).
+			for deadline := time.Now().Add(2 * time.Second); !tc.resident && len(runs) > 0 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+				runs = runtimeRunsOf(t, id)
+			}
 			if got := len(runs) > 0; got != tc.resident {
 				t.Errorf("a `runc run` of %s resident: %v, want %v (%v)", id, got, tc.resident, runs)
 			}
