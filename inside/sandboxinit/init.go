@@ -96,18 +96,8 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	if killAll == nil {
 		killAll = killEveryone
 	}
-	// Armed before any command (see armHolder); with a control channel
-	// that is before its first request is read (startControl), off the
-	// start's path; without one a runtime exec may start a command as
-	// soon as the holder is ready, so before that.
-	armed := o.armed
-	if armed == nil {
-		armed = armHolder()
-		defer armed.stop()
-	}
-	if !hasControl(o) {
-		armed.wait()
-	}
+	armed, disarm := armFor(o)
+	defer disarm()
 	w, killAll, endWarden, err := startWarden(ctx, o, killAll)
 	if err != nil {
 		_ = protocol.WriteStatus(statusOut(o), protocol.Status{State: protocol.StateHolderFailed,
@@ -173,6 +163,24 @@ func Hold(ctx context.Context, o HoldOptions) int {
 		stop()
 		return ExitLifelineCut
 	}
+}
+
+// armFor is the holder's arming for o (see armHolder) and what undoes it
+// when Hold returns: RunHold's own arming is left in place (its process
+// exits right after). Armed before any command: with a control channel
+// that is before its first request is read (startControl), off the
+// start's path; without one a runtime exec may start a command as soon as
+// the holder is ready, so before that.
+func armFor(o HoldOptions) (a *armed, disarm func()) {
+	a, disarm = o.armed, func() {}
+	if a == nil {
+		a = armHolder()
+		disarm = a.stop
+	}
+	if !hasControl(o) {
+		a.wait()
+	}
+	return a, disarm
 }
 
 // startWarden starts the warden that collects what commands leave behind,
