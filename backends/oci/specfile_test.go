@@ -29,14 +29,7 @@ func TestConfigJSONIsTheSpec(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			raw, err := specJSON(bs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got specs.Spec
-			if err := json.Unmarshal(raw, &got); err != nil {
-				t.Fatal(err)
-			}
+			got, _ := writtenSpec(t, bs)
 			// What BundleHold renders, with the same runtime changes.
 			hold := HoldSpec(p, time.Minute)
 			if traits.PassesFDs {
@@ -98,6 +91,16 @@ func TestConfigJSONKeepsOtherFields(t *testing.T) {
 	}
 	bs.Domainname = "example.internal"
 	bs.Hooks = &specs.Hooks{Poststop: []specs.Hook{{Path: "/bin/true"}}}
+	got, raw := writtenSpec(t, bs)
+	if got.Domainname != bs.Domainname || got.Hooks == nil || got.Linux.Seccomp == nil || !strings.Contains(string(raw), `"defaultAction"`) {
+		t.Errorf("fields or filter lost: %.300s", raw)
+	}
+}
+
+// writtenSpec is what config.json holds for bs, read back as a spec, and
+// its bytes.
+func writtenSpec(t *testing.T, bs *bundleSpec) (specs.Spec, []byte) {
+	t.Helper()
 	raw, err := specJSON(bs)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +109,5 @@ func TestConfigJSONKeepsOtherFields(t *testing.T) {
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Domainname != bs.Domainname || got.Hooks == nil || got.Linux.Seccomp == nil || !strings.Contains(string(raw), `"defaultAction"`) {
-		t.Errorf("fields or filter lost: %.300s", raw)
-	}
+	return got, raw
 }
