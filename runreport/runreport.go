@@ -62,11 +62,15 @@ type Report struct {
 
 // New is the report of a run of p, before it ran.
 func New(p *policy.Policy) *Report {
-	r := &Report{}
-	if p != nil {
-		r.Role, r.Backend, r.PolicyHash, r.AuditLog, r.Config = p.Role, p.Backend, p.Hash(), p.AuditLog, p.Config
+	if p == nil {
+		return &Report{}
 	}
-	return r
+	return NewHashed(p, p.Hash())
+}
+
+// NewHashed is New with p's Hash already known (a kept compile's).
+func NewHashed(p *policy.Policy, hash string) *Report {
+	return &Report{Role: p.Role, Backend: p.Backend, PolicyHash: hash, AuditLog: p.AuditLog, Config: p.Config}
 }
 
 // Refused records that the command did not run: exit 125 and why,

@@ -80,6 +80,9 @@ type Request struct {
 	// Gatekeeper, when set, is Policy's gate already compiled (a
 	// keeper's kept compile); else Run compiles it.
 	Gatekeeper *Gatekeeper
+	// PolicyHash, when set, is Policy.Hash() already computed (a
+	// keeper's kept compile's); else the audit record computes it.
+	PolicyHash string
 	// Started, when set, is called once the sandbox is up, before the
 	// command runs: the CLI prints the policy's warnings then, so a run
 	// refused before that prints only its refusal.
@@ -520,8 +523,12 @@ func recordRun(req Request, out Outcome, runErr error) error {
 			argv[i] = req.Redactor.Redact(a)
 		}
 	}
+	hash := req.PolicyHash
+	if hash == "" {
+		hash = p.Hash()
+	}
 	rec := audit.Record{
-		Time: time.Now().UTC(), Role: p.Role, Backend: p.Backend, Config: p.Config, Argv: argv, PolicyHash: p.Hash(),
+		Time: time.Now().UTC(), Role: p.Role, Backend: p.Backend, Config: p.Config, Argv: argv, PolicyHash: hash,
 		Gate: out.Gate.String(), ExitCode: ExitCode(out.Result), DurationMS: float64(out.Duration.Microseconds()) / 1000,
 		TimedOut: out.TimedOut, OOMKilled: out.OOMKilled, Canceled: out.Canceled, OutputCeiling: out.OutputCeiling,
 		Truncated: out.Stdout.Truncated || out.Stderr.Truncated, StdoutBytes: out.Stdout.BytesIn, StderrBytes: out.Stderr.BytesIn,

@@ -59,6 +59,28 @@ type derived struct {
 	gkErr    error
 	mineOnce sync.Once
 	mine     bool
+	// hash is p.Hash(), computed once: a run's audit record and report
+	// name it, and hashing the policy (JSON and SHA-256) was a tenth of a
+	// keeper's CPU per session command. It holds for a run's copy
+	// because the kept compile is reused only while every input is
+	// unchanged (compileCache.get), and nothing on run's path writes to
+	// a policy: the run gets its own copy (get), and between the compile
+	// and the audit record only the docker backend's start writes one
+	// field (Runtime), on its start's own copy, never in a keeper. A
+	// recompile keeps a new derived, hence a new hash
+	// (TestKeptHashIsTheRunsHash).
+	hashOnce sync.Once
+	hash     string
+}
+
+// policyHash is p.Hash(): the kept compile's, computed once, else p's.
+func (f *policyFlags) policyHash(p *policy.Policy) string {
+	d := f.kept
+	if d == nil {
+		return p.Hash()
+	}
+	d.hashOnce.Do(func() { d.hash = d.p.Hash() })
+	return d.hash
 }
 
 // isMine is mine(p), asked once for a kept compile (d nil: every time).

@@ -265,3 +265,38 @@ func TestCompileCacheHitIsACopy(t *testing.T) {
 		t.Errorf("hit %v; the kept policy changed with a run's copy", hit)
 	}
 }
+
+// TestKeptHashIsTheRunsHash: the hash a kept compile remembers
+// (derived.hash, named in each run's audit record and report) is the
+// Hash of the policy the run gets, and a recompile after a change does
+// not inherit the old one.
+func TestKeptHashIsTheRunsHash(t *testing.T) {
+	w := newCacheWorkspace(t)
+	c := &compileCache{cli: "test"}
+	c.cache.Settle = testSettle
+	hashOf := func() (string, string, bool) {
+		t.Helper()
+		f := w.flags
+		f.cache = c
+		p, _, err := f.compileWithHost2(w.host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.kept == nil {
+			t.Fatalf("compile not kept: %s", f.cacheWhy)
+		}
+		return f.policyHash(p), p.Hash(), f.cacheHit
+	}
+	for i := 0; i < 2; i++ {
+		if kept, run, hit := hashOf(); kept != run || hit != (i == 1) {
+			t.Fatalf("compile %d (hit %v): kept hash %s, the run's policy's %s", i, hit, kept, run)
+		}
+	}
+	first, _, _ := hashOf()
+	w.writeConfig(t, "memory = \"3g\"\n")
+	time.Sleep(2 * testSettle)
+	kept, run, hit := hashOf()
+	if hit || kept != run || kept == first {
+		t.Errorf("after a change (hit %v): kept hash %s, the run's policy's %s, before %s", hit, kept, run, first)
+	}
+}

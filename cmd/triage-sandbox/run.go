@@ -109,8 +109,10 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 		}
 		return fail(err)
 	}
-	out = runreport.New(p)
+	hash := f.pf.policyHash(p)
+	out = runreport.NewHashed(p, hash)
 	req := f.request(cmd.Context(), p, host, args)
+	req.PolicyHash = hash
 	b, err := f.backend(cmd.Context(), p)
 	if err != nil {
 		return fail(sandbox.RecordRefusal(req, err))
