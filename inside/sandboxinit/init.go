@@ -473,12 +473,13 @@ func Exec(ctx context.Context, o ExecOptions) int {
 	defer stop()
 	// A parent of 0 is outside this pid namespace: a runtime exec into a
 	// sandbox of its own, whose pid 1 is the holder or the init above it.
-	return execute(ctx, o, supervise.Spec{SweepStrays: os.Getppid() == 0})
+	code, _ := execute(ctx, o, supervise.Spec{SweepStrays: os.Getppid() == 0})
+	return code
 }
 
 // execute runs o's command under spec (its process-wide settings) and
 // exports after it: the supervisor process's and the resident one's.
-func execute(ctx context.Context, o ExecOptions, spec supervise.Spec) int {
+func execute(ctx context.Context, o ExecOptions, spec supervise.Spec) (code int, alone bool) {
 	spec.Argv, spec.Dir, spec.Stdout, spec.Stderr = o.Argv, o.Dir, o.Stdout, o.Stderr
 	spec.Timeout, spec.Grace = o.Timeout, o.Grace
 	if o.Lifeline {
@@ -488,14 +489,14 @@ func execute(ctx context.Context, o ExecOptions, spec supervise.Spec) int {
 	}
 	if _, err := o.Stdout.Write([]byte{protocol.ExecStarted}); err != nil {
 		fmt.Fprintf(o.Stderr, "triage-sandbox: cannot write to stdout: %v\n", err)
-		return exitcodeRefused
+		return exitcodeRefused, false
 	}
-	code := supervise.Run(ctx, spec).ExitCode
+	res := supervise.Run(ctx, spec)
 	if o.ExportTo != nil {
 		if err := stage.ExportBounded(o.ExportTo, o.Stage, o.MaxEntries); err != nil {
 			fmt.Fprintf(o.Stderr, "triage-sandbox: exporting the outputs: %v\n", err)
 		}
 		_ = o.ExportTo.Close()
 	}
-	return code
+	return res.ExitCode, res.Alone
 }

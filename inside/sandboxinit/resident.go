@@ -88,12 +88,23 @@ func (r *resident) take(argv []string, files []*os.File) (control.ResidentRun, b
 		if r.quiet != nil {
 			defer r.quiet.Busy()
 		}
-		return r.run(ctx, spec, files, export), r.w.sweep
+		code, alone := r.run(ctx, spec, files, export)
+		if alone {
+			// The end's last scan found nothing in the sandbox but pid 1,
+			// the holder and the command: no supervisor process, no
+			// orphan, so nothing for this sweep (a third scan of /proc
+			// per command). What starts after that scan is a resident
+			// command's (its own end), a started supervisor's (swept at
+			// its exit) or a runtime exec's (the watch's next poll).
+			return code, func() {}
+		}
+		return code, r.w.sweep
 	}, true
 }
 
-// run is one resident command: its code once its tree is gone.
-func (r *resident) run(ctx context.Context, spec protocol.Exec, files []*os.File, export *os.File) int {
+// run is one resident command: its code once its tree is gone, and
+// whether the end found it alone in the sandbox (supervise.Result.Alone).
+func (r *resident) run(ctx context.Context, spec protocol.Exec, files []*os.File, export *os.File) (int, bool) {
 	defer closeFiles(files)
 	o := ExecOptions{Argv: spec.Argv, Dir: spec.Dir, Timeout: spec.Timeout.D(), Grace: spec.Grace.D(),
 		Lifeline: spec.Lifeline, Stdin: files[0], Stdout: files[1], Stderr: files[2]}

@@ -72,6 +72,9 @@ func (w *warden) sweepLocked() {
 	for range 20 {
 		procs := readProcs()
 		left := w.leftovers(procs, w.settled(procs, time.Now()))
+		if len(left) == 0 {
+			return // nothing to kill: no trip to the warden's thread
+		}
 		alive := 0
 		w.onThread(func() {
 			for _, pid := range left {
@@ -87,9 +90,6 @@ func (w *warden) sweepLocked() {
 				var ws syscall.WaitStatus
 				_, _ = syscall.Wait4(pid, &ws, 0, nil)
 			}
-		}
-		if len(left) == 0 {
-			return
 		}
 	}
 }

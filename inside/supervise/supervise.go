@@ -73,6 +73,10 @@ type Result struct {
 	// "<argv0>: command not found in the sandbox" or "<argv0>: cannot execute: <err>" and has
 	// also been written as one line "triage-sandbox: <message>" to Stderr.
 	StartError string
+	// Alone: the last scan of the tree's end found no process in the
+	// sandbox (its /proc) but pid 1, this process and the command (Linux
+	// only; false when not known).
+	Alone bool
 }
 
 const (
@@ -128,6 +132,7 @@ func Run(ctx context.Context, s Spec) Result {
 		sweepStrays()
 	}
 	r.settle(&res)
+	res.Alone = r.t.alone && !strays && r.exited()
 	sio.finish()
 	return res
 }

@@ -40,6 +40,10 @@ type tree struct {
 	within func(func())
 	// others are children of self outside the tree (nil: none).
 	others func(pid int) bool
+	// alone: the last scan of /proc (descendants) found no process but
+	// pid 1, self and the command: nothing in the sandbox beside the tree
+	// then, so nothing left for a holder's sweep (Result.Alone).
+	alone bool
 }
 
 // waitExited blocks until the command has exited but leaves it a zombie:
@@ -162,7 +166,12 @@ func (p proc) dead() bool { return p.state == 'Z' || p.state == 'X' }
 // is signalled.
 func (t *tree) descendants() []proc {
 	children := make(map[int][]proc)
-	for _, p := range allProcs() {
+	procs := allProcs()
+	t.alone = len(procs) > 0
+	for _, p := range procs {
+		if p.pid != 1 && p.pid != t.self && p.pid != t.pid {
+			t.alone = false
+		}
 		if p.pid == t.self || (p.ppid == t.self && p.pid != t.pid && t.others != nil && t.others(p.pid)) {
 			continue // started beside the command: not its tree
 		}

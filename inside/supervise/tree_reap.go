@@ -27,6 +27,7 @@ type tree struct {
 	// others is Linux's (a tree found by parent links).
 	within func(func())
 	others func(pid int) bool
+	alone  bool // never known here (see tree_linux.go)
 }
 
 // waitExited blocks until the command has exited and reaps it: there is no
