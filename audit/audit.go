@@ -4,7 +4,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"syscall"
@@ -45,7 +44,7 @@ type Record struct {
 // symlink and without blocking: a symlink, FIFO, device or directory there
 // is refused with one line, never written through or waited on.
 func Append(path string, rec Record) error {
-	line, err := json.Marshal(rec)
+	line, err := encode(rec)
 	if err != nil {
 		return fmt.Errorf("audit record: %w", err)
 	}
