@@ -133,6 +133,18 @@ func (f *Fallback) SetProtocol() { f.Protocol = protocol.Version }
 
 // DecodeRequest reads a front's request, strictly.
 func DecodeRequest(b []byte) (Request, error) {
+	if len(b) <= MaxMessage {
+		if r, ok := decodeCanonical(b); ok {
+			// What Versioned checks after its decode.
+			if err := protocol.CheckVersion("the front", r.Protocol); err != nil {
+				return Request{}, err
+			}
+			if err := r.Validate(); err != nil {
+				return r, fmt.Errorf("the front: %w", err)
+			}
+			return r, nil
+		}
+	}
 	var r Request
 	return r, protocol.Versioned("the front", b, MaxMessage, &r)
 }
