@@ -1,17 +1,21 @@
 package output
 
-// ring keeps the latest size bytes written to it.
+// ring keeps the latest size bytes written to it. Its buffer grows with
+// what is written, up to size: a command that prints little (most do)
+// costs little, where a buffer of the whole size made at the start was a
+// large allocation per session command, and the keeper's collections.
 type ring struct {
 	buf  []byte
+	size int
 	pos  int // next write position once full
 	full bool
 }
 
-func newRing(size int) *ring { return &ring{buf: make([]byte, 0, size)} }
+func newRing(size int) *ring { return &ring{size: size} }
 
 func (r *ring) write(b []byte) {
-	size := cap(r.buf)
-	if size == 0 || len(b) == 0 {
+	size := r.size
+	if size <= 0 || len(b) == 0 {
 		return
 	}
 	if len(b) >= size {
@@ -22,6 +26,7 @@ func (r *ring) write(b []byte) {
 	for len(b) > 0 {
 		if !r.full {
 			k := min(size-len(r.buf), len(b))
+			r.reserve(k)
 			r.buf = append(r.buf, b[:k]...)
 			b = b[k:]
 			if len(r.buf) == size {
@@ -33,6 +38,17 @@ func (r *ring) write(b []byte) {
 		b = b[k:]
 		r.pos = (r.pos + k) % size
 	}
+}
+
+// reserve makes room for k more bytes, doubling but never past size.
+func (r *ring) reserve(k int) {
+	need := len(r.buf) + k
+	if need <= cap(r.buf) {
+		return
+	}
+	buf := make([]byte, len(r.buf), min(r.size, max(need, 2*cap(r.buf), 512)))
+	copy(buf, r.buf)
+	r.buf = buf
 }
 
 // bytes returns the kept bytes, oldest first.

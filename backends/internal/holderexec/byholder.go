@@ -63,7 +63,7 @@ func byHolder(ctx context.Context, ctl *control.Client, argv []string, gate *Out
 		copies.Add(1)
 		go func() {
 			defer copies.Done()
-			_, _ = io.Copy(c.w, c.r)
+			copyGrowing(c.w, c.r)
 		}()
 	}
 	wait := func() error {
@@ -86,4 +86,27 @@ func byHolder(ctx context.Context, ctl *control.Client, argv []string, gate *Out
 		return nil
 	}
 	return &Started{Stdin: stdinW, Wait: wait}, nil
+}
+
+// copyGrowing is io.Copy from a pipe with a buffer that starts small and
+// grows to io.Copy's 32 KiB once a read fills it: most commands print
+// little, and two 32 KiB buffers per session command were most of what a
+// keeper allocated for it (and collected). It ends at the reader's end or
+// error, or the writer's first error or short write.
+func copyGrowing(w io.Writer, r io.Reader) {
+	buf := make([]byte, 2<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if m, werr := w.Write(buf[:n]); werr != nil || m != n {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+		if n == len(buf) && len(buf) < 32<<10 {
+			buf = make([]byte, 32<<10)
+		}
+	}
 }
