@@ -129,6 +129,10 @@ type StartOptions struct {
 	// what a long-lived sandbox must not (the oci backend keeps its runtime
 	// in the foreground, which deletes the container itself at the end).
 	OneShot bool
+	// WarmHash, when set, is the policy's WarmHash already computed (a
+	// keeper's kept compile's): a keeper's own backend compares it with
+	// its own instead of hashing the policy again.
+	WarmHash string
 }
 
 // ClusterPool is a backend whose cluster can keep a pool of started

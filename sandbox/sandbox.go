@@ -82,7 +82,8 @@ type Request struct {
 	Gatekeeper *Gatekeeper
 	// PolicyHash, when set, is Policy.Hash() already computed (a
 	// keeper's kept compile's); else the audit record computes it.
-	PolicyHash string
+	// WarmHash alike is Policy.WarmHash() (backends.StartOptions).
+	PolicyHash, WarmHash string
 	// Started, when set, is called once the sandbox is up, before the
 	// command runs: the CLI prints the policy's warnings then, so a run
 	// refused before that prints only its refusal.
@@ -490,7 +491,7 @@ func Run(ctx context.Context, backend backends.Backend, req Request) (out Outcom
 		judged, gateWarnings = &v, warns
 	}
 	endStart := phase.Begin(ctx, "start")
-	sess, err := start(ctx, backend, req.Policy, backends.StartOptions{TTL: ttl, OneShot: true}, gk)
+	sess, err := start(ctx, backend, req.Policy, backends.StartOptions{TTL: ttl, OneShot: true, WarmHash: req.WarmHash}, gk)
 	endStart()
 	if err != nil {
 		return Outcome{Gate: gateVerdictOrNone(judged)}, RecordRefusal(req, err)

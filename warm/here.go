@@ -38,8 +38,8 @@ func (h *Here) Attaches(*policy.Policy) bool { return true }
 // nothing and keeps another policy from this sandbox whatever the caller).
 // A pool's run takes a ready sandbox of its own (staged now, or started
 // now when none is ready), which its Close discards.
-func (h *Here) Start(ctx context.Context, p *policy.Policy, _ backends.StartOptions) (backends.Sandbox, error) {
-	if !h.k.mine(p) {
+func (h *Here) Start(ctx context.Context, p *policy.Policy, opts backends.StartOptions) (backends.Sandbox, error) {
+	if !h.k.mineHashed(p, opts.WarmHash) {
 		return nil, errors.New("warm: the run's policy is not this keeper's")
 	}
 	if h.k.session != nil {

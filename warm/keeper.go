@@ -72,10 +72,10 @@ type keeper struct {
 	// same key in the same process (a host's keepers share its pid).
 	since time.Time
 
-	// warmHash is p's, and mine Keeping(p): computed once, as p never
-	// changes.
-	warmHash string
-	mine     func(*policy.Policy) bool
+	// warmHash is p's, and mineHashed keepingHashed(p): computed once, as
+	// p never changes.
+	warmHash   string
+	mineHashed func(p *policy.Policy, warmHash string) bool
 
 	// session: its one sandbox, one command at a time.
 	session backends.Sandbox
@@ -292,7 +292,7 @@ func newKeeper(o KeeperOptions, stop context.CancelFunc) *keeper {
 	k := &keeper{o: o, p: p, paths: paths{o.Dir, key(p)}, logger: log.New(o.Log, "", log.LstdFlags), stop: stop,
 		touched: make(chan struct{}, 1), proxies: map[string]*runproxy.Proxy{}}
 	k.lastUsed.Store(time.Now().UnixNano())
-	k.warmHash, k.mine = p.WarmHash(), Keeping(p)
+	k.warmHash, k.mineHashed = p.WarmHash(), keepingHashed(p)
 	if k.sweeping = o.Sweeping; k.sweeping == nil {
 		k.sweeping = new(atomic.Bool)
 	}

@@ -231,10 +231,23 @@ func Mine(kp, p *policy.Policy) bool { return Keeping(kp)(p) }
 // JSON, hashed: tens of microseconds) is computed once: a keeper's policy
 // never changes, and a front's run asks more than once.
 func Keeping(kp *policy.Policy) func(p *policy.Policy) bool {
+	mine := keepingHashed(kp)
+	return func(p *policy.Policy) bool { return mine(p, "") }
+}
+
+// keepingHashed is Keeping taking p's warm hash when the caller has it
+// (empty: computed here).
+func keepingHashed(kp *policy.Policy) func(p *policy.Policy, warmHash string) bool {
 	kh, kk := kp.WarmHash(), key(kp)
-	return func(p *policy.Policy) bool {
+	return func(p *policy.Policy, warmHash string) bool {
 		sameKind := p.Warm.Session != "" && kp.Warm.Session == p.Warm.Session ||
 			p.Warm.Session == "" && kp.Warm.Session == "" && p.Warm.Pool > 0 && kp.Warm.Pool == p.Warm.Pool
-		return sameKind && kk == key(p) && kh == p.WarmHash()
+		if !sameKind || kk != key(p) {
+			return false
+		}
+		if warmHash == "" {
+			warmHash = p.WarmHash()
+		}
+		return kh == warmHash
 	}
 }

@@ -193,6 +193,16 @@ func TestMineTellsPoolsApart(t *testing.T) {
 			if got := Mine(&tt.keeper, &tt.run); got != tt.want {
 				t.Fatalf("Mine = %v, want %v", got, tt.want)
 			}
+			// With the run's warm hash given (a kept compile's), the
+			// same verdict; a given hash that is not the keeper's is
+			// refused.
+			mine := keepingHashed(&tt.keeper)
+			if got := mine(&tt.run, tt.run.WarmHash()); got != tt.want {
+				t.Fatalf("mine with the run's warm hash = %v, want %v", got, tt.want)
+			}
+			if mine(&tt.run, "sha256:other") {
+				t.Fatal("mine with another warm hash: true")
+			}
 		})
 	}
 }

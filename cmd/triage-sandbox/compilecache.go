@@ -71,6 +71,21 @@ type derived struct {
 	// (TestKeptHashIsTheRunsHash).
 	hashOnce sync.Once
 	hash     string
+	// warmHash is p.WarmHash(), alike: the keeper's backend checks
+	// with it that the run's policy is its own (warm.Here.Start).
+	warmOnce sync.Once
+	warmHash string
+}
+
+// keptWarmHash is p.WarmHash() of a kept compile, computed once; empty
+// without one (whoever needs it then computes it).
+func (f *policyFlags) keptWarmHash() string {
+	d := f.kept
+	if d == nil {
+		return ""
+	}
+	d.warmOnce.Do(func() { d.warmHash = d.p.WarmHash() })
+	return d.warmHash
 }
 
 // policyHash is p.Hash(): the kept compile's, computed once, else p's.

@@ -285,6 +285,9 @@ func TestKeptHashIsTheRunsHash(t *testing.T) {
 		if f.kept == nil {
 			t.Fatalf("compile not kept: %s", f.cacheWhy)
 		}
+		if kw, w := f.keptWarmHash(), p.WarmHash(); kw != w {
+			t.Fatalf("kept warm hash %s, the run's policy's %s", kw, w)
+		}
 		return f.policyHash(p), p.Hash(), f.cacheHit
 	}
 	for i := 0; i < 2; i++ {

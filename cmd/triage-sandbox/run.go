@@ -112,7 +112,7 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	hash := f.pf.policyHash(p)
 	out = runreport.NewHashed(p, hash)
 	req := f.request(cmd.Context(), p, host, args)
-	req.PolicyHash = hash
+	req.PolicyHash, req.WarmHash = hash, f.pf.keptWarmHash()
 	b, err := f.backend(cmd.Context(), p)
 	if err != nil {
 		return fail(sandbox.RecordRefusal(req, err))
