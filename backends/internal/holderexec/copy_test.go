@@ -48,4 +48,3 @@ func (w *failingWriter) Write(b []byte) (int, error) {
 	}
 	return len(b), nil
 }
-
