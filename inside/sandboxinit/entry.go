@@ -21,13 +21,6 @@ type Stdio struct {
 // and returns the exit code, with which its process exits at once (its
 // signals stay refused to the end: see HoldOptions.armed).
 func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
-	// Armed (see armHolder) from the first moment, beside the rest of the
-	// set-up, unless the holder takes its identity itself: that comes
-	// first, on the threads it has then.
-	var a *armed
-	if spec.RunAs == nil {
-		a = armHolder()
-	}
 	failed := func(detail string) int {
 		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: detail})
 		return exitcodeRefused
@@ -35,9 +28,10 @@ func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
 	if err := guardFromCommand(spec.RunAs); err != nil {
 		return failed(err.Error())
 	}
-	if a == nil {
-		a = armHolder()
-	}
+	// Armed (see armHolder) before the rest of the set-up, not beside it
+	// (see armFor).
+	a := armHolder()
+	a.wait()
 	setModes(spec.Modes, io.Err)
 	o := HoldOptions{TTL: spec.TTL.D(), Stderr: io.Err, Stdout: io.Out, Stage: spec.Stage, SweepLeftovers: true, Forward: spec.Forward,
 		armed: a}
