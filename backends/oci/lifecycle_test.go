@@ -19,6 +19,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/oci"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/rootfs"
 	"github.com/triage-sandbox/triage-sandbox/config"
+	"github.com/triage-sandbox/triage-sandbox/inside/supervise"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/profiles"
@@ -401,5 +402,41 @@ func TestOneShotEndsAfterItsCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(bundle); !os.IsNotExist(err) {
 		t.Errorf("bundle of %s still exists: %v", id, err)
+	}
+}
+
+// An idle holder holds no more tasks than supervise.HelperTasks, what a
+// process limit counted in tasks (gVisor's) leaves each helper: it
+// reserves its threads before the rest of its set-up, so the threads that
+// set-up needs are not made on top of the reserve (beside it, an idle
+// holder held 21-23 tasks).
+func TestIdleHolderTasks(t *testing.T) {
+	b := newBackend(t)
+	p, _ := workspacePolicy(t, profiles.RoleAgent)
+	sb, err := b.Start(context.Background(), p, backends.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	var out testenv.Buffer
+	if res, err := sb.Exec(context.Background(), backends.Command{Argv: []string{"true"}}, backends.Streams{Stdout: &out, Stderr: &out}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("true: exit %d, err %v, output %q", res.ExitCode, err, out.String())
+	}
+	raw, err := exec.Command("runc", "--root", "/run/triage-sandbox/oci/runtime", "state", sb.ID()).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal(raw, &state); err != nil || state.Pid <= 0 {
+		t.Fatalf("runc state of %s: %v (%s)", sb.ID(), err, raw)
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", state.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) > supervise.HelperTasks {
+		t.Errorf("the idle holder (pid %d) holds %d tasks, more than supervise.HelperTasks (%d)", state.Pid, len(tasks), supervise.HelperTasks)
 	}
 }
