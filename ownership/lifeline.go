@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -17,12 +18,16 @@ import (
 // -9 too), the watcher removes what is still listed.
 //
 // A message is 4 bytes then its id: lineMagic, LineVersion, the op, the
-// id's length (1 to MaxID), then the id (lowercase hex: what Docker and
-// Podman name a container by). Decoding is strict: any other byte ends the
-// stream with an error.
+// id's length (1 to MaxID), then the id: a container's id (lowercase
+// hex, what Docker and Podman name a container by) or its name (lowercase
+// letters, digits and ._-, from a letter or digit), which the owner lists
+// before it asks for the container, so that its death between the create
+// and the id's listing leaves nothing either. Decoding is strict: any
+// other byte ends the stream with an error.
 
 // LineVersion is the lifeline's message version: another is refused.
-const LineVersion = 1
+// Version 2 lists names as well as ids.
+const LineVersion = 2
 
 const lineMagic = 'W'
 
@@ -59,11 +64,27 @@ func (m Message) validate() error {
 		return fmt.Errorf("id of %d bytes: want 1 to %d", len(m.ID), MaxID)
 	}
 	for i := 0; i < len(m.ID); i++ {
-		if c := m.ID[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return fmt.Errorf("id %q: want lowercase hex", m.ID)
+		c := m.ID[i]
+		alnum := c >= '0' && c <= '9' || c >= 'a' && c <= 'z'
+		if !alnum && (i == 0 || !strings.ContainsRune("._-", rune(c))) {
+			return fmt.Errorf("id %q: want a container's id (lowercase hex) or name (a-z, 0-9 and ._-, from a letter or digit)", m.ID)
 		}
 	}
 	return nil
+}
+
+// IsName says whether a listed id is a container's name (listed before
+// its create) rather than its id (64 lowercase hex digits).
+func IsName(id string) bool {
+	if len(id) != 64 {
+		return true
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return true
+		}
+	}
+	return false
 }
 
 // AppendMessage appends m's encoding to b.

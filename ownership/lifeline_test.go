@@ -110,11 +110,14 @@ func TestFollow(t *testing.T) {
 		{"listed twice", msg(Listed, "aa") + msg(Listed, "aa"), []string{"aa"}, 2, ""},
 		{"cut short", msg(Listed, "aa") + msg(Listed, "bb")[:5], []string{"aa"}, 1, "cut short"},
 		{"bad magic", msg(Listed, "aa") + "X" + msg(Listed, "bb")[1:], []string{"aa"}, 1, "where a message starts"},
-		{"other version", "W\x02+\x02aa", nil, 0, "version 2"},
-		{"bad op", "W\x01?\x02aa", nil, 0, "unknown op"},
-		{"no id", "W\x01+\x00", nil, 0, "id of 0 bytes"},
-		{"not hex", "W\x01+\x02a/", nil, 0, "lowercase hex"},
-		{"upper hex", "W\x01+\x02AA", nil, 0, "lowercase hex"},
+		{"a name", msg(Listed, "triage-sandbox-agent-0a1b") + msg(Listed, "aa"), []string{"aa", "triage-sandbox-agent-0a1b"}, 2, ""},
+		{"a name removed", msg(Listed, "triage-sandbox-agent-0a1b") + msg(Removed, "triage-sandbox-agent-0a1b"), nil, 2, ""},
+		{"other version", "W\x01+\x02aa", nil, 0, "version 1"},
+		{"bad op", "W\x02?\x02aa", nil, 0, "unknown op"},
+		{"no id", "W\x02+\x00", nil, 0, "id of 0 bytes"},
+		{"not a name", "W\x02+\x02a/", nil, 0, "lowercase hex"},
+		{"upper case", "W\x02+\x02AA", nil, 0, "lowercase hex"},
+		{"from a dash", "W\x02+\x02-a", nil, 0, "lowercase hex"},
 	} {
 		var acks strings.Builder
 		got, err := Follow(strings.NewReader(tc.lifeline), &acks)
@@ -136,9 +139,10 @@ func TestFollow(t *testing.T) {
 // FuzzReadMessage: whatever a lifeline holds, a message read from it
 // encodes back to the same bytes.
 func FuzzReadMessage(f *testing.F) {
-	f.Add([]byte("W\x01+\x02ab"))
-	f.Add([]byte("W\x01-\x40" + strings.Repeat("0", 64)))
-	f.Add([]byte("W\x02+\x00"))
+	f.Add([]byte("W\x02+\x02ab"))
+	f.Add([]byte("W\x02-\x40" + strings.Repeat("0", 64)))
+	f.Add([]byte("W\x02+\x0atriage-san"))
+	f.Add([]byte("W\x01+\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ReadMessage(bytes.NewReader(b))
 		if err != nil {
@@ -152,4 +156,21 @@ func FuzzReadMessage(f *testing.F) {
 			t.Fatalf("read %+v from %q, encodes as %q", m, b, again)
 		}
 	})
+}
+
+// TestIsName: a listed id is a name unless it is a full container id.
+func TestIsName(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		name bool
+	}{
+		{strings.Repeat("0a", 32), false},
+		{strings.Repeat("0a", 31), true},
+		{"triage-sandbox-agent-" + strings.Repeat("0", 43), true},
+		{strings.Repeat("0", 63) + "g", true},
+	} {
+		if got := IsName(tc.id); got != tc.name {
+			t.Errorf("IsName(%q) = %v, want %v", tc.id, got, tc.name)
+		}
+	}
 }

@@ -42,6 +42,9 @@ type sandbox struct {
 	p  *policy.Policy
 	rt runtimes.Traits
 	id string
+	// name is the container's name, listed with the watcher from before
+	// its create until its id is (create, watch); "" when it has none.
+	name string
 	// att is the holder's attach stream; its stdin is the lifeline.
 	att        client.HijackedResponse
 	stopWatch  context.CancelFunc
@@ -119,11 +122,24 @@ func (b *Backend) start(ctx context.Context, p *policy.Policy, rt runtimes.Trait
 // yet, and it is listed with the watcher that removes it when its owner
 // dies beside the attach (startWatches).
 func (b *Backend) create(ctx, setupCtx context.Context, p *policy.Policy, rt runtimes.Traits, req *CreateRequest, ln *control.Listener, ov *overlay.Set) (*sandbox, error) {
+	// Listed by name before it is asked for: an owner killed between the
+	// create and its id's listing (startWatches) leaves nothing either.
+	if req.Name != "" {
+		if err := b.watcherOf().List(req.Name); err != nil {
+			if ln != nil {
+				_ = ln.Close()
+			}
+			return nil, err
+		}
+	}
 	endCreate := phase.Begin(ctx, "start.create")
 	created, err := b.cli.ContainerCreate(setupCtx, client.ContainerCreateOptions{
 		Name: req.Name, Config: req.Config, HostConfig: req.HostConfig,
 	})
 	if err != nil {
+		if req.Name != "" {
+			_ = b.watcherOf().Removed(req.Name)
+		}
 		if ln != nil {
 			_ = ln.Close()
 		}
@@ -131,6 +147,7 @@ func (b *Backend) create(ctx, setupCtx context.Context, p *policy.Policy, rt run
 	}
 	endCreate()
 	s := b.newSandbox(p, rt, created.ID, ov)
+	s.name = req.Name
 	if ln == nil {
 		close(s.ctlReady)
 	}
@@ -178,6 +195,10 @@ func (s *sandbox) watch(ctx context.Context, confirm func(id string) error) star
 			s.listed = true
 		}
 		w.watcherUp <- err
+		if err == nil && s.name != "" {
+			// Listed by its id now: the name's listing (create) is done.
+			_ = s.b.watcherOf().Removed(s.name)
+		}
 	}()
 	go func() { w.confirmed <- confirm(s.id) }()
 	watchCtx, stopWatch := context.WithCancel(ctx)
@@ -394,10 +415,16 @@ func (s *sandbox) Close(ctx context.Context) error {
 		if s.stopWatch != nil {
 			s.stopWatch()
 		}
-		if s.listed && err == nil {
+		if err == nil {
 			// One it could not remove stays listed: the owner's death
-			// removes it then.
-			_ = s.b.watcherOf().Removed(s.id)
+			// removes it then. Its name too, when its id's listing
+			// failed or has not taken the name's place yet.
+			if s.listed {
+				_ = s.b.watcherOf().Removed(s.id)
+			}
+			if s.name != "" {
+				_ = s.b.watcherOf().Removed(s.name)
+			}
 		}
 		if err == nil {
 			// Only once the container is gone: its bind holds the overlay.

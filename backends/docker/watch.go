@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
@@ -284,6 +285,35 @@ func (b *Backend) watcherOf() *Watcher {
 	return b.watcher
 }
 
+// createLands bounds how long the remover waits for a container listed
+// by name to appear: its owner died with the create asked for, and the
+// daemon finishes a create whose client went away.
+const createLands = 3 * time.Second
+
+// removeNamed removes the container named name, listed before its create:
+// one not there (yet) is looked for again until createLands has passed,
+// for a create still in flight when its owner died.
+func (b *Backend) removeNamed(ctx context.Context, name string) error {
+	deadline := time.Now().Add(createLands)
+	for {
+		_, err := b.cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+		if err == nil {
+			return b.remove(ctx, name)
+		}
+		if !cerrdefs.IsNotFound(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // RemoveOrphans is the watcher's remover, which the watcher (package
 // inside, in the small binary) starts once the owner died with containers
 // still listed: it removes the containers listed on in (the watcher's
@@ -313,7 +343,11 @@ func RemoveOrphans(ctx context.Context, spec protocol.Watch, in io.Reader, errOu
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				errs[i] = b.remove(ctx, ids[i])
+				if ownership.IsName(ids[i]) {
+					errs[i] = b.removeNamed(ctx, ids[i])
+				} else {
+					errs[i] = b.remove(ctx, ids[i])
+				}
 			}
 		}()
 	}

@@ -129,7 +129,7 @@ func TestWatcherRemovesTheContainersOfADeadOwner(t *testing.T) {
 				t.Fatalf("answers %q (%v), want four", got, err)
 			}
 			if tc.badAtLast {
-				if _, err := lifeline.Write([]byte("W\x01?\x01a")); err != nil {
+				if _, err := lifeline.Write([]byte("W\x02?\x01a")); err != nil {
 					t.Fatal(err)
 				}
 				if n, err := answers.Read(got[:]); err != io.EOF {
@@ -328,4 +328,76 @@ func TestWatcherOwnerHelper(t *testing.T) {
 	}
 	fmt.Printf("first watcher %d killed, now %d, processes %d\nready\n", first, w.Pid(), w.Processes())
 	time.Sleep(time.Minute)
+}
+
+// TestWatcherRemovesAContainerListedByName: the owner lists a container's
+// name before it asks for its create (create), so an owner killed between
+// the create and its id's listing leaves nothing: the remover waits for a
+// create still in flight (here it lands after the owner died) and removes
+// it. The control: a container of the same kind whose name was not listed
+// stays.
+func TestWatcherRemovesAContainerListedByName(t *testing.T) {
+	cli := watchClient(t)
+	cliBin, insideBin := testenv.Binary(t), testenv.InsideBinary(t)
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
+	listed, control := "triage-sandbox-test-listed-"+stamp, "triage-sandbox-test-unlisted-"+stamp
+	owner := exec.Command("sleep", "60")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = owner.Process.Kill(); _ = owner.Wait() }()
+	argv := protocol.MustArgv(insideBin, protocol.EntryWatch, protocol.Watch{
+		Owner: owner.Process.Pid, OwnerStart: ownership.ProcessStart(owner.Process.Pid), Remover: cliBin})
+	watcher := exec.Command(argv[0], argv[1:]...)
+	lifeline, err := watcher.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers, err := watcher.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lifeline.Write(message(t, ownership.Listed, listed)); err != nil {
+		t.Fatal(err)
+	}
+	var got [1]byte
+	if _, err := io.ReadFull(answers, got[:]); err != nil || got[0] != ownership.Ack {
+		t.Fatalf("answer %q (%v), want one", got, err)
+	}
+	_ = owner.Process.Kill()
+	_ = owner.Wait()
+	_ = lifeline.Close()
+	// The creates land after the owner's death.
+	time.Sleep(300 * time.Millisecond)
+	ctx := context.Background()
+	for _, name := range []string{listed, control} {
+		if _, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name,
+			Config: &container.Config{Image: "triage-sandbox:latest", Cmd: []string{"true"}, Entrypoint: []string{},
+				Labels: map[string]string{profiles.LabelOwner: "triage-sandbox-test"}},
+			HostConfig: &container.HostConfig{NetworkMode: "none"},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true}) })
+	}
+	done := make(chan error, 1)
+	go func() { done <- watcher.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the watcher: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		_ = watcher.Process.Kill()
+		t.Fatal("the watcher did not end")
+	}
+	if !testenv.Eventually(10*time.Second, func() bool { return !exists(cli, listed) }) {
+		t.Errorf("the container listed by name (%s), created after its owner died, was not removed", listed)
+	}
+	if !exists(cli, control) {
+		t.Errorf("the container whose name was not listed (%s) was removed", control)
+	}
 }
