@@ -97,25 +97,7 @@ func TestWatcherRemovesTheContainersOfADeadOwner(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			listed := []string{sleeper(t, cli), sleeper(t, cli)}
 			removed := sleeper(t, cli)
-			owner := exec.Command("sleep", "60")
-			if err := owner.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = owner.Process.Kill(); _ = owner.Wait() }()
-			argv := protocol.MustArgv(tc.watcher, protocol.EntryWatch, protocol.Watch{
-				Owner: owner.Process.Pid, OwnerStart: ownership.ProcessStart(owner.Process.Pid), Remover: cliBin})
-			watcher := exec.Command(argv[0], argv[1:]...)
-			lifeline, err := watcher.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			answers, err := watcher.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := watcher.Start(); err != nil {
-				t.Fatal(err)
-			}
+			owner, watcher, lifeline, answers := ownedWatcher(t, tc.watcher, cliBin)
 			var line []byte
 			for _, id := range append(listed, removed) {
 				line = append(line, message(t, ownership.Listed, id)...)
@@ -141,17 +123,7 @@ func TestWatcherRemovesTheContainersOfADeadOwner(t *testing.T) {
 				_ = owner.Wait()
 			}
 			_ = lifeline.Close()
-			done := make(chan error, 1)
-			go func() { done <- watcher.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("the watcher: %v", err)
-				}
-			case <-time.After(60 * time.Second):
-				_ = watcher.Process.Kill()
-				t.Fatal("the watcher did not end")
-			}
+			awaitWatcher(t, watcher)
 			for _, id := range listed {
 				if gone := !exists(cli, id); gone != tc.ownerDies {
 					t.Errorf("listed container gone %v, want %v", gone, tc.ownerDies)
@@ -341,25 +313,7 @@ func TestWatcherRemovesAContainerListedByName(t *testing.T) {
 	cliBin, insideBin := testenv.Binary(t), testenv.InsideBinary(t)
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
 	listed, control := "triage-sandbox-test-listed-"+stamp, "triage-sandbox-test-unlisted-"+stamp
-	owner := exec.Command("sleep", "60")
-	if err := owner.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = owner.Process.Kill(); _ = owner.Wait() }()
-	argv := protocol.MustArgv(insideBin, protocol.EntryWatch, protocol.Watch{
-		Owner: owner.Process.Pid, OwnerStart: ownership.ProcessStart(owner.Process.Pid), Remover: cliBin})
-	watcher := exec.Command(argv[0], argv[1:]...)
-	lifeline, err := watcher.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	answers, err := watcher.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := watcher.Start(); err != nil {
-		t.Fatal(err)
-	}
+	owner, watcher, lifeline, answers := ownedWatcher(t, insideBin, cliBin)
 	if _, err := lifeline.Write(message(t, ownership.Listed, listed)); err != nil {
 		t.Fatal(err)
 	}
@@ -383,6 +337,45 @@ func TestWatcherRemovesAContainerListedByName(t *testing.T) {
 		}
 		t.Cleanup(func() { _, _ = cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true}) })
 	}
+	awaitWatcher(t, watcher)
+	if !testenv.Eventually(10*time.Second, func() bool { return !exists(cli, listed) }) {
+		t.Errorf("the container listed by name (%s), created after its owner died, was not removed", listed)
+	}
+	if !exists(cli, control) {
+		t.Errorf("the container whose name was not listed (%s) was removed", control)
+	}
+}
+
+// ownedWatcher starts a watcher (binary exe, remover cliBin) of an owner,
+// a sleep the test kills to play the owner's death (the cleanup kills it
+// too), with its lifeline and answers.
+func ownedWatcher(t *testing.T, exe, cliBin string) (owner, watcher *exec.Cmd, lifeline io.WriteCloser, answers io.Reader) {
+	t.Helper()
+	owner = exec.Command("sleep", "60")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = owner.Process.Kill(); _ = owner.Wait() })
+	argv := protocol.MustArgv(exe, protocol.EntryWatch, protocol.Watch{
+		Owner: owner.Process.Pid, OwnerStart: ownership.ProcessStart(owner.Process.Pid), Remover: cliBin})
+	watcher = exec.Command(argv[0], argv[1:]...)
+	lifeline, err := watcher.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers, err = watcher.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return owner, watcher, lifeline, answers
+}
+
+// awaitWatcher waits (at most 60 s) for watcher to end, without error.
+func awaitWatcher(t *testing.T, watcher *exec.Cmd) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- watcher.Wait() }()
 	select {
@@ -393,11 +386,5 @@ func TestWatcherRemovesAContainerListedByName(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		_ = watcher.Process.Kill()
 		t.Fatal("the watcher did not end")
-	}
-	if !testenv.Eventually(10*time.Second, func() bool { return !exists(cli, listed) }) {
-		t.Errorf("the container listed by name (%s), created after its owner died, was not removed", listed)
-	}
-	if !exists(cli, control) {
-		t.Errorf("the container whose name was not listed (%s) was removed", control)
 	}
 }
