@@ -31,7 +31,6 @@ func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
 	// Armed (see armHolder) before the rest of the set-up, not beside it
 	// (see armFor).
 	a := armHolder()
-	a.wait()
 	setModes(spec.Modes, io.Err)
 	o := HoldOptions{TTL: spec.TTL.D(), Stderr: io.Err, Stdout: io.Out, Stage: spec.Stage, SweepLeftovers: true, Forward: spec.Forward,
 		armed: a}

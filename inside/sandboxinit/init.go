@@ -80,8 +80,8 @@ type HoldOptions struct {
 	// before the holder says it is ready; one that cannot start refuses
 	// the sandbox.
 	Forward *protocol.Forward
-	// armed, when set, is the holder's arming already under way: RunHold
-	// starts it first thing, and its process exits once Hold returns, so
+	// armed, when set, is the holder's arming already done: RunHold arms
+	// it before its set-up, and its process exits once Hold returns, so
 	// Hold leaves its signal refusal in place (undoing it is a round trip
 	// per signal with the runtime's signal thread: 0.3-0.9 ms of the
 	// sandbox's end in a container, which the runtime's teardown waits
@@ -96,8 +96,7 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	if killAll == nil {
 		killAll = killEveryone
 	}
-	armed, disarm := armFor(o)
-	defer disarm()
+	defer armFor(o)()
 	w, killAll, endWarden, err := startWarden(ctx, o, killAll)
 	if err != nil {
 		_ = protocol.WriteStatus(statusOut(o), protocol.Status{State: protocol.StateHolderFailed,
@@ -141,7 +140,7 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	// exit, and the host must learn it as such (not as a plain 137).
 	ctlCtx, endControl := context.WithCancel(ctx)
 	defer endControl()
-	startControl(ctlCtx, o, w, quiet, armed)
+	startControl(ctlCtx, o, w, quiet)
 	stop := func() {
 		endControl()
 		killAll()
@@ -165,22 +164,19 @@ func Hold(ctx context.Context, o HoldOptions) int {
 	}
 }
 
-// armFor is the holder's arming for o (see armHolder) and what undoes it
-// when Hold returns: RunHold's own arming is left in place (its process
+// armFor arms the holder for o (see armHolder) unless RunHold did, and
+// returns what undoes it when Hold returns: RunHold's own arming is left in place (its process
 // exits right after). Armed before anything else runs, not beside it:
 // threads the set-up's goroutines need while the reserve is being made
 // are made on top of it and stay (an idle holder had 21-23 threads
 // instead of 18; a thousand sessions, 4,000 tasks more). Before ready in
 // any case: without a control channel a runtime exec may start a command
 // as soon as the holder is ready.
-func armFor(o HoldOptions) (a *armed, disarm func()) {
-	a, disarm = o.armed, func() {}
-	if a == nil {
-		a = armHolder()
-		disarm = a.stop
+func armFor(o HoldOptions) (disarm func()) {
+	if o.armed != nil {
+		return func() {}
 	}
-	a.wait()
-	return a, disarm
+	return armHolder().stop
 }
 
 // startWarden starts the warden that collects what commands leave behind,
@@ -253,40 +249,26 @@ func watchEnds(ttl time.Duration) holdEnds {
 	return e
 }
 
-// armed is what must be in place before the holder's first command, and
-// is made beside the rest of its set-up: the refusal of signals
-// (refuseSignals: a command's kill(1, SIGTERM) must not end the sandbox)
-// and the reserve of threads (supervise.ReserveThreads: a command may fill
-// the process table, and the holder needing a thread then would die of it
-// and take the sandbox with it). Together about a millisecond in a
-// container, most of it new threads, which a cold run's first command
-// need not wait for while the host's request is on its way.
+// armed is what must be in place before the holder's first command, made
+// before the rest of its set-up (see armFor): the reserve of threads
+// (supervise.ReserveThreads: a command may fill the process table, and
+// the holder needing a thread then would die of it and take the sandbox
+// with it) and the refusal of signals (refuseSignals: a command's kill(1,
+// SIGTERM) must not end the sandbox).
 type armed struct {
-	done     chan struct{}
 	unrefuse func()
 }
 
+// armHolder arms the holder: the reserve first, as threads the signal
+// loop needs while the reserve is made are made on top of it and stay (18
+// threads became 19-20 with the other order).
 func armHolder() *armed {
-	a := &armed{done: make(chan struct{})}
-	go func() {
-		defer close(a.done)
-		// The reserve first: threads the signal loop needs while the
-		// reserve is made are made on top of it and stay (18 threads
-		// became 19-20 with the other order).
-		supervise.ReserveThreads()
-		a.unrefuse = refuseSignals()
-	}()
-	return a
+	supervise.ReserveThreads()
+	return &armed{unrefuse: refuseSignals()}
 }
-
-// wait returns once the holder is armed.
-func (a *armed) wait() { <-a.done }
 
 // stop ends the refusal of signals.
-func (a *armed) stop() {
-	<-a.done
-	a.unrefuse()
-}
+func (a *armed) stop() { a.unrefuse() }
 
 func (holdEnds) lifetimeExceeded(o HoldOptions, stop func()) int {
 	fmt.Fprintln(o.Stderr, "triage-sandbox: sandbox lifetime exceeded; killed")
@@ -335,9 +317,8 @@ func refuseSignals() func() {
 
 // startControl serves the control channel, when the holder has one, while
 // the warden polls only as a backstop (every command comes through it).
-// It reads no request before the holder is armed (armHolder): one sent
-// early waits in the channel until then.
-func startControl(ctx context.Context, o HoldOptions, w *warden, quiet *idlemem.Quiet, armed *armed) {
+// The holder is armed by then (armFor).
+func startControl(ctx context.Context, o HoldOptions, w *warden, quiet *idlemem.Quiet) {
 	if !hasControl(o) {
 		return
 	}
@@ -345,7 +326,6 @@ func startControl(ctx context.Context, o HoldOptions, w *warden, quiet *idlemem.
 		w.commandsThroughHolder()
 	}
 	go func() {
-		armed.wait()
 		serveControl(ctx, o, w, quiet)
 		if w != nil {
 			w.commandsByRuntime()
