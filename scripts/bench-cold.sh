@@ -22,6 +22,19 @@
 # bundle's directory, netns and spec, `runc run` of the holder, the
 # command, and the sandbox's removal; the bare run is the one `runc run`
 # process (which deletes its container itself when it ends).
+#
+# Two more pairs, named as what they are, show where the rest lies:
+#   - resident: the same cold sandbox (a new bundle, netns, `runc run` of
+#     the holder, the command, the removal, the audit) started by a
+#     process that is already running and holds the compiled policy: the
+#     MCP server's one-off `run` tool (no session), which is how a harness
+#     runs it; no front or CLI starts per run. Its client is a few lines of
+#     JSON-RPC here, timing each call, paired with the bare run timed by
+#     the same clock;
+#   - Go floor: the bare bundle with a static empty Go program (built
+#     here, bound read-only into it) as its process instead of `true`:
+#     what a Go program's start costs inside this sandbox, the least any
+#     Go holder adds.
 set -euo pipefail
 # EPOCHREALTIME's decimal point.
 export LC_ALL=C
@@ -40,6 +53,9 @@ cleanup() {
 }
 trap cleanup EXIT
 chmod 755 "$ws"
+# The MCP server (below) takes its backend from the config, as a harness's
+# does; the CLI's `--backend oci` names the same one.
+printf '[sandbox]\nbackend = "oci"\n' >"$ws/triage.toml"
 mkdir -p "$bare/bundle" "$bare/state"
 (cd "$ws" && "$bin" run --backend oci -- true >/dev/null 2>&1) ||
   { echo "bench-cold: the oci backend cannot run here:" >&2; (cd "$ws" && "$bin" run --backend oci -- true) >&2 || true; exit 2; }
@@ -101,3 +117,90 @@ for i in $(seq 1 "$n"); do
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "cold run on oci (runc), $n pairs: triage-sandbox run --backend oci -- true $(median "${ours[@]}") ms; bare runc run of the same bundle (process true, runc's own netns) $(median "${theirs[@]}") ms; pair ratio median $(median "${ratios[@]}")"
+
+# Go floor: the bare bundle with an empty static Go program as its process.
+if command -v go >/dev/null; then
+  mkdir -p "$bare/empty" "$bare/floor"
+  printf 'package main\n\nfunc main() {}\n' >"$bare/empty/main.go"
+  printf 'module empty\n\ngo 1.22\n' >"$bare/empty/go.mod"
+  (cd "$bare/empty" && CGO_ENABLED=0 go build -o "$bare/floor/empty-go" .)
+  chmod 755 "$bare/floor" "$bare/floor/empty-go"
+  mkdir -p "$bare/gobundle"
+  cp "$bare/bundle/"* "$bare/gobundle/"
+  python3 - "$bare/bundle" "$bare/gobundle" "$bare/floor" <<'EOF2'
+import json, sys
+old, new, floor = sys.argv[1], sys.argv[2], sys.argv[3]
+path = new + "/config.json"
+c = json.load(open(path))
+c["process"]["args"] = ["/.bench-floor/empty-go"]
+for m in c["mounts"]:
+    if m.get("source", "").startswith(old + "/"):
+        m["source"] = new + m["source"][len(old):]
+c["mounts"].append({"destination": "/.bench-floor", "type": "bind", "source": floor, "options": ["rbind", "ro", "nosuid", "nodev"]})
+open(path, "w").write(json.dumps(c))
+EOF2
+  gos=(); trues=(); gratios=()
+  for i in $(seq 1 "$n"); do
+    t=$(ms runc --root "$bare/state" run --bundle "$bare/bundle" "bench-cold-t-$$-$i")
+    g=$(ms runc --root "$bare/state" run --bundle "$bare/gobundle" "bench-cold-g-$$-$i")
+    trues+=("$t"); gos+=("$g"); gratios+=("$(awk -v a="$g" -v b="$t" 'BEGIN {printf "%.3f", a/b}')")
+  done
+  echo "Go floor, $n pairs: bare runc run with an empty static Go program as its process $(median "${gos[@]}") ms; with true $(median "${trues[@]}") ms; pair ratio median $(median "${gratios[@]}")"
+else
+  echo "bench-cold: Go floor not measured: go is not on PATH" >&2
+fi
+
+# Resident: the MCP server's one-off runs in the same workspace, paired
+# with the bare run. A failed call is no figure.
+python3 - "$bin" "$ws" "$bare" "$n" <<'EOF2'
+import json, os, statistics, subprocess, sys, time
+bin_, ws, bare, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+errlog = open(bare + "/mcp.err", "w")
+srv = subprocess.Popen([bin_, "mcp"], cwd=ws, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog)
+ids = iter(range(1, 1 << 30))
+
+def fail(why):
+    srv.kill()
+    sys.exit("bench-cold: resident: " + why + "; the server said: " + open(bare + "/mcp.err").read()[-400:])
+
+def send(method, params, notify=False):
+    msg = {"jsonrpc": "2.0", "method": method, "params": params}
+    if not notify:
+        msg["id"] = next(ids)
+    srv.stdin.write((json.dumps(msg) + "\n").encode())
+    srv.stdin.flush()
+    while not notify:
+        line = srv.stdout.readline()
+        if not line:
+            fail("the server ended")
+        r = json.loads(line)
+        if r.get("id") == msg["id"]:
+            return r
+
+def one_off():
+    r = send("tools/call", {"name": "run", "arguments": {"argv": ["true"]}})
+    res = r.get("result") or {}
+    if "error" in r or res.get("isError") or (res.get("structuredContent") or {}).get("exit_code") != 0:
+        fail("a run of true did not exit 0: " + json.dumps(r)[:300])
+
+runc = subprocess.run(["sh", "-c", "command -v runc"], capture_output=True, text=True).stdout.strip()
+null = os.open(os.devnull, os.O_RDWR)
+def bare_run(i):
+    pid = os.posix_spawn(runc, ["runc", "--root", bare + "/state", "run", "--bundle", bare + "/bundle", "bench-cold-r-%d-%d" % (os.getpid(), i)],
+                         os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, null, fd) for fd in (0, 1, 2)])
+    if os.waitpid(pid, 0)[1] != 0:
+        fail("the bare run failed")
+
+send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench-cold", "version": "1"}})
+send("notifications/initialized", {}, notify=True)
+one_off()  # the server's first sandbox start, untimed
+ours, theirs, ratios = [], [], []
+for i in range(n):
+    s = time.perf_counter(); one_off(); o = (time.perf_counter() - s) * 1000
+    s = time.perf_counter(); bare_run(i); t = (time.perf_counter() - s) * 1000
+    ours.append(o); theirs.append(t); ratios.append(o / t)
+srv.stdin.close()
+srv.wait()
+print("resident (the MCP server's one-off run: a cold sandbox, no CLI start), %d pairs: run true %.1f ms; bare runc run %.1f ms; pair ratio median %.3f"
+      % (n, statistics.median(ours), statistics.median(theirs), statistics.median(ratios)))
+EOF2
