@@ -23,6 +23,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/runtimes"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/staging"
 	"github.com/triage-sandbox/triage-sandbox/backends/oci/netup"
+	"github.com/triage-sandbox/triage-sandbox/internal/attachgrace"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/policy"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
@@ -126,6 +127,9 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 	// Its own process group: a Ctrl-C at the terminal reaches triage-sandbox,
 	// which closes the sandbox; the runtime is not killed under it.
 	s.run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The grace period the runtime's move of the holder into its cgroups
+	// would wait for in the middle of the start passes beside it instead.
+	attachgrace.Begin(ctx)
 	endSpawn := phase.Begin(ctx, "start.runtime-spawn")
 	err = s.run.Start()
 	endSpawn()

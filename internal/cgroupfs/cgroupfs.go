@@ -107,3 +107,34 @@ func join(m Mount, p string) string {
 	}
 	return path.Join(m.Point, p)
 }
+
+// Own is this process's cgroup directory in one mounted hierarchy: the
+// unified one when it is mounted and this process is listed in it, else
+// the first v1 hierarchy (in mountinfo's order) this process is listed in.
+func Own() (string, bool) {
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", false
+	}
+	cg, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", false
+	}
+	return own(Mounts(string(info)), Paths(string(cg)))
+}
+
+func own(mounts map[string][]Mount, paths map[string]string) (string, bool) {
+	if p, ok := paths[""]; ok && len(mounts["cgroup2"]) > 0 {
+		return join(mounts["cgroup2"][0], p), true
+	}
+	for _, m := range mounts["cgroup"] {
+		for _, opt := range m.Opts {
+			// A v1 hierarchy's options name its controllers (or
+			// name=NAME), beside mount options no path is listed under.
+			if p, ok := paths[opt]; ok {
+				return join(m, p), true
+			}
+		}
+	}
+	return "", false
+}
