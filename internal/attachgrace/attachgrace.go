@@ -2,57 +2,70 @@
 // runtime's move of its container's first process into the container's
 // cgroups waits for.
 //
-// A move of a process between cgroups (a write to cgroup.procs) takes the
-// kernel's one global threadgroup lock for writing, and a writer first
-// waits for an RCU grace period unless another writer's passed moments
-// ago (the lock's rcu_sync stays entered for one more grace period after
-// its last writer). runc makes that move in the middle of every start,
-// with the container's init waiting: 9-13 ms of a 45-50 ms start on this
-// machine's kernel, spent idle. Begin makes a move that changes nothing
-// (this process into the cgroup it is in) on a goroutine as the runtime
-// is spawned, so the grace period passes beside the runtime's own start
-// and its move finds it passed. A kernel whose hierarchy is mounted with
-// favordynmods never waits; there this costs a write.
+// A move of a process between cgroups (a write to cgroup.procs, or a
+// thread's id to a v1 tasks file) takes the kernel's one global
+// threadgroup lock for writing, and a writer first waits for an RCU grace
+// period unless another writer's passed moments ago (the lock's rcu_sync
+// stays entered for one more grace period after its last writer). runc
+// makes that move in the middle of every start, with the container's
+// init waiting: 9-13 ms of a 45-50 ms start on this machine's kernel,
+// spent idle. Begin makes a move that changes nothing on a goroutine as
+// the runtime is spawned, so the grace period passes beside the runtime's
+// own start and its move finds it passed. A kernel whose hierarchy is
+// mounted with favordynmods never waits; there this costs a write.
 package attachgrace
 
 import (
 	"context"
 	"os"
 	"path"
+	"runtime"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/triage-sandbox/triage-sandbox/internal/cgroupfs"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 )
 
-// Begin starts the grace period beside the caller, best effort: where this
-// process cannot write its own cgroup.procs (not root, a read-only or
-// missing cgroup filesystem) nothing happens and the runtime waits as it
-// would have. The move is of this process into its own cgroup, so its
-// membership is as before.
+// Begin starts the grace period beside the caller, best effort: where the
+// move cannot be written (not root, a read-only or missing cgroup
+// filesystem) nothing happens and the runtime waits as it would have.
+//
+// What moves is the goroutine's own thread, into the cgroup it is in (by
+// its id in a v1 hierarchy's tasks file): never another thread of this
+// process, which may be in a sandbox's groups on its own (the local
+// backend forks its helper from a thread that joined them), so no
+// membership changes. Only where every thread of a process shares its
+// cgroup (the unified hierarchy alone) is it the process, into its own.
 func Begin(ctx context.Context) {
-	if file := procsFile(); file != "" {
-		begin(ctx, file)
-	}
-}
-
-// begin writes this process's pid into file on a goroutine; the channel
-// gives the write's error once it is done.
-func begin(ctx context.Context, file string) <-chan error {
-	done := make(chan error, 1)
 	go func() {
 		defer phase.Begin(ctx, "start.attach-grace")()
-		done <- os.WriteFile(file, []byte(strconv.Itoa(os.Getpid())), 0)
+		_ = moveInPlace()
 	}()
-	return done
 }
 
-// procsFile is the cgroup.procs file of this process's cgroup in one
-// mounted hierarchy (see cgroupfs.Own), or "".
-func procsFile() string {
+// moveInPlace moves the calling goroutine's thread (or, with the unified
+// hierarchy alone, this process) into the cgroup it is in.
+func moveInPlace() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	file, id, ok := target()
+	if !ok {
+		return nil
+	}
+	return os.WriteFile(file, []byte(id), 0)
+}
+
+// target is the file a move that changes nothing writes and what it writes
+// there, for the calling (locked) thread.
+func target() (file, id string, ok bool) {
 	dir, ok := cgroupfs.Own()
 	if !ok {
-		return ""
+		return "", "", false
 	}
-	return path.Join(dir, "cgroup.procs")
+	if dir.V2 {
+		return path.Join(dir.Path, "cgroup.procs"), strconv.Itoa(os.Getpid()), true
+	}
+	return path.Join(dir.Path, "tasks"), strconv.Itoa(unix.Gettid()), true
 }

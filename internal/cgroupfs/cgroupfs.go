@@ -108,33 +108,36 @@ func join(m Mount, p string) string {
 	return path.Join(m.Point, p)
 }
 
-// Own is this process's cgroup directory in one mounted hierarchy: the
-// unified one when it is mounted and this process is listed in it, else
-// the first v1 hierarchy (in mountinfo's order) this process is listed in.
-func Own() (string, bool) {
+// Own is the calling thread's cgroup directory in one mounted hierarchy
+// (V2: the unified one): the first v1 hierarchy (in mountinfo's order)
+// the thread is listed in, else the unified one when it is mounted. A v1
+// hierarchy first, because there a thread's membership is its own (a
+// thread can be moved alone, by its id in the tasks file); in the unified
+// hierarchy every thread of a process is where the process is.
+func Own() (Dir, bool) {
 	info, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return "", false
+		return Dir{}, false
 	}
-	cg, err := os.ReadFile("/proc/self/cgroup")
+	cg, err := os.ReadFile("/proc/thread-self/cgroup")
 	if err != nil {
-		return "", false
+		return Dir{}, false
 	}
 	return own(Mounts(string(info)), Paths(string(cg)))
 }
 
-func own(mounts map[string][]Mount, paths map[string]string) (string, bool) {
-	if p, ok := paths[""]; ok && len(mounts["cgroup2"]) > 0 {
-		return join(mounts["cgroup2"][0], p), true
-	}
+func own(mounts map[string][]Mount, paths map[string]string) (Dir, bool) {
 	for _, m := range mounts["cgroup"] {
 		for _, opt := range m.Opts {
 			// A v1 hierarchy's options name its controllers (or
 			// name=NAME), beside mount options no path is listed under.
 			if p, ok := paths[opt]; ok {
-				return join(m, p), true
+				return Dir{Path: join(m, p)}, true
 			}
 		}
 	}
-	return "", false
+	if p, ok := paths[""]; ok && len(mounts["cgroup2"]) > 0 {
+		return Dir{Path: join(mounts["cgroup2"][0], p), V2: true}, true
+	}
+	return Dir{}, false
 }

@@ -43,23 +43,24 @@ func TestControllerDir(t *testing.T) {
 func TestOwn(t *testing.T) {
 	v1 := "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n" +
 		"40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"
-	unified := "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+	unified := "30 23 0:26 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
 	nsRoot := "30 23 0:26 /outer /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
 	for _, tc := range []struct {
-		name, mountinfo, cgroup, want string
+		name, mountinfo, cgroup string
+		want                    Dir
 	}{
-		{"v2", unified, "0::/user.slice/session-1.scope\n", "/sys/fs/cgroup/user.slice/session-1.scope"},
-		{"hybrid takes the unified", unified + v1, "1:cpu:/a\n0::/b\n", "/sys/fs/cgroup/b"},
-		{"v1 takes the first listed", v1, "9:name=systemd:/s\n1:cpu:/c\n0::/\n", "/sys/fs/cgroup/cpu/c"},
-		{"v1 by name", "40 31 0:37 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,name=systemd\n", "9:name=systemd:/s\n", "/sys/fs/cgroup/systemd/s"},
-		{"a cgroup namespace's mount", nsRoot, "0::/outer/inner\n", "/sys/fs/cgroup/inner"},
-		{"listed in none mounted", v1, "0::/x\n", ""},
-		{"nothing mounted", "", "0::/x\n", ""},
+		{"v2", unified, "0::/user.slice/session-1.scope\n", Dir{Path: "/sys/fs/cgroup/unified/user.slice/session-1.scope", V2: true}},
+		{"hybrid takes a v1 hierarchy", unified + v1, "1:cpu:/a\n0::/b\n", Dir{Path: "/sys/fs/cgroup/cpu/a"}},
+		{"v1 takes the first mounted", v1, "9:name=systemd:/s\n1:cpu:/c\n0::/\n", Dir{Path: "/sys/fs/cgroup/cpu/c"}},
+		{"v1 by name", "40 31 0:37 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,name=systemd\n", "9:name=systemd:/s\n", Dir{Path: "/sys/fs/cgroup/systemd/s"}},
+		{"a cgroup namespace's mount", nsRoot, "0::/outer/inner\n", Dir{Path: "/sys/fs/cgroup/inner", V2: true}},
+		{"listed in none mounted", v1, "0::/x\n", Dir{}},
+		{"nothing mounted", "", "0::/x\n", Dir{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := own(Mounts(tc.mountinfo), Paths(tc.cgroup))
-			if got != tc.want || ok != (tc.want != "") {
-				t.Errorf("own = %q, %v; want %q", got, ok, tc.want)
+			if got != tc.want || ok != (tc.want.Path != "") {
+				t.Errorf("own = %+v, %v; want %+v", got, ok, tc.want)
 			}
 		})
 	}
