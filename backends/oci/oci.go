@@ -8,8 +8,10 @@
 // (the daemon's answer and the lease: beside the rest, or from the
 // runtime's spawn on when a root is remembered) and
 // start.rootfs-remembered, start.spec (beside start.bundle-dir,
-// start.overlays and start.netns), start.bundle-write, start.runtime-spawn,
-// start.holder-ready, start.oom-watch, start.rootfs-confirm;
+// start.overlays and start.netns), start.bundle-write, start.runtime-spawn
+// (with start.attach-grace beside the runtime's start: see package
+// internal/attachgrace), start.holder-ready, start.oom-watch (once the
+// holder is ready), start.rootfs-confirm;
 // close.runtime-exit, close.delete (only when the runtime kept state),
 // close.bundle.
 package oci

@@ -9,14 +9,16 @@
 // stays entered for one more grace period after its last writer). runc
 // makes that move in the middle of every start, with the container's
 // init waiting: 9-13 ms of a 45-50 ms start on this machine's kernel,
-// spent idle. Begin makes a move that changes nothing on a goroutine as
-// the runtime is spawned, so the grace period passes beside the runtime's
-// own start and its move finds it passed. A kernel whose hierarchy is
-// mounted with favordynmods never waits; there this costs a write.
+// spent idle. A move that changes nothing, made on a goroutine as the
+// runtime is spawned, lets the grace period pass beside the runtime's
+// own start and its move finds it passed (Pass). A kernel whose
+// hierarchy is mounted with favordynmods never waits; there this costs a
+// write.
 package attachgrace
 
 import (
-	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path"
 	"runtime"
@@ -25,36 +27,32 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/triage-sandbox/triage-sandbox/internal/cgroupfs"
-	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 )
 
-// Begin starts the grace period beside the caller, best effort: where the
-// move cannot be written (not root, a read-only or missing cgroup
-// filesystem) nothing happens and the runtime waits as it would have.
+// Pass makes a move that changes nothing and returns once it is made: it
+// blocks for as long as the grace period lasts (when none passed moments
+// ago), so a caller runs it on a goroutine beside its own work. Best
+// effort: where the move cannot be written (not root, a read-only or
+// missing cgroup filesystem) the error says why, and a runtime started
+// meanwhile waits as it would have.
 //
-// What moves is the goroutine's own thread, into the cgroup it is in (by
-// its id in a v1 hierarchy's tasks file): never another thread of this
-// process, which may be in a sandbox's groups on its own (the local
+// What moves is the calling goroutine's own thread, into the cgroup it is
+// in (by its id in a v1 hierarchy's tasks file): never another thread of
+// this process, which may be in a sandbox's groups on its own (the local
 // backend forks its helper from a thread that joined them), so no
 // membership changes. Only where every thread of a process shares its
 // cgroup (the unified hierarchy alone) is it the process, into its own.
-func Begin(ctx context.Context) {
-	go func() {
-		defer phase.Begin(ctx, "start.attach-grace")()
-		_ = moveInPlace()
-	}()
-}
-
-// moveInPlace moves the calling goroutine's thread (or, with the unified
-// hierarchy alone, this process) into the cgroup it is in.
-func moveInPlace() error {
+func Pass() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	file, id, ok := target()
 	if !ok {
-		return nil
+		return errors.New("attachgrace: no mounted cgroup hierarchy lists this thread")
 	}
-	return os.WriteFile(file, []byte(id), 0)
+	if err := os.WriteFile(file, []byte(id), 0); err != nil {
+		return fmt.Errorf("attachgrace: %w", err)
+	}
+	return nil
 }
 
 // target is the file a move that changes nothing writes and what it writes
