@@ -35,8 +35,17 @@ func Pass() error {
 	if !ok {
 		return errors.New("attachgrace: no mounted cgroup hierarchy lists this thread")
 	}
-	if err := os.WriteFile(file, []byte(id), 0); err != nil {
+	// Opened for writing only: a kernel's file, never one to create.
+	f, err := os.OpenFile(file, os.O_WRONLY, 0)
+	if err != nil {
 		return fmt.Errorf("attachgrace: %w", err)
+	}
+	_, err = f.WriteString(id)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("attachgrace: moving %s into %s: %w", id, file, err)
 	}
 	return nil
 }
