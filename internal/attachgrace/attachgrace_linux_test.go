@@ -6,126 +6,92 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/triage-sandbox/triage-sandbox/internal/cgroupfs"
 )
 
-// On the real cgroup filesystem the move changes nothing, for the thread
-// that makes it and for every other thread of the process, even one that
-// is in a cgroup of its own (as the local backend's forking thread is in
-// the sandbox's). As root only (else the write is refused, which Begin
-// ignores).
-func TestMoveInPlaceChangesNoMembership(t *testing.T) {
+// On the real cgroup filesystem the move changes no thread's cgroups: not
+// the one that makes it, not any other of the process, even one that is
+// in a cgroup of its own (as the local backend's forking thread is in the
+// sandbox's). As root only (else the write is refused, which the oci
+// backend ignores).
+func TestPassChangesNoMembership(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("writing a cgroup's tasks or cgroup.procs needs root")
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	own, ok := cgroupfs.Own()
 	if !ok {
 		t.Skip("no mounted cgroup hierarchy lists this thread")
 	}
-	// Another thread in a cgroup of its own: a child of this thread's, in
-	// the same v1 hierarchy (the unified hierarchy has no such thread).
-	var aside *threadAside
 	if !own.V2 {
-		aside = setAside(t, own.Path)
-		defer aside.stop(t)
+		// The unified hierarchy has no thread of a cgroup of its own.
+		setAside(t, own.Path)
 	}
-	before := cgroupsOf(t, "/proc/thread-self/cgroup")
-	if err := func() error {
-		done := make(chan error, 1)
-		go func() { done <- Pass() }()
-		return <-done
-	}(); err != nil {
+	before := threadCgroups(t)
+	if err := Pass(); err != nil {
 		t.Fatalf("moving a thread into its own cgroup (%s): %v", own.Path, err)
 	}
-	if after := cgroupsOf(t, "/proc/thread-self/cgroup"); after != before {
-		t.Errorf("this thread's cgroups changed:\nbefore %s\nafter %s", before, after)
-	}
-	if aside != nil {
-		if got := aside.cgroups(t); got != aside.want {
-			t.Errorf("a thread in a cgroup of its own was moved:\nwant %s\ngot %s", aside.want, got)
+	after := threadCgroups(t)
+	for tid, was := range before {
+		if now, ok := after[tid]; ok && now != was {
+			t.Errorf("thread %s moved:\nbefore %s\nafter %s", tid, was, now)
 		}
 	}
 }
 
-func cgroupsOf(t *testing.T, path string) string {
+// threadCgroups is each thread's /proc/self/task/TID/cgroup.
+func threadCgroups(t *testing.T) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	m := map[string]string{}
+	for _, task := range tasks {
+		if b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/cgroup"); err == nil {
+			m[task.Name()] = string(b)
+		}
+	}
+	return m
 }
 
-// threadAside is a locked thread of this process moved alone into a new
-// cgroup below dir.
-type threadAside struct {
-	tid  int
-	want string
-	dir  string
-	quit chan struct{}
-	wg   sync.WaitGroup
-}
-
-func setAside(t *testing.T, dir string) *threadAside {
+// setAside moves a thread of this process alone into a new cgroup below
+// dir until the test ends, when it is moved back to dir and the cgroup is
+// removed.
+func setAside(t *testing.T, dir string) {
 	t.Helper()
-	a := &threadAside{dir: dir + "/attachgrace-test-" + strconv.Itoa(os.Getpid()), quit: make(chan struct{})}
-	if err := os.Mkdir(a.dir, 0o755); err != nil {
+	cg := dir + "/attachgrace-test-" + strconv.Itoa(os.Getpid())
+	if err := os.Mkdir(cg, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan error, 1)
-	a.wg.Add(1)
+	quit, ended := make(chan struct{}), make(chan error, 1)
+	moved := make(chan error, 1)
 	go func() {
-		defer a.wg.Done()
 		runtime.LockOSThread()
-		// Not unlocked: the thread ends with the goroutine, out of the
-		// test cgroup's way.
-		a.tid = unix.Gettid()
-		err := os.WriteFile(a.dir+"/tasks", []byte(strconv.Itoa(a.tid)), 0)
-		if err == nil {
-			a.want = cgroupsOfTid(a.tid)
+		defer runtime.UnlockOSThread()
+		tid := []byte(strconv.Itoa(unix.Gettid()))
+		if err := os.WriteFile(cg+"/tasks", tid, 0); err != nil {
+			moved <- err
+			ended <- nil
+			return
 		}
-		ready <- err
-		<-a.quit
+		moved <- nil
+		<-quit
+		ended <- os.WriteFile(dir+"/tasks", tid, 0)
 	}()
-	if err := <-ready; err != nil {
-		close(a.quit)
-		a.wg.Wait()
-		_ = os.Remove(a.dir)
-		t.Fatalf("moving a thread into %s: %v", a.dir, err)
-	}
-	return a
-}
-
-func cgroupsOfTid(tid int) string {
-	b, _ := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/cgroup")
-	return string(b)
-}
-
-func (a *threadAside) cgroups(t *testing.T) string { return cgroupsOfTid(a.tid) }
-
-func (a *threadAside) stop(t *testing.T) {
-	close(a.quit)
-	a.wg.Wait()
-	// The thread ends with its goroutine (it exited locked); the cgroup
-	// is empty once the kernel has reaped it.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := os.Remove(a.dir)
-		if err == nil {
-			return
+	t.Cleanup(func() {
+		close(quit)
+		if err := <-ended; err != nil {
+			t.Errorf("moving the thread back into %s: %v", dir, err)
 		}
-		if time.Now().After(deadline) {
-			t.Errorf("removing the test's cgroup %s: %v", a.dir, err)
-			return
+		if err := os.Remove(cg); err != nil {
+			t.Errorf("removing the test's cgroup: %v", err)
 		}
-		time.Sleep(10 * time.Millisecond)
+	})
+	if err := <-moved; err != nil {
+		t.Fatalf("moving a thread into %s: %v", cg, err)
 	}
 }
