@@ -96,19 +96,28 @@ func TestResourceAbuseStaysInside(t *testing.T) {
 			t.Errorf("exit %d oom %v, want 137 without oom", res.ExitCode, res.OOMKilled)
 		}
 	})
+	// The host disk's free space is the whole machine's: what other tests
+	// write meanwhile moves it too (CI ran the kubernetes package beside
+	// this one: 122 MiB once). A scratch on the host disk loses it every
+	// time the same way, so only a loss in every one of three runs fails.
 	t.Run("filling scratch", func(t *testing.T) {
-		var before, after syscall.Statfs_t
-		_ = syscall.Statfs(f.root, &before)
-		res, stdout, _ := runCaptured(t, f, "agent", time.Minute, "sh", "-c",
-			"dd if=/dev/zero of=$TMPDIR/fill bs=1M count=4096 2>&1; echo status $?")
-		_ = syscall.Statfs(f.root, &after)
-		if res.ExitCode != 0 || !strings.Contains(stdout.String(), "No space left on device") {
-			t.Errorf("scratch should fill up inside: exit %d, %q", res.ExitCode, stdout.String())
+		var drops []int64
+		for range 3 {
+			var before, after syscall.Statfs_t
+			_ = syscall.Statfs(f.root, &before)
+			res, stdout, _ := runCaptured(t, f, "agent", time.Minute, "sh", "-c",
+				"dd if=/dev/zero of=$TMPDIR/fill bs=1M count=4096 2>&1; echo status $?")
+			_ = syscall.Statfs(f.root, &after)
+			if res.ExitCode != 0 || !strings.Contains(stdout.String(), "No space left on device") {
+				t.Fatalf("scratch should fill up inside: exit %d, %q", res.ExitCode, stdout.String())
+			}
+			freeDrop := (int64(before.Bavail) - int64(after.Bavail)) * int64(before.Bsize)
+			if freeDrop <= 64<<20 {
+				return
+			}
+			drops = append(drops, freeDrop>>20)
 		}
-		freeDrop := int64(before.Bavail-after.Bavail) * int64(before.Bsize)
-		if freeDrop > 64<<20 {
-			t.Errorf("host disk lost %d MiB to the sandbox's scratch", freeDrop>>20)
-		}
+		t.Errorf("host disk lost %v MiB to the sandbox's scratch in each of three runs", drops)
 	})
 	t.Run("huge and sparse files in the outputs", func(t *testing.T) {
 		f := newFixture(t)
