@@ -323,7 +323,18 @@ func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl 
 		}
 		return nil, err
 	}
-	s := &sandbox{b: b, p: p, id: filepath.Base(dir), dir: dir, runtime: rt, traits: traitsFor(rt, p), release: r.release, Base: holder.New(p, holder.Config{Setup: startTimeout})}
+	traits := traitsFor(rt, p)
+	// A one-shot sandbox's one command goes to the holder's control
+	// channel as soon as the host is ready for it, not after the holder's
+	// ready line: the holder reads the channel only once it is armed, so
+	// the command waits there for it, and the round trip the ready line
+	// cost is gone. A start with staged paths still waits for the copy's
+	// word; one whose holder fails to arm is told at its command
+	// (endedErr), which nothing ran.
+	pipelined := opts.OneShot && traits.PassesFDs
+	s := &sandbox{b: b, p: p, id: filepath.Base(dir), dir: dir, runtime: rt, traits: traits, release: r.release,
+		pipelined: pipelined, oomSet: make(chan struct{}),
+		Base: holder.New(p, holder.Config{Setup: startTimeout, NoReadyWaitUnstaged: pipelined})}
 	if ovWarning != "" {
 		s.Warn(ovWarning)
 	}

@@ -69,8 +69,15 @@ type sandbox struct {
 	// ctl starts commands through the holder (runtimes that pass
 	// descriptors); nil means a runtime exec per command.
 	ctl *control.Client
-	// oom counts OOM kills in the container's memory cgroup (nil: unknown).
+	// oom counts OOM kills in the container's memory cgroup (nil: unknown);
+	// read it through oomCounter, which waits for the watch (oomSet).
 	oom oomwatch.Counter
+	// oomSet is closed once oom is set (or known to stay nil).
+	oomSet chan struct{}
+	// pipelined: a one-shot start that passes descriptors and stages
+	// nothing returns without waiting for the holder's ready line (see
+	// start).
+	pipelined bool
 	// killed: the host killed the container; nothing can be copied back.
 	killed atomic.Bool
 	// discarded: the checkout's overlay was made (backends.DiscardReporter).
@@ -108,6 +115,15 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 		defer holderEnd.Close()
 		args = append(args, "--preserve-fds", "1")
 	}
+	// oomSet is closed on the way out unless the watch runs beside the
+	// start (pipelined), which closes it itself: oomCounter never waits
+	// for ever.
+	watching := false
+	defer func() {
+		if !watching {
+			close(s.oomSet)
+		}
+	}()
 	s.oneShot = opts.OneShot
 	s.detached = !opts.OneShot && detaches(s.traits) && becomeSubreaper()
 	if s.detached {
@@ -143,17 +159,38 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 		return fmt.Errorf("starting %s: %w", filepath.Base(s.runtime), err)
 	}
 	go s.awaitHolder()
+	if s.pipelined {
+		watching = true
+		// The watch is set up beside the holder's start, from the pid
+		// file runc writes as it lets the holder exec; the first command
+		// waits for it (oomCounter), so it is in place before any
+		// command, as below. Not under start's bound: it ends within
+		// pidFileWait, or when the sandbox does.
+		go func() {
+			defer close(s.oomSet)
+			defer phase.Begin(ctx, "start.oom-watch")()
+			s.oom = s.watchOOM(context.WithoutCancel(ctx))
+		}()
+	}
 	endReady := phase.Begin(ctx, "start.holder-ready")
 	err = s.Ready(ctx, opts)
 	endReady()
 	if err != nil {
 		return err
 	}
-	// The OOM watch is set up once the holder is up, before any command.
-	endOOM := phase.Begin(ctx, "start.oom-watch")
-	s.oom = s.watchOOM(ctx)
-	endOOM()
+	if !s.pipelined {
+		// The OOM watch is set up once the holder is up, before any command.
+		endOOM := phase.Begin(ctx, "start.oom-watch")
+		s.oom = s.watchOOM(ctx)
+		endOOM()
+	}
 	return nil
+}
+
+// oomCounter is the sandbox's OOM watch once it is set up (nil: none).
+func (s *sandbox) oomCounter() oomwatch.Counter {
+	<-s.oomSet
+	return s.oom
 }
 
 // pidFileWait bounds the wait for the runtime's pid file.
@@ -256,8 +293,8 @@ func (s *sandbox) endedErr(err error) error {
 	}
 	end := holderexec.HolderEnd{Code: holderexec.CodeOf(s.endState()), KilledByHost: s.killed.Load(), Said: s.Out.Bytes(),
 		Outside: "`" + filepath.Base(s.runtime) + " kill`, or a kill from the host"}
-	if s.oom != nil {
-		end.OOMKilled = s.oom.Kills(0) > 0
+	if oom := s.oomCounter(); oom != nil {
+		end.OOMKilled = oom.Kills(0) > 0
 	}
 	return end.Err()
 }
@@ -298,8 +335,8 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 	// (s.ctl), and the copy back rides on the command's own start.
 	run := holderexec.Run{Policy: s.p, Sandbox: (*ociSandbox)(s), Start: s.startByRuntime,
 		ExportOnFD: s.traits.PassesFDs, Manifest: &s.Manifest, Seccomp: holderexec.SeccompFor(s.traits)}
-	if s.oom != nil {
-		run.OOMKills = s.oom.Kills
+	if oom := s.oomCounter(); oom != nil {
+		run.OOMKills = oom.Kills
 	}
 	if s.ctl != nil {
 		run.Start = holderexec.ByHolder(s.ctl)
@@ -391,8 +428,8 @@ func (s *sandbox) Close(ctx context.Context) error {
 		if s.ctl != nil {
 			_ = s.ctl.Close()
 		}
-		if s.oom != nil {
-			_ = s.oom.Close()
+		if oom := s.oomCounter(); oom != nil {
+			_ = oom.Close()
 		}
 		var errs []error
 		if s.stateLeft() {
