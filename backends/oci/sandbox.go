@@ -74,9 +74,8 @@ type sandbox struct {
 	oom oomwatch.Counter
 	// oomSet is closed once oom is set (or known to stay nil).
 	oomSet chan struct{}
-	// pipelined: a one-shot start that passes descriptors and stages
-	// nothing returns without waiting for the holder's ready line (see
-	// start).
+	// pipelined: a one-shot start that passes descriptors returns without
+	// waiting for the holder's ready line (see startOn).
 	pipelined bool
 	// killed: the host killed the container; nothing can be copied back.
 	killed atomic.Bool

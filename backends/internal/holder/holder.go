@@ -39,6 +39,13 @@ type Config struct {
 	// the holder's ready (docker: the daemon starts an exec in a running
 	// container, so the wait would only cost the start its overlap).
 	NoReadyWaitUnstaged bool
+	// NoReadyWait: the start does not wait for the holder's ready line,
+	// staged copy or not (the copy is written first): commands reach the
+	// holder through a channel it reads only once it is armed and its
+	// copy is in place, so a command sent at once waits there for it
+	// (oci's one-shot sandboxes). A holder that fails meanwhile is told
+	// by the command's start, which nothing ran.
+	NoReadyWait bool
 }
 
 // Base is the host's side of one sandbox's holder. Its zero value is not
@@ -129,6 +136,9 @@ func (b *Base) stageIn(ctx context.Context) error {
 		return nil
 	}
 	b.Manifest = m
+	if b.cfg.NoReadyWait {
+		return nil
+	}
 	return b.Await(ctx, holderexec.AwaitHolder)
 }
 
