@@ -440,3 +440,37 @@ func TestIdleHolderTasks(t *testing.T) {
 		t.Errorf("the idle holder (pid %d) holds %d tasks, more than supervise.HelperTasks (%d)", state.Pid, len(tasks), supervise.HelperTasks)
 	}
 }
+
+// A one-shot start does not wait for its holder's ready line: its command
+// is sent at once and waits in the control channel until the holder is
+// armed. A holder that ends before then (killed from outside here) must
+// still be told as such at the command, which must not run.
+func TestOneShotHolderKilledBeforeItsCommand(t *testing.T) {
+	b := newBackend(t)
+	p, dir := workspacePolicy(t, profiles.RoleReproducer)
+	sb, err := b.Start(context.Background(), p, backends.StartOptions{OneShot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	id := sb.ID()
+	// runc kills a container only once it is created: its pid file is
+	// written as it lets the holder exec.
+	pidFile := filepath.Join("/run/triage-sandbox/oci/bundles", id, "pid")
+	if !testenv.Eventually(10*time.Second, func() bool { _, err := os.Stat(pidFile); return err == nil }) {
+		t.Fatalf("no pid file for %s within 10 s", id)
+	}
+	if out, err := exec.Command("runc", "--root", "/run/triage-sandbox/oci/runtime", "kill", id, "KILL").CombinedOutput(); err != nil {
+		t.Fatalf("runc kill %s: %v: %s", id, err, out)
+	}
+	marker := filepath.Join(dir, "repros", "ran")
+	var out testenv.Buffer
+	_, err = sb.Exec(context.Background(), backends.Command{Argv: []string{"sh", "-c", "echo ran > repros/ran"}, Workdir: dir},
+		backends.Streams{Stdout: &out, Stderr: &out})
+	if err == nil || !strings.Contains(err.Error(), "SIGKILL") {
+		t.Errorf("Exec after the holder was killed: err %v, output %q; want the kill told", err, out.String())
+	}
+	if _, serr := os.Stat(marker); serr == nil {
+		t.Errorf("the command ran after its holder was killed")
+	}
+}

@@ -79,3 +79,38 @@ func TestAdmit(t *testing.T) {
 		t.Errorf("after the end: %v", err)
 	}
 }
+
+// TestReadyWaits: a start waits for the holder's word after its staged
+// copy unless the config says commands wait in the holder (NoReadyWait),
+// which returns once the copy is written, its manifest kept; without a
+// copy, NoReadyWaitUnstaged returns too.
+func TestReadyWaits(t *testing.T) {
+	staged := &policy.Policy{Staging: policy.Staging{Size: 1 << 20}, Mounts: []policy.Mount{{Path: t.TempDir(), Kind: "dir"}}}
+	for _, tc := range []struct {
+		name  string
+		p     *policy.Policy
+		cfg   Config
+		waits bool
+	}{
+		{"staged", staged, Config{}, true},
+		{"staged, unstaged ones do not wait", staged, Config{NoReadyWaitUnstaged: true}, true},
+		{"staged, commands wait in the holder", staged, Config{NoReadyWait: true}, false},
+		{"unstaged", &policy.Policy{}, Config{}, true},
+		{"unstaged, unstaged ones do not wait", &policy.Policy{}, Config{NoReadyWaitUnstaged: true}, false},
+		{"unstaged, commands wait in the holder", &policy.Policy{}, Config{NoReadyWait: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(tc.p, tc.cfg)
+			b.SetLifeline(&strings.Builder{})
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			err := b.Ready(ctx, backends.StartOptions{})
+			if waited := err != nil; waited != tc.waits {
+				t.Fatalf("waited for the holder's word: %v (%v), want %v", waited, err, tc.waits)
+			}
+			if staged := tc.p == staged; !tc.waits && staged && b.Manifest == nil {
+				t.Error("the staged copy's manifest was not kept")
+			}
+		})
+	}
+}
