@@ -34,7 +34,13 @@
 #   - Go floor: the bare bundle with a static empty Go program (built
 #     here, bound read-only into it) as its process instead of `true`:
 #     what a Go program's start costs inside this sandbox, the least any
-#     Go holder adds.
+#     Go holder adds;
+#   - pooled (named as such, not a cold run): the same `run -- true` in a
+#     workspace whose triage.toml keeps a pool of two started oci
+#     sandboxes (`pool = 2`): the front hands the run to the pool's keeper,
+#     which runs it in a started sandbox and starts its replacement, after
+#     a pause of PAUSE seconds (default 0.3, untimed) in which the pool
+#     refills, as bench-local.sh pairs pooled local against bwrap.
 set -euo pipefail
 # EPOCHREALTIME's decimal point.
 export LC_ALL=C
@@ -45,14 +51,17 @@ bin=$(pwd)/bin/triage-sandbox
 command -v runc >/dev/null || { echo "bench-cold: runc is not installed (apt-get install runc)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "bench-cold: python3 rewrites the bundle: install it" >&2; exit 2; }
 ws=$(mktemp -d)
+pw=$(mktemp -d)
+pause=${PAUSE:-0.3}
 # The bare bundle and runc's state on /run, as the backend's are.
 bare=$(mktemp -d -p /run bench-cold.XXXXXX)
 cleanup() {
+  (cd "$pw" && TRIAGE_SANDBOX_WARM_DIR=$bare/warm "$bin" session end pool:agent >/dev/null 2>&1) || true
   for c in $(runc --root "$bare/state" list -q 2>/dev/null); do runc --root "$bare/state" delete --force "$c" >/dev/null 2>&1 || true; done
-  rm -rf "$ws" "$bare"
+  rm -rf "$ws" "$pw" "$bare"
 }
 trap cleanup EXIT
-chmod 755 "$ws"
+chmod 755 "$ws" "$pw"
 # The MCP server (below) takes its backend from the config, as a harness's
 # does; the CLI's `--backend oci` names the same one.
 printf '[sandbox]\nbackend = "oci"\n' >"$ws/triage.toml"
@@ -204,3 +213,20 @@ srv.wait()
 print("resident (the MCP server's one-off run: a cold sandbox, no CLI start), %d pairs: run true %.1f ms; bare runc run %.1f ms; pair ratio median %.3f"
       % (n, statistics.median(ours), statistics.median(theirs), statistics.median(ratios)))
 EOF2
+
+# Pooled: the pool's keeper and its state in the bare run's directory. The
+# first run starts the keeper (the CLI's path) and notes the route the
+# front takes from then on; its refill is let finish before the pairs.
+export TRIAGE_SANDBOX_WARM_DIR=$bare/warm
+mkdir -m 0700 "$TRIAGE_SANDBOX_WARM_DIR"
+printf '[sandbox]\nbackend = "oci"\npool = 2\n' >"$pw/triage.toml"
+(cd "$pw" && ms "$bin" run -- true) >/dev/null
+sleep 1
+pooled=(); ptheirs=(); pratios=()
+for i in $(seq 1 "$n"); do
+  o=$(cd "$pw" && ms "$bin" run -- true)
+  t=$(ms runc --root "$bare/state" run --bundle "$bare/bundle" "bench-cold-p-$$-$i")
+  pooled+=("$o"); ptheirs+=("$t"); pratios+=("$(awk -v a="$o" -v b="$t" 'BEGIN {printf "%.3f", a/b}')")
+  sleep "$pause"
+done
+echo "pooled (pool = 2, fast path; not a cold run), $n pairs: triage-sandbox run -- true $(median "${pooled[@]}") ms; bare runc run $(median "${ptheirs[@]}") ms; pair ratio median $(median "${pratios[@]}")"
