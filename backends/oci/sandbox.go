@@ -290,6 +290,16 @@ func (s *sandbox) endedErr(err error) error {
 	if s.killed.Load() || !s.awaitExit(time.Second) {
 		return err
 	}
+	if s.pipelined {
+		// Its start did not wait for the holder's word: a holder that
+		// said it could not start (its arming, its staged copy) is told
+		// as the start's failure would have been. Nothing ran: the holder
+		// reads commands only once it is ready.
+		werr := holderexec.AwaitHolder(context.Background(), &s.Out, s.Gone)
+		if werr != nil && !errors.Is(werr, holderexec.ErrHolderEnded) {
+			return fmt.Errorf("the sandbox did not start: %w; the command did not run", werr)
+		}
+	}
 	end := holderexec.HolderEnd{Code: holderexec.CodeOf(s.endState()), KilledByHost: s.killed.Load(), Said: s.Out.Bytes(),
 		Outside: "`" + filepath.Base(s.runtime) + " kill`, or a kill from the host"}
 	if oom := s.oomCounter(); oom != nil {
