@@ -474,3 +474,47 @@ func TestOneShotHolderKilledBeforeItsCommand(t *testing.T) {
 		t.Errorf("the command ran after its holder was killed")
 	}
 }
+
+// A one-shot start sends its staged copy and returns without the holder's
+// word; a copy the holder then cannot take (just over writable_size: the
+// host's write fits the pipe and succeeds) must still be told as the
+// start's failure, which nothing ran, not as the end of a command whose
+// result is unknown.
+func TestOneShotStagingFailureIsToldAsTheStart(t *testing.T) {
+	b := newBackend(t)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "repros"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "repros", "big"), bytes.Repeat([]byte("x"), 1<<20+12<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "triage.toml"), []byte("[project]\n[sandbox]\nwritable_size = \"1m\"\n"), 0o644)
+	cfg, err := config.Load(filepath.Join(dir, "triage.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := policy.CurrentHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Cwd = dir
+	p, err := policy.Build(cfg, profiles.RoleReproducer, h, policy.Options{Backend: oci.Name, Capabilities: oci.Capabilities()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := b.Start(context.Background(), p, backends.StartOptions{OneShot: true})
+	if err == nil {
+		defer sb.Close(context.Background())
+		var out testenv.Buffer
+		_, err = sb.Exec(context.Background(), backends.Command{Argv: []string{"sh", "-c", "echo ran"}, Workdir: dir},
+			backends.Streams{Stdout: &out, Stderr: &out})
+		if strings.Contains(out.String(), "ran") {
+			t.Errorf("the command ran on a copy that did not fit")
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "copying the writable paths into the sandbox") || strings.Contains(err.Error(), "result is unknown") {
+		t.Errorf("a copy over writable_size: %v; want it told as the start's failure", err)
+	}
+}
