@@ -130,6 +130,9 @@ func (b *Base) stageIn(ctx context.Context) error {
 	}
 	m, err := staging.StageIn(ctx, b.lifeline, b.p)
 	if err != nil {
+		if refused := b.refusedCopy(ctx); refused != nil {
+			return refused
+		}
 		return fmt.Errorf("%w%s", err, b.Said())
 	}
 	if m == nil && b.cfg.NoReadyWaitUnstaged {
@@ -140,6 +143,21 @@ func (b *Base) stageIn(ctx context.Context) error {
 		return nil
 	}
 	return b.Await(ctx, holderexec.AwaitHolder)
+}
+
+// refusedCopy is why the holder refused a staged copy whose write broke
+// off, when it said so (nil: it did not, within a second). A holder that
+// cannot take the copy (its writable space is full) says why and ends, and
+// the host's write then fails with a broken pipe: its word, not the pipe's,
+// is the error, with what to do about it.
+func (b *Base) refusedCopy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	err := holderexec.AwaitHolder(ctx, &b.Out, b.Gone)
+	if err == nil || errors.Is(err, holderexec.ErrHolderEnded) || ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // Await waits for the holder's word with await (holderexec.AwaitHolder or

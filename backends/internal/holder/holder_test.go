@@ -3,13 +3,17 @@ package holder
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/backends/internal/holderexec"
 	"github.com/triage-sandbox/triage-sandbox/policy"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // TestCloseOnce: release runs once; every call returns its error, which
@@ -110,6 +114,42 @@ func TestReadyWaits(t *testing.T) {
 			}
 			if staged := tc.p == staged; !tc.waits && staged && b.Manifest == nil {
 				t.Error("the staged copy's manifest was not kept")
+			}
+		})
+	}
+}
+
+// brokenPipe is a lifeline whose reader is gone.
+type brokenPipe struct{}
+
+func (brokenPipe) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+
+// TestRefusedCopyToldByTheHolder: a staged copy whose write broke off
+// because the holder refused it (its writable space full) is told by the
+// holder's own word, with what to do, not by the broken pipe; a holder
+// that said nothing leaves the pipe's error.
+func TestRefusedCopyToldByTheHolder(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	staged := &policy.Policy{Staging: policy.Staging{Size: 1 << 20}, Mounts: []policy.Mount{{Path: dir, Kind: "dir"}}}
+	for _, tc := range []struct {
+		name, said, want string
+	}{
+		{"said why", "staging failed: write big: no space left on device", "raise [sandbox] writable_size"},
+		{"said nothing", "", "broken pipe"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(staged, Config{})
+			b.SetLifeline(brokenPipe{})
+			if tc.said != "" {
+				_ = protocol.WriteStatus(&b.Out, protocol.Status{State: protocol.StateStagingFailed, Detail: tc.said})
+			}
+			close(b.Gone)
+			err := b.Ready(context.Background(), backends.StartOptions{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.said != "" && strings.Contains(err.Error(), "broken pipe")) {
+				t.Errorf("Ready: %v; want it to say %q", err, tc.want)
 			}
 		})
 	}
