@@ -3,7 +3,9 @@
 package integration_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,5 +157,47 @@ func TestStagedHostChangesWin(t *testing.T) {
 			t.Errorf("the result names sandbox %q, the session %q", out.Sandbox, id)
 		}
 		k.assertGone(t, id, w)
+	})
+}
+
+// A staged copy over its bound is refused with the holder's word and what
+// to do (raise writable_size), on every backend, one-shot or a session:
+// not with the broken pipe the host's write met once the holder gave up
+// (3 MiB: the write breaks off), nor as a command whose result is unknown
+// (just over the bound: the write fits the pipe and returns, and a
+// one-shot oci start no longer waits for the holder's word). Nothing ran.
+func TestStagedCopyOverItsBound(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, k *kit) {
+		for _, size := range []int{3 << 20, 1<<20 + 12<<10} {
+			for _, opts := range []backends.StartOptions{{OneShot: true}, {}} {
+				f := newFixture(t)
+				if err := os.MkdirAll(filepath.Join(f.root, "repros"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(f.root, "repros", "big"), bytes.Repeat([]byte("x"), size), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				p := k.build(t, f, "reproducer", currentHost(t))
+				p.Staging.Size = 1 << 20
+				what := fmt.Sprintf("%d bytes, one-shot %v", size, opts.OneShot)
+				w := k.watch()
+				sess, err := sandbox.Start(context.Background(), k.b, p, opts)
+				if err == nil {
+					var out testenv.Buffer
+					w.startedAs(t, sess.Sandbox().ID())
+					_, err = sess.Exec(context.Background(), sandbox.Request{Command: backends.Command{Argv: []string{"sh", "-c", "echo ran"}},
+						Streams: backends.Streams{Stdout: &out, Stderr: &out}, NoAudit: true})
+					if strings.Contains(out.String(), "ran") {
+						t.Errorf("%s: the command ran on a copy over its bound", what)
+					}
+					sess.Close(context.Background())
+					k.assertGone(t, sess.Sandbox().ID(), w)
+				}
+				if err == nil || !strings.Contains(err.Error(), "writable_size") ||
+					strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "result is unknown") {
+					t.Errorf("%s: %v; want the holder's word, with what to do", what, err)
+				}
+			}
+		}
 	})
 }
