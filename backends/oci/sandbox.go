@@ -77,6 +77,8 @@ type sandbox struct {
 	// pipelined: a one-shot start that passes descriptors returns without
 	// waiting for the holder's ready line (see startOn).
 	pipelined bool
+	// notReady is why a pipelined start's holder was killed unready.
+	notReady atomic.Pointer[error]
 	// killed: the host killed the container; nothing can be copied back.
 	killed atomic.Bool
 	// discarded: the checkout's overlay was made (backends.DiscardReporter).
@@ -177,11 +179,36 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 	if err != nil {
 		return err
 	}
+	if s.pipelined {
+		go s.boundStart(context.WithoutCancel(ctx), startTimeout)
+	}
 	if !s.pipelined {
 		// The OOM watch is set up once the holder is up, before any command.
 		endOOM := phase.Begin(ctx, "start.oom-watch")
 		s.oom = s.watchOOM(ctx)
 		endOOM()
+	}
+	return nil
+}
+
+// boundStart holds a pipelined start to bound, the one a start waits
+// within (startTimeout): a holder not ready by then is killed, and its command,
+// which it never read, is told why (startFailure). The start did not
+// wait, so nothing else would: the command's start waits for the holder's
+// reply with no bound of its own.
+func (s *sandbox) boundStart(ctx context.Context, bound time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	if err := s.Await(ctx, holderexec.AwaitHolder); err != nil && ctx.Err() != nil && !s.Ended() {
+		s.notReady.Store(&err)
+		s.kill()
+	}
+}
+
+// startFailure is why boundStart ended the sandbox (nil: it did not).
+func (s *sandbox) startFailure() error {
+	if err := s.notReady.Load(); err != nil {
+		return fmt.Errorf("%w; the command did not run", *err)
 	}
 	return nil
 }
@@ -287,6 +314,9 @@ func (s *sandbox) endedBefore() error {
 // otherwise): by how `runtime run` ended, which is how its init, the
 // holder, ended (holderexec.HolderEnd).
 func (s *sandbox) endedErr(err error) error {
+	if serr := s.startFailure(); serr != nil {
+		return serr
+	}
 	if s.killed.Load() || !s.awaitExit(time.Second) {
 		return err
 	}
