@@ -323,18 +323,7 @@ func (b *Backend) startOn(ctx context.Context, p *policy.Policy, rt string, ttl 
 		}
 		return nil, err
 	}
-	traits := traitsFor(rt, p)
-	// A one-shot sandbox's one command goes to the holder's control
-	// channel as soon as the host is ready for it, not after the holder's
-	// ready line: the holder reads the channel only once it is armed and
-	// its staged copy is in place, so the command waits there for it, and
-	// the round trip the ready line cost is gone. A holder that fails
-	// meanwhile is told at the command (endedErr), which nothing ran. Not
-	// with staging deferred (a pool's sandbox: its copy comes with a run).
-	pipelined := opts.OneShot && traits.PassesFDs && !opts.DeferStaging
-	s := &sandbox{b: b, p: p, id: filepath.Base(dir), dir: dir, runtime: rt, traits: traits, release: r.release,
-		pipelined: pipelined, oomSet: make(chan struct{}),
-		Base: holder.New(p, holder.Config{Setup: startTimeout, NoReadyWait: pipelined})}
+	s := &sandbox{b: b, p: p, id: filepath.Base(dir), dir: dir, runtime: rt, traits: traitsFor(rt, p), release: r.release, Base: holder.New(p, holder.Config{Setup: startTimeout})}
 	if ovWarning != "" {
 		s.Warn(ovWarning)
 	}

@@ -441,10 +441,8 @@ func TestIdleHolderTasks(t *testing.T) {
 	}
 }
 
-// A one-shot start does not wait for its holder's ready line: its command
-// is sent at once and waits in the control channel until the holder is
-// armed. A holder that ends before then (killed from outside here) must
-// still be told as such at the command, which must not run.
+// A one-shot sandbox whose holder is killed from outside before its
+// command is told as such at the command, which must not run.
 func TestOneShotHolderKilledBeforeItsCommand(t *testing.T) {
 	b := newBackend(t)
 	p, dir := workspacePolicy(t, profiles.RoleReproducer)
@@ -475,11 +473,11 @@ func TestOneShotHolderKilledBeforeItsCommand(t *testing.T) {
 	}
 }
 
-// A one-shot start sends its staged copy and returns without the holder's
-// word; a copy the holder then cannot take (just over writable_size: the
-// host's write fits the pipe and succeeds) must still be told as the
-// start's failure, which nothing ran, not as the end of a command whose
-// result is unknown.
+// A one-shot sandbox's staged copy that its holder cannot take (just over
+// writable_size: the host's write fits the pipe and succeeds) is told as
+// the start's failure, with what to do, and nothing runs: not as the end
+// of a command whose result is unknown (which a start that did not wait
+// for the holder's word told, in a version tried and not kept).
 func TestOneShotStagingFailureIsToldAsTheStart(t *testing.T) {
 	b := newBackend(t)
 	dir := t.TempDir()
@@ -514,7 +512,7 @@ func TestOneShotStagingFailureIsToldAsTheStart(t *testing.T) {
 			t.Errorf("the command ran on a copy that did not fit")
 		}
 	}
-	if err == nil || !strings.Contains(err.Error(), "copying the writable paths into the sandbox") || strings.Contains(err.Error(), "result is unknown") {
+	if err == nil || !strings.Contains(err.Error(), "writable_size") || strings.Contains(err.Error(), "result is unknown") {
 		t.Errorf("a copy over writable_size: %v; want it told as the start's failure", err)
 	}
 }

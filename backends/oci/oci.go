@@ -11,8 +11,7 @@
 // start.overlays and start.netns), start.bundle-write, start.runtime-spawn
 // (with start.attach-grace beside the runtime's start: see package
 // internal/attachgrace), start.holder-ready, start.oom-watch (once the
-// holder is ready; beside its start in a one-shot sandbox, whose start
-// does not wait for the ready line), start.rootfs-confirm;
+// holder is ready), start.rootfs-confirm;
 // close.runtime-exit, close.delete (only when the runtime kept state),
 // close.bundle.
 package oci

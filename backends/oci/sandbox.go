@@ -69,16 +69,8 @@ type sandbox struct {
 	// ctl starts commands through the holder (runtimes that pass
 	// descriptors); nil means a runtime exec per command.
 	ctl *control.Client
-	// oom counts OOM kills in the container's memory cgroup (nil: unknown);
-	// read it through oomCounter, which waits for the watch (oomSet).
+	// oom counts OOM kills in the container's memory cgroup (nil: unknown).
 	oom oomwatch.Counter
-	// oomSet is closed once oom is set (or known to stay nil).
-	oomSet chan struct{}
-	// pipelined: a one-shot start that passes descriptors returns without
-	// waiting for the holder's ready line (see startOn).
-	pipelined bool
-	// notReady is why a pipelined start's holder was killed unready.
-	notReady atomic.Pointer[error]
 	// killed: the host killed the container; nothing can be copied back.
 	killed atomic.Bool
 	// discarded: the checkout's overlay was made (backends.DiscardReporter).
@@ -116,15 +108,6 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 		defer holderEnd.Close()
 		args = append(args, "--preserve-fds", "1")
 	}
-	// oomSet is closed on the way out unless the watch runs beside the
-	// start (pipelined), which closes it itself: oomCounter never waits
-	// for ever.
-	watching := false
-	defer func() {
-		if !watching {
-			close(s.oomSet)
-		}
-	}()
 	s.oneShot = opts.OneShot
 	s.detached = !opts.OneShot && detaches(s.traits) && becomeSubreaper()
 	if s.detached {
@@ -160,63 +143,17 @@ func (s *sandbox) start(ctx context.Context, opts backends.StartOptions) error {
 		return fmt.Errorf("starting %s: %w", filepath.Base(s.runtime), err)
 	}
 	go s.awaitHolder()
-	if s.pipelined {
-		watching = true
-		// The watch is set up beside the holder's start, from the pid
-		// file runc writes as it lets the holder exec; the first command
-		// waits for it (oomCounter), so it is in place before any
-		// command, as below. Not under start's bound: it ends within
-		// pidFileWait, or when the sandbox does.
-		go func() {
-			defer close(s.oomSet)
-			defer phase.Begin(ctx, "start.oom-watch")()
-			s.oom = s.watchOOM(context.WithoutCancel(ctx))
-		}()
-	}
 	endReady := phase.Begin(ctx, "start.holder-ready")
 	err = s.Ready(ctx, opts)
 	endReady()
 	if err != nil {
 		return err
 	}
-	if s.pipelined {
-		go s.boundStart(context.WithoutCancel(ctx), startTimeout)
-	}
-	if !s.pipelined {
-		// The OOM watch is set up once the holder is up, before any command.
-		endOOM := phase.Begin(ctx, "start.oom-watch")
-		s.oom = s.watchOOM(ctx)
-		endOOM()
-	}
+	// The OOM watch is set up once the holder is up, before any command.
+	endOOM := phase.Begin(ctx, "start.oom-watch")
+	s.oom = s.watchOOM(ctx)
+	endOOM()
 	return nil
-}
-
-// boundStart holds a pipelined start to bound, the one a start waits
-// within (startTimeout): a holder not ready by then is killed, and its command,
-// which it never read, is told why (startFailure). The start did not
-// wait, so nothing else would: the command's start waits for the holder's
-// reply with no bound of its own.
-func (s *sandbox) boundStart(ctx context.Context, bound time.Duration) {
-	ctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	if err := s.Await(ctx, holderexec.AwaitHolder); err != nil && ctx.Err() != nil && !s.Ended() {
-		s.notReady.Store(&err)
-		s.kill()
-	}
-}
-
-// startFailure is why boundStart ended the sandbox (nil: it did not).
-func (s *sandbox) startFailure() error {
-	if err := s.notReady.Load(); err != nil {
-		return fmt.Errorf("%w; the command did not run", *err)
-	}
-	return nil
-}
-
-// oomCounter is the sandbox's OOM watch once it is set up (nil: none).
-func (s *sandbox) oomCounter() oomwatch.Counter {
-	<-s.oomSet
-	return s.oom
 }
 
 // pidFileWait bounds the wait for the runtime's pid file.
@@ -314,26 +251,13 @@ func (s *sandbox) endedBefore() error {
 // otherwise): by how `runtime run` ended, which is how its init, the
 // holder, ended (holderexec.HolderEnd).
 func (s *sandbox) endedErr(err error) error {
-	if serr := s.startFailure(); serr != nil {
-		return serr
-	}
 	if s.killed.Load() || !s.awaitExit(time.Second) {
 		return err
 	}
-	if s.pipelined {
-		// Its start did not wait for the holder's word: a holder that
-		// said it could not start (its arming, its staged copy) is told
-		// as the start's failure would have been. Nothing ran: the holder
-		// reads commands only once it is ready.
-		werr := holderexec.AwaitHolder(context.Background(), &s.Out, s.Gone)
-		if werr != nil && !errors.Is(werr, holderexec.ErrHolderEnded) {
-			return fmt.Errorf("the sandbox did not start: %w; the command did not run", werr)
-		}
-	}
 	end := holderexec.HolderEnd{Code: holderexec.CodeOf(s.endState()), KilledByHost: s.killed.Load(), Said: s.Out.Bytes(),
 		Outside: "`" + filepath.Base(s.runtime) + " kill`, or a kill from the host"}
-	if oom := s.oomCounter(); oom != nil {
-		end.OOMKilled = oom.Kills(0) > 0
+	if s.oom != nil {
+		end.OOMKilled = s.oom.Kills(0) > 0
 	}
 	return end.Err()
 }
@@ -374,8 +298,8 @@ func (s *sandbox) execOnce(ctx context.Context, cmd backends.Command, out backen
 	// (s.ctl), and the copy back rides on the command's own start.
 	run := holderexec.Run{Policy: s.p, Sandbox: (*ociSandbox)(s), Start: s.startByRuntime,
 		ExportOnFD: s.traits.PassesFDs, Manifest: &s.Manifest, Seccomp: holderexec.SeccompFor(s.traits)}
-	if oom := s.oomCounter(); oom != nil {
-		run.OOMKills = oom.Kills
+	if s.oom != nil {
+		run.OOMKills = s.oom.Kills
 	}
 	if s.ctl != nil {
 		run.Start = holderexec.ByHolder(s.ctl)
@@ -467,8 +391,8 @@ func (s *sandbox) Close(ctx context.Context) error {
 		if s.ctl != nil {
 			_ = s.ctl.Close()
 		}
-		if oom := s.oomCounter(); oom != nil {
-			_ = oom.Close()
+		if s.oom != nil {
+			_ = s.oom.Close()
 		}
 		var errs []error
 		if s.stateLeft() {
