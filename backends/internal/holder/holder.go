@@ -39,13 +39,6 @@ type Config struct {
 	// the holder's ready (docker: the daemon starts an exec in a running
 	// container, so the wait would only cost the start its overlap).
 	NoReadyWaitUnstaged bool
-	// NoReadyWait: the start does not wait for the holder's ready line,
-	// staged copy or not (the copy is written first): commands reach the
-	// holder through a channel it reads only once it is armed and its
-	// copy is in place, so a command sent at once waits there for it
-	// (oci's one-shot sandboxes). A holder that fails meanwhile is told
-	// by the command's start, which nothing ran.
-	NoReadyWait bool
 }
 
 // Base is the host's side of one sandbox's holder. Its zero value is not
@@ -128,7 +121,9 @@ func (b *Base) stageIn(ctx context.Context) error {
 	if b.lifeline == nil {
 		return errors.New("the sandbox's holder has no stdin to take its staged copy")
 	}
+	stopAbort := b.abortCopyAtEnd()
 	m, err := staging.StageIn(ctx, b.lifeline, b.p)
+	stopAbort()
 	if err != nil {
 		if refused := b.refusedCopy(ctx); refused != nil {
 			return refused
@@ -139,10 +134,34 @@ func (b *Base) stageIn(ctx context.Context) error {
 		return nil
 	}
 	b.Manifest = m
-	if b.cfg.NoReadyWait {
-		return nil
-	}
 	return b.Await(ctx, holderexec.AwaitHolder)
+}
+
+// abortCopyAtEnd breaks off a write of the staged copy still blocked
+// when the holder ends (a deadline of now on the lifeline, where it takes
+// one): a pipe to a holder that ended fails at once, but a daemon's attach
+// stream (docker's) may take the bytes of a container that is gone and
+// block for minutes (127 s here, for a copy over writable_size). The
+// returned func stops the watch.
+func (b *Base) abortCopyAtEnd() (stop func()) {
+	d, ok := b.lifeline.(interface{ SetWriteDeadline(time.Time) error })
+	if !ok {
+		return func() {}
+	}
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		select {
+		case <-b.Gone:
+			_ = d.SetWriteDeadline(time.Now())
+		case <-done:
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
 }
 
 // refusedCopy is why the holder refused a staged copy whose write broke

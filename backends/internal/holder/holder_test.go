@@ -3,6 +3,7 @@ package holder
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,9 +86,7 @@ func TestAdmit(t *testing.T) {
 }
 
 // TestReadyWaits: a start waits for the holder's word after its staged
-// copy unless the config says commands wait in the holder (NoReadyWait),
-// which returns once the copy is written, its manifest kept; without a
-// copy, NoReadyWaitUnstaged returns too.
+// copy; without a copy, NoReadyWaitUnstaged returns at once.
 func TestReadyWaits(t *testing.T) {
 	staged := &policy.Policy{Staging: policy.Staging{Size: 1 << 20}, Mounts: []policy.Mount{{Path: t.TempDir(), Kind: "dir"}}}
 	for _, tc := range []struct {
@@ -98,10 +97,8 @@ func TestReadyWaits(t *testing.T) {
 	}{
 		{"staged", staged, Config{}, true},
 		{"staged, unstaged ones do not wait", staged, Config{NoReadyWaitUnstaged: true}, true},
-		{"staged, commands wait in the holder", staged, Config{NoReadyWait: true}, false},
 		{"unstaged", &policy.Policy{}, Config{}, true},
 		{"unstaged, unstaged ones do not wait", &policy.Policy{}, Config{NoReadyWaitUnstaged: true}, false},
-		{"unstaged, commands wait in the holder", &policy.Policy{}, Config{NoReadyWait: true}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := New(tc.p, tc.cfg)
@@ -111,9 +108,6 @@ func TestReadyWaits(t *testing.T) {
 			err := b.Ready(ctx, backends.StartOptions{})
 			if waited := err != nil; waited != tc.waits {
 				t.Fatalf("waited for the holder's word: %v (%v), want %v", waited, err, tc.waits)
-			}
-			if staged := tc.p == staged; !tc.waits && staged && b.Manifest == nil {
-				t.Error("the staged copy's manifest was not kept")
 			}
 		})
 	}
@@ -152,5 +146,35 @@ func TestRefusedCopyToldByTheHolder(t *testing.T) {
 				t.Errorf("Ready: %v; want it to say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCopyBreaksOffAtTheHoldersEnd: a staged copy's write that blocks
+// (a stream nothing reads: docker's attach of a container that is gone)
+// is broken off once the holder ends, and told by the holder's word.
+func TestCopyBreaksOffAtTheHoldersEnd(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 256<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	staged := &policy.Policy{Staging: policy.Staging{Size: 1 << 20}, Mounts: []policy.Mount{{Path: dir, Kind: "dir"}}}
+	b := New(staged, Config{})
+	host, holder := net.Pipe()
+	defer holder.Close()
+	b.SetLifeline(host)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_ = protocol.WriteStatus(&b.Out, protocol.Status{State: protocol.StateStagingFailed, Detail: "no space left on device"})
+		close(b.Gone)
+	}()
+	done := make(chan error, 1)
+	go func() { done <- b.Ready(context.Background(), backends.StartOptions{}) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "raise [sandbox] writable_size") {
+			t.Errorf("Ready: %v; want the holder's word", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the copy's write still blocks 10 s after the holder ended")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/triage-sandbox/triage-sandbox/backends"
 	"github.com/triage-sandbox/triage-sandbox/internal/testenv"
@@ -164,8 +165,9 @@ func TestStagedHostChangesWin(t *testing.T) {
 // to do (raise writable_size), on every backend, one-shot or a session:
 // not with the broken pipe the host's write met once the holder gave up
 // (3 MiB: the write breaks off), nor as a command whose result is unknown
-// (just over the bound: the write fits the pipe and returns, and a
-// one-shot oci start no longer waits for the holder's word). Nothing ran.
+// (just over the bound: the write fits the pipe and returns before the
+// holder gives up), nor minutes later (docker's attach stream took the
+// bytes of the container that was gone for 127 s). Nothing ran.
 func TestStagedCopyOverItsBound(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, k *kit) {
 		for _, size := range []int{3 << 20, 1<<20 + 12<<10} {
@@ -181,7 +183,13 @@ func TestStagedCopyOverItsBound(t *testing.T) {
 				p.Staging.Size = 1 << 20
 				what := fmt.Sprintf("%d bytes, one-shot %v", size, opts.OneShot)
 				w := k.watch()
+				began := time.Now()
 				sess, err := sandbox.Start(context.Background(), k.b, p, opts)
+				// A liveness bound, not a speed figure: docker's attach
+				// stream held the refused copy's write for 127 s.
+				if took := time.Since(began); took > 45*time.Second {
+					t.Errorf("%s: the refusal took %s", what, took.Round(time.Second))
+				}
 				if err == nil {
 					var out testenv.Buffer
 					w.startedAs(t, sess.Sandbox().ID())
