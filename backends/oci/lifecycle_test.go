@@ -480,28 +480,11 @@ func TestOneShotHolderKilledBeforeItsCommand(t *testing.T) {
 // for the holder's word told, in a version tried and not kept).
 func TestOneShotStagingFailureIsToldAsTheStart(t *testing.T) {
 	b := newBackend(t)
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(filepath.Join(dir, "repros"), 0o755)
+	p, dir := workspacePolicy(t, profiles.RoleReproducer)
 	if err := os.WriteFile(filepath.Join(dir, "repros", "big"), bytes.Repeat([]byte("x"), 1<<20+12<<10), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, "triage.toml"), []byte("[project]\n[sandbox]\nwritable_size = \"1m\"\n"), 0o644)
-	cfg, err := config.Load(filepath.Join(dir, "triage.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := policy.CurrentHost()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Cwd = dir
-	p, err := policy.Build(cfg, profiles.RoleReproducer, h, policy.Options{Backend: oci.Name, Capabilities: oci.Capabilities()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p.Staging.Size = 1 << 20 // writable_size = "1m"
 	sb, err := b.Start(context.Background(), p, backends.StartOptions{OneShot: true})
 	if err == nil {
 		defer sb.Close(context.Background())
