@@ -40,13 +40,36 @@ func awaitStatus(ctx context.Context, out *SmallBuffer, exited <-chan struct{}, 
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-exited:
-			// Its last words may have come with its end.
+			return lastWords(out, changed, states)
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// lastWordsGrace bounds the wait, once a holder is known to have ended,
+// for a word it said just before: the word travels a stream (a pipe's
+// copier, docker's attach) that the news of the end does not wait for, and
+// under load came after it (a copy over writable_size then read as a
+// holder that ended with nothing said, 1 run in about 30).
+const lastWordsGrace = 500 * time.Millisecond
+
+// lastWords is the status of a holder that ended, or ErrHolderEnded when
+// it said none within lastWordsGrace.
+func lastWords(out *SmallBuffer, changed <-chan struct{}, states []protocol.State) error {
+	grace := time.NewTimer(lastWordsGrace)
+	defer grace.Stop()
+	for {
+		if s, ok := protocol.First(out.Bytes(), states...); ok {
+			return holderStatusErr(s)
+		}
+		select {
+		case <-changed:
+		case <-grace.C:
 			if s, ok := protocol.First(out.Bytes(), states...); ok {
 				return holderStatusErr(s)
 			}
 			return ErrHolderEnded
-		case <-changed:
-		case <-tick.C:
 		}
 	}
 }

@@ -59,3 +59,36 @@ func TestAwaitHolderOfAnotherVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestAwaitLastWords: a holder's word that reaches its buffer after its end
+// is known (the stream it travels is not what tells of the end) is still
+// its word; one that said nothing has ended, once the grace has passed.
+func TestAwaitLastWords(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after time.Duration // when the word comes after the end; 0: none
+		want  string
+	}{
+		{name: "word after the end", after: 50 * time.Millisecond, want: "too big"},
+		{name: "nothing said"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out SmallBuffer
+			exited := make(chan struct{})
+			close(exited)
+			if tc.after > 0 {
+				go func() {
+					time.Sleep(tc.after)
+					_ = protocol.WriteStatus(&out, protocol.Status{State: protocol.StateStagingFailed, Detail: "too big"})
+				}()
+			}
+			err := AwaitHolder(context.Background(), &out, exited)
+			switch {
+			case tc.want == "" && !errors.Is(err, ErrHolderEnded):
+				t.Errorf("AwaitHolder: %v, want ErrHolderEnded", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("AwaitHolder: %v, want the word %q", err, tc.want)
+			}
+		})
+	}
+}
