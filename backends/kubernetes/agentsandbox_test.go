@@ -359,11 +359,8 @@ func TestSelftestPoolThroughAgentSandbox(t *testing.T) {
 	agentSandboxCluster(t)
 	e := provenWorkspace(t, agentSandboxTOML)
 	seen, stop := watchAgentSandbox(t, e)
-	start := time.Now()
-	stdout, stderr, runErr := e.run("selftest", "--json", "--role", "reproducer", "--warm", "pool")
-	t.Logf("selftest --warm pool in %s", time.Since(start).Round(time.Second))
+	judgedSelftest(t, e, "reproducer --warm pool", []string{"--role", "reproducer", "--warm", "pool"})
 	stop()
-	judgeSelftest(t, stdout, stderr, runErr)
 	seen.mu.Lock()
 	var fromPool []string
 	for claim, pool := range seen.claimPool {
