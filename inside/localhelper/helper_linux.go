@@ -8,6 +8,7 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/exitcode"
 	"github.com/triage-sandbox/triage-sandbox/inside/confine"
 	"github.com/triage-sandbox/triage-sandbox/inside/sandboxinit"
+	"github.com/triage-sandbox/triage-sandbox/inside/supervise"
 	"github.com/triage-sandbox/triage-sandbox/internal/phase"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
@@ -28,7 +29,7 @@ func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) i
 		tr = phase.ToWriter("helper", os.NewFile(uintptr(spec.TraceFD), "trace"))
 		ctx = phase.With(ctx, tr)
 	}
-	thread, err := confineSelf(ctx, spec)
+	thread, score, err := confineSelf(ctx, spec)
 	_ = tr.Close()
 	if err != nil {
 		return fail(err)
@@ -36,7 +37,7 @@ func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) i
 	ho := sandboxinit.HoldOptions{TTL: spec.Hold.TTL.D(), Stage: spec.Hold.Stage, Stdout: io.Out, Stderr: io.Err,
 		Control: os.NewFile(uintptr(spec.Hold.ControlFD), "control"), Helper: protocol.InitPath,
 		HelperEntries: []protocol.Entry{protocol.EntryExec, protocol.EntryExport}, SweepLeftovers: true,
-		Thread: thread, Forward: spec.Hold.Forward}
+		Thread: thread, Score: score, Forward: spec.Hold.Forward}
 	if spec.Hold.Lifeline {
 		ho.Lifeline = io.In
 	}
@@ -48,8 +49,10 @@ func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) i
 
 // confineSelf reads the plan, builds the sandbox and restricts the helper.
 // It returns the thread the holder starts every child from: the one whose
-// bounding set is empty (see confine.DropForkerBounding).
-func confineSelf(ctx context.Context, spec protocol.Local) (*sandboxinit.Thread, error) {
+// bounding set is empty (see confine.DropForkerBounding), and the helper's
+// own OOM score, opened before Landlock makes /proc read-only to it (nil
+// where it cannot be: then commands keep the holder's score, as before).
+func confineSelf(ctx context.Context, spec protocol.Local) (*sandboxinit.Thread, *supervise.OwnScore, error) {
 	defer phase.Begin(ctx, "confine")()
 	end := phase.Begin(ctx, "forker")
 	var forker int
@@ -58,7 +61,7 @@ func confineSelf(ctx context.Context, spec protocol.Local) (*sandboxinit.Thread,
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	end()
 	end = phase.Begin(ctx, "plan")
@@ -66,18 +69,19 @@ func confineSelf(ctx context.Context, spec protocol.Local) (*sandboxinit.Thread,
 	plan, err := confine.ReadPlan(planFile)
 	_ = planFile.Close()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	end()
 	end = phase.Begin(ctx, "enter")
 	if err := confine.Enter(ctx, plan); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	end()
+	score, _ := supervise.OpenOwnScore()
 	end = phase.Begin(ctx, "restrict")
 	defer end()
 	if err := confine.Restrict(ctx, plan, forker); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return thread, nil
+	return thread, score, nil
 }

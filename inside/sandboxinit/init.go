@@ -76,6 +76,12 @@ type HoldOptions struct {
 	// Thread, when set, is the warden's thread (with SweepLeftovers): the
 	// one every child is started from. Nil: the warden starts its own.
 	Thread *Thread
+	// Score, when set, is the holder's own OOM score, opened before a
+	// confinement that keeps /proc read-only to it (the local backend's
+	// Landlock): the warden raises it around each command's fork (see
+	// warden.score). Nil: each command's score is raised once it is
+	// forked, through /proc.
+	Score *supervise.OwnScore
 	// Forward, when set, is the forwarder to the network proxy, listening
 	// before the holder says it is ready; one that cannot start refuses
 	// the sandbox.
@@ -189,6 +195,7 @@ func startWarden(ctx context.Context, o HoldOptions, killAll func()) (w *warden,
 	if w, err = newWarden(o.Thread); err != nil {
 		return nil, nil, nil, err
 	}
+	w.score = o.Score
 	wctx, stop := context.WithCancel(ctx)
 	go w.watch(wctx)
 	end = func() {

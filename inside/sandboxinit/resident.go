@@ -118,7 +118,7 @@ func (r *resident) run(ctx context.Context, spec protocol.Exec, files []*os.File
 			o.Stdin = lifeline
 		}
 	}
-	return execute(ctx, o, supervise.Spec{Within: r.w.onThread, Others: r.w.isStarted})
+	return execute(ctx, o, supervise.Spec{Within: r.w.onThread, Others: r.w.isStarted, Score: r.w.score})
 }
 
 // pollable is a non-blocking duplicate of a lifeline, read through the

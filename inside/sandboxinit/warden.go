@@ -4,6 +4,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/triage-sandbox/triage-sandbox/inside/supervise"
+	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
 // warden kills what a command leaves behind once its supervisor is gone.
@@ -46,6 +49,13 @@ type warden struct {
 	// it changed to the watch that waits.
 	every   atomic.Int64
 	changed chan struct{}
+	// score, when set, is the holder's own OOM score, raised around the
+	// fork of each command and supervisor (supervise.OwnScore): under
+	// Landlock (the local backend) /proc is read-only to the holder and
+	// what it starts, so their scores cannot be raised once forked, and a
+	// command of many small processes got the holder, the largest one
+	// left, killed, and the sandbox with it.
+	score *supervise.OwnScore
 }
 
 // wardenPoll is how often the warden looks without being told a child
@@ -94,13 +104,20 @@ func (w *warden) commandsThroughHolder() {
 // by a runtime exec again, whose supervisors only the polls see end.
 func (w *warden) commandsByRuntime() { w.pollEvery(wardenPoll) }
 
-// Start starts a child of the holder on the warden's thread and records it.
-func (w *warden) Start(start func() (int, error)) error {
+// Start starts a child of the holder on the warden's thread and records
+// it. A supervisor (argv's entry is exec) is started with the holder's
+// score raised (see score), so it and its command are the OOM killer's
+// choice before the holder; an exporter keeps the holder's.
+func (w *warden) Start(argv []string, start func() (int, error)) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var pid int
 	var err error
-	w.onThread(func() { pid, err = start() })
+	score := w.score
+	if len(argv) < 2 || protocol.Entry(argv[1]) != protocol.EntryExec {
+		score = nil
+	}
+	w.onThread(func() { _ = score.Raised(func() { pid, err = start() }) })
 	if err == nil {
 		w.started[pid] = true
 	}

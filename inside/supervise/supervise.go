@@ -59,6 +59,10 @@ type Spec struct {
 	// the command's tree (with all below them): processes started beside
 	// it (a resident supervisor's holder starts supervisors too).
 	Others func(pid int) bool
+	// Score, when set, is this process's own OOM score, raised around
+	// the command's fork (see OwnScore): where /proc is read-only to this
+	// process, the command's score cannot be raised once it is forked.
+	Score *OwnScore
 }
 
 // Result is how it ended.
@@ -195,8 +199,14 @@ func startCommand(ctx context.Context, s Spec, c command) (_ *run, _ *stdio, fai
 	fds := []uintptr{sio.child[0].Fd(), sio.child[1].Fd(), sio.child[2].Fd()}
 	var pid int
 	within(s.Within)(func() {
-		pid, err = syscall.ForkExec(c.path, s.Argv, &syscall.ProcAttr{
-			Dir: s.Dir, Env: c.env, Files: fds, Sys: sysProcAttr(),
+		// With s.Score the command inherits the OOM killer's first choice
+		// from its first instruction; preferForOOM below raises it through
+		// /proc where that is writable. A score that could not be raised
+		// leaves the command at this process's, as without s.Score.
+		_ = s.Score.Raised(func() {
+			pid, err = syscall.ForkExec(c.path, s.Argv, &syscall.ProcAttr{
+				Dir: s.Dir, Env: c.env, Files: fds, Sys: sysProcAttr(),
+			})
 		})
 	})
 	start := time.Now()

@@ -41,10 +41,10 @@ type ResidentRun func(ctx context.Context) (code int, after func())
 
 // Children tracks the processes the holder started.
 type Children interface {
-	// Start calls start, which starts one process and returns its pid,
-	// and records it: a scan for processes nobody started never sees one
-	// half-started.
-	Start(start func() (pid int, err error)) error
+	// Start calls start, which starts one process (argv, already
+	// allowed) and returns its pid, and records it: a scan for processes
+	// nobody started never sees one half-started.
+	Start(argv []string, start func() (pid int, err error)) error
 	// Exited is told after the process was reaped, before its end is.
 	Exited(pid int)
 }
@@ -202,7 +202,7 @@ func (s *server) start(cmd *exec.Cmd) error {
 	if s.o.Children == nil {
 		return cmd.Start()
 	}
-	return s.o.Children.Start(func() (int, error) {
+	return s.o.Children.Start(cmd.Args, func() (int, error) {
 		if err := cmd.Start(); err != nil {
 			return 0, err
 		}

@@ -5,6 +5,7 @@ package integration_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -235,6 +236,41 @@ func TestOutOfMemoryToldApart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCommandIsTheOOMKillersFirstChoice: the command's processes are the
+// OOM killer's first choice, never what runs them (its supervisor, the
+// holder). The command starts with the highest score and its parent has a
+// lower one; a command of many processes, each smaller than the holder,
+// that fills the memory limit loses some of them and ends with its own
+// result. Before, on local (where Landlock keeps /proc read-only, so a
+// forked command's score could not be raised), the holder was the largest
+// process left and went first: "the sandbox ran out of memory and its
+// holder was killed (exit 137); the result is unknown".
+func TestCommandIsTheOOMKillersFirstChoice(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, k *kit) {
+		if k.name == local.Name && os.Geteuid() != 0 {
+			t.Skip("the local backend has no cgroup (and no memory limit) unless root")
+		}
+		f := newFixture(t)
+		p := k.build(t, f, "agent", currentHost(t))
+		p.Limits.Memory = 128 << 20
+		out, shown := k.runOutcome(t, p, "sh", "-c", `echo "scores $(cat /proc/self/oom_score_adj) $(cat /proc/$PPID/oom_score_adj)"`)
+		var command, parent int
+		if _, err := fmt.Sscanf(shown[strings.Index(shown, "scores"):], "scores %d %d", &command, &parent); err != nil || out.ExitCode != 0 {
+			t.Fatalf("exit %d, %q: %v", out.ExitCode, shown, err)
+		}
+		if command != 1000 || parent >= command {
+			t.Errorf("the command's oom_score_adj is %d and its parent's %d: want 1000 and lower", command, parent)
+		}
+		// 45 idle shells holding 3 MB each (about 4.5 MiB resident, less
+		// than the holder) against 128 MiB.
+		out, shown = k.runOutcome(t, p, "sh", "-c",
+			`for i in $(seq 45); do sh -c 'x=$(head -c 3000000 /dev/zero | tr "\0" a); sleep 30' & done; sleep 3; echo alive`)
+		if out.ExitCode != 0 || !strings.Contains(shown, "alive") {
+			t.Errorf("many small processes at the memory limit: exit %d, %q; want the command's own end (0, alive)", out.ExitCode, shown)
+		}
+	})
 }
 
 // TestTimeoutToGone measures how long after the deadline the sandbox is
