@@ -37,7 +37,7 @@ func RunHelper(ctx context.Context, spec protocol.Local, io sandboxinit.Stdio) i
 	ho := sandboxinit.HoldOptions{TTL: spec.Hold.TTL.D(), Stage: spec.Hold.Stage, Stdout: io.Out, Stderr: io.Err,
 		Control: os.NewFile(uintptr(spec.Hold.ControlFD), "control"), Helper: protocol.InitPath,
 		HelperEntries: []protocol.Entry{protocol.EntryExec, protocol.EntryExport}, SweepLeftovers: true,
-		Thread: thread, Score: score, Forward: spec.Hold.Forward}
+		Thread: thread, Score: score, RaiseSupervisors: true, Forward: spec.Hold.Forward}
 	if spec.Hold.Lifeline {
 		ho.Lifeline = io.In
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/triage-sandbox/triage-sandbox/inside/supervise"
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 	"github.com/triage-sandbox/triage-sandbox/protocol/control"
 )
@@ -25,6 +26,8 @@ func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
 		_ = protocol.WriteStatus(io.Out, protocol.Status{State: protocol.StateHolderFailed, Detail: detail})
 		return exitcodeRefused
 	}
+	// Opened while its /proc is still its own (see HoldOptions.Score).
+	score, _ := supervise.OpenOwnScore()
 	if err := guardFromCommand(spec.RunAs); err != nil {
 		return failed(err.Error())
 	}
@@ -33,7 +36,7 @@ func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
 	a := armHolder()
 	setModes(spec.Modes, io.Err)
 	o := HoldOptions{TTL: spec.TTL.D(), Stderr: io.Err, Stdout: io.Out, Stage: spec.Stage, SweepLeftovers: true, Forward: spec.Forward,
-		armed: a}
+		Score: score, armed: a}
 	if spec.Lifeline {
 		o.Lifeline = io.In
 	}
@@ -65,11 +68,13 @@ func RunHold(ctx context.Context, spec protocol.Hold, io Stdio) int {
 // RunExec is the supervisor's entry point: it runs one command as spec
 // says and returns the exit code.
 func RunExec(ctx context.Context, spec protocol.Exec, io Stdio) int {
+	// Opened while its /proc is still its own (see ExecOptions.Score).
+	score, _ := supervise.OpenOwnScore()
 	if err := guardFromCommand(spec.RunAs); err != nil {
 		fmt.Fprintf(io.Err, "triage-sandbox: %v\n", err)
 		return exitcodeRefused
 	}
-	o := ExecOptions{Argv: spec.Argv, Dir: spec.Dir, Timeout: spec.Timeout.D(), Grace: spec.Grace.D(), Lifeline: spec.Lifeline,
+	o := ExecOptions{Score: score, Argv: spec.Argv, Dir: spec.Dir, Timeout: spec.Timeout.D(), Grace: spec.Grace.D(), Lifeline: spec.Lifeline,
 		Stdin: io.In, Stdout: io.Out, Stderr: io.Err, Seccomp: spec.Seccomp, Rlimits: spec.Rlimits}
 	if spec.ExportFD != 0 {
 		// The runtime passed it (runc exec --preserve-fds): close-on-exec at

@@ -76,12 +76,17 @@ type HoldOptions struct {
 	// Thread, when set, is the warden's thread (with SweepLeftovers): the
 	// one every child is started from. Nil: the warden starts its own.
 	Thread *Thread
-	// Score, when set, is the holder's own OOM score, opened before a
-	// confinement that keeps /proc read-only to it (the local backend's
-	// Landlock): the warden raises it around each command's fork (see
-	// warden.score). Nil: each command's score is raised once it is
-	// forked, through /proc.
+	// Score, when set, is the holder's own OOM score, opened before the
+	// holder made itself undumpable (its /proc is root's then) and before
+	// any confinement: the warden raises it around each resident
+	// command's fork (see warden.score). Nil: a command's score is raised
+	// through its /proc once it is forked.
 	Score *supervise.OwnScore
+	// RaiseSupervisors: a confinement keeps /proc read-only to the holder
+	// and what it starts (the local backend's Landlock), so a supervisor
+	// it starts cannot raise its command's score: the warden raises the
+	// supervisor's at its fork instead.
+	RaiseSupervisors bool
 	// Forward, when set, is the forwarder to the network proxy, listening
 	// before the holder says it is ready; one that cannot start refuses
 	// the sandbox.
@@ -195,7 +200,7 @@ func startWarden(ctx context.Context, o HoldOptions, killAll func()) (w *warden,
 	if w, err = newWarden(o.Thread); err != nil {
 		return nil, nil, nil, err
 	}
-	w.score = o.Score
+	w.score, w.raiseSupervisors = o.Score, o.RaiseSupervisors
 	wctx, stop := context.WithCancel(ctx)
 	go w.watch(wctx)
 	end = func() {
@@ -419,6 +424,10 @@ func killEveryone() { _ = syscall.Kill(-1, syscall.SIGKILL) }
 
 // ExecOptions configure one supervised command.
 type ExecOptions struct {
+	// Score, when set, is the supervisor's own OOM score, opened before
+	// it made itself undumpable (its /proc is root's then): raised around
+	// the command's fork (see supervise.OwnScore).
+	Score   *supervise.OwnScore
 	Argv    []string
 	Dir     string // "" keeps the supervisor's own
 	Timeout time.Duration
@@ -463,7 +472,7 @@ func Exec(ctx context.Context, o ExecOptions) int {
 	defer stop()
 	// A parent of 0 is outside this pid namespace: a runtime exec into a
 	// sandbox of its own, whose pid 1 is the holder or the init above it.
-	code, _ := execute(ctx, o, supervise.Spec{SweepStrays: os.Getppid() == 0})
+	code, _ := execute(ctx, o, supervise.Spec{SweepStrays: os.Getppid() == 0, Score: o.Score})
 	return code
 }
 

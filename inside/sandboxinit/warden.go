@@ -50,12 +50,13 @@ type warden struct {
 	every   atomic.Int64
 	changed chan struct{}
 	// score, when set, is the holder's own OOM score, raised around the
-	// fork of each command and supervisor (supervise.OwnScore): under
-	// Landlock (the local backend) /proc is read-only to the holder and
-	// what it starts, so their scores cannot be raised once forked, and a
-	// command of many small processes got the holder, the largest one
-	// left, killed, and the sandbox with it.
-	score *supervise.OwnScore
+	// fork of each resident command (supervise.OwnScore), and of each
+	// supervisor when raiseSupervisors: under Landlock (the local backend)
+	// /proc is read-only to the holder and what it starts, so no score
+	// can be raised once forked, and a command of many small processes got
+	// the holder, the largest one left, killed, and the sandbox with it.
+	score            *supervise.OwnScore
+	raiseSupervisors bool
 }
 
 // wardenPoll is how often the warden looks without being told a child
@@ -105,16 +106,18 @@ func (w *warden) commandsThroughHolder() {
 func (w *warden) commandsByRuntime() { w.pollEvery(wardenPoll) }
 
 // Start starts a child of the holder on the warden's thread and records
-// it. A supervisor (argv's entry is exec) is started with the holder's
-// score raised (see score), so it and its command are the OOM killer's
-// choice before the holder; an exporter keeps the holder's.
+// it. Under a confinement that keeps /proc read-only (raiseSupervisors), a
+// supervisor (argv's entry is exec) is started with the holder's score
+// raised, so it and its command are the OOM killer's choice before the
+// holder; elsewhere a supervisor raises its command's itself, and keeps
+// its own below it. An exporter keeps the holder's.
 func (w *warden) Start(argv []string, start func() (int, error)) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var pid int
 	var err error
 	score := w.score
-	if len(argv) < 2 || protocol.Entry(argv[1]) != protocol.EntryExec {
+	if !w.raiseSupervisors || len(argv) < 2 || protocol.Entry(argv[1]) != protocol.EntryExec {
 		score = nil
 	}
 	w.onThread(func() { _ = score.Raised(func() { pid, err = start() }) })

@@ -1,6 +1,7 @@
 package sandboxinit
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -9,10 +10,12 @@ import (
 	"github.com/triage-sandbox/triage-sandbox/protocol"
 )
 
-// TestWardenRaisesTheScoreOfSupervisorsOnly: with the holder's own score
-// (the local backend's), a supervisor the holder starts is the OOM
-// killer's first choice with its command, from its first instruction; an
-// exporter, which copies the outputs back, keeps the holder's score.
+// TestWardenRaisesTheScoreOfSupervisorsOnly: under a confinement that
+// keeps /proc read-only (the local backend's, raiseSupervisors), a
+// supervisor the holder starts is the OOM killer's first choice with its
+// command, from its first instruction; elsewhere it keeps the holder's
+// and raises its command's itself. An exporter, which copies the outputs
+// back, keeps the holder's score.
 func TestWardenRaisesTheScoreOfSupervisorsOnly(t *testing.T) {
 	score, err := supervise.OpenOwnScore()
 	if err != nil {
@@ -22,17 +25,19 @@ func TestWardenRaisesTheScoreOfSupervisorsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &warden{started: map[int]bool{}, thread: th, score: score}
 	base := readScore(t, exec.Command("cat", "/proc/self/oom_score_adj"), nil)
 	tests := []struct {
+		raise bool
 		entry protocol.Entry
 		want  string
 	}{
-		{protocol.EntryExec, "1000"},
-		{protocol.EntryExport, base},
+		{true, protocol.EntryExec, "1000"},
+		{true, protocol.EntryExport, base},
+		{false, protocol.EntryExec, base},
 	}
 	for _, tt := range tests {
-		t.Run(string(tt.entry), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s raise=%v", tt.entry, tt.raise), func(t *testing.T) {
+			w := &warden{started: map[int]bool{}, thread: th, score: score, raiseSupervisors: tt.raise}
 			argv := []string{"/triage-sandbox", string(tt.entry), "{}"}
 			if got := readScore(t, exec.Command("cat", "/proc/self/oom_score_adj"), func(start func() (int, error)) error {
 				return w.Start(argv, start)

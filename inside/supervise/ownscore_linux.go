@@ -8,13 +8,16 @@ import (
 )
 
 // OwnScore is this process's own oom_score_adj, written through a
-// descriptor opened before a confinement that keeps /proc read-only to it
-// (Landlock in the local backend's holder, which forks commands resident).
-// There preferForOOM cannot write a forked command's score, so the fork
-// runs with this process's own score raised to commandOOMScoreAdj, which
-// the child inherits, and put back right after. Putting it back needs no
-// privilege: a process may lower its score to where a privileged writer
-// last put it, which is at or below the score it had.
+// descriptor, and raised to commandOOMScoreAdj around a command's fork,
+// so that the command inherits it from its first instruction, and put
+// back right after. preferForOOM's write to a forked command's /proc
+// comes too late for what the command forks at once (a shell's first
+// child read the supervisor's 500 under load, CI), and cannot come at all
+// where a confinement keeps /proc read-only (Landlock in the local
+// backend's holder): there the descriptor is opened before it. Putting
+// the score back needs no privilege: a process may lower its score to
+// where a privileged writer last put it, which is at or below the score
+// it had.
 type OwnScore struct {
 	mu   sync.Mutex
 	f    *os.File
