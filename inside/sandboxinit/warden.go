@@ -120,7 +120,7 @@ func (w *warden) Start(argv []string, start func() (int, error)) error {
 	if !w.raiseSupervisors || len(argv) < 2 || protocol.Entry(argv[1]) != protocol.EntryExec {
 		score = nil
 	}
-	w.onThread(func() { _ = score.Raised(func() { pid, err = start() }) })
+	w.onThread(func() { _, _ = score.Raised(func() { pid, err = start() }) })
 	if err == nil {
 		w.started[pid] = true
 	}

@@ -45,22 +45,22 @@ func OpenOwnScore() (*OwnScore, error) {
 }
 
 // Raised runs fork with this process's score at commandOOMScoreAdj, so
-// that what fork starts inherits it, and puts the score back after. One
-// at a time: two forks' raises must not interleave with a put-back. A nil
-// OwnScore runs fork as it is.
-func (o *OwnScore) Raised(fork func()) error {
+// that what fork starts inherits it, and puts the score back after; it
+// reports whether fork ran raised. One at a time: two forks' raises must
+// not interleave with a put-back. A nil OwnScore runs fork as it is.
+func (o *OwnScore) Raised(fork func()) (raised bool, err error) {
 	if o == nil {
 		fork()
-		return nil
+		return false, nil
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err := o.write(commandOOMScoreAdj); err != nil {
 		fork()
-		return err
+		return false, err
 	}
 	fork()
-	return o.write(o.base)
+	return true, o.write(o.base)
 }
 
 // write sets the score; the kernel reads a whole value from each write.

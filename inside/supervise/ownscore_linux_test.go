@@ -40,8 +40,12 @@ func TestOwnScoreRaisedAroundTheFork(t *testing.T) {
 			var out strings.Builder
 			cmd.Stdout = &out
 			var startErr error
-			if err := tt.score.Raised(func() { startErr = cmd.Start() }); err != nil {
+			raised, err := tt.score.Raised(func() { startErr = cmd.Start() })
+			if err != nil {
 				t.Fatal(err)
+			}
+			if raised != (tt.score != nil) {
+				t.Errorf("Raised says raised=%v for a score %v", raised, tt.score)
 			}
 			if startErr != nil {
 				t.Fatal(startErr)

@@ -60,8 +60,9 @@ type Spec struct {
 	// it (a resident supervisor's holder starts supervisors too).
 	Others func(pid int) bool
 	// Score, when set, is this process's own OOM score, raised around
-	// the command's fork (see OwnScore): where /proc is read-only to this
-	// process, the command's score cannot be raised once it is forked.
+	// the command's fork (see OwnScore), so the command has it from its
+	// first instruction; nil: it is written to the command's /proc once
+	// it is forked, which the command's first child can beat.
 	Score *OwnScore
 }
 
@@ -198,12 +199,12 @@ func startCommand(ctx context.Context, s Spec, c command) (_ *run, _ *stdio, fai
 	// Fd puts the files in blocking mode, as the child expects.
 	fds := []uintptr{sio.child[0].Fd(), sio.child[1].Fd(), sio.child[2].Fd()}
 	var pid int
+	var raised bool
 	within(s.Within)(func() {
 		// With s.Score the command inherits the OOM killer's first choice
-		// from its first instruction; preferForOOM below raises it through
-		// /proc where that is writable. A score that could not be raised
-		// leaves the command at this process's, as without s.Score.
-		_ = s.Score.Raised(func() {
+		// from its first instruction. Without it (or where it could not be
+		// raised) preferForOOM below writes it through the command's /proc.
+		raised, _ = s.Score.Raised(func() {
 			pid, err = syscall.ForkExec(c.path, s.Argv, &syscall.ProcAttr{
 				Dir: s.Dir, Env: c.env, Files: fds, Sys: sysProcAttr(),
 			})
@@ -220,7 +221,9 @@ func startCommand(ctx context.Context, s Spec, c command) (_ *run, _ *stdio, fai
 
 	r := &run{t: &tree{pid: pid, self: os.Getpid(), tag: c.tag, within: within(s.Within), others: s.Others},
 		start: start, mainDone: make(chan struct{})}
-	r.t.preferForOOM()
+	if !raised {
+		r.t.preferForOOM()
+	}
 	r.watch(ctx, s.Lifeline)
 	return r, sio, Result{}, true
 }

@@ -223,13 +223,15 @@ func treeEnv(env []string) ([]string, string) { return env, "" }
 
 // commandOOMScoreAdj is the command's oom_score_adj: the highest, so that
 // when the sandbox runs out of memory the kernel kills the command's
-// processes, never the supervisor that enforces its timeout (a process
-// may raise its child's score without privilege, not lower its own).
+// processes, never the supervisor that enforces its timeout (raising a
+// score needs no privilege; lowering one does, below where a privileged
+// writer put it).
 const commandOOMScoreAdj = "1000"
 
-// preferForOOM marks the command as the OOM killer's first choice. It is
-// written right after the exec, before a shell is up to fork; a failure
-// (a /proc that hides it) leaves the sandbox's own score.
+// preferForOOM marks the command as the OOM killer's first choice when
+// its fork did not inherit it (Spec.Score): written right after the exec,
+// so a child the command forks at once may keep the supervisor's score; a
+// failure (a /proc that hides it, or is read-only) leaves the sandbox's.
 func (t *tree) preferForOOM() {
 	_ = os.WriteFile("/proc/"+strconv.Itoa(t.pid)+"/oom_score_adj", []byte(commandOOMScoreAdj), 0)
 }
