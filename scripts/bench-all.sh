@@ -17,6 +17,8 @@ bench() {
   if "$@"; then echo "   ($((SECONDS - s)) s)"; else echo "bench-all: $name could not measure (exit $?)" >&2; failed+=("$name"); fi
 }
 bin=$(pwd)/bin
+# First: the machine's own costs, the yardstick for every ratio below.
+bench bench-machine.sh scripts/bench-machine.sh "$((n * 50))"
 for b in local docker oci; do
   bench "bench-start.sh ($b)" env BACKEND=$b scripts/bench-start.sh "$n"
 done
