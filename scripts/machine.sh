@@ -63,13 +63,16 @@ ts_kube_packages() {
 # ts_test_packages: what the other tests need: runc (the oci backend),
 # Debian's pytest (copied into a venv by the real-project test), Podman
 # (the docker backend's test against its Docker-compatible service), npm
-# (the MCP client the tests use is installed from the npm registry).
+# (the MCP client the tests use is installed from the npm registry),
+# bubblewrap (the yardstick of CI's bench mode for the local backend).
 ts_test_packages() {
   command -v runc >/dev/null 2>&1 || echo runc
   command -v strace >/dev/null 2>&1 || echo strace
   ts_have_package python3-pytest || echo python3-pytest
   command -v podman >/dev/null 2>&1 || echo podman
   command -v npm >/dev/null 2>&1 || printf '%s\n' nodejs npm
+  # CI's bench mode pairs pooled local against it (scripts/bench-local.sh).
+  command -v bwrap >/dev/null 2>&1 || echo bubblewrap
   return 0
 }
 

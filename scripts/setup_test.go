@@ -23,6 +23,7 @@ provides() {
     docker.io) echo docker dockerd containerd runc ;;
     etcd-server) echo etcd ;;
     nodejs) echo node ;;
+    bubblewrap) echo bwrap ;;
     python3-pytest|containernetworking-plugins) ;;
     *) echo "$1" ;;
   esac
@@ -240,7 +241,7 @@ func TestSetupTestsOneAptCall(t *testing.T) {
 	if n := len(m.calls(t, "apt-get")); n != 2 {
 		t.Errorf("apt-get called %d times, want an update and an install: %q", n, m.calls(t, "apt-get"))
 	}
-	for _, p := range []string{"docker.io", "debootstrap", "chromium", "runc", "podman", "containerd", "jq", "ipset", "nodejs", "npm"} {
+	for _, p := range []string{"docker.io", "debootstrap", "chromium", "runc", "podman", "containerd", "jq", "ipset", "nodejs", "npm", "bubblewrap"} {
 		if !slices.Contains(installs[0], p) {
 			t.Errorf("the one apt-get call lacks %s: %q", p, installs[0])
 		}
