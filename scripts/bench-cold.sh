@@ -129,10 +129,10 @@ echo "cold run on oci (runc), $n pairs: triage-sandbox run --backend oci -- true
 
 # Go floor: the bare bundle with an empty static Go program as its process.
 if command -v go >/dev/null; then
-  mkdir -p "$bare/empty" "$bare/floor"
-  printf 'package main\n\nfunc main() {}\n' >"$bare/empty/main.go"
-  printf 'module empty\n\ngo 1.22\n' >"$bare/empty/go.mod"
-  (cd "$bare/empty" && CGO_ENABLED=0 go build -o "$bare/floor/empty-go" .)
+  mkdir -p "$bare/floor"
+  # shellcheck source=scripts/emptygo.sh
+  . scripts/emptygo.sh
+  emptygo "$bare/floor/empty-go"
   chmod 755 "$bare/floor" "$bare/floor/empty-go"
   mkdir -p "$bare/gobundle"
   cp "$bare/bundle/"* "$bare/gobundle/"

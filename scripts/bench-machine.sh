@@ -9,9 +9,8 @@ cd "$(dirname "$0")/.."
 n=${1:-200}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/empty"
-printf 'package main\n\nfunc main() {}\n' >"$tmp/empty/main.go"
-printf 'module empty\n\ngo 1.22\n' >"$tmp/empty/go.mod"
-(cd "$tmp/empty" && CGO_ENABLED=0 go build -o "$tmp/empty-go" .)
+# shellcheck source=scripts/emptygo.sh
+. scripts/emptygo.sh
+emptygo "$tmp/empty-go"
 go build -o "$tmp/machinecost" ./scripts/machinecost
 "$tmp/machinecost" -n "$n" -go "$tmp/empty-go"

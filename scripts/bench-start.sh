@@ -24,11 +24,11 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-mkdir -p "$ws" "$tmp/empty"
+mkdir -p "$ws"
 chmod 755 "$tmp" "$ws"
-printf 'package main\n\nfunc main() {}\n' >"$tmp/empty/main.go"
-printf 'module empty\n\ngo 1.22\n' >"$tmp/empty/go.mod"
-(cd "$tmp/empty" && CGO_ENABLED=0 go build -o "$tmp/empty-go" .)
+# shellcheck source=scripts/emptygo.sh
+. scripts/emptygo.sh
+emptygo "$tmp/empty-go"
 go build -o "$tmp/pairtime" ./scripts/pairtime
 # A run that fails is no figure: stop with its output.
 if ! out=$(cd "$ws" && "$bin" run --backend "$backend" --session "$sess" -- true 2>&1); then
