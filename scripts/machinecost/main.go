@@ -66,35 +66,46 @@ func measure(n int, emptyGo string) (string, error) {
 // pageFault maps pages of fresh anonymous memory and writes one byte to
 // each: every write is a fault that allocates and zeroes a page.
 func pageFault(pages int) (time.Duration, error) {
-	size := pages * unix.Getpagesize()
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	mem, err := smallPages(pages * unix.Getpagesize())
 	if err != nil {
 		return 0, err
 	}
 	defer unix.Munmap(mem)
-	// Small pages only: a huge page would take 512 pages in one fault.
-	if err := unix.Madvise(mem, unix.MADV_NOHUGEPAGE); err != nil {
-		return 0, fmt.Errorf("madvise: %w", err)
-	}
 	began := time.Now()
-	for i := 0; i < size; i += unix.Getpagesize() {
+	touch(mem)
+	return time.Since(began) / time.Duration(pages), nil
+}
+
+// smallPages maps size bytes of fresh anonymous memory in small pages only:
+// a huge page would take 512 pages in one fault.
+func smallPages(size int) ([]byte, error) {
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: %w", err)
+	}
+	if err := unix.Madvise(mem, unix.MADV_NOHUGEPAGE); err != nil {
+		_ = unix.Munmap(mem)
+		return nil, fmt.Errorf("madvise: %w", err)
+	}
+	return mem, nil
+}
+
+// touch writes one byte to each page of mem, making every page resident.
+func touch(mem []byte) {
+	for i := 0; i < len(mem); i += unix.Getpagesize() {
 		mem[i] = 1
 	}
-	return time.Since(began) / time.Duration(pages), nil
 }
 
 // forkWithHeap times fork, exit and wait with heap bytes resident: the
 // page tables a fork copies are what it costs (the child only exits).
 func forkWithHeap(runs, heap int) (time.Duration, error) {
-	mem, err := unix.Mmap(-1, 0, heap, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	mem, err := smallPages(heap)
 	if err != nil {
 		return 0, err
 	}
 	defer unix.Munmap(mem)
-	_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE)
-	for i := 0; i < heap; i += unix.Getpagesize() {
-		mem[i] = 1
-	}
+	touch(mem)
 	times := make([]time.Duration, 0, runs)
 	for range runs {
 		began := time.Now()
